@@ -1,0 +1,67 @@
+package storage
+
+import "fmt"
+
+// LogConfig bounds one partition log. Every field has its unit in its name.
+type LogConfig struct {
+	// SegmentMaxBytes is where a segment rolls. Retention and transfers work
+	// in whole segments, so this is also the granularity of deletion and of
+	// the "sealed" part of a copy that needs no boundary walk.
+	SegmentMaxBytes int64
+	// MaxBodyBytes is the largest record body: the client API's 1 MiB limit.
+	MaxBodyBytes int
+	// MaxKeyBytes is the largest record key. Keys travel in URLs; 64 KiB is
+	// far past any sane key and keeps a frame under frameMaxBytes.
+	MaxKeyBytes int
+	// MaxBatchRecords caps the records one group commit writes, so a commit's
+	// latency and the memory it pins stay bounded.
+	MaxBatchRecords int
+	// MaxBatchBytes caps the encoded bytes of one group commit for the same reason.
+	MaxBatchBytes int
+	// IndexIntervalBytes is the spacing of the in-memory sparse offset index:
+	// a read scans at most this many bytes to find its first record.
+	IndexIntervalBytes int
+	// ReadBufferBytes is the window a read or a recovery walk pulls from the
+	// file at once; larger windows mean fewer system calls. A frame larger
+	// than the window is read whole on its own.
+	ReadBufferBytes int
+}
+
+// DefaultLogConfig is the configuration a node uses unless told otherwise.
+func DefaultLogConfig() LogConfig {
+	return LogConfig{
+		SegmentMaxBytes:    64 << 20,
+		MaxBodyBytes:       1 << 20,
+		MaxKeyBytes:        64 << 10,
+		MaxBatchRecords:    4096,
+		MaxBatchBytes:      16 << 20,
+		IndexIntervalBytes: 4 << 10,
+		ReadBufferBytes:    256 << 10,
+	}
+}
+
+// maxFrameBytes is the largest frame this config can write.
+func (c LogConfig) maxFrameBytes() int { return frameSize(c.MaxKeyBytes, c.MaxBodyBytes) }
+
+// Validate reports the first field that is out of range.
+func (c LogConfig) Validate() error {
+	switch {
+	case c.SegmentMaxBytes < 4<<10:
+		return fmt.Errorf("log config: SegmentMaxBytes %d below 4 KiB: %w", c.SegmentMaxBytes, ErrInvalid)
+	case c.MaxBodyBytes < 1 || c.MaxBodyBytes > 1<<20:
+		return fmt.Errorf("log config: MaxBodyBytes %d outside 1..1 MiB: %w", c.MaxBodyBytes, ErrInvalid)
+	case c.MaxKeyBytes < 0 || c.MaxKeyBytes > 64<<10:
+		return fmt.Errorf("log config: MaxKeyBytes %d outside 0..64 KiB: %w", c.MaxKeyBytes, ErrInvalid)
+	case c.maxFrameBytes() > frameMaxBytes:
+		return fmt.Errorf("log config: frames of %d bytes exceed the decoder's %d: %w", c.maxFrameBytes(), frameMaxBytes, ErrInvalid)
+	case c.MaxBatchRecords < 1:
+		return fmt.Errorf("log config: MaxBatchRecords %d below 1: %w", c.MaxBatchRecords, ErrInvalid)
+	case c.MaxBatchBytes < c.maxFrameBytes()+frameHeaderBytes:
+		return fmt.Errorf("log config: MaxBatchBytes %d cannot hold one largest record: %w", c.MaxBatchBytes, ErrInvalid)
+	case c.IndexIntervalBytes < 64:
+		return fmt.Errorf("log config: IndexIntervalBytes %d below 64: %w", c.IndexIntervalBytes, ErrInvalid)
+	case c.ReadBufferBytes < 4<<10:
+		return fmt.Errorf("log config: ReadBufferBytes %d below 4 KiB: %w", c.ReadBufferBytes, ErrInvalid)
+	}
+	return nil
+}

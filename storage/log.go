@@ -1,0 +1,714 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Entry is one record to append: the key (may be empty) and the body.
+type Entry struct {
+	Key  []byte
+	Body []byte
+}
+
+// Record is one record read from a log.
+type Record struct {
+	Offset int64
+	// Time is the commit timestamp, Unix nanoseconds.
+	Time int64
+	Key  []byte
+	Body []byte
+	// Corrupt marks an offset whose frame failed its checksum in a sealed
+	// segment. Key and Body are nil; consumers skip it.
+	Corrupt bool
+}
+
+const segmentSuffix = ".log"
+
+// segmentName is the file name of the segment whose first offset is base.
+// Zero-padded so that lexical order is offset order.
+func segmentName(base int64) string { return fmt.Sprintf("%020d%s", base, segmentSuffix) }
+
+func parseSegmentName(name string) (int64, bool) {
+	s, ok := strings.CutSuffix(name, segmentSuffix)
+	if !ok || len(s) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(s, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+type segment struct {
+	base int64
+	// size is the readable size: the file size of a sealed segment, the
+	// committed boundary of the active one (frames of a pending batch lie
+	// past it).
+	size    int64
+	index   []indexEntry
+	indexed bool // sealed segments build their index on first read
+}
+
+// Log is one partition's log: a directory of segments named by base offset.
+//
+// A record becomes visible (the HWM moves past it) only once a commit frame
+// naming the new HWM is durable, and that commit frame is written only after
+// the batch's record frames were fsynced and read back. So the HWM on disk
+// never runs ahead of the HWM in memory: recovery reports at most what was
+// visible before a crash, and frames past the last commit frame are a hidden
+// tail that recovery cuts.
+//
+// A group commit runs in steps so that a busy partition pays one fsync per
+// batch: Write puts the record frames of batch N+1 after the commit frame of
+// batch N in one write; Sync makes both durable; Publish reads them back,
+// checks them, and makes batch N visible; Flush writes the last commit frame
+// when no batch follows. Append does Write, Sync, Publish and Flush for one
+// batch (two fsyncs). Sync is separate so that a caller may replace it with
+// one barrier for many partitions.
+//
+// One goroutine (the partition's actor) writes; reads, listings and chunk
+// reads are safe from any goroutine.
+type Log struct {
+	dir string
+	cfg LogConfig
+
+	mu       sync.RWMutex
+	segs     []*segment // ascending base; the last one is active
+	active   *os.File   // the active segment, open read-write
+	hwm      int64
+	awaiting *Batch // durable, verified frames whose commit frame is not yet written
+	pending  *Batch // written, not yet synced and read back
+	broken   error
+	closed   bool
+	encBuf   []byte // reused encode buffer: at most one write is pending
+	readBuf  []byte // reused read-back buffer
+
+	hooks *logHooks // test fault injection; nil in production
+}
+
+// logHooks inject faults into the commit path in tests.
+type logHooks struct {
+	write    func() error // fails a write
+	sync     func() error // fails an fsync
+	readBack func([]byte) // damages the read-back bytes
+	truncate func() error // fails the truncation after a failed commit
+}
+
+// Batch is one group commit on its way to visibility.
+type Batch struct {
+	first, next int64 // record offsets [first, next)
+	start, end  int64 // file positions of this write, in the active segment
+	framesStart int64 // where this batch's record frames begin (after a leading commit frame)
+	commitFor   *Batch
+	seg         *segment
+	buf         []byte
+	index       []indexEntry
+}
+
+// First is the offset of the batch's first record.
+func (b *Batch) First() int64 { return b.first }
+
+// Next is one past the batch's last record: the HWM once it is visible.
+func (b *Batch) Next() int64 { return b.next }
+
+// OpenLog opens (creating if needed) the log in dir and recovers it: the HWM is
+// the last commit frame of the active segment, and everything after that
+// frame (a torn write, or frames whose commit never became durable) is cut.
+func OpenLog(dir string, cfg LogConfig) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := mkdirAllSync(dir); err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, cfg: cfg}
+	bases, err := listSegmentBases(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(bases) == 0 {
+		f, err := createSegment(dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		l.segs = []*segment{{base: 0, indexed: true}}
+		l.active = f
+		return l, nil
+	}
+	for _, b := range bases[:len(bases)-1] {
+		st, err := os.Stat(filepath.Join(dir, segmentName(b)))
+		if err != nil {
+			return nil, fmt.Errorf("stat segment: %w", err)
+		}
+		l.segs = append(l.segs, &segment{base: b, size: st.Size()})
+	}
+	last := bases[len(bases)-1]
+	f, err := os.OpenFile(filepath.Join(dir, segmentName(last)), os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open active segment: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat active segment: %w", err)
+	}
+	sc, err := scanSegment(f, st.Size(), last, cfg)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("recover %s: %w", segmentName(last), err)
+	}
+	if sc.committed < st.Size() {
+		// A torn tail or frames whose commit frame never became durable:
+		// they were never visible, so they go, and their offsets are free.
+		if err := f.Truncate(sc.committed); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cut tail of %s: %w", segmentName(last), err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("sync cut tail of %s: %w", segmentName(last), err)
+		}
+	}
+	l.segs = append(l.segs, &segment{base: last, size: sc.committed, index: sc.index, indexed: true})
+	l.active = f
+	l.hwm = sc.hwm
+	return l, nil
+}
+
+func listSegmentBases(dir string) ([]int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var bases []int64
+	for _, e := range ents {
+		if b, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+			bases = append(bases, b)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+// createSegment creates an empty segment file and makes its name durable, so
+// that a later commit into it cannot outlive the file's directory entry.
+func createSegment(dir string, base int64) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, segmentName(base)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create segment: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// HWM is the high watermark: the exclusive bound of the visible records.
+func (l *Log) HWM() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.hwm
+}
+
+// Oldest is the lowest retained offset (equal to HWM when the log is empty).
+func (l *Log) Oldest() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.segs[0].base
+}
+
+// Bytes is the readable size of all segments.
+func (l *Log) Bytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Append commits entries as one group commit and returns the first offset.
+// When it returns nil the records are durable and visible. When it returns
+// an error nothing was appended and the offsets go to later records.
+func (l *Log) Append(now time.Time, entries []Entry) (int64, error) {
+	b, err := l.Write(now, entries)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.Sync(); err != nil {
+		return 0, l.Abort(err)
+	}
+	if err := l.Publish(b); err != nil {
+		return 0, err
+	}
+	if err := l.Flush(now); err != nil {
+		return 0, err
+	}
+	return b.first, nil
+}
+
+// Write encodes entries as record frames, preceded by the commit frame of
+// the batch awaiting one, and writes them after everything written so far.
+// Nothing new is visible until Publish (for the awaiting batch) or Flush
+// (for this one). At most one write is pending at a time.
+func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return nil, err
+	}
+	if l.pending != nil {
+		return nil, fmt.Errorf("write with a write pending: %w", ErrInvalid)
+	}
+	if len(entries) == 0 || len(entries) > l.cfg.MaxBatchRecords {
+		return nil, fmt.Errorf("batch of %d records (max %d): %w", len(entries), l.cfg.MaxBatchRecords, ErrInvalid)
+	}
+	size := frameHeaderBytes
+	for _, e := range entries {
+		if len(e.Body) == 0 {
+			return nil, fmt.Errorf("empty body: %w", ErrInvalid)
+		}
+		if len(e.Body) > l.cfg.MaxBodyBytes || len(e.Key) > l.cfg.MaxKeyBytes {
+			return nil, fmt.Errorf("record of %d body and %d key bytes: %w", len(e.Body), len(e.Key), ErrTooLarge)
+		}
+		size += frameSize(len(e.Key), len(e.Body))
+	}
+	if size > l.cfg.MaxBatchBytes {
+		return nil, fmt.Errorf("batch of %d bytes (max %d): %w", size, l.cfg.MaxBatchBytes, ErrTooLarge)
+	}
+	ts := now.UnixNano()
+	seg := l.segs[len(l.segs)-1]
+	if tail := l.tailLocked(); tail > 0 && tail+int64(size) > l.cfg.SegmentMaxBytes {
+		// A sealed segment must end in a commit frame, so the awaiting batch
+		// is made visible before the roll.
+		if err := l.flushLocked(ts); err != nil {
+			return nil, err
+		}
+		if err := l.rollLocked(); err != nil {
+			return nil, err
+		}
+		seg = l.segs[len(l.segs)-1]
+	}
+	b := &Batch{first: l.hwm, start: l.tailLocked(), seg: seg, commitFor: l.awaiting}
+	buf := l.encBuf[:0]
+	if a := l.awaiting; a != nil {
+		b.first = a.next
+		buf = appendFrame(buf, frame{kind: frameCommit, offset: a.next, time: ts})
+	}
+	b.next = b.first + int64(len(entries))
+	b.framesStart = b.start + int64(len(buf))
+	lastIndexed := b.start - int64(l.cfg.IndexIntervalBytes)
+	if a := l.awaiting; a != nil && len(a.index) > 0 {
+		lastIndexed = a.index[len(a.index)-1].pos
+	} else if n := len(seg.index); n > 0 {
+		lastIndexed = seg.index[n-1].pos
+	}
+	for i, e := range entries {
+		pos := b.start + int64(len(buf))
+		if pos-lastIndexed >= int64(l.cfg.IndexIntervalBytes) {
+			b.index = append(b.index, indexEntry{offset: b.first + int64(i), pos: pos})
+			lastIndexed = pos
+		}
+		buf = appendFrame(buf, frame{kind: frameRecord, offset: b.first + int64(i), time: ts, key: e.Key, body: e.Body})
+	}
+	l.encBuf = buf
+	b.buf = buf
+	b.end = b.start + int64(len(buf))
+	if err := l.writeLocked(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// tailLocked is the file position after everything written and not failed.
+func (l *Log) tailLocked() int64 {
+	if l.awaiting != nil {
+		return l.awaiting.end
+	}
+	return l.segs[len(l.segs)-1].size
+}
+
+func (l *Log) writeLocked(b *Batch) error {
+	l.pending = b
+	err := l.hook(func(h *logHooks) func() error { return h.write })
+	if err == nil {
+		_, err = l.active.WriteAt(b.buf, b.start)
+	}
+	if err != nil {
+		return l.abortLocked(fmt.Errorf("write batch: %w", err))
+	}
+	return nil
+}
+
+func (l *Log) hook(pick func(*logHooks) func() error) error {
+	if l.hooks == nil {
+		return nil
+	}
+	if fn := pick(l.hooks); fn != nil {
+		return fn()
+	}
+	return nil
+}
+
+func (l *Log) writableLocked() error {
+	if l.closed {
+		return fmt.Errorf("log %s: %w", l.dir, ErrClosed)
+	}
+	if l.broken != nil {
+		return fmt.Errorf("log %s: %w", l.dir, l.broken)
+	}
+	return nil
+}
+
+// rollLocked seals the active segment and starts a new one at the HWM. It
+// runs only with nothing awaiting, so a sealed segment ends in a commit frame.
+func (l *Log) rollLocked() error {
+	f, err := createSegment(l.dir, l.hwm)
+	if err != nil {
+		return err
+	}
+	if err := l.active.Close(); err != nil {
+		f.Close()
+		return fmt.Errorf("close sealed segment: %w", err)
+	}
+	l.active = f
+	l.segs = append(l.segs, &segment{base: l.hwm, indexed: true})
+	return nil
+}
+
+// Sync makes everything written durable. Callers that batch syncs across
+// many partitions may use their own barrier instead (syncfs), then Publish.
+func (l *Log) Sync() error {
+	l.mu.RLock()
+	f := l.active
+	l.mu.RUnlock()
+	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
+		return fmt.Errorf("sync batch: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync batch: %w", err)
+	}
+	return nil
+}
+
+// Publish reads a durable write back and checks that the file holds exactly
+// the frames written. Then the batch whose commit frame led the write
+// becomes visible, and b awaits its own commit frame (the next Write or
+// Flush). A write that does not read back fails every batch not yet
+// visible: their frames are truncated and their offsets go to later records.
+func (l *Log) Publish(b *Batch) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending != b || b == nil {
+		return fmt.Errorf("publish of a batch that is not pending: %w", ErrInvalid)
+	}
+	if err := l.readBackLocked(b); err != nil {
+		return l.abortLocked(err)
+	}
+	if a := b.commitFor; a != nil {
+		l.makeVisibleLocked(a, b.framesStart)
+	}
+	l.pending = nil
+	l.awaiting = b
+	return nil
+}
+
+// Flush makes the batch awaiting its commit frame visible: it writes the
+// commit frame, syncs and reads it back. Nothing awaiting: nothing to do.
+func (l *Log) Flush(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	return l.flushLocked(now.UnixNano())
+}
+
+func (l *Log) flushLocked(ts int64) error {
+	a := l.awaiting
+	if a == nil {
+		return nil
+	}
+	if l.pending != nil {
+		return fmt.Errorf("flush with a write pending: %w", ErrInvalid)
+	}
+	c := &Batch{first: a.next, next: a.next, start: a.end, seg: a.seg, commitFor: a}
+	c.buf = appendFrame(l.encBuf[:0], frame{kind: frameCommit, offset: a.next, time: ts})
+	l.encBuf = c.buf
+	c.end = c.start + int64(len(c.buf))
+	c.framesStart = c.end
+	if err := l.writeLocked(c); err != nil {
+		return err
+	}
+	err := l.hook(func(h *logHooks) func() error { return h.sync })
+	if err == nil {
+		err = l.active.Sync()
+	}
+	if err != nil {
+		return l.abortLocked(fmt.Errorf("sync commit frame: %w", err))
+	}
+	if err := l.readBackLocked(c); err != nil {
+		return l.abortLocked(err)
+	}
+	l.makeVisibleLocked(a, c.end)
+	l.pending, l.awaiting = nil, nil
+	return nil
+}
+
+// makeVisibleLocked moves the HWM past a, whose commit frame ends at boundary.
+func (l *Log) makeVisibleLocked(a *Batch, boundary int64) {
+	if a.next <= l.hwm || boundary <= a.seg.size {
+		panic(fmt.Sprintf("storage: visibility must only move forward: hwm %d to %d, boundary %d to %d", l.hwm, a.next, a.seg.size, boundary))
+	}
+	a.seg.size = boundary
+	a.seg.index = append(a.seg.index, a.index...)
+	l.hwm = a.next
+}
+
+// readBackLocked reads a synced write back and checks it byte for byte
+// against what was written, then checks the frames themselves: a leading
+// commit frame naming the awaiting batch's end, then records in sequence.
+func (l *Log) readBackLocked(b *Batch) error {
+	if cap(l.readBuf) < len(b.buf) {
+		l.readBuf = make([]byte, len(b.buf))
+	}
+	got := l.readBuf[:len(b.buf)]
+	if _, err := l.active.ReadAt(got, b.start); err != nil {
+		return fmt.Errorf("read back batch: %w", err)
+	}
+	if l.hooks != nil && l.hooks.readBack != nil {
+		l.hooks.readBack(got)
+	}
+	if !bytes.Equal(got, b.buf) {
+		return fmt.Errorf("read back at %d: bytes differ from those written: %w", b.start, ErrCorrupt)
+	}
+	expect := b.first
+	for p := 0; p < len(got); {
+		n, ok := frameLen(got[p:])
+		if !ok || p+n > len(got) {
+			return fmt.Errorf("read back frame at %d: %w", b.start+int64(p), ErrCorrupt)
+		}
+		f, err := decodeFrame(got[p : p+n])
+		if err != nil || f.offset != expect {
+			return fmt.Errorf("read back frame at %d (offset %d, want %d): %w", b.start+int64(p), f.offset, expect, ErrCorrupt)
+		}
+		if f.kind == frameCommit && (p != 0 || b.commitFor == nil) {
+			return fmt.Errorf("read back: stray commit frame at %d: %w", b.start+int64(p), ErrCorrupt)
+		}
+		if f.kind == frameRecord {
+			expect++
+		}
+		p += n
+	}
+	if expect != b.next {
+		return fmt.Errorf("read back: records end at %d, want %d: %w", expect, b.next, ErrCorrupt)
+	}
+	return nil
+}
+
+// Abort gives up every batch not yet visible after cause (typically a
+// failed Sync): their frames are truncated, durably, and their offsets go to
+// later records. It returns cause, annotated if the truncation failed.
+func (l *Log) Abort(cause error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil && l.awaiting == nil {
+		return cause
+	}
+	return l.abortLocked(cause)
+}
+
+// abortLocked truncates to the last visible boundary. The truncation is
+// synced: a failed fsync may have left frames on disk, and a later, shorter
+// write must not leave a stale frame reachable. If the truncation fails the
+// log refuses writes until it is reopened (recovery cuts the same bytes).
+func (l *Log) abortLocked(cause error) error {
+	l.pending, l.awaiting = nil, nil
+	boundary := l.segs[len(l.segs)-1].size
+	err := l.hook(func(h *logHooks) func() error { return h.truncate })
+	if err == nil {
+		err = l.active.Truncate(boundary)
+	}
+	if err == nil {
+		err = l.active.Sync()
+	}
+	if err != nil {
+		l.broken = fmt.Errorf("truncate failed commit at %d: %v: %w", boundary, err, ErrBroken)
+		return fmt.Errorf("%w (and %w)", cause, l.broken)
+	}
+	return cause
+}
+
+// Read returns up to maxRecords records (and about maxBytes of keys and
+// bodies, at least one record) starting at offset from. An offset at or past
+// the HWM returns nothing; one below the oldest retained returns
+// ErrOutOfRange. Damaged frames come back as Corrupt records.
+func (l *Log) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
+	var out []Record
+	size := 0
+	for len(out) < maxRecords && size < maxBytes {
+		loc, err := l.locate(from)
+		if err != nil {
+			if len(out) > 0 && loc.gone {
+				break
+			}
+			return out, err
+		}
+		if loc.end <= from {
+			break
+		}
+		f, err := os.Open(loc.path)
+		if err != nil {
+			return out, fmt.Errorf("read %s: %v: %w", loc.path, err, ErrOutOfRange)
+		}
+		next := from
+		err = walkRecords(f, loc.limit, loc.base, loc.end, loc.pos, loc.expect, l.cfg, func(_ int64, r Record) bool {
+			if r.Offset < from {
+				return true
+			}
+			if len(out) >= maxRecords || (size >= maxBytes && len(out) > 0) {
+				return false
+			}
+			if !r.Corrupt {
+				r.Key = bytes.Clone(r.Key)
+				r.Body = bytes.Clone(r.Body)
+				size += len(r.Key) + len(r.Body)
+			}
+			out = append(out, r)
+			next = r.Offset + 1
+			return true
+		})
+		f.Close()
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", loc.path, err)
+		}
+		if next == from {
+			// The segment's readable bytes end before its last offset:
+			// report the remainder rather than loop.
+			for ; next < loc.end && len(out) < maxRecords; next++ {
+				out = append(out, Record{Offset: next, Corrupt: true})
+			}
+		}
+		from = next
+	}
+	return out, nil
+}
+
+type location struct {
+	path        string
+	base, end   int64 // offsets [base, end) live in this segment
+	limit       int64 // readable bytes
+	pos, expect int64 // where to start walking
+	gone        bool
+}
+
+// locate finds the segment holding offset and where to start reading it,
+// building a sealed segment's index on first use.
+func (l *Log) locate(offset int64) (location, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return location{}, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
+	}
+	if offset < l.segs[0].base {
+		l.mu.RUnlock()
+		return location{gone: true}, fmt.Errorf("offset %d below oldest %d: %w", offset, l.segs[0].base, ErrOutOfRange)
+	}
+	if hwm := l.hwm; offset >= hwm {
+		l.mu.RUnlock()
+		return location{end: hwm}, nil
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	seg := l.segs[i]
+	loc := location{path: filepath.Join(l.dir, segmentName(seg.base)), base: seg.base, limit: seg.size, expect: seg.base, end: l.hwm}
+	if i < len(l.segs)-1 {
+		loc.end = l.segs[i+1].base
+	}
+	indexed, idx := seg.indexed, seg.index
+	l.mu.RUnlock()
+
+	if !indexed {
+		f, err := os.Open(loc.path)
+		if err != nil {
+			return location{gone: true}, fmt.Errorf("index %s: %v: %w", loc.path, err, ErrOutOfRange)
+		}
+		idx, err = buildIndex(f, loc.limit, loc.base, loc.end, l.cfg)
+		f.Close()
+		if err != nil {
+			return location{}, fmt.Errorf("index %s: %w", loc.path, err)
+		}
+		l.mu.Lock()
+		seg.index, seg.indexed = idx, true
+		l.mu.Unlock()
+	}
+	j := sort.Search(len(idx), func(j int) bool { return idx[j].offset > offset }) - 1
+	if j >= 0 {
+		loc.pos, loc.expect = idx[j].pos, idx[j].offset
+	}
+	return loc, nil
+}
+
+// Retain removes whole sealed segments, oldest first, while the oldest is
+// older than maxAge by its modification time (0: no age limit) or the log is
+// larger than maxBytes (0: no size limit). The active segment always stays.
+// It returns how many segments it removed.
+func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, s := range l.segs {
+		total += s.size
+	}
+	removed := 0
+	for len(l.segs) > 1 {
+		s := l.segs[0]
+		path := filepath.Join(l.dir, segmentName(s.base))
+		expired := false
+		if maxAge > 0 {
+			st, err := os.Stat(path)
+			if err != nil {
+				return removed, fmt.Errorf("retain: %w", err)
+			}
+			expired = now.Sub(st.ModTime()) > maxAge
+		}
+		if !expired && (maxBytes <= 0 || total <= maxBytes) {
+			break
+		}
+		if err := os.Remove(path); err != nil {
+			return removed, fmt.Errorf("retain: %w", err)
+		}
+		total -= s.size
+		l.segs = l.segs[1:]
+		removed++
+	}
+	if removed > 0 {
+		return removed, syncDir(l.dir)
+	}
+	return 0, nil
+}
+
+// Close closes the active segment. Batches not yet visible are abandoned:
+// recovery cuts their frames. Callers Flush first to keep them.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.active.Close()
+}
