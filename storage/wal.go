@@ -1,0 +1,1294 @@
+package storage
+
+// The ingress write-ahead log. A producer's record is answered only after it
+// is fsynced here; a dispatcher later commits it to its owner's partition log
+// and tells the WAL, which may then drop it. See WAL for the rules.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// On-disk format of a WAL frame, little-endian:
+//
+//	0   uint32 length     bytes after the crc field (seq through body)
+//	4   uint32 crc        CRC-32C over bytes 0..3 and 8..8+length
+//	8   uint64 seq
+//	16  uint16 topic length, then the topic
+//	    int32  partition  (-1: pick by key)
+//	    uint32 key length, then the key
+//	    uint32 body length, then the body
+//
+// The crc covers the length so that a damaged length cannot make a reader
+// trust a frame of the wrong size.
+const (
+	walHeaderBytes = 8
+	walFixedBytes  = 8 + 2 + 4 + 4 + 4
+	// walMaxFrameBytes is a format limit, not a tunable: readers refuse
+	// lengths above it before allocating, whatever the config says, so that a
+	// config change can never turn old, valid frames into "corrupt" ones.
+	walMaxFrameBytes = 64 << 20
+	// walMaxSeq keeps every seq and every count derived from seqs inside
+	// int64, and leaves room so nextSeq can never wrap.
+	walMaxSeq = math.MaxInt64
+
+	walSegmentSuffix   = ".wal"
+	walSegmentNameLen  = 20 + len(walSegmentSuffix)
+	walPositionName    = "position"
+	walPositionMagic   = "NRDWALP1"
+	walPositionBytes   = len(walPositionMagic) + 8 + 4
+	walMinReadBufBytes = walHeaderBytes + walFixedBytes
+)
+
+var walCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// walErrShort is a frame cut off by the end of the bytes: the torn tail of an
+// interrupted write, as opposed to bytes that are there and wrong.
+var walErrShort = fmt.Errorf("short wal frame: %w", ErrCorrupt)
+
+// WALConfig sizes the ingress WAL. Start from DefaultWALConfig: zero values
+// are not defaults.
+type WALConfig struct {
+	// SegmentMaxBytes is the size at which the active segment is sealed and a
+	// new one started (a segment never exceeds it). Compaction frees whole
+	// segments, so this is the grain of disk reclamation: smaller frees space
+	// sooner but means more files.
+	SegmentMaxBytes int64
+	// MaxBatchRecords caps the records in one group-commit write, bounding how
+	// long the first producer of a batch waits for the others' bytes.
+	MaxBatchRecords int
+	// MaxBatchBytes caps the bytes of one group-commit write, for the same
+	// reason, and bounds the writer's buffer. It must hold the largest record.
+	MaxBatchBytes int64
+	// MaxQueueRecords bounds appends waiting for the writer. Past it Append
+	// fails at once with ErrFull so the API can shed load (503) instead of
+	// letting latency and memory grow without limit.
+	MaxQueueRecords int
+	// MaxQueueBytes bounds the encoded bytes waiting for the writer, because a
+	// record count alone would let 1 MiB bodies pin gigabytes.
+	MaxQueueBytes int64
+	// MaxBodyBytes is the largest record body; it matches the API's limit.
+	MaxBodyBytes int
+	// MaxKeyBytes is the largest partition key; keys are hashed, not stored
+	// for their own sake, so they have no reason to be big.
+	MaxKeyBytes int
+	// MaxTopicBytes is the longest topic name; it matches the API's limit and
+	// must fit the frame's 16-bit length.
+	MaxTopicBytes int
+	// ReadBufferBytes is the read window of recovery and Replay: larger means
+	// fewer reads; it is held only while a scan runs.
+	ReadBufferBytes int
+}
+
+// DefaultWALConfig returns the configuration a node runs with unless told
+// otherwise.
+func DefaultWALConfig() WALConfig {
+	return WALConfig{
+		SegmentMaxBytes: 64 << 20,
+		MaxBatchRecords: 4096,
+		MaxBatchBytes:   8 << 20,
+		MaxQueueRecords: 16384,
+		MaxQueueBytes:   64 << 20,
+		MaxBodyBytes:    1 << 20,
+		MaxKeyBytes:     4 << 10,
+		MaxTopicBytes:   255,
+		ReadBufferBytes: 1 << 20,
+	}
+}
+
+// maxFrameBytes is the encoded size of the largest record the config admits.
+func (c WALConfig) maxFrameBytes() int64 {
+	return walFrameBytes(c.MaxTopicBytes, c.MaxKeyBytes, c.MaxBodyBytes)
+}
+
+// Validate reports the first field that is out of range, wrapping ErrInvalid.
+func (c WALConfig) Validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("wal config: %s %v %s: %w", field, v, why, ErrInvalid)
+	}
+	switch {
+	case c.SegmentMaxBytes <= 0:
+		return bad("SegmentMaxBytes", c.SegmentMaxBytes, "must be positive")
+	case c.MaxBatchRecords <= 0:
+		return bad("MaxBatchRecords", c.MaxBatchRecords, "must be positive")
+	case c.MaxBatchBytes <= 0:
+		return bad("MaxBatchBytes", c.MaxBatchBytes, "must be positive")
+	case c.MaxQueueRecords <= 0:
+		return bad("MaxQueueRecords", c.MaxQueueRecords, "must be positive")
+	case c.MaxQueueBytes <= 0:
+		return bad("MaxQueueBytes", c.MaxQueueBytes, "must be positive")
+	case c.MaxBodyBytes <= 0:
+		return bad("MaxBodyBytes", c.MaxBodyBytes, "must be positive")
+	case c.MaxKeyBytes < 0:
+		return bad("MaxKeyBytes", c.MaxKeyBytes, "must not be negative")
+	case c.MaxTopicBytes <= 0 || c.MaxTopicBytes > math.MaxUint16:
+		return bad("MaxTopicBytes", c.MaxTopicBytes, "must be in 1..65535")
+	case c.ReadBufferBytes < walMinReadBufBytes:
+		return bad("ReadBufferBytes", c.ReadBufferBytes, fmt.Sprintf("must be at least %d", walMinReadBufBytes))
+	case c.MaxBodyBytes > walMaxFrameBytes || c.MaxKeyBytes > walMaxFrameBytes ||
+		c.maxFrameBytes() > walMaxFrameBytes:
+		return bad("MaxBodyBytes", c.MaxBodyBytes,
+			fmt.Sprintf("with MaxKeyBytes and MaxTopicBytes exceeds the %d-byte frame limit", walMaxFrameBytes))
+	case c.MaxBatchBytes < c.maxFrameBytes():
+		return bad("MaxBatchBytes", c.MaxBatchBytes,
+			fmt.Sprintf("must hold the largest record (%d bytes)", c.maxFrameBytes()))
+	case c.SegmentMaxBytes < c.MaxBatchBytes:
+		return bad("SegmentMaxBytes", c.SegmentMaxBytes, "must be at least MaxBatchBytes")
+	case c.MaxQueueRecords < c.MaxBatchRecords:
+		return bad("MaxQueueRecords", c.MaxQueueRecords, "must be at least MaxBatchRecords")
+	case c.MaxQueueBytes < c.MaxBatchBytes:
+		return bad("MaxQueueBytes", c.MaxQueueBytes, "must be at least MaxBatchBytes")
+	}
+	return nil
+}
+
+// WALRecord is one produced record as the WAL stores it.
+type WALRecord struct {
+	// Seq is the WAL sequence number, assigned by Append (any value passed in
+	// is ignored). Seqs start at 1, are dense and never go backwards.
+	Seq uint64
+	// Topic is the record's topic; it must not be empty.
+	Topic string
+	// Partition is the target partition, or -1 to pick one by Key.
+	Partition int32
+	// Key is the optional partition key.
+	Key []byte
+	// Body is the record's payload.
+	Body []byte
+}
+
+// WALReplayStats describes one Replay, and what OpenWAL had to repair.
+type WALReplayStats struct {
+	// Records is how many records were passed to fn.
+	Records int64
+	// Bytes is the frame bytes of those records.
+	Bytes int64
+	// Corrupt is how many damaged regions of sealed segments were skipped.
+	Corrupt int64
+	// CorruptBytes is the size of those regions.
+	CorruptBytes int64
+	// Lost is how many seqs were found missing (their frames damaged); they
+	// can never be replayed, so they count as committed, or the committed
+	// low watermark could never pass them.
+	Lost int64
+	// TornBytes is what OpenWAL cut from the last segment's tail: the unsynced
+	// remains of an interrupted write, or anything after a damaged frame.
+	TornBytes int64
+	// PositionDiscarded says OpenWAL found the position file damaged and fell
+	// back to the oldest segment, so more duplicates than usual are replayed.
+	PositionDiscarded bool
+}
+
+// WAL is a node's ingress write-ahead log.
+//
+// Append returns only once the record is fsynced; concurrent appends share
+// fsyncs (group commit) through one writer goroutine that ends on Close.
+// Records are then committed to their owners' partition logs in any order
+// and reported with MarkCommitted; the WAL keeps the low watermark
+// (CommittedThrough), persists it with SavePosition, and Compact removes
+// segments wholly at or below the persisted watermark. After a restart,
+// Replay hands back every acknowledged record above the persisted watermark.
+// Delivery is at-least-once: a record may be replayed although it was
+// committed (out of order, or after the last SavePosition), so commits at the
+// owners must tolerate duplicates.
+//
+// All methods are safe for concurrent use.
+type WAL struct {
+	dir string
+	cfg WALConfig
+
+	// wake holds at most one signal. A lost send is harmless: the writer
+	// drains the whole queue after each wake.
+	wake chan struct{}
+	quit chan struct{} // closed by Close: the writer returns
+	done chan struct{} // closed when the writer has returned
+
+	syncs atomic.Int64 // fsync calls by the writer, for tests and benchmarks
+
+	// maint serialises SavePosition and Compact, so two of them never write
+	// the position file or remove segments at once.
+	maint sync.Mutex
+
+	mu          sync.Mutex
+	closed      bool
+	broken      error // set when a failed batch could not be cut off
+	queue       []*walRequest
+	queuedRecs  int
+	queuedBytes int64
+	nextSeq     uint64
+	segs        []*walSegment // ascending base; the last one is active
+	committed   walCommitSet
+	persisted   uint64 // the watermark last made durable
+	tornBytes   int64
+	posDamaged  bool
+
+	// Owned by the writer goroutine (and by Open and Close around it).
+	file   walFile
+	active *walSegment
+	buf    []byte
+	batch  []*walRequest
+}
+
+// walFile is what the writer needs from a segment file; tests wrap it to
+// inject faults.
+type walFile interface {
+	io.WriterAt
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+type walSegment struct {
+	base uint64 // seq of the first frame, and the file's name
+	path string
+	// size is the bytes known good: for the active segment, up to the end of
+	// the last acknowledged batch.
+	size int64
+}
+
+type walRequest struct {
+	frames []byte // encoded frames; the writer fills in seq and crc
+	n      int
+	// done has room for the answer, so the writer never blocks on a caller
+	// that gave up.
+	done chan walResult
+}
+
+type walResult struct {
+	first uint64
+	err   error
+}
+
+// OpenWAL opens or creates the WAL in dir. It cuts a torn tail off the last
+// segment durably, reads the persisted position, and starts the writer.
+func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := mkdirAllSync(dir); err != nil {
+		return nil, fmt.Errorf("open wal: %w", err)
+	}
+	w := &WAL{
+		dir:  dir,
+		cfg:  cfg,
+		wake: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if err := w.rebuild(); err != nil {
+		if w.file != nil {
+			w.file.Close() // the recovery error is the one worth returning
+		}
+		return nil, err
+	}
+	go w.run()
+	return w, nil
+}
+
+// rebuild recovers the in-memory state from dir and leaves w.file open on an
+// active segment whose next frame is w.nextSeq.
+func (w *WAL) rebuild() error {
+	posPath := filepath.Join(w.dir, walPositionName)
+	// A leftover temporary is a position save that never completed; the
+	// position file itself is still the old, whole one.
+	if err := os.Remove(posPath + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open wal %s: remove stale position: %w", w.dir, err)
+	}
+	through, err := walReadPosition(posPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		through = 0
+	case errors.Is(err, ErrCorrupt):
+		// Safe to forget: Compact only removes segments below a persisted
+		// position, so the oldest segment bounds it from below. The cost is
+		// replaying committed records again.
+		through, w.posDamaged = 0, true
+	case err != nil:
+		return err
+	}
+	w.persisted = through
+
+	segs, err := walListSegments(w.dir)
+	if err != nil {
+		return err
+	}
+	if len(segs) > 0 && segs[0].base-1 > through {
+		through = segs[0].base - 1
+	}
+	w.committed = walCommitSet{through: through, blocks: map[uint64]uint64{}}
+	w.nextSeq = through + 1
+
+	if len(segs) > 0 {
+		last := segs[len(segs)-1]
+		f, err := os.OpenFile(last.path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("open wal segment: %w", err)
+		}
+		w.file = f
+		end, next, err := walScanTail(f, last, w.cfg.ReadBufferBytes)
+		if err != nil {
+			return err
+		}
+		if end < last.size {
+			if err := f.Truncate(end); err != nil {
+				return fmt.Errorf("cut torn tail of wal segment %s at %d: %w", last.path, end, err)
+			}
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("sync wal segment %s after cut: %w", last.path, err)
+			}
+			w.tornBytes = last.size - end
+			last.size = end
+		}
+		w.nextSeq = max(w.nextSeq, next)
+		w.segs, w.active = segs, last
+		if w.nextSeq > walMaxSeq {
+			return fmt.Errorf("open wal %s: seqs exhausted at %d: %w", w.dir, w.nextSeq, ErrCorrupt)
+		}
+		if next == w.nextSeq {
+			return nil
+		}
+		// The position is ahead of the disk (records lost outside the WAL's
+		// control). Seqs below it are done with, so start a segment at
+		// nextSeq rather than leave a hole inside the active one.
+		w.file = nil
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("close wal segment %s: %w", last.path, err)
+		}
+		if last.size == 0 {
+			if err := os.Remove(last.path); err != nil {
+				return fmt.Errorf("remove empty wal segment: %w", err)
+			}
+			w.segs = segs[:len(segs)-1]
+		}
+	}
+	seg, f, err := w.createSegment(w.nextSeq)
+	if err != nil {
+		return err
+	}
+	w.segs = append(w.segs, seg)
+	w.file, w.active = f, seg
+	return nil
+}
+
+// createSegment creates the (empty) segment starting at base and makes its
+// name durable, so records fsynced into it are found after a crash.
+func (w *WAL) createSegment(base uint64) (*walSegment, *os.File, error) {
+	path := filepath.Join(w.dir, walSegmentName(base))
+	// O_TRUNC, not O_EXCL: a file of this name can only be an empty leftover
+	// of an earlier roll that failed before any record went into it.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create wal segment: %w", err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		f.Close() // the sync error is the one worth returning
+		return nil, nil, fmt.Errorf("create wal segment %s: %w", path, err)
+	}
+	return &walSegment{base: base, path: path}, f, nil
+}
+
+func walSegmentName(base uint64) string {
+	return fmt.Sprintf("%020d%s", base, walSegmentSuffix)
+}
+
+// walListSegments returns dir's segments in seq order. Other files are left
+// alone: the directory is the WAL's, but a stray file is no reason to stop.
+func walListSegments(dir string) ([]*walSegment, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list wal %s: %w", dir, err)
+	}
+	var segs []*walSegment
+	for _, e := range entries {
+		name := e.Name()
+		if len(name) != walSegmentNameLen || !strings.HasSuffix(name, walSegmentSuffix) {
+			continue
+		}
+		digits := name[:20]
+		if strings.Trim(digits, "0123456789") != "" {
+			continue
+		}
+		base, err := strconv.ParseUint(digits, 10, 64)
+		if err != nil || base == 0 || base > walMaxSeq {
+			return nil, fmt.Errorf("wal segment %s: base out of range: %w", name, ErrCorrupt)
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("stat wal segment %s: %w", name, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("wal segment %s is not a regular file: %w", name, ErrCorrupt)
+		}
+		segs = append(segs, &walSegment{base: base, path: filepath.Join(dir, name), size: info.Size()})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
+	return segs, nil
+}
+
+// walScanTail walks the last segment from its start and returns where its
+// valid frames end and the seq after the last of them. Frames there must
+// follow each other without gaps (the writer makes them so); the first one
+// that does not verify marks the torn tail, whatever follows it.
+func walScanTail(f io.ReaderAt, seg *walSegment, readBuf int) (end int64, next uint64, err error) {
+	r := walReader{r: f, size: seg.size, window: readBuf}
+	next = seg.base
+	for {
+		v, n, ok, err := r.frameAt(end, next, next)
+		if err != nil {
+			return 0, 0, fmt.Errorf("scan wal segment %s: %w", seg.path, err)
+		}
+		if !ok {
+			return end, next, nil
+		}
+		end += int64(n)
+		next = v.seq + 1
+	}
+}
+
+// Append validates rec, queues it for the writer and returns its seq once
+// the frame is written and fsynced. rec.Seq is ignored.
+//
+// It fails at once with ErrTooLarge or ErrInvalid for a bad record, ErrFull
+// when the queue is at its bound, ErrClosed after Close and ErrBroken after an
+// unrecoverable write failure. If ctx ends while the record waits, Append
+// returns ctx.Err(), but the record may still be written and replayed later:
+// delivery is at-least-once. Key and Body are copied before Append returns.
+func (w *WAL) Append(ctx context.Context, rec WALRecord) (uint64, error) {
+	if err := w.checkRecord(rec); err != nil {
+		return 0, err
+	}
+	frame := walEncodeUnsealed(make([]byte, 0, walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body))), rec)
+	return w.enqueue(ctx, frame, 1)
+}
+
+// AppendBatch appends recs as one unit: they get consecutive seqs and are
+// written by one write, and the call succeeds or fails as a whole. As with
+// Append, a crash or a cancelled ctx may leave some or all of them durable
+// without an answer; after a crash, what survives is a prefix of recs.
+func (w *WAL) AppendBatch(ctx context.Context, recs []WALRecord) ([]uint64, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if len(recs) > w.cfg.MaxBatchRecords {
+		return nil, fmt.Errorf("wal append batch of %d records, over MaxBatchRecords %d: %w",
+			len(recs), w.cfg.MaxBatchRecords, ErrTooLarge)
+	}
+	var size int64
+	for _, rec := range recs {
+		if err := w.checkRecord(rec); err != nil {
+			return nil, err
+		}
+		size += walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body))
+	}
+	if size > w.cfg.MaxBatchBytes {
+		return nil, fmt.Errorf("wal append batch of %d bytes, over MaxBatchBytes %d: %w",
+			size, w.cfg.MaxBatchBytes, ErrTooLarge)
+	}
+	frames := make([]byte, 0, size)
+	for _, rec := range recs {
+		frames = walEncodeUnsealed(frames, rec)
+	}
+	first, err := w.enqueue(ctx, frames, len(recs))
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]uint64, len(recs))
+	for i := range seqs {
+		seqs[i] = first + uint64(i)
+	}
+	return seqs, nil
+}
+
+func (w *WAL) checkRecord(rec WALRecord) error {
+	switch {
+	case rec.Topic == "":
+		return fmt.Errorf("wal append: empty topic: %w", ErrInvalid)
+	case len(rec.Topic) > w.cfg.MaxTopicBytes:
+		return fmt.Errorf("wal append: topic of %d bytes, over MaxTopicBytes %d: %w",
+			len(rec.Topic), w.cfg.MaxTopicBytes, ErrTooLarge)
+	case rec.Partition < -1:
+		return fmt.Errorf("wal append: partition %d: %w", rec.Partition, ErrInvalid)
+	case len(rec.Key) > w.cfg.MaxKeyBytes:
+		return fmt.Errorf("wal append: key of %d bytes, over MaxKeyBytes %d: %w",
+			len(rec.Key), w.cfg.MaxKeyBytes, ErrTooLarge)
+	case len(rec.Body) > w.cfg.MaxBodyBytes:
+		return fmt.Errorf("wal append: body of %d bytes, over MaxBodyBytes %d: %w",
+			len(rec.Body), w.cfg.MaxBodyBytes, ErrTooLarge)
+	}
+	return nil
+}
+
+// enqueue hands n encoded frames to the writer and waits for the seq of the
+// first one.
+func (w *WAL) enqueue(ctx context.Context, frames []byte, n int) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	req := &walRequest{frames: frames, n: n, done: make(chan walResult, 1)}
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return 0, fmt.Errorf("wal append: %w", ErrClosed)
+	case w.broken != nil:
+		err := w.broken
+		w.mu.Unlock()
+		return 0, err
+	case w.queuedRecs+n > w.cfg.MaxQueueRecords,
+		w.queuedBytes+int64(len(frames)) > w.cfg.MaxQueueBytes:
+		recs, size := w.queuedRecs, w.queuedBytes
+		w.mu.Unlock()
+		return 0, fmt.Errorf("wal append: %d records (%d bytes) already queued: %w", recs, size, ErrFull)
+	}
+	w.queue = append(w.queue, req)
+	w.queuedRecs += n
+	w.queuedBytes += int64(len(frames))
+	w.mu.Unlock()
+
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-req.done:
+		return res.first, res.err
+	case <-ctx.Done():
+		// Prefer a real answer that raced with the cancellation.
+		select {
+		case res := <-req.done:
+			return res.first, res.err
+		default:
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// run is the writer goroutine. It returns when Close closes quit.
+func (w *WAL) run() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-w.wake:
+		}
+		for {
+			batch := w.takeBatch()
+			if len(batch) == 0 {
+				break
+			}
+			w.commit(batch)
+		}
+	}
+}
+
+// takeBatch takes queued requests up to the batch caps (always at least one:
+// enqueue refuses anything bigger than a batch).
+func (w *WAL) takeBatch() []*walRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var recs int
+	var size int64
+	k := 0
+	for ; k < len(w.queue); k++ {
+		r := w.queue[k]
+		if k > 0 && (recs+r.n > w.cfg.MaxBatchRecords || size+int64(len(r.frames)) > w.cfg.MaxBatchBytes) {
+			break
+		}
+		recs += r.n
+		size += int64(len(r.frames))
+	}
+	w.batch = append(w.batch[:0], w.queue[:k]...)
+	rest := copy(w.queue, w.queue[k:])
+	clear(w.queue[rest:])
+	w.queue = w.queue[:rest]
+	w.queuedRecs -= recs
+	w.queuedBytes -= size
+	return w.batch
+}
+
+// takeAllLocked empties the queue. w.mu must be held.
+func (w *WAL) takeAllLocked() []*walRequest {
+	q := w.queue
+	w.queue, w.queuedRecs, w.queuedBytes = nil, 0, 0
+	return q
+}
+
+func walAnswerAll(reqs []*walRequest, err error) {
+	for _, r := range reqs {
+		r.done <- walResult{err: err}
+	}
+}
+
+// commit writes one batch with one write and one fsync, then answers it.
+func (w *WAL) commit(batch []*walRequest) {
+	w.mu.Lock()
+	broken := w.broken
+	w.mu.Unlock()
+	if broken != nil {
+		walAnswerAll(batch, broken)
+		return
+	}
+	var size int64
+	for _, r := range batch {
+		size += int64(len(r.frames))
+	}
+	if err := w.rollIfFull(size); err != nil {
+		walAnswerAll(batch, err)
+		return
+	}
+
+	first, seq := w.nextSeq, w.nextSeq
+	buf := w.buf[:0]
+	for _, r := range batch {
+		start := len(buf)
+		buf = append(buf, r.frames...)
+		for off := start; off < len(buf); {
+			n := walSealFrame(buf[off:], seq)
+			off += n
+			seq++
+		}
+	}
+	w.buf = buf
+
+	seg, at := w.active, w.active.size
+	_, err := w.file.WriteAt(buf, at)
+	if err == nil {
+		w.syncs.Add(1)
+		err = w.file.Sync()
+	}
+	if err != nil {
+		err = fmt.Errorf("write wal segment %s at %d: %w", seg.path, at, err)
+		if rerr := w.cutBack(at); rerr != nil {
+			// The garbage stays, and a later batch would land after it
+			// where recovery could not reach it: refuse appends instead.
+			berr := fmt.Errorf("wal segment %s: cannot cut a failed batch (%w): %w", seg.path, rerr, ErrBroken)
+			w.mu.Lock()
+			w.broken = berr
+			queued := w.takeAllLocked()
+			w.mu.Unlock()
+			walAnswerAll(queued, berr)
+			err = fmt.Errorf("%w; %w", err, berr)
+		}
+		walAnswerAll(batch, err)
+		return
+	}
+
+	w.mu.Lock()
+	seg.size = at + int64(len(buf))
+	w.nextSeq = seq
+	w.mu.Unlock()
+	for _, r := range batch {
+		r.done <- walResult{first: first}
+		first += uint64(r.n)
+	}
+}
+
+// cutBack truncates the active segment to at, where the failed batch began,
+// and makes that durable. The batch's seqs are handed out again: nobody was
+// told about them.
+func (w *WAL) cutBack(at int64) error {
+	if err := w.file.Truncate(at); err != nil {
+		return err
+	}
+	w.syncs.Add(1)
+	return w.file.Sync()
+}
+
+// rollIfFull seals the active segment if the next size bytes would push it
+// past SegmentMaxBytes. An empty segment is never sealed, so a batch always
+// fits (Validate keeps MaxBatchBytes within SegmentMaxBytes).
+func (w *WAL) rollIfFull(size int64) error {
+	if w.active.size == 0 || w.active.size+size <= w.cfg.SegmentMaxBytes {
+		return nil
+	}
+	seg, f, err := w.createSegment(w.nextSeq)
+	if err != nil {
+		return err
+	}
+	// The old segment's bytes were fsynced with its last batch, so a close
+	// error cannot lose anything; the file is not used again either way.
+	_ = w.file.Close()
+	w.mu.Lock()
+	w.segs = append(w.segs, seg)
+	w.mu.Unlock()
+	w.file, w.active = f, seg
+	return nil
+}
+
+// MarkCommitted records that the record seq is committed at its owner. Seqs
+// may be marked in any order and more than once. It fails with ErrInvalid for
+// a seq the WAL never assigned.
+func (w *WAL) MarkCommitted(seq uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if seq == 0 || seq >= w.nextSeq {
+		return fmt.Errorf("wal mark committed: seq %d not assigned (next is %d): %w", seq, w.nextSeq, ErrInvalid)
+	}
+	w.committed.mark(seq)
+	return nil
+}
+
+// CommittedThrough returns the low watermark: every seq at or below it is
+// committed (or was found lost). It is in memory; SavePosition persists it.
+func (w *WAL) CommittedThrough() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.committed.through
+}
+
+// SavePosition durably stores CommittedThrough. A crash during it leaves the
+// old or the new value; the file carries a checksum.
+func (w *WAL) SavePosition() error {
+	w.maint.Lock()
+	defer w.maint.Unlock()
+	return w.savePosition()
+}
+
+// savePosition is SavePosition with w.maint held.
+func (w *WAL) savePosition() error {
+	w.mu.Lock()
+	closed, through, persisted := w.closed, w.committed.through, w.persisted
+	w.mu.Unlock()
+	if closed {
+		return fmt.Errorf("wal save position: %w", ErrClosed)
+	}
+	if through == persisted {
+		return nil
+	}
+	if err := writeFileSync(filepath.Join(w.dir, walPositionName), walEncodePosition(through)); err != nil {
+		return fmt.Errorf("wal save position %d: %w", through, err)
+	}
+	w.mu.Lock()
+	w.persisted = through
+	w.mu.Unlock()
+	return nil
+}
+
+// Compact persists the position, then removes the sealed segments whose
+// records are all at or below it. The active segment is never removed.
+func (w *WAL) Compact() error {
+	w.maint.Lock()
+	defer w.maint.Unlock()
+	if err := w.savePosition(); err != nil {
+		return fmt.Errorf("wal compact: %w", err)
+	}
+	w.mu.Lock()
+	var doomed []*walSegment
+	for i := 0; i+1 < len(w.segs) && w.segs[i+1].base-1 <= w.persisted; i++ {
+		doomed = append(doomed, w.segs[i])
+	}
+	w.mu.Unlock()
+	if len(doomed) == 0 {
+		return nil
+	}
+	// Oldest first: a crash part way leaves a suffix, which is still a
+	// valid WAL whatever order the directory entries reach the disk in.
+	removed := 0
+	var err error
+	for _, s := range doomed {
+		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("wal compact: remove segment: %w", rerr)
+			break
+		}
+		removed++
+	}
+	if removed > 0 {
+		w.mu.Lock()
+		// Only Compact removes from the front, under w.maint, so the first
+		// removed entries are still the ones removed.
+		w.segs = slices.Clone(w.segs[removed:])
+		w.mu.Unlock()
+		if serr := syncDir(w.dir); err == nil && serr != nil {
+			err = fmt.Errorf("wal compact: %w", serr)
+		}
+	}
+	return err
+}
+
+// Backlog reports the records appended and not yet committed-through, and
+// the bytes of the segments still holding any of them (what Compact could not
+// free). Bytes is per segment, so it over-counts by up to one segment.
+func (w *WAL) Backlog() (records int64, bytes int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	through := w.committed.through
+	records = int64(w.nextSeq - 1 - min(through, w.nextSeq-1))
+	for i, s := range w.segs {
+		last := w.nextSeq - 1
+		if i+1 < len(w.segs) {
+			last = w.segs[i+1].base - 1
+		}
+		if last > through {
+			bytes += s.size
+		}
+	}
+	return records, bytes
+}
+
+// Replay calls fn, in seq order, for every record on disk above the
+// committed watermark that has not been marked committed: every acknowledged
+// record not yet committed, plus possibly some that were committed but not
+// yet persisted as such (at-least-once; duplicates are expected). fn may keep
+// the record. An error from fn stops Replay and is returned.
+//
+// The rule: Replay sees the records that were durable when it started. Run
+// it once after OpenWAL, before the dispatcher takes live appends; appends
+// may proceed meanwhile but are not replayed, and running it again later is
+// safe but repeats every record not yet committed. Replay holds no lock while
+// fn runs, so fn may call MarkCommitted (or any other method).
+//
+// A damaged frame in a sealed segment is skipped up to the next frame that
+// verifies, counted in the stats, and its seqs are counted as lost (and so as
+// committed). Replay never panics on damaged bytes.
+func (w *WAL) Replay(fn func(WALRecord) error) (WALReplayStats, error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return WALReplayStats{}, fmt.Errorf("wal replay: %w", ErrClosed)
+	}
+	segs := make([]walSegment, len(w.segs))
+	for i, s := range w.segs {
+		segs[i] = *s
+	}
+	end := w.nextSeq - 1
+	stats := WALReplayStats{TornBytes: w.tornBytes, PositionDiscarded: w.posDamaged}
+	w.mu.Unlock()
+
+	for i, s := range segs {
+		last := end
+		if i+1 < len(segs) {
+			last = segs[i+1].base - 1
+		}
+		if last < s.base || last <= w.CommittedThrough() {
+			continue
+		}
+		if err := w.replaySegment(s, last, fn, &stats); err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
+}
+
+// replaySegment replays seg, whose records are seg.base..last.
+func (w *WAL) replaySegment(seg walSegment, last uint64, fn func(WALRecord) error, stats *WALReplayStats) error {
+	f, err := os.Open(seg.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		w.mu.Lock()
+		gone := last <= w.persisted
+		w.mu.Unlock()
+		if gone {
+			return nil // compacted since Replay started: all committed
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("wal replay: %w", err)
+	}
+	defer f.Close() // read-only: nothing to lose on close
+
+	r := walReader{r: f, size: seg.size, window: w.cfg.ReadBufferBytes}
+	expect := seg.base
+	var off int64
+	for off < seg.size {
+		v, n, ok, err := r.frameAt(off, expect, last)
+		if err != nil {
+			return fmt.Errorf("wal replay %s: %w", seg.path, err)
+		}
+		if !ok {
+			// Find the next frame that verifies. Requiring its seq to fit
+			// expect..last rejects almost every false start before the
+			// checksum is even computed.
+			next := off + 1
+			for ; next < seg.size; next++ {
+				if _, _, ok, err = r.frameAt(next, expect, last); err != nil {
+					return fmt.Errorf("wal replay %s: %w", seg.path, err)
+				} else if ok {
+					break
+				}
+			}
+			stats.Corrupt++
+			stats.CorruptBytes += next - off
+			off = next
+			continue
+		}
+		if v.seq > expect {
+			stats.Lost += w.markLost(expect, v.seq-1)
+		}
+		expect = v.seq + 1
+		off += int64(n)
+		if w.isCommitted(v.seq) {
+			continue
+		}
+		rec := v.record()
+		if err := fn(rec); err != nil {
+			return fmt.Errorf("wal replay seq %d: %w", rec.Seq, err)
+		}
+		stats.Records++
+		stats.Bytes += int64(n)
+	}
+	if expect <= last {
+		stats.Lost += w.markLost(expect, last)
+	}
+	return nil
+}
+
+func (w *WAL) isCommitted(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.committed.has(seq)
+}
+
+// markLost counts lo..hi as committed and returns how many of them lay above
+// the watermark.
+func (w *WAL) markLost(lo, hi uint64) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if hi <= w.committed.through {
+		return 0
+	}
+	lo = max(lo, w.committed.through+1)
+	w.committed.markRange(lo, hi)
+	return int64(hi - lo + 1)
+}
+
+// Close stops the writer, fails queued appends with ErrClosed and closes the
+// active segment. A batch already being written completes first.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("close wal %s: %w", w.dir, ErrClosed)
+	}
+	w.closed = true
+	queued := w.takeAllLocked()
+	w.mu.Unlock()
+	walAnswerAll(queued, fmt.Errorf("wal append: %w", ErrClosed))
+	close(w.quit)
+	<-w.done
+	if err := w.file.Close(); err != nil {
+		return fmt.Errorf("close wal segment %s: %w", w.active.path, err)
+	}
+	return nil
+}
+
+// walCommitSet is the set of committed seqs, compactly: everything at or
+// below through, a bitmap of the seqs above it committed out of order (one
+// bit each, kept in 64-seq blocks so that memory follows the seqs actually
+// marked rather than their span), and ranges known to be lost.
+type walCommitSet struct {
+	through uint64
+	blocks  map[uint64]uint64 // block (seq-1)/64 → bit (seq-1)%64
+	lost    []walSeqRange     // sorted by lo, disjoint and not adjacent
+}
+
+type walSeqRange struct{ lo, hi uint64 }
+
+func (s *walCommitSet) has(seq uint64) bool {
+	return seq <= s.through || s.blocks[(seq-1)/64]&(1<<((seq-1)%64)) != 0
+}
+
+func (s *walCommitSet) mark(seq uint64) {
+	if seq <= s.through {
+		return
+	}
+	s.blocks[(seq-1)/64] |= 1 << ((seq - 1) % 64)
+	s.advance()
+}
+
+// markRange marks lo..hi (lo > through) without a bit per seq, so a huge
+// lost range costs nothing.
+func (s *walCommitSet) markRange(lo, hi uint64) {
+	i := sort.Search(len(s.lost), func(i int) bool { return s.lost[i].hi+1 >= lo })
+	j := i
+	for j < len(s.lost) && s.lost[j].lo <= hi+1 {
+		lo, hi = min(lo, s.lost[j].lo), max(hi, s.lost[j].hi)
+		j++
+	}
+	s.lost = slices.Replace(s.lost, i, j, walSeqRange{lo, hi})
+	s.advance()
+}
+
+// advance moves through over every seq above it that is marked or lost.
+func (s *walCommitSet) advance() {
+	for {
+		if len(s.lost) > 0 && s.lost[0].lo <= s.through+1 {
+			if s.lost[0].hi > s.through {
+				s.jump(s.lost[0].hi)
+			}
+			s.lost = s.lost[1:]
+			continue
+		}
+		idx, off := s.through/64, s.through%64 // block and bit of through+1
+		b, ok := s.blocks[idx]
+		if !ok {
+			return
+		}
+		run := uint64(bits.TrailingZeros64(^(b >> off))) // marked seqs from through+1 on
+		if run == 0 {
+			return
+		}
+		if off+run < 64 {
+			s.through += run // a lost range may start right after
+			continue
+		}
+		delete(s.blocks, idx)
+		s.through = idx*64 + 64
+	}
+}
+
+// jump moves through to t and drops the blocks wholly at or below it,
+// visiting whichever is fewer: the blocks skipped or the blocks held.
+func (s *walCommitSet) jump(t uint64) {
+	from, to := s.through/64, t/64 // blocks from..to-1 end at or below t
+	if to-from > uint64(len(s.blocks)) {
+		for idx := range s.blocks {
+			if idx < to {
+				delete(s.blocks, idx)
+			}
+		}
+	} else {
+		for idx := from; idx < to; idx++ {
+			delete(s.blocks, idx)
+		}
+	}
+	s.through = t
+}
+
+// walFrameBytes is the encoded size of a record with these field sizes.
+func walFrameBytes(topic, key, body int) int64 {
+	return int64(walHeaderBytes + walFixedBytes + topic + key + body)
+}
+
+// walEncodeUnsealed appends rec's frame with seq and crc left zero; the
+// writer seals it once the seq is known.
+func walEncodeUnsealed(dst []byte, rec WALRecord) []byte {
+	length := walFixedBytes + len(rec.Topic) + len(rec.Key) + len(rec.Body)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(length))
+	dst = binary.LittleEndian.AppendUint32(dst, 0) // crc
+	dst = binary.LittleEndian.AppendUint64(dst, 0) // seq
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(rec.Topic)))
+	dst = append(dst, rec.Topic...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(rec.Partition))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(rec.Key)))
+	dst = append(dst, rec.Key...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(rec.Body)))
+	dst = append(dst, rec.Body...)
+	return dst
+}
+
+// walSealFrame sets the seq and crc of the unsealed frame at the start of b
+// and returns the frame's size.
+func walSealFrame(b []byte, seq uint64) int {
+	total := walHeaderBytes + int(binary.LittleEndian.Uint32(b))
+	binary.LittleEndian.PutUint64(b[8:], seq)
+	crc := crc32.Update(crc32.Update(0, walCRC, b[:4]), walCRC, b[8:total])
+	binary.LittleEndian.PutUint32(b[4:], crc)
+	return total
+}
+
+// walEncodeFrame appends the complete frame of rec, with rec.Seq.
+func walEncodeFrame(dst []byte, rec WALRecord) []byte {
+	start := len(dst)
+	dst = walEncodeUnsealed(dst, rec)
+	walSealFrame(dst[start:], rec.Seq)
+	return dst
+}
+
+// walFrameView is a verified frame; its slices alias the bytes it was
+// parsed from.
+type walFrameView struct {
+	seq       uint64
+	topic     []byte
+	partition int32
+	key, body []byte
+}
+
+func (v walFrameView) record() WALRecord {
+	rec := WALRecord{Seq: v.seq, Topic: string(v.topic), Partition: v.partition}
+	if len(v.key) > 0 {
+		rec.Key = slices.Clone(v.key)
+	}
+	rec.Body = slices.Clone(v.body)
+	if rec.Body == nil {
+		rec.Body = []byte{}
+	}
+	return rec
+}
+
+// walDecodeFrame decodes the frame at the start of b and returns the record
+// (its slices are copies) and the frame's size. It fails with an error
+// wrapping ErrCorrupt, or walErrShort if b ends inside the frame.
+func walDecodeFrame(b []byte) (WALRecord, int, error) {
+	v, n, err := walParseFrame(b)
+	if err != nil {
+		return WALRecord{}, 0, err
+	}
+	return v.record(), n, nil
+}
+
+// walParseFrame verifies the frame at the start of b without copying. It
+// trusts no length before checking it against what is there, so it cannot
+// panic or be made to allocate.
+func walParseFrame(b []byte) (walFrameView, int, error) {
+	var v walFrameView
+	if len(b) < walHeaderBytes {
+		return v, 0, walErrShort
+	}
+	length := binary.LittleEndian.Uint32(b)
+	if length < walFixedBytes || length > walMaxFrameBytes-walHeaderBytes {
+		return v, 0, fmt.Errorf("wal frame length %d out of range: %w", length, ErrCorrupt)
+	}
+	total := walHeaderBytes + int(length)
+	if len(b) < total {
+		return v, 0, walErrShort
+	}
+	crc := crc32.Update(crc32.Update(0, walCRC, b[:4]), walCRC, b[8:total])
+	if crc != binary.LittleEndian.Uint32(b[4:]) {
+		return v, 0, fmt.Errorf("wal frame checksum mismatch: %w", ErrCorrupt)
+	}
+	p := b[8:total]
+	v.seq = binary.LittleEndian.Uint64(p)
+	topicLen := int(binary.LittleEndian.Uint16(p[8:]))
+	p = p[10:]
+	if len(p) < topicLen+8 {
+		return v, 0, fmt.Errorf("wal frame topic length %d past the frame: %w", topicLen, ErrCorrupt)
+	}
+	v.topic, p = p[:topicLen], p[topicLen:]
+	v.partition = int32(binary.LittleEndian.Uint32(p))
+	keyLen := uint64(binary.LittleEndian.Uint32(p[4:]))
+	p = p[8:]
+	if uint64(len(p)) < keyLen+4 {
+		return v, 0, fmt.Errorf("wal frame key length %d past the frame: %w", keyLen, ErrCorrupt)
+	}
+	v.key, p = p[:keyLen], p[keyLen:]
+	bodyLen := uint64(binary.LittleEndian.Uint32(p))
+	p = p[4:]
+	if uint64(len(p)) != bodyLen {
+		return v, 0, fmt.Errorf("wal frame body length %d does not fill the frame: %w", bodyLen, ErrCorrupt)
+	}
+	v.body = p
+	// Checks the writer guarantees; a frame breaking them was not written by
+	// this WAL, whatever its checksum says.
+	if v.seq == 0 || v.seq > walMaxSeq || topicLen == 0 || v.partition < -1 {
+		return v, 0, fmt.Errorf("wal frame seq %d, topic length %d, partition %d: %w",
+			v.seq, topicLen, v.partition, ErrCorrupt)
+	}
+	return v, total, nil
+}
+
+// walReader reads frames from a segment through a window, so scanning for
+// the next good frame byte by byte does not cost a read per byte.
+type walReader struct {
+	r      io.ReaderAt
+	size   int64
+	window int
+
+	buf    []byte
+	bufOff int64
+}
+
+// bytesAt returns the n bytes at off, or nil if the segment ends first. The
+// result is valid until the next call.
+func (r *walReader) bytesAt(off int64, n int) ([]byte, error) {
+	if off < 0 || n < 0 || off > r.size || int64(n) > r.size-off {
+		return nil, nil
+	}
+	if off >= r.bufOff && off+int64(n) <= r.bufOff+int64(len(r.buf)) {
+		return r.buf[off-r.bufOff:][:n], nil
+	}
+	want := int64(max(n, r.window))
+	want = min(want, r.size-off) // n fits, so want >= n
+	if int64(cap(r.buf)) < want {
+		r.buf = make([]byte, want)
+	}
+	r.buf = r.buf[:want]
+	// ReaderAt may report io.EOF along with a full read at the end.
+	if n, err := r.r.ReadAt(r.buf, off); n < len(r.buf) {
+		r.buf = r.buf[:0]
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF // the file is shorter than it was
+		}
+		return nil, fmt.Errorf("read at %d: %w", off, err)
+	}
+	r.bufOff = off
+	return r.buf[:n], nil
+}
+
+// frameAt parses the frame at off if one verifies there with a seq in
+// minSeq..maxSeq; ok is false otherwise. err is for failed reads only.
+func (r *walReader) frameAt(off int64, minSeq, maxSeq uint64) (v walFrameView, n int, ok bool, err error) {
+	h, err := r.bytesAt(off, walHeaderBytes+8)
+	if h == nil || err != nil {
+		return v, 0, false, err
+	}
+	length := binary.LittleEndian.Uint32(h)
+	seq := binary.LittleEndian.Uint64(h[walHeaderBytes:])
+	if length < walFixedBytes || length > walMaxFrameBytes-walHeaderBytes || seq < minSeq || seq > maxSeq {
+		return v, 0, false, nil
+	}
+	b, err := r.bytesAt(off, walHeaderBytes+int(length))
+	if b == nil || err != nil {
+		return v, 0, false, err
+	}
+	v, n, perr := walParseFrame(b)
+	if perr != nil {
+		return v, 0, false, nil
+	}
+	return v, n, true, nil
+}
+
+// walEncodePosition encodes the position file: magic, committed-through,
+// CRC-32C of both.
+func walEncodePosition(through uint64) []byte {
+	b := append([]byte(walPositionMagic), make([]byte, 8)...)
+	binary.LittleEndian.PutUint64(b[len(walPositionMagic):], through)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, walCRC))
+}
+
+func walDecodePosition(b []byte) (uint64, error) {
+	if len(b) != walPositionBytes || string(b[:len(walPositionMagic)]) != walPositionMagic {
+		return 0, fmt.Errorf("wal position: bad size or magic: %w", ErrCorrupt)
+	}
+	body := b[:walPositionBytes-4]
+	if crc32.Checksum(body, walCRC) != binary.LittleEndian.Uint32(b[walPositionBytes-4:]) {
+		return 0, fmt.Errorf("wal position: checksum mismatch: %w", ErrCorrupt)
+	}
+	through := binary.LittleEndian.Uint64(body[len(walPositionMagic):])
+	if through >= walMaxSeq {
+		return 0, fmt.Errorf("wal position %d out of range: %w", through, ErrCorrupt)
+	}
+	return through, nil
+}
+
+// walReadPosition reads the position file, reading at most one byte more
+// than a valid one so an oversized file cannot cost memory.
+func walReadPosition(path string) (uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("open wal position: %w", err)
+	}
+	defer f.Close() // read-only: nothing to lose on close
+	b, err := io.ReadAll(io.LimitReader(f, int64(walPositionBytes)+1))
+	if err != nil {
+		return 0, fmt.Errorf("read wal position %s: %w", path, err)
+	}
+	return walDecodePosition(b)
+}
