@@ -1,0 +1,348 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A fan-out cursor is the parent partition's position in its own log for
+// one child topic, in the file fanout-<child>.offset. The parent overwrites
+// it in place as the cursor advances (one small write, where a temporary
+// file and a rename would cost a create, a rename and a directory fsync per
+// advance), and another actor may read it meanwhile (a move source shipping
+// it, a destination installing it). A reader can therefore catch a write
+// half done; the checksum tells it so, and it reads again.
+//
+// The record, big-endian:
+//
+//	off   size  field
+//	0     4     magic "NFCR"
+//	4     2     version (1)
+//	6     2     name length n, 1..255
+//	8     8     offset: int64 >= 0
+//	16    n     child topic name
+//	16+n  4     CRC-32C (Castagnoli) of bytes [0, 16+n)
+//
+// The record carries the child's name because a file name cannot always
+// carry it: a topic name may be 255 bytes, the prefix and suffix add 14,
+// and Linux file names stop at 255. A child whose file name would be too
+// long is stored as fanout-~<sha256 of name, hex>.offset ('~' cannot occur
+// in a topic name, so the two forms never collide), and ListCursors learns
+// its name from the record. The record for a child has one size, at most
+// 275 bytes, so an in-place overwrite never changes the file's length and
+// stays within one disk sector.
+const (
+	cursorVersion    = 1
+	cursorFixedBytes = 20
+	cursorPrefix     = "fanout-"
+	cursorSuffix     = ".offset"
+	cursorHashedMark = "~"
+	// cursorMaxChildBytes is the topic name limit (^[A-Za-z0-9._-]{1,255}$).
+	cursorMaxChildBytes = 255
+	cursorMaxRecord     = cursorFixedBytes + cursorMaxChildBytes
+	// cursorMaxFileName is NAME_MAX on Linux file systems.
+	cursorMaxFileName = 255
+)
+
+var cursorMagic = [4]byte{'N', 'F', 'C', 'R'}
+
+// cursorCheckChild enforces the topic name rule, which also keeps the name
+// from escaping dir or hiding as a dot file.
+func cursorCheckChild(child string) error {
+	if len(child) < 1 || len(child) > cursorMaxChildBytes {
+		return fmt.Errorf("fan-out child %q: length %d outside [1, %d]: %w", child, len(child), cursorMaxChildBytes, ErrInvalid)
+	}
+	if child == "." || child == ".." {
+		return fmt.Errorf("fan-out child %q: not a topic name: %w", child, ErrInvalid)
+	}
+	for i := 0; i < len(child); i++ {
+		c := child[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("fan-out child %q: byte %d (%q) outside [A-Za-z0-9._-]: %w", child, i, c, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// cursorFileName maps a (valid) child to its file name.
+func cursorFileName(child string) string {
+	if len(cursorPrefix)+len(child)+len(cursorSuffix) <= cursorMaxFileName {
+		return cursorPrefix + child + cursorSuffix
+	}
+	sum := sha256.Sum256([]byte(child))
+	return cursorPrefix + cursorHashedMark + hex.EncodeToString(sum[:]) + cursorSuffix
+}
+
+func encodeCursor(child string, offset int64) []byte {
+	b := make([]byte, 0, cursorFixedBytes+len(child))
+	b = append(b, cursorMagic[:]...)
+	b = binary.BigEndian.AppendUint16(b, cursorVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(child)))
+	b = binary.BigEndian.AppendUint64(b, uint64(offset))
+	b = append(b, child...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
+}
+
+// decodeCursor parses one cursor record; every failure wraps ErrCorrupt and
+// it never panics.
+func decodeCursor(b []byte) (child string, offset int64, err error) {
+	fail := func(format string, args ...any) (string, int64, error) {
+		return "", 0, fmt.Errorf("fan-out cursor: "+format+": %w", append(args, ErrCorrupt)...)
+	}
+	if len(b) < cursorFixedBytes {
+		return fail("%d bytes, need at least %d", len(b), cursorFixedBytes)
+	}
+	if [4]byte(b[0:4]) != cursorMagic {
+		return fail("bad magic %x", b[0:4])
+	}
+	n := int(binary.BigEndian.Uint16(b[6:8]))
+	if len(b) != cursorFixedBytes+n {
+		return fail("%d bytes, header says %d", len(b), cursorFixedBytes+n)
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if got := crc32.Checksum(body, consumerCRC); got != sum {
+		return fail("crc %08x, stored %08x", got, sum)
+	}
+	if v := binary.BigEndian.Uint16(b[4:6]); v != cursorVersion {
+		return fail("version %d, want %d", v, cursorVersion)
+	}
+	offset = int64(binary.BigEndian.Uint64(b[8:16]))
+	if offset < 0 {
+		return fail("offset %d below 0", offset)
+	}
+	child = string(b[16 : 16+n])
+	if err := cursorCheckChild(child); err != nil {
+		return fail("%v", err)
+	}
+	return child, offset, nil
+}
+
+// WriteCursor records offset as the fan-out cursor for child in dir,
+// overwriting the previous value in place. With sync it returns once the
+// value survives power loss; that includes syncing dir every time, because
+// an earlier unsynced call may have created the file and its name would
+// otherwise not be durable (a dir fsync with nothing new in it is cheap).
+func WriteCursor(dir, child string, offset int64, sync bool) error {
+	if err := cursorCheckChild(child); err != nil {
+		return fmt.Errorf("write cursor: %w", err)
+	}
+	if offset < 0 {
+		return fmt.Errorf("write cursor %s: offset %d below 0: %w", child, offset, ErrInvalid)
+	}
+	path := filepath.Join(dir, cursorFileName(child))
+	rec := encodeCursor(child, offset)
+	// No O_TRUNC: truncating would open a window in which a reader sees an
+	// empty file, and on ext4 a truncate-and-rewrite forces writeback on
+	// close (auto_da_alloc).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open cursor %s: %w", path, err)
+	}
+	if _, err := f.WriteAt(rec, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write cursor %s: %w", path, err)
+	}
+	// A file longer than the record (not written by us) would read as
+	// corrupt forever; a child's record has one length, so cut it once.
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > int64(len(rec)) {
+		err = f.Truncate(int64(len(rec)))
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("resize cursor %s: %w", path, err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("sync cursor %s: %w", path, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close cursor %s: %w", path, err)
+	}
+	if sync {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// ReadCursor returns the fan-out cursor for child in dir. A missing file
+// wraps ErrNotFound. A file that fails its checksum is read again, up to
+// attempts reads in all (ConsumerConfig.CursorReadAttempts), because a writer
+// may be mid-overwrite; if no read verifies, the error wraps ErrCorrupt. It
+// never returns an unverified value.
+func ReadCursor(dir, child string, attempts int) (int64, error) {
+	return cursorRead(cursorReadFile, dir, child, attempts)
+}
+
+// cursorRead is ReadCursor with the file read injected, so tests can let a
+// writer finish between two reads.
+func cursorRead(read func(path string) ([]byte, error), dir, child string, attempts int) (int64, error) {
+	if err := cursorCheckChild(child); err != nil {
+		return 0, fmt.Errorf("read cursor: %w", err)
+	}
+	if attempts < 1 {
+		return 0, fmt.Errorf("read cursor %s: %d attempts: %w", child, attempts, ErrInvalid)
+	}
+	path := filepath.Join(dir, cursorFileName(child))
+	var last error
+	for range attempts {
+		b, err := read(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("read cursor %s: %w", path, ErrNotFound)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read cursor %s: %w", path, err)
+		}
+		got, offset, err := decodeCursor(b)
+		if err == nil && got != child {
+			// Only a hashed name can hold another child, and only by a
+			// SHA-256 collision or a misplaced file; either way not ours.
+			err = fmt.Errorf("fan-out cursor: names child %q: %w", got, ErrCorrupt)
+		}
+		if err == nil {
+			return offset, nil
+		}
+		last = err
+	}
+	return 0, fmt.Errorf("read cursor %s: no verified read in %d attempts: %w", path, attempts, last)
+}
+
+// cursorReadFile reads a cursor file, but never more than one byte past the
+// largest record: a bigger file is corrupt, and need not be read to say so.
+func cursorReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, cursorMaxRecord+1))
+}
+
+// ListCursors returns every fan-out cursor in dir by child topic, each read
+// as ReadCursor does. Other files in dir are ignored. A cursor removed while
+// listing is left out; one that does not verify fails the whole listing,
+// since a caller shipping cursors must not ship a partial set silently.
+func ListCursors(dir string, attempts int) (map[string]int64, error) {
+	return cursorList(cursorReadFile, dir, attempts)
+}
+
+func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]int64, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list cursors in %s: %w", dir, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
+	}
+	out := make(map[string]int64)
+	for _, e := range entries {
+		name := e.Name()
+		mid, ok := strings.CutPrefix(name, cursorPrefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if mid, ok = strings.CutSuffix(mid, cursorSuffix); !ok {
+			continue
+		}
+		child := mid
+		if hashed, ok := strings.CutPrefix(mid, cursorHashedMark); ok {
+			if !cursorIsHashName(hashed) {
+				continue // not a name WriteCursor produces
+			}
+			// The name is only in the record; the read below checks that
+			// the record's name hashes back to this file.
+			c, err := cursorNameInFile(read, filepath.Join(dir, name), attempts)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
+			}
+			child = c
+		}
+		if cursorCheckChild(child) != nil || cursorFileName(child) != name {
+			continue // not a name WriteCursor produces
+		}
+		offset, err := cursorRead(read, dir, child, attempts)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
+		}
+		out[child] = offset
+	}
+	return out, nil
+}
+
+// cursorIsHashName reports whether s is what cursorFileName puts after the
+// '~': lower-case hex of a SHA-256.
+func cursorIsHashName(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// cursorNameInFile reads the child name from a hashed-name cursor file,
+// retrying torn reads like cursorRead.
+func cursorNameInFile(read func(path string) ([]byte, error), path string, attempts int) (string, error) {
+	if attempts < 1 {
+		return "", fmt.Errorf("read cursor %s: %d attempts: %w", path, attempts, ErrInvalid)
+	}
+	var last error
+	for range attempts {
+		b, err := read(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("read cursor %s: %w", path, ErrNotFound)
+		}
+		if err != nil {
+			return "", fmt.Errorf("read cursor %s: %w", path, err)
+		}
+		child, _, err := decodeCursor(b)
+		if err == nil {
+			return child, nil
+		}
+		last = err
+	}
+	return "", fmt.Errorf("read cursor %s: no verified read in %d attempts: %w", path, attempts, last)
+}
+
+// RemoveCursor deletes the fan-out cursor for child and makes the removal
+// durable, so a deleted child does not get a cursor back after a power loss.
+// Removing a missing cursor is not an error: removal is retried after
+// failures, and the end state is what matters.
+func RemoveCursor(dir, child string) error {
+	if err := cursorCheckChild(child); err != nil {
+		return fmt.Errorf("remove cursor: %w", err)
+	}
+	path := filepath.Join(dir, cursorFileName(child))
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove cursor %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// ClampCursor lowers a cursor past hwm to hwm. A moved partition's
+// destination may have a lower HWM than the source had; a cursor past it
+// would skip records the destination appends at those offsets. Lowering
+// only re-forwards records, which fan-out tolerates, so no warning is due.
+func ClampCursor(offset, hwm int64) int64 {
+	return min(offset, hwm)
+}
