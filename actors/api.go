@@ -1,0 +1,230 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// maxRequestBytes is the API's cap on every request body (1 MiB).
+const maxRequestBytes = 1 << 20
+
+var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+func validTopicName(s string) bool { return topicNameRE.MatchString(s) && s != "." && s != ".." }
+
+// routes builds the client API of api/CONTRACT.md. Go's ServeMux gives the
+// contract's 404 and 405 (with Allow) for unknown paths and methods.
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", n.healthz)
+	mux.HandleFunc("GET /readyz", n.readyz)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		metrics.WritePrometheus(w, false)
+	})
+	mux.HandleFunc("POST /v1/topics", n.createTopic)
+	mux.HandleFunc("GET /v1/topics", n.listTopics)
+	mux.HandleFunc("GET /v1/topics/{topic}", n.getTopic)
+	mux.HandleFunc("PATCH /v1/topics/{topic}", n.alterTopic)
+	mux.HandleFunc("DELETE /v1/topics/{topic}", n.deleteTopic)
+	mux.HandleFunc("POST /v1/topics/{topic}/produce", n.produce)
+	mux.HandleFunc("GET /v1/topics/{topic}/consume", n.consume)
+	mux.HandleFunc("POST /v1/topics/{topic}/ack", n.ack)
+	mux.HandleFunc("GET /v1/cluster/members", n.members)
+	mux.HandleFunc("GET /v1/cluster/moves", n.moves)
+	return n.recoverPanics(mux)
+}
+
+// recoverPanics answers a handler panic as the contract says (500, a fixed
+// body without a newline). The panic is not hidden: it is logged at error
+// with its stack and counted.
+func (n *Node) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				n.log.Error("http handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				n.metrics.httpPanics.Inc()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusInternalServerError)
+				io.WriteString(w, `{"error":"internal server panic"}`)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encode failed"}`)
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func (n *Node) healthz(w http.ResponseWriter, _ *http.Request) {
+	if n.stopping.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (n *Node) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !n.ready.Load() || n.stopping.Load() {
+		writeError(w, http.StatusServiceUnavailable, "not ready")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// readBody reads a request body of at most maxRequestBytes; tooLarge
+// reports a larger one.
+func readBody(r *http.Request) (body []byte, tooLarge bool, err error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(b) > maxRequestBytes {
+		return nil, true, nil
+	}
+	return b, false, nil
+}
+
+// decodeStrict decodes exactly one JSON value, refusing unknown fields.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid json: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid json: more than one JSON value")
+	}
+	return nil
+}
+
+// request sends a message to an actor and waits for its answer.
+func (n *Node) request(pid *actor.PID, msg any) (any, error) {
+	res, err := n.system.Root.RequestFuture(pid, msg, n.cfg.RequestTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s: %v: %w", msg, pid.Id, err, ErrUnavailable)
+	}
+	return res, nil
+}
+
+// singleQuery returns a query parameter that may appear at most once.
+func singleQuery(r *http.Request, name string) (string, bool, error) {
+	vs, ok := r.URL.Query()[name]
+	if !ok {
+		return "", false, nil
+	}
+	if len(vs) > 1 {
+		return "", true, fmt.Errorf("invalid argument: %s given more than once", name)
+	}
+	return vs[0], true, nil
+}
+
+// parseWait parses a Go duration; a bare number other than 0 is refused.
+func parseWait(s string) (time.Duration, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid argument: wait %q is not a duration", s)
+	}
+	return d, nil
+}
+
+// encodePayload follows the contract: valid JSON verbatim, else valid
+// UTF-8 as a JSON string, else base64.
+func encodePayload(b []byte) (json.RawMessage, string) {
+	if json.Valid(b) {
+		return json.RawMessage(b), ""
+	}
+	if utf8.Valid(b) {
+		s, _ := json.Marshal(string(b))
+		return s, ""
+	}
+	s, _ := json.Marshal(b) // []byte marshals as standard base64
+	return s, "base64"
+}
+
+type messageJSON struct {
+	Topic           string          `json:"topic"`
+	Partition       int             `json:"partition"`
+	Offset          int64           `json:"offset"`
+	Key             string          `json:"key,omitempty"`
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+	Timestamp       int64           `json:"timestamp"`
+	ReceiptHandle   string          `json:"receipt_handle,omitempty"`
+}
+
+func messageOf(topic string, d messages.Delivery, withHandle bool) messageJSON {
+	p, enc := encodePayload(d.Body)
+	m := messageJSON{Topic: topic, Partition: d.Partition, Offset: d.Offset, Key: string(d.Key),
+		Payload: p, PayloadEncoding: enc, Timestamp: time.Unix(0, d.Time).Unix()}
+	if withHandle {
+		m.ReceiptHandle = fmt.Sprintf("%d:%d:%d", d.Partition, d.Offset, d.Nonce)
+	}
+	return m
+}
+
+// parseHandle parses <partition>:<offset>:<nonce>.
+func parseHandle(s string) (partition int, offset int64, nonce uint64, ok bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return 0, 0, 0, false
+	}
+	for _, p := range parts {
+		if p == "" || strings.TrimLeft(p, "0123456789") != "" {
+			return 0, 0, 0, false
+		}
+	}
+	p, err1 := strconv.Atoi(parts[0])
+	o, err2 := strconv.ParseInt(parts[1], 10, 64)
+	nc, err3 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || nc == 0 {
+		return 0, 0, 0, false
+	}
+	return p, o, nc, true
+}
+
+func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
+	owned := len(n.store.OwnedBy(n.cfg.NodeID))
+	writeJSON(w, http.StatusOK, map[string]any{"members": []map[string]any{{
+		"id": n.cfg.NodeID, "addr": n.Addr(), "status": "alive", "draining": false,
+		"owned_partitions": owned, "outbound_moves": 0,
+	}}})
+}
+
+func (n *Node) moves(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"moves": []any{}})
+}

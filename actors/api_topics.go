@@ -1,0 +1,381 @@
+package actors
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+)
+
+// Defaults of the API contract for a create that leaves a field at 0.
+const (
+	defaultVisibilityMs   = 30_000
+	defaultMaxInFlight    = 1024
+	defaultMaxAckedAhead  = 1024
+	minRetentionMs        = 3_600_000
+	defaultTopicListLimit = 100
+	maxTopicListLimit     = 1000
+)
+
+type topicJSON struct {
+	Name                      string `json:"name"`
+	Partitions                int    `json:"partitions"`
+	RetentionMs               int64  `json:"retention_ms"`
+	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int64  `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int64  `json:"max_acked_ahead_per_partition"`
+	CreatedAt                 int64  `json:"created_at"`
+	Role                      string `json:"role,omitempty"`
+}
+
+type partitionStatsJSON struct {
+	Index           int    `json:"index"`
+	Segments        int    `json:"segments"`
+	OldestOffset    int64  `json:"oldest_offset"`
+	NextOffset      int64  `json:"next_offset"`
+	HighWatermark   int64  `json:"high_watermark"`
+	SizeBytes       int64  `json:"size_bytes"`
+	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"`
+	OwnerNode       string `json:"owner_node,omitempty"`
+}
+
+type topicDetailsJSON struct {
+	topicJSON
+	PartitionStats []partitionStatsJSON `json:"partition_stats"`
+}
+
+func topicOf(t messages.Topic, role string) topicJSON {
+	return topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
+		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
+		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Role: role}
+}
+
+// metastoreError maps a metastore failure to the contract's status and text.
+func metastoreError(w http.ResponseWriter, err error, op string) {
+	switch {
+	case errors.Is(err, metastore.ErrExists):
+		writeError(w, http.StatusConflict, "topic already exists")
+	case errors.Is(err, metastore.ErrNotFound):
+		writeError(w, http.StatusNotFound, "topic not found")
+	case errors.Is(err, metastore.ErrInvalid):
+		writeError(w, http.StatusBadRequest, "invalid argument: "+err.Error())
+	case errors.Is(err, metastore.ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "control plane temporarily unavailable")
+	default:
+		writeError(w, http.StatusInternalServerError, op+" failed")
+	}
+}
+
+type createTopicRequest struct {
+	Name                      string          `json:"name"`
+	Partitions                int             `json:"partitions"`
+	RetentionMs               int64           `json:"retention_ms"`
+	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int64           `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int64           `json:"max_acked_ahead_per_partition"`
+	Schema                    json.RawMessage `json:"schema"`
+	Parent                    string          `json:"parent"`
+	FanoutDelayMs             int64           `json:"fanout_delay_ms"`
+	Owner                     string          `json:"owner"`
+}
+
+func hasSchema(s json.RawMessage) bool { return len(s) > 0 && string(s) != "null" }
+
+func (n *Node) createTopic(w http.ResponseWriter, r *http.Request) {
+	body, tooLarge, err := readBody(r)
+	if tooLarge {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
+		return
+	}
+	var req createTopicRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	t, msg := n.resolveCreate(req)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid argument: "+msg)
+		return
+	}
+	if req.Parent != "" {
+		if _, ok := n.store.Topic(req.Parent); !ok {
+			writeError(w, http.StatusNotFound, "parent topic not found")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid argument: fan-out children are not supported by this broker yet")
+		return
+	}
+	created, err := n.store.CreateTopic(r.Context(), t)
+	if err != nil {
+		metastoreError(w, err, "create topic")
+		return
+	}
+	if err := n.assign(r, created, 0); err != nil {
+		metastoreError(w, err, "create topic")
+		return
+	}
+	writeJSON(w, http.StatusCreated, topicOf(created, ""))
+}
+
+// resolveCreate applies the contract's defaults and limits; a non-empty
+// message is the reason for a 400.
+func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
+	switch {
+	case !validTopicName(req.Name):
+		return messages.Topic{}, "invalid topic name"
+	case req.Partitions < 0:
+		return messages.Topic{}, "partitions must not be negative"
+	case req.RetentionMs < 0 || req.VisibilityTimeoutMs < 0 || req.MaxInFlightPerPartition < 0 || req.MaxAckedAheadPerPartition < 0:
+		return messages.Topic{}, "negative values are not allowed"
+	case req.FanoutDelayMs != 0 && req.Parent == "":
+		return messages.Topic{}, "fanout_delay_ms needs parent"
+	case req.Parent == req.Name && req.Parent != "":
+		return messages.Topic{}, "a topic cannot be its own parent"
+	}
+	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: req.RetentionMs,
+		VisibilityTimeoutMs: req.VisibilityTimeoutMs, MaxInFlightPerPartition: req.MaxInFlightPerPartition,
+		MaxAckedAheadPerPartition: req.MaxAckedAheadPerPartition, CreatedAt: time.Now().Unix()}
+	if t.Partitions == 0 {
+		t.Partitions = n.cfg.TopicDefaultPartitions
+	}
+	if t.Partitions < 3 || t.Partitions > n.cfg.TopicMaxPartitions {
+		return t, "partitions must be between 3 and " + strconv.Itoa(n.cfg.TopicMaxPartitions)
+	}
+	if t.RetentionMs == 0 {
+		t.RetentionMs = n.cfg.TopicDefaultRetention.Milliseconds()
+	}
+	if t.RetentionMs != 0 && t.RetentionMs < minRetentionMs {
+		return t, "retention_ms must be 0 or at least 3600000 (1h)"
+	}
+	if t.VisibilityTimeoutMs == 0 {
+		t.VisibilityTimeoutMs = defaultVisibilityMs
+	}
+	if t.MaxInFlightPerPartition == 0 {
+		t.MaxInFlightPerPartition = defaultMaxInFlight
+	}
+	if t.MaxAckedAheadPerPartition == 0 {
+		t.MaxAckedAheadPerPartition = defaultMaxAckedAhead
+	}
+	if hasSchema(req.Schema) {
+		if _, err := compileSchema(req.Schema); err != nil {
+			return t, err.Error()
+		}
+		t.Schemas = []json.RawMessage{req.Schema}
+	}
+	return t, ""
+}
+
+// assign places partitions [from, t.Partitions) of a topic. A single node
+// owns them all; the cluster's controller places them across members. It
+// returns once the partitions owned here have running actors, so a client
+// can use the topic as soon as the create is answered.
+func (n *Node) assign(r *http.Request, t messages.Topic, from int) error {
+	as := make([]messages.Assignment, 0, t.Partitions-from)
+	for p := from; p < t.Partitions; p++ {
+		as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: n.cfg.NodeID})
+	}
+	if err := n.store.PutAssignments(r.Context(), as); err != nil {
+		return err
+	}
+	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
+	}
+	return nil
+}
+
+func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
+	limit := defaultTopicListLimit
+	if v, ok := r.URL.Query()["limit"]; ok {
+		l, err := strconv.Atoi(v[0])
+		if err != nil || l < 1 {
+			writeError(w, http.StatusBadRequest, "limit must be a positive integer")
+			return
+		}
+		limit = min(l, maxTopicListLimit)
+	}
+	after := r.URL.Query().Get("page_token")
+	all := n.store.Topics()
+	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
+	page := []topicJSON{}
+	next := ""
+	for ; i < len(all) && len(page) < limit; i++ {
+		page = append(page, topicOf(all[i], "standalone"))
+	}
+	if i < len(all) && len(page) > 0 {
+		next = page[len(page)-1].Name
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"topics": page, "next_page_token": next})
+}
+
+func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
+	t, ok := n.store.Topic(r.PathValue("topic"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "topic not found")
+		return
+	}
+	only := -1
+	if v, ok := r.URL.Query()["partition"]; ok {
+		p, err := strconv.Atoi(v[0])
+		if err != nil || p < 0 || p >= t.Partitions {
+			writeError(w, http.StatusBadRequest, "invalid partition")
+			return
+		}
+		only = p
+	}
+	out := topicDetailsJSON{topicJSON: topicOf(t, "standalone"), PartitionStats: []partitionStatsJSON{}}
+	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
+		if only >= 0 && a.Partition != only {
+			continue
+		}
+		ps := partitionStatsJSON{Index: a.Partition, OwnerNode: a.Owner}
+		if a.Owner == n.cfg.NodeID {
+			k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
+			res, err := n.request(partitionPID(n.system, k), &messages.GetStats{})
+			st, isStats := res.(*messages.PartitionStats)
+			if err != nil || !isStats {
+				writeError(w, http.StatusInternalServerError, "partition stats failed")
+				return
+			}
+			ps.Segments, ps.OldestOffset, ps.NextOffset = st.Segments, st.OldestOffset, st.NextOffset
+			ps.HighWatermark, ps.SizeBytes, ps.OldestSegmentAt = st.HighWatermark, st.SizeBytes, st.OldestSegmentAt
+		}
+		out.PartitionStats = append(out.PartitionStats, ps)
+	}
+	sort.Slice(out.PartitionStats, func(i, j int) bool { return out.PartitionStats[i].Index < out.PartitionStats[j].Index })
+	writeJSON(w, http.StatusOK, out)
+}
+
+type alterTopicRequest struct {
+	Partitions                *int            `json:"partitions"`
+	RetentionMs               *int64          `json:"retention_ms"`
+	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition"`
+	Schema                    json.RawMessage `json:"schema"`
+}
+
+// alterTopic applies retention, caps, partitions and schema in that order
+// without a transaction, as the contract says: a later step that fails
+// leaves the earlier ones applied.
+func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
+	body, tooLarge, err := readBody(r)
+	if tooLarge {
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
+		return
+	}
+	var req alterTopicRequest
+	if err := decodeStrict(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && !hasSchema(req.Schema) {
+		writeError(w, http.StatusBadRequest, "invalid argument: no field to change")
+		return
+	}
+	t, ok := n.store.Topic(r.PathValue("topic"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "topic not found")
+		return
+	}
+	alter := messages.AlterTopic{Name: t.Name}
+	fail := func(msg string) {
+		if alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
+			if _, err := n.store.AlterTopic(r.Context(), alter); err != nil {
+				metastoreError(w, err, "alter topic")
+				return
+			}
+		}
+		writeError(w, http.StatusBadRequest, "invalid argument: "+msg)
+	}
+	if v := req.RetentionMs; v != nil {
+		ret := *v
+		if ret == 0 {
+			ret = n.cfg.TopicDefaultRetention.Milliseconds()
+		}
+		if ret < 0 || (ret != 0 && ret < minRetentionMs) {
+			fail("retention_ms must be 0 or at least 3600000 (1h)")
+			return
+		}
+		alter.RetentionMs = &ret
+	}
+	for _, c := range []struct {
+		in  *int64
+		out **int64
+		def int64
+	}{{req.MaxInFlightPerPartition, &alter.MaxInFlightPerPartition, defaultMaxInFlight}, {req.MaxAckedAheadPerPartition, &alter.MaxAckedAheadPerPartition, defaultMaxAckedAhead}} {
+		if c.in == nil {
+			continue
+		}
+		v := *c.in
+		if v < 0 {
+			fail("caps must not be negative")
+			return
+		}
+		if v == 0 {
+			v = c.def
+		}
+		*c.out = &v
+	}
+	if p := req.Partitions; p != nil && *p != 0 {
+		if *p < 0 || *p <= t.Partitions || *p > n.cfg.TopicMaxPartitions {
+			fail("partitions may only grow, up to " + strconv.Itoa(n.cfg.TopicMaxPartitions))
+			return
+		}
+		alter.Partitions = *p
+	}
+	if hasSchema(req.Schema) {
+		if _, err := compileSchema(req.Schema); err != nil {
+			fail(err.Error())
+			return
+		}
+		if len(t.Schemas) > 0 {
+			if err := schemaCompatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
+				fail("incompatible schema: " + err.Error())
+				return
+			}
+		}
+		alter.AddSchema = req.Schema
+	}
+	altered, err := n.store.AlterTopic(r.Context(), alter)
+	if err != nil {
+		metastoreError(w, err, "alter topic")
+		return
+	}
+	if altered.Partitions > t.Partitions {
+		if err := n.assign(r, altered, t.Partitions); err != nil {
+			metastoreError(w, err, "alter topic")
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, topicOf(altered, "standalone"))
+}
+
+func (n *Node) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	deleted, err := n.store.DeleteTopic(r.Context(), r.PathValue("topic"))
+	if err != nil {
+		metastoreError(w, err, "delete topic")
+		return
+	}
+	if err := n.store.DeleteAssignments(r.Context(), deleted.Incarnation, deleted.Partitions); err != nil {
+		metastoreError(w, err, "delete topic")
+		return
+	}
+	// The local partitions stop and their data goes before the answer, so
+	// a create of the same name right after starts from offset 0.
+	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+		n.log.Warn("reconcile after deleting a topic", "topic", deleted.Name, "err", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,140 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/naradmq/narad/storage"
+)
+
+// Config is one node's configuration. Every limit has its unit in its name.
+type Config struct {
+	// NodeID names this node in the metastore (owner of partitions).
+	NodeID string
+	// DataDir holds the node's partitions, ingress WAL and metastore.
+	DataDir string
+	// HTTPAddr is where the client API listens.
+	HTTPAddr string
+
+	Log      storage.LogConfig
+	WAL      storage.WALConfig
+	Consumer storage.ConsumerConfig
+
+	// TopicDefaultPartitions is used when a create names none (the API's 3).
+	TopicDefaultPartitions int
+	// TopicMaxPartitions bounds a topic's partitions (the API's 108).
+	TopicMaxPartitions int
+	// TopicDefaultRetention replaces a retention of 0 (the API's 7 days).
+	TopicDefaultRetention time.Duration
+	// MaxConsumeWait caps a long poll; it must stay below the HTTP write
+	// timeout or the poll is cut off mid-response.
+	MaxConsumeWait time.Duration
+	// HTTPWriteTimeout bounds writing one response.
+	HTTPWriteTimeout time.Duration
+
+	// RequestTimeout bounds one request from the API to an actor: a
+	// partition busy with a large commit answers well within it.
+	RequestTimeout time.Duration
+	// CommitRetryInterval is how often the dispatcher retries a commit that
+	// a partition refused or did not answer (the seed's "about once a second").
+	CommitRetryInterval time.Duration
+	// MaxCommitBatchRecords caps one dispatcher commit: it is also the group
+	// commit size of the partition log.
+	MaxCommitBatchRecords int
+	// MaxCommitBatchBytes caps the bodies of one dispatcher commit.
+	MaxCommitBatchBytes int
+	// MaxBacklogRecords is how many accepted records may wait for their
+	// owner before produce answers 503: the dispatcher holds them in memory.
+	MaxBacklogRecords int64
+	// ConsumerFlushInterval is how often a partition writes its consumer
+	// position after an ack (the seed's 100 ms bound on redelivery after a
+	// restart).
+	ConsumerFlushInterval time.Duration
+	// RetentionInterval is how often partitions apply age retention.
+	RetentionInterval time.Duration
+	// ShutdownDrainTimeout bounds how long a stopping node waits for the
+	// dispatcher to commit what its WAL holds.
+	ShutdownDrainTimeout time.Duration
+	// PartitionMaxRestarts within PartitionRestartWindow: past that a failing
+	// partition actor is stopped and reported, and the node keeps serving.
+	PartitionMaxRestarts int
+	// PartitionRestartWindow is the window PartitionMaxRestarts counts in.
+	PartitionRestartWindow time.Duration
+	// PartitionRestartBackoff is the first restart delay; each further
+	// failure in the window waits one more of it.
+	PartitionRestartBackoff time.Duration
+}
+
+// DefaultConfig is a node's configuration unless told otherwise.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                  "n1",
+		DataDir:                 "data",
+		HTTPAddr:                "127.0.0.1:7942",
+		Log:                     storage.DefaultLogConfig(),
+		WAL:                     storage.DefaultWALConfig(),
+		Consumer:                storage.DefaultConsumerConfig(),
+		TopicDefaultPartitions:  3,
+		TopicMaxPartitions:      108,
+		TopicDefaultRetention:   7 * 24 * time.Hour,
+		MaxConsumeWait:          10 * time.Second,
+		HTTPWriteTimeout:        30 * time.Second,
+		RequestTimeout:          10 * time.Second,
+		CommitRetryInterval:     time.Second,
+		MaxCommitBatchRecords:   1024,
+		MaxCommitBatchBytes:     4 << 20,
+		MaxBacklogRecords:       1 << 20,
+		ConsumerFlushInterval:   100 * time.Millisecond,
+		RetentionInterval:       time.Minute,
+		ShutdownDrainTimeout:    30 * time.Second,
+		PartitionMaxRestarts:    5,
+		PartitionRestartWindow:  time.Minute,
+		PartitionRestartBackoff: 200 * time.Millisecond,
+	}
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("node config: %s %v %s: %w", field, v, why, ErrInvalid)
+	}
+	switch {
+	case c.NodeID == "":
+		return bad("NodeID", `""`, "must be set")
+	case c.DataDir == "":
+		return bad("DataDir", `""`, "must be set")
+	case c.TopicDefaultPartitions < 3 || c.TopicDefaultPartitions > c.TopicMaxPartitions:
+		return bad("TopicDefaultPartitions", c.TopicDefaultPartitions, "must be within 3..TopicMaxPartitions")
+	case c.TopicMaxPartitions < 3 || c.TopicMaxPartitions > 10000:
+		return bad("TopicMaxPartitions", c.TopicMaxPartitions, "must be within 3..10000")
+	case c.TopicDefaultRetention != 0 && c.TopicDefaultRetention < time.Hour:
+		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
+	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
+		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
+	case c.RequestTimeout <= 0:
+		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
+	case c.CommitRetryInterval <= 0:
+		return bad("CommitRetryInterval", c.CommitRetryInterval, "must be positive")
+	case c.MaxCommitBatchRecords < 1 || c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
+		return bad("MaxCommitBatchRecords", c.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
+	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes:
+		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest body")
+	case c.MaxBacklogRecords < 1:
+		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
+	case c.ConsumerFlushInterval <= 0:
+		return bad("ConsumerFlushInterval", c.ConsumerFlushInterval, "must be positive")
+	case c.RetentionInterval <= 0:
+		return bad("RetentionInterval", c.RetentionInterval, "must be positive")
+	case c.ShutdownDrainTimeout < 0:
+		return bad("ShutdownDrainTimeout", c.ShutdownDrainTimeout, "must not be negative")
+	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
+		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
+	}
+	if err := c.Log.Validate(); err != nil {
+		return err
+	}
+	if err := c.WAL.Validate(); err != nil {
+		return err
+	}
+	return c.Consumer.Validate()
+}

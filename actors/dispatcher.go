@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// dispatch hands the dispatcher a record that is durable in the ingress WAL.
+type dispatch struct {
+	rec storage.WALRecord
+}
+
+// dispatchTick is the dispatcher's own timer: retry held commits, compact
+// the WAL.
+type dispatchTick struct{}
+
+// commitDone is the outcome of one commit request, delivered back to the
+// dispatcher in its own context.
+type commitDone struct {
+	key messages.PartitionKey
+	n   int
+	res *messages.CommitResult
+	err error
+}
+
+// partitionQueue holds the records accepted for one partition that it has
+// not committed yet, oldest first. At most one commit per partition is in
+// flight: the next batch is whatever queued behind it, so a busy partition
+// commits in large groups.
+type partitionQueue struct {
+	recs     []storage.WALRecord
+	inFlight bool
+}
+
+// dispatcherActor commits every record of the ingress WAL at its
+// partition's owner, retrying about once a second until it is committed,
+// and only then releases it from the WAL.
+type dispatcherActor struct {
+	deps
+	store  *metastore.Store
+	wal    *storage.WAL
+	queues map[messages.PartitionKey]*partitionQueue
+	held   int
+}
+
+const dispatcherName = "dispatcher"
+
+func (d *dispatcherActor) Receive(ctx actor.Context) {
+	defer logPanic(d.deps.log, dispatcherName)
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		d.queues = map[messages.PartitionKey]*partitionQueue{}
+		d.replay(ctx)
+		d.scheduleTick(ctx)
+	case *dispatch:
+		d.enqueue(ctx, m.rec)
+	case *commitDone:
+		d.done(ctx, m)
+	case dispatchTick:
+		d.tick(ctx)
+	case *actor.Stopping:
+		// Persist what was released, so a graceful restart replays nothing
+		// that is already committed.
+		if err := d.wal.Compact(); err != nil {
+			d.deps.log.Error("compact ingress WAL at stop", "err", err)
+		}
+	}
+}
+
+// replay queues every record the WAL still holds from before a restart.
+func (d *dispatcherActor) replay(ctx actor.Context) {
+	stats, err := d.wal.Replay(func(r storage.WALRecord) error {
+		d.enqueue(ctx, r)
+		return nil
+	})
+	if err != nil {
+		// The WAL is the only copy of acknowledged records: do not serve
+		// without it. The supervisor's failure stops the node's dispatch.
+		panic(err)
+	}
+	if stats.Records > 0 || stats.Corrupt > 0 {
+		d.deps.log.Info("ingress WAL replayed", "records", stats.Records, "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
+	}
+	if stats.Corrupt > 0 || stats.Lost > 0 {
+		d.deps.log.Error("ingress WAL had damaged records", "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
+	}
+}
+
+func (d *dispatcherActor) keyOf(r storage.WALRecord) (messages.PartitionKey, bool) {
+	t, ok := d.store.Topic(r.Topic)
+	if !ok || int(r.Partition) >= t.Partitions || r.Partition < 0 {
+		return messages.PartitionKey{}, false
+	}
+	return messages.PartitionKey{Topic: r.Topic, Incarnation: t.Incarnation, Partition: int(r.Partition)}, true
+}
+
+func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
+	k, ok := d.keyOf(r)
+	if !ok {
+		// The topic was deleted after the produce: nobody can commit it.
+		d.deps.log.Warn("dropping a record of a deleted topic", "topic", r.Topic, "seq", r.Seq)
+		d.release(r.Seq)
+		return
+	}
+	q := d.queues[k]
+	if q == nil {
+		q = &partitionQueue{}
+		d.queues[k] = q
+	}
+	q.recs = append(q.recs, r)
+	d.held++
+	d.send(ctx, k, q)
+}
+
+// send starts a commit of what queued for k unless one is in flight.
+func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
+	if q.inFlight || len(q.recs) == 0 {
+		return
+	}
+	n, bytes := 0, 0
+	for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords && (n == 0 || bytes+len(q.recs[n].Body) <= d.cfg.MaxCommitBatchBytes) {
+		bytes += len(q.recs[n].Body)
+		n++
+	}
+	c := &messages.Commit{Key: k, Records: make([]messages.CommitRecord, n)}
+	for i, r := range q.recs[:n] {
+		c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
+	}
+	q.inFlight = true
+	f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+	ctx.ReenterAfter(f, func(res interface{}, err error) {
+		r, _ := res.(*messages.CommitResult)
+		d.done(ctx, &commitDone{key: k, n: n, res: r, err: err})
+	})
+}
+
+// done releases a committed batch from the WAL and sends the next one. A
+// refused or unanswered commit stays queued for the next tick: its outcome
+// may be unknown (a timeout), and committing again is at-least-once.
+func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
+	q := d.queues[m.key]
+	if q == nil {
+		return
+	}
+	q.inFlight = false
+	if m.err != nil || m.res == nil || m.res.Status != messages.StatusOK {
+		return
+	}
+	for _, r := range q.recs[:m.n] {
+		d.release(r.Seq)
+	}
+	q.recs = q.recs[m.n:]
+	d.held -= m.n
+	if len(q.recs) == 0 {
+		delete(d.queues, m.key)
+		return
+	}
+	d.send(ctx, m.key, q)
+}
+
+func (d *dispatcherActor) release(seq uint64) {
+	if err := d.wal.MarkCommitted(seq); err != nil {
+		d.deps.log.Error("release WAL record", "seq", seq, "err", err)
+	}
+}
+
+func (d *dispatcherActor) tick(ctx actor.Context) {
+	for k, q := range d.queues {
+		if t, ok := d.store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && !q.inFlight {
+			for _, r := range q.recs {
+				d.release(r.Seq)
+			}
+			d.held -= len(q.recs)
+			delete(d.queues, k)
+			continue
+		}
+		d.send(ctx, k, q)
+	}
+	if err := d.wal.Compact(); err != nil {
+		d.deps.log.Error("compact ingress WAL", "err", err)
+	}
+	d.scheduleTick(ctx)
+}
+
+func (d *dispatcherActor) scheduleTick(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(d.cfg.CommitRetryInterval, func() { root.Send(self, dispatchTick{}) })
+}

@@ -1,0 +1,51 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Metrics are registered with GetOrCreate so that several nodes in one
+// process (tests, `narad dev --nodes 3`) share them without panicking; a
+// node label keeps them apart.
+type nodeMetrics struct {
+	produceSeconds  *metrics.PrometheusHistogram
+	commitSeconds   *metrics.PrometheusHistogram
+	commitRecords   *metrics.Counter
+	commitFailures  *metrics.Counter
+	consumed        *metrics.Counter
+	acked           *metrics.Counter
+	nacked          *metrics.Counter
+	extended        *metrics.Counter
+	redelivered     *metrics.Counter
+	corruptSkipped  *metrics.Counter
+	actorRestarts   *metrics.Counter
+	partitionFailed *metrics.Counter
+	httpPanics      *metrics.Counter
+}
+
+func newNodeMetrics(node string) *nodeMetrics {
+	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
+	return &nodeMetrics{
+		produceSeconds:  metrics.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
+		commitSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:   metrics.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitFailures:  metrics.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:        metrics.GetOrCreateCounter(name("narad_consume_total")),
+		acked:           metrics.GetOrCreateCounter(name("narad_ack_total")),
+		nacked:          metrics.GetOrCreateCounter(name("narad_nack_total")),
+		extended:        metrics.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:     metrics.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:  metrics.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:   metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed: metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:      metrics.GetOrCreateCounter(name("narad_http_panics_total")),
+	}
+}
+
+// gauge registers a gauge whose value is read from fn at scrape time. A
+// second node in the process with the same id reuses the first one's gauge.
+func gauge(node, base string, fn func() float64) {
+	metrics.GetOrCreateGauge(fmt.Sprintf(`%s{node=%q}`, base, node), fn)
+}

@@ -1,0 +1,197 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// Node is one broker node: its metastore replica, ingress WAL, actor tree
+// and HTTP API. Start brings them up in dependency order; Stop takes them
+// down in reverse, after the dispatcher committed what the WAL holds.
+type Node struct {
+	deps
+	store      *metastore.Store
+	wal        *storage.WAL
+	system     *actor.ActorSystem
+	partitions *actor.PID
+	dispatcher *actor.PID
+	server     *http.Server
+	listener   net.Listener
+	serveDone  chan error
+	stopTicks  chan struct{}
+	schemas    schemaCache
+
+	ready    atomic.Bool
+	stopping atomic.Bool
+	keySeq   atomic.Uint64 // suffix of generated keys
+	rotor    atomic.Uint64 // rotating start of queue-mode scans
+}
+
+// Start opens the node's storage and metastore, starts serving HTTP (health
+// answers at once; readiness once the metastore caught up), then starts the
+// actors. mcfg.Dir defaults to <DataDir>/raft.
+func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if mcfg.NodeID == "" {
+		mcfg.NodeID = cfg.NodeID
+	}
+	if mcfg.Dir == "" && !mcfg.InMemory {
+		mcfg.Dir = filepath.Join(cfg.DataDir, "raft")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	log = log.With("node", cfg.NodeID)
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier()},
+		serveDone: make(chan error, 1), stopTicks: make(chan struct{})}
+	var err error
+	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
+		return nil, fmt.Errorf("open ingress WAL: %w", err)
+	}
+	if n.store, err = metastore.Open(mcfg, log); err != nil {
+		n.wal.Close()
+		return nil, fmt.Errorf("open metastore: %w", err)
+	}
+	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	n.server = &http.Server{Handler: n.routes(), ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
+		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { n.serveDone <- n.server.Serve(n.listener) }()
+	if err := n.store.WaitReady(ctx); err != nil {
+		n.abortStart()
+		return nil, fmt.Errorf("metastore not ready: %w", err)
+	}
+	n.startActors()
+	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+		n.log.Warn("first reconcile of partitions", "err", err)
+	}
+	n.registerGauges()
+	n.ready.Store(true)
+	log.Info("node ready", "http", n.Addr())
+	return n, nil
+}
+
+func (n *Node) startActors() {
+	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
+	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
+		backoff: n.cfg.PartitionRestartBackoff, log: n.log, metrics: n.metrics}
+	owned := new(atomic.Int64)
+	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
+	d := n.deps
+	var err error
+	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &partitionsActor{deps: d, store: n.store, children: map[messages.PartitionKey]*actor.PID{}, failed: map[messages.PartitionKey]bool{}, owned: owned}
+	}, actor.WithSupervisor(strategy)), partitionsName)
+	if err != nil {
+		panic(fmt.Errorf("spawn partitions supervisor: %w", err))
+	}
+	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &dispatcherActor{deps: d, store: n.store, wal: n.wal}
+	}), dispatcherName)
+	if err != nil {
+		panic(fmt.Errorf("spawn dispatcher: %w", err))
+	}
+	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				root.Send(parts, retentionTick{})
+			case <-n.stopTicks:
+				return
+			}
+		}
+	}()
+}
+
+func (n *Node) registerGauges() {
+	gauge(n.cfg.NodeID, "narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
+	gauge(n.cfg.NodeID, "narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
+}
+
+// Addr is the HTTP address the node listens on.
+func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Store is the node's metastore replica.
+func (n *Node) Store() *metastore.Store { return n.store }
+
+// Stop shuts the node down: produce answers 503 at once, the dispatcher
+// gets up to ShutdownDrainTimeout to commit what the ingress WAL holds,
+// then HTTP stops, partitions write their consumer state and close, and the
+// WAL and metastore close. What the WAL still holds is replayed at the next
+// start.
+func (n *Node) Stop(ctx context.Context) error {
+	if n.stopping.Swap(true) {
+		return nil
+	}
+	n.ready.Store(false)
+	drain, cancel := context.WithTimeout(ctx, n.cfg.ShutdownDrainTimeout)
+	defer cancel()
+	if err := n.waitDrained(drain); err != nil {
+		held, _ := n.wal.Backlog()
+		n.log.Warn("stopping with records still in the ingress WAL; they are committed at the next start", "records", held)
+	}
+	shut, cancelShut := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelShut()
+	err := n.server.Shutdown(shut)
+	if serr := <-n.serveDone; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	close(n.stopTicks)
+	n.system.Root.StopFuture(n.dispatcher).Wait()
+	n.system.Root.StopFuture(n.partitions).Wait()
+	n.system.Shutdown()
+	if cerr := n.closeStores(); err == nil {
+		err = cerr
+	}
+	n.log.Info("node stopped")
+	return err
+}
+
+func (n *Node) waitDrained(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if held, _ := n.wal.Backlog(); held == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (n *Node) abortStart() {
+	n.server.Close()
+	<-n.serveDone
+	n.closeStores()
+}
+
+func (n *Node) closeStores() error {
+	err := n.wal.Close()
+	n.store.Close()
+	return err
+}

@@ -1,0 +1,154 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
+)
+
+// testNode is one node started in-process on loopback, with its data in a
+// temp dir that survives restart().
+type testNode struct {
+	t    testing.TB
+	cfg  Config
+	mcfg metastore.Config
+	n    *Node
+	base string
+	http *http.Client
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newTestNode starts a node; tweak adjusts its config before the start.
+func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.HTTPAddr = freeAddr(t)
+	cfg.MaxConsumeWait = 2 * time.Second
+	cfg.CommitRetryInterval = 100 * time.Millisecond
+	cfg.ShutdownDrainTimeout = 5 * time.Second
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	raft := freeAddr(t)
+	mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: 1, RaftAddr: raft, RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
+	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 30 * time.Second}}
+	tn.start()
+	t.Cleanup(func() { tn.stop() })
+	return tn
+}
+
+func (tn *testNode) start() {
+	tn.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := Start(ctx, tn.cfg, tn.mcfg, testLogger(tn.t))
+	if err != nil {
+		tn.t.Fatalf("start node: %v", err)
+	}
+	tn.n = n
+}
+
+func (tn *testNode) stop() {
+	if tn.n == nil {
+		return
+	}
+	if err := tn.n.Stop(context.Background()); err != nil {
+		tn.t.Errorf("stop node: %v", err)
+	}
+	tn.n = nil
+}
+
+// restart stops the node gracefully and starts it again on the same data.
+func (tn *testNode) restart() {
+	tn.t.Helper()
+	tn.stop()
+	tn.start()
+}
+
+// do sends a request and returns the status and body.
+func (tn *testNode) do(method, path string, body []byte) (int, []byte) {
+	tn.t.Helper()
+	req, err := http.NewRequest(method, tn.base+path, bytes.NewReader(body))
+	if err != nil {
+		tn.t.Fatal(err)
+	}
+	resp, err := tn.http.Do(req)
+	if err != nil {
+		tn.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// must sends a request and fails the test unless the status is want.
+func (tn *testNode) must(want int, method, path string, body []byte) []byte {
+	tn.t.Helper()
+	got, b := tn.do(method, path, body)
+	if got != want {
+		tn.t.Fatalf("%s %s: got %d %s, want %d", method, path, got, b, want)
+	}
+	return b
+}
+
+func (tn *testNode) createTopic(name string, partitions int) {
+	tn.t.Helper()
+	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(fmt.Sprintf(`{"name":%q,"partitions":%d}`, name, partitions)))
+}
+
+type testMessage struct {
+	Topic           string          `json:"topic"`
+	Partition       int             `json:"partition"`
+	Offset          int64           `json:"offset"`
+	Key             string          `json:"key"`
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding"`
+	Timestamp       int64           `json:"timestamp"`
+	ReceiptHandle   string          `json:"receipt_handle"`
+}
+
+// consume pulls one message, or returns nil on 204.
+func (tn *testNode) consume(topic, query string) *testMessage {
+	tn.t.Helper()
+	code, b := tn.do("GET", "/v1/topics/"+topic+"/consume?"+query, nil)
+	switch code {
+	case http.StatusNoContent:
+		return nil
+	case http.StatusOK:
+		var m testMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			tn.t.Fatalf("consume: %v in %s", err, b)
+		}
+		return &m
+	default:
+		tn.t.Fatalf("consume %s?%s: got %d %s", topic, query, code, b)
+		return nil
+	}
+}

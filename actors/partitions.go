@@ -1,0 +1,220 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// reconcilePartitions asks the partitions supervisor to compare the
+// partitions it runs with those the metastore says this node owns.
+type reconcilePartitions struct{}
+
+// reconciled answers a reconcilePartitions sent as a request: the
+// partitions owned here as of the local replica have running actors.
+type reconciled struct{}
+
+// retentionTick asks every partition to apply its topic's retention.
+type retentionTick struct{}
+
+// partitionsActor supervises one child per partition this node owns. It
+// reconciles on every metastore change: it spawns a child for a partition
+// newly owned here and stops the child of one no longer owned. The data of
+// a deleted topic is removed once its children stopped.
+type partitionsActor struct {
+	deps
+	store    *metastore.Store
+	children map[messages.PartitionKey]*actor.PID
+	// failed holds partitions whose actor kept failing and was stopped;
+	// they are not respawned until the topic changes (an operator looks).
+	failed map[messages.PartitionKey]bool
+	stop   chan struct{}
+	// owned is read by the partitions-owned gauge at scrape time.
+	owned *atomic.Int64
+}
+
+const partitionsName = "partitions"
+
+// partitionChildName is the child's name under the supervisor. It holds
+// the incarnation, not the topic name, so that a recreated topic never
+// reaches its predecessor's actor.
+func partitionChildName(k messages.PartitionKey) string {
+	return "p:" + strconv.FormatUint(k.Incarnation, 10) + ":" + strconv.Itoa(k.Partition)
+}
+
+// partitionPID is the address of a partition's actor on this node.
+func partitionPID(sys *actor.ActorSystem, k messages.PartitionKey) *actor.PID {
+	return actor.NewPID(sys.Address(), partitionsName+"/"+partitionChildName(k))
+}
+
+func (s *partitionsActor) Receive(ctx actor.Context) {
+	defer logPanic(s.deps.log, partitionsName)
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.watch(ctx)
+		s.reconcile(ctx)
+	case *actor.Stopping:
+		close(s.stop)
+	case reconcilePartitions:
+		s.reconcile(ctx)
+		if ctx.Sender() != nil {
+			ctx.Respond(reconciled{})
+		}
+	case retentionTick:
+		s.retain(ctx)
+	case *actor.Terminated:
+		s.terminated(m)
+	}
+}
+
+// watch turns metastore changes into reconcile messages. The goroutine
+// ends when the supervisor stops.
+func (s *partitionsActor) watch(ctx actor.Context) {
+	s.stop = make(chan struct{})
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	stop := s.stop
+	go func() {
+		for {
+			select {
+			case <-s.store.Changed():
+				root.Send(self, reconcilePartitions{})
+			case <-stop:
+				return
+			}
+		}
+	}()
+}
+
+func (s *partitionsActor) reconcile(ctx actor.Context) {
+	want := map[messages.PartitionKey]bool{}
+	for _, a := range s.store.OwnedBy(s.cfg.NodeID) {
+		t, ok := s.store.Topic(a.Topic)
+		if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
+			continue
+		}
+		want[messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}] = true
+	}
+	for k, pid := range s.children {
+		if want[k] {
+			continue
+		}
+		// Stop and wait: its log must be closed before its files go.
+		if err := ctx.StopFuture(pid).Wait(); err != nil {
+			s.deps.log.Error("stop partition", "partition", k, "err", err)
+		}
+		delete(s.children, k)
+		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
+			s.purge(k)
+		}
+	}
+	for k := range s.failed {
+		if !want[k] {
+			delete(s.failed, k)
+		}
+	}
+	for k := range want {
+		if _, running := s.children[k]; running || s.failed[k] {
+			continue
+		}
+		if err := s.prepareTopicDir(k); err != nil {
+			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
+			continue
+		}
+		d, dir := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition)
+		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir) })
+		pid, err := ctx.SpawnNamed(props, partitionChildName(k))
+		if err != nil {
+			s.deps.log.Error("spawn partition", "partition", k, "err", err)
+			continue
+		}
+		ctx.Watch(pid)
+		s.children[k] = pid
+	}
+	s.owned.Store(int64(len(s.children)))
+}
+
+// terminated handles a child that stopped. A child the supervisor gave up
+// on is remembered so a reconcile does not respawn it in a loop.
+func (s *partitionsActor) terminated(m *actor.Terminated) {
+	for k, pid := range s.children {
+		if pid.Equal(m.Who) {
+			delete(s.children, k)
+			s.failed[k] = true
+			s.owned.Store(int64(len(s.children)))
+			s.deps.log.Error("partition stopped after repeated failures; not serving it", "partition", k)
+		}
+	}
+}
+
+func (s *partitionsActor) retain(ctx actor.Context) {
+	for k, pid := range s.children {
+		if t, ok := s.store.Topic(k.Topic); ok && t.RetentionMs > 0 {
+			ctx.Send(pid, &messages.Retain{MaxAge: msDuration(t.RetentionMs)})
+		}
+	}
+}
+
+// incarnationFile names the incarnation a topic directory belongs to.
+const incarnationFile = "incarnation"
+
+// prepareTopicDir makes sure the topic's directory belongs to the
+// incarnation about to be served: a directory left by a deleted
+// incarnation (this node was down when it was deleted) is removed first.
+func (s *partitionsActor) prepareTopicDir(k messages.PartitionKey) error {
+	dir := filepath.Join(s.cfg.DataDir, "topics", k.Topic)
+	want := strconv.FormatUint(k.Incarnation, 10)
+	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
+	switch {
+	case err == nil && strings.TrimSpace(string(b)) == want:
+		return nil
+	case err == nil || !errors.Is(err, os.ErrNotExist):
+		s.deps.log.Warn("removing a deleted topic incarnation's data", "topic", k.Topic, "found", strings.TrimSpace(string(b)), "serving", want)
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove stale topic dir: %w", err)
+		}
+	default:
+		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+			s.deps.log.Warn("removing a topic directory without an incarnation marker", "topic", k.Topic)
+			if err := os.RemoveAll(dir); err != nil {
+				return fmt.Errorf("remove unmarked topic dir: %w", err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create topic dir: %w", err)
+	}
+	return writeFileDurable(filepath.Join(dir, incarnationFile), []byte(want+"\n"))
+}
+
+// purge removes a deleted topic's partition data, and the topic directory
+// once no partition is left in it.
+func (s *partitionsActor) purge(k messages.PartitionKey) {
+	dir := storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition)
+	if err := os.RemoveAll(dir); err != nil {
+		s.deps.log.Error("purge deleted partition", "partition", k, "err", err)
+		return
+	}
+	topicDir := filepath.Dir(dir)
+	ents, err := os.ReadDir(topicDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Name() != incarnationFile {
+			return
+		}
+	}
+	if err := os.RemoveAll(topicDir); err != nil {
+		s.deps.log.Error("purge deleted topic dir", "topic", k.Topic, "err", err)
+	}
+}

@@ -1,0 +1,124 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// schemaCache keeps compiled schemas by topic incarnation and version, so a
+// produce compiles nothing.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]*jsonschema.Schema
+}
+
+func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", v); err != nil {
+		return nil, fmt.Errorf("schema: %v", err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("schema does not compile: %v", err)
+	}
+	return s, nil
+}
+
+func (c *schemaCache) get(incarnation uint64, version int, doc json.RawMessage) (*jsonschema.Schema, error) {
+	key := strconv.FormatUint(incarnation, 10) + "/" + strconv.Itoa(version)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.m[key]; ok {
+		return s, nil
+	}
+	s, err := compileSchema(doc)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[string]*jsonschema.Schema{}
+	}
+	c.m[key] = s
+	return s, nil
+}
+
+// validateBody checks a produce body against a compiled schema.
+func validateBody(s *jsonschema.Schema, body []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("body is not JSON: %v", err)
+	}
+	if err := s.Validate(v); err != nil {
+		return fmt.Errorf("body does not match the schema: %v", err)
+	}
+	return nil
+}
+
+// schemaCompatible reports why next is not backward compatible with prev:
+// a property removed, a property's type changed, or a new required field.
+// It walks nested "properties" too.
+func schemaCompatible(prev, next json.RawMessage) error {
+	var a, b map[string]any
+	if json.Unmarshal(prev, &a) != nil || json.Unmarshal(next, &b) != nil {
+		return nil // a non-object schema (true/false) has nothing to compare
+	}
+	return compareSchemaObjects("", a, b)
+}
+
+func compareSchemaObjects(path string, a, b map[string]any) error {
+	if ta, tb := fmt.Sprint(a["type"]), fmt.Sprint(b["type"]); a["type"] != nil && ta != tb {
+		return fmt.Errorf("type of %q changed from %s to %s", pathOr(path), ta, tb)
+	}
+	req := map[string]bool{}
+	if ra, ok := a["required"].([]any); ok {
+		for _, r := range ra {
+			req[fmt.Sprint(r)] = true
+		}
+	}
+	if rb, ok := b["required"].([]any); ok {
+		for _, r := range rb {
+			if !req[fmt.Sprint(r)] {
+				return fmt.Errorf("new required field %q", joinPath(path, fmt.Sprint(r)))
+			}
+		}
+	}
+	pa, _ := a["properties"].(map[string]any)
+	pb, _ := b["properties"].(map[string]any)
+	for name, sa := range pa {
+		sb, ok := pb[name]
+		if !ok {
+			return fmt.Errorf("property %q removed", joinPath(path, name))
+		}
+		ma, okA := sa.(map[string]any)
+		mb, okB := sb.(map[string]any)
+		if okA && okB {
+			if err := compareSchemaObjects(joinPath(path, name), ma, mb); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func pathOr(path string) string {
+	if path == "" {
+		return "(root)"
+	}
+	return path
+}

@@ -1,0 +1,51 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// restartStrategy restarts a failed child after a back-off that grows with
+// each failure in the window, and stops it once it failed more than
+// maxRestarts times in the window. Unlike protoactor's own strategies it
+// logs every failure at error and counts it: protoactor logs a recovered
+// panic at Info with no stack.
+type restartStrategy struct {
+	maxRestarts int
+	window      time.Duration
+	backoff     time.Duration
+	log         *slog.Logger
+	metrics     *nodeMetrics
+}
+
+func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason interface{}, message interface{}) {
+	if rs.NumberOfFailures(s.window) == 0 {
+		rs.Reset()
+	}
+	rs.Fail()
+	n := rs.NumberOfFailures(s.window)
+	if n > s.maxRestarts {
+		s.log.Error("actor keeps failing; stopped", "actor", child.Id, "failures", n, "window", s.window, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
+		s.metrics.partitionFailed.Inc()
+		sup.StopChildren(child)
+		return
+	}
+	delay := time.Duration(n) * s.backoff
+	s.log.Error("actor failed; restarting", "actor", child.Id, "failures", n, "after", delay, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
+	s.metrics.actorRestarts.Inc()
+	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
+}
+
+// logPanic is deferred at the top of a Receive: it logs a panic with its
+// stack, then panics again so the supervisor decides. Nothing is swallowed;
+// protoactor's mailbox would otherwise drop the stack.
+func logPanic(log *slog.Logger, who string) {
+	if r := recover(); r != nil {
+		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		panic(r)
+	}
+}

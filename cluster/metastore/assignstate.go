@@ -1,0 +1,292 @@
+package metastore
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// partKey names one partition of one topic incarnation.
+type partKey struct {
+	incarnation uint64
+	partition   int
+}
+
+// assignState is one assignment shard's content: {Owner, Target} per
+// partition. Like metaState, apply is pure and deterministic. owned and
+// targeted are indexes derived from byInc (never snapshotted) so that a
+// node's reconcile loop costs what the node holds, not what the cluster
+// holds.
+type assignState struct {
+	// index is the Raft index of the last command applied.
+	index    uint64
+	byInc    map[uint64]map[int]messages.Assignment
+	owned    map[string]map[partKey]struct{}
+	targeted map[string]map[partKey]struct{}
+}
+
+func newAssignState() *assignState {
+	return &assignState{
+		byInc:    make(map[uint64]map[int]messages.Assignment),
+		owned:    make(map[string]map[partKey]struct{}),
+		targeted: make(map[string]map[partKey]struct{}),
+	}
+}
+
+// applyEntry decodes and applies one log entry; see metaState.applyEntry.
+func (s *assignState) applyEntry(data []byte, index uint64) (messages.AssignResult, error) {
+	var cmd messages.AssignCommand
+	if err := json.Unmarshal(data, &cmd); err != nil {
+		s.index = index
+		return messages.AssignResult{Code: messages.ResultInvalid}, nil
+	}
+	if cmd.Version > messages.CommandVersion {
+		return messages.AssignResult{}, fmt.Errorf("metastore: assignment entry %d has command version %d, this binary knows %d", index, cmd.Version, messages.CommandVersion)
+	}
+	return s.apply(cmd, index), nil
+}
+
+// apply applies one command at the given Raft index.
+func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.AssignResult {
+	s.index = index
+	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil) != 1 {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	switch {
+	case cmd.PutAssignments != nil:
+		return s.put(cmd.PutAssignments.Assignments)
+	case cmd.DeleteAssignments != nil:
+		s.deleteIncarnation(cmd.DeleteAssignments.Incarnation)
+		return messages.AssignResult{Code: messages.ResultOK}
+	case cmd.SetTarget != nil:
+		return s.setTarget(*cmd.SetTarget)
+	default:
+		return s.flip(*cmd.Flip)
+	}
+}
+
+// validAssignment: a partition always has an owner, and a target is never
+// the owner itself.
+func validAssignment(a messages.Assignment) bool {
+	return a.Topic != "" && a.Incarnation != 0 && a.Partition >= 0 && a.Owner != "" && a.Target != a.Owner
+}
+
+// put creates the assignments that do not exist yet and leaves the others
+// as they are, so a retried create never moves a partition. One invalid
+// assignment refuses the whole command.
+func (s *assignState) put(as []messages.Assignment) messages.AssignResult {
+	for _, a := range as {
+		if !validAssignment(a) {
+			return messages.AssignResult{Code: messages.ResultInvalid}
+		}
+	}
+	for _, a := range as {
+		if _, ok := s.get(a.Incarnation, a.Partition); !ok {
+			s.set(a)
+		}
+	}
+	return messages.AssignResult{Code: messages.ResultOK}
+}
+
+func (s *assignState) setTarget(c messages.SetTarget) messages.AssignResult {
+	if c.Owner == "" || c.To == c.Owner {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	a, ok := s.get(c.Incarnation, c.Partition)
+	if !ok {
+		return messages.AssignResult{Code: messages.ResultNotFound}
+	}
+	if a.Owner != c.Owner || a.Target != c.From {
+		return messages.AssignResult{Code: messages.ResultRefused, Assignment: &a}
+	}
+	a.Target = c.To
+	s.set(a)
+	return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
+}
+
+// flip is the ownership compare-and-swap: Owner := To only if Owner is
+// still From and Target is still To. A flip already applied answers OK.
+func (s *assignState) flip(c messages.Flip) messages.AssignResult {
+	if c.From == "" || c.To == "" || c.From == c.To {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	a, ok := s.get(c.Incarnation, c.Partition)
+	if !ok {
+		return messages.AssignResult{Code: messages.ResultNotFound}
+	}
+	switch {
+	case a.Owner == c.To && a.Target == "":
+		return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
+	case a.Owner == c.From && a.Target == c.To:
+		a.Owner, a.Target = c.To, ""
+		s.set(a)
+		return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
+	default:
+		return messages.AssignResult{Code: messages.ResultRefused, Assignment: &a}
+	}
+}
+
+func (s *assignState) get(incarnation uint64, partition int) (messages.Assignment, bool) {
+	a, ok := s.byInc[incarnation][partition]
+	return a, ok
+}
+
+// set stores a, keeping the owner and target indexes in step.
+func (s *assignState) set(a messages.Assignment) {
+	k := partKey{a.Incarnation, a.Partition}
+	if old, ok := s.get(a.Incarnation, a.Partition); ok {
+		removeFromIndex(s.owned, old.Owner, k)
+		removeFromIndex(s.targeted, old.Target, k)
+	}
+	parts := s.byInc[a.Incarnation]
+	if parts == nil {
+		parts = make(map[int]messages.Assignment)
+		s.byInc[a.Incarnation] = parts
+	}
+	parts[a.Partition] = a
+	addToIndex(s.owned, a.Owner, k)
+	addToIndex(s.targeted, a.Target, k)
+}
+
+func (s *assignState) deleteIncarnation(incarnation uint64) {
+	for p, a := range s.byInc[incarnation] {
+		k := partKey{incarnation, p}
+		removeFromIndex(s.owned, a.Owner, k)
+		removeFromIndex(s.targeted, a.Target, k)
+	}
+	delete(s.byInc, incarnation)
+}
+
+func addToIndex(idx map[string]map[partKey]struct{}, node string, k partKey) {
+	if node == "" {
+		return
+	}
+	set := idx[node]
+	if set == nil {
+		set = make(map[partKey]struct{})
+		idx[node] = set
+	}
+	set[k] = struct{}{}
+}
+
+func removeFromIndex(idx map[string]map[partKey]struct{}, node string, k partKey) {
+	set := idx[node]
+	delete(set, k)
+	if len(set) == 0 {
+		delete(idx, node)
+	}
+}
+
+// ownedBy returns the assignments whose Owner is node, sorted.
+func (s *assignState) ownedBy(node string) []messages.Assignment {
+	return s.collect(s.owned[node])
+}
+
+// targetedAt returns the assignments whose Target is node, sorted.
+func (s *assignState) targetedAt(node string) []messages.Assignment {
+	return s.collect(s.targeted[node])
+}
+
+func (s *assignState) collect(keys map[partKey]struct{}) []messages.Assignment {
+	out := make([]messages.Assignment, 0, len(keys))
+	for k := range keys {
+		a, _ := s.get(k.incarnation, k.partition)
+		out = append(out, a)
+	}
+	sortAssignments(out)
+	return out
+}
+
+// all returns every assignment, sorted.
+func (s *assignState) all() []messages.Assignment {
+	n := 0
+	for _, parts := range s.byInc {
+		n += len(parts)
+	}
+	out := make([]messages.Assignment, 0, n)
+	for _, parts := range s.byInc {
+		for _, a := range parts {
+			out = append(out, a)
+		}
+	}
+	sortAssignments(out)
+	return out
+}
+
+// sortAssignments orders by (incarnation, partition), the order of every
+// listing and of the snapshot.
+func sortAssignments(as []messages.Assignment) {
+	slices.SortFunc(as, func(a, b messages.Assignment) int {
+		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Partition, b.Partition))
+	})
+}
+
+// Queries understood by assignState.lookup (through Dragonboat's Lookup).
+type (
+	assignmentQuery struct {
+		incarnation uint64
+		partition   int
+	}
+	ownedQuery    struct{ node string }
+	targetedQuery struct{ node string }
+	// appliedQuery asks either state machine for its applied index.
+	appliedQuery struct{}
+)
+
+// assignmentAnswer is the answer to an assignmentQuery.
+type assignmentAnswer struct {
+	assignment messages.Assignment
+	found      bool
+}
+
+func (s *assignState) lookup(q any) (any, error) {
+	switch q := q.(type) {
+	case assignmentQuery:
+		a, ok := s.get(q.incarnation, q.partition)
+		return assignmentAnswer{assignment: a, found: ok}, nil
+	case ownedQuery:
+		return s.ownedBy(q.node), nil
+	case targetedQuery:
+		return s.targetedAt(q.node), nil
+	case appliedQuery:
+		return s.index, nil
+	default:
+		return nil, fmt.Errorf("metastore: assignment shard: unknown query %T: %w", q, ErrInvalid)
+	}
+}
+
+func (s *assignState) appliedIndex() uint64 { return s.index }
+
+// assignSnapshot is the snapshot encoding: JSON of the sorted contents.
+type assignSnapshot struct {
+	Format      int                   `json:"format"`
+	Index       uint64                `json:"index"`
+	Assignments []messages.Assignment `json:"assignments"`
+}
+
+func (s *assignState) save(w io.Writer) error {
+	return json.NewEncoder(w).Encode(assignSnapshot{Format: snapshotFormat, Index: s.index, Assignments: s.all()})
+}
+
+func loadAssignState(r io.Reader) (*assignState, error) {
+	var snap assignSnapshot
+	if err := json.NewDecoder(r).Decode(&snap); err != nil {
+		return nil, fmt.Errorf("metastore: decode assignment snapshot: %w", err)
+	}
+	if snap.Format != snapshotFormat {
+		return nil, fmt.Errorf("metastore: assignment snapshot format %d, want %d", snap.Format, snapshotFormat)
+	}
+	s := newAssignState()
+	s.index = snap.Index
+	for _, a := range snap.Assignments {
+		if _, dup := s.get(a.Incarnation, a.Partition); dup {
+			return nil, fmt.Errorf("metastore: assignment snapshot lists %d/%d twice", a.Incarnation, a.Partition)
+		}
+		s.set(a)
+	}
+	return s, nil
+}

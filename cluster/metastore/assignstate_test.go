@@ -1,0 +1,376 @@
+package metastore
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/naradmq/narad/messages"
+)
+
+func asg(incarnation uint64, partition int, owner, target string) messages.Assignment {
+	return messages.Assignment{Topic: "orders", Incarnation: incarnation, Partition: partition, Owner: owner, Target: target}
+}
+
+func putCmd(as ...messages.Assignment) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.CommandVersion, PutAssignments: &messages.PutAssignments{Assignments: as}}
+}
+
+func deleteAsgCmd(incarnation uint64) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.CommandVersion, DeleteAssignments: &messages.DeleteAssignments{Incarnation: incarnation}}
+}
+
+func setTargetCmd(incarnation uint64, partition int, owner, from, to string) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.CommandVersion, SetTarget: &messages.SetTarget{
+		Incarnation: incarnation, Partition: partition, Owner: owner, From: from, To: to}}
+}
+
+func flipCmd(incarnation uint64, partition int, from, to string) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.CommandVersion, Flip: &messages.Flip{
+		Incarnation: incarnation, Partition: partition, From: from, To: to}}
+}
+
+func TestAssignStateApply(t *testing.T) {
+	tests := []struct {
+		name           string
+		setup          []messages.AssignCommand
+		cmd            messages.AssignCommand
+		wantCode       messages.ResultCode
+		wantAssignment *messages.Assignment
+		// wantAll is the whole shard afterwards, by (incarnation, partition).
+		wantAll []messages.Assignment
+	}{
+		{
+			name:     "put creates",
+			cmd:      putCmd(asg(7, 1, "n1", ""), asg(7, 0, "n2", "n3")),
+			wantCode: messages.ResultOK,
+			wantAll:  []messages.Assignment{asg(7, 0, "n2", "n3"), asg(7, 1, "n1", "")},
+		},
+		{
+			name:     "put never overwrites an existing assignment",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""))},
+			cmd:      putCmd(asg(7, 0, "n2", ""), asg(7, 1, "n2", "")),
+			wantCode: messages.ResultOK,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", ""), asg(7, 1, "n2", "")},
+		},
+		{
+			name:     "put with an owner-less assignment refuses the whole command",
+			cmd:      putCmd(asg(7, 0, "n1", ""), asg(7, 1, "", "")),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{},
+		},
+		{
+			name:     "put of an assignment targeting its owner is invalid",
+			cmd:      putCmd(asg(7, 0, "n1", "n1")),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{},
+		},
+		{
+			name:     "put without an incarnation is invalid",
+			cmd:      putCmd(asg(0, 0, "n1", "")),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{},
+		},
+		{
+			name:     "delete removes every partition of one incarnation only",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""), asg(7, 1, "n1", "n2"), asg(9, 0, "n1", ""))},
+			cmd:      deleteAsgCmd(7),
+			wantCode: messages.ResultOK,
+			wantAll:  []messages.Assignment{asg(9, 0, "n1", "")},
+		},
+		{
+			name:     "delete of an absent incarnation is OK",
+			setup:    []messages.AssignCommand{putCmd(asg(9, 0, "n1", ""))},
+			cmd:      deleteAsgCmd(7),
+			wantCode: messages.ResultOK,
+			wantAll:  []messages.Assignment{asg(9, 0, "n1", "")},
+		},
+		{
+			name:           "set target on a settled partition",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""))},
+			cmd:            setTargetCmd(7, 0, "n1", "", "n2"),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(asg(7, 0, "n1", "n2")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n1", "n2")},
+		},
+		{
+			name:           "set target to empty clears a move (abort)",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2"))},
+			cmd:            setTargetCmd(7, 0, "n1", "n2", ""),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(asg(7, 0, "n1", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n1", "")},
+		},
+		{
+			name:           "set target refused when the target moved on",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n3"))},
+			cmd:            setTargetCmd(7, 0, "n1", "n2", ""),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n1", "n3")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n1", "n3")},
+		},
+		{
+			name:           "set target refused when the owner changed",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n2", ""))},
+			cmd:            setTargetCmd(7, 0, "n1", "", "n3"),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n2", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n2", "")},
+		},
+		{
+			name:     "set target of an absent partition is not found",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""))},
+			cmd:      setTargetCmd(7, 1, "n1", "", "n2"),
+			wantCode: messages.ResultNotFound,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", "")},
+		},
+		{
+			name:     "set target to the owner is invalid",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""))},
+			cmd:      setTargetCmd(7, 0, "n1", "", "n1"),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", "")},
+		},
+		{
+			// rule O3
+			name:           "flip moves the owner to the target and clears it",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2"))},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(asg(7, 0, "n2", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n2", "")},
+		},
+		{
+			// rule O4
+			name:           "a retried flip that already applied answers OK",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2")), flipCmd(7, 0, "n1", "n2")},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(asg(7, 0, "n2", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n2", "")},
+		},
+		{
+			// rule O3
+			name:           "flip refused when the move was re-planned to another node",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n3"))},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n1", "n3")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n1", "n3")},
+		},
+		{
+			name:           "flip refused when the move was aborted",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", ""))},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n1", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n1", "")},
+		},
+		{
+			name:           "flip refused when the owner is not the source",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n4", "n2"))},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n4", "n2")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n4", "n2")},
+		},
+		{
+			name:           "flip to the owner with a new move planned is refused, showing the owner",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n2", "n3"))},
+			cmd:            flipCmd(7, 0, "n1", "n2"),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(asg(7, 0, "n2", "n3")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n2", "n3")},
+		},
+		{
+			name:     "flip of a deleted topic's partition is not found",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2")), deleteAsgCmd(7)},
+			cmd:      flipCmd(7, 0, "n1", "n2"),
+			wantCode: messages.ResultNotFound,
+			wantAll:  []messages.Assignment{},
+		},
+		{
+			name:     "flip to the source itself is invalid",
+			setup:    []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2"))},
+			cmd:      flipCmd(7, 0, "n1", "n1"),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", "n2")},
+		},
+		{
+			name:     "a command naming nothing is invalid",
+			cmd:      messages.AssignCommand{Version: messages.CommandVersion},
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{},
+		},
+		{
+			name: "a command naming two things is invalid",
+			cmd: messages.AssignCommand{Version: messages.CommandVersion,
+				PutAssignments: &messages.PutAssignments{Assignments: []messages.Assignment{asg(7, 0, "n1", "")}},
+				Flip:           &messages.Flip{Incarnation: 7, From: "n1", To: "n2"}},
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newAssignState()
+			for i, c := range tt.setup {
+				if r := s.apply(c, uint64(i+1)); r.Code != messages.ResultOK {
+					t.Fatalf("setup step %d: got code %d, want OK", i+1, r.Code)
+				}
+			}
+			index := uint64(len(tt.setup) + 1)
+			r := s.apply(tt.cmd, index)
+			if r.Code != tt.wantCode {
+				t.Errorf("code: got %d, want %d", r.Code, tt.wantCode)
+			}
+			if !reflect.DeepEqual(r.Assignment, tt.wantAssignment) {
+				t.Errorf("result assignment:\n got %+v\nwant %+v", r.Assignment, tt.wantAssignment)
+			}
+			if got := s.all(); !reflect.DeepEqual(got, tt.wantAll) {
+				t.Errorf("assignments after:\n got %+v\nwant %+v", got, tt.wantAll)
+			}
+			checkIndexes(t, s)
+			if s.appliedIndex() != index {
+				t.Errorf("applied index: got %d, want %d", s.appliedIndex(), index)
+			}
+		})
+	}
+}
+
+// checkIndexes proves the owner and target indexes agree with the data.
+func checkIndexes(t *testing.T, s *assignState) {
+	t.Helper()
+	wantOwned := map[string][]messages.Assignment{}
+	wantTargeted := map[string][]messages.Assignment{}
+	for _, a := range s.all() {
+		wantOwned[a.Owner] = append(wantOwned[a.Owner], a)
+		if a.Target != "" {
+			wantTargeted[a.Target] = append(wantTargeted[a.Target], a)
+		}
+	}
+	for _, node := range []string{"n1", "n2", "n3", "n4"} {
+		if got, want := s.ownedBy(node), wantOwned[node]; len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Errorf("ownedBy(%s): got %+v, want %+v", node, got, want)
+		}
+		if got, want := s.targetedAt(node), wantTargeted[node]; len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Errorf("targetedAt(%s): got %+v, want %+v", node, got, want)
+		}
+	}
+	if len(s.owned) != len(wantOwned) || len(s.targeted) != len(wantTargeted) {
+		t.Errorf("index sizes: got %d owners and %d targets, want %d and %d", len(s.owned), len(s.targeted), len(wantOwned), len(wantTargeted))
+	}
+}
+
+func TestAssignStateApplyEntry(t *testing.T) {
+	s := newAssignState()
+	if r, err := s.applyEntry([]byte("{"), 1); err != nil || r.Code != messages.ResultInvalid {
+		t.Errorf("garbage entry: got (%d, %v), want (ResultInvalid, nil)", r.Code, err)
+	}
+	newer, _ := json.Marshal(messages.AssignCommand{Version: messages.CommandVersion + 1, DeleteAssignments: &messages.DeleteAssignments{Incarnation: 1}})
+	if _, err := s.applyEntry(newer, 2); err == nil || !strings.Contains(err.Error(), "command version") {
+		t.Errorf("newer version: got error %v, want a command version error", err)
+	}
+}
+
+// assignHistory is a mixed log for the determinism and snapshot tests.
+func assignHistory() []messages.AssignCommand {
+	nodes := []string{"n1", "n2", "n3"}
+	var h []messages.AssignCommand
+	for inc := uint64(1); inc <= 3; inc++ {
+		var as []messages.Assignment
+		for p := range 20 {
+			as = append(as, asg(inc, p, nodes[p%3], ""))
+		}
+		h = append(h, putCmd(as...))
+	}
+	for p := range 20 {
+		from, to := nodes[p%3], nodes[(p+1)%3]
+		h = append(h, setTargetCmd(2, p, from, "", to))
+		if p%2 == 0 {
+			h = append(h, flipCmd(2, p, from, to))
+		}
+		if p%5 == 0 {
+			h = append(h, flipCmd(2, p, from, nodes[(p+2)%3])) // refused
+		}
+	}
+	h = append(h, deleteAsgCmd(3))
+	return h
+}
+
+func TestAssignStateDeterministicSnapshot(t *testing.T) {
+	a, b := newAssignState(), newAssignState()
+	for i, c := range assignHistory() {
+		ra, rb := a.apply(c, uint64(i+1)), b.apply(c, uint64(i+1))
+		if !reflect.DeepEqual(ra, rb) {
+			t.Fatalf("entry %d: results differ: %+v vs %+v", i+1, ra, rb)
+		}
+	}
+	var sa, sb bytes.Buffer
+	if err := a.save(&sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.save(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sa.Bytes(), sb.Bytes()) {
+		t.Fatalf("snapshots differ:\n%s\n%s", sa.Bytes(), sb.Bytes())
+	}
+	restored, err := loadAssignState(bytes.NewReader(sa.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr bytes.Buffer
+	if err := restored.save(&sr); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sa.Bytes(), sr.Bytes()) {
+		t.Errorf("snapshot of a restored state:\n got %s\nwant %s", sr.Bytes(), sa.Bytes())
+	}
+	checkIndexes(t, restored)
+	if got, want := len(restored.all()), 40; got != want {
+		t.Errorf("restored assignments: got %d, want %d", got, want)
+	}
+	next := flipCmd(2, 1, "n2", "n3")
+	if ra, rr := a.apply(next, 500), restored.apply(next, 500); !reflect.DeepEqual(ra, rr) {
+		t.Errorf("apply after restore: got %+v, want %+v", rr, ra)
+	}
+}
+
+func TestLoadAssignStateRefusesBadSnapshots(t *testing.T) {
+	for _, snap := range []string{
+		`[]`,
+		`{"format":9,"index":1,"assignments":[]}`,
+		`{"format":1,"index":1,"assignments":[{"incarnation":1,"partition":0,"owner":"a"},{"incarnation":1,"partition":0,"owner":"b"}]}`,
+	} {
+		if _, err := loadAssignState(strings.NewReader(snap)); err == nil {
+			t.Errorf("loadAssignState(%s): got nil error, want one", snap)
+		}
+	}
+}
+
+func TestAssignStateLookup(t *testing.T) {
+	s := newAssignState()
+	s.apply(putCmd(asg(7, 0, "n1", "n2"), asg(7, 1, "n2", "")), 1)
+	tests := []struct {
+		query any
+		want  any
+	}{
+		{assignmentQuery{incarnation: 7, partition: 0}, assignmentAnswer{assignment: asg(7, 0, "n1", "n2"), found: true}},
+		{assignmentQuery{incarnation: 7, partition: 5}, assignmentAnswer{}},
+		{ownedQuery{node: "n2"}, []messages.Assignment{asg(7, 1, "n2", "")}},
+		{targetedQuery{node: "n2"}, []messages.Assignment{asg(7, 0, "n1", "n2")}},
+		{appliedQuery{}, uint64(1)},
+	}
+	for _, tt := range tests {
+		got, err := s.lookup(tt.query)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("lookup(%#v): got (%+v, %v), want (%+v, nil)", tt.query, got, err, tt.want)
+		}
+	}
+	if _, err := s.lookup(topicQuery{}); err == nil {
+		t.Errorf("lookup of a topic query on an assignment shard: got nil error, want one")
+	}
+}

@@ -1,0 +1,147 @@
+package metastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// openCluster starts three replicas in this process, each with its own
+// NodeHost on a loopback port and its own in-memory filesystem.
+func openCluster(t *testing.T, ctx context.Context) []*Store {
+	t.Helper()
+	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
+	var stores []*Store
+	for id := uint64(1); id <= 3; id++ {
+		s, err := Open(Config{
+			NodeID:         fmt.Sprintf("n%d", id),
+			ReplicaID:      id,
+			RaftAddr:       members[id],
+			InMemory:       true,
+			InitialMembers: members,
+			RTTMillisecond: 1,
+			// 50 ms elections: fast failover without flapping under -race.
+			ElectionRTT:     50,
+			HeartbeatRTT:    5,
+			ProposalTimeout: time.Second,
+		}, testLog)
+		if err != nil {
+			t.Fatalf("Open replica %d: %v", id, err)
+		}
+		t.Cleanup(s.Close)
+		stores = append(stores, s)
+	}
+	for _, s := range stores {
+		if err := s.WaitReady(ctx); err != nil {
+			t.Fatalf("WaitReady replica %d: %v", s.ReplicaID(), err)
+		}
+	}
+	return stores
+}
+
+// retry repeats op while its outcome is unknown (ErrUnavailable), as a
+// client would; op must be idempotent.
+func retry(t *testing.T, ctx context.Context, what string, op func() error) {
+	t.Helper()
+	for {
+		err := op()
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+func TestThreeReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NodeHosts and a failover")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	stores := openCluster(t, ctx)
+
+	leaderID, ok := stores[0].Leader(MetaShard)
+	if !ok {
+		t.Fatalf("metadata shard leader: got none after WaitReady, want one")
+	}
+	leader := stores[leaderID-1]
+	follower := stores[leaderID%3] // any replica that is not the leader
+
+	// Dragonboat forwards a follower's proposals (and read indexes) to the
+	// leader: the follower's Store works like the leader's.
+	orders, err := follower.CreateTopic(ctx, messages.Topic{Name: "orders", Partitions: 6})
+	if err != nil {
+		t.Fatalf("CreateTopic on follower %d: %v", follower.ReplicaID(), err)
+	}
+	var as []messages.Assignment
+	for p := range orders.Partitions {
+		as = append(as, messages.Assignment{Topic: "orders", Incarnation: orders.Incarnation, Partition: p, Owner: "n1", Target: "n2"})
+	}
+	if err := follower.PutAssignments(ctx, as); err != nil {
+		t.Fatalf("PutAssignments on follower: %v", err)
+	}
+	r, err := follower.Flip(ctx, messages.Flip{Incarnation: orders.Incarnation, Partition: 0, From: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultOK {
+		t.Fatalf("Flip on follower: got (%+v, %v), want OK", r, err)
+	}
+	if a, found, err := follower.LeaderAssignment(ctx, orders.Incarnation, 0); err != nil || !found || a.Owner != "n2" {
+		t.Fatalf("LeaderAssignment on follower: got (%+v, %t, %v), want owner n2", a, found, err)
+	}
+
+	// Every replica converges, read locally.
+	for _, s := range stores {
+		waitUntil(t, ctx, s, "topic and flip replicated", func() bool {
+			got := s.Assignments(orders.Incarnation, orders.Partitions)
+			_, hasTopic := s.Topic("orders")
+			return hasTopic && len(got) == 6 && got[0].Owner == "n2" && len(s.OwnedBy("n2")) == 1
+		})
+	}
+
+	// Stop the metadata leader's NodeHost: the other two elect and keep
+	// accepting proposals on every shard.
+	leader.Close()
+	var survivors []*Store
+	for _, s := range stores {
+		if s != leader {
+			survivors = append(survivors, s)
+		}
+	}
+	for i, s := range survivors {
+		name := fmt.Sprintf("after-failover-%d", i)
+		retry(t, ctx, "create "+name, func() error {
+			_, err := s.CreateTopic(ctx, messages.Topic{Name: name, Partitions: 1})
+			if errors.Is(err, ErrExists) {
+				return nil // an earlier attempt whose outcome was unknown did apply
+			}
+			return err
+		})
+		for p := 1; p < orders.Partitions; p++ {
+			retry(t, ctx, fmt.Sprintf("flip %d", p), func() error {
+				r, err := s.Flip(ctx, messages.Flip{Incarnation: orders.Incarnation, Partition: p, From: "n1", To: "n2"})
+				if err == nil && r.Code != messages.ResultOK {
+					return fmt.Errorf("flip %d: got code %d, want OK", p, r.Code)
+				}
+				return err
+			})
+		}
+	}
+	if id, ok := survivors[0].Leader(MetaShard); !ok || id == leaderID {
+		t.Errorf("metadata leader after failover: got (%d, %t), want a survivor", id, ok)
+	}
+	for _, s := range survivors {
+		waitUntil(t, ctx, s, "proposals after failover replicated", func() bool {
+			_, a := s.Topic("after-failover-0")
+			_, b := s.Topic("after-failover-1")
+			return a && b && len(s.OwnedBy("n2")) == orders.Partitions && len(s.TargetedAt("n2")) == 0
+		})
+		if _, found, err := s.LeaderTopic(ctx, "after-failover-1"); err != nil || !found {
+			t.Errorf("LeaderTopic on replica %d after failover: got (%t, %v), want found", s.ReplicaID(), found, err)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package metastore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Config is one node's metastore replica. Zero values of the tuning fields
+// take the defaults of WithDefaults; Open applies them before Validate.
+type Config struct {
+	// NodeID is the Narad node id ("n1"). It labels logs and metrics; it is
+	// not the Raft replica id, which must never be reused (ReplicaID).
+	NodeID string
+	// ReplicaID is this node's Raft replica id in every shard. Dragonboat
+	// never accepts a deleted replica id again, so a node that left and
+	// comes back empty needs a fresh one.
+	ReplicaID uint64
+	// RaftAddr is host:port where this NodeHost listens for Raft traffic.
+	// A NodeHost directory is bound to it: reopen a Dir with the same one.
+	RaftAddr string
+	// Dir is the NodeHost directory (Raft log, snapshots). With InMemory it
+	// is a path inside the in-memory filesystem and may be empty.
+	Dir string
+	// InMemory keeps everything in an in-memory filesystem (vfs.NewMem):
+	// for tests and benchmarks only, nothing survives Close.
+	InMemory bool
+	// InitialMembers maps replica id to Raft address for the initial voters
+	// of every shard; it must contain ReplicaID -> RaftAddr. Empty means a
+	// single-voter cluster of this node alone.
+	InitialMembers map[uint64]string
+	// AssignmentShards is K, the number of assignment shards. Assignments
+	// spread over them by AssignmentShard, so it must be the same on every
+	// node for the life of the cluster.
+	AssignmentShards int
+	// RTTMillisecond is the Raft tick and the expected round trip between
+	// nodes; ElectionRTT and HeartbeatRTT count in these ticks.
+	RTTMillisecond uint64
+	// ElectionRTT is the election timeout in ticks: how long followers wait
+	// without a heartbeat before they elect (failover time).
+	ElectionRTT uint64
+	// HeartbeatRTT is the leader's heartbeat interval in ticks; it must be
+	// well under ElectionRTT so a live leader is never deposed.
+	HeartbeatRTT uint64
+	// SnapshotEntries: each shard snapshots every this many applied entries,
+	// which bounds both the Raft log on disk and the replay time at restart.
+	SnapshotEntries uint64
+	// CompactionOverhead is a count of entries: how many entries below a
+	// snapshot stay in the log, so a slightly lagging follower catches up
+	// from the log instead of receiving a whole snapshot.
+	CompactionOverhead uint64
+	// ProposalTimeout bounds each proposal and leader read (on top of the
+	// caller's context): past it the outcome is unknown (ErrUnavailable).
+	ProposalTimeout time.Duration
+}
+
+// Defaults of Config's tuning fields, for a LAN.
+const (
+	DefaultAssignmentShards = 4
+	// 10 ms ticks, 500 ms election timeout, 50 ms heartbeats: a failover of
+	// well under a second on a LAN without flapping on a GC pause.
+	DefaultRTTMillisecond     = 10
+	DefaultElectionRTT        = 50
+	DefaultHeartbeatRTT       = 5
+	DefaultSnapshotEntries    = 10_000
+	DefaultCompactionOverhead = 5_000
+	DefaultProposalTimeout    = 5 * time.Second
+	// defaultMemDir is the NodeHost directory inside the in-memory
+	// filesystem when Dir is empty.
+	defaultMemDir = "/narad-metastore"
+)
+
+// WithDefaults returns c with every zero tuning field set to its default and
+// an empty InitialMembers set to this node alone.
+func (c Config) WithDefaults() Config {
+	if c.AssignmentShards == 0 {
+		c.AssignmentShards = DefaultAssignmentShards
+	}
+	if c.RTTMillisecond == 0 {
+		c.RTTMillisecond = DefaultRTTMillisecond
+	}
+	if c.ElectionRTT == 0 {
+		c.ElectionRTT = DefaultElectionRTT
+	}
+	if c.HeartbeatRTT == 0 {
+		c.HeartbeatRTT = DefaultHeartbeatRTT
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if c.CompactionOverhead == 0 {
+		c.CompactionOverhead = DefaultCompactionOverhead
+	}
+	if c.ProposalTimeout == 0 {
+		c.ProposalTimeout = DefaultProposalTimeout
+	}
+	if c.InMemory && c.Dir == "" {
+		c.Dir = defaultMemDir
+	}
+	if len(c.InitialMembers) == 0 && c.ReplicaID != 0 && c.RaftAddr != "" {
+		c.InitialMembers = map[uint64]string{c.ReplicaID: c.RaftAddr}
+	}
+	return c
+}
+
+// Validate reports every problem of c (after WithDefaults) at once; each
+// wraps ErrInvalid.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("metastore config: "+format+": %w", append(args, ErrInvalid)...))
+	}
+	if c.NodeID == "" {
+		bad("NodeID is empty")
+	}
+	if c.ReplicaID == 0 {
+		bad("ReplicaID is 0, want >= 1")
+	}
+	if c.RaftAddr == "" {
+		bad("RaftAddr is empty")
+	}
+	if c.Dir == "" {
+		bad("Dir is empty and InMemory is false")
+	}
+	if addr, ok := c.InitialMembers[c.ReplicaID]; c.ReplicaID != 0 && (!ok || addr != c.RaftAddr) {
+		bad("InitialMembers[%d] is %q, want RaftAddr %q", c.ReplicaID, addr, c.RaftAddr)
+	}
+	seen := make(map[string]uint64, len(c.InitialMembers))
+	for _, id := range slices.Sorted(maps.Keys(c.InitialMembers)) {
+		addr := c.InitialMembers[id]
+		if id == 0 {
+			bad("InitialMembers has replica id 0")
+		}
+		if addr == "" {
+			bad("InitialMembers[%d] has no address", id)
+		}
+		if other, dup := seen[addr]; dup && addr != "" {
+			bad("InitialMembers[%d] and [%d] share address %q", other, id, addr)
+		}
+		seen[addr] = id
+	}
+	if c.AssignmentShards < 1 {
+		bad("AssignmentShards is %d, want >= 1", c.AssignmentShards)
+	}
+	if c.HeartbeatRTT*2 >= c.ElectionRTT {
+		bad("ElectionRTT %d must exceed twice HeartbeatRTT %d", c.ElectionRTT, c.HeartbeatRTT)
+	}
+	if c.CompactionOverhead >= c.SnapshotEntries {
+		bad("CompactionOverhead %d must be below SnapshotEntries %d", c.CompactionOverhead, c.SnapshotEntries)
+	}
+	if c.ProposalTimeout < time.Duration(c.RTTMillisecond)*time.Millisecond {
+		bad("ProposalTimeout %s is below one tick (%d ms)", c.ProposalTimeout, c.RTTMillisecond)
+	}
+	return errors.Join(errs...)
+}

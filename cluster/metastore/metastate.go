@@ -1,0 +1,241 @@
+package metastore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// metaState is the metadata shard's content: topics by name. apply is a
+// pure function of (state, command, index): no clock, no randomness, no
+// I/O, so every replica that applies the same log reaches the same state.
+// It is not safe for concurrent use; the adapter (fsm.go) locks.
+type metaState struct {
+	// index is the Raft index of the last command applied.
+	index  uint64
+	topics map[string]messages.Topic
+	// names are the topic names, sorted, for ordered listings.
+	names []string
+}
+
+func newMetaState() *metaState {
+	return &metaState{topics: make(map[string]messages.Topic)}
+}
+
+// applyEntry decodes and applies one log entry. An entry that does not
+// decode, or names no command, applies as ResultInvalid (deterministically:
+// every replica sees the same bytes). An entry of a newer CommandVersion is
+// an error: this binary must not guess what it means, and Dragonboat stops
+// the replica rather than let it diverge.
+func (s *metaState) applyEntry(data []byte, index uint64) (messages.MetaResult, error) {
+	var cmd messages.MetaCommand
+	if err := json.Unmarshal(data, &cmd); err != nil {
+		s.index = index
+		return messages.MetaResult{Code: messages.ResultInvalid}, nil
+	}
+	if cmd.Version > messages.CommandVersion {
+		return messages.MetaResult{}, fmt.Errorf("metastore: metadata entry %d has command version %d, this binary knows %d", index, cmd.Version, messages.CommandVersion)
+	}
+	return s.apply(cmd, index), nil
+}
+
+// apply applies one command at the given Raft index.
+func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaResult {
+	s.index = index
+	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil) != 1 {
+		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	switch {
+	case cmd.CreateTopic != nil:
+		return s.createTopic(cmd.CreateTopic.Topic, index)
+	case cmd.DeleteTopic != nil:
+		return s.deleteTopic(*cmd.DeleteTopic)
+	default:
+		return s.alterTopic(*cmd.AlterTopic)
+	}
+}
+
+func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaResult {
+	if t.Name == "" || t.Partitions < 1 || t.RetentionMs < 0 || t.VisibilityTimeoutMs < 0 ||
+		t.MaxInFlightPerPartition < 0 || t.MaxAckedAheadPerPartition < 0 {
+		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	if old, ok := s.topics[t.Name]; ok {
+		return messages.MetaResult{Code: messages.ResultExists, Topic: cloneTopic(&old)}
+	}
+	t.Incarnation = index
+	t.Schemas = compactSchemas(t.Schemas)
+	s.topics[t.Name] = t
+	at, _ := slices.BinarySearch(s.names, t.Name)
+	s.names = slices.Insert(s.names, at, t.Name)
+	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
+}
+
+func (s *metaState) deleteTopic(d messages.DeleteTopic) messages.MetaResult {
+	t, ok := s.topics[d.Name]
+	if !ok || (d.Incarnation != 0 && d.Incarnation != t.Incarnation) {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	delete(s.topics, d.Name)
+	if at, found := slices.BinarySearch(s.names, d.Name); found {
+		s.names = slices.Delete(s.names, at, at+1)
+	}
+	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
+}
+
+func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
+	t, ok := s.topics[a.Name]
+	if !ok {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	negative := func(p *int64) bool { return p != nil && *p < 0 }
+	if (a.Partitions != 0 && a.Partitions <= t.Partitions) ||
+		negative(a.RetentionMs) || negative(a.MaxInFlightPerPartition) || negative(a.MaxAckedAheadPerPartition) {
+		return messages.MetaResult{Code: messages.ResultInvalid, Topic: cloneTopic(&t)}
+	}
+	if a.Partitions != 0 {
+		t.Partitions = a.Partitions
+	}
+	if a.RetentionMs != nil {
+		t.RetentionMs = *a.RetentionMs
+	}
+	if a.MaxInFlightPerPartition != nil {
+		t.MaxInFlightPerPartition = *a.MaxInFlightPerPartition
+	}
+	if a.MaxAckedAheadPerPartition != nil {
+		t.MaxAckedAheadPerPartition = *a.MaxAckedAheadPerPartition
+	}
+	if len(a.AddSchema) > 0 {
+		// Clip first: readers may hold a copy sharing the old backing array.
+		t.Schemas = append(slices.Clip(t.Schemas), compactSchema(a.AddSchema))
+	}
+	s.topics[a.Name] = t
+	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
+}
+
+// topic returns a copy of the named topic.
+func (s *metaState) topic(name string) (messages.Topic, bool) {
+	t, ok := s.topics[name]
+	if !ok {
+		return messages.Topic{}, false
+	}
+	return *cloneTopic(&t), true
+}
+
+// list returns copies of every topic, sorted by name.
+func (s *metaState) list() []messages.Topic {
+	out := make([]messages.Topic, 0, len(s.names))
+	for _, name := range s.names {
+		t := s.topics[name]
+		out = append(out, *cloneTopic(&t))
+	}
+	return out
+}
+
+// Queries understood by metaState.lookup (through Dragonboat's Lookup).
+type (
+	topicQuery  struct{ name string }
+	topicsQuery struct{}
+)
+
+// topicAnswer is the answer to a topicQuery.
+type topicAnswer struct {
+	topic messages.Topic
+	found bool
+}
+
+func (s *metaState) lookup(q any) (any, error) {
+	switch q := q.(type) {
+	case topicQuery:
+		t, ok := s.topic(q.name)
+		return topicAnswer{topic: t, found: ok}, nil
+	case topicsQuery:
+		return s.list(), nil
+	case appliedQuery:
+		return s.index, nil
+	default:
+		return nil, fmt.Errorf("metastore: metadata shard: unknown query %T: %w", q, ErrInvalid)
+	}
+}
+
+func (s *metaState) appliedIndex() uint64 { return s.index }
+
+// metaSnapshot is the snapshot encoding: JSON of the sorted contents, so
+// two replicas with the same state write the same bytes.
+type metaSnapshot struct {
+	Format int              `json:"format"`
+	Index  uint64           `json:"index"`
+	Topics []messages.Topic `json:"topics"`
+}
+
+// snapshotFormat is the version of both snapshot encodings.
+const snapshotFormat = 1
+
+func (s *metaState) save(w io.Writer) error {
+	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list()})
+}
+
+func loadMetaState(r io.Reader) (*metaState, error) {
+	var snap metaSnapshot
+	if err := json.NewDecoder(r).Decode(&snap); err != nil {
+		return nil, fmt.Errorf("metastore: decode metadata snapshot: %w", err)
+	}
+	if snap.Format != snapshotFormat {
+		return nil, fmt.Errorf("metastore: metadata snapshot format %d, want %d", snap.Format, snapshotFormat)
+	}
+	s := newMetaState()
+	s.index = snap.Index
+	for _, t := range snap.Topics {
+		if _, dup := s.topics[t.Name]; dup {
+			return nil, fmt.Errorf("metastore: metadata snapshot lists topic %q twice", t.Name)
+		}
+		s.topics[t.Name] = t
+		s.names = append(s.names, t.Name)
+	}
+	slices.Sort(s.names)
+	return s, nil
+}
+
+// cloneTopic copies t so that a caller can never alias the state's slices.
+// The schema bytes themselves are never mutated, so they are shared.
+func cloneTopic(t *messages.Topic) *messages.Topic {
+	c := *t
+	c.Schemas = slices.Clone(t.Schemas)
+	return &c
+}
+
+// compactSchema returns s without insignificant whitespace, so a schema
+// reads the same on a replica that applied the log and on one restored from
+// a snapshot (encoding/json compacts raw messages when it encodes them).
+func compactSchema(s json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, s); err != nil {
+		return slices.Clone(s)
+	}
+	return b.Bytes()
+}
+
+func compactSchemas(in []json.RawMessage) []json.RawMessage {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]json.RawMessage, len(in))
+	for i, s := range in {
+		out[i] = compactSchema(s)
+	}
+	return out
+}
+
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,576 @@
+package metastore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/client"
+	"github.com/lni/dragonboat/v4/config"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/lni/vfs"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// maxAssignmentsPerEntry splits a PutAssignments into several entries of one
+// shard beyond this many assignments (about 100 bytes each), so a topic of
+// 300,000 partitions never makes a multi-megabyte Raft entry. A put is
+// idempotent, so a split put that fails half-way is simply retried.
+const maxAssignmentsPerEntry = 4096
+
+// Store is one node's replica of the metastore: a Dragonboat NodeHost with
+// the metadata shard and the K assignment shards. Its methods are safe for
+// concurrent use.
+type Store struct {
+	cfg Config
+	log *slog.Logger
+	nh  *dragonboat.NodeHost
+	// meta is shard MetaShard; assign[i] is shard firstAssignmentShard+i.
+	meta   *fsm[*metaState]
+	assign []*fsm[*assignState]
+	// sessions holds one NO-OP session per shard (safe for concurrent use;
+	// the state machines are idempotent where it matters, so no
+	// exactly-once client sessions).
+	sessions  map[uint64]*client.Session
+	changes   notifier
+	metrics   *storeMetrics
+	closeOnce sync.Once
+}
+
+// Open starts this node's NodeHost and its replica of every shard, as one
+// of cfg.InitialMembers. It does not wait for elections: call WaitReady.
+// Reopening a Dir restarts the replicas from their snapshot and log; it
+// must use the same RaftAddr and InitialMembers.
+//
+// TODO(membership): a node that is not an initial member joins instead:
+// an existing member proposes SyncRequestAddReplica(shard, newReplicaID,
+// addr) for every shard (fresh replica ids: a deleted id is never accepted
+// again), then the new node starts each shard with join=true and an empty
+// member map; on later restarts it passes join=false and an empty map
+// (Dragonboat checks this against the bootstrap record it saved). Config
+// will need a Join flag, and the member records of the metadata shard
+// will carry each node's replica id.
+func Open(cfg Config, log *slog.Logger) (*Store, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	installLogger(log)
+	nhc := config.NodeHostConfig{
+		NodeHostDir:    cfg.Dir,
+		RTTMillisecond: cfg.RTTMillisecond,
+		RaftAddress:    cfg.RaftAddr,
+		// The default LogDB config reserves gigabytes of memtables; the
+		// metastore's write rate needs a few megabytes.
+		Expert: config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+	}
+	if cfg.InMemory {
+		nhc.Expert.FS = vfs.NewMem()
+	}
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return nil, fmt.Errorf("metastore: start nodehost %s at %s in %s: %w", cfg.NodeID, cfg.RaftAddr, cfg.Dir, err)
+	}
+	shards := shardIDs(cfg.AssignmentShards)
+	s := &Store{
+		cfg:      cfg,
+		log:      log.With("component", "metastore", "node", cfg.NodeID),
+		nh:       nh,
+		sessions: make(map[uint64]*client.Session, len(shards)),
+		metrics:  newStoreMetrics(cfg.NodeID, shards),
+	}
+	s.meta = newFSM(MetaShard, newMetaState(), loadMetaState, s.applied)
+	for _, shard := range shards[1:] {
+		s.assign = append(s.assign, newFSM(shard, newAssignState(), loadAssignState, s.applied))
+	}
+	members := make(map[uint64]dragonboat.Target, len(cfg.InitialMembers))
+	for id, addr := range cfg.InitialMembers {
+		members[id] = addr
+	}
+	for _, shard := range shards {
+		var machine sm.IStateMachine = s.meta
+		if shard != MetaShard {
+			machine = s.assign[shard-firstAssignmentShard]
+		}
+		rc := config.Config{
+			ShardID:            shard,
+			ReplicaID:          cfg.ReplicaID,
+			ElectionRTT:        cfg.ElectionRTT,
+			HeartbeatRTT:       cfg.HeartbeatRTT,
+			SnapshotEntries:    cfg.SnapshotEntries,
+			CompactionOverhead: cfg.CompactionOverhead,
+			// A leader that loses its quorum steps down, and a replica that
+			// was cut off does not disrupt the group when it returns.
+			CheckQuorum: true,
+			PreVote:     true,
+		}
+		create := func(uint64, uint64) sm.IStateMachine { return machine }
+		if err := nh.StartReplica(members, false, create, rc); err != nil {
+			nh.Close()
+			return nil, fmt.Errorf("metastore: start shard %d replica %d: %w", shard, cfg.ReplicaID, err)
+		}
+		s.sessions[shard] = nh.GetNoOPSession(shard)
+	}
+	s.log.Info("metastore opened", "replica", cfg.ReplicaID, "raft_addr", cfg.RaftAddr,
+		"assignment_shards", cfg.AssignmentShards, "members", len(cfg.InitialMembers))
+	return s, nil
+}
+
+// applied is every state machine's onApply: metrics and the change feed.
+func (s *Store) applied(shard, index uint64) {
+	s.metrics.setApplied(shard, index)
+	s.changes.notify()
+}
+
+// WaitReady returns once every shard has a leader and a linearizable read
+// succeeded on this replica, so the replica has applied everything
+// committed before the call. Until then local reads may be stale or empty.
+func (s *Store) WaitReady(ctx context.Context) error {
+	for _, shard := range shardIDs(s.cfg.AssignmentShards) {
+		var b backoff
+		for {
+			var err error
+			if _, _, ok, lerr := s.nh.GetLeaderID(shard); lerr != nil {
+				err = lerr
+			} else if !ok {
+				err = errors.New("no leader known")
+			} else if _, err = s.read(ctx, shard, appliedQuery{}); err == nil {
+				break
+			}
+			if werr := b.wait(ctx, s.tick()); werr != nil {
+				return fmt.Errorf("metastore: wait ready: shard %d: %w: %w (last: %v)", shard, ErrUnavailable, werr, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Close stops the NodeHost and every replica. Reads after Close answer from
+// the last applied state; proposals fail with ErrUnavailable.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		s.nh.Close()
+		s.log.Info("metastore closed")
+	})
+}
+
+// Leader returns the replica id this replica believes leads shard.
+func (s *Store) Leader(shard uint64) (replicaID uint64, ok bool) {
+	id, _, ok, err := s.nh.GetLeaderID(shard)
+	return id, ok && err == nil
+}
+
+// ReplicaID is this node's Raft replica id.
+func (s *Store) ReplicaID() uint64 { return s.cfg.ReplicaID }
+
+// Shards returns every shard id, the metadata shard first.
+func (s *Store) Shards() []uint64 { return shardIDs(s.cfg.AssignmentShards) }
+
+// ---- topics (metadata shard) ----
+
+// CreateTopic creates t; the returned topic carries its Incarnation (the
+// Raft index of the create). ErrExists if the name is taken: the existing
+// topic is returned with it, so a retry after ErrUnavailable can tell its
+// own create (same CreatedAt) from another's.
+func (s *Store) CreateTopic(ctx context.Context, t messages.Topic) (messages.Topic, error) {
+	if t.Name == "" || t.Partitions < 1 {
+		return messages.Topic{}, fmt.Errorf("metastore: create topic %q with %d partitions: %w", t.Name, t.Partitions, ErrInvalid)
+	}
+	r, err := s.proposeMeta(ctx, "create topic "+t.Name, messages.MetaCommand{CreateTopic: &messages.CreateTopic{Topic: t}})
+	if err != nil {
+		return messages.Topic{}, err
+	}
+	if r.Code == messages.ResultExists && r.Topic != nil {
+		return *r.Topic, codeError("create topic "+t.Name, r.Code)
+	}
+	return topicOf(r, "create topic "+t.Name)
+}
+
+// DeleteTopic deletes the topic named name, whatever its incarnation, and
+// returns the deleted record (ErrNotFound if there is none). Its
+// assignments stay until DeleteAssignments(incarnation, partitions).
+func (s *Store) DeleteTopic(ctx context.Context, name string) (messages.Topic, error) {
+	r, err := s.proposeMeta(ctx, "delete topic "+name, messages.MetaCommand{DeleteTopic: &messages.DeleteTopic{Name: name}})
+	if err != nil {
+		return messages.Topic{}, err
+	}
+	return topicOf(r, "delete topic "+name)
+}
+
+// AlterTopic changes the settings of a topic and returns the new record:
+// ErrNotFound, or ErrInvalid when Partitions would not grow.
+func (s *Store) AlterTopic(ctx context.Context, a messages.AlterTopic) (messages.Topic, error) {
+	r, err := s.proposeMeta(ctx, "alter topic "+a.Name, messages.MetaCommand{AlterTopic: &a})
+	if err != nil {
+		return messages.Topic{}, err
+	}
+	return topicOf(r, "alter topic "+a.Name)
+}
+
+func (s *Store) proposeMeta(ctx context.Context, op string, cmd messages.MetaCommand) (messages.MetaResult, error) {
+	cmd.Version = messages.CommandVersion
+	var r messages.MetaResult
+	err := s.propose(ctx, op, MetaShard, cmd, &r)
+	return r, err
+}
+
+func topicOf(r messages.MetaResult, op string) (messages.Topic, error) {
+	if r.Code != messages.ResultOK {
+		return messages.Topic{}, codeError(op, r.Code)
+	}
+	if r.Topic == nil {
+		return messages.Topic{}, fmt.Errorf("metastore: %s: result has no topic", op)
+	}
+	return *r.Topic, nil
+}
+
+// Topic reads a topic from this replica (possibly stale: for routing).
+func (s *Store) Topic(name string) (messages.Topic, bool) {
+	var (
+		t  messages.Topic
+		ok bool
+	)
+	s.meta.view(func(st *metaState) { t, ok = st.topic(name) })
+	return t, ok
+}
+
+// Topics lists the topics of this replica, sorted by name.
+func (s *Store) Topics() []messages.Topic {
+	var ts []messages.Topic
+	s.meta.view(func(st *metaState) { ts = st.list() })
+	return ts
+}
+
+// LeaderTopic reads a topic linearizably (a ReadIndex barrier through the
+// leader): it reflects every create, alter and delete that completed
+// before the call.
+func (s *Store) LeaderTopic(ctx context.Context, name string) (messages.Topic, bool, error) {
+	v, err := s.read(ctx, MetaShard, topicQuery{name: name})
+	if err != nil {
+		return messages.Topic{}, false, fmt.Errorf("metastore: leader read of topic %q: %w", name, err)
+	}
+	a := v.(topicAnswer)
+	return a.topic, a.found, nil
+}
+
+// ---- assignments (assignment shards) ----
+
+// PutAssignments creates the assignments that do not exist yet; existing
+// ones are left as they are. One proposal per shard (more beyond
+// maxAssignmentsPerEntry), in parallel. ErrInvalid, before anything is
+// proposed, if an assignment lacks a topic, an incarnation or an owner, or
+// targets its owner. It is idempotent: retry after an error.
+func (s *Store) PutAssignments(ctx context.Context, as []messages.Assignment) error {
+	byShard := make(map[uint64][]messages.Assignment)
+	for _, a := range as {
+		if !validAssignment(a) {
+			return fmt.Errorf("metastore: put assignment %s/%d (incarnation %d) owner %q target %q: %w",
+				a.Topic, a.Partition, a.Incarnation, a.Owner, a.Target, ErrInvalid)
+		}
+		shard := AssignmentShard(a.Incarnation, a.Partition, s.cfg.AssignmentShards)
+		byShard[shard] = append(byShard[shard], a)
+	}
+	var cmds []shardCommand
+	for _, shard := range slices.Sorted(maps.Keys(byShard)) {
+		for chunk := range slices.Chunk(byShard[shard], maxAssignmentsPerEntry) {
+			cmds = append(cmds, shardCommand{shard, messages.AssignCommand{PutAssignments: &messages.PutAssignments{Assignments: chunk}}})
+		}
+	}
+	return s.proposeAll(ctx, "put assignments", cmds)
+}
+
+// DeleteAssignments removes every assignment of a topic incarnation: one
+// proposal to each shard that can hold one of its partitions 0 ..
+// partitions-1 (every shard when partitions < 1). Idempotent.
+func (s *Store) DeleteAssignments(ctx context.Context, incarnation uint64, partitions int) error {
+	k := s.cfg.AssignmentShards
+	shards := make(map[uint64]bool, k)
+	if partitions < 1 {
+		for _, shard := range shardIDs(k)[1:] {
+			shards[shard] = true
+		}
+	}
+	for p := 0; p < partitions && len(shards) < k; p++ {
+		shards[AssignmentShard(incarnation, p, k)] = true
+	}
+	var cmds []shardCommand
+	for _, shard := range slices.Sorted(maps.Keys(shards)) {
+		cmds = append(cmds, shardCommand{shard, messages.AssignCommand{DeleteAssignments: &messages.DeleteAssignments{Incarnation: incarnation}}})
+	}
+	return s.proposeAll(ctx, fmt.Sprintf("delete assignments of incarnation %d", incarnation), cmds)
+}
+
+type shardCommand struct {
+	shard uint64
+	cmd   messages.AssignCommand
+}
+
+// proposeAll proposes every command in parallel and expects ResultOK from
+// each; the error joins every failure.
+func (s *Store) proposeAll(ctx context.Context, op string, cmds []shardCommand) error {
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Go(func() {
+			r, err := s.proposeAssign(ctx, op, c.shard, c.cmd)
+			if err == nil && r.Code != messages.ResultOK {
+				err = codeError(fmt.Sprintf("%s on shard %d", op, c.shard), r.Code)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// SetTarget is the controller's compare-and-swap on Target (see
+// messages.SetTarget). A refused CAS is a result (ResultRefused, or
+// ResultNotFound when the partition has no assignment) carrying the
+// current assignment; an error means the outcome is unknown, except
+// ErrInvalid (an owner-less command or To == Owner), which was not
+// proposed.
+func (s *Store) SetTarget(ctx context.Context, c messages.SetTarget) (messages.AssignResult, error) {
+	if c.Owner == "" || c.To == c.Owner {
+		return messages.AssignResult{}, fmt.Errorf("metastore: set target of %d/%d owner %q to %q: %w", c.Incarnation, c.Partition, c.Owner, c.To, ErrInvalid)
+	}
+	shard := AssignmentShard(c.Incarnation, c.Partition, s.cfg.AssignmentShards)
+	return s.proposeAssign(ctx, fmt.Sprintf("set target of %d/%d", c.Incarnation, c.Partition), shard, messages.AssignCommand{SetTarget: &c})
+}
+
+// Flip is the ownership compare-and-swap of a move (rules O3, O4): Owner :=
+// To if Owner is still From and Target is still To; a flip already applied
+// answers ResultOK. A refused flip is a result, not an error; an error
+// means the outcome is unknown (resolve it with LeaderAssignment), except
+// ErrInvalid (empty or equal From and To), which was not proposed.
+func (s *Store) Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error) {
+	if c.From == "" || c.To == "" || c.From == c.To {
+		return messages.AssignResult{}, fmt.Errorf("metastore: flip %d/%d from %q to %q: %w", c.Incarnation, c.Partition, c.From, c.To, ErrInvalid)
+	}
+	shard := AssignmentShard(c.Incarnation, c.Partition, s.cfg.AssignmentShards)
+	return s.proposeAssign(ctx, fmt.Sprintf("flip %d/%d", c.Incarnation, c.Partition), shard, messages.AssignCommand{Flip: &c})
+}
+
+func (s *Store) proposeAssign(ctx context.Context, op string, shard uint64, cmd messages.AssignCommand) (messages.AssignResult, error) {
+	cmd.Version = messages.CommandVersion
+	var r messages.AssignResult
+	err := s.propose(ctx, op, shard, cmd, &r)
+	return r, err
+}
+
+// Assignments lists, from this replica, the existing assignments of
+// partitions 0 .. partitions-1 of a topic incarnation (every partition when
+// partitions < 1), by partition.
+func (s *Store) Assignments(incarnation uint64, partitions int) []messages.Assignment {
+	var out []messages.Assignment
+	for _, f := range s.assign {
+		f.view(func(st *assignState) {
+			for p, a := range st.byInc[incarnation] {
+				if partitions < 1 || p < partitions {
+					out = append(out, a)
+				}
+			}
+		})
+	}
+	sortAssignments(out)
+	return out
+}
+
+// OwnedBy lists, from this replica, every assignment whose Owner is node,
+// across shards, sorted by (incarnation, partition).
+func (s *Store) OwnedBy(node string) []messages.Assignment {
+	return s.collect(func(st *assignState) []messages.Assignment { return st.ownedBy(node) })
+}
+
+// TargetedAt lists, from this replica, every assignment whose Target is
+// node (the moves this node should run), sorted by (incarnation,
+// partition).
+func (s *Store) TargetedAt(node string) []messages.Assignment {
+	return s.collect(func(st *assignState) []messages.Assignment { return st.targetedAt(node) })
+}
+
+func (s *Store) collect(fn func(*assignState) []messages.Assignment) []messages.Assignment {
+	var out []messages.Assignment
+	for _, f := range s.assign {
+		f.view(func(st *assignState) { out = append(out, fn(st)...) })
+	}
+	sortAssignments(out)
+	return out
+}
+
+// LeaderAssignment reads one assignment linearizably (the barrier of rule
+// X2): it reflects every proposal that completed before the call.
+func (s *Store) LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {
+	shard := AssignmentShard(incarnation, partition, s.cfg.AssignmentShards)
+	v, err := s.read(ctx, shard, assignmentQuery{incarnation: incarnation, partition: partition})
+	if err != nil {
+		return messages.Assignment{}, false, fmt.Errorf("metastore: leader read of assignment %d/%d: %w", incarnation, partition, err)
+	}
+	a := v.(assignmentAnswer)
+	return a.assignment, a.found, nil
+}
+
+// ---- change feed ----
+
+// Version changes whenever any shard of this replica applies an entry or
+// restores a snapshot: it is the sum of the shards' applied indexes. It is
+// local to this replica (compare it only with itself).
+func (s *Store) Version() uint64 {
+	v := s.meta.applied.Load()
+	for _, f := range s.assign {
+		v += f.applied.Load()
+	}
+	return v
+}
+
+// Changed returns a channel closed at the next apply on any shard of this
+// replica after the call; any number of goroutines may wait on it, and each
+// call after a change returns a new channel. To miss nothing, take the
+// channel before reading the state, then wait:
+//
+//	for {
+//		ch := store.Changed()
+//		reconcile(store.OwnedBy(me))
+//		select { case <-ch: case <-ctx.Done(): return }
+//	}
+func (s *Store) Changed() <-chan struct{} { return s.changes.wait() }
+
+// ---- Raft round trips ----
+
+// propose encodes cmd, proposes it to shard with a NO-OP session, and
+// decodes the state machine's result into out. Proposals that Dragonboat
+// certainly did not append (no leader yet, busy) are retried with back-off
+// until ctx or ProposalTimeout ends; any other failure wraps ErrUnavailable
+// (outcome unknown).
+func (s *Store) propose(ctx context.Context, op string, shard uint64, cmd, out any) error {
+	data, err := json.Marshal(cmd)
+	if err != nil {
+		return fmt.Errorf("metastore: %s: encode: %w", op, err)
+	}
+	start := time.Now()
+	res, err := s.proposeBytes(ctx, shard, data)
+	s.metrics.observeProposal(shard, messages.ResultCode(res.Value), err, time.Since(start))
+	if err != nil {
+		return fmt.Errorf("metastore: %s on shard %d: %w", op, shard, err)
+	}
+	if err := json.Unmarshal(res.Data, out); err != nil {
+		return fmt.Errorf("metastore: %s on shard %d: decode result: %w", op, shard, err)
+	}
+	return nil
+}
+
+func (s *Store) proposeBytes(ctx context.Context, shard uint64, data []byte) (sm.Result, error) {
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
+	defer cancel()
+	var b backoff
+	for {
+		res, err := s.nh.SyncPropose(pctx, s.sessions[shard], data)
+		if err == nil {
+			return res, nil
+		}
+		if notAppended(err) && b.wait(pctx, s.tick()) == nil {
+			continue
+		}
+		return sm.Result{}, s.classify(ctx, err)
+	}
+}
+
+// read is a linearizable read (ReadIndex) of shard, retried like a
+// proposal while no leader is known (reads are always safe to retry).
+func (s *Store) read(ctx context.Context, shard uint64, q any) (any, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
+	defer cancel()
+	var b backoff
+	for {
+		v, err := s.nh.SyncRead(rctx, shard, q)
+		if err == nil {
+			return v, nil
+		}
+		if notAppended(err) && b.wait(rctx, s.tick()) == nil {
+			continue
+		}
+		return nil, s.classify(ctx, err)
+	}
+}
+
+// notAppended reports Dragonboat errors that prove the request never
+// entered the log (dropped for want of a leader, shard busy or still
+// loading): safe to retry even for a non-idempotent command.
+func notAppended(err error) bool {
+	return errors.Is(err, dragonboat.ErrShardNotReady) ||
+		errors.Is(err, dragonboat.ErrSystemBusy) ||
+		errors.Is(err, dragonboat.ErrShardNotInitialized)
+}
+
+// classify maps a Dragonboat error to the package's sentinels. ctx is the
+// caller's context: when it ended, its error is wrapped too.
+func (s *Store) classify(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, dragonboat.ErrPayloadTooBig):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w (%v)", ErrUnavailable, ctx.Err(), err)
+	case dragonboat.IsTempError(err),
+		errors.Is(err, dragonboat.ErrClosed),
+		errors.Is(err, dragonboat.ErrShardNotFound),
+		errors.Is(err, dragonboat.ErrTimeoutTooSmall),
+		// The deadline is always set here; invalid means it passed between
+		// a retry's back-off and the call.
+		errors.Is(err, dragonboat.ErrInvalidDeadline),
+		errors.Is(err, dragonboat.ErrCanceled),
+		errors.Is(err, dragonboat.ErrAborted),
+		errors.Is(err, dragonboat.ErrRejected):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	default:
+		return err
+	}
+}
+
+// tick is one Raft tick, the unit of the retry back-off.
+func (s *Store) tick() time.Duration {
+	return time.Duration(s.cfg.RTTMillisecond) * time.Millisecond
+}
+
+// backoff waits 1, 2, 4 ... 32 ticks between retries.
+type backoff struct{ n int }
+
+func (b *backoff) wait(ctx context.Context, tick time.Duration) error {
+	d := tick << min(b.n, 5)
+	b.n++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// codeError turns a non-OK result code into the matching sentinel.
+func codeError(op string, code messages.ResultCode) error {
+	var sentinel error
+	switch code {
+	case messages.ResultExists:
+		sentinel = ErrExists
+	case messages.ResultNotFound:
+		sentinel = ErrNotFound
+	case messages.ResultRefused:
+		sentinel = ErrRefused
+	case messages.ResultInvalid:
+		sentinel = ErrInvalid
+	default:
+		return fmt.Errorf("metastore: %s: unexpected result code %d", op, code)
+	}
+	return fmt.Errorf("metastore: %s: %w", op, sentinel)
+}

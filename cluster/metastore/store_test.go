@@ -1,0 +1,320 @@
+package metastore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// testLog is process-wide on purpose: Dragonboat's logger is installed
+// once per process, and a logger bound to one test's t would outlive it.
+var testLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+// hangGuard bounds a whole test so that a bug hangs it for seconds, not
+// forever. Nothing asserts on elapsed time.
+const hangGuard = 30 * time.Second
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// fastConfig is a single-replica, in-memory config with 1 ms ticks.
+func fastConfig(t testing.TB, node string) Config {
+	return Config{
+		NodeID:          node,
+		ReplicaID:       1,
+		RaftAddr:        freeAddr(t),
+		InMemory:        true,
+		RTTMillisecond:  1,
+		ElectionRTT:     10,
+		HeartbeatRTT:    1,
+		ProposalTimeout: 5 * time.Second,
+	}
+}
+
+func openReady(t testing.TB, ctx context.Context, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(cfg, testLog)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	return s
+}
+
+// waitUntil waits, through Changed, until cond holds on s.
+func waitUntil(t *testing.T, ctx context.Context, s *Store, what string, cond func() bool) {
+	t.Helper()
+	for {
+		ch := s.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("%s on replica %d: never happened: %v", what, s.ReplicaID(), ctx.Err())
+		}
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func counter(shard uint64, result string) uint64 {
+	return metrics.GetOrCreateCounter(fmt.Sprintf(`narad_metastore_proposals_total{shard="%d",result="%s"}`, shard, result)).Get()
+}
+
+func TestStoreSingleReplica(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+
+	// Topics: create, exists, list, read.
+	v0 := s.Version()
+	changed, again := s.Changed(), s.Changed()
+	if changed != again {
+		t.Fatalf("Changed twice before an apply: got two channels, want one shared")
+	}
+	orders, err := s.CreateTopic(ctx, messages.Topic{Name: "orders", Partitions: 3, CreatedAt: 100})
+	if err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	if orders.Incarnation == 0 || orders.Partitions != 3 || orders.CreatedAt != 100 {
+		t.Fatalf("created topic: got %+v, want an incarnation, 3 partitions, CreatedAt 100", orders)
+	}
+	if !closed(changed) {
+		t.Fatalf("Changed after a create: got open, want closed")
+	}
+	if closed(s.Changed()) {
+		t.Fatalf("Changed after the change was seen: got closed, want a fresh open channel")
+	}
+	if s.Version() == v0 {
+		t.Fatalf("Version after a create: got %d again, want it moved", v0)
+	}
+
+	existsBefore := counter(MetaShard, "exists")
+	dup, err := s.CreateTopic(ctx, messages.Topic{Name: "orders", Partitions: 9})
+	if !errors.Is(err, ErrExists) || dup.Incarnation != orders.Incarnation {
+		t.Fatalf("second CreateTopic: got (%+v, %v), want the existing topic and ErrExists", dup, err)
+	}
+	if got := counter(MetaShard, "exists") - existsBefore; got != 1 {
+		t.Errorf("proposals_total{result=exists}: got +%d, want +1", got)
+	}
+	if _, err := s.CreateTopic(ctx, messages.Topic{Name: "", Partitions: 1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("CreateTopic without a name: got %v, want ErrInvalid", err)
+	}
+	if _, err := s.CreateTopic(ctx, messages.Topic{Name: "audit", Partitions: 1}); err != nil {
+		t.Fatalf("CreateTopic audit: %v", err)
+	}
+	if got, ok := s.Topic("orders"); !ok || !reflect.DeepEqual(got, orders) {
+		t.Errorf("Topic(orders): got (%+v, %t), want (%+v, true)", got, ok, orders)
+	}
+	if got := s.Topics(); len(got) != 2 || got[0].Name != "audit" || got[1].Name != "orders" {
+		t.Errorf("Topics: got %+v, want audit then orders", got)
+	}
+	if got, ok, err := s.LeaderTopic(ctx, "orders"); err != nil || !ok || !reflect.DeepEqual(got, orders) {
+		t.Errorf("LeaderTopic(orders): got (%+v, %t, %v), want (%+v, true, nil)", got, ok, err, orders)
+	}
+	if _, ok, err := s.LeaderTopic(ctx, "nope"); err != nil || ok {
+		t.Errorf("LeaderTopic(nope): got (%t, %v), want (false, nil)", ok, err)
+	}
+
+	// Alter.
+	altered, err := s.AlterTopic(ctx, messages.AlterTopic{Name: "orders", Partitions: 5, RetentionMs: ptr(int64(60_000))})
+	if err != nil || altered.Partitions != 5 || altered.RetentionMs != 60_000 {
+		t.Fatalf("AlterTopic grow: got (%+v, %v), want 5 partitions and retention 60000", altered, err)
+	}
+	if _, err := s.AlterTopic(ctx, messages.AlterTopic{Name: "orders", Partitions: 2}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AlterTopic shrink: got %v, want ErrInvalid", err)
+	}
+	if _, err := s.AlterTopic(ctx, messages.AlterTopic{Name: "nope", Partitions: 2}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("AlterTopic absent: got %v, want ErrNotFound", err)
+	}
+
+	// Assignments: put, list, move, flip.
+	inc := orders.Incarnation
+	var as []messages.Assignment
+	for p := range 5 {
+		as = append(as, messages.Assignment{Topic: "orders", Incarnation: inc, Partition: p, Owner: "n1"})
+	}
+	if err := s.PutAssignments(ctx, as); err != nil {
+		t.Fatalf("PutAssignments: %v", err)
+	}
+	if err := s.PutAssignments(ctx, []messages.Assignment{{Topic: "orders", Incarnation: inc, Partition: 0, Owner: "n9"}}); err != nil {
+		t.Fatalf("PutAssignments again: %v", err)
+	}
+	if got := s.Assignments(inc, 5); !reflect.DeepEqual(got, as) {
+		t.Errorf("Assignments: got %+v, want %+v (a second put never overwrites)", got, as)
+	}
+	if got := s.Assignments(inc, 2); len(got) != 2 {
+		t.Errorf("Assignments of 2 partitions: got %d, want 2", len(got))
+	}
+	if got := s.OwnedBy("n1"); len(got) != 5 {
+		t.Errorf("OwnedBy(n1): got %d, want 5", len(got))
+	}
+	if err := s.PutAssignments(ctx, []messages.Assignment{{Topic: "orders", Incarnation: inc, Partition: 9}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutAssignments without an owner: got %v, want ErrInvalid", err)
+	}
+
+	v1 := s.Version()
+	r, err := s.SetTarget(ctx, messages.SetTarget{Incarnation: inc, Partition: 0, Owner: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultOK || r.Assignment.Target != "n2" {
+		t.Fatalf("SetTarget: got (%+v, %v), want OK with target n2", r, err)
+	}
+	if s.Version() == v1 {
+		t.Errorf("Version after SetTarget: got %d again, want it moved", v1)
+	}
+	if got := s.TargetedAt("n2"); len(got) != 1 || got[0].Partition != 0 {
+		t.Errorf("TargetedAt(n2): got %+v, want partition 0", got)
+	}
+	r, err = s.SetTarget(ctx, messages.SetTarget{Incarnation: inc, Partition: 0, Owner: "n1", From: "n3", To: ""})
+	if err != nil || r.Code != messages.ResultRefused || r.Assignment.Target != "n2" {
+		t.Errorf("SetTarget with a stale From: got (%+v, %v), want refused showing target n2", r, err)
+	}
+	if _, err := s.SetTarget(ctx, messages.SetTarget{Incarnation: inc, Partition: 0, Owner: "n1", To: "n1"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetTarget to the owner: got %v, want ErrInvalid", err)
+	}
+
+	// rule O3: the flip is a compare-and-swap.
+	r, err = s.Flip(ctx, messages.Flip{Incarnation: inc, Partition: 0, From: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultOK || r.Assignment.Owner != "n2" || r.Assignment.Target != "" {
+		t.Fatalf("Flip: got (%+v, %v), want OK, owner n2, no target", r, err)
+	}
+	// rule O4: a retried flip is answered as done.
+	r, err = s.Flip(ctx, messages.Flip{Incarnation: inc, Partition: 0, From: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultOK {
+		t.Errorf("retried Flip: got (%+v, %v), want OK", r, err)
+	}
+	r, err = s.Flip(ctx, messages.Flip{Incarnation: inc, Partition: 1, From: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultRefused || r.Assignment.Owner != "n1" {
+		t.Errorf("Flip without a target: got (%+v, %v), want refused, owner n1", r, err)
+	}
+	r, err = s.Flip(ctx, messages.Flip{Incarnation: inc, Partition: 99, From: "n1", To: "n2"})
+	if err != nil || r.Code != messages.ResultNotFound {
+		t.Errorf("Flip of an absent partition: got (%+v, %v), want not found", r, err)
+	}
+	if _, err := s.Flip(ctx, messages.Flip{Incarnation: inc, Partition: 0, From: "n2", To: "n2"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Flip to itself: got %v, want ErrInvalid", err)
+	}
+	if a, ok, err := s.LeaderAssignment(ctx, inc, 0); err != nil || !ok || a.Owner != "n2" {
+		t.Errorf("LeaderAssignment: got (%+v, %t, %v), want owner n2", a, ok, err)
+	}
+	if _, ok, err := s.LeaderAssignment(ctx, inc, 99); err != nil || ok {
+		t.Errorf("LeaderAssignment of an absent partition: got (%t, %v), want (false, nil)", ok, err)
+	}
+	if got := s.OwnedBy("n2"); len(got) != 1 || got[0].Partition != 0 {
+		t.Errorf("OwnedBy(n2): got %+v, want partition 0", got)
+	}
+	if got := s.TargetedAt("n2"); len(got) != 0 {
+		t.Errorf("TargetedAt(n2) after the flip: got %+v, want none", got)
+	}
+
+	// Delete.
+	deleted, err := s.DeleteTopic(ctx, "orders")
+	if err != nil || deleted.Incarnation != inc || deleted.Partitions != 5 {
+		t.Fatalf("DeleteTopic: got (%+v, %v), want the record of incarnation %d", deleted, err, inc)
+	}
+	if _, err := s.DeleteTopic(ctx, "orders"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("DeleteTopic again: got %v, want ErrNotFound", err)
+	}
+	if _, ok := s.Topic("orders"); ok {
+		t.Errorf("Topic(orders) after delete: got found, want absent")
+	}
+	if err := s.DeleteAssignments(ctx, inc, deleted.Partitions); err != nil {
+		t.Fatalf("DeleteAssignments: %v", err)
+	}
+	if got := s.Assignments(inc, 0); len(got) != 0 {
+		t.Errorf("Assignments after delete: got %+v, want none", got)
+	}
+	if got := s.OwnedBy("n1"); len(got) != 0 {
+		t.Errorf("OwnedBy(n1) after delete: got %+v, want none", got)
+	}
+}
+
+func TestChangedWakesEveryWaiter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+	ch := s.Changed()
+	woken := make(chan int, 8)
+	for i := range 8 {
+		go func() {
+			<-ch
+			woken <- i
+		}()
+	}
+	if _, err := s.CreateTopic(ctx, messages.Topic{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		select {
+		case <-woken:
+		case <-ctx.Done():
+			t.Fatalf("waiters woken: got fewer than 8: %v", ctx.Err())
+		}
+	}
+}
+
+func TestNoQuorumIsUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	cfg := fastConfig(t, "n1")
+	// Three voters, but only this one runs: no shard can elect.
+	cfg.InitialMembers = map[uint64]string{1: cfg.RaftAddr, 2: freeAddr(t), 3: freeAddr(t)}
+	cfg.ProposalTimeout = 200 * time.Millisecond
+	s, err := Open(cfg, testLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if err := s.WaitReady(short); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("WaitReady without quorum: got %v, want ErrUnavailable", err)
+	}
+	if _, err := s.CreateTopic(ctx, messages.Topic{Name: "t", Partitions: 1}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("CreateTopic without quorum: got %v, want ErrUnavailable", err)
+	}
+	if _, _, err := s.LeaderTopic(ctx, "t"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("LeaderTopic without quorum: got %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Flip(ctx, messages.Flip{Incarnation: 1, From: "a", To: "b"}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Flip without quorum: got %v, want ErrUnavailable", err)
+	}
+	if got := s.Topics(); len(got) != 0 {
+		t.Errorf("Topics without quorum: got %+v, want none", got)
+	}
+}
+
+func TestOpenRefusesAnInvalidConfig(t *testing.T) {
+	if _, err := Open(Config{NodeID: "n1"}, testLog); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Open with no replica id: got %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,740 @@
+package main
+
+// The client commands of the narad binary: topics, produce and consume.
+// main.go dispatches to runTopics, runProduce and runConsume with the
+// arguments after the command name.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// maxMessageBytes is the broker's body cap (contract section 1). The CLI
+// refuses a larger body itself rather than reading an endless stdin into
+// memory.
+const maxMessageBytes = 1 << 20
+
+const (
+	// maxRetries bounds consecutive retries of a request the contract says
+	// to retry (502, 503, transport errors).
+	maxRetries = 5
+	// maxListPages bounds the pages `topics list` walks, in case a broker
+	// hands out page tokens that never end.
+	maxListPages = 100000
+)
+
+const topicsUsage = `usage: narad topics <command> [flags] [name]
+
+Commands:
+  create <name>   create a topic and print its record as JSON
+  list            list every topic (follows all pages)
+  get <name>      print a topic's record and per-partition stats as JSON
+  delete <name>   delete a topic and all its messages
+
+Run "narad topics <command> -h" for the flags of a command.
+`
+
+const topicsCreateUsage = `usage: narad topics create [flags] <name>
+
+Create a topic and print the record the broker answers. A flag that is not
+given is left out of the request, so the broker's default applies.
+
+Flags:
+  --server URL            broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --partitions N          number of partitions (broker default: 3)
+  --retention DURATION    how long messages are kept, e.g. 168h (broker default: 7 days)
+  --visibility DURATION   lease of a consumed message before redelivery, e.g. 30s
+  --max-in-flight N       reserved-but-unacked messages allowed per partition
+  --max-acked-ahead N     out-of-order acks allowed per partition
+  --schema FILE           JSON Schema document the message bodies must match
+`
+
+const topicsListUsage = `usage: narad topics list [flags]
+
+List every topic, sorted by name, one per line.
+
+Flags:
+  --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --limit N      topics fetched per request (default 100, broker maximum 1000)
+  --json         print each topic record as one JSON line instead of a table
+`
+
+const topicsGetUsage = `usage: narad topics get [flags] <name>
+
+Print a topic's record and its partition_stats as JSON.
+
+Flags:
+  --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+`
+
+const topicsDeleteUsage = `usage: narad topics delete [flags] <name>
+
+Delete a topic, its messages and its in-flight leases.
+
+Flags:
+  --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+`
+
+const produceUsage = `usage: narad produce [flags] <topic> [body]
+
+Send one message. The body is the body argument, else the contents of
+--file, else standard input, sent as is (a trailing newline included); it
+must be 1 byte to 1 MiB. Prints nothing on success (the broker answered
+202: the message is durable).
+
+Flags:
+  --server URL     broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --key KEY        partition key (default: the broker makes one up)
+  --partition N    send to this partition, overriding the key
+  --file FILE      read the body from FILE ("-" for standard input)
+`
+
+const consumeUsage = `usage: narad consume [flags] <topic>
+
+Receive messages and print each one as a JSON line: topic, partition,
+offset, key, payload (embedded as JSON when the body is JSON, a string when
+it is text, base64 with "payload_encoding":"base64" otherwise), timestamp
+(Unix seconds) and receipt_handle.
+
+Without --follow, receives one message (or up to --count) and stops at the
+first empty answer; when nothing came at all it says "no message" on
+standard error and exits 0. A message received without --ack is redelivered
+once its visibility timeout runs out.
+
+Flags:
+  --server URL         broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --ack                ack each message after printing it
+  --wait DURATION      how long the broker may hold a request open waiting
+                       for a message (default 5s; the broker caps it)
+  --follow             keep receiving until interrupted (or --count is reached)
+  --count N            stop after N messages (default 1, or no limit with --follow)
+  --partition N        receive only from partition N
+  --offset N           replay: read partition N from offset N onwards, without
+                       leasing (needs --partition; no --ack)
+`
+
+// serverFlag registers --server, defaulting to $NARAD_SERVER.
+func serverFlag(fs *flag.FlagSet) *string {
+	def := defaultServer
+	if v := os.Getenv("NARAD_SERVER"); v != "" {
+		def = v
+	}
+	return fs.String("server", def, "broker URL")
+}
+
+// newCommandFlags returns a flag set that prints usage to stderr and
+// reports errors instead of exiting: main decides the exit status.
+func newCommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fs
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// positional arguments (narad produce orders --key k body), stopping at
+// "--". It returns the positional arguments.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	// Each round takes at least one argument, so len(args)+1 rounds suffice.
+	for range len(args) + 1 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return positional, nil
+}
+
+// wasSet reports which flags were given on the command line, so that an
+// unset flag can be left out of a request instead of sent as zero.
+func wasSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// usageErr prints the usage and returns an error saying what was wrong.
+func usageErr(fs *flag.FlagSet, format string, args ...any) error {
+	fs.Usage()
+	return fmt.Errorf("%s: %s", fs.Name(), fmt.Sprintf(format, args...))
+}
+
+// runTopics runs `narad topics <create|list|get|delete> ...`. Asked for
+// help, it prints the usage and returns an error matching flag.ErrHelp.
+func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topicsUsage)
+		return errors.New("topics: missing command")
+	}
+	switch args[0] {
+	case "create":
+		return runTopicsCreate(ctx, args[1:], stdout, stderr)
+	case "list":
+		return runTopicsList(ctx, args[1:], stdout, stderr)
+	case "get":
+		return runTopicsGet(ctx, args[1:], stdout, stderr)
+	case "delete":
+		return runTopicsDelete(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, topicsUsage)
+		return flag.ErrHelp
+	default:
+		fmt.Fprint(stderr, topicsUsage)
+		return fmt.Errorf("topics: unknown command %q", args[0])
+	}
+}
+
+type topicsCreateFlags struct {
+	server        *string
+	partitions    *int
+	retention     *time.Duration
+	visibility    *time.Duration
+	maxInFlight   *int64
+	maxAckedAhead *int64
+	schema        *string
+}
+
+func newTopicsCreateFlags(stderr io.Writer) (*flag.FlagSet, *topicsCreateFlags) {
+	fs := newCommandFlags("topics create", topicsCreateUsage, stderr)
+	return fs, &topicsCreateFlags{
+		server:        serverFlag(fs),
+		partitions:    fs.Int("partitions", 0, "number of partitions"),
+		retention:     fs.Duration("retention", 0, "retention"),
+		visibility:    fs.Duration("visibility", 0, "visibility timeout"),
+		maxInFlight:   fs.Int64("max-in-flight", 0, "max in flight per partition"),
+		maxAckedAhead: fs.Int64("max-acked-ahead", 0, "max acked ahead per partition"),
+		schema:        fs.String("schema", "", "JSON Schema file"),
+	}
+}
+
+func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, f := newTopicsCreateFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("topics create: %w", err)
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
+	}
+	set := wasSet(fs)
+	req := createTopicRequest{Name: pos[0]}
+	if set["partitions"] {
+		if *f.partitions <= 0 {
+			return usageErr(fs, "--partitions must be positive, got %d", *f.partitions)
+		}
+		req.Partitions = *f.partitions
+	}
+	if set["retention"] {
+		ms, err := durationMs("retention", *f.retention)
+		if err != nil {
+			return usageErr(fs, "%v", err)
+		}
+		req.RetentionMs = &ms
+	}
+	if set["visibility"] {
+		ms, err := durationMs("visibility", *f.visibility)
+		if err != nil {
+			return usageErr(fs, "%v", err)
+		}
+		req.VisibilityTimeoutMs = &ms
+	}
+	if set["max-in-flight"] {
+		if *f.maxInFlight < 0 {
+			return usageErr(fs, "--max-in-flight must not be negative")
+		}
+		req.MaxInFlightPerPartition = f.maxInFlight
+	}
+	if set["max-acked-ahead"] {
+		if *f.maxAckedAhead < 0 {
+			return usageErr(fs, "--max-acked-ahead must not be negative")
+		}
+		req.MaxAckedAheadPerPartition = f.maxAckedAhead
+	}
+	if set["schema"] {
+		doc, err := readBounded(*f.schema, nil)
+		if err != nil {
+			return fmt.Errorf("topics create: read schema: %w", err)
+		}
+		// The broker wants the schema document itself, not a string
+		// holding it, so it must be JSON already.
+		if !json.Valid(doc) {
+			return fmt.Errorf("topics create: schema file %s is not valid JSON", *f.schema)
+		}
+		req.Schema = doc
+	}
+
+	c, err := newClient(*f.server)
+	if err != nil {
+		return fmt.Errorf("topics create: %w", err)
+	}
+	rec, err := c.createTopic(ctx, req)
+	if err != nil {
+		return err
+	}
+	return printIndented(stdout, rec)
+}
+
+// durationMs converts a duration flag to the contract's milliseconds,
+// refusing what would silently change meaning on the way.
+func durationMs(name string, d time.Duration) (int64, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("--%s must not be negative, got %s", name, d)
+	}
+	if d%time.Millisecond != 0 {
+		return 0, fmt.Errorf("--%s must be a whole number of milliseconds, got %s", name, d)
+	}
+	return d.Milliseconds(), nil
+}
+
+type topicsListFlags struct {
+	server *string
+	limit  *int
+	json   *bool
+}
+
+func newTopicsListFlags(stderr io.Writer) (*flag.FlagSet, *topicsListFlags) {
+	fs := newCommandFlags("topics list", topicsListUsage, stderr)
+	return fs, &topicsListFlags{
+		server: serverFlag(fs),
+		limit:  fs.Int("limit", 100, "page size"),
+		json:   fs.Bool("json", false, "JSON lines output"),
+	}
+}
+
+func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, f := newTopicsListFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("topics list: %w", err)
+	}
+	if len(pos) != 0 {
+		return usageErr(fs, "unexpected arguments %q", pos)
+	}
+	if *f.limit < 1 {
+		return usageErr(fs, "--limit must be positive, got %d", *f.limit)
+	}
+	c, err := newClient(*f.server)
+	if err != nil {
+		return fmt.Errorf("topics list: %w", err)
+	}
+
+	var topics []topicRecord
+	token := ""
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return fmt.Errorf("topics list: gave up after %d pages", maxListPages)
+		}
+		p, err := c.listTopics(ctx, *f.limit, token)
+		if err != nil {
+			return err
+		}
+		topics = append(topics, p.Topics...)
+		if p.NextPageToken == "" {
+			break
+		}
+		// The token is the last name of the page (keyset paging), so one
+		// that does not move would loop forever.
+		if p.NextPageToken == token {
+			return fmt.Errorf("topics list: broker repeated page token %q", token)
+		}
+		token = p.NextPageToken
+	}
+
+	if *f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		for _, t := range topics {
+			if err := enc.Encode(t); err != nil {
+				return fmt.Errorf("topics list: write: %w", err)
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION\tVISIBILITY\tROLE")
+	for _, t := range topics {
+		retention := "forever"
+		if t.RetentionMs > 0 {
+			retention = msString(t.RetentionMs)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Name, t.Partitions, retention, msString(t.VisibilityTimeoutMs), t.Role)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("topics list: write: %w", err)
+	}
+	return nil
+}
+
+// msString shows a millisecond count as a Go duration (168h0m0s).
+func msString(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+func newTopicsGetFlags(stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := newCommandFlags("topics get", topicsGetUsage, stderr)
+	return fs, serverFlag(fs)
+}
+
+func runTopicsGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, server := newTopicsGetFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("topics get: %w", err)
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
+	}
+	c, err := newClient(*server)
+	if err != nil {
+		return fmt.Errorf("topics get: %w", err)
+	}
+	d, err := c.getTopic(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	return printIndented(stdout, d)
+}
+
+func newTopicsDeleteFlags(stderr io.Writer) (*flag.FlagSet, *string) {
+	fs := newCommandFlags("topics delete", topicsDeleteUsage, stderr)
+	return fs, serverFlag(fs)
+}
+
+func runTopicsDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, server := newTopicsDeleteFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("topics delete: %w", err)
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
+	}
+	c, err := newClient(*server)
+	if err != nil {
+		return fmt.Errorf("topics delete: %w", err)
+	}
+	if err := c.deleteTopic(ctx, pos[0]); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted topic %s\n", pos[0])
+	return nil
+}
+
+type produceFlags struct {
+	server    *string
+	key       *string
+	partition *int
+	file      *string
+}
+
+func newProduceFlags(stderr io.Writer) (*flag.FlagSet, *produceFlags) {
+	fs := newCommandFlags("produce", produceUsage, stderr)
+	return fs, &produceFlags{
+		server:    serverFlag(fs),
+		key:       fs.String("key", "", "partition key"),
+		partition: fs.Int("partition", 0, "partition"),
+		file:      fs.String("file", "", "body file"),
+	}
+}
+
+// runProduce runs `narad produce <topic> [body]`.
+func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs, f := newProduceFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return usageErr(fs, "want a topic and at most one body, got %d arguments", len(pos))
+	}
+	set := wasSet(fs)
+	var partition *int
+	if set["partition"] {
+		if *f.partition < 0 {
+			return usageErr(fs, "--partition must not be negative, got %d", *f.partition)
+		}
+		partition = f.partition
+	}
+
+	var body []byte
+	switch {
+	case len(pos) == 2 && set["file"]:
+		return usageErr(fs, "give the body as an argument or with --file, not both")
+	case len(pos) == 2:
+		body = []byte(pos[1])
+	case set["file"]:
+		if body, err = readBounded(*f.file, stdin); err != nil {
+			return fmt.Errorf("produce: read body: %w", err)
+		}
+	default:
+		if body, err = readBounded("-", stdin); err != nil {
+			return fmt.Errorf("produce: read body: %w", err)
+		}
+	}
+	if len(body) == 0 {
+		return errors.New("produce: empty body: a message needs at least 1 byte")
+	}
+	if len(body) > maxMessageBytes {
+		return fmt.Errorf("produce: body is %d bytes, the limit is %d", len(body), maxMessageBytes)
+	}
+
+	c, err := newClient(*f.server)
+	if err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	return c.produce(ctx, pos[0], body, *f.key, partition)
+}
+
+// readBounded reads a file ("-" is stdin) up to one byte past the message
+// cap, so that an oversized input is detected without reading all of it.
+func readBounded(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		if stdin == nil {
+			return nil, errors.New("no standard input")
+		}
+		r = stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxMessageBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(b) > maxMessageBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, maxMessageBytes)
+	}
+	return b, nil
+}
+
+type consumeFlags struct {
+	server    *string
+	ack       *bool
+	wait      *time.Duration
+	follow    *bool
+	count     *int
+	partition *int
+	offset    *int64
+}
+
+func newConsumeFlags(stderr io.Writer) (*flag.FlagSet, *consumeFlags) {
+	fs := newCommandFlags("consume", consumeUsage, stderr)
+	return fs, &consumeFlags{
+		server:    serverFlag(fs),
+		ack:       fs.Bool("ack", false, "ack after printing"),
+		wait:      fs.Duration("wait", 5*time.Second, "long-poll wait"),
+		follow:    fs.Bool("follow", false, "keep consuming"),
+		count:     fs.Int("count", 0, "stop after N messages"),
+		partition: fs.Int("partition", 0, "partition"),
+		offset:    fs.Int64("offset", 0, "replay offset"),
+	}
+}
+
+// runConsume runs `narad consume <topic>`. With --follow it returns nil
+// when ctx is cancelled (the user pressed ^C).
+func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, f := newConsumeFlags(stderr)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one topic, got %d arguments", len(pos))
+	}
+	topic := pos[0]
+	set := wasSet(fs)
+	var opts consumeOptions
+	if *f.wait < 0 {
+		return usageErr(fs, "--wait must not be negative, got %s", *f.wait)
+	}
+	opts.Wait = *f.wait
+	if set["partition"] {
+		if *f.partition < 0 {
+			return usageErr(fs, "--partition must not be negative, got %d", *f.partition)
+		}
+		opts.Partition = f.partition
+	}
+	replay := set["offset"]
+	if replay {
+		switch {
+		case !set["partition"]:
+			return usageErr(fs, "--offset needs --partition")
+		case *f.offset < 0:
+			return usageErr(fs, "--offset must not be negative, got %d", *f.offset)
+		case *f.ack:
+			return usageErr(fs, "--ack does not apply to a replay (--offset): replayed messages are not leased")
+		}
+		next := *f.offset
+		opts.Offset = &next
+	}
+	if *f.count < 0 {
+		return usageErr(fs, "--count must not be negative, got %d", *f.count)
+	}
+	limit := *f.count
+	if limit == 0 && !*f.follow {
+		limit = 1
+	}
+
+	c, err := newClient(*f.server)
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	cs := consumeSession{c: c, topic: topic, stderr: stderr}
+	enc := json.NewEncoder(stdout)
+	// Payloads are embedded verbatim; do not rewrite <, > and & in them.
+	enc.SetEscapeHTML(false)
+
+	printed, failures := 0, 0
+	// Bounded by limit when there is one; with --follow and no --count, the
+	// loop runs until the user cancels ctx.
+	for limit == 0 || printed < limit {
+		if ctx.Err() != nil {
+			if *f.follow {
+				return nil
+			}
+			return fmt.Errorf("consume: %w", ctx.Err())
+		}
+		asked := time.Now()
+		m, err := c.consume(ctx, topic, opts)
+		if err != nil {
+			if *f.follow && ctx.Err() != nil {
+				return nil
+			}
+			if isRetryable(err) && failures < maxRetries {
+				failures++
+				fmt.Fprintf(stderr, "narad consume: %v (retry %d of %d)\n", err, failures, maxRetries)
+				sleepCtx(ctx, backoff(failures))
+				continue
+			}
+			return err
+		}
+		failures = 0
+		if m == nil {
+			if !*f.follow {
+				if printed == 0 {
+					fmt.Fprintln(stderr, "no message")
+				}
+				return nil
+			}
+			// A replay ignores wait, and so may a broker under load: when
+			// the empty answer came at once, pause instead of asking again
+			// in a tight loop.
+			if time.Since(asked) < minPoll {
+				sleepCtx(ctx, pollInterval(opts.Wait))
+			}
+			continue
+		}
+		// Print before acking: a message acked but never shown would be
+		// lost to the user.
+		if err := enc.Encode(m); err != nil {
+			return fmt.Errorf("consume: write: %w", err)
+		}
+		printed++
+		if replay {
+			next := m.Offset + 1
+			opts.Offset = &next
+		}
+		if *f.ack {
+			if err := cs.ack(ctx, m); err != nil {
+				if *f.follow && ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// consumeSession holds what acking needs besides the message.
+type consumeSession struct {
+	c      *client
+	topic  string
+	stderr io.Writer
+}
+
+// ack acks m, retrying while the broker says to (503: acked-ahead set
+// full). A lease that ran out (410) is reported and skipped: the message
+// will be delivered again, which at-least-once allows.
+func (s consumeSession) ack(ctx context.Context, m *message) error {
+	if m.ReceiptHandle == "" {
+		return fmt.Errorf("ack %s/%d@%d: the broker sent no receipt handle", m.Topic, m.Partition, m.Offset)
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.c.ack(ctx, s.topic, m.ReceiptHandle)
+		switch {
+		case err == nil:
+			return nil
+		case isStatus(err, http.StatusGone):
+			fmt.Fprintf(s.stderr, "narad consume: lease of %d@%d ran out before the ack; it will be delivered again: %v\n", m.Partition, m.Offset, err)
+			return nil
+		case isRetryable(err) && attempt <= maxRetries && ctx.Err() == nil:
+			fmt.Fprintf(s.stderr, "narad consume: %v (retry %d of %d)\n", err, attempt, maxRetries)
+			sleepCtx(ctx, backoff(attempt))
+		default:
+			return err
+		}
+	}
+}
+
+// backoff doubles from 100 ms per attempt, capped at 2 s.
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < attempt && d < 2*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 2*time.Second)
+}
+
+// minPoll is the shortest time between two consume requests of a --follow
+// loop that keeps getting empty answers.
+const minPoll = 100 * time.Millisecond
+
+// pollInterval is the pause after an empty answer that did not wait on the
+// broker: the --wait value, kept between minPoll and 1 s.
+func pollInterval(wait time.Duration) time.Duration {
+	return min(max(wait, minPoll), time.Second)
+}
+
+// sleepCtx sleeps for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// printIndented prints v as indented JSON, for humans and jq alike.
+func printIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}

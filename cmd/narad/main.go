@@ -1,0 +1,66 @@
+// Command narad is the broker's one binary: `narad dev` runs a local broker
+// with everything embedded (the one-command default), `narad serve` runs one
+// node from flags and NARAD_* variables, and the other commands are the
+// client CLI over HTTP.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `narad: a queue-first message broker
+
+Usage:
+  narad dev [flags]                   run a local broker (embedded NATS, data in ./data/dev)
+  narad serve [flags]                 run one node from flags and NARAD_* variables
+  narad topics create|list|get|delete manage topics over HTTP
+  narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
+  narad consume <topic>               consume messages (--ack, --wait, --follow)
+
+Run "narad <command> --help" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "narad:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command")
+	}
+	switch args[0] {
+	case "dev":
+		return runDev(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
+	case "topics":
+		return runTopics(ctx, args[1:], stdout, stderr)
+	case "produce":
+		return runProduce(ctx, args[1:], stdin, stdout, stderr)
+	case "consume":
+		return runConsume(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}

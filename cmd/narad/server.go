@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/naradmq/narad/actors"
+	"github.com/naradmq/narad/cluster/metastore"
+)
+
+// env returns the NARAD_* variable name or def when it is unset.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		if i, err := strconv.Atoi(v); err == nil {
+			return i
+		}
+	}
+	return def
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// nodeFlags are the flags every way of running a node shares.
+type nodeFlags struct {
+	logLevel         string
+	maxConsumeWait   time.Duration
+	defaultParts     int
+	defaultRetention time.Duration
+	drainTimeout     time.Duration
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.logLevel, "log-level", env("NARAD_LOG_LEVEL", "info"), "log level: debug, info, warn, error (NARAD_LOG_LEVEL)")
+	fs.DurationVar(&f.maxConsumeWait, "max-consume-wait", envDuration("NARAD_HTTP_MAX_CONSUME_WAIT", 10*time.Second), "cap on a consume's long poll (NARAD_HTTP_MAX_CONSUME_WAIT)")
+	fs.IntVar(&f.defaultParts, "topic-default-partitions", envInt("NARAD_TOPIC_DEFAULT_PARTITIONS", 3), "partitions of a topic created without a count (NARAD_TOPIC_DEFAULT_PARTITIONS)")
+	fs.DurationVar(&f.defaultRetention, "topic-default-retention", time.Duration(envInt("NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", 7*24*3600*1000))*time.Millisecond, "retention of a topic created with retention_ms 0 (NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS, in ms)")
+	fs.DurationVar(&f.drainTimeout, "shutdown-drain-timeout", envDuration("NARAD_SHUTDOWN_DRAIN_TIMEOUT", 30*time.Second), "how long a stopping node commits what its ingress WAL holds (NARAD_SHUTDOWN_DRAIN_TIMEOUT)")
+}
+
+func (f *nodeFlags) apply(cfg *actors.Config) {
+	cfg.MaxConsumeWait = f.maxConsumeWait
+	cfg.TopicDefaultPartitions = f.defaultParts
+	cfg.TopicDefaultRetention = f.defaultRetention
+	cfg.ShutdownDrainTimeout = f.drainTimeout
+}
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf nodeFlags
+	nf.register(fs)
+	id := fs.String("id", env("NARAD_ID", "n1"), "node id (NARAD_ID)")
+	data := fs.String("data", env("NARAD_DATA", "./data/n1"), "data directory (NARAD_DATA)")
+	httpAddr := fs.String("http", env("NARAD_HTTP_ADDR", ":7942"), "HTTP listen address (NARAD_HTTP_ADDR)")
+	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
+	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, nf.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := actors.DefaultConfig()
+	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = *id, *data, *httpAddr
+	nf.apply(&cfg)
+	var mcfg metastore.Config
+	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
+	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
+	return serveUntilSignal(ctx, cfg, mcfg, log)
+}
+
+// serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT),
+// then stops it gracefully.
+func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger) error {
+	n, err := actors.Start(ctx, cfg, mcfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("stopping: produce answers 503 while the ingress WAL drains")
+	return n.Stop(context.Background())
+}
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf nodeFlags
+	nf.register(fs)
+	data := fs.String("data", "./data/dev", "data directory, kept across restarts")
+	fresh := fs.Bool("fresh", false, "start with an empty data directory")
+	httpBase := fs.String("http-base", "127.0.0.1:7942", "HTTP address of the first node; further nodes take the next ports")
+	nodes := fs.Int("nodes", 1, "number of nodes (1 for now)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker with an embedded NATS server and security off.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *nodes != 1 {
+		return fmt.Errorf("--nodes %d: only a single node is supported for now", *nodes)
+	}
+	log, err := newLogger(stderr, nf.logLevel)
+	if err != nil {
+		return err
+	}
+	if *fresh {
+		if err := os.RemoveAll(*data); err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+	}
+	host, port, err := net.SplitHostPort(*httpBase)
+	if err != nil {
+		return fmt.Errorf("--http-base %q: %w", *httpBase, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 55535 {
+		return fmt.Errorf("--http-base %q: needs a port below 55536", *httpBase)
+	}
+	ns, err := startNATS(host)
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+
+	cfg := actors.DefaultConfig()
+	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = "n1", filepath.Join(*data, "n1"), *httpBase
+	nf.apply(&cfg)
+	var mcfg metastore.Config
+	// The Raft address is derived from the HTTP port so that it is stable
+	// across restarts: a metastore directory is bound to its address.
+	raft := net.JoinHostPort(host, strconv.Itoa(p+10000))
+	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = "n1", 1, raft
+	mcfg.InitialMembers = map[uint64]string{1: raft}
+	n, err := actors.Start(ctx, cfg, mcfg, log)
+	if err != nil {
+		return err
+	}
+	base := "http://" + n.Addr()
+	fmt.Fprintf(stdout, `narad dev: one node listening on %s (data in %s, NATS on %s)
+
+Try it:
+  curl -s -X POST %s/v1/topics -d '{"name":"orders"}'
+  curl -s -X POST %s/v1/topics/orders/produce -d '{"id":1}'
+  curl -s '%s/v1/topics/orders/consume?wait=5s'
+  curl -s -X POST '%s/v1/topics/orders/ack?receipt_handle=<receipt_handle from the consume>'
+
+Stop with Ctrl-C.
+`, base, *data, ns.ClientURL(), base, base, base, base)
+	<-ctx.Done()
+	return n.Stop(context.Background())
+}
+
+// startNATS starts the embedded NATS server nodes talk through. NoSigs:
+// without it the server exits the process on SIGTERM itself.
+func startNATS(host string) (*natsserver.Server, error) {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	s, err := natsserver.NewServer(&natsserver.Options{Host: strings.Trim(host, "[]"), Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, errors.New("embedded nats did not start")
+	}
+	return s, nil
+}

@@ -1,0 +1,139 @@
+package messages
+
+import "time"
+
+// PartitionKey names one partition of one topic incarnation. Actors and
+// routes use it; the incarnation keeps a recreated topic's partitions apart
+// from its predecessor's.
+type PartitionKey struct {
+	Topic       string
+	Incarnation uint64
+	Partition   int
+}
+
+// Status is the outcome of a request to a partition actor. Each maps to one
+// HTTP status in the API layer.
+type Status int
+
+const (
+	StatusOK Status = iota
+	// StatusEmpty: nothing to deliver (consume) or nothing at that offset yet (replay).
+	StatusEmpty
+	// StatusGone: a receipt handle that no longer matches a lease, or a replay
+	// offset removed by retention.
+	StatusGone
+	// StatusFull: the acked-ahead set is full; the client retries.
+	StatusFull
+	// StatusUnavailable: the partition cannot serve now (frozen, closing,
+	// failed); the caller retries.
+	StatusUnavailable
+	// StatusFailed: an error the caller cannot fix; Err says what.
+	StatusFailed
+)
+
+// CommitRecord is one record the dispatcher asks a partition to commit.
+type CommitRecord struct {
+	// Seq is the record's ingress WAL sequence number, echoed back so the
+	// dispatcher can release it from the WAL.
+	Seq  uint64
+	Key  []byte
+	Body []byte
+}
+
+// Commit asks a partition actor to append records as one group commit.
+type Commit struct {
+	Key     PartitionKey
+	Records []CommitRecord
+}
+
+// CommitResult answers Commit. On StatusOK every record is durable and
+// visible from FirstOffset on; otherwise none was appended.
+type CommitResult struct {
+	Key         PartitionKey
+	Status      Status
+	FirstOffset int64
+	Seqs        []uint64
+	Err         string
+}
+
+// ConsumeLimits are the topic settings a reservation obeys; the API layer
+// reads them from the topic record on every request, so an alter applies at once.
+type ConsumeLimits struct {
+	Visibility    time.Duration
+	MaxInFlight   int64
+	MaxAckedAhead int64
+}
+
+// Reserve asks for the next deliverable record under a new lease.
+type Reserve struct {
+	Limits ConsumeLimits
+}
+
+// Delivery is a record handed to a consumer.
+type Delivery struct {
+	Partition int
+	Offset    int64
+	Key       []byte
+	Body      []byte
+	// Time is the commit time, Unix nanoseconds.
+	Time int64
+	// Nonce identifies the lease; zero for a replay read.
+	Nonce uint64
+}
+
+// Reserved answers Reserve and ReadAt: StatusOK with a Delivery, or
+// StatusEmpty, StatusGone (replay of a removed offset), StatusUnavailable.
+type Reserved struct {
+	Status   Status
+	Delivery Delivery
+	Err      string
+}
+
+// ReadAt is a replay read at one offset: no lease.
+type ReadAt struct {
+	Offset int64
+}
+
+// LeaseAction is what a consumer does with a lease.
+type LeaseAction int
+
+const (
+	LeaseAck LeaseAction = iota
+	LeaseExtend
+	LeaseNack
+)
+
+// Lease acts on a lease named by a receipt handle.
+type Lease struct {
+	Action LeaseAction
+	Offset int64
+	Nonce  uint64
+	Limits ConsumeLimits
+}
+
+// LeaseResult answers Lease: StatusOK, StatusGone, StatusFull, StatusUnavailable.
+type LeaseResult struct {
+	Status Status
+	Err    string
+}
+
+// GetStats asks a partition actor for its stats.
+type GetStats struct{}
+
+// PartitionStats answers GetStats; field meanings follow the API contract.
+type PartitionStats struct {
+	Index         int
+	Segments      int
+	OldestOffset  int64
+	NextOffset    int64
+	HighWatermark int64
+	SizeBytes     int64
+	// OldestSegmentAt is the oldest segment's modification time, Unix seconds.
+	OldestSegmentAt int64
+	InFlight        int
+}
+
+// Retain asks a partition actor to apply its topic's retention now.
+type Retain struct {
+	MaxAge time.Duration
+}
