@@ -39,6 +39,8 @@ type partitionsActor struct {
 	// they are not respawned until the topic changes (an operator looks).
 	failed map[messages.PartitionKey]bool
 	stop   chan struct{}
+	// stopping is set once the supervisor itself stops.
+	stopping bool
 	// owned is read by the partitions-owned gauge at scrape time.
 	owned *atomic.Int64
 }
@@ -64,6 +66,7 @@ func (s *partitionsActor) Receive(ctx actor.Context) {
 		s.watch(ctx)
 		s.reconcile(ctx)
 	case *actor.Stopping:
+		s.stopping = true
 		close(s.stop)
 	case reconcilePartitions:
 		s.reconcile(ctx)
@@ -146,6 +149,9 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 // terminated handles a child that stopped. A child the supervisor gave up
 // on is remembered so a reconcile does not respawn it in a loop.
 func (s *partitionsActor) terminated(m *actor.Terminated) {
+	if s.stopping {
+		return // the node is shutting down: every child stops
+	}
 	for k, pid := range s.children {
 		if pid.Equal(m.Who) {
 			delete(s.children, k)
