@@ -41,6 +41,10 @@ type Config struct {
 	// MaxCommitBatchRecords caps one dispatcher commit: it is also the group
 	// commit size of the partition log.
 	MaxCommitBatchRecords int
+	// MaxCommitsInFlight is how many commits the dispatcher keeps in flight
+	// per partition. Two let a partition write the next batch with the
+	// previous batch's commit frame: one fsync per batch under load.
+	MaxCommitsInFlight int
 	// MaxCommitBatchBytes caps the bodies of one dispatcher commit.
 	MaxCommitBatchBytes int
 	// MaxBacklogRecords is how many accepted records may wait for their
@@ -83,6 +87,7 @@ func DefaultConfig() Config {
 		CommitRetryInterval:     time.Second,
 		MaxCommitBatchRecords:   1024,
 		MaxCommitBatchBytes:     4 << 20,
+		MaxCommitsInFlight:      2,
 		MaxBacklogRecords:       1 << 20,
 		ConsumerFlushInterval:   100 * time.Millisecond,
 		RetentionInterval:       time.Minute,
@@ -117,6 +122,8 @@ func (c Config) Validate() error {
 		return bad("CommitRetryInterval", c.CommitRetryInterval, "must be positive")
 	case c.MaxCommitBatchRecords < 1 || c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		return bad("MaxCommitBatchRecords", c.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
+	case c.MaxCommitsInFlight < 1 || c.MaxCommitsInFlight > 16:
+		return bad("MaxCommitsInFlight", c.MaxCommitsInFlight, "must be within 1..16")
 	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes:
 		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest body")
 	case c.MaxBacklogRecords < 1:

@@ -22,19 +22,23 @@ type dispatchTick struct{}
 // commitDone is the outcome of one commit request, delivered back to the
 // dispatcher in its own context.
 type commitDone struct {
-	key messages.PartitionKey
-	n   int
-	res *messages.CommitResult
-	err error
+	key   messages.PartitionKey
+	batch []storage.WALRecord
+	res   *messages.CommitResult
+	err   error
 }
 
-// partitionQueue holds the records accepted for one partition that it has
-// not committed yet, oldest first. At most one commit per partition is in
-// flight: the next batch is whatever queued behind it, so a busy partition
-// commits in large groups.
+// partitionQueue holds the records accepted for one partition that are not
+// committed yet. Up to MaxCommitsInFlight commits per partition are in
+// flight: the partition writes the next batch together with the previous
+// batch's commit frame, so a busy partition pays one fsync per batch, and
+// whatever queues meanwhile is the next group commit.
 type partitionQueue struct {
-	recs     []storage.WALRecord
-	inFlight bool
+	recs     []storage.WALRecord // waiting to be sent, oldest first
+	inFlight int
+	// hold is set after a refused commit: nothing is sent until the next
+	// tick, so a frozen or failed partition is retried about once a second.
+	hold bool
 }
 
 // dispatcherActor commits every record of the ingress WAL at its
@@ -45,7 +49,6 @@ type dispatcherActor struct {
 	store  *metastore.Store
 	wal    *storage.WAL
 	queues map[messages.PartitionKey]*partitionQueue
-	held   int
 }
 
 const dispatcherName = "dispatcher"
@@ -113,50 +116,52 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 		d.queues[k] = q
 	}
 	q.recs = append(q.recs, r)
-	d.held++
 	d.send(ctx, k, q)
 }
 
-// send starts a commit of what queued for k unless one is in flight.
+// send starts commits of what queued for k while fewer than
+// MaxCommitsInFlight are in flight.
 func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
-	if q.inFlight || len(q.recs) == 0 {
-		return
+	for !q.hold && q.inFlight < d.cfg.MaxCommitsInFlight && len(q.recs) > 0 {
+		n, bytes := 0, 0
+		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords && (n == 0 || bytes+len(q.recs[n].Body) <= d.cfg.MaxCommitBatchBytes) {
+			bytes += len(q.recs[n].Body)
+			n++
+		}
+		batch := q.recs[:n:n]
+		q.recs = q.recs[n:]
+		c := &messages.Commit{Key: k, Records: make([]messages.CommitRecord, n)}
+		for i, r := range batch {
+			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
+		}
+		q.inFlight++
+		f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+		ctx.ReenterAfter(f, func(res interface{}, err error) {
+			r, _ := res.(*messages.CommitResult)
+			d.done(ctx, &commitDone{key: k, batch: batch, res: r, err: err})
+		})
 	}
-	n, bytes := 0, 0
-	for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords && (n == 0 || bytes+len(q.recs[n].Body) <= d.cfg.MaxCommitBatchBytes) {
-		bytes += len(q.recs[n].Body)
-		n++
-	}
-	c := &messages.Commit{Key: k, Records: make([]messages.CommitRecord, n)}
-	for i, r := range q.recs[:n] {
-		c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
-	}
-	q.inFlight = true
-	f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
-	ctx.ReenterAfter(f, func(res interface{}, err error) {
-		r, _ := res.(*messages.CommitResult)
-		d.done(ctx, &commitDone{key: k, n: n, res: r, err: err})
-	})
 }
 
-// done releases a committed batch from the WAL and sends the next one. A
-// refused or unanswered commit stays queued for the next tick: its outcome
-// may be unknown (a timeout), and committing again is at-least-once.
+// done releases a committed batch from the WAL and sends more. A refused
+// or unanswered commit goes back to the front of the queue and waits for
+// the next tick: its outcome may be unknown (a timeout), and committing it
+// again is at-least-once.
 func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 	q := d.queues[m.key]
 	if q == nil {
 		return
 	}
-	q.inFlight = false
+	q.inFlight--
 	if m.err != nil || m.res == nil || m.res.Status != messages.StatusOK {
+		q.recs = append(append([]storage.WALRecord(nil), m.batch...), q.recs...)
+		q.hold = true
 		return
 	}
-	for _, r := range q.recs[:m.n] {
+	for _, r := range m.batch {
 		d.release(r.Seq)
 	}
-	q.recs = q.recs[m.n:]
-	d.held -= m.n
-	if len(q.recs) == 0 {
+	if len(q.recs) == 0 && q.inFlight == 0 {
 		delete(d.queues, m.key)
 		return
 	}
@@ -171,14 +176,14 @@ func (d *dispatcherActor) release(seq uint64) {
 
 func (d *dispatcherActor) tick(ctx actor.Context) {
 	for k, q := range d.queues {
-		if t, ok := d.store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && !q.inFlight {
+		if t, ok := d.store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && q.inFlight == 0 {
 			for _, r := range q.recs {
 				d.release(r.Seq)
 			}
-			d.held -= len(q.recs)
 			delete(d.queues, k)
 			continue
 		}
+		q.hold = false
 		d.send(ctx, k, q)
 	}
 	if err := d.wal.Compact(); err != nil {

@@ -25,6 +25,19 @@ type deps struct {
 // consumer position if acks moved it.
 type flushConsumerState struct{}
 
+// commitReq is a Commit and whom to answer.
+type commitReq struct {
+	m      *messages.Commit
+	sender *actor.PID
+	start  time.Time
+}
+
+// synced reports that the fsync of a write finished, off the actor.
+type synced struct {
+	batch *storage.Batch
+	err   error
+}
+
 // partitionActor is the only code that touches one partition's log and
 // consumer state: commits, reservations, acks, replay reads and stats all
 // arrive as messages, one at a time.
@@ -34,12 +47,21 @@ type partitionActor struct {
 	dir  string
 	name string
 
-	log            *storage.Log
-	table          *reservationTable
-	committer      *storage.OffsetCommitter
-	nonce          uint64
-	flushScheduled bool
-	dirty          bool
+	log       *storage.Log
+	table     *reservationTable
+	committer *storage.OffsetCommitter
+	nonce     uint64
+	// The commit pipeline: stash holds commits that arrived while a write
+	// was syncing; writing are the commits of the write being synced;
+	// awaiting are the commits whose frames are durable and whose commit
+	// frame rides in the next write.
+	stash, writing, awaiting []commitReq
+	syncing                  *storage.Batch
+	flushScheduled           bool
+	dirty                    bool
+	// maxServed is the highest offset delivered since the actor started; a
+	// delivery at or below it is a redelivery (for the metric).
+	maxServed int64
 }
 
 func newPartitionActor(d deps, key messages.PartitionKey, dir string) *partitionActor {
@@ -52,9 +74,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		p.start()
 	case *actor.Restarting, *actor.Stopping:
-		p.close()
+		p.close(ctx)
 	case *messages.Commit:
-		ctx.Respond(p.commit(m))
+		p.commit(ctx, m)
+	case synced:
+		p.synced(ctx, m)
 	case *messages.Reserve:
 		ctx.Respond(p.reserve(m))
 		p.scheduleFlush(ctx)
@@ -101,16 +125,18 @@ func (p *partitionActor) start() {
 	p.log = l
 	p.committer = committer
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
+	p.maxServed = -1
 	// A nonce must not repeat across restarts, or a handle from before the
 	// restart could match a new lease of the same offset.
 	p.nonce = uint64(time.Now().UnixNano())
 }
 
 // close writes the consumer position durably and closes the log.
-func (p *partitionActor) close() {
+func (p *partitionActor) close(ctx actor.Context) {
 	if p.log == nil {
 		return
 	}
+	p.drainCommits(ctx)
 	p.flush()
 	if err := p.committer.FlushSync(); err != nil {
 		p.deps.log.Error("flush consumer state", "partition", p.name, "err", err)
@@ -121,36 +147,165 @@ func (p *partitionActor) close() {
 	p.log = nil
 }
 
-func (p *partitionActor) commit(m *messages.Commit) *messages.CommitResult {
-	res := &messages.CommitResult{Key: p.key, Seqs: make([]uint64, len(m.Records))}
-	for i, r := range m.Records {
-		res.Seqs[i] = r.Seq
-	}
+// commit queues a commit. The partition writes what queued as one batch,
+// after the commit frame of the batch before it, and syncs it on another
+// goroutine, so the actor keeps serving consumes during the fsync and a
+// busy partition pays one fsync per batch. A commit is answered once its
+// commit frame is durable and its records visible.
+func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 	if p.log == nil {
-		res.Status, res.Err = messages.StatusUnavailable, "partition not open"
-		return res
+		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
+		return
 	}
-	entries := make([]storage.Entry, len(m.Records))
+	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
+	p.kick(ctx)
+}
+
+func seqsOf(m *messages.Commit) []uint64 {
+	seqs := make([]uint64, len(m.Records))
 	for i, r := range m.Records {
-		entries[i] = storage.Entry{Key: r.Key, Body: r.Body}
+		seqs[i] = r.Seq
 	}
-	start := time.Now()
-	first, err := p.log.Append(start, entries)
-	p.metrics.commitSeconds.UpdateDuration(start)
-	if err != nil {
-		p.metrics.commitFailures.Inc()
-		p.deps.log.Error("commit failed", "partition", p.name, "records", len(entries), "err", err)
-		res.Status, res.Err = messages.StatusFailed, err.Error()
-		if errors.Is(err, storage.ErrBroken) {
-			// Only a reopen recovers a broken log: let the supervisor do it.
-			panic(fmt.Errorf("partition %s: %w", p.name, err))
+	return seqs
+}
+
+// kick starts the next write unless one is syncing: the stashed commits
+// (carrying the awaiting batch's commit frame), or else the awaiting
+// batch's commit frame alone.
+func (p *partitionActor) kick(ctx actor.Context) {
+	if p.syncing != nil || p.log == nil {
+		return
+	}
+	now := time.Now()
+	var b *storage.Batch
+	var err error
+	switch {
+	case len(p.stash) > 0:
+		var entries []storage.Entry
+		for _, c := range p.stash {
+			for _, r := range c.m.Records {
+				entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body})
+			}
 		}
-		return res
+		b, err = p.log.Write(now, entries)
+		if errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrTooLarge) {
+			// Refused before any I/O: only these commits fail.
+			p.answer(ctx, p.stash, err)
+			p.stash = nil
+			p.kick(ctx)
+			return
+		}
+		p.writing, p.stash = p.stash, nil
+	case len(p.awaiting) > 0:
+		b, err = p.log.WriteCommit(now)
+	default:
+		return
 	}
-	p.metrics.commitRecords.Add(len(entries))
-	res.FirstOffset = first
-	p.notifier.notify(p.key.Topic)
-	return res
+	if err != nil {
+		p.failCommits(ctx, err)
+		return
+	}
+	p.syncing = b
+	self, root, l := ctx.Self(), ctx.ActorSystem().Root, p.log
+	go func() { root.Send(self, synced{batch: b, err: l.Sync()}) }()
+}
+
+// synced finishes a write: read it back and publish it, which makes the
+// awaiting batch visible; then start the next write.
+func (p *partitionActor) synced(ctx actor.Context, m synced) {
+	if m.batch != p.syncing {
+		return // from before a restart: that log is closed
+	}
+	p.syncing = nil
+	err := m.err
+	if err != nil {
+		err = p.log.Abort(err)
+	} else {
+		err = p.log.Publish(m.batch)
+	}
+	if err != nil {
+		p.failCommits(ctx, err)
+		return
+	}
+	p.answer(ctx, p.awaiting, nil)
+	p.awaiting, p.writing = p.writing, nil
+	p.kick(ctx)
+}
+
+// answer tells each commit its outcome. On success the records are
+// visible, from the first offset of each commit on.
+func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) {
+	if len(reqs) == 0 {
+		return
+	}
+	first := p.log.HWM()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		first -= int64(len(reqs[i].m.Records))
+	}
+	for _, c := range reqs {
+		res := &messages.CommitResult{Key: p.key, Seqs: seqsOf(c.m), FirstOffset: first}
+		first += int64(len(c.m.Records))
+		if err != nil {
+			res.Status, res.Err = messages.StatusFailed, err.Error()
+		} else {
+			p.metrics.commitSeconds.UpdateDuration(c.start)
+			p.metrics.commitRecords.Add(len(c.m.Records))
+		}
+		if c.sender != nil {
+			ctx.Send(c.sender, res)
+		}
+	}
+	if err == nil {
+		p.notifier.notify(p.key.Topic)
+	}
+}
+
+// failCommits answers every commit not yet visible: the log truncated their
+// frames, and the dispatcher retries them. A broken log (the truncation
+// failed) is reopened by restarting the actor.
+func (p *partitionActor) failCommits(ctx actor.Context, err error) {
+	p.metrics.commitFailures.Inc()
+	p.deps.log.Error("commit failed", "partition", p.name, "err", err)
+	p.answer(ctx, p.awaiting, err)
+	p.answer(ctx, p.writing, err)
+	p.awaiting, p.writing, p.syncing = nil, nil, nil
+	if errors.Is(err, storage.ErrBroken) {
+		panic(fmt.Errorf("partition %s: %w", p.name, err))
+	}
+	p.kick(ctx)
+}
+
+// drainCommits finishes the pipeline synchronously before the log closes:
+// what is durable becomes visible and is answered; stashed commits are
+// refused (the dispatcher retries them after the restart).
+func (p *partitionActor) drainCommits(ctx actor.Context) {
+	if b := p.syncing; b != nil {
+		p.syncing = nil
+		err := p.log.Sync()
+		if err == nil {
+			err = p.log.Publish(b)
+		}
+		if err != nil {
+			p.failCommits(ctx, err)
+		} else {
+			p.answer(ctx, p.awaiting, nil)
+			p.awaiting, p.writing = p.writing, nil
+		}
+	}
+	if len(p.awaiting) > 0 {
+		if err := p.log.Flush(time.Now()); err != nil {
+			p.answer(ctx, p.awaiting, err)
+		} else {
+			p.answer(ctx, p.awaiting, nil)
+		}
+		p.awaiting = nil
+	}
+	for _, c := range p.stash {
+		if c.sender != nil {
+			ctx.Send(c.sender, &messages.CommitResult{Key: p.key, Seqs: seqsOf(c.m), Status: messages.StatusUnavailable, Err: "partition closing"})
+		}
+	}
+	p.stash = nil
 }
 
 func (p *partitionActor) limits(l messages.ConsumeLimits) reserveLimits {
@@ -185,6 +340,10 @@ func (p *partitionActor) reserve(m *messages.Reserve) *messages.Reserved {
 			continue
 		}
 		p.metrics.consumed.Inc()
+		if off <= p.maxServed {
+			p.metrics.redelivered.Inc()
+		}
+		p.maxServed = max(p.maxServed, off)
 		r := recs[0]
 		return &messages.Reserved{Status: messages.StatusOK, Delivery: messages.Delivery{
 			Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time, Nonce: p.nonce}}

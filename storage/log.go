@@ -413,14 +413,20 @@ func (l *Log) Publish(b *Batch) error {
 	if l.pending != b || b == nil {
 		return fmt.Errorf("publish of a batch that is not pending: %w", ErrInvalid)
 	}
+	return l.publishLocked(b)
+}
+
+func (l *Log) publishLocked(b *Batch) error {
 	if err := l.readBackLocked(b); err != nil {
 		return l.abortLocked(err)
 	}
 	if a := b.commitFor; a != nil {
 		l.makeVisibleLocked(a, b.framesStart)
 	}
-	l.pending = nil
-	l.awaiting = b
+	l.pending, l.awaiting = nil, nil
+	if b.next > b.first {
+		l.awaiting = b // records whose own commit frame comes next
+	}
 	return nil
 }
 
@@ -436,34 +442,52 @@ func (l *Log) Flush(now time.Time) error {
 }
 
 func (l *Log) flushLocked(ts int64) error {
-	a := l.awaiting
-	if a == nil {
+	if l.awaiting == nil {
 		return nil
 	}
-	if l.pending != nil {
-		return fmt.Errorf("flush with a write pending: %w", ErrInvalid)
-	}
-	c := &Batch{first: a.next, next: a.next, start: a.end, seg: a.seg, commitFor: a}
-	c.buf = appendFrame(l.encBuf[:0], frame{kind: frameCommit, offset: a.next, time: ts})
-	l.encBuf = c.buf
-	c.end = c.start + int64(len(c.buf))
-	c.framesStart = c.end
-	if err := l.writeLocked(c); err != nil {
+	c, err := l.writeCommitLocked(ts)
+	if err != nil {
 		return err
 	}
-	err := l.hook(func(h *logHooks) func() error { return h.sync })
+	err = l.hook(func(h *logHooks) func() error { return h.sync })
 	if err == nil {
 		err = l.active.Sync()
 	}
 	if err != nil {
 		return l.abortLocked(fmt.Errorf("sync commit frame: %w", err))
 	}
-	if err := l.readBackLocked(c); err != nil {
-		return l.abortLocked(err)
+	return l.publishLocked(c)
+}
+
+// WriteCommit writes only the commit frame of the batch awaiting one, as a
+// pending write: Sync then Publish it to make that batch visible. It is
+// Flush in steps, for a caller that syncs off its own goroutine.
+func (l *Log) WriteCommit(now time.Time) (*Batch, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return nil, err
 	}
-	l.makeVisibleLocked(a, c.end)
-	l.pending, l.awaiting = nil, nil
-	return nil
+	if l.awaiting == nil {
+		return nil, fmt.Errorf("commit frame with no batch awaiting one: %w", ErrInvalid)
+	}
+	return l.writeCommitLocked(now.UnixNano())
+}
+
+func (l *Log) writeCommitLocked(ts int64) (*Batch, error) {
+	if l.pending != nil {
+		return nil, fmt.Errorf("commit frame with a write pending: %w", ErrInvalid)
+	}
+	a := l.awaiting
+	c := &Batch{first: a.next, next: a.next, start: a.end, seg: a.seg, commitFor: a}
+	c.buf = appendFrame(l.encBuf[:0], frame{kind: frameCommit, offset: a.next, time: ts})
+	l.encBuf = c.buf
+	c.end = c.start + int64(len(c.buf))
+	c.framesStart = c.end
+	if err := l.writeLocked(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // makeVisibleLocked moves the HWM past a, whose commit frame ends at boundary.
@@ -573,7 +597,7 @@ func (l *Log) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 			return out, fmt.Errorf("read %s: %v: %w", loc.path, err, ErrOutOfRange)
 		}
 		next := from
-		err = walkRecords(f, loc.limit, loc.base, loc.end, loc.pos, loc.expect, l.cfg, func(_ int64, r Record) bool {
+		err = walkRecords(f, loc.limit, loc.base, loc.end, loc.pos, loc.expect, l.readWindow(maxRecords, maxBytes), func(_ int64, r Record) bool {
 			if r.Offset < from {
 				return true
 			}
@@ -603,6 +627,13 @@ func (l *Log) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 		from = next
 	}
 	return out, nil
+}
+
+// readWindow sizes a read's buffer to what it asks for: a consume reads one
+// record, and a 256 KiB buffer per consume would be mostly garbage.
+func (l *Log) readWindow(maxRecords, maxBytes int) int {
+	want := int64(maxBytes) + int64(frameHeaderBytes)*int64(min(maxRecords, 1024)) + int64(l.cfg.IndexIntervalBytes)
+	return int(min(want, int64(l.cfg.ReadBufferBytes)))
 }
 
 type location struct {

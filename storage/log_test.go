@@ -524,3 +524,34 @@ func fileSize(t testing.TB, path string) int64 {
 	}
 	return st.Size()
 }
+
+func TestWriteCommitInStepsMakesTheAwaitingBatchVisible(t *testing.T) {
+	l := openTestLog(t, t.TempDir(), smallLogConfig())
+	if _, err := l.WriteCommit(t0); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("commit frame with nothing awaiting: got %v, want ErrInvalid", err)
+	}
+	b, _ := l.Write(t0, entriesFrom(0, 3))
+	l.Sync()
+	if err := l.Publish(b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.WriteCommit(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.HWM(); got != 0 {
+		t.Fatalf("before the commit frame is synced: hwm %d, want 0", got)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Publish(c); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.HWM(); got != 3 {
+		t.Fatalf("after publishing the commit frame: hwm %d, want 3", got)
+	}
+	// Nothing awaits any more: the next batch carries no commit frame.
+	appendN(t, l, 1, 2)
+	checkRecords(t, readAll(t, l, 0), 0, 5)
+}

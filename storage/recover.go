@@ -140,7 +140,7 @@ func scanSegment(r io.ReaderAt, size, base int64, cfg LogConfig) (segmentScan, e
 func buildIndex(r io.ReaderAt, size, base, end int64, cfg LogConfig) ([]indexEntry, error) {
 	var idx []indexEntry
 	lastIndexed := int64(-cfg.IndexIntervalBytes)
-	err := walkRecords(r, size, base, end, 0, base, cfg, func(pos int64, rec Record) bool {
+	err := walkRecords(r, size, base, end, 0, base, cfg.ReadBufferBytes, func(pos int64, rec Record) bool {
 		if !rec.Corrupt && pos-lastIndexed >= int64(cfg.IndexIntervalBytes) {
 			idx = append(idx, indexEntry{offset: rec.Offset, pos: pos})
 			lastIndexed = pos
@@ -155,9 +155,10 @@ func buildIndex(r io.ReaderAt, size, base, end int64, cfg LogConfig) ([]indexEnt
 // (exclusive) or the readable size. A frame that fails its checksum is not
 // fatal: the walk searches forward for the next frame that decodes with a
 // plausible offset and reports every offset it could not read as a Corrupt
-// record. visit returns false to stop. Key and Body alias a reused buffer.
-func walkRecords(r io.ReaderAt, size, base, end, pos, expect int64, cfg LogConfig, visit func(pos int64, rec Record) bool) error {
-	w := newWindow(r, size, cfg.ReadBufferBytes)
+// record. visit returns false to stop. Key and Body alias a reused buffer
+// of bufBytes (grown for a larger frame).
+func walkRecords(r io.ReaderAt, size, base, end, pos, expect int64, bufBytes int, visit func(pos int64, rec Record) bool) error {
+	w := newWindow(r, size, bufBytes)
 	for pos < size && expect < end {
 		f, n, err := w.frameAt(pos)
 		if err != nil && !isFrameDamage(err) {
