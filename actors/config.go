@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
@@ -67,6 +68,16 @@ type Config struct {
 	// PartitionRestartBackoff is the first restart delay; each further
 	// failure in the window waits one more of it.
 	PartitionRestartBackoff time.Duration
+
+	// faults injects failures in tests; nil in production.
+	faults *faultHooks
+}
+
+// faultHooks are failures a test can inject into a node.
+type faultHooks struct {
+	// openPartition runs as a partition actor opens its log; an error
+	// makes the open fail as a damaged disk would.
+	openPartition func(messages.PartitionKey) error
 }
 
 // DefaultConfig is a node's configuration unless told otherwise.

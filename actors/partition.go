@@ -100,6 +100,11 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 // clamped to what the log holds. A failure panics: the supervisor retries
 // with back-off and gives up on a partition that keeps failing.
 func (p *partitionActor) start() {
+	if f := p.cfg.faults; f != nil && f.openPartition != nil {
+		if err := f.openPartition(p.key); err != nil {
+			panic(fmt.Errorf("open partition %s: %w", p.name, err))
+		}
+	}
 	l, err := storage.OpenLog(p.dir, p.cfg.Log)
 	if err != nil {
 		panic(fmt.Errorf("open partition %s: %w", p.name, err))
