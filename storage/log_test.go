@@ -555,3 +555,29 @@ func TestWriteCommitInStepsMakesTheAwaitingBatchVisible(t *testing.T) {
 	appendN(t, l, 1, 2)
 	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
+
+func TestOnlyCanonicalSegmentNamesAreSegments(t *testing.T) {
+	for _, name := range []string{"+0000000000000000001.log", "-0000000000000000000.log", "1.log", "00000000000000000001.log.tmp"} {
+		if _, ok := parseSegmentName(name); ok {
+			t.Errorf("%q: parsed as a segment, want refused", name)
+		}
+	}
+	if base, ok := parseSegmentName(segmentName(42)); !ok || base != 42 {
+		t.Fatalf("canonical name: got %d %v, want 42", base, ok)
+	}
+}
+
+func TestACommitFrameThatCommitsNothingIsNotBelieved(t *testing.T) {
+	dir := t.TempDir()
+	var data []byte
+	for i := 0; i < 200; i++ {
+		data = appendFrame(data, frame{kind: frameCommit, offset: 0})
+	}
+	os.WriteFile(filepath.Join(dir, segmentName(0)), data, 0o644)
+	l := openTestLog(t, dir, smallLogConfig())
+	if got := l.HWM(); got != 0 {
+		t.Fatalf("hwm: got %d, want 0", got)
+	}
+	appendN(t, l, 3, 2) // must not try to roll onto an existing name
+	checkRecords(t, readAll(t, l, 0), 0, 6)
+}

@@ -117,6 +117,11 @@ func scanSegment(r io.ReaderAt, size, base int64, cfg LogConfig) (segmentScan, e
 		if f.offset != expect {
 			break
 		}
+		if f.kind == frameCommit && f.offset == s.hwm {
+			// A commit frame that commits nothing new: the writer never
+			// writes one, so it is not part of a valid log.
+			break
+		}
 		if f.kind == frameRecord {
 			if pos-lastIndexed >= int64(cfg.IndexIntervalBytes) {
 				pending = append(pending, indexEntry{offset: f.offset, pos: pos})
