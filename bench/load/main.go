@@ -1,0 +1,489 @@
+// Command load drives a Narad broker over its HTTP API with concurrent
+// producers and consumers, then checks with bench/history that every
+// accepted message came back:
+//
+//	go run ./bench/load -server http://127.0.0.1:7942 -topic load -create \
+//	    -producers 8 -consumers 8 -count 100000 -size 1024 -duration 60s
+//
+// Producers stop at -count messages or after -duration, whichever comes
+// first. Consumers pull with a 1 s long-poll and ack every message; once the
+// producers stop they keep going until every accepted message was consumed,
+// or -drain passes. Then it prints throughput, latencies and the history
+// report, and exits 1 when the history shows a loss, a phantom message, a
+// reused offset or a delivery past a high watermark.
+//
+// Message ids carry a per-run prefix, so leftovers of an earlier run on the
+// same topic are acked and counted as foreign instead of being reported as
+// phantoms. The driver only targets loopback addresses.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/naradmq/narad/bench/history"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	server     string
+	topic      string
+	producers  int
+	consumers  int
+	count      int
+	size       int
+	duration   time.Duration
+	partitions int
+	create     bool
+	drain      time.Duration
+	wait       time.Duration
+	json       bool
+	// progressEvery is how often the progress line is redrawn.
+	progressEvery time.Duration
+}
+
+const usageText = `usage: go run ./bench/load [flags]
+
+Produce and consume over HTTP against a broker on a loopback address, then
+report throughput, latencies and the history check (exit status 1 when it
+fails). Producing stops at -count messages or after -duration, whichever
+comes first; consuming then drains for at most -drain.
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	server := "http://127.0.0.1:7942"
+	if v := os.Getenv("NARAD_SERVER"); v != "" {
+		server = v
+	}
+	var c config
+	fs.StringVar(&c.server, "server", server, "broker URL, a loopback address (default from $NARAD_SERVER when set)")
+	fs.StringVar(&c.topic, "topic", "load", "topic to produce to and consume from")
+	fs.IntVar(&c.producers, "producers", 8, "concurrent producers")
+	fs.IntVar(&c.consumers, "consumers", 8, "concurrent consumers")
+	fs.IntVar(&c.count, "count", 100000, "messages to produce at most")
+	fs.IntVar(&c.size, "size", 1024, "message body size in bytes (at least the id and timestamp fit)")
+	fs.DurationVar(&c.duration, "duration", 60*time.Second, "produce for at most this long")
+	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the topic when -create makes it")
+	fs.BoolVar(&c.create, "create", false, "create the topic first (an existing topic is used as it is)")
+	fs.DurationVar(&c.drain, "drain", 30*time.Second, "after producing stops, consume for at most this long")
+	fs.DurationVar(&c.wait, "wait", time.Second, "consume long-poll wait")
+	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout (the text summary goes to stderr)")
+	c.progressEvery = 250 * time.Millisecond
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.topic == "":
+		return errors.New("-topic is empty")
+	case c.producers < 1 || c.consumers < 1:
+		return errors.New("-producers and -consumers must be at least 1")
+	case c.count < 1:
+		return errors.New("-count must be at least 1")
+	case c.size < 1 || c.size > 1<<20:
+		return errors.New("-size must be 1 byte to 1 MiB")
+	case c.duration <= 0 || c.drain <= 0:
+		return errors.New("-duration and -drain must be positive")
+	case c.wait < 0:
+		return errors.New("-wait must not be negative")
+	case c.create && c.partitions < 1:
+		return errors.New("-partitions must be at least 1")
+	case c.progressEvery <= 0:
+		return errors.New("progress interval must be positive")
+	}
+	return nil
+}
+
+// errHistory is returned when the run completed but the history check
+// failed.
+var errHistory = errors.New("history check failed")
+
+// loadRun is the shared state of one run. Workers only touch atomics and
+// the history (which locks itself); latencies stay per worker.
+type loadRun struct {
+	cfg   config
+	b     *broker
+	hist  *history.History
+	runID string
+	pad   []byte // 'x' * size, sliced for each body
+
+	next atomic.Int64 // last message number handed to a producer
+
+	produced       atomic.Int64 // answered 202
+	producedBytes  atomic.Int64
+	produceRetries atomic.Int64 // failed attempts, retried or not
+	produceGaveUp  atomic.Int64 // messages whose every attempt failed
+	deliveries     atomic.Int64 // this run's messages delivered
+	acked          atomic.Int64 // this run's messages acked
+	leaseLost      atomic.Int64 // acks refused (410 or retries used up): redelivered later
+	consumeErrors  atomic.Int64
+	foreign        atomic.Int64 // messages of other runs, acked and ignored
+
+	firstProduce   atomic.Int64 // unix ns of the first produce's start
+	lastProduceEnd atomic.Int64 // unix ns of the last 202
+	lastAck        atomic.Int64 // unix ns of the last ack of this run's messages
+}
+
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	b, err := newBroker(cfg.server, cfg.producers+cfg.consumers+2)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	if cfg.create {
+		err := b.createTopic(ctx, cfg.topic, cfg.partitions)
+		switch {
+		case isStatus(err, 409):
+			fmt.Fprintf(stderr, "load: topic %s exists; using it\n", cfg.topic)
+		case err != nil:
+			return err
+		}
+	}
+
+	l := &loadRun{cfg: cfg, b: b, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
+	prodLat, e2eLat, runErr := l.execute(ctx, stderr)
+
+	// A high watermark read after the consumers stopped bounds every
+	// offset they were served. Zero stats are skipped: in cluster mode a
+	// partition whose owner's stats were not merged reads as zeros.
+	watermarks := "checked"
+	if ctx.Err() == nil {
+		stats, err := b.partitionStats(ctx, cfg.topic)
+		if err != nil {
+			watermarks = "not checked: " + err.Error()
+		}
+		for _, s := range stats {
+			if s.HighWatermark > 0 {
+				l.hist.HighWatermark(cfg.topic, s.Index, s.HighWatermark)
+			}
+		}
+	} else {
+		watermarks = "not checked: interrupted"
+	}
+
+	s := l.summarize(prodLat, e2eLat, watermarks, ctx.Err() != nil)
+	text := stdout
+	if cfg.json {
+		text = stderr
+	}
+	s.writeText(text)
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(s); err != nil {
+			return fmt.Errorf("write json summary: %w", err)
+		}
+	}
+	switch {
+	case runErr != nil:
+		return runErr
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	case !s.History.OK:
+		return errHistory
+	}
+	return nil
+}
+
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "r" + hex.EncodeToString(b[:])
+}
+
+// execute runs the producers and consumers to their end and returns their
+// latency samples, and the first worker error if one stopped the run.
+func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLat [][]time.Duration, err error) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	prodLat = make([][]time.Duration, l.cfg.producers)
+	e2eLat = make([][]time.Duration, l.cfg.consumers)
+	producersDone := make(chan struct{})
+	produceUntil := time.Now().Add(l.cfg.duration)
+
+	progressCtx, stopProgress := context.WithCancel(context.Background())
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		l.progress(progressCtx, stderr, isTerminal(stderr))
+	}()
+
+	// Consume requests get their own context so that the long-polls still
+	// open can be cut short once the drain is over (everything delivered,
+	// or the drain deadline passed), instead of each waiting out its wait.
+	// Acks keep runCtx: an ack must not be cut short.
+	consumeCtx, stopConsuming := context.WithCancel(runCtx)
+	defer stopConsuming()
+
+	var producers, consumers sync.WaitGroup
+	for i := range l.cfg.consumers {
+		consumers.Go(func() {
+			lat, err := l.consumer(runCtx, consumeCtx, stopConsuming, producersDone)
+			e2eLat[i] = lat
+			if err != nil {
+				cancel(err)
+			}
+		})
+	}
+	for i := range l.cfg.producers {
+		producers.Go(func() {
+			lat, err := l.producer(runCtx, i, produceUntil)
+			prodLat[i] = lat
+			if err != nil {
+				cancel(err)
+			}
+		})
+	}
+	producers.Wait()
+	close(producersDone)
+	drainTimer := time.AfterFunc(l.cfg.drain, stopConsuming)
+	consumers.Wait()
+	drainTimer.Stop()
+	stopProgress()
+	<-progressDone
+
+	// A worker's error is the cause; the caller's own cancellation is
+	// reported by the caller.
+	if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil {
+		return prodLat, e2eLat, cause
+	}
+	return prodLat, e2eLat, nil
+}
+
+// maxAttempts bounds the tries of one produce or ack that the broker
+// answers with a retryable error.
+const maxAttempts = 4
+
+// producer sends messages until the count is used up, until is passed, or
+// ctx is done. A produce answered 4xx ends the run: it will not get better.
+func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]time.Duration, error) {
+	var lat []time.Duration
+	for ctx.Err() == nil && time.Now().Before(until) {
+		n := l.next.Add(1)
+		if n > int64(l.cfg.count) {
+			return lat, nil
+		}
+		id := fmt.Sprintf("%s-p%d-%07d", l.runID, index, n)
+		start := time.Now()
+		l.firstProduce.CompareAndSwap(0, start.UnixNano())
+		// The body keeps the first attempt's time, so that end-to-end
+		// latency includes the retries.
+		body := makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad)
+		ok, err := l.produceOne(ctx, id, body)
+		if err != nil {
+			return lat, err
+		}
+		if ok {
+			end := time.Now()
+			lat = append(lat, end.Sub(start))
+			l.produced.Add(1)
+			l.producedBytes.Add(int64(len(body)))
+			raiseTo(&l.lastProduceEnd, end.UnixNano())
+		}
+	}
+	return lat, nil
+}
+
+// produceOne sends one message with bounded retries. It reports whether the
+// broker answered 202; err is set only for an error that ends the run.
+func (l *loadRun) produceOne(ctx context.Context, id string, body []byte) (bool, error) {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err := l.b.produce(ctx, l.cfg.topic, body)
+		if err == nil {
+			l.hist.Produced(id)
+			return true, nil
+		}
+		// Anything but a 202 may or may not have stored the record.
+		l.hist.ProduceFailed(id)
+		l.produceRetries.Add(1)
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		if !retryable(err) {
+			return false, fmt.Errorf("produce %s: %w", id, err)
+		}
+		sleepCtx(ctx, backoff(attempt))
+	}
+	l.produceGaveUp.Add(1)
+	return false, nil
+}
+
+// consumer pulls and acks until the producers are done and everything they
+// got accepted was delivered (it then calls stopConsuming, which ends the
+// other consumers' long-polls too), or until consumeCtx is done: the drain
+// deadline passed or the run was stopped. Acks use ctx.
+func (l *loadRun) consumer(ctx, consumeCtx context.Context, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
+	var lat []time.Duration
+	failures := 0
+	// The loop ends: producers end (count and duration bound them), then
+	// the drain timer cancels consumeCtx; every request has a timeout.
+	for consumeCtx.Err() == nil {
+		select {
+		case <-producersDone:
+			if l.hist.Outstanding() == 0 {
+				stopConsuming()
+				return lat, nil
+			}
+		default:
+		}
+		d, err := l.b.consume(consumeCtx, l.cfg.topic, l.cfg.wait)
+		if err != nil {
+			if consumeCtx.Err() != nil {
+				return lat, nil
+			}
+			if !retryable(err) {
+				return lat, err
+			}
+			l.consumeErrors.Add(1)
+			failures++
+			sleepCtx(consumeCtx, backoff(failures))
+			continue
+		}
+		failures = 0
+		if d == nil {
+			continue
+		}
+		received := time.Now()
+		id, sent, ok := parseLoadBody(d.Payload)
+		mine := ok && strings.HasPrefix(id, l.runID+"-")
+		if mine {
+			l.hist.Consumed(id, d.Topic, d.Partition, d.Offset)
+			l.deliveries.Add(1)
+			lat = append(lat, received.Sub(time.Unix(0, sent)))
+		} else {
+			l.foreign.Add(1)
+		}
+		acked, err := l.ackOne(ctx, d)
+		if err != nil {
+			return lat, err
+		}
+		// A message whose ack failed is not recorded as acked: its
+		// redelivery will be.
+		if acked && mine {
+			l.hist.Acked(id)
+			l.acked.Add(1)
+			raiseTo(&l.lastAck, time.Now().UnixNano())
+		}
+	}
+	return lat, nil
+}
+
+// ackOne acks d with bounded retries and reports whether the broker took
+// the ack. A 410 (the lease ran out; the message will be delivered again)
+// is counted, not fatal.
+func (l *loadRun) ackOne(ctx context.Context, d *delivery) (bool, error) {
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err := l.b.ack(ctx, l.cfg.topic, d.ReceiptHandle)
+		switch {
+		case err == nil:
+			return true, nil
+		case isStatus(err, 410):
+			l.leaseLost.Add(1)
+			return false, nil
+		case ctx.Err() != nil:
+			return false, nil
+		case !retryable(err):
+			return false, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
+		}
+		sleepCtx(ctx, backoff(attempt))
+	}
+	l.leaseLost.Add(1)
+	return false, nil
+}
+
+// backoff doubles from 50 ms per attempt, capped at 1 s.
+func backoff(attempt int) time.Duration {
+	d := 50 * time.Millisecond
+	for i := 1; i < attempt && d < time.Second; i++ {
+		d *= 2
+	}
+	return min(d, time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// makeLoadBody returns {"id":...,"ts":<unix ns>,"pad":"xx..."}, padded so
+// that the whole body is size bytes when size leaves room for the id and
+// time. The "id" field is the one history.ParseBody reads. ids are made of
+// [a-z0-9-] only, so they need no JSON escaping.
+func makeLoadBody(id string, sentUnixNano int64, size int, pad []byte) []byte {
+	b := make([]byte, 0, max(size, len(id)+48))
+	b = append(b, `{"id":"`...)
+	b = append(b, id...)
+	b = append(b, `","ts":`...)
+	b = strconv.AppendInt(b, sentUnixNano, 10)
+	b = append(b, `,"pad":"`...)
+	if n := size - len(b) - len(`"}`); n > 0 {
+		b = append(b, pad[:min(n, len(pad))]...)
+	}
+	return append(b, `"}`...)
+}
+
+// parseLoadBody reads the id and send time back out of a consumed payload.
+func parseLoadBody(payload []byte) (id string, sentUnixNano int64, ok bool) {
+	var v struct {
+		ID string `json:"id"`
+		TS int64  `json:"ts"`
+	}
+	if err := json.Unmarshal(payload, &v); err != nil || v.ID == "" {
+		return "", 0, false
+	}
+	return v.ID, v.TS, true
+}

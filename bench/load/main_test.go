@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/bench/history"
+)
+
+// fakeQueue is a tiny in-memory broker for one topic: produce appends
+// round-robin over its partitions, consume leases the first unleased,
+// unacked record, ack settles a lease. Leases never expire (tests are
+// shorter than any visibility timeout). Knobs inject the faults a real
+// broker may show, or a bug that the history must catch.
+type fakeQueue struct {
+	mu       sync.Mutex
+	topic    string
+	exists   bool
+	parts    [][]*fakeRecord
+	rr       int
+	nonce    int
+	produces int
+	acks     int
+	// changed is closed and replaced whenever a record becomes available,
+	// to wake long-polls.
+	changed chan struct{}
+
+	loseEvery      int // every k-th produce is answered 202 and dropped: a bug
+	failEvery      int // every k-th produce is answered 503, every other one after storing it
+	refuseAckEvery int // every k-th ack is answered 410 and the lease dropped
+}
+
+type fakeRecord struct {
+	body   []byte
+	acked  bool
+	handle string // the current lease, "" when free
+}
+
+func newFakeQueue(topic string, partitions int) *fakeQueue {
+	return &fakeQueue{topic: topic, parts: make([][]*fakeRecord, partitions), changed: make(chan struct{})}
+}
+
+// wake must be called with mu held.
+func (q *fakeQueue) wake() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+func (q *fakeQueue) serve(t *testing.T) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/topics", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Name       string `json:"name"`
+			Partitions int    `json:"partitions"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name != q.topic || req.Partitions != len(q.parts) {
+			t.Errorf("create topic: got %+v (%v), want %s with %d partitions", req, err, q.topic, len(q.parts))
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.exists {
+			http.Error(w, `{"error":"topic already exists"}`, 409)
+			return
+		}
+		q.exists = true
+		w.WriteHeader(201)
+		fmt.Fprintf(w, `{"name":%q,"partitions":%d}`+"\n", q.topic, len(q.parts))
+	})
+	mux.HandleFunc("GET /v1/topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		type stat struct {
+			Index         int   `json:"index"`
+			HighWatermark int64 `json:"high_watermark"`
+		}
+		var stats []stat
+		for i, p := range q.parts {
+			stats = append(stats, stat{Index: i, HighWatermark: int64(len(p))})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"name": q.topic, "partitions": len(q.parts), "partition_stats": stats})
+	})
+	mux.HandleFunc("POST /v1/topics/{topic}/produce", func(w http.ResponseWriter, r *http.Request) {
+		body := new(bytes.Buffer)
+		if _, err := body.ReadFrom(r.Body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if !q.exists || r.PathValue("topic") != q.topic {
+			http.Error(w, `{"error":"topic not found"}`, 404)
+			return
+		}
+		q.produces++
+		store := true
+		status := 202
+		if q.loseEvery > 0 && q.produces%q.loseEvery == 0 {
+			store = false
+		}
+		if q.failEvery > 0 && q.produces%q.failEvery == 0 {
+			status = 503
+			store = (q.produces/q.failEvery)%2 == 1
+		}
+		if store {
+			p := q.rr % len(q.parts)
+			q.rr++
+			q.parts[p] = append(q.parts[p], &fakeRecord{body: body.Bytes()})
+			q.wake()
+		}
+		if status != 202 {
+			http.Error(w, "partition owner is down; retry later", status)
+			return
+		}
+		w.WriteHeader(202)
+	})
+	mux.HandleFunc("GET /v1/topics/{topic}/consume", func(w http.ResponseWriter, r *http.Request) {
+		wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
+		if err != nil {
+			http.Error(w, `{"error":"invalid wait"}`, 400)
+			return
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			q.mu.Lock()
+			msg, changed := q.lease()
+			q.mu.Unlock()
+			if msg != nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(msg)
+				return
+			}
+			select {
+			case <-changed:
+			case <-timer.C:
+				w.WriteHeader(204)
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	mux.HandleFunc("POST /v1/topics/{topic}/ack", func(w http.ResponseWriter, r *http.Request) {
+		h := r.URL.Query().Get("receipt_handle")
+		var p, o, n int
+		if _, err := fmt.Sscanf(h, "%d:%d:%d", &p, &o, &n); err != nil {
+			http.Error(w, `{"error":"receipt handle is malformed"}`, 400)
+			return
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		rec := q.parts[p][o]
+		if rec.handle != h {
+			http.Error(w, `{"error":"receipt handle no longer matches an active reservation"}`, 410)
+			return
+		}
+		q.acks++
+		if q.refuseAckEvery > 0 && q.acks%q.refuseAckEvery == 0 {
+			// As if the lease ran out just before the ack arrived.
+			rec.handle = ""
+			q.wake()
+			http.Error(w, `{"error":"receipt handle no longer matches an active reservation"}`, 410)
+			return
+		}
+		rec.acked = true
+		rec.handle = ""
+		w.WriteHeader(204)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// lease must be called with mu held. It returns a message, or the channel
+// that will say when one may be available.
+func (q *fakeQueue) lease() (*delivery, <-chan struct{}) {
+	for p, recs := range q.parts {
+		for o, rec := range recs {
+			if rec.acked || rec.handle != "" {
+				continue
+			}
+			q.nonce++
+			rec.handle = fmt.Sprintf("%d:%d:%d", p, o, q.nonce)
+			return &delivery{Topic: q.topic, Partition: p, Offset: int64(o), Payload: rec.body, ReceiptHandle: rec.handle}, nil
+		}
+	}
+	return nil, q.changed
+}
+
+func testConfig(server string) config {
+	return config{
+		server: server, topic: "load", producers: 3, consumers: 3, count: 500, size: 200,
+		// Generous bounds: a healthy run ends as soon as everything was
+		// consumed, so they only matter when something is wrong.
+		duration: time.Minute, partitions: 3, create: true, drain: time.Minute,
+		wait: 200 * time.Millisecond, progressEvery: 5 * time.Millisecond,
+	}
+}
+
+func TestRunAgainstAFakeBrokerEndsAndReportsOK(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	cfg := testConfig(q.serve(t).URL)
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("stdout %q is not one JSON object: %v", stdout.String(), err)
+	}
+	if s.Produced != 500 || s.Acked != 500 || s.Deliveries != 500 {
+		t.Errorf("got produced %d, deliveries %d, acked %d, want 500 each", s.Produced, s.Deliveries, s.Acked)
+	}
+	if !s.History.OK || s.History.Consumed != 500 || s.History.Duplicates != 0 {
+		t.Errorf("got history %+v, want OK with 500 consumed and no duplicates", s.History)
+	}
+	if s.ProducedBytes != 500*200 {
+		t.Errorf("got %d bytes produced, want %d: every body is -size bytes", s.ProducedBytes, 500*200)
+	}
+	if s.ProduceLatency.Count != 500 || s.EndToEndLatency.Count != 500 {
+		t.Errorf("got %d produce and %d end-to-end samples, want 500 each", s.ProduceLatency.Count, s.EndToEndLatency.Count)
+	}
+	if s.Watermarks != "checked" {
+		t.Errorf("got watermarks %q, want checked", s.Watermarks)
+	}
+	for _, want := range []string{"produced 500/500", "produce:", "full flow:", "produce latency:", "end-to-end latency:", "history OK"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestRunTextSummaryGoesToStdout(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	cfg := testConfig(q.serve(t).URL)
+	cfg.count = 50
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "history OK: produced 50") {
+		t.Errorf("got stdout %q, want the text summary", stdout.String())
+	}
+}
+
+func TestRunSurvivesRetriesAndRedeliveries(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	q.failEvery = 7
+	q.refuseAckEvery = 5
+	cfg := testConfig(q.serve(t).URL)
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	// A produce whose every attempt failed is only maybe-produced.
+	if !s.History.OK || s.History.Produced+int(s.ProduceGaveUp) != 500 {
+		t.Errorf("got history %+v and %d given up, want OK with 500 produced", s.History, s.ProduceGaveUp)
+	}
+	if s.ProduceFailures == 0 || s.AcksRefused == 0 || s.History.Duplicates == 0 {
+		t.Errorf("got %d failed produces, %d refused acks, %d duplicates, want each above 0",
+			s.ProduceFailures, s.AcksRefused, s.History.Duplicates)
+	}
+}
+
+func TestRunReportsLoss(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	q.loseEvery = 50 // 10 of the 500 are answered 202 and dropped
+	cfg := testConfig(q.serve(t).URL)
+	// The dropped ids never arrive, so the drain always runs to its end.
+	cfg.drain = time.Second
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	err := run(t.Context(), cfg, &stdout, &stderr)
+	if !errors.Is(err, errHistory) {
+		t.Fatalf("got error %v, want errHistory", err)
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.History.OK || s.History.Lost < 10 || len(s.History.LostSample) == 0 {
+		t.Errorf("got history %+v, want a failure with at least 10 lost and a sample of them", s.History)
+	}
+	if !strings.Contains(stderr.String(), "history FAILED") {
+		t.Errorf("got stderr %q, want history FAILED", stderr.String())
+	}
+}
+
+func TestRunUsesAnExistingTopic(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	q.exists = true
+	// A message left by an earlier run: acked and counted, not a phantom.
+	q.parts[0] = append(q.parts[0], &fakeRecord{body: makeLoadBody("rold-p0-0000001", 1, 64, []byte(strings.Repeat("x", 64)))})
+	cfg := testConfig(q.serve(t).URL)
+	cfg.count = 20
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "topic load exists; using it") {
+		t.Errorf("got stderr %q, want the note about the existing topic", stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Foreign != 1 || !s.History.OK {
+		t.Errorf("got foreign %d, history OK %v, want 1 and true", s.Foreign, s.History.OK)
+	}
+}
+
+func TestRunStopsOnAMissingTopic(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	cfg := testConfig(q.serve(t).URL)
+	cfg.create = false
+	var stdout, stderr bytes.Buffer
+
+	err := run(t.Context(), cfg, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "404 topic not found") {
+		t.Fatalf("got error %v, want 404 topic not found", err)
+	}
+}
+
+func TestRunEndsWhenCancelled(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	q.loseEvery = 1 // nothing is ever stored, so the drain would wait for long
+	cfg := testConfig(q.serve(t).URL)
+	cfg.drain = time.Hour
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr bytes.Buffer
+	go func() {
+		// Cancel once producing is over, during the drain.
+		for range 10000 {
+			q.mu.Lock()
+			n := q.produces
+			q.mu.Unlock()
+			if n >= cfg.count {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+
+	err := run(ctx, cfg, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("got error %v, want interrupted", err)
+	}
+	if !strings.Contains(stdout.String(), "interrupted: the figures below cover the run so far") {
+		t.Errorf("got summary %q, want the interrupted note", stdout.String())
+	}
+}
+
+func TestRefusesANonLoopbackServer(t *testing.T) {
+	for _, server := range []string{"http://192.0.2.1:7942", "http://example.com", "http://10.0.0.1", "ftp://127.0.0.1"} {
+		cfg := testConfig(server)
+		var stdout, stderr bytes.Buffer
+		if err := run(t.Context(), cfg, &stdout, &stderr); err == nil {
+			t.Errorf("server %s: got nil error, want a refusal", server)
+		}
+	}
+	for _, server := range []string{"http://127.0.0.1:7942", "http://localhost:1", "http://[::1]:7942", "http://127.1.2.3"} {
+		if _, err := loopbackURL(server); err != nil {
+			t.Errorf("server %s: got %v, want it accepted", server, err)
+		}
+	}
+}
+
+func TestParseFlagsDefaultsAlwaysEnd(t *testing.T) {
+	t.Setenv("NARAD_SERVER", "")
+	var stderr bytes.Buffer
+	cfg, err := parseFlags(nil, &stderr)
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	if cfg.count != 100000 || cfg.duration != time.Minute || cfg.drain != 30*time.Second || cfg.wait != time.Second {
+		t.Errorf("got count %d duration %s drain %s wait %s, want 100000 1m 30s 1s", cfg.count, cfg.duration, cfg.drain, cfg.wait)
+	}
+	if cfg.server != "http://127.0.0.1:7942" {
+		t.Errorf("got server %s, want http://127.0.0.1:7942", cfg.server)
+	}
+	if _, err := parseFlags([]string{"-duration", "0s"}, &stderr); err == nil {
+		t.Errorf("got nil error for -duration 0s, want one: the run must be bounded")
+	}
+}
+
+func TestLoadBody(t *testing.T) {
+	pad := []byte(strings.Repeat("x", 1024))
+	b := makeLoadBody("r1-p0-0000001", 1700000000123456789, 1024, pad)
+	if len(b) != 1024 {
+		t.Errorf("got %d bytes, want 1024", len(b))
+	}
+	if !json.Valid(b) {
+		t.Fatalf("got invalid JSON %s", b)
+	}
+	id, ts, ok := parseLoadBody(b)
+	if !ok || id != "r1-p0-0000001" || ts != 1700000000123456789 {
+		t.Errorf("got %q %d %v, want r1-p0-0000001 1700000000123456789 true", id, ts, ok)
+	}
+	// The history's own parser reads load bodies too.
+	if id, ok := history.ParseBody(b); !ok || id != "r1-p0-0000001" {
+		t.Errorf("history.ParseBody: got %q %v, want r1-p0-0000001 true", id, ok)
+	}
+	// A size too small for the id and time still gives a valid body.
+	if small := makeLoadBody("r1-p0-0000001", 5, 1, pad); !json.Valid(small) {
+		t.Errorf("got invalid JSON %s", small)
+	}
+}
+
+func TestProgressFinalLine(t *testing.T) {
+	l := &loadRun{cfg: testConfig("http://127.0.0.1:1"), hist: history.New()}
+	l.produced.Store(40)
+	l.deliveries.Store(30)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	var tty, plain bytes.Buffer
+	l.progress(ctx, &tty, true)
+	l.progress(ctx, &plain, false)
+
+	if !strings.HasPrefix(tty.String(), "\r") || !strings.HasSuffix(tty.String(), "\n") {
+		t.Errorf("got %q, want a line redrawn with \\r and ended with a newline", tty.String())
+	}
+	if !strings.Contains(plain.String(), "produced 40/500") || !strings.Contains(plain.String(), "consumed 30") || strings.Contains(plain.String(), "\r") {
+		t.Errorf("got %q, want a plain line with the counts", plain.String())
+	}
+}

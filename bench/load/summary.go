@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/naradmq/narad/bench/history"
+)
+
+// summary is what a run reports; -json prints it as one object.
+type summary struct {
+	Topic        string `json:"topic"`
+	RunID        string `json:"run_id"`
+	Producers    int    `json:"producers"`
+	Consumers    int    `json:"consumers"`
+	MessageBytes int    `json:"message_bytes"`
+	Interrupted  bool   `json:"interrupted"`
+
+	Produced          int64   `json:"produced"`
+	ProducedBytes     int64   `json:"produced_bytes"`
+	ProduceFailures   int64   `json:"produce_failed_attempts"`
+	ProduceGaveUp     int64   `json:"produce_gave_up"`
+	ProduceSeconds    float64 `json:"produce_seconds"`
+	ProduceMsgsPerSec float64 `json:"produce_msgs_per_sec"`
+	ProduceMiBPerSec  float64 `json:"produce_mib_per_sec"`
+
+	Deliveries     int64   `json:"deliveries"`
+	Acked          int64   `json:"acked"`
+	AcksRefused    int64   `json:"acks_refused"`
+	ConsumeErrors  int64   `json:"consume_errors"`
+	Foreign        int64   `json:"foreign"`
+	FlowSeconds    float64 `json:"flow_seconds"`
+	FlowMsgsPerSec float64 `json:"flow_msgs_per_sec"`
+
+	ProduceLatency  latencies   `json:"produce_latency"`
+	EndToEndLatency latencies   `json:"end_to_end_latency"`
+	Watermarks      string      `json:"watermarks"`
+	History         historyJSON `json:"history"`
+	historyReport   history.Report
+}
+
+type historyJSON struct {
+	OK               bool     `json:"ok"`
+	Produced         int      `json:"produced"`
+	MaybeProduced    int      `json:"maybe_produced"`
+	Consumed         int      `json:"consumed"`
+	Lost             int      `json:"lost"`
+	LostSample       []string `json:"lost_sample,omitempty"`
+	Duplicates       int      `json:"duplicates"`
+	DuplicateRecords int      `json:"duplicate_records"`
+	Phantoms         int      `json:"phantoms"`
+	OffsetConflicts  int      `json:"offset_conflicts"`
+	BeyondWatermark  int      `json:"beyond_watermark"`
+}
+
+// lostSample bounds the lost ids put in the JSON summary.
+const lostSample = 20
+
+func (l *loadRun) summarize(prodLat, e2eLat [][]time.Duration, watermarks string, interrupted bool) summary {
+	first := l.firstProduce.Load()
+	span := func(endNs int64) time.Duration {
+		if first == 0 || endNs < first {
+			return 0
+		}
+		return time.Duration(endNs - first)
+	}
+	produceTime := span(l.lastProduceEnd.Load())
+	flowTime := span(l.lastAck.Load())
+	r := l.hist.Check()
+	s := summary{
+		Topic:        l.cfg.topic,
+		RunID:        l.runID,
+		Producers:    l.cfg.producers,
+		Consumers:    l.cfg.consumers,
+		MessageBytes: l.cfg.size,
+		Interrupted:  interrupted,
+
+		Produced:          l.produced.Load(),
+		ProducedBytes:     l.producedBytes.Load(),
+		ProduceFailures:   l.produceRetries.Load(),
+		ProduceGaveUp:     l.produceGaveUp.Load(),
+		ProduceSeconds:    produceTime.Seconds(),
+		ProduceMsgsPerSec: rate(l.produced.Load(), produceTime),
+		ProduceMiBPerSec:  mibPerSecond(l.producedBytes.Load(), produceTime),
+
+		Deliveries:     l.deliveries.Load(),
+		Acked:          l.acked.Load(),
+		AcksRefused:    l.leaseLost.Load(),
+		ConsumeErrors:  l.consumeErrors.Load(),
+		Foreign:        l.foreign.Load(),
+		FlowSeconds:    flowTime.Seconds(),
+		FlowMsgsPerSec: rate(l.acked.Load(), flowTime),
+
+		ProduceLatency:  summarizeLatencies(prodLat),
+		EndToEndLatency: summarizeLatencies(e2eLat),
+		Watermarks:      watermarks,
+		History: historyJSON{
+			OK:               r.OK(),
+			Produced:         r.Produced,
+			MaybeProduced:    r.MaybeProduced,
+			Consumed:         r.Consumed,
+			Lost:             len(r.Lost),
+			LostSample:       r.Lost[:min(len(r.Lost), lostSample)],
+			Duplicates:       r.Duplicates,
+			DuplicateRecords: r.DuplicateRecords,
+			Phantoms:         r.UnknownConsumed,
+			OffsetConflicts:  r.OffsetConflicts,
+			BeyondWatermark:  r.BeyondWatermark,
+		},
+		historyReport: r,
+	}
+	return s
+}
+
+func (s summary) writeText(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "load: topic %s, run %s, %d producers, %d consumers, %d-byte messages\n",
+		s.Topic, s.RunID, s.Producers, s.Consumers, s.MessageBytes)
+	if s.Interrupted {
+		b.WriteString("interrupted: the figures below cover the run so far\n")
+	}
+	fmt.Fprintf(&b, "produce:            %d msgs in %.2fs: %.0f msgs/s, %.2f MiB/s (%d failed attempts, %d given up)\n",
+		s.Produced, s.ProduceSeconds, s.ProduceMsgsPerSec, s.ProduceMiBPerSec, s.ProduceFailures, s.ProduceGaveUp)
+	fmt.Fprintf(&b, "full flow:          %d acked in %.2fs: %.0f msgs/s (first produce to last ack)\n",
+		s.Acked, s.FlowSeconds, s.FlowMsgsPerSec)
+	fmt.Fprintf(&b, "consume:            %d deliveries, %d acks refused, %d consume errors, %d foreign messages acked\n",
+		s.Deliveries, s.AcksRefused, s.ConsumeErrors, s.Foreign)
+	fmt.Fprintf(&b, "produce latency:    p50 %s  p99 %s  max %s\n",
+		fmtMs(s.ProduceLatency.P50Ms), fmtMs(s.ProduceLatency.P99Ms), fmtMs(s.ProduceLatency.MaxMs))
+	fmt.Fprintf(&b, "end-to-end latency: p50 %s  p99 %s  max %s (produce start to delivery)\n",
+		fmtMs(s.EndToEndLatency.P50Ms), fmtMs(s.EndToEndLatency.P99Ms), fmtMs(s.EndToEndLatency.MaxMs))
+	fmt.Fprintf(&b, "high watermarks:    %s\n", s.Watermarks)
+	b.WriteString(s.historyReport.String())
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
+}
+
+func fmtMs(ms float64) string {
+	return (time.Duration(ms * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
+}
