@@ -142,7 +142,8 @@ func checkFuzzPrefixMatchesLog(tb testing.TB) {
 
 // segmentModel is what recovery must find in one segment, worked out from
 // the frame format alone: the last commit frame reached by an unbroken walk
-// in which every frame names the next offset.
+// in which every frame names the next offset and every commit frame commits
+// at least one record.
 type segmentModel struct {
 	hwm       int64
 	committed int64
@@ -161,6 +162,9 @@ func modelSegment(seg []byte, base int64) segmentModel {
 		fr, err := decodeFrame(seg[p : p+n])
 		if err != nil || fr.offset != expect {
 			break
+		}
+		if fr.kind == frameCommit && fr.offset == m.hwm {
+			break // a commit frame must commit at least one record
 		}
 		p += n
 		if fr.kind == frameRecord {
