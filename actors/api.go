@@ -33,10 +33,7 @@ func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", n.healthz)
 	mux.HandleFunc("GET /readyz", n.readyz)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		metrics.WritePrometheus(w, false)
-	})
+	mux.HandleFunc("GET /metrics", writeMetrics)
 	mux.HandleFunc("POST /v1/topics", n.createTopic)
 	mux.HandleFunc("GET /v1/topics", n.listTopics)
 	mux.HandleFunc("GET /v1/topics/{topic}", n.getTopic)
@@ -47,6 +44,8 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("POST /v1/topics/{topic}/ack", n.ack)
 	mux.HandleFunc("GET /v1/cluster/members", n.members)
 	mux.HandleFunc("GET /v1/cluster/moves", n.moves)
+	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", n.decommission)
+	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", n.cancelDecommission)
 	return n.recoverPanics(mux)
 }
 
@@ -72,11 +71,17 @@ func (n *Node) recoverPanics(next http.Handler) http.Handler {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode failed"}`)
+	// No HTML escaping: a payload is embedded verbatim, and "<" must not
+	// come back as "\u003c".
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	b := []byte(`{"error":"encode failed"}` + "\n")
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+	} else {
+		b = buf.Bytes() // Encode ends the value with the newline the contract wants
 	}
-	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
@@ -217,12 +222,66 @@ func parseHandle(s string) (partition int, offset int64, nonce uint64, ok bool) 
 	return p, o, nc, true
 }
 
+// writeMetrics serves the default metrics set. It also holds dragonboat's
+// raft transport series; the contract names every series narad_, so those
+// get the prefix rather than being dropped.
+func writeMetrics(w http.ResponseWriter, _ *http.Request) {
+	var buf bytes.Buffer
+	metrics.WritePrometheus(&buf, false)
+	var out bytes.Buffer
+	for line := range bytes.Lines(buf.Bytes()) {
+		rest := line
+		if bytes.HasPrefix(line, []byte("# HELP ")) || bytes.HasPrefix(line, []byte("# TYPE ")) {
+			out.Write(line[:7])
+			rest = line[7:]
+		}
+		if rest[0] != '#' && !bytes.HasPrefix(rest, []byte("narad_")) {
+			out.WriteString("narad_")
+		}
+		out.Write(rest)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
+	w.Write(out.Bytes())
+}
+
+// memberJSON is one entry of GET /v1/cluster/members, fields in the
+// contract's order.
+type memberJSON struct {
+	ID              string `json:"id"`
+	Addr            string `json:"addr"`
+	Status          string `json:"status"`
+	Draining        bool   `json:"draining"`
+	OwnedPartitions int    `json:"owned_partitions"`
+	OutboundMoves   int    `json:"outbound_moves"`
+}
+
 func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
-	owned := len(n.store.OwnedBy(n.cfg.NodeID))
-	writeJSON(w, http.StatusOK, map[string]any{"members": []map[string]any{{
-		"id": n.cfg.NodeID, "addr": n.Addr(), "status": "alive", "draining": false,
-		"owned_partitions": owned, "outbound_moves": 0,
-	}}})
+	m := memberJSON{ID: n.cfg.NodeID, Addr: n.Addr(), Status: "alive",
+		OwnedPartitions: len(n.store.OwnedBy(n.cfg.NodeID))}
+	writeJSON(w, http.StatusOK, struct {
+		Members []memberJSON `json:"members"`
+	}{[]memberJSON{m}})
+}
+
+// decommission of the only member can never complete: nobody can take its
+// partitions and the cluster would have no voter left. The seed refuses
+// such a decommission up front with 409 (rule D8).
+func (n *Node) decommission(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") != n.cfg.NodeID {
+		writeError(w, http.StatusNotFound, "member not found")
+		return
+	}
+	writeError(w, http.StatusConflict, "decommission cannot complete: no other member can take this node's partitions")
+}
+
+// cancelDecommission of a node that is not draining changes nothing.
+func (n *Node) cancelDecommission(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") != n.cfg.NodeID {
+		writeError(w, http.StatusNotFound, "member not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (n *Node) moves(w http.ResponseWriter, _ *http.Request) {

@@ -185,7 +185,8 @@ func (n *Node) replay(w http.ResponseWriter, t messages.Topic, partition int, of
 	case messages.StatusEmpty:
 		w.WriteHeader(http.StatusNoContent)
 	case messages.StatusGone:
-		writeError(w, http.StatusGone, "offset no longer available")
+		// The contract gives an aged-out offset the stale-handle text (§13).
+		writeError(w, http.StatusGone, "receipt handle no longer matches an active reservation")
 	case messages.StatusUnavailable:
 		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
 	default:

@@ -20,6 +20,7 @@ const (
 	minRetentionMs        = 3_600_000
 	defaultTopicListLimit = 100
 	maxTopicListLimit     = 1000
+	maxFanoutDelayMs      = 31_536_000_000
 )
 
 type topicJSON struct {
@@ -138,6 +139,8 @@ func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
 		return messages.Topic{}, "negative values are not allowed"
 	case req.FanoutDelayMs != 0 && req.Parent == "":
 		return messages.Topic{}, "fanout_delay_ms needs parent"
+	case req.FanoutDelayMs < 0 || req.FanoutDelayMs > maxFanoutDelayMs:
+		return messages.Topic{}, "fanout_delay_ms must be between 0 and 31536000000 (1 year)"
 	case req.Parent == req.Name && req.Parent != "":
 		return messages.Topic{}, "a topic cannot be its own parent"
 	}
@@ -192,6 +195,12 @@ func (n *Node) assign(r *http.Request, t messages.Topic, from int) error {
 	return nil
 }
 
+// topicPageJSON is a page of GET /v1/topics, fields in the contract's order.
+type topicPageJSON struct {
+	Topics        []topicJSON `json:"topics"`
+	NextPageToken string      `json:"next_page_token"`
+}
+
 func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 	limit := defaultTopicListLimit
 	if v, ok := r.URL.Query()["limit"]; ok {
@@ -213,7 +222,7 @@ func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 	if i < len(all) && len(page) > 0 {
 		next = page[len(page)-1].Name
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"topics": page, "next_page_token": next})
+	writeJSON(w, http.StatusOK, topicPageJSON{Topics: page, NextPageToken: next})
 }
 
 func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
@@ -292,7 +301,7 @@ func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
 	alter := messages.AlterTopic{Name: t.Name}
 	fail := func(msg string) {
 		if alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
-			if _, err := n.store.AlterTopic(r.Context(), alter); err != nil {
+			if _, err := n.applyAlter(r, t, alter); err != nil {
 				metastoreError(w, err, "alter topic")
 				return
 			}
@@ -348,18 +357,29 @@ func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
 		}
 		alter.AddSchema = req.Schema
 	}
-	altered, err := n.store.AlterTopic(r.Context(), alter)
+	altered, err := n.applyAlter(r, t, alter)
 	if err != nil {
 		metastoreError(w, err, "alter topic")
 		return
 	}
+	writeJSON(w, http.StatusOK, topicOf(altered, "standalone"))
+}
+
+// applyAlter stores an alter of t and places the partitions it added. A
+// failed later step still applies the earlier ones, a grow included, so
+// this is the only way an alter is stored: grown partitions without
+// assignments would have no owner to commit or serve them.
+func (n *Node) applyAlter(r *http.Request, t messages.Topic, alter messages.AlterTopic) (messages.Topic, error) {
+	altered, err := n.store.AlterTopic(r.Context(), alter)
+	if err != nil {
+		return altered, err
+	}
 	if altered.Partitions > t.Partitions {
 		if err := n.assign(r, altered, t.Partitions); err != nil {
-			metastoreError(w, err, "alter topic")
-			return
+			return altered, err
 		}
 	}
-	writeJSON(w, http.StatusOK, topicOf(altered, "standalone"))
+	return altered, nil
 }
 
 func (n *Node) deleteTopic(w http.ResponseWriter, r *http.Request) {

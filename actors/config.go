@@ -82,12 +82,16 @@ type faultHooks struct {
 
 // DefaultConfig is a node's configuration unless told otherwise.
 func DefaultConfig() Config {
+	wal := storage.DefaultWALConfig()
+	// The API takes any key; the partition log's limit (64 KiB) is the one
+	// that matters, so the WAL must not be stricter.
+	wal.MaxKeyBytes = storage.DefaultLogConfig().MaxKeyBytes
 	return Config{
 		NodeID:                  "n1",
 		DataDir:                 "data",
 		HTTPAddr:                "127.0.0.1:7942",
 		Log:                     storage.DefaultLogConfig(),
-		WAL:                     storage.DefaultWALConfig(),
+		WAL:                     wal,
 		Consumer:                storage.DefaultConsumerConfig(),
 		TopicDefaultPartitions:  3,
 		TopicMaxPartitions:      108,

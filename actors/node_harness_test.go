@@ -79,6 +79,8 @@ func (tn *testNode) stop() {
 	if tn.n == nil {
 		return
 	}
+	// An idle keep-alive connection would hold the server's shutdown.
+	tn.http.CloseIdleConnections()
 	if err := tn.n.Stop(context.Background()); err != nil {
 		tn.t.Errorf("stop node: %v", err)
 	}

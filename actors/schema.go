@@ -23,10 +23,13 @@ func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("schema is not JSON: %v", err)
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("schema.json", v); err != nil {
+	// An absolute URL: a relative one resolves against the working
+	// directory, which would show up in error messages.
+	const url = "urn:narad:topic-schema"
+	if err := c.AddResource(url, v); err != nil {
 		return nil, fmt.Errorf("schema: %v", err)
 	}
-	s, err := c.Compile("schema.json")
+	s, err := c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("schema does not compile: %v", err)
 	}
