@@ -85,21 +85,30 @@ type createTopicRequest struct {
 	Owner                     string          `json:"owner"`
 }
 
+// readJSON reads a topic request body strictly into v; on false it has
+// answered 413 (past 1 MiB) or 400.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, tooLarge, err := readBody(r)
+	switch {
+	case tooLarge:
+		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
+	default:
+		if err := decodeStrict(body, v); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return false
+		}
+		return true
+	}
+	return false
+}
+
 func hasSchema(s json.RawMessage) bool { return len(s) > 0 && string(s) != "null" }
 
 func (n *Node) createTopic(w http.ResponseWriter, r *http.Request) {
-	body, tooLarge, err := readBody(r)
-	if tooLarge {
-		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
-		return
-	}
 	var req createTopicRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !readJSON(w, r, &req) {
 		return
 	}
 	t, msg := n.resolveCreate(req)
@@ -275,18 +284,8 @@ type alterTopicRequest struct {
 // without a transaction, as the contract says: a later step that fails
 // leaves the earlier ones applied.
 func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
-	body, tooLarge, err := readBody(r)
-	if tooLarge {
-		writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
-		return
-	}
 	var req alterTopicRequest
-	if err := decodeStrict(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !readJSON(w, r, &req) {
 		return
 	}
 	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && !hasSchema(req.Schema) {
