@@ -316,3 +316,34 @@ func TestSigtermDrainsTheWALAndExitsZero(t *testing.T) {
 		}
 	}
 }
+
+func TestNatsCommandServesUntilStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	addr := freePort(t)
+	var out bytes.Buffer
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "nats", "--listen", addr)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("nats did not listen on %s: %s", addr, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v (%s), want 0", err, out.String())
+	}
+}

@@ -20,6 +20,7 @@ const usage = `narad: a queue-first message broker
 Usage:
   narad dev [flags]                   run a local broker (embedded NATS, data in ./data/dev)
   narad serve [flags]                 run one node from flags and NARAD_* variables
+  narad nats [--listen ADDR]          run a standalone NATS server for a local cluster
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
@@ -50,6 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDev(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return runServe(ctx, args[1:], stderr)
+	case "nats":
+		return runNATS(ctx, args[1:], stdout, stderr)
 	case "topics":
 		return runTopics(ctx, args[1:], stdout, stderr)
 	case "produce":

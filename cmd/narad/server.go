@@ -190,13 +190,15 @@ Stop with Ctrl-C.
 	return n.Stop(context.Background())
 }
 
-// startNATS starts the embedded NATS server nodes talk through. NoSigs:
-// without it the server exits the process on SIGTERM itself.
+// startNATS starts the embedded NATS server nodes talk through on host and
+// a random port. NoSigs: without it the server exits the process on SIGTERM
+// itself, before the node could stop gracefully.
 func startNATS(host string) (*natsserver.Server, error) {
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	s, err := natsserver.NewServer(&natsserver.Options{Host: strings.Trim(host, "[]"), Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	return startNATSAt(strings.Trim(host, "[]"), natsserver.RANDOM_PORT)
+}
+
+func startNATSAt(host string, port int) (*natsserver.Server, error) {
+	s, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
@@ -206,4 +208,36 @@ func startNATS(host string) (*natsserver.Server, error) {
 		return nil, errors.New("embedded nats did not start")
 	}
 	return s, nil
+}
+
+// runNATS runs a standalone NATS server for a local multi-process cluster
+// (production uses a real NATS cluster) until the first SIGTERM/SIGINT.
+func runNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", env("NARAD_NATS_LISTEN", "127.0.0.1:4222"), "address to listen on (NARAD_NATS_LISTEN)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: narad nats [flags]\n\nRuns a standalone NATS server for a local cluster.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", *listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("--listen %q: bad port", *listen)
+	}
+	s, err := startNATSAt(host, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "narad nats: listening on %s\n", s.ClientURL())
+	<-ctx.Done()
+	s.Shutdown()
+	s.WaitForShutdown()
+	return nil
 }
