@@ -46,7 +46,9 @@ type Config struct {
 	// per partition. Two let a partition write the next batch with the
 	// previous batch's commit frame: one fsync per batch under load.
 	MaxCommitsInFlight int
-	// MaxCommitBatchBytes caps the bodies of one dispatcher commit.
+	// MaxCommitBatchBytes caps one dispatcher commit, counting each record's
+	// key, body and recordOverheadBytes, so that the partition log never
+	// refuses a batch as too large (it would be retried forever).
 	MaxCommitBatchBytes int
 	// MaxBacklogRecords is how many accepted records may wait for their
 	// owner before produce answers 503: the dispatcher holds them in memory.
@@ -79,6 +81,10 @@ type faultHooks struct {
 	// makes the open fail as a damaged disk would.
 	openPartition func(messages.PartitionKey) error
 }
+
+// recordOverheadBytes is what a dispatcher counts per record on top of its
+// key and body: more than a log frame's header, so its byte cap is safe.
+const recordOverheadBytes = 64
 
 // DefaultConfig is a node's configuration unless told otherwise.
 func DefaultConfig() Config {
@@ -139,8 +145,13 @@ func (c Config) Validate() error {
 		return bad("MaxCommitBatchRecords", c.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
 	case c.MaxCommitsInFlight < 1 || c.MaxCommitsInFlight > 16:
 		return bad("MaxCommitsInFlight", c.MaxCommitsInFlight, "must be within 1..16")
-	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes:
-		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest body")
+	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes:
+		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest record")
+	case c.MaxCommitsInFlight*c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
+		// A partition writes every commit that queued during a sync as one batch.
+		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.MaxCommitsInFlight*c.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")
+	case c.MaxCommitsInFlight*c.MaxCommitBatchBytes+recordOverheadBytes > c.Log.MaxBatchBytes:
+		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
 	case c.MaxBacklogRecords < 1:
 		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
 	case c.ConsumerFlushInterval <= 0:

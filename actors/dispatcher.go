@@ -124,8 +124,12 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
 	for !q.hold && q.inFlight < d.cfg.MaxCommitsInFlight && len(q.recs) > 0 {
 		n, bytes := 0, 0
-		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords && (n == 0 || bytes+len(q.recs[n].Body) <= d.cfg.MaxCommitBatchBytes) {
-			bytes += len(q.recs[n].Body)
+		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords {
+			size := len(q.recs[n].Key) + len(q.recs[n].Body) + recordOverheadBytes
+			if n > 0 && bytes+size > d.cfg.MaxCommitBatchBytes {
+				break
+			}
+			bytes += size
 			n++
 		}
 		batch := q.recs[:n:n]
