@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"hash/fnv"
 	"net/http"
@@ -99,7 +100,10 @@ func (n *Node) produce(w http.ResponseWriter, r *http.Request) {
 		partition = partitionForKey(key, t.Partitions)
 	}
 	rec := storage.WALRecord{Topic: t.Name, Partition: int32(partition), Key: []byte(key), Body: body}
-	seq, err := n.wal.Append(r.Context(), rec)
+	// Detached from the request: a client that goes away must not leave a
+	// record durable in the WAL that the dispatcher never heard of (it would
+	// hold the WAL's watermark until the next restart).
+	seq, err := n.wal.Append(context.WithoutCancel(r.Context()), rec)
 	if err != nil {
 		if errors.Is(err, storage.ErrFull) {
 			writeError(w, http.StatusServiceUnavailable, "ingress queue full; retry later")
