@@ -52,12 +52,61 @@ const (
 	ResultInvalid
 )
 
+// Member statuses. Only the metadata leader changes a status once a member
+// is registered (SetMemberStatus), from heartbeats it stamps on its own
+// clock; a registration sets it alive.
+const (
+	MemberAlive = "alive"
+	MemberDead  = "dead"
+)
+
+// Member Raft roles: a voter, or a non-voter that joined and was not
+// promoted yet (it has no vote and cannot lead).
+const (
+	RoleVoter    = "voter"
+	RoleNonVoter = "nonvoter"
+)
+
+// Member is a node's record in the metadata shard.
+type Member struct {
+	// ID is the Narad node id ("n1"), the key of the record.
+	ID string `json:"id"`
+	// ReplicaID is the node's Raft replica id in every shard; no two
+	// members share one.
+	ReplicaID uint64 `json:"replica_id"`
+	HTTPAddr  string `json:"http_addr,omitempty"`
+	RaftAddr  string `json:"raft_addr,omitempty"`
+	// Status is MemberAlive or MemberDead.
+	Status string `json:"status"`
+	// Draining: an operator decommissions the node; it survives a
+	// re-registration (rule D1).
+	Draining bool `json:"draining,omitempty"`
+	// Leaving: the node is stopping and hands its partitions off; a
+	// registration (the node started again) clears it.
+	Leaving bool `json:"leaving,omitempty"`
+	// Role is RoleVoter or RoleNonVoter.
+	Role string `json:"role"`
+	// Heartbeats counts the member's heartbeats and registrations. Only its
+	// changes matter: the leader stamps them on its own clock.
+	Heartbeats uint64 `json:"heartbeats"`
+	// Registered is the Raft index of the latest registration, so a
+	// restart of the node reads as a new value.
+	Registered uint64 `json:"registered"`
+}
+
 // MetaCommand is one entry of the metadata shard's log. Exactly one field is set.
 type MetaCommand struct {
-	Version     int          `json:"v"`
-	CreateTopic *CreateTopic `json:"create_topic,omitempty"`
-	DeleteTopic *DeleteTopic `json:"delete_topic,omitempty"`
-	AlterTopic  *AlterTopic  `json:"alter_topic,omitempty"`
+	Version         int              `json:"v"`
+	CreateTopic     *CreateTopic     `json:"create_topic,omitempty"`
+	DeleteTopic     *DeleteTopic     `json:"delete_topic,omitempty"`
+	AlterTopic      *AlterTopic      `json:"alter_topic,omitempty"`
+	PutMember       *PutMember       `json:"put_member,omitempty"`
+	Heartbeat       *Heartbeat       `json:"heartbeat,omitempty"`
+	SetMemberStatus *SetMemberStatus `json:"set_member_status,omitempty"`
+	SetDraining     *SetDraining     `json:"set_draining,omitempty"`
+	SetLeaving      *SetLeaving      `json:"set_leaving,omitempty"`
+	SetMemberRole   *SetMemberRole   `json:"set_member_role,omitempty"`
+	RemoveMember    *RemoveMember    `json:"remove_member,omitempty"`
 }
 
 // CreateTopic creates a topic if the name is free. The state machine sets
@@ -84,10 +133,68 @@ type AlterTopic struct {
 	AddSchema                 json.RawMessage `json:"add_schema,omitempty"`
 }
 
-// MetaResult is what a metadata command returns.
+// PutMember registers a node, or registers it again when it restarts. A
+// new record is alive, not draining, not leaving, with the given role
+// (RoleVoter when empty). A re-registration updates the replica id and the
+// addresses, sets the role when one is given, sets the status alive, bumps
+// Heartbeats, clears Leaving and keeps Draining (rule D1). The state
+// machine ignores the command's Status, Draining, Leaving, Heartbeats and
+// Registered. ResultInvalid without an ID or a replica id, or with an
+// unknown role; ResultExists (with that member) when another member has
+// the replica id.
+type PutMember struct {
+	Member Member `json:"member"`
+}
+
+// Heartbeat bumps the member's Heartbeats counter (ResultNotFound for an
+// unknown member). It changes nothing else: the leader decides liveness.
+type Heartbeat struct {
+	ID string `json:"id"`
+}
+
+// SetMemberStatus is the leader's compare-and-set of a member's status:
+// Status := Status only if the status is still IfStatus ("" for any) and,
+// when IfHeartbeats is set, the counter is still *IfHeartbeats (so a
+// heartbeat that landed after the leader's observation refuses a mark
+// dead). ResultRefused carries the current record.
+type SetMemberStatus struct {
+	ID           string  `json:"id"`
+	Status       string  `json:"status"`
+	IfStatus     string  `json:"if_status,omitempty"`
+	IfHeartbeats *uint64 `json:"if_heartbeats,omitempty"`
+}
+
+// SetDraining sets or clears the decommission flag of a member.
+type SetDraining struct {
+	ID       string `json:"id"`
+	Draining bool   `json:"draining"`
+}
+
+// SetLeaving sets or clears the leaving flag of a member.
+type SetLeaving struct {
+	ID      string `json:"id"`
+	Leaving bool   `json:"leaving"`
+}
+
+// SetMemberRole records a member's Raft role (a non-voter promoted to voter).
+type SetMemberRole struct {
+	ID   string `json:"id"`
+	Role string `json:"role"`
+}
+
+// RemoveMember deletes a member's record; the result carries the removed
+// record.
+type RemoveMember struct {
+	ID string `json:"id"`
+}
+
+// MetaResult is what a metadata command returns. Member is the member's
+// record after a member command (the current one when refused, the removed
+// one after RemoveMember, the holder of the replica id on ResultExists).
 type MetaResult struct {
-	Code  ResultCode `json:"code"`
-	Topic *Topic     `json:"topic,omitempty"`
+	Code   ResultCode `json:"code"`
+	Topic  *Topic     `json:"topic,omitempty"`
+	Member *Member    `json:"member,omitempty"`
 }
 
 // AssignCommand is one entry of an assignment shard's log. Exactly one field is set.

@@ -10,20 +10,24 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// metaState is the metadata shard's content: topics by name. apply is a
-// pure function of (state, command, index): no clock, no randomness, no
-// I/O, so every replica that applies the same log reaches the same state.
+// metaState is the metadata shard's content: topics by name and members by
+// node id. apply is a pure function of (state, command, index): no clock,
+// no randomness, no I/O, so every replica that applies the same log
+// reaches the same state.
 // It is not safe for concurrent use; the adapter (fsm.go) locks.
 type metaState struct {
 	// index is the Raft index of the last command applied.
 	index  uint64
 	topics map[string]messages.Topic
 	// names are the topic names, sorted, for ordered listings.
-	names []string
+	names   []string
+	members map[string]messages.Member
+	// memberIDs are the member ids, sorted.
+	memberIDs []string
 }
 
 func newMetaState() *metaState {
-	return &metaState{topics: make(map[string]messages.Topic)}
+	return &metaState{topics: make(map[string]messages.Topic), members: make(map[string]messages.Member)}
 }
 
 // applyEntry decodes and applies one log entry. An entry that does not
@@ -46,7 +50,9 @@ func (s *metaState) applyEntry(data []byte, index uint64) (messages.MetaResult, 
 // apply applies one command at the given Raft index.
 func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaResult {
 	s.index = index
-	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil) != 1 {
+	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil,
+		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
+		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	switch {
@@ -54,8 +60,37 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		return s.createTopic(cmd.CreateTopic.Topic, index)
 	case cmd.DeleteTopic != nil:
 		return s.deleteTopic(*cmd.DeleteTopic)
-	default:
+	case cmd.AlterTopic != nil:
 		return s.alterTopic(*cmd.AlterTopic)
+	case cmd.PutMember != nil:
+		return s.putMember(cmd.PutMember.Member, index)
+	case cmd.Heartbeat != nil:
+		return s.updateMember(cmd.Heartbeat.ID, func(m *messages.Member) messages.ResultCode {
+			m.Heartbeats++
+			return messages.ResultOK
+		})
+	case cmd.SetMemberStatus != nil:
+		return s.setMemberStatus(*cmd.SetMemberStatus)
+	case cmd.SetDraining != nil:
+		return s.updateMember(cmd.SetDraining.ID, func(m *messages.Member) messages.ResultCode {
+			m.Draining = cmd.SetDraining.Draining
+			return messages.ResultOK
+		})
+	case cmd.SetLeaving != nil:
+		return s.updateMember(cmd.SetLeaving.ID, func(m *messages.Member) messages.ResultCode {
+			m.Leaving = cmd.SetLeaving.Leaving
+			return messages.ResultOK
+		})
+	case cmd.SetMemberRole != nil:
+		if !validRole(cmd.SetMemberRole.Role) {
+			return messages.MetaResult{Code: messages.ResultInvalid}
+		}
+		return s.updateMember(cmd.SetMemberRole.ID, func(m *messages.Member) messages.ResultCode {
+			m.Role = cmd.SetMemberRole.Role
+			return messages.ResultOK
+		})
+	default:
+		return s.removeMember(cmd.RemoveMember.ID)
 	}
 }
 
@@ -117,6 +152,100 @@ func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
 }
 
+// putMember registers m or registers it again (see messages.PutMember).
+func (s *metaState) putMember(m messages.Member, index uint64) messages.MetaResult {
+	if m.ID == "" || m.ReplicaID == 0 || (m.Role != "" && !validRole(m.Role)) {
+		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	// At most one other member can hold the replica id: this check keeps
+	// them unique, so the scan's outcome does not depend on map order.
+	for id, other := range s.members {
+		if id != m.ID && other.ReplicaID == m.ReplicaID {
+			return messages.MetaResult{Code: messages.ResultExists, Member: &other}
+		}
+	}
+	rec, ok := s.members[m.ID]
+	if !ok {
+		rec = messages.Member{ID: m.ID, Role: messages.RoleVoter}
+		at, _ := slices.BinarySearch(s.memberIDs, m.ID)
+		s.memberIDs = slices.Insert(s.memberIDs, at, m.ID)
+	} else {
+		// A registration is a sign of life: the leader's tracker sees the
+		// counter move and stamps it.
+		rec.Heartbeats++
+	}
+	rec.ReplicaID, rec.HTTPAddr, rec.RaftAddr = m.ReplicaID, m.HTTPAddr, m.RaftAddr
+	if m.Role != "" {
+		rec.Role = m.Role
+	}
+	rec.Status = messages.MemberAlive
+	rec.Leaving = false // rule D1: Draining is kept
+	rec.Registered = index
+	s.members[m.ID] = rec
+	return messages.MetaResult{Code: messages.ResultOK, Member: &rec}
+}
+
+// setMemberStatus is the leader's compare-and-set of a status.
+func (s *metaState) setMemberStatus(c messages.SetMemberStatus) messages.MetaResult {
+	if !validStatus(c.Status) || (c.IfStatus != "" && !validStatus(c.IfStatus)) {
+		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	return s.updateMember(c.ID, func(m *messages.Member) messages.ResultCode {
+		if (c.IfStatus != "" && m.Status != c.IfStatus) || (c.IfHeartbeats != nil && m.Heartbeats != *c.IfHeartbeats) {
+			return messages.ResultRefused
+		}
+		m.Status = c.Status
+		return messages.ResultOK
+	})
+}
+
+// updateMember applies fn to the member's record, and keeps the change
+// only when fn answers ResultOK. The result carries the record after.
+func (s *metaState) updateMember(id string, fn func(*messages.Member) messages.ResultCode) messages.MetaResult {
+	m, ok := s.members[id]
+	if !ok {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	changed := m
+	code := fn(&changed)
+	if code == messages.ResultOK {
+		s.members[id] = changed
+		m = changed
+	}
+	return messages.MetaResult{Code: code, Member: &m}
+}
+
+func (s *metaState) removeMember(id string) messages.MetaResult {
+	m, ok := s.members[id]
+	if !ok {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	delete(s.members, id)
+	if at, found := slices.BinarySearch(s.memberIDs, id); found {
+		s.memberIDs = slices.Delete(s.memberIDs, at, at+1)
+	}
+	return messages.MetaResult{Code: messages.ResultOK, Member: &m}
+}
+
+// member returns the member's record (a Member holds no slices: a copy).
+func (s *metaState) member(id string) (messages.Member, bool) {
+	m, ok := s.members[id]
+	return m, ok
+}
+
+// memberList returns every member, sorted by id.
+func (s *metaState) memberList() []messages.Member {
+	out := make([]messages.Member, 0, len(s.memberIDs))
+	for _, id := range s.memberIDs {
+		out = append(out, s.members[id])
+	}
+	return out
+}
+
+func validStatus(st string) bool { return st == messages.MemberAlive || st == messages.MemberDead }
+
+func validRole(r string) bool { return r == messages.RoleVoter || r == messages.RoleNonVoter }
+
 // topic returns a copy of the named topic.
 func (s *metaState) topic(name string) (messages.Topic, bool) {
 	t, ok := s.topics[name]
@@ -138,9 +267,17 @@ func (s *metaState) list() []messages.Topic {
 
 // Queries understood by metaState.lookup (through Dragonboat's Lookup).
 type (
-	topicQuery  struct{ name string }
-	topicsQuery struct{}
+	topicQuery   struct{ name string }
+	topicsQuery  struct{}
+	memberQuery  struct{ id string }
+	membersQuery struct{}
 )
+
+// memberAnswer is the answer to a memberQuery.
+type memberAnswer struct {
+	member messages.Member
+	found  bool
+}
 
 // topicAnswer is the answer to a topicQuery.
 type topicAnswer struct {
@@ -155,6 +292,11 @@ func (s *metaState) lookup(q any) (any, error) {
 		return topicAnswer{topic: t, found: ok}, nil
 	case topicsQuery:
 		return s.list(), nil
+	case memberQuery:
+		m, ok := s.member(q.id)
+		return memberAnswer{member: m, found: ok}, nil
+	case membersQuery:
+		return s.memberList(), nil
 	case appliedQuery:
 		return s.index, nil
 	default:
@@ -166,17 +308,20 @@ func (s *metaState) appliedIndex() uint64 { return s.index }
 
 // metaSnapshot is the snapshot encoding: JSON of the sorted contents, so
 // two replicas with the same state write the same bytes.
+// Members is omitted when empty, so a state without members writes the
+// bytes it wrote before members existed, and such a snapshot loads.
 type metaSnapshot struct {
-	Format int              `json:"format"`
-	Index  uint64           `json:"index"`
-	Topics []messages.Topic `json:"topics"`
+	Format  int               `json:"format"`
+	Index   uint64            `json:"index"`
+	Topics  []messages.Topic  `json:"topics"`
+	Members []messages.Member `json:"members,omitempty"`
 }
 
 // snapshotFormat is the version of both snapshot encodings.
 const snapshotFormat = 1
 
 func (s *metaState) save(w io.Writer) error {
-	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list()})
+	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList()})
 }
 
 func loadMetaState(r io.Reader) (*metaState, error) {
@@ -197,6 +342,14 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 		s.names = append(s.names, t.Name)
 	}
 	slices.Sort(s.names)
+	for _, m := range snap.Members {
+		if _, dup := s.members[m.ID]; dup {
+			return nil, fmt.Errorf("metastore: metadata snapshot lists member %q twice", m.ID)
+		}
+		s.members[m.ID] = m
+		s.memberIDs = append(s.memberIDs, m.ID)
+	}
+	slices.Sort(s.memberIDs)
 	return s, nil
 }
 
