@@ -1,0 +1,87 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
+
+// BenchmarkRequest: 1 KiB request and 1 KiB reply between two transports on
+// one embedded NATS server over loopback, with 1 and 16 concurrent callers.
+func BenchmarkRequest(b *testing.B) {
+	s := startServer(b)
+	caller := newNode(b, s, "bench-a", nil)
+	server := newNode(b, s, "bench-b", nil)
+	reply := make([]byte, 1024)
+	must(b, server.Handle("echo", func(context.Context, string, []byte) ([]byte, error) { return reply, nil }))
+	req := make([]byte, 1024)
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			b.SetBytes(int64(len(req) + len(reply)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for c := range callers {
+				n := b.N / callers
+				if c < b.N%callers {
+					n++
+				}
+				wg.Go(func() {
+					for range n {
+						if _, err := caller.Request(context.Background(), "bench-b", "echo", req); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
+
+// BenchmarkRawNATS is the baseline for BenchmarkRequest: bare nats.go
+// request/reply of the same sizes between two connections, no headers, no
+// handler goroutine, so the difference is the transport's own cost.
+func BenchmarkRawNATS(b *testing.B) {
+	s := startServer(b)
+	nc, err := nats.Connect(s.ClientURL())
+	must(b, err)
+	defer nc.Close()
+	srv, err := nats.Connect(s.ClientURL())
+	must(b, err)
+	defer srv.Close()
+	reply := make([]byte, 1024)
+	_, err = srv.Subscribe("raw.echo", func(m *nats.Msg) { _ = m.Respond(reply) })
+	must(b, err)
+	must(b, srv.Flush())
+	req := make([]byte, 1024)
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			b.SetBytes(int64(len(req) + len(reply)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for c := range callers {
+				n := b.N / callers
+				if c < b.N%callers {
+					n++
+				}
+				wg.Go(func() {
+					for range n {
+						if _, err := nc.Request("raw.echo", req, liveness); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}

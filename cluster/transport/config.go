@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config is one node's transport. Zero values of the tuning fields take the
+// defaults of WithDefaults; Connect applies them before Validate.
+type Config struct {
+	// Cluster is the cluster name, the second token of every subject, so
+	// two clusters can share one NATS deployment without hearing each other.
+	Cluster string
+	// NodeID is this node's id: the subject token other nodes address
+	// (narad.<cluster>.node.<NodeID>.<service>) and the node label of metrics.
+	NodeID string
+	// URLs are the NATS servers to connect to; several give the client a
+	// fallback when one server of a NATS cluster is down.
+	URLs []string
+	// RequestTimeout bounds one Request, retries included (the caller's
+	// context may end it sooner). Past it the outcome is unknown: ErrTimeout.
+	RequestTimeout time.Duration
+	// MaxRetries is how many times a request is sent again after an error
+	// that proves it was not processed (no responders, not connected): a
+	// restarting node resubscribes within moments. Timeouts never retry.
+	MaxRetries int
+	// RetryBackoff is the pause before the first retry; it doubles for each
+	// further retry, always within RequestTimeout.
+	RetryBackoff time.Duration
+	// MaxPayloadBytes caps a request or reply (body plus headers). 0 means
+	// the server's max_payload (1 MiB by default), read from the connection
+	// at each send because a reconnect may land on another server; a value
+	// above the server's is lowered to it. Larger payloads are refused
+	// before sending with ErrTooLarge: NATS would otherwise drop the
+	// connection.
+	MaxPayloadBytes int64
+	// MaxConcurrentHandlers bounds the handler goroutines of this transport
+	// across all services. When it is reached, subscriptions stop taking
+	// messages (they queue in NATS's per-subscription buffer) instead of
+	// growing goroutines without limit.
+	MaxConcurrentHandlers int
+	// ConnectTimeout bounds one dial of a NATS server.
+	ConnectTimeout time.Duration
+	// ReconnectWait is the pause between reconnect attempts to one server.
+	ReconnectWait time.Duration
+	// MaxReconnects is how many reconnect attempts are made before the
+	// connection is given up for good; -1 (the default) retries forever,
+	// which a broker node wants: NATS coming back must heal the node. 0
+	// takes the default (a node never wants to give up after one drop).
+	MaxReconnects int
+	// DrainTimeout bounds Close's drain of subscriptions and pending
+	// publishes before the connection is closed anyway.
+	DrainTimeout time.Duration
+}
+
+// Defaults of Config's tuning fields, for a LAN where a request/reply takes
+// about 50 µs.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxRetries     = 3
+	// 20 ms, 40 ms, 80 ms: 140 ms in all, long enough for a node that is
+	// restarting its subscriptions, short against RequestTimeout.
+	DefaultRetryBackoff          = 20 * time.Millisecond
+	DefaultMaxConcurrentHandlers = 1024
+	DefaultConnectTimeout        = 2 * time.Second
+	DefaultReconnectWait         = 250 * time.Millisecond
+	DefaultMaxReconnects         = -1
+	DefaultDrainTimeout          = 5 * time.Second
+)
+
+// WithDefaults returns c with every zero tuning field set to its default.
+// MaxRetries 0 means the default; use -1 for no retries at all.
+func (c Config) WithDefaults() Config {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	} else if c.MaxRetries < 0 {
+		c.MaxRetries = 0
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = DefaultRetryBackoff
+	}
+	if c.MaxConcurrentHandlers == 0 {
+		c.MaxConcurrentHandlers = DefaultMaxConcurrentHandlers
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.ReconnectWait == 0 {
+		c.ReconnectWait = DefaultReconnectWait
+	}
+	if c.MaxReconnects == 0 {
+		c.MaxReconnects = DefaultMaxReconnects
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	return c
+}
+
+// Validate reports every problem of c (after WithDefaults) at once; each
+// wraps ErrInvalid.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("transport config: "+format+": %w", append(args, ErrInvalid)...))
+	}
+	if err := ValidToken("Cluster", c.Cluster); err != nil {
+		errs = append(errs, fmt.Errorf("transport config: %w", err))
+	}
+	if err := ValidToken("NodeID", c.NodeID); err != nil {
+		errs = append(errs, fmt.Errorf("transport config: %w", err))
+	}
+	if len(c.URLs) == 0 {
+		bad("URLs is empty")
+	}
+	for i, u := range c.URLs {
+		if u == "" {
+			bad("URLs[%d] is empty", i)
+		}
+	}
+	if c.RequestTimeout < 0 {
+		bad("RequestTimeout %s is negative", c.RequestTimeout)
+	}
+	if c.RetryBackoff < 0 {
+		bad("RetryBackoff %s is negative", c.RetryBackoff)
+	}
+	if c.RetryBackoff >= c.RequestTimeout {
+		bad("RetryBackoff %s must be below RequestTimeout %s", c.RetryBackoff, c.RequestTimeout)
+	}
+	if c.MaxPayloadBytes < 0 {
+		bad("MaxPayloadBytes %d is negative", c.MaxPayloadBytes)
+	}
+	if c.MaxConcurrentHandlers < 1 {
+		bad("MaxConcurrentHandlers %d, want >= 1", c.MaxConcurrentHandlers)
+	}
+	if c.ConnectTimeout < 0 || c.ReconnectWait < 0 || c.DrainTimeout < 0 {
+		bad("ConnectTimeout %s, ReconnectWait %s, DrainTimeout %s: none may be negative",
+			c.ConnectTimeout, c.ReconnectWait, c.DrainTimeout)
+	}
+	if c.MaxReconnects < -1 {
+		bad("MaxReconnects %d, want -1 (forever) or >= 0", c.MaxReconnects)
+	}
+	return errors.Join(errs...)
+}
