@@ -256,12 +256,24 @@ type memberJSON struct {
 	OutboundMoves   int    `json:"outbound_moves"`
 }
 
+// members lists the member records of the local replica, with the
+// partitions each owns and the moves out of it.
 func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
-	m := memberJSON{ID: n.cfg.NodeID, Addr: n.Addr(), Status: "alive",
-		OwnedPartitions: len(n.store.OwnedBy(n.cfg.NodeID))}
+	out := []memberJSON{}
+	for _, m := range n.store.Members() {
+		owned := n.store.OwnedBy(m.ID)
+		moving := 0
+		for _, a := range owned {
+			if a.Target != "" {
+				moving++
+			}
+		}
+		out = append(out, memberJSON{ID: m.ID, Addr: m.HTTPAddr, Status: m.Status, Draining: m.Draining,
+			OwnedPartitions: len(owned), OutboundMoves: moving})
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Members []memberJSON `json:"members"`
-	}{[]memberJSON{m}})
+	}{out})
 }
 
 // decommission of the only member can never complete: nobody can take its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -71,6 +72,11 @@ type Config struct {
 	// failure in the window waits one more of it.
 	PartitionRestartBackoff time.Duration
 
+	// Membership: HeartbeatInterval (how often this node heartbeats into
+	// the metadata shard) and DeadTimeout (how long the metadata leader
+	// waits without a heartbeat before it marks a member dead).
+	Membership membership.Config
+
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks
 }
@@ -116,6 +122,7 @@ func DefaultConfig() Config {
 		PartitionMaxRestarts:    5,
 		PartitionRestartWindow:  time.Minute,
 		PartitionRestartBackoff: 200 * time.Millisecond,
+		Membership:              membership.Config{}.WithDefaults(),
 	}
 }
 
@@ -162,6 +169,9 @@ func (c Config) Validate() error {
 		return bad("ShutdownDrainTimeout", c.ShutdownDrainTimeout, "must not be negative")
 	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
 		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
+	}
+	if err := c.Membership.Validate(); err != nil {
+		return err
 	}
 	if err := c.Log.Validate(); err != nil {
 		return err

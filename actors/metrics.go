@@ -10,6 +10,7 @@ import (
 // process (tests, `narad dev --nodes 3`) share them without panicking; a
 // node label keeps them apart.
 type nodeMetrics struct {
+	node            string
 	produceSeconds  *metrics.PrometheusHistogram
 	commitSeconds   *metrics.PrometheusHistogram
 	commitRecords   *metrics.Counter
@@ -28,6 +29,7 @@ type nodeMetrics struct {
 func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	return &nodeMetrics{
+		node:            node,
 		produceSeconds:  metrics.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
 		commitSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
 		commitRecords:   metrics.GetOrCreateCounter(name("narad_commit_records_total")),
@@ -42,6 +44,12 @@ func newNodeMetrics(node string) *nodeMetrics {
 		partitionFailed: metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
 		httpPanics:      metrics.GetOrCreateCounter(name("narad_http_panics_total")),
 	}
+}
+
+// heartbeatAge records, on the metadata leader, how long ago a member's
+// heartbeat last moved.
+func (m *nodeMetrics) heartbeatAge(member string, seconds float64) {
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
 }
 
 // gauge registers a gauge whose value is read from fn at scrape time. A

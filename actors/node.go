@@ -29,6 +29,8 @@ type Node struct {
 	system     *actor.ActorSystem
 	partitions *actor.PID
 	dispatcher *actor.PID
+	liveness   *actor.PID
+	raftAddr   string
 	server     *http.Server
 	listener   net.Listener
 	serveDone  chan error
@@ -79,6 +81,11 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, fmt.Errorf("metastore not ready: %w", err)
 	}
+	n.raftAddr = mcfg.RaftAddr
+	if err := n.register(ctx); err != nil {
+		n.abortStart()
+		return nil, err
+	}
 	n.startActors()
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
@@ -110,6 +117,12 @@ func (n *Node) startActors() {
 	if err != nil {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
 	}
+	n.liveness, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &livenessActor{deps: d, store: n.store}
+	}), livenessName)
+	if err != nil {
+		panic(fmt.Errorf("spawn liveness: %w", err))
+	}
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
 	go func() {
 		t := time.NewTicker(every)
@@ -123,6 +136,41 @@ func (n *Node) startActors() {
 			}
 		}
 	}()
+	go n.heartbeat()
+}
+
+// register records this node as a member. A re-registration after a
+// restart keeps the drain flag (rule D1) and reads alive again.
+func (n *Node) register(ctx context.Context) error {
+	_, err := n.store.PutMember(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(),
+		HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: messages.RoleVoter})
+	if err != nil {
+		return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
+	}
+	return nil
+}
+
+// heartbeat bumps this node's heartbeat counter every HeartbeatInterval
+// until the node stops. A node found missing (removed) registers again.
+func (n *Node) heartbeat() {
+	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-n.stopTicks:
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.HeartbeatInterval)
+		err := n.store.Heartbeat(ctx, n.cfg.NodeID)
+		if errors.Is(err, metastore.ErrNotFound) {
+			err = n.register(ctx)
+		}
+		cancel()
+		if err != nil {
+			n.log.Warn("heartbeat", "err", err)
+		}
+	}
 }
 
 func (n *Node) registerGauges() {
@@ -159,6 +207,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		err = serr
 	}
 	close(n.stopTicks)
+	n.system.Root.StopFuture(n.liveness).Wait()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	n.system.Shutdown()
