@@ -256,9 +256,10 @@ type memberJSON struct {
 	OutboundMoves   int    `json:"outbound_moves"`
 }
 
-// members lists the member records of the local replica, with the
-// partitions each owns and the moves out of it.
-func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
+// membersView is the member records of the local replica, with the
+// partitions each owns and the moves out of it: what GET
+// /v1/cluster/members and the admin "members" verb answer.
+func (n *Node) membersView() []memberJSON {
 	out := []memberJSON{}
 	for _, m := range n.store.Members() {
 		owned := n.store.OwnedBy(m.ID)
@@ -271,9 +272,15 @@ func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, memberJSON{ID: m.ID, Addr: m.HTTPAddr, Status: m.Status, Draining: m.Draining,
 			OwnedPartitions: len(owned), OutboundMoves: moving})
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Members []memberJSON `json:"members"`
-	}{out})
+	return out
+}
+
+type membersReply struct {
+	Members []memberJSON `json:"members"`
+}
+
+func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, membersReply{n.membersView()})
 }
 
 // decommission of the only member can never complete: nobody can take its

@@ -17,6 +17,11 @@ type Config struct {
 	DataDir string
 	// HTTPAddr is where the client API listens.
 	HTTPAddr string
+	// Cluster names the cluster in NATS subjects (narad.<cluster>....).
+	Cluster string
+	// NATSURL is the NATS server nodes talk through; empty runs the node
+	// without NATS (no admin subjects).
+	NATSURL string
 
 	Log      storage.LogConfig
 	WAL      storage.WALConfig
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 		NodeID:                  "n1",
 		DataDir:                 "data",
 		HTTPAddr:                "127.0.0.1:7942",
+		Cluster:                 "narad",
 		Log:                     storage.DefaultLogConfig(),
 		WAL:                     wal,
 		Consumer:                storage.DefaultConsumerConfig(),

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -31,6 +32,7 @@ type Node struct {
 	dispatcher *actor.PID
 	liveness   *actor.PID
 	raftAddr   string
+	nats       *transport.Transport // nil without NATSURL
 	server     *http.Server
 	listener   net.Listener
 	serveDone  chan error
@@ -85,6 +87,12 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if err := n.register(ctx); err != nil {
 		n.abortStart()
 		return nil, err
+	}
+	if cfg.NATSURL != "" {
+		if err := n.connectNATS(ctx); err != nil {
+			n.abortStart()
+			return nil, err
+		}
 	}
 	n.startActors()
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
@@ -206,6 +214,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if serr := <-n.serveDone; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	if n.nats != nil {
+		n.nats.Close()
+	}
 	close(n.stopTicks)
 	n.system.Root.StopFuture(n.liveness).Wait()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
@@ -234,6 +245,9 @@ func (n *Node) waitDrained(ctx context.Context) error {
 }
 
 func (n *Node) abortStart() {
+	if n.nats != nil {
+		n.nats.Close()
+	}
 	n.server.Close()
 	<-n.serveDone
 	n.closeStores()

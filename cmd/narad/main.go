@@ -24,6 +24,7 @@ Usage:
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
+  narad cluster members|status        ask the cluster over NATS (--nats, --cluster)
 
 Run "narad <command> --help" for a command's flags.
 `
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runProduce(ctx, args[1:], stdin, stdout, stderr)
 	case "consume":
 		return runConsume(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return runCluster(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

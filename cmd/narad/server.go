@@ -88,6 +88,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	httpAddr := fs.String("http", env("NARAD_HTTP_ADDR", ":7942"), "HTTP listen address (NARAD_HTTP_ADDR)")
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
+	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through; empty runs without NATS (NARAD_NATS)")
+	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
@@ -101,6 +103,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	cfg := actors.DefaultConfig()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = *id, *data, *httpAddr
+	cfg.NATSURL, cfg.Cluster = *natsURL, *cluster
 	nf.apply(&cfg)
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
@@ -164,6 +167,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	cfg := actors.DefaultConfig()
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = "n1", filepath.Join(*data, "n1"), *httpBase
+	cfg.NATSURL = ns.ClientURL()
 	nf.apply(&cfg)
 	var mcfg metastore.Config
 	// The Raft address is derived from the HTTP port so that it is stable
@@ -183,9 +187,10 @@ Try it:
   curl -s -X POST %s/v1/topics/orders/produce -d '{"id":1}'
   curl -s '%s/v1/topics/orders/consume?wait=5s'
   curl -s -X POST '%s/v1/topics/orders/ack?receipt_handle=<receipt_handle from the consume>'
+  go run ./cmd/narad cluster members --nats %s
 
 Stop with Ctrl-C.
-`, base, *data, ns.ClientURL(), base, base, base, base)
+`, base, *data, ns.ClientURL(), base, base, base, base, ns.ClientURL())
 	<-ctx.Done()
 	return n.Stop(context.Background())
 }

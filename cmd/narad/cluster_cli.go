@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/naradmq/narad/cluster/transport"
+)
+
+const clusterUsage = `Usage: narad cluster members|status [flags]
+
+Asks the cluster over NATS admin request/reply (narad.<cluster>.admin.<verb>);
+any node answers.
+
+Flags:
+`
+
+// runCluster is `narad cluster members|status`.
+func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
+	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, clusterUsage)
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 {
+		fs.Usage()
+		return errors.New("cluster: want members or status")
+	}
+	verb := args[0]
+	if verb != "members" && verb != "status" {
+		fs.Usage()
+		return fmt.Errorf("cluster: unknown subcommand %q", verb)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	subject, err := transport.AdminSubject(*cluster, verb)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*url, nats.Timeout(*timeout))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", *url, err)
+	}
+	defer nc.Close()
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(rctx, subject, []byte("{}"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", subject, err)
+	}
+	if *asJSON || verb == "status" {
+		var out bytes.Buffer
+		if err := json.Indent(&out, msg.Data, "", "  "); err != nil {
+			return fmt.Errorf("%s answered %q: %w", subject, msg.Data, err)
+		}
+		fmt.Fprintln(stdout, out.String())
+		return nil
+	}
+	var reply struct {
+		Members []struct {
+			ID              string `json:"id"`
+			Addr            string `json:"addr"`
+			Status          string `json:"status"`
+			Draining        bool   `json:"draining"`
+			OwnedPartitions int    `json:"owned_partitions"`
+			OutboundMoves   int    `json:"outbound_moves"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return fmt.Errorf("%s answered %q: %w", subject, msg.Data, err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tDRAINING\tPARTITIONS\tMOVES OUT")
+	for _, m := range reply.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\n", m.ID, m.Addr, m.Status, m.Draining, m.OwnedPartitions, m.OutboundMoves)
+	}
+	return tw.Flush()
+}

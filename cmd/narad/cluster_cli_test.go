@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats did not start")
+	}
+	defer s.Shutdown()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	// A stand-in for the nodes' queue group.
+	var asked []string
+	sub, err := nc.QueueSubscribe("narad.prod.admin.members", "admin", func(m *nats.Msg) {
+		asked = append(asked, string(m.Data))
+		m.Respond([]byte(`{"members":[{"id":"n1","addr":"10.0.0.1:7942","status":"alive","draining":false,"owned_partitions":12,"outbound_moves":1},{"id":"n2","addr":"10.0.0.2:7942","status":"dead","draining":true,"owned_partitions":0,"outbound_moves":0}]}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	nc.Flush()
+
+	var out, errOut bytes.Buffer
+	if err := runCluster(context.Background(), []string{"members", "--nats", s.ClientURL(), "--cluster", "prod"}, &out, &errOut); err != nil {
+		t.Fatalf("cluster members: %v (%s)", err, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") {
+		t.Fatalf("output: got %q, want a header and two members", out.String())
+	}
+	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "n1 10.0.0.1:7942 alive false 12 1" {
+		t.Fatalf("n1 row: got %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "n2 10.0.0.2:7942 dead true 0 0" {
+		t.Fatalf("n2 row: got %q", lines[2])
+	}
+	if len(asked) != 1 || asked[0] != "{}" {
+		t.Fatalf("requests: got %q, want one with body {}", asked)
+	}
+	if err := runCluster(context.Background(), []string{"moves"}, &out, &errOut); err == nil {
+		t.Fatal("an unknown subcommand: got nil, want an error")
+	}
+}
