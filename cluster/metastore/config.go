@@ -29,8 +29,18 @@ type Config struct {
 	InMemory bool
 	// InitialMembers maps replica id to Raft address for the initial voters
 	// of every shard; it must contain ReplicaID -> RaftAddr. Empty means a
-	// single-voter cluster of this node alone.
+	// single-voter cluster of this node alone. Only a shard's first start
+	// uses it: a restart takes the membership Dragonboat saved. It must be
+	// empty with Join.
 	InitialMembers map[uint64]string
+	// Join starts a node that is not an initial member: a running member
+	// adds ReplicaID at RaftAddr to every shard as a non-voter
+	// (Store.AddNonVoter), before or after this node opens with Join; its
+	// replicas wait until the leaders contact them and send the state. A node that joined keeps Join set on every
+	// later start (it always starts its replicas as non-voters; Dragonboat
+	// turns one into a voter while it recovers if it was promoted).
+	// Starting a joined node without Join may crash Dragonboat.
+	Join bool
 	// AssignmentShards is K, the number of assignment shards. Assignments
 	// spread over them by AssignmentShard, so it must be the same on every
 	// node for the life of the cluster.
@@ -73,7 +83,7 @@ const (
 )
 
 // WithDefaults returns c with every zero tuning field set to its default and
-// an empty InitialMembers set to this node alone.
+// an empty InitialMembers set to this node alone (unless Join).
 func (c Config) WithDefaults() Config {
 	if c.AssignmentShards == 0 {
 		c.AssignmentShards = DefaultAssignmentShards
@@ -99,7 +109,7 @@ func (c Config) WithDefaults() Config {
 	if c.InMemory && c.Dir == "" {
 		c.Dir = defaultMemDir
 	}
-	if len(c.InitialMembers) == 0 && c.ReplicaID != 0 && c.RaftAddr != "" {
+	if !c.Join && len(c.InitialMembers) == 0 && c.ReplicaID != 0 && c.RaftAddr != "" {
 		c.InitialMembers = map[uint64]string{c.ReplicaID: c.RaftAddr}
 	}
 	return c
@@ -125,7 +135,10 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		bad("Dir is empty and InMemory is false")
 	}
-	if addr, ok := c.InitialMembers[c.ReplicaID]; c.ReplicaID != 0 && (!ok || addr != c.RaftAddr) {
+	if c.Join && len(c.InitialMembers) > 0 {
+		bad("Join with %d InitialMembers, want none (a joining node learns its peers from the leaders)", len(c.InitialMembers))
+	}
+	if addr, ok := c.InitialMembers[c.ReplicaID]; !c.Join && c.ReplicaID != 0 && (!ok || addr != c.RaftAddr) {
 		bad("InitialMembers[%d] is %q, want RaftAddr %q", c.ReplicaID, addr, c.RaftAddr)
 	}
 	seen := make(map[string]uint64, len(c.InitialMembers))

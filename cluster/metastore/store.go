@@ -45,19 +45,27 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-// Open starts this node's NodeHost and its replica of every shard, as one
-// of cfg.InitialMembers. It does not wait for elections: call WaitReady.
-// Reopening a Dir restarts the replicas from their snapshot and log; it
-// must use the same RaftAddr and InitialMembers.
+// Open starts this node's NodeHost and its replica of every shard. It does
+// not wait for elections: call WaitReady. Each shard starts in one of three
+// ways (startMode):
 //
-// TODO(membership): a node that is not an initial member joins instead:
-// an existing member proposes SyncRequestAddReplica(shard, newReplicaID,
-// addr) for every shard (fresh replica ids: a deleted id is never accepted
-// again), then the new node starts each shard with join=true and an empty
-// member map; on later restarts it passes join=false and an empty map
-// (Dragonboat checks this against the bootstrap record it saved). Config
-// will need a Join flag, and the member records of the metadata shard
-// will carry each node's replica id.
+//   - restart: the NodeHost directory already holds this replica of the
+//     shard (Dragonboat's bootstrap record, NodeHost.HasNodeInfo): it starts
+//     with no member map and join=false, and Dragonboat recovers its
+//     membership, snapshot and log. This applies to initial and joined
+//     members alike; reopen a Dir with the same RaftAddr.
+//   - join (cfg.Join, first start): no member map and join=true. A
+//     running member adds the replica (Store.AddNonVoter on every shard),
+//     before or after this Open; until then it waits to be contacted and
+//     WaitReady does not return. Opening first avoids the peers' dial
+//     back-off to an address nobody listens on yet.
+//   - bootstrap (first start of an initial member): cfg.InitialMembers and
+//     join=false.
+//
+// With cfg.Join every replica starts as a non-voter (config.IsNonVoting),
+// on the first start and on every restart: Dragonboat panics when a voter
+// replica is told it is a non-voter, while a non-voter that the recovered
+// snapshot or log shows promoted becomes a voter by itself.
 func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -94,18 +102,18 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	for _, shard := range shards[1:] {
 		s.assign = append(s.assign, newFSM(shard, newAssignState(), loadAssignState, s.applied))
 	}
-	members := make(map[uint64]dragonboat.Target, len(cfg.InitialMembers))
-	for id, addr := range cfg.InitialMembers {
-		members[id] = addr
-	}
+	starts := make(map[string]int, 3)
 	for _, shard := range shards {
 		var machine sm.IStateMachine = s.meta
 		if shard != MetaShard {
 			machine = s.assign[shard-firstAssignmentShard]
 		}
+		mode := startMode(cfg, nh.HasNodeInfo(shard, cfg.ReplicaID))
+		starts[mode.name]++
 		rc := config.Config{
 			ShardID:            shard,
 			ReplicaID:          cfg.ReplicaID,
+			IsNonVoting:        cfg.Join,
 			ElectionRTT:        cfg.ElectionRTT,
 			HeartbeatRTT:       cfg.HeartbeatRTT,
 			SnapshotEntries:    cfg.SnapshotEntries,
@@ -116,15 +124,41 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 			PreVote:     true,
 		}
 		create := func(uint64, uint64) sm.IStateMachine { return machine }
-		if err := nh.StartReplica(members, false, create, rc); err != nil {
+		if err := nh.StartReplica(mode.members, mode.join, create, rc); err != nil {
 			nh.Close()
-			return nil, fmt.Errorf("metastore: start shard %d replica %d: %w", shard, cfg.ReplicaID, err)
+			return nil, fmt.Errorf("metastore: start shard %d replica %d (%s): %w", shard, cfg.ReplicaID, mode.name, err)
 		}
 		s.sessions[shard] = nh.GetNoOPSession(shard)
 	}
 	s.log.Info("metastore opened", "replica", cfg.ReplicaID, "raft_addr", cfg.RaftAddr,
-		"assignment_shards", cfg.AssignmentShards, "members", len(cfg.InitialMembers))
+		"assignment_shards", cfg.AssignmentShards, "members", len(cfg.InitialMembers),
+		"join", cfg.Join, "restarted", starts["restart"], "joined", starts["join"], "bootstrapped", starts["bootstrap"])
 	return s, nil
+}
+
+// shardStart is how Open starts one shard's replica.
+type shardStart struct {
+	name    string // "restart", "join" or "bootstrap"
+	members map[uint64]dragonboat.Target
+	join    bool
+}
+
+// startMode decides how to start a shard's replica: restart when the
+// NodeHost already holds it (hasNodeInfo), else join or bootstrap (see
+// Open).
+func startMode(cfg Config, hasNodeInfo bool) shardStart {
+	switch {
+	case hasNodeInfo:
+		return shardStart{name: "restart"}
+	case cfg.Join:
+		return shardStart{name: "join", join: true}
+	default:
+		members := make(map[uint64]dragonboat.Target, len(cfg.InitialMembers))
+		for id, addr := range cfg.InitialMembers {
+			members[id] = addr
+		}
+		return shardStart{name: "bootstrap", members: members}
+	}
 }
 
 // applied is every state machine's onApply: metrics and the change feed.
