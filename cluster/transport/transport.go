@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/messages"
@@ -319,6 +320,7 @@ func (t *Transport) run(ctx context.Context, h Handler, from string, m *nats.Msg
 		if p := recover(); p != nil {
 			t.log.Error("transport handler panicked", "subject", m.Subject, "from", from,
 				"panic", p, "stack", string(debug.Stack()))
+			metrics.GetOrCreateCounter(fmt.Sprintf(`narad_nats_handler_panics_total{node=%q,subject=%q}`, t.cfg.NodeID, m.Subject)).Inc()
 			out, err = nil, Errorf(StatusInternal, "handler panicked: %v", p)
 		}
 	}()
