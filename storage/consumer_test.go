@@ -466,6 +466,7 @@ func TestConsumerStateSaveAfterRestartMakesTheFoundStateDurableBeforeOverwriting
 	}
 }
 
+// rule K6
 func TestClampLowersFrontierToHWMMinusOne(t *testing.T) {
 	got, clamped := ClampConsumerState(consumerTestState(20, 22, 30), 10)
 	if want := consumerTestState(9); !got.Equal(want) || !clamped {
@@ -477,6 +478,7 @@ func TestClampLowersFrontierToHWMMinusOne(t *testing.T) {
 	}
 }
 
+// rule K6
 func TestClampDropsAckedAheadAtOrPastHWM(t *testing.T) {
 	in := consumerTestState(3, 5, 9, 10, 11)
 	got, clamped := ClampConsumerState(in, 10)

@@ -58,6 +58,7 @@ func TestCursorMissingIsNotFound(t *testing.T) {
 	}
 }
 
+// rule K8: a cursor caught mid-write is read again, never shipped unverified.
 func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 	const child = "payments"
 	old, next := encodeCursor(child, 100), encodeCursor(child, 1<<33+5)
@@ -141,6 +142,7 @@ func TestCursorFileOfAnotherChildIsCorrupt(t *testing.T) {
 	}
 }
 
+// rule K6
 func TestCursorPastHWMIsLoweredSilently(t *testing.T) {
 	for _, tc := range []struct{ offset, hwm, want int64 }{
 		{12, 10, 10},

@@ -254,6 +254,7 @@ func TestReopenReportsTheHWMThatWasVisible(t *testing.T) {
 	checkRecords(t, readAll(t, l, 170), 170, 181)
 }
 
+// rule V1: a hidden tail past the HWM is never exposed.
 func TestReopenCutsFramesWhoseCommitFrameNeverBecameDurable(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, smallLogConfig())
@@ -381,6 +382,8 @@ func TestRetentionBySizeRemovesOldestSegmentsButNeverTheActiveOne(t *testing.T) 
 	checkRecords(t, readAll(t, l, l.Oldest()), l.Oldest(), 300)
 }
 
+// rule V5: the source tolerates a damaged frame in a sealed segment; the copy takes
+// the segment byte for byte and the destination tolerates it the same way.
 func TestDamagedFrameInASealedSegmentIsReportedCorruptAndSkipped(t *testing.T) {
 	for _, where := range []string{"body", "length"} {
 		t.Run(where, func(t *testing.T) {

@@ -56,6 +56,8 @@ func openTestStaging(t testing.TB, dir string) *Staging {
 	return st
 }
 
+// rules C1, V1, V6, V7, G1: a copy taken while appends continue installs the same
+// records, the exact HWM and the source's segment ages, with a durable marker.
 func TestRoundTripCopyWhileAppendsContinueInstallsTheSameRecordsHWMAndAges(t *testing.T) {
 	data := t.TempDir()
 	src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
@@ -127,6 +129,7 @@ func TestRoundTripCopyWhileAppendsContinueInstallsTheSameRecordsHWMAndAges(t *te
 	}
 }
 
+// rule C6
 func TestStagingCutsASegmentTheListingReportsShorter(t *testing.T) {
 	data := t.TempDir()
 	src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
@@ -147,6 +150,7 @@ func TestStagingCutsASegmentTheListingReportsShorter(t *testing.T) {
 	}
 }
 
+// rule C6
 func TestStagingNeverTakesMoreBytesThanTheListingReported(t *testing.T) {
 	st := openTestStaging(t, t.TempDir())
 	ls := Listing{HWM: 0, Segments: []SegmentInfo{{Name: segmentName(0), Base: 0, Size: 10}}}
@@ -201,6 +205,7 @@ func TestStagingResumesWhatAnEarlierAttemptStaged(t *testing.T) {
 	}
 }
 
+// rules V1, V2
 func TestVerifyCutsACopyThatRecoversPastTheHWMBackToExactlyIt(t *testing.T) {
 	for _, hwm := range []int64{0, 4, 7, 9, 10} { // batch ends are 4, 8, 12: 7 and 9 cut inside a batch
 		data := t.TempDir()
@@ -222,6 +227,7 @@ func TestVerifyCutsACopyThatRecoversPastTheHWMBackToExactlyIt(t *testing.T) {
 	}
 }
 
+// rule V2
 func TestVerifyFailsACopyShortOfTheHWM(t *testing.T) {
 	data := t.TempDir()
 	src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
@@ -237,6 +243,7 @@ func TestVerifyFailsACopyShortOfTheHWM(t *testing.T) {
 	}
 }
 
+// rules G1, G2
 func TestStampAgesGivesEachSegmentTheAgeItHadOnTheSource(t *testing.T) {
 	st := openTestStaging(t, t.TempDir())
 	ls := Listing{
@@ -266,6 +273,7 @@ func TestStampAgesGivesEachSegmentTheAgeItHadOnTheSource(t *testing.T) {
 	}
 }
 
+// rule G2
 func TestStampAgesWithoutASourceClockKeepsTheWriteTimes(t *testing.T) {
 	st := openTestStaging(t, t.TempDir())
 	ls := Listing{Segments: []SegmentInfo{{Name: segmentName(0), ModTime: t0.Add(-48 * time.Hour)}}}
@@ -294,6 +302,7 @@ func installFresh(t *testing.T, data, target string, n int64, opts InstallOption
 	return st.Install(target, opts)
 }
 
+// rule V8
 func TestInstallQuarantinesACopyWithUnexpiredRecordsAtThePath(t *testing.T) {
 	data := t.TempDir()
 	target := PartitionPath(data, "t", 0)
@@ -313,6 +322,7 @@ func TestInstallQuarantinesACopyWithUnexpiredRecordsAtThePath(t *testing.T) {
 	}
 }
 
+// rule V8
 func TestInstallNeverOverwritesAnEarlierQuarantine(t *testing.T) {
 	data := t.TempDir()
 	target := PartitionPath(data, "t", 0)
@@ -332,6 +342,7 @@ func TestInstallNeverOverwritesAnEarlierQuarantine(t *testing.T) {
 	checkRecords(t, readAll(t, openTestLog(t, target+".quarantine", smallLogConfig()), 0), 0, 2)
 }
 
+// rule V8
 func TestInstallReplacesAnEmptyOrExpiredCopy(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -381,6 +392,7 @@ func TestRenameBackPutsAnInstalledCopyBackInStaging(t *testing.T) {
 	}
 }
 
+// rules V6, V8
 func TestInstallBatchInstallsEveryCopyDurably(t *testing.T) {
 	data := t.TempDir()
 	src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
@@ -416,6 +428,7 @@ func TestInstallBatchInstallsEveryCopyDurably(t *testing.T) {
 	}
 }
 
+// rule V7
 func TestMarkerRoundTripsAndRefusesDamage(t *testing.T) {
 	m := Marker{PromotedHWM: 42, ForcePromoted: true, SourceNode: "n3", DurableAt: t0,
 		Children: []ChildLink{{Child: "audit", AttachEpoch: 7}}}
