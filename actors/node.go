@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/metastore"
@@ -184,6 +185,20 @@ func (n *Node) heartbeat() {
 func (n *Node) registerGauges() {
 	gauge(n.cfg.NodeID, "narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
 	gauge(n.cfg.NodeID, "narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
+	// Raft role and term per metastore shard, read at scrape time.
+	for _, sh := range n.store.Shards() {
+		shard := sh
+		metrics.GetOrCreateGauge(fmt.Sprintf(`narad_raft_leader{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
+			if id, _, ok := n.store.LeaderOf(shard); ok && id == n.store.ReplicaID() {
+				return 1
+			}
+			return 0
+		})
+		metrics.GetOrCreateGauge(fmt.Sprintf(`narad_raft_term{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
+			_, term, _ := n.store.LeaderOf(shard)
+			return float64(term)
+		})
+	}
 }
 
 // Addr is the HTTP address the node listens on.
