@@ -89,6 +89,10 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, err
 	}
+	if err := n.placeUnassigned(ctx); err != nil {
+		n.abortStart()
+		return nil, err
+	}
 	if cfg.NATSURL != "" {
 		if err := n.connectNATS(ctx); err != nil {
 			n.abortStart()
@@ -155,6 +159,28 @@ func (n *Node) register(ctx context.Context) error {
 		HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: messages.RoleVoter})
 	if err != nil {
 		return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
+	}
+	return nil
+}
+
+// placeUnassigned places the partitions of topics that have none: a node
+// that stopped between a topic's create and its placement left them so,
+// and nothing else would ever place them. Placing is create-if-absent, so
+// a partition already placed is never moved. (On one node every partition
+// is this node's; the cluster's controller takes this over.)
+func (n *Node) placeUnassigned(ctx context.Context) error {
+	for _, t := range n.store.Topics() {
+		if len(n.store.Assignments(t.Incarnation, t.Partitions)) == t.Partitions {
+			continue
+		}
+		as := make([]messages.Assignment, 0, t.Partitions)
+		for p := 0; p < t.Partitions; p++ {
+			as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: n.cfg.NodeID})
+		}
+		if err := n.store.PutAssignments(ctx, as); err != nil {
+			return fmt.Errorf("place partitions of %s: %w", t.Name, err)
+		}
+		n.log.Warn("placed partitions a create or alter had left unplaced", "topic", t.Name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 func TestProducedRecordIsConsumedAckedAndNotRedelivered(t *testing.T) {
@@ -181,4 +184,21 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A node that stopped between a topic's create and its placement places
+// the partitions when it starts again.
+func TestATopicLeftUnplacedIsPlacedAtTheNextStart(t *testing.T) {
+	tn := newTestNode(t)
+	created, err := tn.n.store.CreateTopic(context.Background(), messages.Topic{Name: "orphan", Partitions: 3,
+		RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(tn.n.store.Assignments(created.Incarnation, 3)); got != 0 {
+		t.Fatalf("test setup: %d partitions placed, want none", got)
+	}
+	tn.restart()
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/orphan/produce?partition=2", []byte("x"))
+	waitFor(t, func() bool { return tn.consume("orphan", "partition=2&offset=0") != nil })
 }
