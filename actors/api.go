@@ -138,7 +138,7 @@ func decodeStrict(b []byte, v any) error {
 func (n *Node) request(pid *actor.PID, msg any) (any, error) {
 	res, err := n.system.Root.RequestFuture(pid, msg, n.cfg.RequestTimeout).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%T to %s: %v: %w", msg, pid.Id, err, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
 	}
 	return res, nil
 }

@@ -169,15 +169,15 @@ func (n *Node) consume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if offset >= 0 {
-		n.replay(w, t, partition, offset)
+		n.replay(w, r, t, partition, offset)
 		return
 	}
 	n.pull(w, r, t, partition, wait)
 }
 
-func (n *Node) replay(w http.ResponseWriter, t messages.Topic, partition int, offset int64) {
+func (n *Node) replay(w http.ResponseWriter, r *http.Request, t messages.Topic, partition int, offset int64) {
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: partition}
-	res, err := n.request(partitionPID(n.system, k), &messages.ReadAt{Offset: offset})
+	res, err := n.ask(r.Context(), k, &messages.ReadAt{Offset: offset})
 	rr, ok := res.(*messages.Reserved)
 	if err != nil || !ok {
 		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
@@ -219,7 +219,7 @@ func (n *Node) pull(w http.ResponseWriter, r *http.Request, t messages.Topic, on
 		}
 		for _, p := range parts {
 			k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-			res, err := n.request(partitionPID(n.system, k), &messages.Reserve{Limits: limits})
+			res, err := n.ask(r.Context(), k, &messages.Reserve{Limits: limits})
 			rr, ok := res.(*messages.Reserved)
 			if err != nil || !ok || rr.Status != messages.StatusOK {
 				continue
@@ -284,7 +284,7 @@ func (n *Node) ack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: partition}
-	res, err := n.request(partitionPID(n.system, k), &messages.Lease{Action: action, Offset: offset, Nonce: nonce, Limits: limitsOf(t)})
+	res, err := n.ask(r.Context(), k, &messages.Lease{Action: action, Offset: offset, Nonce: nonce, Limits: limitsOf(t)})
 	lr, isLease := res.(*messages.LeaseResult)
 	if err != nil || !isLease {
 		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")

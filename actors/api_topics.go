@@ -186,22 +186,52 @@ func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
 	return t, ""
 }
 
-// assign places partitions [from, t.Partitions) of a topic. A single node
-// owns them all; the cluster's controller places them across members. It
-// returns once the partitions owned here have running actors, so a client
-// can use the topic as soon as the create is answered.
+// assign places partitions [from, t.Partitions) of a topic across the
+// members (see placeNew) and returns once the partitions owned here have
+// running actors, so a client can use the topic as soon as the create is
+// answered on this node (other nodes spawn theirs within milliseconds).
 func (n *Node) assign(r *http.Request, t messages.Topic, from int) error {
-	as := make([]messages.Assignment, 0, t.Partitions-from)
-	for p := from; p < t.Partitions; p++ {
-		as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: n.cfg.NodeID})
-	}
-	if err := n.store.PutAssignments(r.Context(), as); err != nil {
+	if err := n.store.PutAssignments(r.Context(), n.placeNew(t, from)); err != nil {
 		return err
 	}
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
 	}
 	return nil
+}
+
+// placeNew spreads partitions [from, t.Partitions) over the alive members
+// that are not draining or leaving, each to the member owning the fewest
+// partitions so far (ties by id). It reads the local replica: a placement
+// from slightly stale counts is still valid, only less even, and the
+// rebalance planner evens it out later. With no member record yet (a
+// node that has not registered), this node takes them.
+func (n *Node) placeNew(t messages.Topic, from int) []messages.Assignment {
+	type load struct {
+		id    string
+		owned int
+	}
+	var ms []load
+	for _, m := range n.store.Members() {
+		if m.Status == messages.MemberAlive && !m.Draining && !m.Leaving {
+			ms = append(ms, load{m.ID, len(n.store.OwnedBy(m.ID))})
+		}
+	}
+	if len(ms) == 0 {
+		ms = []load{{id: n.cfg.NodeID}}
+	}
+	as := make([]messages.Assignment, 0, t.Partitions-from)
+	for p := from; p < t.Partitions; p++ {
+		best := 0
+		for i := range ms {
+			if ms[i].owned < ms[best].owned || (ms[i].owned == ms[best].owned && ms[i].id < ms[best].id) {
+				best = i
+			}
+		}
+		ms[best].owned++
+		as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: ms[best].id})
+	}
+	return as
 }
 
 // topicPageJSON is a page of GET /v1/topics, fields in the contract's order.
@@ -254,18 +284,18 @@ func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
 		if only >= 0 && a.Partition != only {
 			continue
 		}
+		// Stats come from each owner, this node or a peer; an owner that
+		// cannot be reached fails the request, as the contract says.
 		ps := partitionStatsJSON{Index: a.Partition, OwnerNode: a.Owner}
-		if a.Owner == n.cfg.NodeID {
-			k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
-			res, err := n.request(partitionPID(n.system, k), &messages.GetStats{})
-			st, isStats := res.(*messages.PartitionStats)
-			if err != nil || !isStats {
-				writeError(w, http.StatusInternalServerError, "partition stats failed")
-				return
-			}
-			ps.Segments, ps.OldestOffset, ps.NextOffset = st.Segments, st.OldestOffset, st.NextOffset
-			ps.HighWatermark, ps.SizeBytes, ps.OldestSegmentAt = st.HighWatermark, st.SizeBytes, st.OldestSegmentAt
+		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
+		res, err := n.ask(r.Context(), k, &messages.GetStats{})
+		st, isStats := res.(*messages.PartitionStats)
+		if err != nil || !isStats {
+			writeError(w, http.StatusInternalServerError, "partition stats failed")
+			return
 		}
+		ps.Segments, ps.OldestOffset, ps.NextOffset = st.Segments, st.OldestOffset, st.NextOffset
+		ps.HighWatermark, ps.SizeBytes, ps.OldestSegmentAt = st.HighWatermark, st.SizeBytes, st.OldestSegmentAt
 		out.PartitionStats = append(out.PartitionStats, ps)
 	}
 	sort.Slice(out.PartitionStats, func(i, j int) bool { return out.PartitionStats[i].Index < out.PartitionStats[j].Index })

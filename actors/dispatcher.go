@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,8 +47,10 @@ type partitionQueue struct {
 // and only then releases it from the WAL.
 type dispatcherActor struct {
 	deps
-	store  *metastore.Store
-	wal    *storage.WAL
+	store *metastore.Store
+	wal   *storage.WAL
+	// ask sends a request to a partition's owner, here or on a peer.
+	ask    func(context.Context, messages.PartitionKey, any) (any, error)
 	queues map[messages.PartitionKey]*partitionQueue
 }
 
@@ -139,11 +142,14 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
-		f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
-		ctx.ReenterAfter(f, func(res interface{}, err error) {
+		// The owner may be this node or a peer; the request runs on its own
+		// goroutine (bounded by RequestTimeout) and reports back here.
+		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.ask
+		go func() {
+			res, err := ask(context.Background(), k, c)
 			r, _ := res.(*messages.CommitResult)
-			d.done(ctx, &commitDone{key: k, batch: batch, res: r, err: err})
-		})
+			root.Send(self, &commitDone{key: k, batch: batch, res: r, err: err})
+		}()
 	}
 }
 

@@ -103,6 +103,13 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
+	if n.nats != nil {
+		// Peers reach this node's partitions only once its actors run.
+		if err := n.servePartitions(); err != nil {
+			n.abortStart()
+			return nil, err
+		}
+	}
 	n.registerGauges()
 	n.ready.Store(true)
 	log.Info("node ready", "http", n.Addr())
@@ -125,7 +132,7 @@ func (n *Node) startActors() {
 		panic(fmt.Errorf("spawn partitions supervisor: %w", err))
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &dispatcherActor{deps: d, store: n.store, wal: n.wal}
+		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, ask: n.ask}
 	}), dispatcherName)
 	if err != nil {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
@@ -166,18 +173,13 @@ func (n *Node) register(ctx context.Context) error {
 // placeUnassigned places the partitions of topics that have none: a node
 // that stopped between a topic's create and its placement left them so,
 // and nothing else would ever place them. Placing is create-if-absent, so
-// a partition already placed is never moved. (On one node every partition
-// is this node's; the cluster's controller takes this over.)
+// a partition already placed is never moved.
 func (n *Node) placeUnassigned(ctx context.Context) error {
 	for _, t := range n.store.Topics() {
 		if len(n.store.Assignments(t.Incarnation, t.Partitions)) == t.Partitions {
 			continue
 		}
-		as := make([]messages.Assignment, 0, t.Partitions)
-		for p := 0; p < t.Partitions; p++ {
-			as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: n.cfg.NodeID})
-		}
-		if err := n.store.PutAssignments(ctx, as); err != nil {
+		if err := n.store.PutAssignments(ctx, n.placeNew(t, 0)); err != nil {
 			return fmt.Errorf("place partitions of %s: %w", t.Name, err)
 		}
 		n.log.Warn("placed partitions a create or alter had left unplaced", "topic", t.Name)
@@ -288,6 +290,10 @@ func (n *Node) waitDrained(ctx context.Context) error {
 func (n *Node) abortStart() {
 	if n.nats != nil {
 		n.nats.Close()
+	}
+	if n.system != nil {
+		close(n.stopTicks)
+		n.system.Shutdown()
 	}
 	n.server.Close()
 	<-n.serveDone

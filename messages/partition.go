@@ -137,3 +137,23 @@ type PartitionStats struct {
 type Retain struct {
 	MaxAge time.Duration
 }
+
+// PartitionRequest carries one partition request to the node that owns the
+// partition, over the "partition" service of the NATS transport. Exactly
+// one of the request fields is set.
+type PartitionRequest struct {
+	Key     PartitionKey `json:"key"`
+	Commit  *Commit      `json:"commit,omitempty"`
+	Reserve *Reserve     `json:"reserve,omitempty"`
+	ReadAt  *ReadAt      `json:"read_at,omitempty"`
+	Lease   *Lease       `json:"lease,omitempty"`
+	Stats   *GetStats    `json:"stats,omitempty"`
+}
+
+// PartitionReply is the owner's answer: the field matching the request.
+type PartitionReply struct {
+	Commit *CommitResult   `json:"commit,omitempty"`
+	Reply  *Reserved       `json:"reply,omitempty"`
+	Lease  *LeaseResult    `json:"lease,omitempty"`
+	Stats  *PartitionStats `json:"stats,omitempty"`
+}

@@ -89,6 +89,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
 	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through; empty runs without NATS (NARAD_NATS)")
+	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
@@ -108,7 +109,38 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
+	if *peersFlag != "" {
+		members, self, err := parsePeers(*peersFlag, *id)
+		if err != nil {
+			return err
+		}
+		mcfg.InitialMembers, mcfg.ReplicaID, mcfg.RaftAddr = members, self, members[self]
+		if cfg.NATSURL == "" {
+			return errors.New("--peers needs --nats: nodes reach each other's partitions over NATS")
+		}
+	}
 	return serveUntilSignal(ctx, cfg, mcfg, log)
+}
+
+// parsePeers reads id=raftaddr,... into replica ids (positions from 1) and
+// finds this node's.
+func parsePeers(s, self string) (map[uint64]string, uint64, error) {
+	members := map[uint64]string{}
+	var mine uint64
+	for i, p := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, 0, fmt.Errorf("--peers: %q is not id=raftaddr", p)
+		}
+		members[uint64(i+1)] = addr
+		if id == self {
+			mine = uint64(i + 1)
+		}
+	}
+	if mine == 0 {
+		return nil, 0, fmt.Errorf("--peers does not name this node (--id %s)", self)
+	}
+	return members, mine, nil
 }
 
 // serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT),
@@ -131,16 +163,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	data := fs.String("data", "./data/dev", "data directory, kept across restarts")
 	fresh := fs.Bool("fresh", false, "start with an empty data directory")
 	httpBase := fs.String("http-base", "127.0.0.1:7942", "HTTP address of the first node; further nodes take the next ports")
-	nodes := fs.Int("nodes", 1, "number of nodes (1 for now)")
+	nodes := fs.Int("nodes", 1, "number of nodes, each a voter of the metastore (1 to 9)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker with an embedded NATS server and security off.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver and security off.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *nodes != 1 {
-		return fmt.Errorf("--nodes %d: only a single node is supported for now", *nodes)
+	if *nodes < 1 || *nodes > 9 {
+		return fmt.Errorf("--nodes %d: want 1 to 9", *nodes)
 	}
 	log, err := newLogger(stderr, nf.logLevel)
 	if err != nil {
@@ -156,8 +188,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("--http-base %q: %w", *httpBase, err)
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil || p <= 0 || p > 55535 {
-		return fmt.Errorf("--http-base %q: needs a port below 55536", *httpBase)
+	if err != nil || p <= 0 || p+*nodes > 55535 {
+		return fmt.Errorf("--http-base %q: needs a port below %d", *httpBase, 55536-*nodes)
 	}
 	ns, err := startNATS(host)
 	if err != nil {
@@ -165,23 +197,66 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer ns.Shutdown()
 
-	cfg := actors.DefaultConfig()
-	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = "n1", filepath.Join(*data, "n1"), *httpBase
-	cfg.NATSURL = ns.ClientURL()
-	nf.apply(&cfg)
-	var mcfg metastore.Config
-	// The Raft address is derived from the HTTP port so that it is stable
-	// across restarts: a metastore directory is bound to its address.
-	raft := net.JoinHostPort(host, strconv.Itoa(p+10000))
-	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = "n1", 1, raft
-	mcfg.InitialMembers = map[uint64]string{1: raft}
-	n, err := actors.Start(ctx, cfg, mcfg, log)
-	if err != nil {
-		return err
+	// Every node's Raft address is derived from its HTTP port so that it is
+	// stable across restarts: a metastore directory is bound to its address.
+	peers := map[uint64]string{}
+	for i := 1; i <= *nodes; i++ {
+		peers[uint64(i)] = net.JoinHostPort(host, strconv.Itoa(p+10000+i-1))
 	}
-	base := "http://" + n.Addr()
-	fmt.Fprintf(stdout, `narad dev: one node listening on %s (data in %s, NATS on %s)
-
+	started := make([]*actors.Node, *nodes)
+	errs := make(chan error, *nodes)
+	for i := 1; i <= *nodes; i++ {
+		id := "n" + strconv.Itoa(i)
+		cfg := actors.DefaultConfig()
+		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = id, filepath.Join(*data, id), net.JoinHostPort(host, strconv.Itoa(p+i-1))
+		cfg.NATSURL = ns.ClientURL()
+		nf.apply(&cfg)
+		mcfg := metastore.Config{NodeID: id, ReplicaID: uint64(i), RaftAddr: peers[uint64(i)], InitialMembers: peers}
+		// The metastore needs a quorum to become ready, so every node starts
+		// at once.
+		go func() {
+			n, err := actors.Start(ctx, cfg, mcfg, log)
+			started[i-1] = n
+			errs <- err
+		}()
+	}
+	var startErr error
+	for range *nodes {
+		if err := <-errs; err != nil && startErr == nil {
+			startErr = err
+		}
+	}
+	// Nodes stop together: each drains its ingress WAL into partitions
+	// that may live on the others, which must still be serving.
+	stopAll := func() error {
+		stopErrs := make(chan error, len(started))
+		for _, n := range started {
+			go func() {
+				if n == nil {
+					stopErrs <- nil
+					return
+				}
+				stopErrs <- n.Stop(context.Background())
+			}()
+		}
+		var first error
+		for range started {
+			if err := <-stopErrs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	if startErr != nil {
+		stopAll()
+		return startErr
+	}
+	base := "http://" + started[0].Addr()
+	fmt.Fprintf(stdout, "narad dev: %d node(s), HTTP from %s (data in %s, NATS on %s)\n", *nodes, base, *data, ns.ClientURL())
+	for _, n := range started[1:] {
+		fmt.Fprintf(stdout, "  also http://%s\n", n.Addr())
+	}
+	fmt.Fprintf(stdout, `
 Try it:
   curl -s -X POST %s/v1/topics -d '{"name":"orders"}'
   curl -s -X POST %s/v1/topics/orders/produce -d '{"id":1}'
@@ -190,9 +265,9 @@ Try it:
   go run ./cmd/narad cluster members --nats %s
 
 Stop with Ctrl-C.
-`, base, *data, ns.ClientURL(), base, base, base, base, ns.ClientURL())
+`, base, base, base, base, ns.ClientURL())
 	<-ctx.Done()
-	return n.Stop(context.Background())
+	return stopAll()
 }
 
 // startNATS starts the embedded NATS server nodes talk through on host and

@@ -1,0 +1,432 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+)
+
+// testCluster is n nodes started in-process on loopback, talking through
+// one embedded NATS server, with a metastore on disk under each node's
+// data dir so that a node killed and restarted keeps its Raft state. Tests
+// drive it like a script:
+//
+//	c := newTestCluster(t, 3)
+//	c.node(0).createTopic("t", 4)
+//	c.kill(c.leader())
+//	c.waitFor("a new metadata leader", ...)
+//	c.restart(2)
+//
+// Nodes are indexed 0..n-1 and named n1..nN with Raft replica ids 1..N.
+// Every method must run on the test goroutine (they may fail the test).
+type testCluster struct {
+	t     *testing.T
+	nodes []*testNode
+}
+
+// clusterWaitBound bounds every wait of the harness: a liveness bound, not
+// a performance threshold, so it is generous for a loaded -race run.
+const clusterWaitBound = 30 * time.Second
+
+// newTestCluster starts n nodes and stops them when the test ends. tweak
+// adjusts node i's config before its first start. The nodes start
+// concurrently: Start blocks until the metastore is ready, which needs a
+// quorum, so starting them one by one would never return.
+func newTestCluster(t *testing.T, n int, tweak ...func(i int, c *Config)) *testCluster {
+	t.Helper()
+	ns := startTestNATS(t)
+	raft := make(map[uint64]string, n)
+	for i := range n {
+		raft[uint64(i+1)] = freeAddr(t)
+	}
+	c := &testCluster{t: t}
+	for i := range n {
+		cfg := DefaultConfig()
+		cfg.NodeID = fmt.Sprintf("n%d", i+1)
+		cfg.DataDir = t.TempDir()
+		cfg.HTTPAddr = freeAddr(t)
+		cfg.Cluster = "test"
+		cfg.NATSURL = ns.ClientURL()
+		cfg.MaxConsumeWait = 2 * time.Second
+		cfg.CommitRetryInterval = 100 * time.Millisecond
+		cfg.ShutdownDrainTimeout = 5 * time.Second
+		cfg.Membership.HeartbeatInterval = 20 * time.Millisecond
+		cfg.Membership.DeadTimeout = 300 * time.Millisecond
+		for _, f := range tweak {
+			f(i, &cfg)
+		}
+		id := uint64(i + 1)
+		mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: id, RaftAddr: raft[id],
+			Dir: filepath.Join(cfg.DataDir, "raft"), InitialMembers: raft,
+			RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
+		c.nodes = append(c.nodes, &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
+			http: &http.Client{Timeout: 30 * time.Second}})
+	}
+	// Registered after startTestNATS's cleanup, so it runs before it: the
+	// nodes stop while NATS is still up.
+	t.Cleanup(c.stopAll)
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	c.start(all...)
+	return c
+}
+
+// start starts the given nodes concurrently on their data dirs and
+// addresses, and fails the test if any of them does not start.
+func (c *testCluster) start(is ...int) {
+	c.t.Helper()
+	errs := make([]error, len(is))
+	var wg sync.WaitGroup
+	for k, i := range is {
+		tn := c.nodes[i]
+		if tn.n != nil {
+			c.t.Fatalf("start n%d: already running", i+1)
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), clusterWaitBound)
+			defer cancel()
+			n, err := Start(ctx, tn.cfg, tn.mcfg, testLogger(c.t))
+			if err != nil {
+				errs[k] = fmt.Errorf("start %s: %w", tn.cfg.NodeID, err)
+				return
+			}
+			tn.n = n
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// stopAll stops every running node gracefully, all at once: stopped one by
+// one, the last ones would lose their quorum while they stop.
+func (c *testCluster) stopAll() {
+	var wg sync.WaitGroup
+	for _, tn := range c.nodes {
+		if tn.n != nil {
+			wg.Go(tn.stop)
+		}
+	}
+	wg.Wait()
+}
+
+// node is node i, for the single-node helpers (do, must, createTopic,
+// consume). Its HTTP address stays the same across restarts.
+func (c *testCluster) node(i int) *testNode { return c.nodes[i] }
+
+// kill stops node i abruptly. In-process there is no process to SIGKILL:
+// kill is a fast stop, Stop with a context already cancelled, so the node
+// does not wait for its dispatcher to drain the ingress WAL (what the WAL
+// holds is replayed at restart) nor for HTTP requests in flight. It still
+// closes its NATS connection, actors and stores in order, so partitions
+// write their consumer state and no write is torn: a crash that loses the
+// page cache is the SIGKILL test of cmd/narad, not this.
+func (c *testCluster) kill(i int) {
+	c.t.Helper()
+	tn := c.nodes[i]
+	if tn.n == nil {
+		c.t.Fatalf("kill n%d: not running", i+1)
+	}
+	tn.http.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The cancelled context makes HTTP shutdown answer context.Canceled
+	// when a connection was still active: that is what kill asks for.
+	if err := tn.n.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		c.t.Errorf("kill n%d: %v", i+1, err)
+	}
+	tn.n = nil
+}
+
+// restart starts stopped nodes again on their data dirs and addresses,
+// concurrently, and returns once each is ready (its metastore caught up).
+// That needs a quorum of running members: restart a killed majority in one
+// call.
+func (c *testCluster) restart(is ...int) {
+	c.t.Helper()
+	c.start(is...)
+}
+
+// cutOff drops (on) or heals (off) node i's NATS traffic, both ways, with
+// the transport's fault-injection seam: its requests to other nodes and
+// theirs to it time out. Only NATS is cut: the metastore's Raft traffic is
+// separate TCP between the nodes and still flows, so a cut-off node keeps
+// its metastore replica and its heartbeats, and stays alive in the member
+// records.
+func (c *testCluster) cutOff(i int, on bool) {
+	c.t.Helper()
+	tn := c.nodes[i]
+	if tn.n == nil || tn.n.nats == nil {
+		c.t.Fatalf("cut off n%d: not running with NATS", i+1)
+	}
+	tn.n.nats.CutOff(on)
+}
+
+// leader is the index of the running node whose metastore replica leads the
+// metadata shard, waiting for an election if there is none yet.
+func (c *testCluster) leader() int {
+	c.t.Helper()
+	leader := -1
+	c.waitFor("a leader of the metadata shard", func() bool {
+		for i, tn := range c.nodes {
+			if tn.n == nil {
+				continue
+			}
+			if id, ok := tn.n.Store().Leader(metastore.MetaShard); ok && id == tn.n.Store().ReplicaID() {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+// waitFor polls cond until it holds, and fails the test with what if it
+// does not within a generous bound.
+func (c *testCluster) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	if !c.eventually(cond) {
+		c.t.Fatalf("timed out after %s waiting for %s", clusterWaitBound, what)
+	}
+}
+
+// eventually polls cond until it holds or the bound passes, and reports
+// whether it held: for a test that fails with what it last saw.
+func (c *testCluster) eventually(cond func() bool) bool {
+	deadline := time.Now().Add(clusterWaitBound)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// memberStatuses is node i's GET /v1/cluster/members as id -> status.
+func (c *testCluster) memberStatuses(i int) map[string]string {
+	c.t.Helper()
+	var r membersReply
+	if err := json.Unmarshal(c.node(i).must(http.StatusOK, "GET", "/v1/cluster/members", nil), &r); err != nil {
+		c.t.Fatalf("members on n%d: %v", i+1, err)
+	}
+	out := make(map[string]string, len(r.Members))
+	for _, m := range r.Members {
+		out[m.ID] = m.Status
+	}
+	return out
+}
+
+// attempt sends a request without failing the test: for goroutines other
+// than the test's, and for requests expected to fail while a node is down.
+func (tn *testNode) attempt(method, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(method, tn.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := tn.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// topicNames is every topic GET /v1/topics lists, paging with a small
+// limit so that paging is exercised.
+func (tn *testNode) topicNames() []string {
+	tn.t.Helper()
+	var names []string
+	token := ""
+	for {
+		var page topicPageJSON
+		b := tn.must(http.StatusOK, "GET", "/v1/topics?limit=7&page_token="+url.QueryEscape(token), nil)
+		if err := json.Unmarshal(b, &page); err != nil {
+			tn.t.Fatalf("list topics: %v in %s", err, b)
+		}
+		for _, t := range page.Topics {
+			names = append(names, t.Name)
+		}
+		if page.NextPageToken == "" {
+			return names
+		}
+		token = page.NextPageToken
+	}
+}
+
+func TestClusterEveryNodeSeesEveryMemberAlive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	want := map[string]string{"n1": messages.MemberAlive, "n2": messages.MemberAlive, "n3": messages.MemberAlive}
+	for i := range 3 {
+		var got map[string]string
+		// Each node registers itself: another node's replica sees the
+		// record a few milliseconds later.
+		if !c.eventually(func() bool { got = c.memberStatuses(i); return fmt.Sprint(got) == fmt.Sprint(want) }) {
+			t.Errorf("members on n%d: got %v, want %v", i+1, got, want)
+		}
+	}
+}
+
+func TestClusterATopicCreatedOnOneNodeIsKnownToEvery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.node(0).createTopic("t", 4)
+	for _, i := range []int{1, 2} {
+		var code int
+		var got topicDetailsJSON
+		var body []byte
+		// A local replica lags the commit by milliseconds.
+		ok := c.eventually(func() bool {
+			code, body = c.node(i).do("GET", "/v1/topics/t", nil)
+			got = topicDetailsJSON{}
+			return code == http.StatusOK && json.Unmarshal(body, &got) == nil && got.Name == "t" && got.Partitions == 4
+		})
+		if !ok {
+			t.Errorf("GET /v1/topics/t on n%d: got %d %s, want 200 with name t and partitions 4", i+1, code, body)
+		}
+	}
+}
+
+func TestClusterAKilledMemberIsMarkedDeadAndAliveAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	var got map[string]string
+	if !c.eventually(func() bool { got = c.memberStatuses(0); return got["n3"] == messages.MemberAlive }) {
+		t.Fatalf("members on n1 before the kill: got %v, want n3 alive", got)
+	}
+
+	c.kill(2)
+	if !c.eventually(func() bool { got = c.memberStatuses(0); return got["n3"] == messages.MemberDead }) {
+		t.Fatalf("members on n1 after n3 was killed: got %v, want n3 dead", got)
+	}
+
+	c.restart(2)
+	if !c.eventually(func() bool { got = c.memberStatuses(0); return got["n3"] == messages.MemberAlive }) {
+		t.Fatalf("members on n1 after n3 restarted: got %v, want n3 alive", got)
+	}
+}
+
+// The metadata leader is killed while another node creates topics: creates
+// answer 503 until a new leader is elected, then 201 again, and every topic
+// that was acknowledged is still there.
+func TestClusterMetadataLeaderKilledDuringWritesLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	old := c.leader()
+	writer := c.node((old + 1) % 3)
+
+	const createsBeforeKill, createsAfterKill = 20, 20
+	warm, killed := make(chan struct{}), make(chan struct{})
+	var committed, problems []string // written by the writer, read after done
+	retried := 0                     // creates that needed more than one attempt
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		after := 0
+		for k := 0; after < createsAfterKill; k++ {
+			select {
+			case <-killed:
+				after++
+			default:
+			}
+			name := fmt.Sprintf("w-%d", k)
+			ok, retries, problem := createUntilAnswered(writer, name)
+			if retries > 0 {
+				retried++
+			}
+			if ok {
+				committed = append(committed, name)
+			}
+			if problem != "" {
+				problems = append(problems, problem)
+			}
+			if k+1 == createsBeforeKill {
+				close(warm)
+			}
+		}
+	}()
+
+	<-warm
+	c.kill(old)
+	close(killed)
+	<-done
+
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Logf("n%d led and was killed; %d topics committed through n%d, %d creates retried", old+1, len(committed), (old+1)%3+1, retried)
+	for i := range 3 {
+		if i == old {
+			continue
+		}
+		var missing []string
+		ok := c.eventually(func() bool {
+			listed := c.node(i).topicNames()
+			missing = missing[:0]
+			for _, name := range committed {
+				if !slices.Contains(listed, name) {
+					missing = append(missing, name)
+				}
+			}
+			return len(missing) == 0
+		})
+		if !ok {
+			t.Errorf("GET /v1/topics on n%d: got %d of the %d committed topics, missing %v; want all", i+1,
+				len(committed)-len(missing), len(committed), missing)
+		}
+	}
+}
+
+// createUntilAnswered creates a topic, retrying while the metastore has no
+// leader (503, or no answer), for a bounded time. ok means the topic is
+// committed: 201, or 409 after an earlier attempt whose answer was lost. A
+// non-empty problem fails the test; retries counts the failed attempts. It does not fail the test itself: it
+// runs on the writer's goroutine.
+func createUntilAnswered(tn *testNode, name string) (ok bool, retries int, problem string) {
+	body := []byte(fmt.Sprintf(`{"name":%q,"partitions":3}`, name))
+	deadline := time.Now().Add(clusterWaitBound)
+	for attempt := 0; ; attempt++ {
+		code, b, err := tn.attempt("POST", "/v1/topics", body)
+		switch {
+		case err == nil && code == http.StatusCreated:
+			return true, attempt, ""
+		case err == nil && code == http.StatusConflict && attempt > 0:
+			return true, attempt, ""
+		case err == nil && code < 500:
+			return false, attempt, fmt.Sprintf("create %s: got %d %s, want 201", name, code, b)
+		}
+		if time.Now().After(deadline) {
+			return false, attempt, fmt.Sprintf("create %s: got %d %s (%v) after retrying for %s, want 201", name, code, b, err, clusterWaitBound)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// ownersOf reads a topic's partition owners from a node's stats.
+func ownersOf(t *testing.T, tn *testNode, topic string) (owners map[int]string, hwm int64) {
+	t.Helper()
+	var d struct {
+		PartitionStats []partitionStatsJSON `json:"partition_stats"`
+	}
+	if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/"+topic, nil), &d); err != nil {
+		t.Fatal(err)
+	}
+	owners = map[int]string{}
+	for _, ps := range d.PartitionStats {
+		owners[ps.Index] = ps.OwnerNode
+		hwm += ps.HighWatermark
+	}
+	return owners, hwm
+}
+
+// A topic created on one node is placed over every member, produce on any
+// node commits at the owners, and consume and ack on any node reach them.
+func TestClusterProduceOnAnyNodeIsConsumedOnAnyNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
+	c.node(0).createTopic("spread", 6)
+	owners, _ := ownersOf(t, c.node(2), "spread")
+	placed := map[string]int{}
+	for _, o := range owners {
+		placed[o]++
+	}
+	if len(owners) != 6 || placed["n1"] != 2 || placed["n2"] != 2 || placed["n3"] != 2 {
+		t.Fatalf("placement: got %v, want two partitions on each of n1, n2, n3", owners)
+	}
+	const n = 30
+	for i := 0; i < n; i++ {
+		c.node(1).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/spread/produce?key=k%d", i), []byte(fmt.Sprintf(`{"i":%d}`, i)))
+	}
+	c.waitFor("every record committed at its owner", func() bool {
+		_, hwm := ownersOf(t, c.node(0), "spread")
+		return hwm == n
+	})
+	seen := map[string]bool{}
+	for len(seen) < n {
+		m := c.node(2).consume("spread", "wait=2s")
+		if m == nil {
+			t.Fatalf("consume on n3: got nothing after %d of %d records", len(seen), n)
+		}
+		seen[string(m.Payload)] = true
+		c.node(2).must(http.StatusNoContent, "POST", "/v1/topics/spread/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
+	}
+	if m := c.node(0).consume("spread", ""); m != nil {
+		t.Fatalf("after acking everything on n3, n1 still delivers %+v", m)
+	}
+}
+
+// A killed node's partitions refuse consume while the others keep serving,
+// and its records are all there after it restarts.
+func TestClusterAKilledOwnersPartitionsRefuseWhileOthersServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
+	c.node(0).createTopic("k", 3)
+	owners, _ := ownersOf(t, c.node(0), "k")
+	byOwner := map[string]int{}
+	for p, o := range owners {
+		byOwner[o] = p
+		c.node(0).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/k/produce?partition=%d", p), []byte("r"))
+	}
+	c.waitFor("three records committed", func() bool { _, hwm := ownersOf(t, c.node(0), "k"); return hwm == 3 })
+
+	c.kill(2) // n3
+	dead := byOwner["n3"]
+	if code, _ := c.node(0).do("GET", fmt.Sprintf("/v1/topics/k/consume?partition=%d&offset=0", dead), nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("replay on the killed owner's partition: got %d, want 503", code)
+	}
+	live := byOwner["n2"]
+	if m := c.node(0).consume("k", fmt.Sprintf("partition=%d&offset=0", live)); m == nil {
+		t.Fatalf("replay on a live owner's partition %d: got nothing", live)
+	}
+	c.restart(2)
+	c.waitFor("the restarted owner serves its record", func() bool {
+		code, _ := c.node(0).do("GET", fmt.Sprintf("/v1/topics/k/consume?partition=%d&offset=0", dead), nil)
+		return code == http.StatusOK
+	})
+}

@@ -1,0 +1,118 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+)
+
+// partitionService is the transport service through which a node reaches
+// the partitions another node owns.
+const partitionService = "partition"
+
+// ErrNoOwner is a partition the local replica knows no owner for.
+var ErrNoOwner = errors.New("partition has no owner")
+
+// ownerOf reads a partition's owner from the local replica (routing reads
+// may lag by milliseconds; a stale answer reaches a node that refuses).
+func (n *Node) ownerOf(k messages.PartitionKey) string {
+	for _, a := range n.store.Assignments(k.Incarnation, k.Partition+1) {
+		if a.Partition == k.Partition {
+			return a.Owner
+		}
+	}
+	return ""
+}
+
+// ask sends a partition request to the partition's owner: its local actor,
+// or the owning node over NATS. The answer is the same message type either
+// way. An error wraps ErrUnavailable; transport.NotProcessed tells whether
+// the owner surely did not act on it.
+func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	owner := n.ownerOf(k)
+	switch {
+	case owner == "":
+		return nil, fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, ErrUnavailable)
+	case owner == n.cfg.NodeID || n.nats == nil:
+		return n.request(partitionPID(n.system, k), msg)
+	}
+	req := messages.PartitionRequest{Key: k}
+	switch m := msg.(type) {
+	case *messages.Commit:
+		req.Commit = m
+	case *messages.Reserve:
+		req.Reserve = m
+	case *messages.ReadAt:
+		req.ReadAt = m
+	case *messages.Lease:
+		req.Lease = m
+	case *messages.GetStats:
+		req.Stats = m
+	default:
+		panic(fmt.Sprintf("ask: no wire form for %T", msg))
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	var rep messages.PartitionReply
+	if err := transport.RequestJSON(ctx, n.nats, owner, partitionService, req, &rep); err != nil {
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+	}
+	switch {
+	case rep.Commit != nil:
+		return rep.Commit, nil
+	case rep.Reply != nil:
+		return rep.Reply, nil
+	case rep.Lease != nil:
+		return rep.Lease, nil
+	case rep.Stats != nil:
+		return rep.Stats, nil
+	}
+	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, ErrUnavailable)
+}
+
+// servePartitions answers peers' partition requests from the local actors.
+// A request for a partition with no actor here (stale routing, or not yet
+// spawned) answers 503: it was surely not processed, so the caller may
+// retry; an actor that did not answer in time answers 504 (unknown).
+func (n *Node) servePartitions() error {
+	return transport.HandleJSON(n.nats, partitionService, func(ctx context.Context, from string, in messages.PartitionRequest) (messages.PartitionReply, error) {
+		var msg any
+		switch {
+		case in.Commit != nil:
+			msg = in.Commit
+		case in.Reserve != nil:
+			msg = in.Reserve
+		case in.ReadAt != nil:
+			msg = in.ReadAt
+		case in.Lease != nil:
+			msg = in.Lease
+		case in.Stats != nil:
+			msg = in.Stats
+		default:
+			return messages.PartitionReply{}, transport.Errorf(400, "partition request with no request")
+		}
+		res, err := n.request(partitionPID(n.system, in.Key), msg)
+		switch {
+		case errors.Is(err, actor.ErrDeadLetter):
+			return messages.PartitionReply{}, transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", in.Key.Topic, in.Key.Partition, n.cfg.NodeID)
+		case err != nil:
+			return messages.PartitionReply{}, transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", in.Key.Topic, in.Key.Partition, n.cfg.NodeID, err)
+		}
+		switch r := res.(type) {
+		case *messages.CommitResult:
+			return messages.PartitionReply{Commit: r}, nil
+		case *messages.Reserved:
+			return messages.PartitionReply{Reply: r}, nil
+		case *messages.LeaseResult:
+			return messages.PartitionReply{Lease: r}, nil
+		case *messages.PartitionStats:
+			return messages.PartitionReply{Stats: r}, nil
+		}
+		return messages.PartitionReply{}, transport.Errorf(transport.StatusInternal, "partition answered %T", res)
+	})
+}
