@@ -1,0 +1,124 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/bench/history"
+)
+
+// TestClusterHistoryWithANodeKilledAndRestartedMidRun runs producers and
+// consumers against every node of a three-node cluster, kills one node
+// mid-run and restarts it, and checks the history: every produce answered
+// 202 is consumed at least once; duplicates are counted, never a gap.
+func TestClusterHistoryWithANodeKilledAndRestartedMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"h","partitions":6,"visibility_timeout_ms":2000}`))
+	c.waitFor("the topic on every node", func() bool {
+		for i := 0; i < 3; i++ {
+			if code, _ := c.node(i).do("GET", "/v1/topics/h", nil); code != http.StatusOK {
+				return false
+			}
+		}
+		return true
+	})
+
+	h := history.New()
+	var produced atomic.Int64
+	var alive [3]atomic.Bool
+	for i := range alive {
+		alive[i].Store(true)
+	}
+	// Clients go to the nodes that are up, as a load balancer would.
+	pick := func(k int) *testNode {
+		for j := 0; j < 3; j++ {
+			if i := (k + j) % 3; alive[i].Load() {
+				return c.node(i)
+			}
+		}
+		return c.node(0)
+	}
+	const producers, perProducer = 3, 150
+	var prodWG, consWG sync.WaitGroup
+	stop := make(chan struct{})
+	for p := 0; p < producers; p++ {
+		prodWG.Add(1)
+		go func() {
+			defer prodWG.Done()
+			for i := 0; i < perProducer; i++ {
+				id := fmt.Sprintf("p%d-%04d", p, i)
+				for attempt := 0; attempt < 400; attempt++ {
+					code, _, err := pick(p+i).attempt("POST", "/v1/topics/h/produce", history.MakeBody(id, 32))
+					if err == nil && code == http.StatusAccepted {
+						h.Produced(id)
+						produced.Add(1)
+						break
+					}
+					h.ProduceFailed(id)
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	for k := 0; k < 3; k++ {
+		consWG.Add(1)
+		go func() {
+			defer consWG.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tn := pick(k + n)
+				code, b, err := tn.attempt("GET", "/v1/topics/h/consume?wait=500ms", nil)
+				if err != nil || code != http.StatusOK {
+					continue
+				}
+				var m testMessage
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Errorf("consume body %s: %v", b, err)
+					return
+				}
+				id, ok := history.ParseBody(m.Payload)
+				if !ok {
+					t.Errorf("unrecognised payload %s", m.Payload)
+					return
+				}
+				h.Consumed(id, "h", m.Partition, m.Offset)
+				if code, _, err := tn.attempt("POST", "/v1/topics/h/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil); err == nil && code == http.StatusNoContent {
+					h.Acked(id)
+				}
+			}
+		}()
+	}
+
+	c.waitFor("a third of the load in", func() bool { return produced.Load() >= producers*perProducer/3 })
+	alive[2].Store(false)
+	c.kill(2)
+	c.waitFor("more load while n3 is down", func() bool { return produced.Load() >= producers*perProducer*2/3 })
+	c.restart(2)
+	alive[2].Store(true)
+	prodWG.Wait()
+	c.waitFor("every accepted record consumed", func() bool { return h.Outstanding() == 0 })
+	close(stop)
+	consWG.Wait()
+	rep := h.Check()
+	t.Logf("three nodes, n3 killed and restarted mid-run: %s", rep)
+	if !rep.OK() {
+		t.Fatalf("history check failed: %s", rep)
+	}
+	if rep.Produced != producers*perProducer {
+		t.Fatalf("produced %d distinct ids with 202, want %d", rep.Produced, producers*perProducer)
+	}
+}
