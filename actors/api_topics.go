@@ -8,7 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -234,6 +237,13 @@ func (n *Node) placeNew(t messages.Topic, from int) []messages.Assignment {
 	return as
 }
 
+// notServedYet reports an owner that answered but has no actor for the
+// partition yet, as opposed to an owner that cannot be reached.
+func notServedYet(err error) bool {
+	var re *transport.RemoteError
+	return errors.Is(err, actor.ErrDeadLetter) || (errors.As(err, &re) && re.Status == transport.StatusUnavailable)
+}
+
 // topicPageJSON is a page of GET /v1/topics, fields in the contract's order.
 type topicPageJSON struct {
 	Topics        []topicJSON `json:"topics"`
@@ -289,6 +299,12 @@ func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
 		ps := partitionStatsJSON{Index: a.Partition, OwnerNode: a.Owner}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
 		res, err := n.ask(r.Context(), k, &messages.GetStats{})
+		if notServedYet(err) {
+			// The owner has not started the partition yet (a create moments
+			// ago): the entry is left out, and clients poll until every
+			// partition has one, as the contract describes.
+			continue
+		}
 		st, isStats := res.(*messages.PartitionStats)
 		if err != nil || !isStats {
 			writeError(w, http.StatusInternalServerError, "partition stats failed")

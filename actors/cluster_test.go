@@ -8,15 +8,20 @@ import (
 	"testing"
 )
 
-// ownersOf reads a topic's partition owners from a node's stats.
+// ownersOf reads a topic's partition owners from a node's stats, polling
+// as clients do until every partition has its entry.
 func ownersOf(t *testing.T, tn *testNode, topic string) (owners map[int]string, hwm int64) {
 	t.Helper()
 	var d struct {
+		Partitions     int                  `json:"partitions"`
 		PartitionStats []partitionStatsJSON `json:"partition_stats"`
 	}
-	if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/"+topic, nil), &d); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, func() bool {
+		if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/"+topic, nil), &d); err != nil {
+			t.Fatal(err)
+		}
+		return len(d.PartitionStats) == d.Partitions
+	})
 	owners = map[int]string{}
 	for _, ps := range d.PartitionStats {
 		owners[ps.Index] = ps.OwnerNode

@@ -50,8 +50,10 @@ type dispatcherActor struct {
 	store *metastore.Store
 	wal   *storage.WAL
 	// ask sends a request to a partition's owner, here or on a peer.
-	ask    func(context.Context, messages.PartitionKey, any) (any, error)
-	queues map[messages.PartitionKey]*partitionQueue
+	ask func(context.Context, messages.PartitionKey, any) (any, error)
+	// isLocal reports whether this node owns a partition.
+	isLocal func(messages.PartitionKey) bool
+	queues  map[messages.PartitionKey]*partitionQueue
 }
 
 const dispatcherName = "dispatcher"
@@ -125,7 +127,7 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 // send starts commits of what queued for k while fewer than
 // MaxCommitsInFlight are in flight.
 func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
-	for !q.hold && q.inFlight < d.cfg.MaxCommitsInFlight && len(q.recs) > 0 {
+	for !q.hold && q.inFlight < d.maxInFlight(k) && len(q.recs) > 0 {
 		n, bytes := 0, 0
 		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords {
 			size := len(q.recs[n].Key) + len(q.recs[n].Body) + recordOverheadBytes
@@ -142,8 +144,18 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
-		// The owner may be this node or a peer; the request runs on its own
-		// goroutine (bounded by RequestTimeout) and reports back here.
+		if d.isLocal(k) {
+			// Sent now, from this actor, so batches reach the partition's
+			// mailbox in order.
+			f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+			ctx.ReenterAfter(f, func(res interface{}, err error) {
+				r, _ := res.(*messages.CommitResult)
+				d.done(ctx, &commitDone{key: k, batch: batch, res: r, err: err})
+			})
+			continue
+		}
+		// A peer owns it: the request runs on its own goroutine (bounded by
+		// RequestTimeout) and reports back here.
 		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.ask
 		go func() {
 			res, err := ask(context.Background(), k, c)
@@ -151,6 +163,16 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			root.Send(self, &commitDone{key: k, batch: batch, res: r, err: err})
 		}()
 	}
+}
+
+// maxInFlight is MaxCommitsInFlight for a partition owned here, where the
+// mailbox keeps batches in order; one for a peer's, since two requests on
+// their own goroutines could arrive in either order.
+func (d *dispatcherActor) maxInFlight(k messages.PartitionKey) int {
+	if d.isLocal(k) {
+		return d.cfg.MaxCommitsInFlight
+	}
+	return 1
 }
 
 // done releases a committed batch from the WAL and sends more. A refused

@@ -29,6 +29,12 @@ func (n *Node) ownerOf(k messages.PartitionKey) string {
 	return ""
 }
 
+// isLocal reports whether this node serves a partition itself: it owns it,
+// or it runs without NATS and so can reach no other node.
+func (n *Node) isLocal(k messages.PartitionKey) bool {
+	return n.nats == nil || n.ownerOf(k) == n.cfg.NodeID
+}
+
 // ask sends a partition request to the partition's owner: its local actor,
 // or the owning node over NATS. The answer is the same message type either
 // way. An error wraps ErrUnavailable; transport.NotProcessed tells whether
