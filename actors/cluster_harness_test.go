@@ -63,8 +63,8 @@ func newTestCluster(t *testing.T, n int, tweak ...func(i int, c *Config)) *testC
 		cfg.MaxConsumeWait = 2 * time.Second
 		cfg.CommitRetryInterval = 100 * time.Millisecond
 		cfg.ShutdownDrainTimeout = 5 * time.Second
-		cfg.Membership.HeartbeatInterval = 20 * time.Millisecond
-		cfg.Membership.DeadTimeout = 300 * time.Millisecond
+		cfg.Membership.HeartbeatInterval = 50 * time.Millisecond
+		cfg.Membership.DeadTimeout = 500 * time.Millisecond
 		for _, f := range tweak {
 			f(i, &cfg)
 		}
