@@ -46,7 +46,20 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("GET /v1/cluster/moves", n.moves)
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", n.decommission)
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", n.cancelDecommission)
-	return n.recoverPanics(mux)
+	return n.recoverPanics(n.untilReady(mux))
+}
+
+// untilReady answers the client API 503 until the node is ready: HTTP
+// serves from process start (so /healthz answers during recovery), but the
+// metastore replica may still be catching up and the actors not running.
+func (n *Node) untilReady(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !n.ready.Load() && !n.stopping.Load() {
+			writeError(w, http.StatusServiceUnavailable, "node is starting; retry later")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // recoverPanics answers a handler panic as the contract says (500, a fixed

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A local multi-process cluster: one NATS server and three narad nodes, each
+# its own process, with logs and data under .cluster/ (or $CLUSTER_DIR).
+#
+#   deploy/local-cluster.sh up | down | status | kill <node> | restart <node>
+#
+# Node i (n1..n3) serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${CLUSTER_DIR:-.cluster}
+nats_url=nats://127.0.0.1:4222
+peers=n1=127.0.0.1:7952,n2=127.0.0.1:7953,n3=127.0.0.1:7954
+bin=$dir/narad
+
+build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
+
+start_node() {
+  local id=$1 i=${1#n}
+  "$bin" serve --id "$id" --data "$dir/$id" --http "127.0.0.1:$((7941 + i))" \
+    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" --peers "$peers" \
+    >>"$dir/$id.log" 2>&1 &
+  echo $! >"$dir/$id.pid"
+}
+
+stop_pid() { # stop_pid <file> <signal>
+  [ -f "$1" ] || return 0
+  kill "-$2" "$(cat "$1")" 2>/dev/null || true
+  rm -f "$1"
+}
+
+case "${1:-}" in
+  up)
+    build
+    "$bin" nats --listen 127.0.0.1:4222 >>"$dir/nats.log" 2>&1 &
+    echo $! >"$dir/nats.pid"
+    for id in n1 n2 n3; do start_node "$id"; done
+    for i in 1 2 3; do
+      for _ in $(seq 1 300); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$((7941 + i))") 2>/dev/null; then break; fi
+        sleep 0.1
+      done
+    done
+    echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
+    ;;
+  down)
+    for id in n1 n2 n3; do stop_pid "$dir/$id.pid" TERM; done
+    sleep 2
+    stop_pid "$dir/nats.pid" TERM
+    ;;
+  kill)
+    stop_pid "$dir/${2:?which node}.pid" KILL
+    ;;
+  restart)
+    stop_pid "$dir/${2:?which node}.pid" TERM
+    sleep 1
+    start_node "$2"
+    ;;
+  status)
+    "$bin" cluster members --nats "$nats_url"
+    "$bin" cluster status --nats "$nats_url"
+    ;;
+  *)
+    echo "usage: $0 up | down | status | kill <node> | restart <node>" >&2
+    exit 2
+    ;;
+esac
