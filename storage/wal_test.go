@@ -491,8 +491,14 @@ func TestWALCancelledAppendReturnsAndMayStillBecomeDurable(t *testing.T) {
 	}
 	walCloseTest(t, w)
 
+	// The cancelled record was queued: the writer may have written it
+	// before Close, or Close may have failed it while still queued. Either
+	// is allowed; anything else is not.
 	got, _ := walReplayAll(t, walOpenTest(t, dir, DefaultWALConfig()))
 	want := []WALRecord{walWithSeq(walTestRecord(1), 1), walWithSeq(walTestRecord(2), 2)}
+	if len(got) == 1 {
+		want = want[:1]
+	}
 	walSameRecords(t, "replay after a cancelled append (at-least-once)", got, want)
 }
 

@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -46,4 +47,34 @@ func ParseBody(raw []byte) (id string, ok bool) {
 		return "", false
 	}
 	return b.ID, b.ID != ""
+}
+
+// Delivery is what a history test needs of one consume response.
+type Delivery struct {
+	ID            string
+	Partition     int
+	Offset        int64
+	ReceiptHandle string
+}
+
+// Delivered decodes a 200 consume response of topic, records the delivery
+// and returns it (the caller acks with its ReceiptHandle and then calls
+// Acked). An error means the response is not a consume response carrying a
+// MakeBody id.
+func (h *History) Delivered(topic string, response []byte) (Delivery, error) {
+	var m struct {
+		Partition     int             `json:"partition"`
+		Offset        int64           `json:"offset"`
+		Payload       json.RawMessage `json:"payload"`
+		ReceiptHandle string          `json:"receipt_handle"`
+	}
+	if err := json.Unmarshal(response, &m); err != nil {
+		return Delivery{}, fmt.Errorf("consume response %q: %w", response, err)
+	}
+	id, ok := ParseBody(m.Payload)
+	if !ok {
+		return Delivery{}, fmt.Errorf("payload %s carries no id", m.Payload)
+	}
+	h.Consumed(id, topic, m.Partition, m.Offset)
+	return Delivery{ID: id, Partition: m.Partition, Offset: m.Offset, ReceiptHandle: m.ReceiptHandle}, nil
 }

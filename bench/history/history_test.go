@@ -250,3 +250,18 @@ func TestParseBody(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliveredRecordsAConsumeResponse(t *testing.T) {
+	h := New()
+	h.Produced("p0-1")
+	d, err := h.Delivered("t", []byte(`{"topic":"t","partition":2,"offset":7,"payload":{"id":"p0-1"},"timestamp":1,"receipt_handle":"2:7:9"}`))
+	if err != nil || d.ID != "p0-1" || d.Partition != 2 || d.Offset != 7 || d.ReceiptHandle != "2:7:9" {
+		t.Fatalf("delivered: got %+v (%v), want p0-1 at t/2@7 with handle 2:7:9", d, err)
+	}
+	if h.Outstanding() != 0 {
+		t.Fatalf("outstanding after the delivery: got %d, want 0", h.Outstanding())
+	}
+	if _, err := h.Delivered("t", []byte(`{"payload":"no id here"}`)); err == nil {
+		t.Fatal("a payload without an id: got nil, want an error")
+	}
+}
