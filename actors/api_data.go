@@ -97,7 +97,7 @@ func (n *Node) produce(w http.ResponseWriter, r *http.Request) {
 		key = "key-" + strconv.FormatUint(n.keySeq.Add(1), 36)
 	}
 	if partition < 0 {
-		partition = partitionForKey(key, t.Partitions)
+		partition = n.livePartition(t, partitionForKey(key, t.Partitions))
 	}
 	rec := storage.WALRecord{Topic: t.Name, Partition: int32(partition), Key: []byte(key), Body: body}
 	// Detached from the request: a client that goes away must not leave a
@@ -121,6 +121,26 @@ func (n *Node) produce(w http.ResponseWriter, r *http.Request) {
 	n.system.Root.Send(n.dispatcher, &dispatch{rec: rec})
 	n.metrics.produceSeconds.UpdateDuration(start)
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// livePartition keeps a keyed produce on its key's partition unless that
+// partition's owner reads dead: then the next partition whose owner is
+// alive takes it, giving up the key's order for availability, as the
+// contract allows ("Narad may reroute around dead owners"). With every
+// owner dead the key's partition is kept: the WAL holds the record until
+// its owner returns.
+func (n *Node) livePartition(t messages.Topic, p int) int {
+	for i := 0; i < t.Partitions; i++ {
+		q := (p + i) % t.Partitions
+		owner := n.ownerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
+		if m, ok := n.store.Member(owner); ok && m.Status != messages.MemberDead {
+			return q
+		}
+		if owner == n.cfg.NodeID {
+			return q
+		}
+	}
+	return p
 }
 
 func (n *Node) consume(w http.ResponseWriter, r *http.Request) {

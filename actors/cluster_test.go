@@ -101,3 +101,31 @@ func TestClusterAKilledOwnersPartitionsRefuseWhileOthersServe(t *testing.T) {
 		return code == http.StatusOK
 	})
 }
+
+// A keyed produce whose partition's owner reads dead goes to a partition
+// with a live owner, so it is consumable while that owner is down.
+func TestClusterAKeyedProduceSkipsAPartitionWhoseOwnerIsDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
+	c.node(0).createTopic("skip", 3)
+	owners, _ := ownersOf(t, c.node(0), "skip")
+	key := ""
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprintf("key%d", i); owners[partitionForKey(k, 3)] == "n3" {
+			key = k
+		}
+	}
+	c.kill(2)
+	c.waitFor("n3 marked dead", func() bool { return c.memberStatuses(0)["n3"] == "dead" })
+	c.node(0).must(http.StatusAccepted, "POST", "/v1/topics/skip/produce?key="+key, []byte(`"while n3 is down"`))
+	m := c.node(1).consume("skip", "wait=5s")
+	if m == nil {
+		t.Fatal("consume while n3 is down: got nothing, want the keyed record on a live partition")
+	}
+	if owners[m.Partition] == "n3" || m.Key != key {
+		t.Fatalf("delivered %+v from partition %d (owner %s), want key %s on a live owner's partition", m, m.Partition, owners[m.Partition], key)
+	}
+}
