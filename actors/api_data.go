@@ -143,6 +143,19 @@ func (n *Node) livePartition(t messages.Topic, p int) int {
 	return p
 }
 
+// sibling is a partition of k's topic other than k whose owner is alive.
+func (n *Node) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	t, ok := n.store.Topic(k.Topic)
+	if !ok || t.Incarnation != k.Incarnation || t.Partitions < 2 {
+		return k, false
+	}
+	to := n.livePartition(t, (k.Partition+1)%t.Partitions)
+	if to == k.Partition {
+		return k, false
+	}
+	return messages.PartitionKey{Topic: k.Topic, Incarnation: k.Incarnation, Partition: to}, true
+}
+
 func (n *Node) consume(w http.ResponseWriter, r *http.Request) {
 	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid argument: "+err.Error())

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 )
 
 // ownersOf reads a topic's partition owners from a node's stats, polling
@@ -127,5 +128,33 @@ func TestClusterAKeyedProduceSkipsAPartitionWhoseOwnerIsDead(t *testing.T) {
 	}
 	if owners[m.Partition] == "n3" || m.Key != key {
 		t.Fatalf("delivered %+v from partition %d (owner %s), want key %s on a live owner's partition", m, m.Partition, owners[m.Partition], key)
+	}
+}
+
+// Records held for a partition whose owner is down go to a live sibling
+// partition once its commits have failed for RerouteGrace (rule K3).
+func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.RerouteGrace = 300 * time.Millisecond })
+	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
+	c.node(0).createTopic("held", 3)
+	owners, _ := ownersOf(t, c.node(0), "held")
+	dead := -1
+	for p, o := range owners {
+		if o == "n3" {
+			dead = p
+		}
+	}
+	c.kill(2)
+	// An explicit partition is kept at produce time: the dispatcher holds it.
+	c.node(0).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/held/produce?partition=%d", dead), []byte(`"held for n3"`))
+	m := c.node(1).consume("held", "wait=10s")
+	if m == nil {
+		t.Fatal("consume while n3 is down: got nothing, want the held record rerouted")
+	}
+	if m.Partition == dead || string(m.Payload) != `"held for n3"` {
+		t.Fatalf("delivered %+v, want the held record on a partition other than %d", m, dead)
 	}
 }

@@ -45,6 +45,10 @@ type Config struct {
 	// CommitRetryInterval is how often the dispatcher retries a commit that
 	// a partition refused or did not answer (the seed's "about once a second").
 	CommitRetryInterval time.Duration
+	// RerouteGrace is how long a partition's commits may fail before the
+	// dispatcher sends what it holds to a live sibling partition (the
+	// seed's 3 s: longer than a normal hand-off freeze).
+	RerouteGrace time.Duration
 	// MaxCommitBatchRecords caps one dispatcher commit: it is also the group
 	// commit size of the partition log.
 	MaxCommitBatchRecords int
@@ -118,6 +122,7 @@ func DefaultConfig() Config {
 		HTTPWriteTimeout:        30 * time.Second,
 		RequestTimeout:          10 * time.Second,
 		CommitRetryInterval:     time.Second,
+		RerouteGrace:            3 * time.Second,
 		MaxCommitBatchRecords:   1024,
 		MaxCommitBatchBytes:     4 << 20,
 		MaxCommitsInFlight:      2,
@@ -154,6 +159,8 @@ func (c Config) Validate() error {
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.CommitRetryInterval <= 0:
 		return bad("CommitRetryInterval", c.CommitRetryInterval, "must be positive")
+	case c.RerouteGrace < c.CommitRetryInterval:
+		return bad("RerouteGrace", c.RerouteGrace, "must be at least CommitRetryInterval")
 	case c.MaxCommitBatchRecords < 1 || c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		return bad("MaxCommitBatchRecords", c.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
 	case c.MaxCommitsInFlight < 1 || c.MaxCommitsInFlight > 16:

@@ -40,6 +40,9 @@ type partitionQueue struct {
 	// hold is set after a refused commit: nothing is sent until the next
 	// tick, so a frozen or failed partition is retried about once a second.
 	hold bool
+	// failingSince is when commits to this partition started failing
+	// without a success since; zero while they succeed.
+	failingSince time.Time
 }
 
 // dispatcherActor commits every record of the ingress WAL at its
@@ -53,6 +56,9 @@ type dispatcherActor struct {
 	ask func(context.Context, messages.PartitionKey, any) (any, error)
 	// isLocal reports whether this node owns a partition.
 	isLocal func(messages.PartitionKey) bool
+	// sibling names a partition of the same topic, other than k, whose
+	// owner is alive; false when there is none.
+	sibling func(messages.PartitionKey) (messages.PartitionKey, bool)
 	queues  map[messages.PartitionKey]*partitionQueue
 }
 
@@ -188,8 +194,12 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 	if m.err != nil || m.res == nil || m.res.Status != messages.StatusOK {
 		q.recs = append(append([]storage.WALRecord(nil), m.batch...), q.recs...)
 		q.hold = true
+		if q.failingSince.IsZero() {
+			q.failingSince = time.Now()
+		}
 		return
 	}
+	q.failingSince = time.Time{}
 	for _, r := range m.batch {
 		d.release(r.Seq)
 	}
@@ -215,6 +225,9 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 			delete(d.queues, k)
 			continue
 		}
+		if d.reroute(ctx, k, q) {
+			continue
+		}
 		q.hold = false
 		d.send(ctx, k, q)
 	}
@@ -222,6 +235,29 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 		d.deps.log.Error("compact ingress WAL", "err", err)
 	}
 	d.scheduleTick(ctx)
+}
+
+// reroute sends what a partition holds to a live sibling partition once
+// its commits have failed for RerouteGrace (its owner is down, or the
+// partition is frozen for longer than a hand-off should take): accepted
+// records keep flowing, at the price of their key's order (rule K3). A
+// commit in flight is waited for: its outcome may still come.
+func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) bool {
+	if q.inFlight > 0 || q.failingSince.IsZero() || time.Since(q.failingSince) < d.cfg.RerouteGrace || len(q.recs) == 0 {
+		return false
+	}
+	to, ok := d.sibling(k)
+	if !ok {
+		return false
+	}
+	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition, "records", len(q.recs), "failing_for", time.Since(q.failingSince))
+	recs := q.recs
+	delete(d.queues, k)
+	for _, r := range recs {
+		r.Partition = int32(to.Partition)
+		d.enqueue(ctx, r)
+	}
+	return true
 }
 
 func (d *dispatcherActor) scheduleTick(ctx actor.Context) {
