@@ -2,7 +2,11 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
 
 	"github.com/naradmq/narad/cluster/transport"
 )
@@ -46,6 +50,65 @@ func (n *Node) statusView() statusReply {
 	return st
 }
 
+// joinRequest asks the cluster to add a node's metastore replicas as
+// non-voters (the "join" admin verb).
+type joinRequest struct {
+	NodeID    string `json:"node_id"`
+	ReplicaID uint64 `json:"replica_id"`
+	RaftAddr  string `json:"raft_addr"`
+}
+
+type joinReply struct {
+	Admitted bool `json:"admitted"`
+}
+
+// admit adds a joining node's replicas to every shard as non-voters. It is
+// idempotent, so a joining node retries until it is answered.
+func (n *Node) admit(ctx context.Context, _ string, in joinRequest) (joinReply, error) {
+	if !n.ready.Load() {
+		// This node may be the one joining: a ready member answers instead.
+		return joinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
+	}
+	if in.NodeID == "" || in.ReplicaID == 0 || in.RaftAddr == "" {
+		return joinReply{}, transport.Errorf(400, "join needs node_id, replica_id and raft_addr")
+	}
+	if err := n.store.AddNonVoter(ctx, in.ReplicaID, in.RaftAddr); err != nil {
+		if errors.Is(err, metastore.ErrRefused) || errors.Is(err, metastore.ErrInvalid) {
+			return joinReply{}, transport.Errorf(409, "join of %s refused: %v", in.NodeID, err)
+		}
+		return joinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
+	}
+	n.log.Info("admitted a node as a non-voter", "joining", in.NodeID, "replica", in.ReplicaID, "raft", in.RaftAddr)
+	return joinReply{Admitted: true}, nil
+}
+
+// requestJoin asks the running cluster to admit this node, retrying while
+// nobody answers or the outcome is unknown, until ctx ends. A refusal (the
+// replica id was used before, the address is taken) is final.
+func (n *Node) requestJoin(ctx context.Context) error {
+	if n.nats == nil {
+		return fmt.Errorf("join needs NATS to reach the cluster: %w", ErrInvalid)
+	}
+	req := joinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr}
+	for {
+		var rep joinReply
+		err := transport.RequestAdminJSON(ctx, n.nats, "join", req, &rep)
+		var re *transport.RemoteError
+		switch {
+		case err == nil && rep.Admitted:
+			return nil
+		case errors.As(err, &re) && re.Status == 409:
+			return fmt.Errorf("join refused: %s: %w", re.Msg, ErrInvalid)
+		}
+		n.log.Warn("join: not admitted yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("join: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // connectNATS connects the node's transport and serves the admin verbs.
 func (n *Node) connectNATS(ctx context.Context) error {
 	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID, URLs: []string{n.cfg.NATSURL}}, n.log)
@@ -56,6 +119,9 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (membersReply, error) {
 		return membersReply{n.membersView()}, nil
 	}); err != nil {
+		return err
+	}
+	if err := transport.HandleAdminJSON(t, "join", n.admit); err != nil {
 		return err
 	}
 	return transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (statusReply, error) {

@@ -86,6 +86,26 @@ func newTestCluster(t *testing.T, n int, tweak ...func(i int, c *Config)) *testC
 	return c
 }
 
+// join starts one more node that asks the running cluster to admit it
+// (its metastore replicas become non-voters) and returns its index.
+func (c *testCluster) join() int {
+	c.t.Helper()
+	first := c.nodes[0]
+	i := len(c.nodes)
+	cfg := first.cfg
+	cfg.NodeID = fmt.Sprintf("n%d", i+1)
+	cfg.DataDir = c.t.TempDir()
+	cfg.HTTPAddr = freeAddr(c.t)
+	id := uint64(i + 1)
+	mcfg := first.mcfg
+	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = cfg.NodeID, id, freeAddr(c.t)
+	mcfg.Dir, mcfg.InitialMembers, mcfg.Join = filepath.Join(cfg.DataDir, "raft"), nil, true
+	c.nodes = append(c.nodes, &testNode{t: c.t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
+		http: &http.Client{Timeout: 30 * time.Second}})
+	c.start(i)
+	return i
+}
+
 // start starts the given nodes concurrently on their data dirs and
 // addresses, and fails the test if any of them does not start.
 func (c *testCluster) start(is ...int) {

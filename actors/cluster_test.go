@@ -158,3 +158,41 @@ func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) 
 		t.Fatalf("delivered %+v, want the held record on a partition other than %d", m, dead)
 	}
 }
+
+// A node started with Join asks the cluster to admit it over NATS, catches
+// up as a non-voting replica, registers, and takes partitions of topics
+// created after it joined.
+func TestClusterANewNodeJoinsAndTakesNewPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts four nodes")
+	}
+	c := newTestCluster(t, 3)
+	c.node(0).createTopic("before", 3)
+	j := c.join()
+	c.waitFor("n4 alive in every member list", func() bool {
+		for i := 0; i <= j; i++ {
+			if c.memberStatuses(i)["n4"] != "alive" {
+				return false
+			}
+		}
+		return true
+	})
+	if code, _ := c.node(j).do("GET", "/v1/topics/before", nil); code != http.StatusOK {
+		t.Fatalf("a topic created before the join, read on n4: got %d, want 200", code)
+	}
+	c.node(j).createTopic("after", 4)
+	owners, _ := ownersOf(t, c.node(0), "after")
+	onN4 := 0
+	for _, o := range owners {
+		if o == "n4" {
+			onN4++
+		}
+	}
+	if onN4 == 0 {
+		t.Fatalf("placement after the join: got %v, want n4 to take some", owners)
+	}
+	c.node(0).must(http.StatusAccepted, "POST", "/v1/topics/after/produce", []byte(`"x"`))
+	if m := c.node(j).consume("after", "wait=5s"); m == nil {
+		t.Fatal("consume on n4: got nothing")
+	}
+}

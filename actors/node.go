@@ -33,6 +33,7 @@ type Node struct {
 	dispatcher *actor.PID
 	liveness   *actor.PID
 	raftAddr   string
+	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
 	server     *http.Server
 	listener   net.Listener
@@ -80,11 +81,25 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n.server = &http.Server{Handler: n.routes(), ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
+	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
+	if cfg.NATSURL != "" {
+		if err := n.connectNATS(ctx); err != nil {
+			n.abortStart()
+			return nil, err
+		}
+	}
+	if mcfg.Join {
+		// A joining node's replicas wait until a member adds them: ask for
+		// that over NATS, then catch up like any node.
+		if err := n.requestJoin(ctx); err != nil {
+			n.abortStart()
+			return nil, err
+		}
+	}
 	if err := n.store.WaitReady(ctx); err != nil {
 		n.abortStart()
 		return nil, fmt.Errorf("metastore not ready: %w", err)
 	}
-	n.raftAddr = mcfg.RaftAddr
 	if err := n.register(ctx); err != nil {
 		n.abortStart()
 		return nil, err
@@ -92,12 +107,6 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if err := n.placeUnassigned(ctx); err != nil {
 		n.abortStart()
 		return nil, err
-	}
-	if cfg.NATSURL != "" {
-		if err := n.connectNATS(ctx); err != nil {
-			n.abortStart()
-			return nil, err
-		}
 	}
 	n.startActors()
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
@@ -162,8 +171,12 @@ func (n *Node) startActors() {
 // register records this node as a member. A re-registration after a
 // restart keeps the drain flag (rule D1) and reads alive again.
 func (n *Node) register(ctx context.Context) error {
+	role := messages.RoleVoter
+	if n.joined {
+		role = messages.RoleNonVoter
+	}
 	_, err := n.store.PutMember(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(),
-		HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: messages.RoleVoter})
+		HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role})
 	if err != nil {
 		return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
 	}

@@ -2,9 +2,10 @@
 # A local multi-process cluster: one NATS server and three narad nodes, each
 # its own process, with logs and data under .cluster/ (or $CLUSTER_DIR).
 #
-#   deploy/local-cluster.sh up | down | status | kill <node> | restart <node>
+#   deploy/local-cluster.sh up | down | status | add | kill <node> | restart <node>
 #
-# Node i (n1..n3) serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i).
+# Node i serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i);
+# n1..n3 are the initial voters, `add` starts n4, which joins as a non-voter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CLUSTER_DIR:-.cluster}
@@ -15,9 +16,10 @@ bin=$dir/narad
 build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
 
 start_node() {
-  local id=$1 i=${1#n}
+  local id=$1 i=${1#n} how
+  if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join --replica-id "$i"); fi
   "$bin" serve --id "$id" --data "$dir/$id" --http "127.0.0.1:$((7941 + i))" \
-    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" --peers "$peers" \
+    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" "${how[@]}" \
     >>"$dir/$id.log" 2>&1 &
   echo $! >"$dir/$id.pid"
 }
@@ -42,8 +44,11 @@ case "${1:-}" in
     done
     echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
     ;;
+  add)
+    start_node n4
+    ;;
   down)
-    for id in n1 n2 n3; do stop_pid "$dir/$id.pid" TERM; done
+    for id in n1 n2 n3 n4; do stop_pid "$dir/$id.pid" TERM; done
     sleep 2
     stop_pid "$dir/nats.pid" TERM
     ;;
@@ -60,7 +65,7 @@ case "${1:-}" in
     "$bin" cluster status --nats "$nats_url"
     ;;
   *)
-    echo "usage: $0 up | down | status | kill <node> | restart <node>" >&2
+    echo "usage: $0 up | down | status | add | kill <node> | restart <node>" >&2
     exit 2
     ;;
 esac

@@ -89,6 +89,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
 	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through; empty runs without NATS (NARAD_NATS)")
+	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
 	fs.Usage = func() {
@@ -109,6 +110,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
+	if *join {
+		if *peersFlag != "" || cfg.NATSURL == "" {
+			return errors.New("--join asks the cluster over --nats and takes no --peers")
+		}
+		mcfg.Join, mcfg.InitialMembers = true, nil
+	}
 	if *peersFlag != "" {
 		members, self, err := parsePeers(*peersFlag, *id)
 		if err != nil {
