@@ -59,7 +59,11 @@ type dispatcherActor struct {
 	// sibling names a partition of the same topic, other than k, whose
 	// owner is alive; false when there is none.
 	sibling func(messages.PartitionKey) (messages.PartitionKey, bool)
-	queues  map[messages.PartitionKey]*partitionQueue
+	// ownerOf reads a partition's owner from the local replica.
+	ownerOf func(messages.PartitionKey) string
+	// reported are the owners a backlog gauge was set for.
+	reported map[string]bool
+	queues   map[messages.PartitionKey]*partitionQueue
 }
 
 const dispatcherName = "dispatcher"
@@ -234,7 +238,29 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 	if err := d.wal.Compact(); err != nil {
 		d.deps.log.Error("compact ingress WAL", "err", err)
 	}
+	d.reportBacklog()
 	d.scheduleTick(ctx)
+}
+
+// reportBacklog sets, once a tick, how many records wait for each owner
+// node; an owner with nothing waiting reads 0 rather than vanishing.
+func (d *dispatcherActor) reportBacklog() {
+	held := map[string]int{}
+	for k, q := range d.queues {
+		held[d.ownerOf(k)] += len(q.recs)
+	}
+	if d.reported == nil {
+		d.reported = map[string]bool{}
+	}
+	for owner := range d.reported {
+		if _, ok := held[owner]; !ok {
+			held[owner] = 0
+		}
+	}
+	for owner, n := range held {
+		d.reported[owner] = true
+		d.metrics.dispatcherBacklog(owner, n)
+	}
 }
 
 // reroute sends what a partition holds to a live sibling partition once

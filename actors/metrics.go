@@ -52,6 +52,15 @@ func (m *nodeMetrics) heartbeatAge(member string, seconds float64) {
 	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
 }
 
+// dispatcherBacklog records how many accepted records wait for commits at
+// one owner node.
+func (m *nodeMetrics) dispatcherBacklog(owner string, records int) {
+	if owner == "" {
+		owner = "unassigned"
+	}
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_backlog_records{node=%q,destination=%q}`, m.node, owner), nil).Set(float64(records))
+}
+
 // gauge registers a gauge whose value is read from fn at scrape time. A
 // second node in the process with the same id reuses the first one's gauge.
 func gauge(node, base string, fn func() float64) {

@@ -141,7 +141,7 @@ func (n *Node) startActors() {
 		panic(fmt.Errorf("spawn partitions supervisor: %w", err))
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, ask: n.ask, isLocal: n.isLocal, sibling: n.sibling}
+		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, ask: n.ask, isLocal: n.isLocal, sibling: n.sibling, ownerOf: n.ownerOf}
 	}), dispatcherName)
 	if err != nil {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
