@@ -1,7 +1,6 @@
 package metastore
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -301,34 +300,7 @@ func assignHistory() []messages.AssignCommand {
 }
 
 func TestAssignStateDeterministicSnapshot(t *testing.T) {
-	a, b := newAssignState(), newAssignState()
-	for i, c := range assignHistory() {
-		ra, rb := a.apply(c, uint64(i+1)), b.apply(c, uint64(i+1))
-		if !reflect.DeepEqual(ra, rb) {
-			t.Fatalf("entry %d: results differ: %+v vs %+v", i+1, ra, rb)
-		}
-	}
-	var sa, sb bytes.Buffer
-	if err := a.save(&sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.save(&sb); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(sa.Bytes(), sb.Bytes()) {
-		t.Fatalf("snapshots differ:\n%s\n%s", sa.Bytes(), sb.Bytes())
-	}
-	restored, err := loadAssignState(bytes.NewReader(sa.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sr bytes.Buffer
-	if err := restored.save(&sr); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(sa.Bytes(), sr.Bytes()) {
-		t.Errorf("snapshot of a restored state:\n got %s\nwant %s", sr.Bytes(), sa.Bytes())
-	}
+	a, restored := replayTwiceAndRestore(t, newAssignState, func(s *assignState, c messages.AssignCommand, i uint64) any { return s.apply(c, i) }, loadAssignState, assignHistory())
 	checkIndexes(t, restored)
 	if got, want := len(restored.all()), 40; got != want {
 		t.Errorf("restored assignments: got %d, want %d", got, want)

@@ -296,34 +296,7 @@ func metaHistory() []messages.MetaCommand {
 }
 
 func TestMetaStateDeterministicSnapshot(t *testing.T) {
-	a, b := newMetaState(), newMetaState()
-	for i, c := range metaHistory() {
-		ra, rb := a.apply(c, uint64(i+1)), b.apply(c, uint64(i+1))
-		if !reflect.DeepEqual(ra, rb) {
-			t.Fatalf("entry %d: results differ: %+v vs %+v", i+1, ra, rb)
-		}
-	}
-	var sa, sb bytes.Buffer
-	if err := a.save(&sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.save(&sb); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(sa.Bytes(), sb.Bytes()) {
-		t.Fatalf("snapshots differ:\n%s\n%s", sa.Bytes(), sb.Bytes())
-	}
-	restored, err := loadMetaState(bytes.NewReader(sa.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sr bytes.Buffer
-	if err := restored.save(&sr); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(sa.Bytes(), sr.Bytes()) {
-		t.Errorf("snapshot of a restored state:\n got %s\nwant %s", sr.Bytes(), sa.Bytes())
-	}
+	a, restored := replayTwiceAndRestore(t, newMetaState, func(s *metaState, c messages.MetaCommand, i uint64) any { return s.apply(c, i) }, loadMetaState, metaHistory())
 	if !reflect.DeepEqual(restored.list(), a.list()) || restored.appliedIndex() != a.appliedIndex() {
 		t.Errorf("restored state: got %d topics at %d, want %d at %d", len(restored.list()), restored.appliedIndex(), len(a.list()), a.appliedIndex())
 	}
