@@ -147,6 +147,16 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
+// topicOr404 looks up the path's topic on the local replica and answers
+// 404 when it does not exist.
+func (n *Node) topicOr404(w http.ResponseWriter, r *http.Request) (messages.Topic, bool) {
+	t, ok := n.store.Topic(r.PathValue("topic"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "topic not found")
+	}
+	return t, ok
+}
+
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(pid *actor.PID, msg any) (any, error) {
 	res, err := n.system.Root.RequestFuture(pid, msg, n.cfg.RequestTimeout).Result()

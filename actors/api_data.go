@@ -66,9 +66,8 @@ func (n *Node) produce(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "message required")
 		return
 	}
-	t, ok := n.store.Topic(r.PathValue("topic"))
+	t, ok := n.topicOr404(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "topic not found")
 		return
 	}
 	if partition >= t.Partitions {
@@ -192,9 +191,8 @@ func (n *Node) consume(w http.ResponseWriter, r *http.Request) {
 	if q.Get("local_only") == "1" {
 		wait = 0
 	}
-	t, ok := n.store.Topic(r.PathValue("topic"))
+	t, ok := n.topicOr404(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "topic not found")
 		return
 	}
 	if partition >= t.Partitions {
@@ -307,9 +305,8 @@ func (n *Node) ack(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid argument: extend must be true, 1, 0 or false")
 		return
 	}
-	t, ok := n.store.Topic(r.PathValue("topic"))
+	t, ok := n.topicOr404(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "topic not found")
 		return
 	}
 	if partition >= t.Partitions {

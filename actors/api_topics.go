@@ -275,9 +275,8 @@ func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
-	t, ok := n.store.Topic(r.PathValue("topic"))
+	t, ok := n.topicOr404(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "topic not found")
 		return
 	}
 	only := -1
@@ -338,9 +337,8 @@ func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid argument: no field to change")
 		return
 	}
-	t, ok := n.store.Topic(r.PathValue("topic"))
+	t, ok := n.topicOr404(w, r)
 	if !ok {
-		writeError(w, http.StatusNotFound, "topic not found")
 		return
 	}
 	alter := messages.AlterTopic{Name: t.Name}
