@@ -116,6 +116,9 @@ func (n *Node) connectNATS(ctx context.Context) error {
 		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
 	}
 	n.nats = t
+	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
+		return err
+	}
 	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (membersReply, error) {
 		return membersReply{n.membersView()}, nil
 	}); err != nil {

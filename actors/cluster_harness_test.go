@@ -187,8 +187,9 @@ func (c *testCluster) restart(is ...int) {
 // the transport's fault-injection seam: its requests to other nodes and
 // theirs to it time out. Only NATS is cut: the metastore's Raft traffic is
 // separate TCP between the nodes and still flows, so a cut-off node keeps
-// its metastore replica and its heartbeats, and stays alive in the member
-// records.
+// its metastore replica. It withholds its heartbeats while NATS does not
+// answer it (see Node.heartbeat), so the leader marks it dead, and alive
+// again once healed.
 func (c *testCluster) cutOff(i int, on bool) {
 	c.t.Helper()
 	tn := c.nodes[i]
@@ -350,6 +351,37 @@ func TestClusterAKilledMemberIsMarkedDeadAndAliveAfterRestart(t *testing.T) {
 	c.restart(2)
 	if !c.eventually(func() bool { got = c.memberStatuses(0); return got["n3"] == messages.MemberAlive }) {
 		t.Fatalf("members on n1 after n3 restarted: got %v, want n3 alive", got)
+	}
+}
+
+func TestClusterACutOffNodeIsMarkedDeadAndAliveWhenHealed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	// Cut a node that does not lead the metadata shard: a cut-off leader
+	// would still be the one judging liveness, which is a case of its own.
+	cut := (c.leader() + 1) % 3
+	watcher := (cut + 1) % 3
+	id := fmt.Sprintf("n%d", cut+1)
+	var got map[string]string
+	if !c.eventually(func() bool { got = c.memberStatuses(watcher); return got[id] == messages.MemberAlive }) {
+		t.Fatalf("members on n%d before the cut: got %v, want %s alive", watcher+1, got, id)
+	}
+
+	c.cutOff(cut, true)
+	if !c.eventually(func() bool { got = c.memberStatuses(watcher); return got[id] == messages.MemberDead }) {
+		t.Fatalf("members on n%d while %s is cut off: got %v, want %s dead", watcher+1, id, got, id)
+	}
+	for other, st := range got {
+		if other != id && st != messages.MemberAlive {
+			t.Errorf("members on n%d while %s is cut off: got %s %s, want alive", watcher+1, id, other, st)
+		}
+	}
+
+	c.cutOff(cut, false)
+	if !c.eventually(func() bool { got = c.memberStatuses(watcher); return got[id] == messages.MemberAlive }) {
+		t.Fatalf("members on n%d after %s was healed: got %v, want %s alive", watcher+1, id, got, id)
 	}
 }
 

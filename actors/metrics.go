@@ -24,6 +24,7 @@ type nodeMetrics struct {
 	actorRestarts   *metrics.Counter
 	partitionFailed *metrics.Counter
 	httpPanics      *metrics.Counter
+	beatsWithheld   *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -43,6 +44,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		actorRestarts:   metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
 		partitionFailed: metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
 		httpPanics:      metrics.GetOrCreateCounter(name("narad_http_panics_total")),
+		beatsWithheld:   metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 	}
 }
 
@@ -51,6 +53,10 @@ func newNodeMetrics(node string) *nodeMetrics {
 func (m *nodeMetrics) heartbeatAge(member string, seconds float64) {
 	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
 }
+
+// heartbeatWithheld counts heartbeats not sent because NATS did not answer
+// this node: a rising count means the node is about to be marked dead.
+func (m *nodeMetrics) heartbeatWithheld() { m.beatsWithheld.Inc() }
 
 // dispatcherBacklog records how many accepted records wait for commits at
 // one owner node.

@@ -202,9 +202,16 @@ func (n *Node) placeUnassigned(ctx context.Context) error {
 
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval
 // until the node stops. A node found missing (removed) registers again.
+//
+// With NATS, a beat is only sent after a round trip through the bus: the
+// metastore's Raft traffic is separate TCP, so a node cut off from NATS
+// could otherwise keep heartbeating while no peer can reach its
+// partitions. Alive means "reachable for data", so such a node goes silent
+// and the leader marks it dead; it is alive again once the bus answers.
 func (n *Node) heartbeat() {
 	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
 	defer t.Stop()
+	reachable := true
 	for {
 		select {
 		case <-t.C:
@@ -212,6 +219,19 @@ func (n *Node) heartbeat() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.HeartbeatInterval)
+		if err := n.pingBus(ctx); err != nil {
+			cancel()
+			if reachable {
+				n.log.Warn("heartbeat withheld: NATS does not answer this node", "err", err)
+			}
+			reachable = false
+			n.metrics.heartbeatWithheld()
+			continue
+		}
+		if !reachable {
+			n.log.Info("heartbeat resumed: NATS answers this node again")
+			reachable = true
+		}
 		err := n.store.Heartbeat(ctx, n.cfg.NodeID)
 		if errors.Is(err, metastore.ErrNotFound) {
 			err = n.register(ctx)
@@ -221,6 +241,19 @@ func (n *Node) heartbeat() {
 			n.log.Warn("heartbeat", "err", err)
 		}
 	}
+}
+
+// pingService answers a node's own round trip through NATS (pingBus).
+const pingService = "ping"
+
+// pingBus sends an empty request to this node's own ping service through
+// the NATS server. Without NATS there is no bus to be cut from.
+func (n *Node) pingBus(ctx context.Context) error {
+	if n.nats == nil {
+		return nil
+	}
+	_, err := n.nats.Request(ctx, n.cfg.NodeID, pingService, nil)
+	return err
 }
 
 func (n *Node) registerGauges() {
