@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -127,16 +128,13 @@ func (n *Node) createTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid argument: fan-out children are not supported by this broker yet")
 		return
 	}
-	created, err := n.store.CreateTopic(r.Context(), t)
+	rep, err := n.askController(r.Context(), messages.ControllerRequest{CreateTopic: &t})
 	if err != nil {
 		metastoreError(w, err, "create topic")
 		return
 	}
-	if err := n.assign(r, created, 0); err != nil {
-		metastoreError(w, err, "create topic")
-		return
-	}
-	writeJSON(w, http.StatusCreated, topicOf(created, ""))
+	n.servePlaced(r.Context(), rep.Topic)
+	writeJSON(w, http.StatusCreated, topicOf(rep.Topic, ""))
 }
 
 // resolveCreate applies the contract's defaults and limits; a non-empty
@@ -189,52 +187,18 @@ func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
 	return t, ""
 }
 
-// assign places partitions [from, t.Partitions) of a topic across the
-// members (see placeNew) and returns once the partitions owned here have
-// running actors, so a client can use the topic as soon as the create is
-// answered on this node (other nodes spawn theirs within milliseconds).
-func (n *Node) assign(r *http.Request, t messages.Topic, from int) error {
-	if err := n.store.PutAssignments(r.Context(), n.placeNew(t, from)); err != nil {
-		return err
+// servePlaced returns once this node's replica has the placement the
+// controller just made and the partitions placed here have running actors,
+// so a client can use the topic through this node as soon as the create is
+// answered (other nodes spawn theirs within milliseconds). Failing that,
+// the partitions supervisor catches up on its own: the answer stands.
+func (n *Node) servePlaced(ctx context.Context, t messages.Topic) {
+	if err := n.store.CatchUp(ctx); err != nil {
+		n.log.Warn("catch up with a placement", "topic", t.Name, "err", err)
 	}
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
 	}
-	return nil
-}
-
-// placeNew spreads partitions [from, t.Partitions) over the alive members
-// that are not draining or leaving, each to the member owning the fewest
-// partitions so far (ties by id). It reads the local replica: a placement
-// from slightly stale counts is still valid, only less even, and the
-// rebalance planner evens it out later. With no member record yet (a
-// node that has not registered), this node takes them.
-func (n *Node) placeNew(t messages.Topic, from int) []messages.Assignment {
-	type load struct {
-		id    string
-		owned int
-	}
-	var ms []load
-	for _, m := range n.store.Members() {
-		if m.Status == messages.MemberAlive && !m.Draining && !m.Leaving {
-			ms = append(ms, load{m.ID, len(n.store.OwnedBy(m.ID))})
-		}
-	}
-	if len(ms) == 0 {
-		ms = []load{{id: n.cfg.NodeID}}
-	}
-	as := make([]messages.Assignment, 0, t.Partitions-from)
-	for p := from; p < t.Partitions; p++ {
-		best := 0
-		for i := range ms {
-			if ms[i].owned < ms[best].owned || (ms[i].owned == ms[best].owned && ms[i].id < ms[best].id) {
-				best = i
-			}
-		}
-		ms[best].owned++
-		as = append(as, messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: ms[best].id})
-	}
-	return as
 }
 
 // notServedYet reports an owner that answered but has no actor for the
@@ -418,9 +382,10 @@ func (n *Node) applyAlter(r *http.Request, t messages.Topic, alter messages.Alte
 		return altered, err
 	}
 	if altered.Partitions > t.Partitions {
-		if err := n.assign(r, altered, t.Partitions); err != nil {
+		if _, err := n.askController(r.Context(), messages.ControllerRequest{PlaceTopic: altered.Name}); err != nil {
 			return altered, err
 		}
+		n.servePlaced(r.Context(), altered)
 	}
 	return altered, nil
 }

@@ -385,6 +385,38 @@ func TestClusterACutOffNodeIsMarkedDeadAndAliveWhenHealed(t *testing.T) {
 	}
 }
 
+// A metadata leader cut off from NATS hands its leadership to another
+// voter, so liveness is judged and creates are answered by a node the bus
+// reaches; the cut-off node is marked dead and alive again when healed.
+func TestClusterACutOffMetadataLeaderStepsDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3)
+	cut := c.leader()
+	other := (cut + 1) % 3
+	id := fmt.Sprintf("n%d", cut+1)
+
+	c.cutOff(cut, true)
+	c.waitFor("another node leading the metadata shard", func() bool { return c.leader() != cut })
+	var got map[string]string
+	if !c.eventually(func() bool { got = c.memberStatuses(other); return got[id] == messages.MemberDead }) {
+		t.Fatalf("members on n%d while the old leader %s is cut off: got %v, want %s dead", other+1, id, got, id)
+	}
+	c.node(other).createTopic("while-cut", 3)
+	owners, _ := ownersOf(t, c.node(other), "while-cut")
+	for p, o := range owners {
+		if o == id {
+			t.Errorf("partition %d of a topic created while %s was cut off: got owner %s, want a live member", p, id, o)
+		}
+	}
+
+	c.cutOff(cut, false)
+	if !c.eventually(func() bool { got = c.memberStatuses(other); return got[id] == messages.MemberAlive }) {
+		t.Fatalf("members on n%d after %s was healed: got %v, want %s alive", other+1, id, got, id)
+	}
+}
+
 // The metadata leader is killed while another node creates topics: creates
 // answer 503 until a new leader is elected, then 201 again, and every topic
 // that was acknowledged is still there.

@@ -86,6 +86,17 @@ type Config struct {
 	// waits without a heartbeat before it marks a member dead).
 	Membership membership.Config
 
+	// MetastoreVoters is how many voters the controller keeps in every
+	// metastore shard by promoting non-voters when a voter leaves: three
+	// survive one failure, and each voter more slows every commit.
+	MetastoreVoters int
+	// VoterCheckInterval is how often the controller compares the voters
+	// with MetastoreVoters; each check reads the Raft membership.
+	VoterCheckInterval time.Duration
+	// ControllerTimeout bounds one request to the controller, forwarding
+	// and retries while the metadata leadership moves included.
+	ControllerTimeout time.Duration
+
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks
 }
@@ -134,6 +145,9 @@ func DefaultConfig() Config {
 		PartitionRestartWindow:  time.Minute,
 		PartitionRestartBackoff: 200 * time.Millisecond,
 		Membership:              membership.Config{}.WithDefaults(),
+		MetastoreVoters:         3,
+		VoterCheckInterval:      time.Second,
+		ControllerTimeout:       10 * time.Second,
 	}
 }
 
@@ -182,6 +196,12 @@ func (c Config) Validate() error {
 		return bad("ShutdownDrainTimeout", c.ShutdownDrainTimeout, "must not be negative")
 	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
 		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
+	case c.MetastoreVoters < 1 || c.MetastoreVoters > 7:
+		return bad("MetastoreVoters", c.MetastoreVoters, "must be within 1..7")
+	case c.VoterCheckInterval <= 0:
+		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
+	case c.ControllerTimeout <= 0:
+		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
 	}
 	if err := c.Membership.Validate(); err != nil {
 		return err

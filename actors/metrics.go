@@ -25,6 +25,8 @@ type nodeMetrics struct {
 	partitionFailed *metrics.Counter
 	httpPanics      *metrics.Counter
 	beatsWithheld   *metrics.Counter
+	placed          *metrics.Counter
+	promoted        *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -45,6 +47,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		partitionFailed: metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
 		httpPanics:      metrics.GetOrCreateCounter(name("narad_http_panics_total")),
 		beatsWithheld:   metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
+		placed:          metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		promoted:        metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
 	}
 }
 

@@ -31,7 +31,7 @@ type Node struct {
 	system     *actor.ActorSystem
 	partitions *actor.PID
 	dispatcher *actor.PID
-	liveness   *actor.PID
+	controller *actor.PID
 	raftAddr   string
 	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
@@ -104,17 +104,18 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, err
 	}
-	if err := n.placeUnassigned(ctx); err != nil {
-		n.abortStart()
-		return nil, err
-	}
 	n.startActors()
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
 	if n.nats != nil {
-		// Peers reach this node's partitions only once its actors run.
+		// Peers reach this node's partitions and controller only once its
+		// actors run.
 		if err := n.servePartitions(); err != nil {
+			n.abortStart()
+			return nil, err
+		}
+		if err := n.serveController(); err != nil {
 			n.abortStart()
 			return nil, err
 		}
@@ -146,11 +147,11 @@ func (n *Node) startActors() {
 	if err != nil {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
 	}
-	n.liveness, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &livenessActor{deps: d, store: n.store}
-	}), livenessName)
+	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &controllerActor{deps: d, store: n.store}
+	}), controllerName)
 	if err != nil {
-		panic(fmt.Errorf("spawn liveness: %w", err))
+		panic(fmt.Errorf("spawn controller: %w", err))
 	}
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
 	go func() {
@@ -183,23 +184,6 @@ func (n *Node) register(ctx context.Context) error {
 	return nil
 }
 
-// placeUnassigned places the partitions of topics that have none: a node
-// that stopped between a topic's create and its placement left them so,
-// and nothing else would ever place them. Placing is create-if-absent, so
-// a partition already placed is never moved.
-func (n *Node) placeUnassigned(ctx context.Context) error {
-	for _, t := range n.store.Topics() {
-		if len(n.store.Assignments(t.Incarnation, t.Partitions)) == t.Partitions {
-			continue
-		}
-		if err := n.store.PutAssignments(ctx, n.placeNew(t, 0)); err != nil {
-			return fmt.Errorf("place partitions of %s: %w", t.Name, err)
-		}
-		n.log.Warn("placed partitions a create or alter had left unplaced", "topic", t.Name)
-	}
-	return nil
-}
-
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval
 // until the node stops. A node found missing (removed) registers again.
 //
@@ -208,10 +192,16 @@ func (n *Node) placeUnassigned(ctx context.Context) error {
 // could otherwise keep heartbeating while no peer can reach its
 // partitions. Alive means "reachable for data", so such a node goes silent
 // and the leader marks it dead; it is alive again once the bus answers.
+//
+// A metadata leader cut off from NATS would still judge liveness and
+// answer nobody's controller requests, so once the bus has been silent for
+// DeadTimeout (when the others see it dead) it hands its leaderships to
+// other voters, at most once per DeadTimeout: if NATS is down for every
+// node, leadership moves that slowly instead of churning.
 func (n *Node) heartbeat() {
 	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
 	defer t.Stop()
-	reachable := true
+	var silentSince time.Time // zero while the bus answers
 	for {
 		select {
 		case <-t.C:
@@ -221,16 +211,21 @@ func (n *Node) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.HeartbeatInterval)
 		if err := n.pingBus(ctx); err != nil {
 			cancel()
-			if reachable {
+			now := time.Now()
+			if silentSince.IsZero() {
 				n.log.Warn("heartbeat withheld: NATS does not answer this node", "err", err)
+				silentSince = now
 			}
-			reachable = false
 			n.metrics.heartbeatWithheld()
+			if now.Sub(silentSince) >= n.cfg.Membership.DeadTimeout {
+				n.stepDown()
+				silentSince = now
+			}
 			continue
 		}
-		if !reachable {
+		if !silentSince.IsZero() {
 			n.log.Info("heartbeat resumed: NATS answers this node again")
-			reachable = true
+			silentSince = time.Time{}
 		}
 		err := n.store.Heartbeat(ctx, n.cfg.NodeID)
 		if errors.Is(err, metastore.ErrNotFound) {
@@ -241,6 +236,22 @@ func (n *Node) heartbeat() {
 			n.log.Warn("heartbeat", "err", err)
 		}
 	}
+}
+
+// stepDown hands every shard this node leads to another voter, if it
+// leads the metadata shard (see heartbeat).
+func (n *Node) stepDown() {
+	me := n.store.ReplicaID()
+	if leader, ok := n.store.Leader(metastore.MetaShard); !ok || leader != me {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.DeadTimeout)
+	defer cancel()
+	if err := n.store.TransferAllLeadership(ctx, me); err != nil {
+		n.log.Warn("cut off from NATS: could not hand off the metastore leaderships", "err", err)
+		return
+	}
+	n.log.Warn("cut off from NATS: handed off the metastore leaderships")
 }
 
 // pingService answers a node's own round trip through NATS (pingBus).
@@ -307,7 +318,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.nats.Close()
 	}
 	close(n.stopTicks)
-	n.system.Root.StopFuture(n.liveness).Wait()
+	n.system.Root.StopFuture(n.controller).Wait()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	n.system.Shutdown()

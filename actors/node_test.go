@@ -186,8 +186,9 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// A node that stopped between a topic's create and its placement places
-// the partitions when it starts again.
+// A controller that stopped between a topic's create and its placement
+// left partitions without an owner: the controller that next wins the
+// metadata leadership (here the same node, restarted) places them.
 func TestATopicLeftUnplacedIsPlacedAtTheNextStart(t *testing.T) {
 	tn := newTestNode(t)
 	created, err := tn.n.store.CreateTopic(context.Background(), messages.Topic{Name: "orphan", Partitions: 3,
@@ -199,6 +200,7 @@ func TestATopicLeftUnplacedIsPlacedAtTheNextStart(t *testing.T) {
 		t.Fatalf("test setup: %d partitions placed, want none", got)
 	}
 	tn.restart()
+	waitFor(t, func() bool { return len(tn.n.store.Assignments(created.Incarnation, 3)) == 3 })
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/orphan/produce?partition=2", []byte("x"))
 	waitFor(t, func() bool { return tn.consume("orphan", "partition=2&offset=0") != nil })
 }

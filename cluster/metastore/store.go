@@ -190,6 +190,18 @@ func (s *Store) WaitReady(ctx context.Context) error {
 	return nil
 }
 
+// CatchUp returns once this replica has applied, on every shard, what was
+// committed before the call (a ReadIndex barrier per shard), so that local
+// reads after it reflect a change another replica just made.
+func (s *Store) CatchUp(ctx context.Context) error {
+	for _, shard := range s.Shards() {
+		if _, err := s.read(ctx, shard, appliedQuery{}); err != nil {
+			return fmt.Errorf("metastore: catch up shard %d: %w", shard, err)
+		}
+	}
+	return nil
+}
+
 // Close stops the NodeHost and every replica. Reads after Close answer from
 // the last applied state; proposals fail with ErrUnavailable.
 func (s *Store) Close() {

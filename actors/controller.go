@@ -1,0 +1,253 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+)
+
+// errNotLeader answers a controller request that reached a node which does
+// not lead the metadata shard (leadership moved): nothing was done, so the
+// caller asks again where the leader is now.
+var errNotLeader = fmt.Errorf("not the metadata leader: %w", ErrUnavailable)
+
+// controllerTick is the controller's own timer.
+type controllerTick struct{}
+
+// controllerAsk carries a ControllerRequest to the local controller; the
+// answer is a controllerAnswer. The work it starts ends by deadline, the
+// asker's, so that nothing outlives the request.
+type controllerAsk struct {
+	deadline time.Time
+	req      messages.ControllerRequest
+}
+
+// controllerAnswer is the controller's answer to a controllerAsk.
+type controllerAnswer struct {
+	reply messages.ControllerReply
+	err   error
+}
+
+// controllerActor runs on every node and acts only while this node leads
+// the metadata shard, so there is one decider at a time:
+//   - liveness: it stamps members' heartbeats on this node's own clock and
+//     proposes dead/alive transitions. Leadership lost drops the tracker,
+//     and leadership won starts a fresh one, so a new leader never acts on
+//     a stamp it inherited (rule T1);
+//   - placement: it creates topics and places partitions (planPlacement),
+//     for every node's API, and on winning leadership places what a
+//     previous leader left unplaced;
+//   - voters: it promotes a non-voter when a shard has fewer than
+//     MetastoreVoters voters (a voter left).
+//
+// Requests that reach it on a follower answer errNotLeader.
+type controllerActor struct {
+	deps
+	store   *metastore.Store
+	tracker *membership.Tracker // nil while not leading
+	// swept: the placement sweep ran since leadership was won.
+	swept bool
+	// lastVoterCheck is when the voters were last compared with the want.
+	lastVoterCheck time.Time
+}
+
+const controllerName = "controller"
+
+func (a *controllerActor) Receive(ctx actor.Context) {
+	defer logPanic(a.deps.log, controllerName)
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.schedule(ctx)
+	case controllerTick:
+		a.tick()
+		a.schedule(ctx)
+	case *controllerAsk:
+		ctx.Respond(a.answer(m))
+	}
+}
+
+func (a *controllerActor) schedule(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(a.cfg.Membership.HeartbeatInterval, func() { root.Send(self, controllerTick{}) })
+}
+
+// leading reports whether this node leads the metadata shard, and resets
+// the leader's state when it does not.
+func (a *controllerActor) leading() bool {
+	if leader, ok := a.store.Leader(metastore.MetaShard); ok && leader == a.store.ReplicaID() {
+		return true
+	}
+	a.tracker, a.swept = nil, false
+	return false
+}
+
+func (a *controllerActor) tick() {
+	if !a.leading() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Membership.HeartbeatInterval)
+	defer cancel()
+	a.liveness(ctx)
+	if !a.swept {
+		a.swept = a.sweep()
+	}
+	if now := time.Now(); now.Sub(a.lastVoterCheck) >= a.cfg.VoterCheckInterval {
+		a.lastVoterCheck = now
+		a.keepVoters()
+	}
+}
+
+// liveness observes the members as the leader has them and proposes what
+// the tracker says. A refused compare-and-set means a heartbeat landed
+// after the read: the next pass sees it.
+func (a *controllerActor) liveness(ctx context.Context) {
+	if a.tracker == nil {
+		t, err := membership.NewTracker(a.cfg.Membership)
+		if err != nil {
+			panic(err) // the config was validated at start
+		}
+		a.tracker = t
+	}
+	members, err := a.store.LeaderMembers(ctx)
+	if err != nil {
+		a.deps.log.Warn("liveness: read members", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, tr := range a.tracker.Observe(now, members) {
+		res, err := a.store.SetMemberStatusIf(ctx, tr.Command())
+		if err != nil {
+			a.deps.log.Warn("liveness: propose status", "member", tr.ID, "to", tr.To, "err", err)
+			continue
+		}
+		if res.Code == messages.ResultOK {
+			a.deps.log.Warn("member status changed", "member", tr.ID, "from", tr.From, "to", tr.To, "silent", tr.Silent)
+		}
+	}
+	for _, m := range members {
+		if stamp, ok := a.tracker.Stamp(m.ID); ok {
+			a.metrics.heartbeatAge(m.ID, now.Sub(stamp).Seconds())
+		}
+	}
+}
+
+// sweep places the partitions of every topic that has some without an
+// owner: a leader that stopped between a topic's create and its placement
+// left them so. It reports whether every topic is placed (or nothing could
+// take partitions yet); on false the next tick tries again.
+func (a *controllerActor) sweep() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ControllerTimeout)
+	defer cancel()
+	for _, t := range a.store.Topics() {
+		placed, err := a.place(ctx, t)
+		if err != nil {
+			a.deps.log.Warn("controller: place partitions left unplaced", "topic", t.Name, "err", err)
+			return false
+		}
+		if placed > 0 {
+			a.deps.log.Warn("controller: placed partitions a create or grow had left unplaced", "topic", t.Name, "partitions", placed)
+		}
+	}
+	return true
+}
+
+// keepVoters promotes one non-voter per check while a shard has fewer than
+// MetastoreVoters voters. Every shard is checked, not only the metadata
+// shard: PromoteToVoter changes the shards one by one, and one that failed
+// midway is finished by the next check (it skips shards already done).
+func (a *controllerActor) keepVoters() {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ControllerTimeout)
+	defer cancel()
+	for _, shard := range a.store.Shards() {
+		rm, err := a.store.RaftMembership(ctx, shard)
+		if err != nil {
+			a.deps.log.Warn("controller: read raft membership", "shard", shard, "err", err)
+			return
+		}
+		replica, addr, ok := pickPromotion(rm.Voters, rm.NonVoters, a.store.Members(), a.cfg.MetastoreVoters)
+		if !ok {
+			continue
+		}
+		if err := a.store.PromoteToVoter(ctx, replica, addr); err != nil {
+			a.deps.log.Warn("controller: promote a non-voter", "replica", replica, "err", err)
+			return
+		}
+		a.metrics.promoted.Inc()
+		for _, m := range a.store.Members() {
+			if m.ReplicaID == replica {
+				if err := a.store.SetMemberRole(ctx, m.ID, messages.RoleVoter); err != nil {
+					a.deps.log.Warn("controller: record the promoted member's role", "member", m.ID, "err", err)
+				}
+				a.deps.log.Warn("controller: promoted a non-voter to keep the metastore's voters", "member", m.ID,
+					"replica", replica, "shard", shard, "voters_before", len(rm.Voters), "want", a.cfg.MetastoreVoters)
+			}
+		}
+		return
+	}
+}
+
+func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
+	if !a.leading() {
+		return controllerAnswer{err: errNotLeader}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), m.deadline)
+	defer cancel()
+	switch {
+	case m.req.CreateTopic != nil:
+		return a.create(ctx, *m.req.CreateTopic)
+	case m.req.PlaceTopic != "":
+		t, ok := a.store.Topic(m.req.PlaceTopic)
+		if !ok {
+			return controllerAnswer{err: fmt.Errorf("place topic %q: %w", m.req.PlaceTopic, metastore.ErrNotFound)}
+		}
+		placed, err := a.place(ctx, t)
+		return controllerAnswer{reply: messages.ControllerReply{Topic: t, Placed: placed}, err: err}
+	}
+	return controllerAnswer{err: fmt.Errorf("controller request with no request: %w", ErrInvalid)}
+}
+
+// create stores a new topic and places its partitions. It refuses before
+// storing anything when no member may take partitions, so a client is not
+// left with a topic nobody serves.
+func (a *controllerActor) create(ctx context.Context, t messages.Topic) controllerAnswer {
+	if len(a.loads()) == 0 {
+		return controllerAnswer{err: fmt.Errorf("create topic %s: no live member may take partitions: %w", t.Name, metastore.ErrUnavailable)}
+	}
+	created, err := a.store.CreateTopic(ctx, t)
+	if err != nil {
+		return controllerAnswer{err: err}
+	}
+	placed, err := a.place(ctx, created)
+	return controllerAnswer{reply: messages.ControllerReply{Topic: created, Placed: placed}, err: err}
+}
+
+// place gives every partition of t without an owner one. Placing is
+// create-if-absent, so a partition placed meanwhile keeps its owner.
+func (a *controllerActor) place(ctx context.Context, t messages.Topic) (int, error) {
+	missing := missingPartitions(t, a.store.Assignments(t.Incarnation, t.Partitions))
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	as := planPlacement(a.loads(), t, missing)
+	if len(as) == 0 {
+		return 0, fmt.Errorf("place %d partitions of %s: no live member may take partitions: %w", len(missing), t.Name, metastore.ErrUnavailable)
+	}
+	if err := a.store.PutAssignments(ctx, as); err != nil {
+		return 0, err
+	}
+	a.metrics.placed.Add(len(as))
+	return len(as), nil
+}
+
+// loads reads the members that may take partitions from the leader's
+// replica: a placement from slightly stale counts is still valid, only
+// less even, and the rebalance planner evens it out later.
+func (a *controllerActor) loads() []memberLoad {
+	return eligibleLoads(a.store.Members(), func(id string) int { return len(a.store.OwnedBy(id)) })
+}
