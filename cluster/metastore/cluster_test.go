@@ -12,12 +12,19 @@ import (
 
 // openCluster starts three replicas in this process, each with its own
 // NodeHost on a loopback port and its own in-memory filesystem.
-func openCluster(t *testing.T, ctx context.Context) []*Store {
+func openCluster(t testing.TB, ctx context.Context) []*Store {
+	t.Helper()
+	return openClusterWith(t, ctx, nil)
+}
+
+// openClusterWith is openCluster with each replica's Config passed through
+// tune (when not nil) before Open, and returns once every replica is ready.
+func openClusterWith(t testing.TB, ctx context.Context, tune func(*Config)) []*Store {
 	t.Helper()
 	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
 	var stores []*Store
 	for id := uint64(1); id <= 3; id++ {
-		s, err := Open(Config{
+		cfg := Config{
 			NodeID:         fmt.Sprintf("n%d", id),
 			ReplicaID:      id,
 			RaftAddr:       members[id],
@@ -28,7 +35,11 @@ func openCluster(t *testing.T, ctx context.Context) []*Store {
 			ElectionRTT:     50,
 			HeartbeatRTT:    5,
 			ProposalTimeout: time.Second,
-		}, testLog)
+		}
+		if tune != nil {
+			tune(&cfg)
+		}
+		s, err := Open(cfg, testLog)
 		if err != nil {
 			t.Fatalf("Open replica %d: %v", id, err)
 		}
