@@ -5,6 +5,15 @@
 //	go run ./bench/load -server http://127.0.0.1:7942 -topic load -create \
 //	    -producers 8 -consumers 8 -count 100000 -size 1024 -duration 60s
 //
+// -server may list several nodes of one cluster, comma-separated:
+//
+//	go run ./bench/load -create \
+//	    -server http://127.0.0.1:7942,http://127.0.0.1:7943,http://127.0.0.1:7944
+//
+// Producer i then talks to server i mod n and consumer j to server j mod n
+// (a consumer acks on the node that served the message); the topic is
+// created on, and its high watermarks read from, the first server.
+//
 // Producers stop at -count messages or after -duration, whichever comes
 // first. Consumers pull with a 1 s long-poll and ack every message; once the
 // producers stop they keep going until every accepted message was consumed,
@@ -57,7 +66,9 @@ func main() {
 }
 
 type config struct {
-	server     string
+	// servers are the broker base URLs, at least one, each a loopback
+	// address; workers are spread over them round-robin.
+	servers    []string
 	topic      string
 	producers  int
 	consumers  int
@@ -80,6 +91,10 @@ report throughput, latencies and the history check (exit status 1 when it
 fails). Producing stops at -count messages or after -duration, whichever
 comes first; consuming then drains for at most -drain.
 
+-server takes one URL or a comma-separated list of the nodes of one cluster:
+producer i uses server i mod n, consumer j server j mod n, and the topic is
+created on the first.
+
 Flags:
 `
 
@@ -95,7 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		server = v
 	}
 	var c config
-	fs.StringVar(&c.server, "server", server, "broker URL, a loopback address (default from $NARAD_SERVER when set)")
+	fs.StringVar(&server, "server", server, "broker URL, or a comma-separated list of a cluster's node URLs; loopback addresses only (default from $NARAD_SERVER when set)")
 	fs.StringVar(&c.topic, "topic", "load", "topic to produce to and consume from")
 	fs.IntVar(&c.producers, "producers", 8, "concurrent producers")
 	fs.IntVar(&c.consumers, "consumers", 8, "concurrent consumers")
@@ -115,10 +130,55 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.Usage()
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	servers, err := parseServers(server)
+	if err != nil {
+		return c, err
+	}
+	c.servers = servers
 	return c, c.validate()
 }
 
+// parseServers splits a -server value at commas into base URLs, each
+// checked to be a loopback address. Spaces around an entry are dropped; an
+// empty entry or the same URL twice is an error (either is a typo, and a
+// repeated URL would skew the round-robin without saying so).
+func parseServers(list string) ([]string, error) {
+	parts := strings.Split(list, ",")
+	servers := make([]string, 0, len(parts))
+	seen := map[string]int{}
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			if len(parts) == 1 {
+				return nil, errors.New("-server is empty")
+			}
+			return nil, fmt.Errorf("-server %q: entry %d of %d is empty", list, i+1, len(parts))
+		}
+		base, err := loopbackURL(p)
+		if err != nil {
+			if len(parts) == 1 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("-server entry %d of %d: %w", i+1, len(parts), err)
+		}
+		if j, ok := seen[base]; ok {
+			return nil, fmt.Errorf("-server %q: entries %d and %d are the same server %s", list, j+1, i+1, base)
+		}
+		seen[base] = i
+		servers = append(servers, p)
+	}
+	return servers, nil
+}
+
 func (c config) validate() error {
+	if len(c.servers) == 0 {
+		return errors.New("-server is empty")
+	}
+	for _, s := range c.servers {
+		if _, err := loopbackURL(s); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.topic == "":
 		return errors.New("-topic is empty")
@@ -147,8 +207,11 @@ var errHistory = errors.New("history check failed")
 // loadRun is the shared state of one run. Workers only touch atomics and
 // the history (which locks itself); latencies stay per worker.
 type loadRun struct {
-	cfg   config
-	b     *broker
+	cfg config
+	// bs has one client per server, in -server order: producer i uses
+	// bs[i%len(bs)], consumer j bs[j%len(bs)], the topic's create and
+	// stats bs[0].
+	bs    []*broker
 	hist  *history.History
 	runID string
 	pad   []byte // 'x' * size, sliced for each body
@@ -174,11 +237,20 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	b, err := newBroker(cfg.server, cfg.producers+cfg.consumers+2)
-	if err != nil {
-		return err
+	bs := make([]*broker, 0, len(cfg.servers))
+	defer func() {
+		for _, b := range bs {
+			b.close()
+		}
+	}()
+	for _, server := range cfg.servers {
+		b, err := newBroker(server, cfg.producers+cfg.consumers+2)
+		if err != nil {
+			return err
+		}
+		bs = append(bs, b)
 	}
-	defer b.close()
+	b := bs[0]
 
 	if cfg.create {
 		err := b.createTopic(ctx, cfg.topic, cfg.partitions)
@@ -190,7 +262,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	l := &loadRun{cfg: cfg, b: b, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
+	l := &loadRun{cfg: cfg, bs: bs, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
 	prodLat, e2eLat, runErr := l.execute(ctx, stderr)
 
 	// A high watermark read after the consumers stopped bounds every
@@ -268,7 +340,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	var producers, consumers sync.WaitGroup
 	for i := range l.cfg.consumers {
 		consumers.Go(func() {
-			lat, err := l.consumer(runCtx, consumeCtx, stopConsuming, producersDone)
+			lat, err := l.consumer(runCtx, consumeCtx, l.bs[i%len(l.bs)], stopConsuming, producersDone)
 			e2eLat[i] = lat
 			if err != nil {
 				cancel(err)
@@ -277,7 +349,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	}
 	for i := range l.cfg.producers {
 		producers.Go(func() {
-			lat, err := l.producer(runCtx, i, produceUntil)
+			lat, err := l.producer(runCtx, i, l.bs[i%len(l.bs)], produceUntil)
 			prodLat[i] = lat
 			if err != nil {
 				cancel(err)
@@ -304,9 +376,10 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 // answers with a retryable error.
 const maxAttempts = 4
 
-// producer sends messages until the count is used up, until is passed, or
-// ctx is done. A produce answered 4xx ends the run: it will not get better.
-func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]time.Duration, error) {
+// producer sends messages to b until the count is used up, until is
+// passed, or ctx is done. A produce answered 4xx ends the run: it will not
+// get better.
+func (l *loadRun) producer(ctx context.Context, index int, b *broker, until time.Time) ([]time.Duration, error) {
 	var lat []time.Duration
 	for ctx.Err() == nil && time.Now().Before(until) {
 		n := l.next.Add(1)
@@ -319,7 +392,7 @@ func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]t
 		// The body keeps the first attempt's time, so that end-to-end
 		// latency includes the retries.
 		body := makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad)
-		ok, err := l.produceOne(ctx, id, body)
+		ok, err := l.produceOne(ctx, b, id, body)
 		if err != nil {
 			return lat, err
 		}
@@ -336,9 +409,9 @@ func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]t
 
 // produceOne sends one message with bounded retries. It reports whether the
 // broker answered 202; err is set only for an error that ends the run.
-func (l *loadRun) produceOne(ctx context.Context, id string, body []byte) (bool, error) {
+func (l *loadRun) produceOne(ctx context.Context, b *broker, id string, body []byte) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err := l.b.produce(ctx, l.cfg.topic, body)
+		err := b.produce(ctx, l.cfg.topic, body)
 		if err == nil {
 			l.hist.Produced(id)
 			return true, nil
@@ -358,11 +431,11 @@ func (l *loadRun) produceOne(ctx context.Context, id string, body []byte) (bool,
 	return false, nil
 }
 
-// consumer pulls and acks until the producers are done and everything they
-// got accepted was delivered (it then calls stopConsuming, which ends the
-// other consumers' long-polls too), or until consumeCtx is done: the drain
-// deadline passed or the run was stopped. Acks use ctx.
-func (l *loadRun) consumer(ctx, consumeCtx context.Context, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
+// consumer pulls from b and acks there until the producers are done and
+// everything they got accepted was delivered (it then calls stopConsuming,
+// which ends the other consumers' long-polls too), or until consumeCtx is
+// done: the drain deadline passed or the run was stopped. Acks use ctx.
+func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *broker, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
 	var lat []time.Duration
 	failures := 0
 	// The loop ends: producers end (count and duration bound them), then
@@ -376,7 +449,7 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, stopConsuming func()
 			}
 		default:
 		}
-		d, err := l.b.consume(consumeCtx, l.cfg.topic, l.cfg.wait)
+		d, err := b.consume(consumeCtx, l.cfg.topic, l.cfg.wait)
 		if err != nil {
 			if consumeCtx.Err() != nil {
 				return lat, nil
@@ -403,7 +476,7 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, stopConsuming func()
 		} else {
 			l.foreign.Add(1)
 		}
-		acked, err := l.ackOne(ctx, d)
+		acked, err := l.ackOne(ctx, b, d)
 		if err != nil {
 			return lat, err
 		}
@@ -418,12 +491,12 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, stopConsuming func()
 	return lat, nil
 }
 
-// ackOne acks d with bounded retries and reports whether the broker took
+// ackOne acks d on b with bounded retries and reports whether the broker took
 // the ack. A 410 (the lease ran out; the message will be delivered again)
 // is counted, not fatal.
-func (l *loadRun) ackOne(ctx context.Context, d *delivery) (bool, error) {
+func (l *loadRun) ackOne(ctx context.Context, b *broker, d *delivery) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err := l.b.ack(ctx, l.cfg.topic, d.ReceiptHandle)
+		err := b.ack(ctx, l.cfg.topic, d.ReceiptHandle)
 		switch {
 		case err == nil:
 			return true, nil

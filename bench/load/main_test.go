@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,6 +57,14 @@ func (q *fakeQueue) wake() {
 }
 
 func (q *fakeQueue) serve(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(q.handler(t))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// handler answers the contract's calls for the queue; several servers may
+// share it, as the nodes of a cluster share their topics.
+func (q *fakeQueue) handler(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/topics", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -175,9 +184,7 @@ func (q *fakeQueue) serve(t *testing.T) *httptest.Server {
 		rec.handle = ""
 		w.WriteHeader(204)
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv
+	return mux
 }
 
 // lease must be called with mu held. It returns a message, or the channel
@@ -198,7 +205,7 @@ func (q *fakeQueue) lease() (*delivery, <-chan struct{}) {
 
 func testConfig(server string) config {
 	return config{
-		server: server, topic: "load", producers: 3, consumers: 3, count: 500, size: 200,
+		servers: []string{server}, topic: "load", producers: 3, consumers: 3, count: 500, size: 200,
 		// Generous bounds: a healthy run ends as soon as everything was
 		// consumed, so they only matter when something is wrong.
 		duration: time.Minute, partitions: 3, create: true, drain: time.Minute,
@@ -398,8 +405,8 @@ func TestParseFlagsDefaultsAlwaysEnd(t *testing.T) {
 	if cfg.count != 100000 || cfg.duration != time.Minute || cfg.drain != 30*time.Second || cfg.wait != time.Second {
 		t.Errorf("got count %d duration %s drain %s wait %s, want 100000 1m 30s 1s", cfg.count, cfg.duration, cfg.drain, cfg.wait)
 	}
-	if cfg.server != "http://127.0.0.1:7942" {
-		t.Errorf("got server %s, want http://127.0.0.1:7942", cfg.server)
+	if len(cfg.servers) != 1 || cfg.servers[0] != "http://127.0.0.1:7942" {
+		t.Errorf("got servers %q, want [http://127.0.0.1:7942]", cfg.servers)
 	}
 	if _, err := parseFlags([]string{"-duration", "0s"}, &stderr); err == nil {
 		t.Errorf("got nil error for -duration 0s, want one: the run must be bounded")
@@ -445,5 +452,182 @@ func TestProgressFinalLine(t *testing.T) {
 	}
 	if !strings.Contains(plain.String(), "produced 40/500") || !strings.Contains(plain.String(), "consumed 30") || strings.Contains(plain.String(), "\r") {
 		t.Errorf("got %q, want a plain line with the counts", plain.String())
+	}
+}
+
+func TestParseFlagsServerList(t *testing.T) {
+	t.Setenv("NARAD_SERVER", "")
+	var stderr bytes.Buffer
+	cfg, err := parseFlags([]string{"-server", "http://127.0.0.1:7942, http://127.0.0.1:7943,http://localhost:7944/"}, &stderr)
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	want := []string{"http://127.0.0.1:7942", "http://127.0.0.1:7943", "http://localhost:7944/"}
+	if strings.Join(cfg.servers, " ") != strings.Join(want, " ") {
+		t.Errorf("got servers %q, want %q", cfg.servers, want)
+	}
+
+	// The environment's default may be a list too.
+	t.Setenv("NARAD_SERVER", "http://127.0.0.1:1,http://[::1]:2")
+	cfg, err = parseFlags(nil, &stderr)
+	if err != nil || len(cfg.servers) != 2 || cfg.servers[1] != "http://[::1]:2" {
+		t.Errorf("got servers %q, error %v, want the two from $NARAD_SERVER", cfg.servers, err)
+	}
+}
+
+func TestParseFlagsRefusesBadServerEntries(t *testing.T) {
+	t.Setenv("NARAD_SERVER", "")
+	for _, tc := range []struct{ server, want string }{
+		{"", "-server is empty"},
+		{" ", "-server is empty"},
+		{"http://127.0.0.1:1,,http://127.0.0.1:2", "entry 2 of 3 is empty"},
+		{"http://127.0.0.1:1,", "entry 2 of 2 is empty"},
+		{",http://127.0.0.1:1", "entry 1 of 2 is empty"},
+		{"http://127.0.0.1:1,http://10.0.0.1:2", `-server entry 2 of 2: server url "http://10.0.0.1:2": the load driver only targets loopback addresses`},
+		{"http://127.0.0.1:1,127.0.0.1:2", "-server entry 2 of 2"},
+		{"http://127.0.0.1:1,ftp://127.0.0.1:2", "scheme must be http or https"},
+		{"http://127.0.0.1:1,http://127.0.0.1:1/", "entries 1 and 2 are the same server http://127.0.0.1:1"},
+		// A single URL keeps its error as it was.
+		{"http://192.0.2.1:7942", `server url "http://192.0.2.1:7942": the load driver only targets loopback addresses`},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseFlags([]string{"-server", tc.server}, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("-server %q: got error %v, want one containing %q", tc.server, err, tc.want)
+		}
+	}
+}
+
+// serverLog records what reached one of several servers in front of one
+// fakeQueue.
+type serverLog struct {
+	mu        sync.Mutex
+	creates   int
+	stats     int
+	produces  map[string]int  // producer ("p3") -> produces it sent here
+	consumes  int             // consume requests, answered or not
+	leased    map[string]bool // receipt handles this server handed out
+	acks      int
+	strayAcks []string // acks of handles another server handed out
+}
+
+// logRequests wraps h: it notes each request in sl, reading the producer
+// from a produce's body and the handle from a consume's answer.
+func logRequests(t *testing.T, sl *serverLog, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		switch {
+		case r.Method == http.MethodPost && path == "/v1/topics":
+			sl.mu.Lock()
+			sl.creates++
+			sl.mu.Unlock()
+		case r.Method == http.MethodGet && path == "/v1/topics/load":
+			sl.mu.Lock()
+			sl.stats++
+			sl.mu.Unlock()
+		case strings.HasSuffix(path, "/produce"):
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Errorf("read produce body: %v", err)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			id, _, _ := parseLoadBody(body)
+			// ids are <run>-p<producer>-<n>.
+			fields := strings.Split(id, "-")
+			sl.mu.Lock()
+			sl.produces[fields[min(1, len(fields)-1)]]++
+			sl.mu.Unlock()
+		case strings.HasSuffix(path, "/consume"):
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			var d delivery
+			if rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &d) == nil {
+				sl.mu.Lock()
+				sl.leased[d.ReceiptHandle] = true
+				sl.mu.Unlock()
+			}
+			sl.mu.Lock()
+			sl.consumes++
+			sl.mu.Unlock()
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		case strings.HasSuffix(path, "/ack"):
+			handle := r.URL.Query().Get("receipt_handle")
+			sl.mu.Lock()
+			sl.acks++
+			if !sl.leased[handle] {
+				sl.strayAcks = append(sl.strayAcks, handle)
+			}
+			sl.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func TestRunSpreadsWorkersOverEveryServer(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	h := q.handler(t)
+	logs := make([]*serverLog, 3)
+	var urls []string
+	for i := range logs {
+		logs[i] = &serverLog{produces: map[string]int{}, leased: map[string]bool{}}
+		srv := httptest.NewServer(logRequests(t, logs[i], h))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	cfg := testConfig(urls[0])
+	cfg.servers = urls
+	cfg.producers, cfg.consumers = 5, 4
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if !s.History.OK || s.Acked != 500 || len(s.Servers) != 3 {
+		t.Errorf("got history %+v, %d acked, servers %q, want OK, 500 and the three servers", s.History, s.Acked, s.Servers)
+	}
+	if !strings.Contains(stderr.String(), "servers:            3, workers round-robin:") {
+		t.Errorf("text summary lacks the servers line:\n%s", stderr.String())
+	}
+	for i, sl := range logs {
+		sl.mu.Lock()
+		// Producer p uses server p mod 3; each producer sends something,
+		// as they share the count but start before it runs out.
+		var want []string
+		for p := i; p < cfg.producers; p += len(logs) {
+			want = append(want, fmt.Sprintf("p%d", p))
+		}
+		var got []string
+		for p := range cfg.producers {
+			if sl.produces[fmt.Sprintf("p%d", p)] > 0 {
+				got = append(got, fmt.Sprintf("p%d", p))
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("server %d: got produces from %v, want from %v (%v)", i, got, want, sl.produces)
+		}
+		if sl.consumes == 0 || sl.acks == 0 {
+			t.Errorf("server %d: got %d consumes and %d acks, want some of each", i, sl.consumes, sl.acks)
+		}
+		if len(sl.strayAcks) > 0 {
+			t.Errorf("server %d: got acks of handles it did not hand out: %q", i, sl.strayAcks)
+		}
+		wantCreates, wantStats := 0, 0
+		if i == 0 {
+			wantCreates, wantStats = 1, 1
+		}
+		if sl.creates != wantCreates || sl.stats != wantStats {
+			t.Errorf("server %d: got %d creates and %d stats reads, want %d and %d", i, sl.creates, sl.stats, wantCreates, wantStats)
+		}
+		sl.mu.Unlock()
 	}
 }

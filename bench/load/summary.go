@@ -11,12 +11,13 @@ import (
 
 // summary is what a run reports; -json prints it as one object.
 type summary struct {
-	Topic        string `json:"topic"`
-	RunID        string `json:"run_id"`
-	Producers    int    `json:"producers"`
-	Consumers    int    `json:"consumers"`
-	MessageBytes int    `json:"message_bytes"`
-	Interrupted  bool   `json:"interrupted"`
+	Topic        string   `json:"topic"`
+	RunID        string   `json:"run_id"`
+	Servers      []string `json:"servers"`
+	Producers    int      `json:"producers"`
+	Consumers    int      `json:"consumers"`
+	MessageBytes int      `json:"message_bytes"`
+	Interrupted  bool     `json:"interrupted"`
 
 	Produced          int64   `json:"produced"`
 	ProducedBytes     int64   `json:"produced_bytes"`
@@ -72,6 +73,7 @@ func (l *loadRun) summarize(prodLat, e2eLat [][]time.Duration, watermarks string
 	s := summary{
 		Topic:        l.cfg.topic,
 		RunID:        l.runID,
+		Servers:      l.cfg.servers,
 		Producers:    l.cfg.producers,
 		Consumers:    l.cfg.consumers,
 		MessageBytes: l.cfg.size,
@@ -118,6 +120,9 @@ func (s summary) writeText(w io.Writer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "load: topic %s, run %s, %d producers, %d consumers, %d-byte messages\n",
 		s.Topic, s.RunID, s.Producers, s.Consumers, s.MessageBytes)
+	if len(s.Servers) > 1 {
+		fmt.Fprintf(&b, "servers:            %d, workers round-robin: %s\n", len(s.Servers), strings.Join(s.Servers, " "))
+	}
 	if s.Interrupted {
 		b.WriteString("interrupted: the figures below cover the run so far\n")
 	}
