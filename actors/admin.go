@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
-
 	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
 )
 
 // Admin verbs over NATS request/reply (narad.<cluster>.admin.<verb>, JSON
@@ -19,35 +19,77 @@ import (
 type shardStatus struct {
 	Shard  uint64 `json:"shard"`
 	Leader uint64 `json:"leader_replica,omitempty"`
+	// Term is the leader's Raft term as the answering node knows it.
+	Term uint64 `json:"term,omitempty"`
+	// Role is the answering node's role in the shard: leader, follower,
+	// non-voter ("" while loading).
+	Role string `json:"role"`
 }
 
 // statusReply answers the "status" verb.
 type statusReply struct {
-	Cluster    string        `json:"cluster"`
-	AnsweredBy string        `json:"answered_by"`
-	Ready      bool          `json:"ready"`
-	Members    int           `json:"members"`
-	Alive      int           `json:"alive"`
-	Topics     int           `json:"topics"`
-	Shards     []shardStatus `json:"shards"`
+	Cluster    string `json:"cluster"`
+	AnsweredBy string `json:"answered_by"`
+	Ready      bool   `json:"ready"`
+	// MetadataLeader is the node leading the metadata shard, where the
+	// controller runs ("" while none is known).
+	MetadataLeader string        `json:"metadata_leader"`
+	Members        int           `json:"members"`
+	Alive          int           `json:"alive"`
+	Topics         int           `json:"topics"`
+	Shards         []shardStatus `json:"shards"`
 }
 
 func (n *Node) statusView() statusReply {
 	st := statusReply{Cluster: n.cfg.Cluster, AnsweredBy: n.cfg.NodeID, Ready: n.ready.Load(), Topics: len(n.store.Topics())}
+	metaLeader, metaKnown := n.store.Leader(metastore.MetaShard)
 	for _, m := range n.store.Members() {
 		st.Members++
-		if m.Status == "alive" {
+		if m.Status == messages.MemberAlive {
 			st.Alive++
+		}
+		if metaKnown && m.ReplicaID == metaLeader {
+			st.MetadataLeader = m.ID
 		}
 	}
 	for _, sh := range n.store.Shards() {
-		s := shardStatus{Shard: sh}
-		if id, ok := n.store.Leader(sh); ok {
-			s.Leader = id
+		s := shardStatus{Shard: sh, Role: n.store.RaftRole(sh)}
+		if id, term, ok := n.store.LeaderOf(sh); ok {
+			s.Leader, s.Term = id, term
 		}
 		st.Shards = append(st.Shards, s)
 	}
 	return st
+}
+
+// adminMemberJSON is one member in the admin "members" answer: the
+// contract's fields, then what the member record holds beyond them.
+type adminMemberJSON struct {
+	memberJSON
+	Leaving  bool   `json:"leaving"`
+	Role     string `json:"role"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+type adminMembersReply struct {
+	Members []adminMemberJSON `json:"members"`
+}
+
+func (n *Node) adminMembersView() adminMembersReply {
+	records := n.store.Members()
+	byID := make(map[string]int, len(records))
+	for i, m := range records {
+		byID[m.ID] = i
+	}
+	out := adminMembersReply{Members: []adminMemberJSON{}}
+	for _, v := range n.membersView() {
+		e := adminMemberJSON{memberJSON: v}
+		if i, ok := byID[v.ID]; ok {
+			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
+		}
+		out.Members = append(out.Members, e)
+	}
+	return out
 }
 
 // joinRequest asks the cluster to add a node's metastore replicas as
@@ -119,8 +161,8 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (membersReply, error) {
-		return membersReply{n.membersView()}, nil
+	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (adminMembersReply, error) {
+		return n.adminMembersView(), nil
 	}); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/naradmq/narad/messages"
 )
 
 func startTestNATS(t *testing.T) *natsserver.Server {
@@ -39,12 +41,13 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("admin members: %v", err)
 	}
-	var members membersReply
+	var members adminMembersReply
 	if err := json.Unmarshal(msg.Data, &members); err != nil {
 		t.Fatalf("admin members body %s: %v", msg.Data, err)
 	}
-	if len(members.Members) != 1 || members.Members[0].ID != "n1" || members.Members[0].OwnedPartitions != 3 {
-		t.Fatalf("admin members: got %+v, want n1 owning 3 partitions", members)
+	if len(members.Members) != 1 || members.Members[0].ID != "n1" || members.Members[0].OwnedPartitions != 3 ||
+		members.Members[0].Role != messages.RoleVoter || members.Members[0].RaftAddr == "" {
+		t.Fatalf("admin members: got %+v, want n1, a voter with its raft address, owning 3 partitions", members)
 	}
 
 	msg, err = nc.Request("narad.test.admin.status", nil, 5*time.Second)
@@ -55,12 +58,12 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &st); err != nil {
 		t.Fatalf("admin status body %s: %v", msg.Data, err)
 	}
-	if st.Cluster != "test" || !st.Ready || st.Members != 1 || st.Alive != 1 || st.Topics != 1 || len(st.Shards) != 5 {
-		t.Fatalf("admin status: got %+v, want cluster test, ready, 1 alive member, 1 topic, 5 shards", st)
+	if st.Cluster != "test" || !st.Ready || st.Members != 1 || st.Alive != 1 || st.Topics != 1 || len(st.Shards) != 5 || st.MetadataLeader != "n1" {
+		t.Fatalf("admin status: got %+v, want cluster test, ready, 1 alive member, 1 topic, 5 shards, n1 leading the metadata", st)
 	}
 	for _, sh := range st.Shards {
-		if sh.Leader != 1 {
-			t.Fatalf("shard %d: leader %d, want replica 1", sh.Shard, sh.Leader)
+		if sh.Leader != 1 || sh.Role != "leader" || sh.Term == 0 {
+			t.Fatalf("shard %d: got leader %d, role %q, term %d, want replica 1, leader, a term", sh.Shard, sh.Leader, sh.Role, sh.Term)
 		}
 	}
 }

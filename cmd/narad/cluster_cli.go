@@ -79,15 +79,17 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			Draining        bool   `json:"draining"`
 			OwnedPartitions int    `json:"owned_partitions"`
 			OutboundMoves   int    `json:"outbound_moves"`
+			Leaving         bool   `json:"leaving"`
+			Role            string `json:"role"`
 		} `json:"members"`
 	}
 	if err := json.Unmarshal(msg.Data, &reply); err != nil {
 		return fmt.Errorf("%s answered %q: %w", subject, msg.Data, err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tDRAINING\tPARTITIONS\tMOVES OUT")
+	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
 	for _, m := range reply.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%d\t%d\n", m.ID, m.Addr, m.Status, m.Draining, m.OwnedPartitions, m.OutboundMoves)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\n", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
 	}
 	return tw.Flush()
 }

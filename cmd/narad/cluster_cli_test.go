@@ -30,7 +30,7 @@ func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
 	var asked []string
 	sub, err := nc.QueueSubscribe("narad.prod.admin.members", "admin", func(m *nats.Msg) {
 		asked = append(asked, string(m.Data))
-		m.Respond([]byte(`{"members":[{"id":"n1","addr":"10.0.0.1:7942","status":"alive","draining":false,"owned_partitions":12,"outbound_moves":1},{"id":"n2","addr":"10.0.0.2:7942","status":"dead","draining":true,"owned_partitions":0,"outbound_moves":0}]}`))
+		m.Respond([]byte(`{"members":[{"id":"n1","addr":"10.0.0.1:7942","status":"alive","draining":false,"owned_partitions":12,"outbound_moves":1,"leaving":false,"role":"voter","raft_addr":"10.0.0.1:7952"},{"id":"n2","addr":"10.0.0.2:7942","status":"dead","draining":true,"owned_partitions":0,"outbound_moves":0,"leaving":true,"role":"nonvoter","raft_addr":"10.0.0.2:7952"}]}`))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +46,10 @@ func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") {
 		t.Fatalf("output: got %q, want a header and two members", out.String())
 	}
-	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "n1 10.0.0.1:7942 alive false 12 1" {
+	if f := strings.Fields(lines[1]); strings.Join(f, " ") != "n1 10.0.0.1:7942 alive voter false false 12 1" {
 		t.Fatalf("n1 row: got %q", lines[1])
 	}
-	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "n2 10.0.0.2:7942 dead true 0 0" {
+	if f := strings.Fields(lines[2]); strings.Join(f, " ") != "n2 10.0.0.2:7942 dead nonvoter true true 0 0" {
 		t.Fatalf("n2 row: got %q", lines[2])
 	}
 	if len(asked) != 1 || asked[0] != "{}" {
