@@ -204,6 +204,7 @@ type AssignCommand struct {
 	DeleteAssignments *DeleteAssignments `json:"delete,omitempty"`
 	SetTarget         *SetTarget         `json:"set_target,omitempty"`
 	Flip              *Flip              `json:"flip,omitempty"`
+	Flips             *Flips             `json:"flips,omitempty"`
 }
 
 // PutAssignments creates the assignments of new partitions. One that
@@ -236,9 +237,19 @@ type Flip struct {
 	To          string `json:"to"`
 }
 
+// Flips is many Flip compare-and-swaps of one shard in one entry, each
+// judged on its own: a bulk move flips thousands of partitions, and one
+// Raft round trip per shard instead of per partition is what makes that
+// take milliseconds. Its result has one AssignResult per flip, in order.
+type Flips struct {
+	Flips []Flip `json:"flips"`
+}
+
 // AssignResult is what an assignment command returns; Assignment is the
-// partition's assignment after the command (when it exists).
+// partition's assignment after the command (when it exists). Flips holds
+// the results of a Flips command, one per flip, in order.
 type AssignResult struct {
-	Code       ResultCode  `json:"code"`
-	Assignment *Assignment `json:"assignment,omitempty"`
+	Code       ResultCode     `json:"code"`
+	Assignment *Assignment    `json:"assignment,omitempty"`
+	Flips      []AssignResult `json:"flips,omitempty"`
 }

@@ -53,7 +53,7 @@ func (s *assignState) applyEntry(data []byte, index uint64) (messages.AssignResu
 // apply applies one command at the given Raft index.
 func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.AssignResult {
 	s.index = index
-	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil) != 1 {
+	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil, cmd.Flips != nil) != 1 {
 		return messages.AssignResult{Code: messages.ResultInvalid}
 	}
 	switch {
@@ -64,9 +64,24 @@ func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.A
 		return messages.AssignResult{Code: messages.ResultOK}
 	case cmd.SetTarget != nil:
 		return s.setTarget(*cmd.SetTarget)
+	case cmd.Flips != nil:
+		return s.flips(cmd.Flips.Flips)
 	default:
 		return s.flip(*cmd.Flip)
 	}
+}
+
+// flips applies each flip on its own, in order; an empty batch or one past
+// maxFlipsPerEntry is invalid as a whole.
+func (s *assignState) flips(fs []messages.Flip) messages.AssignResult {
+	if len(fs) == 0 || len(fs) > maxFlipsPerEntry {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	out := make([]messages.AssignResult, len(fs))
+	for i, f := range fs {
+		out[i] = s.flip(f)
+	}
+	return messages.AssignResult{Code: messages.ResultOK, Flips: out}
 }
 
 // validAssignment: a partition always has an owner, and a target is never

@@ -346,3 +346,72 @@ func TestAssignStateLookup(t *testing.T) {
 		t.Errorf("lookup of a topic query on an assignment shard: got nil error, want one")
 	}
 }
+
+func flipsCmd(fs ...messages.Flip) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.CommandVersion, Flips: &messages.Flips{Flips: fs}}
+}
+
+// A Flips entry judges each flip on its own, in order (rules O3, O4 per
+// flip): one refused or unknown partition does not stop the others.
+func TestAssignStateApplyFlips(t *testing.T) {
+	f := func(partition int, from, to string) messages.Flip {
+		return messages.Flip{Incarnation: 7, Partition: partition, From: from, To: to}
+	}
+	tooMany := make([]messages.Flip, maxFlipsPerEntry+1)
+	for i := range tooMany {
+		tooMany[i] = f(i, "n1", "n2")
+	}
+	setup := putCmd(asg(7, 0, "n1", "n2"), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2"))
+	tests := []struct {
+		name      string
+		cmd       messages.AssignCommand
+		wantCode  messages.ResultCode
+		wantFlips []messages.ResultCode
+		wantAll   []messages.Assignment
+	}{
+		{
+			name:     "each flip is its own compare-and-swap",
+			cmd:      flipsCmd(f(0, "n1", "n2"), f(1, "n1", "n2"), f(2, "n1", "n2"), f(9, "n1", "n2"), f(3, "n1", "n1")),
+			wantCode: messages.ResultOK,
+			// applied; re-planned to n3: refused; already applied: OK; no
+			// such partition; From == To: invalid.
+			wantFlips: []messages.ResultCode{messages.ResultOK, messages.ResultRefused, messages.ResultOK, messages.ResultNotFound, messages.ResultInvalid},
+			wantAll:   []messages.Assignment{asg(7, 0, "n2", ""), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")},
+		},
+		{
+			name:     "an empty batch is invalid",
+			cmd:      flipsCmd(),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", "n2"), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")},
+		},
+		{
+			name:     "a batch past the bound is invalid as a whole and changes nothing",
+			cmd:      flipsCmd(tooMany...),
+			wantCode: messages.ResultInvalid,
+			wantAll:  []messages.Assignment{asg(7, 0, "n1", "n2"), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newAssignState()
+			if r := s.apply(setup, 1); r.Code != messages.ResultOK {
+				t.Fatalf("setup: got code %d, want OK", r.Code)
+			}
+			r := s.apply(tt.cmd, 2)
+			if r.Code != tt.wantCode {
+				t.Fatalf("code: got %d, want %d", r.Code, tt.wantCode)
+			}
+			var got []messages.ResultCode
+			for _, fr := range r.Flips {
+				got = append(got, fr.Code)
+			}
+			if !reflect.DeepEqual(got, tt.wantFlips) {
+				t.Errorf("flip codes: got %v, want %v", got, tt.wantFlips)
+			}
+			if all := s.all(); !reflect.DeepEqual(all, tt.wantAll) {
+				t.Errorf("assignments after:\n got %+v\nwant %+v", all, tt.wantAll)
+			}
+			checkIndexes(t, s)
+		})
+	}
+}

@@ -65,23 +65,72 @@ func benchmarkFlip(b *testing.B, inMemory bool, proposers int) {
 // flips take at the measured rate. The three replicas share this
 // machine's cores and disk and talk over loopback (no network latency),
 // so the figure is not that of three machines.
+//
+// The batch=all case flips the b.N partitions with one FlipMany call (one
+// entry per shard per maxFlipsPerEntry flips, proposed in parallel): what a
+// bulk move does instead of one proposal per partition.
 func BenchmarkFlipThreeVoters(b *testing.B) {
 	for _, fs := range []string{"mem", "disk"} {
-		for _, proposers := range []int{1, 64, 512} {
-			b.Run(fmt.Sprintf("fs=%s/proposers=%d", fs, proposers), func(b *testing.B) {
-				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-				defer cancel()
-				stores := openClusterWith(b, ctx, func(c *Config) {
-					c.RTTMillisecond, c.ElectionRTT, c.HeartbeatRTT = 0, 0, 0 // defaults
-					c.ProposalTimeout = 10 * time.Second
-					if fs == "disk" {
-						c.InMemory, c.Dir = false, b.TempDir()
-					}
-				})
-				runFlips(b, stores, proposers)
+		open := func(b *testing.B) []*Store {
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			return openClusterWith(b, ctx, func(c *Config) {
+				c.RTTMillisecond, c.ElectionRTT, c.HeartbeatRTT = 0, 0, 0 // defaults
+				c.ProposalTimeout = 10 * time.Second
+				if fs == "disk" {
+					c.InMemory, c.Dir = false, b.TempDir()
+				}
 			})
 		}
+		for _, proposers := range []int{1, 64, 512} {
+			b.Run(fmt.Sprintf("fs=%s/proposers=%d", fs, proposers), func(b *testing.B) {
+				runFlips(b, open(b), proposers)
+			})
+		}
+		b.Run(fmt.Sprintf("fs=%s/batch=all", fs), func(b *testing.B) {
+			runFlipMany(b, open(b))
+		})
 	}
+}
+
+// runFlipMany is runFlips with every flip in one FlipMany call, from the
+// last replica: the mover is not always the shards' leader.
+func runFlipMany(b *testing.B, stores []*Store) {
+	ctx := context.Background()
+	flips := putFlippable(b, stores[0])
+	s := stores[len(stores)-1]
+	b.ResetTimer()
+	out := s.FlipMany(ctx, flips)
+	b.StopTimer()
+	for p, o := range out {
+		if o.Err != nil || o.Result.Code != messages.ResultOK {
+			b.Fatalf("flip %d: got code %d (err %v), want OK", p, o.Result.Code, o.Err)
+		}
+	}
+	reportFlips(b)
+}
+
+// putFlippable puts b.N assignments (partitions 0 .. b.N-1 of one
+// incarnation, owner n1, target n2) and returns their flips.
+func putFlippable(b *testing.B, s *Store) []messages.Flip {
+	const incarnation = 1
+	as := make([]messages.Assignment, b.N)
+	flips := make([]messages.Flip, b.N)
+	for p := range as {
+		as[p] = messages.Assignment{Topic: "bench", Incarnation: incarnation, Partition: p, Owner: "n1", Target: "n2"}
+		flips[p] = messages.Flip{Incarnation: incarnation, Partition: p, From: "n1", To: "n2"}
+	}
+	if err := s.PutAssignments(context.Background(), as); err != nil {
+		b.Fatal(err)
+	}
+	return flips
+}
+
+// reportFlips reports flips/s and s/10k-flips for b.N flips.
+func reportFlips(b *testing.B) {
+	perSecond := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(perSecond, "flips/s")
+	b.ReportMetric(10_000/perSecond, "s/10k-flips")
 }
 
 // runFlips puts b.N assignments (partitions 0 .. b.N-1 of one incarnation,
@@ -97,14 +146,7 @@ func BenchmarkFlipThreeVoters(b *testing.B) {
 // forwarding hop, as when the nodes running the moves are not the leaders.
 func runFlips(b *testing.B, stores []*Store, proposers int) {
 	ctx := context.Background()
-	const incarnation = 1
-	as := make([]messages.Assignment, b.N)
-	for p := range as {
-		as[p] = messages.Assignment{Topic: "bench", Incarnation: incarnation, Partition: p, Owner: "n1", Target: "n2"}
-	}
-	if err := stores[0].PutAssignments(ctx, as); err != nil {
-		b.Fatal(err)
-	}
+	flips := putFlippable(b, stores[0])
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -118,7 +160,7 @@ func runFlips(b *testing.B, stores []*Store, proposers int) {
 					return
 				}
 				s := stores[p%len(stores)]
-				r, err := s.Flip(ctx, messages.Flip{Incarnation: incarnation, Partition: p, From: "n1", To: "n2"})
+				r, err := s.Flip(ctx, flips[p])
 				if err == nil && r.Code != messages.ResultOK {
 					err = fmt.Errorf("flip %d via replica %d: got code %d, want OK", p, s.ReplicaID(), r.Code)
 				}
@@ -135,7 +177,5 @@ func runFlips(b *testing.B, stores []*Store, proposers int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	perSecond := float64(b.N) / b.Elapsed().Seconds()
-	b.ReportMetric(perSecond, "flips/s")
-	b.ReportMetric(10_000/perSecond, "s/10k-flips")
+	reportFlips(b)
 }

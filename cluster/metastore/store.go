@@ -26,6 +26,11 @@ import (
 // idempotent, so a split put that fails half-way is simply retried.
 const maxAssignmentsPerEntry = 4096
 
+// maxFlipsPerEntry bounds one Flips entry (its result carries each flip's
+// assignment, about 150 bytes): 1,024 keep an entry and its result near
+// 150 KiB, and 10,000 flips over 4 shards still take only 12 entries.
+const maxFlipsPerEntry = 1024
+
 // Store is one node's replica of the metastore: a Dragonboat NodeHost with
 // the metadata shard and the K assignment shards. Its methods are safe for
 // concurrent use.
@@ -405,6 +410,59 @@ func (s *Store) Flip(ctx context.Context, c messages.Flip) (messages.AssignResul
 	}
 	shard := AssignmentShard(c.Incarnation, c.Partition, s.cfg.AssignmentShards)
 	return s.proposeAssign(ctx, fmt.Sprintf("flip %d/%d", c.Incarnation, c.Partition), shard, messages.AssignCommand{Flip: &c})
+}
+
+// FlipOutcome is one flip's outcome in FlipMany: Err nil means Result is
+// the state machine's answer (ResultOK, ResultRefused, ResultNotFound);
+// Err non-nil means the outcome is unknown (resolve it with
+// LeaderAssignment), or ErrInvalid for a flip that was not proposed.
+type FlipOutcome struct {
+	Result messages.AssignResult
+	Err    error
+}
+
+// FlipMany proposes many flips (see Flip) at once: grouped by assignment
+// shard into entries of up to maxFlipsPerEntry, all proposed in parallel,
+// so a bulk move pays a Raft round trip per entry, not per partition. The
+// outcomes are in the order of flips; each flip is a compare-and-swap of
+// its own, and a retried flip that already applied answers ResultOK, so
+// the flips with an unknown outcome may simply be sent again.
+func (s *Store) FlipMany(ctx context.Context, flips []messages.Flip) []FlipOutcome {
+	out := make([]FlipOutcome, len(flips))
+	byShard := make(map[uint64][]int)
+	for i, c := range flips {
+		if c.From == "" || c.To == "" || c.From == c.To {
+			out[i].Err = fmt.Errorf("metastore: flip %d/%d from %q to %q: %w", c.Incarnation, c.Partition, c.From, c.To, ErrInvalid)
+			continue
+		}
+		shard := AssignmentShard(c.Incarnation, c.Partition, s.cfg.AssignmentShards)
+		byShard[shard] = append(byShard[shard], i)
+	}
+	var wg sync.WaitGroup
+	for shard, idx := range byShard {
+		for chunk := range slices.Chunk(idx, maxFlipsPerEntry) {
+			wg.Go(func() {
+				batch := make([]messages.Flip, len(chunk))
+				for k, i := range chunk {
+					batch[k] = flips[i]
+				}
+				op := fmt.Sprintf("flip %d partitions", len(batch))
+				r, err := s.proposeAssign(ctx, op, shard, messages.AssignCommand{Flips: &messages.Flips{Flips: batch}})
+				if err == nil && (r.Code != messages.ResultOK || len(r.Flips) != len(batch)) {
+					err = fmt.Errorf("metastore: %s on shard %d: got code %d with %d results: %w", op, shard, r.Code, len(r.Flips), ErrInvalid)
+				}
+				for k, i := range chunk {
+					if err != nil {
+						out[i].Err = err
+					} else {
+						out[i].Result = r.Flips[k]
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return out
 }
 
 func (s *Store) proposeAssign(ctx context.Context, op string, shard uint64, cmd messages.AssignCommand) (messages.AssignResult, error) {

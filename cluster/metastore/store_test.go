@@ -318,3 +318,52 @@ func TestOpenRefusesAnInvalidConfig(t *testing.T) {
 		t.Errorf("Open with no replica id: got %v, want ErrInvalid", err)
 	}
 }
+
+// FlipMany spreads many flips over the assignment shards, several entries
+// per shard past maxFlipsPerEntry, and answers each in the caller's order.
+func TestFlipManyAnswersEachFlipInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+	const n = 3*maxFlipsPerEntry + 5 // past the bound on at least one shard
+	as := make([]messages.Assignment, n)
+	flips := make([]messages.Flip, n+1)
+	for p := range n {
+		target := "n2"
+		if p%10 == 3 {
+			target = "n3" // re-planned: the flip to n2 is refused
+		}
+		as[p] = messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: "n1", Target: target}
+		flips[p] = messages.Flip{Incarnation: 5, Partition: p, From: "n1", To: "n2"}
+	}
+	flips[n] = messages.Flip{Incarnation: 5, Partition: 0, From: "n1", To: "n1"} // invalid, never proposed
+	if err := s.PutAssignments(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	out := s.FlipMany(ctx, flips)
+	if len(out) != len(flips) {
+		t.Fatalf("outcomes: got %d, want %d", len(out), len(flips))
+	}
+	for p := range n {
+		o := out[p]
+		want, owner := messages.ResultOK, "n2"
+		if p%10 == 3 {
+			want, owner = messages.ResultRefused, "n1"
+		}
+		if o.Err != nil || o.Result.Code != want || o.Result.Assignment == nil || o.Result.Assignment.Partition != p || o.Result.Assignment.Owner != owner {
+			t.Fatalf("flip of partition %d: got %+v (err %v), want code %d with partition %d owned by %s", p, o.Result, o.Err, want, p, owner)
+		}
+		if a, ok, err := s.LeaderAssignment(ctx, 5, p); err != nil || !ok || a.Owner != owner {
+			t.Fatalf("partition %d read back: got %+v (found %v, err %v), want owner %s", p, a, ok, err, owner)
+		}
+	}
+	if !errors.Is(out[n].Err, ErrInvalid) {
+		t.Fatalf("a flip from n1 to n1: got %v, want ErrInvalid", out[n].Err)
+	}
+	// Retrying the whole batch is safe: the applied flips answer OK again.
+	for p, o := range s.FlipMany(ctx, flips[:n]) {
+		if want := map[bool]messages.ResultCode{true: messages.ResultRefused, false: messages.ResultOK}[p%10 == 3]; o.Err != nil || o.Result.Code != want {
+			t.Fatalf("retried flip of partition %d: got code %d (err %v), want %d", p, o.Result.Code, o.Err, want)
+		}
+	}
+}
