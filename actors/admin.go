@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
@@ -92,6 +94,37 @@ func (n *Node) adminMembersView() adminMembersReply {
 	return out
 }
 
+// adminTopicJSON is one topic in the admin "topics" answer: the
+// contract's topic fields, its incarnation and where its partitions are.
+type adminTopicJSON struct {
+	topicJSON
+	Incarnation uint64 `json:"incarnation"`
+	// Owners counts the topic's partitions per owner; Unplaced those
+	// without one yet.
+	Owners   map[string]int `json:"owners"`
+	Unplaced int            `json:"unplaced"`
+}
+
+type adminTopicsReply struct {
+	Topics []adminTopicJSON `json:"topics"`
+}
+
+// adminTopicsView lists the topics of the local replica by name.
+func (n *Node) adminTopicsView() adminTopicsReply {
+	out := adminTopicsReply{Topics: []adminTopicJSON{}}
+	for _, t := range n.store.Topics() {
+		e := adminTopicJSON{topicJSON: topicOf(t, "standalone"), Incarnation: t.Incarnation, Owners: map[string]int{}}
+		as := n.store.Assignments(t.Incarnation, t.Partitions)
+		for _, a := range as {
+			e.Owners[a.Owner]++
+		}
+		e.Unplaced = t.Partitions - len(as)
+		out.Topics = append(out.Topics, e)
+	}
+	slices.SortFunc(out.Topics, func(a, b adminTopicJSON) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // joinRequest asks the cluster to add a node's metastore replicas as
 // non-voters (the "join" admin verb).
 type joinRequest struct {
@@ -163,6 +196,16 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}
 	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (adminMembersReply, error) {
 		return n.adminMembersView(), nil
+	}); err != nil {
+		return err
+	}
+	if err := transport.HandleAdminJSON(t, "moves", func(context.Context, string, struct{}) (movesReply, error) {
+		return n.movesView(), nil
+	}); err != nil {
+		return err
+	}
+	if err := transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (adminTopicsReply, error) {
+		return n.adminTopicsView(), nil
 	}); err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -65,5 +68,38 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 		if sh.Leader != 1 || sh.Role != "leader" || sh.Term == 0 {
 			t.Fatalf("shard %d: got leader %d, role %q, term %d, want replica 1, leader, a term", sh.Shard, sh.Leader, sh.Role, sh.Term)
 		}
+	}
+
+	msg, err = nc.Request("narad.test.admin.topics", []byte("{}"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("admin topics: %v", err)
+	}
+	var topics adminTopicsReply
+	if err := json.Unmarshal(msg.Data, &topics); err != nil {
+		t.Fatalf("admin topics body %s: %v", msg.Data, err)
+	}
+	if len(topics.Topics) != 1 || topics.Topics[0].Name != "t" || topics.Topics[0].Partitions != 3 ||
+		topics.Topics[0].Owners["n1"] != 3 || topics.Topics[0].Unplaced != 0 || topics.Topics[0].Incarnation == 0 {
+		t.Fatalf("admin topics: got %+v, want t with 3 partitions, all on n1", topics)
+	}
+
+	// A move planned by hand (the planner comes with moves): both the
+	// admin verb and GET /v1/cluster/moves list it.
+	tt, _ := tn.n.store.Topic("t")
+	if r, err := tn.n.store.SetTarget(context.Background(), messages.SetTarget{Incarnation: tt.Incarnation, Partition: 2, Owner: "n1", To: "n9"}); err != nil || r.Code != messages.ResultOK {
+		t.Fatalf("set a target: got %+v, %v", r, err)
+	}
+	want := movesReply{Moves: []moveJSON{{Topic: "t", Partition: 2, From: "n1", To: "n9"}}}
+	msg, err = nc.Request("narad.test.admin.moves", []byte("{}"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("admin moves: %v", err)
+	}
+	var moves movesReply
+	if err := json.Unmarshal(msg.Data, &moves); err != nil || !reflect.DeepEqual(moves, want) {
+		t.Fatalf("admin moves: got %+v (%v), want %+v", moves, err, want)
+	}
+	moves = movesReply{}
+	if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/cluster/moves", nil), &moves); err != nil || !reflect.DeepEqual(moves, want) {
+		t.Fatalf("GET /v1/cluster/moves: got %+v (%v), want %+v", moves, err, want)
 	}
 }

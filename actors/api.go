@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -333,6 +335,36 @@ func (n *Node) cancelDecommission(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// moveJSON is one entry of GET /v1/cluster/moves, fields in the
+// contract's order.
+type moveJSON struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+}
+
+type movesReply struct {
+	Moves []moveJSON `json:"moves"`
+}
+
+// movesView is every partition with a target in the local replica, by
+// topic then partition: what GET /v1/cluster/moves and the admin "moves"
+// verb answer. A target of an earlier incarnation of a topic name is left
+// out: that topic is gone.
+func (n *Node) movesView() movesReply {
+	out := movesReply{Moves: []moveJSON{}}
+	for _, a := range n.store.Moving() {
+		if t, ok := n.store.Topic(a.Topic); ok && t.Incarnation == a.Incarnation {
+			out.Moves = append(out.Moves, moveJSON{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target})
+		}
+	}
+	slices.SortFunc(out.Moves, func(a, b moveJSON) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
 func (n *Node) moves(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"moves": []any{}})
+	writeJSON(w, http.StatusOK, n.movesView())
 }

@@ -216,6 +216,17 @@ func (s *assignState) collect(keys map[partKey]struct{}) []messages.Assignment {
 	return out
 }
 
+// moving returns every assignment with a target (a move planned or in
+// flight), sorted; it costs the moves, not the partitions.
+func (s *assignState) moving() []messages.Assignment {
+	var out []messages.Assignment
+	for _, keys := range s.targeted {
+		out = append(out, s.collect(keys)...)
+	}
+	sortAssignments(out)
+	return out
+}
+
 // all returns every assignment, sorted.
 func (s *assignState) all() []messages.Assignment {
 	n := 0

@@ -244,11 +244,16 @@ func checkIndexes(t *testing.T, s *assignState) {
 	t.Helper()
 	wantOwned := map[string][]messages.Assignment{}
 	wantTargeted := map[string][]messages.Assignment{}
+	var wantMoving []messages.Assignment
 	for _, a := range s.all() {
 		wantOwned[a.Owner] = append(wantOwned[a.Owner], a)
 		if a.Target != "" {
 			wantTargeted[a.Target] = append(wantTargeted[a.Target], a)
+			wantMoving = append(wantMoving, a)
 		}
+	}
+	if got := s.moving(); !reflect.DeepEqual(got, wantMoving) {
+		t.Errorf("moving: got %+v, want %+v", got, wantMoving)
 	}
 	for _, node := range []string{"n1", "n2", "n3", "n4"} {
 		if got, want := s.ownedBy(node), wantOwned[node]; len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {

@@ -503,6 +503,12 @@ func (s *Store) TargetedAt(node string) []messages.Assignment {
 	return s.collect(func(st *assignState) []messages.Assignment { return st.targetedAt(node) })
 }
 
+// Moving lists, from this replica, every assignment with a target: the
+// moves planned or in flight, by incarnation and partition.
+func (s *Store) Moving() []messages.Assignment {
+	return s.collect((*assignState).moving)
+}
+
 func (s *Store) collect(fn func(*assignState) []messages.Assignment) []messages.Assignment {
 	var out []messages.Assignment
 	for _, f := range s.assign {

@@ -194,6 +194,9 @@ func TestStoreSingleReplica(t *testing.T) {
 	if got := s.TargetedAt("n2"); len(got) != 1 || got[0].Partition != 0 {
 		t.Errorf("TargetedAt(n2): got %+v, want partition 0", got)
 	}
+	if got := s.Moving(); len(got) != 1 || got[0].Partition != 0 || got[0].Target != "n2" {
+		t.Errorf("Moving: got %+v, want partition 0 moving to n2", got)
+	}
 	r, err = s.SetTarget(ctx, messages.SetTarget{Incarnation: inc, Partition: 0, Owner: "n1", From: "n3", To: ""})
 	if err != nil || r.Code != messages.ResultRefused || r.Assignment.Target != "n2" {
 		t.Errorf("SetTarget with a stale From: got (%+v, %v), want refused showing target n2", r, err)

@@ -55,7 +55,61 @@ func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
 	if len(asked) != 1 || asked[0] != "{}" {
 		t.Fatalf("requests: got %q, want one with body {}", asked)
 	}
-	if err := runCluster(context.Background(), []string{"moves"}, &out, &errOut); err == nil {
+	if err := runCluster(context.Background(), []string{"bogus"}, &out, &errOut); err == nil {
 		t.Fatal("an unknown subcommand: got nil, want an error")
+	}
+}
+
+// fakeAdmin serves one admin verb of cluster "prod" with a fixed answer
+// and returns the NATS URL.
+func fakeAdmin(t *testing.T, verb, answer string) string {
+	t.Helper()
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if _, err := nc.QueueSubscribe("narad.prod.admin."+verb, "admin", func(m *nats.Msg) { m.Respond([]byte(answer)) }); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	return s.ClientURL()
+}
+
+func TestClusterTopicsAndMovesPrintTables(t *testing.T) {
+	for _, tc := range []struct {
+		verb, answer string
+		want         []string // each line's fields, joined by one space
+	}{
+		{"topics", `{"topics":[{"name":"orders","partitions":6,"retention_ms":3600000,"incarnation":42,"owners":{"n2":3,"n1":2},"unplaced":1}]}`,
+			[]string{"NAME PARTITIONS RETENTION INCARNATION OWNERS UNPLACED", "orders 6 1h0m0s 42 n1=2 n2=3 1"}},
+		{"moves", `{"moves":[{"topic":"orders","partition":4,"from":"n1","to":"n4"}]}`,
+			[]string{"TOPIC PARTITION FROM TO", "orders 4 n1 n4"}},
+		{"moves", `{"moves":[]}`,
+			[]string{"no moves: every partition is where the placement wants it"}},
+	} {
+		t.Run(tc.verb, func(t *testing.T) {
+			url := fakeAdmin(t, tc.verb, tc.answer)
+			var out, errOut bytes.Buffer
+			if err := runCluster(context.Background(), []string{tc.verb, "--nats", url, "--cluster", "prod"}, &out, &errOut); err != nil {
+				t.Fatalf("cluster %s: %v (%s)", tc.verb, err, errOut.String())
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				got = append(got, strings.Join(strings.Fields(line), " "))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("cluster %s: got\n%s\nwant\n%s", tc.verb, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
