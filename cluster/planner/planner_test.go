@@ -330,7 +330,7 @@ func TestNewInput(t *testing.T) {
 		{Ref: Ref{Topic: "t", Partition: 0}, Owner: "n1"},
 		{Ref: Ref{Topic: "t", Partition: 1}, Owner: "n1", Target: "n2"},
 		{Ref: Ref{Topic: "t", Partition: 2}, Owner: "n2"},
-		{Ref: Ref{Topic: "t", Partition: 3}, Owner: "n9"},                // not a member: stays
+		{Ref: Ref{Topic: "t", Partition: 3}, Owner: "n9"},               // not a member: stays
 		{Ref: Ref{Topic: "t", Partition: 4}, Owner: "n2", Target: "n8"}, // in flight to a non-member
 	}
 	in := NewInput(members, ps, 8)
