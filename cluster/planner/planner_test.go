@@ -107,42 +107,28 @@ func TestPlan(t *testing.T) {
 // rule L6: a partition avoids a node when a balanced alternative exists,
 // and lands there anyway when balance needs it.
 func TestPlanAntiAffinityIsAPreference(t *testing.T) {
+	// T = 5 over 3: n1 keeps the ceil 2, n3 (1) takes 1 more, n2 takes
+	// 1. Partitions 0 and 1 leave n1 in that order; without a preference
+	// partition 0 goes to n2 (deficits tie, lower id first).
 	src := alive("n1", 4)
-	src.Owned[3].Avoid = "n2" // the first to leave lands on n2 without the preference
-	src.Owned[2].Avoid = "n2"
-	got := Plan(Input{Nodes: []Node{src, alive("n2", 0), alive("n3", 1)}, MaxInFlight: 8})
-	// T = 5 over 3: n1 keeps 2 (ceil), n2 takes 2 (ties by id), n3 has 1
-	// and takes 1... the avoiding partitions must both avoid n2 if they can.
-	byPartition := map[int]string{}
-	for _, m := range got {
-		byPartition[m.Partition] = m.To
+	src.Owned[0].Avoid = "n2"
+	got := moved(Plan(Input{Nodes: []Node{src, alive("n2", 0), alive("n3", 1)}, MaxInFlight: 8}))
+	if fmt.Sprint(got) != fmt.Sprint(map[string]int{"n1>n2": 1, "n1>n3": 1}) {
+		t.Fatalf("moves: got %v, want one to n2 and one to n3", got)
 	}
-	if len(got) != 2 {
-		t.Fatalf("moves: got %+v, want 2", got)
-	}
-	for p, to := range byPartition {
-		if src.Owned[p].Avoid == to && countTo(got, "n3") < 1 {
-			t.Errorf("partition %d avoids %s but landed there while n3 had room: %+v", p, to, got)
+	for _, m := range Plan(Input{Nodes: []Node{src, alive("n2", 0), alive("n3", 1)}, MaxInFlight: 8}) {
+		if m.Partition == 0 && m.To != "n3" {
+			t.Fatalf("partition 0 avoids n2: got it moved to %s while n3 had room, want n3", m.To)
 		}
 	}
 
-	// Only n2 has room: balance wins.
+	// Only n2 has room: balance wins over the preference.
 	only := alive("n1", 2)
 	only.Owned[0].Avoid, only.Owned[1].Avoid = "n2", "n2"
-	got = Plan(Input{Nodes: []Node{only, alive("n2", 0)}, MaxInFlight: 8})
-	if len(got) != 1 || got[0].To != "n2" {
-		t.Fatalf("balance against the preference: got %+v, want one move to n2", got)
+	ms := Plan(Input{Nodes: []Node{only, alive("n2", 0)}, MaxInFlight: 8})
+	if len(ms) != 1 || ms[0].To != "n2" {
+		t.Fatalf("balance against the preference: got %+v, want one move to n2", ms)
 	}
-}
-
-func countTo(ms []Move, to string) int {
-	n := 0
-	for _, m := range ms {
-		if m.To == to {
-			n++
-		}
-	}
-	return n
 }
 
 // apply carries out moves as the cluster would once they complete: the
