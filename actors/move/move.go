@@ -1,0 +1,625 @@
+// Package move is the decision core of one partition move on its
+// destination: the worker of seed 000 as a pure transition function. Start
+// with Step.
+//
+// Step(state, now, event) returns the next state and the effects to carry
+// out; it reads no clock (now is the caller's monotonic time), does no I/O
+// and draws no random numbers. The worker actor around it performs the
+// effects (listings and chunk reads from the source over NATS, the freeze
+// requests, verify, install, the flip, leader reads) and feeds their
+// outcomes back as events. Every rule it decides is tested alone in
+// move_test.go, the test names quoting the rule.
+package move
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the worker's part of the seed's constants table.
+type Config struct {
+	// CatchUpStopBytes: pre-copy stops once a pass copies this little (the
+	// seed's 4 MiB): the freeze then drains only a small tail.
+	CatchUpStopBytes int64
+	// MaxCatchUpPasses and MaxPassesWithoutProgress bound the pre-copy of a
+	// partition written faster than it copies (20 and 3): it freezes anyway.
+	MaxCatchUpPasses         int
+	MaxPassesWithoutProgress int
+	// FreezeTTL is how long a freeze holds unless re-armed (30 s); Finalize
+	// re-arms every quarter of it.
+	FreezeTTL time.Duration
+	// ReproposeFor bounds re-proposing a flip whose outcome is unknown (2
+	// minutes), after which the freeze is let lapse.
+	ReproposeFor time.Duration
+	// UnknownSettle: a leader read counts as proof that a flip did not
+	// commit only if it started this long after the last unknown proposal
+	// (15 s): a proposal can still reach the log that late.
+	UnknownSettle time.Duration
+	// ForcePromoteAfter: how long the source must be dead, by the leader's
+	// stamp and by this worker's own clock, before the copy is promoted (2
+	// minutes).
+	ForcePromoteAfter time.Duration
+	// RetryAfter paces retries of a failed step (a pass, a freeze request,
+	// an install, a leader read).
+	RetryAfter time.Duration
+}
+
+// DefaultConfig is the seed's constants table.
+func DefaultConfig() Config {
+	return Config{CatchUpStopBytes: 4 << 20, MaxCatchUpPasses: 20, MaxPassesWithoutProgress: 3,
+		FreezeTTL: 30 * time.Second, ReproposeFor: 2 * time.Minute, UnknownSettle: 15 * time.Second,
+		ForcePromoteAfter: 2 * time.Minute, RetryAfter: time.Second}
+}
+
+// Validate reports the first field out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.CatchUpStopBytes < 0:
+		return fmt.Errorf("move config: CatchUpStopBytes %d must not be negative", c.CatchUpStopBytes)
+	case c.MaxCatchUpPasses < 1 || c.MaxPassesWithoutProgress < 1:
+		return fmt.Errorf("move config: MaxCatchUpPasses %d and MaxPassesWithoutProgress %d must be positive", c.MaxCatchUpPasses, c.MaxPassesWithoutProgress)
+	case c.FreezeTTL < 4*time.Millisecond:
+		return fmt.Errorf("move config: FreezeTTL %s must be at least 4ms (it is re-armed every quarter)", c.FreezeTTL)
+	case c.ReproposeFor <= 0 || c.UnknownSettle <= 0 || c.ForcePromoteAfter <= 0 || c.RetryAfter <= 0:
+		return fmt.Errorf("move config: ReproposeFor, UnknownSettle, ForcePromoteAfter and RetryAfter must be positive")
+	}
+	return nil
+}
+
+// Phase is where a move stands.
+type Phase int
+
+const (
+	// CatchUp copies while the source serves (rule C1).
+	CatchUp Phase = iota
+	// Freezing waits for PrepareHandoff's answer.
+	Freezing
+	// Finalize drains the tail under the freeze (rules F7, F8).
+	Finalize
+	// Fencing waits for the fence's answer (rule F9).
+	Fencing
+	// Verifying waits for the staged copy's verify (rules V2, V3).
+	Verifying
+	// Installing waits for the install (rename, marker, durable).
+	Installing
+	// Flipping waits for the flip's answer (rule O3).
+	Flipping
+	// Resolving asks the leader what became of a flip whose outcome is
+	// unknown (rules X1-X8).
+	Resolving
+	// Done: this node owns the partition.
+	Done
+	// Ended: the move is over without a flip (refused by the leader).
+	Ended
+	// Blocked: the worker gave up until the move is aborted, re-planned or
+	// the destination restarts (rule V4).
+	Blocked
+)
+
+var phaseNames = [...]string{"catch_up", "freezing", "finalize", "fencing", "verifying", "installing", "flipping", "resolving", "done", "ended", "blocked"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", int(p))
+}
+
+// State is one move's worker state. The zero value with Phase CatchUp is a
+// fresh move; Step keeps everything else.
+type State struct {
+	Phase Phase
+	// Pass counts CatchUp passes; NoProgress the passes in a row whose copy
+	// did not shrink; LastCopied the bytes of the previous pass (-1: none).
+	Pass, NoProgress int
+	LastCopied       int64
+	// NonConverged: the freeze came from a pass bound, not a small tail.
+	NonConverged bool
+	// Token is the source's freeze token; Fenceable is false for a source
+	// that returns none (rule F11).
+	Token     string
+	Fenceable bool
+	// Frozen: a freeze of ours is believed to hold on the source.
+	Frozen bool
+	// QuietPasses counts consecutive Finalize passes that copied nothing
+	// with the same HWM (rule F8); FinalHWM is the HWM they reported.
+	QuietPasses int
+	FinalHWM    int64
+	// Reached: a listing from the source arrived at least once (rule P3).
+	// KnownHWM is the source's HWM at its last listing; CopiedTo the staged
+	// copy's next offset.
+	Reached  bool
+	KnownHWM int64
+	CopiedTo int64
+	// VerifyFailures counts failed verifies of this move (rules V3, V4).
+	VerifyFailures int
+	// Installed: the copy is at the partition's path.
+	Installed bool
+	// Promote: the move is a force-promote (rule P5).
+	Promote bool
+	// FirstUnknown and LastUnknown are when the first and the latest flip
+	// with an unknown outcome were proposed; Unknown is set while one is.
+	Unknown                   bool
+	FirstUnknown, LastUnknown time.Duration
+	// SourceDeadSince is when this worker first read the source dead
+	// (its own clock, rule P2); SourceDead is whether it reads dead now;
+	// BehindLogged: the "copy behind" error was logged for this death.
+	SourceDead      bool
+	SourceDeadSince time.Duration
+	BehindLogged    bool
+	// BlockedReason says why Phase is Blocked.
+	BlockedReason string
+}
+
+// New is a fresh move.
+func New() State { return State{Phase: CatchUp, LastCopied: -1} }
+
+// Events the worker feeds to Step.
+type (
+	// Start begins (or resumes after a restart) the move.
+	Start struct{}
+	// PassDone is the outcome of one copy pass: a listing and the chunk
+	// reads of what the copy lacked. Err set means the source could not be
+	// reached or the pass failed; nothing else is valid then.
+	PassDone struct {
+		Copied   int64 // bytes copied by this pass
+		HWM      int64 // the source's HWM in the listing
+		CopiedTo int64 // the staged copy's next offset after the pass
+		Err      error
+	}
+	// Frozen is PrepareHandoff's answer: a token (or none from an older
+	// source) and the frontier's HWM. Err: no freeze.
+	Frozen struct {
+		Token string
+		HWM   int64
+		Err   error
+	}
+	// RearmDue is the re-arm timer firing (rule F7).
+	RearmDue struct{}
+	// Rearmed is the answer to a re-arm: Lapsed when the source answered
+	// 409 (that freeze is gone), Err for no answer.
+	Rearmed struct {
+		Lapsed bool
+		Err    error
+	}
+	// Fenced is the fence's answer: Refused (409: the freeze is gone or
+	// the HWM moved), Err for no answer.
+	Fenced struct {
+		Refused bool
+		Err     error
+	}
+	// Verified is the staged copy's verify at the HWM: OK when it recovers
+	// to exactly that offset.
+	Verified struct{ OK bool }
+	// Installed is the install's outcome.
+	Installed struct{ Err error }
+	// FlipAnswered is the flip proposal's answer: Code when the state
+	// machine answered, Err when the outcome is unknown.
+	FlipAnswered struct {
+		Code FlipCode
+		Err  error
+	}
+	// LeaderRead is the assignment as the leader has it (rule X2), asked
+	// at StartedAt. NotLeaderRead marks an answer that is not one (a
+	// follower's, an older leader's): it may confirm a flip, never undo one
+	// (rule X8). Err: no answer.
+	LeaderRead struct {
+		StartedAt     time.Duration
+		Found         bool
+		Owner, Target string
+		NotLeaderRead bool
+		Err           error
+	}
+	// SourceSeen is the source's liveness as the leader stamps it: Dead,
+	// and how old the leader's last heartbeat stamp is.
+	SourceSeen struct {
+		Dead     bool
+		StampAge time.Duration
+	}
+	// Retry is the retry timer firing.
+	Retry struct{}
+)
+
+// FlipCode is the state machine's answer to a flip.
+type FlipCode int
+
+const (
+	FlipOK FlipCode = iota
+	FlipRefused
+	FlipNotFound
+)
+
+// Effects Step asks the worker to carry out.
+type (
+	// Fetch runs one copy pass (list, then read what the copy lacks).
+	Fetch struct{ Final bool }
+	// PrepareHandoff asks the source to freeze and report (rules F1-F5).
+	PrepareHandoff struct{}
+	// ScheduleRearm arms the re-arm timer (rule F7).
+	ScheduleRearm struct{ After time.Duration }
+	// Rearm presents the token to extend its freeze (rule F6).
+	Rearm struct{ Token string }
+	// Fence presents the token with the copy's HWM (rule F9).
+	Fence struct {
+		Token string
+		HWM   int64
+	}
+	// Verify checks that the staged copy recovers to exactly HWM, cutting
+	// a copy past it back first (rule V2).
+	Verify struct{ HWM int64 }
+	// DiscardCopy throws the staged copy away, to copy from scratch.
+	DiscardCopy struct{}
+	// Install puts the copy at the partition's path with its marker.
+	Install struct {
+		HWM   int64
+		Force bool
+	}
+	// ProposeFlip proposes Owner := this node if Owner is the source and
+	// Target this node.
+	ProposeFlip struct{}
+	// ReadLeader asks the leader for the assignment (rule X2).
+	ReadLeader struct{}
+	// RenameBack takes the install off the partition's path, back to
+	// staging (rule X5).
+	RenameBack struct{}
+	// RemoveStaging removes the staging copy (rule X6).
+	RemoveStaging struct{}
+	// ScheduleRetry arms the retry timer.
+	ScheduleRetry struct{ After time.Duration }
+	// Log is a line for the worker's log at Level ("warn", "error").
+	Log struct{ Level, Msg string }
+	// Block counts the move in narad_moves_blocked{reason}.
+	Block struct{ Reason string }
+	// Unblock takes the move out of narad_moves_blocked{reason}.
+	Unblock struct{ Reason string }
+)
+
+// Blocked reasons, as in narad_moves_blocked{reason}.
+const (
+	ReasonCopyUnverifiable     = "copy_unverifiable"
+	ReasonSourceDeadCopyBehind = "source_dead_copy_behind"
+)
+
+// Step is the transition function: the next state and the effects to
+// carry out, given the state, the caller's monotonic now and an event.
+func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
+	if s.Phase == Done || s.Phase == Ended || s.Phase == Blocked {
+		return s, nil
+	}
+	switch e := ev.(type) {
+	case Start:
+		return startCopy(s)
+	case PassDone:
+		return passDone(c, s, e)
+	case Frozen:
+		return frozen(c, s, e)
+	case RearmDue:
+		// The freeze is kept re-armed from Finalize until the flip is
+		// answered, on this timer, whatever a step takes (rule F7).
+		if !s.Frozen || !s.Fenceable {
+			return s, nil
+		}
+		return s, []any{Rearm{Token: s.Token}, ScheduleRearm{After: c.FreezeTTL / 4}}
+	case Rearmed:
+		if !e.Lapsed {
+			return s, nil
+		}
+		if s.Phase == Finalize {
+			// The freeze is gone: commits may have landed behind the copy.
+			// Freeze again under a fresh token and drain again (rule F10).
+			return freeze(s)
+		}
+		// Later phases do not flip on a lapsed freeze: the fence before
+		// the install, or the one after it, finds out (rules F9, F10).
+		s.Frozen = false
+		return s, nil
+	case Fenced:
+		return fenced(c, s, e)
+	case Verified:
+		return verified(s, e)
+	case Installed:
+		return installed(c, s, e)
+	case FlipAnswered:
+		return flipAnswered(c, s, now, e)
+	case LeaderRead:
+		return leaderRead(c, s, now, e)
+	case SourceSeen:
+		return sourceSeen(c, s, now, e)
+	case Retry:
+		return retry(c, s)
+	}
+	return s, nil
+}
+
+func startCopy(s State) (State, []any) {
+	s.Phase, s.Pass, s.NoProgress, s.LastCopied, s.NonConverged = CatchUp, 0, 0, -1, false
+	s.QuietPasses, s.Frozen = 0, false
+	return s, []any{Fetch{}}
+}
+
+func freeze(s State) (State, []any) {
+	s.Phase, s.Frozen, s.QuietPasses = Freezing, false, 0
+	return s, []any{PrepareHandoff{}}
+}
+
+func passDone(c Config, s State, e PassDone) (State, []any) {
+	if s.Phase != CatchUp && s.Phase != Finalize {
+		return s, nil
+	}
+	if e.Err != nil {
+		// The session stays; the next attempt resumes (rule P1).
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	}
+	s.Reached, s.CopiedTo = true, e.CopiedTo
+	if s.Phase == CatchUp {
+		s.KnownHWM = e.HWM
+		s.Pass++
+		if s.LastCopied >= 0 && e.Copied >= s.LastCopied {
+			s.NoProgress++
+		} else {
+			s.NoProgress = 0
+		}
+		s.LastCopied = e.Copied
+		switch {
+		case e.Copied <= c.CatchUpStopBytes: // rule C2
+			return freeze(s)
+		case s.Pass >= c.MaxCatchUpPasses || s.NoProgress >= c.MaxPassesWithoutProgress: // rule C3
+			s.NonConverged = true
+			s2, fx := freeze(s)
+			return s2, append([]any{Log{Level: "warn", Msg: fmt.Sprintf("move: pre-copy did not converge after %d passes; freezing anyway (a longer freeze)", s.Pass)}}, fx...)
+		}
+		return s, []any{Fetch{}}
+	}
+	// Finalize: stop only after two consecutive passes that copy nothing
+	// and report the same HWM (rule F8).
+	if e.Copied == 0 && s.QuietPasses > 0 && e.HWM == s.FinalHWM {
+		s.QuietPasses++
+	} else if e.Copied == 0 {
+		s.QuietPasses = 1
+	} else {
+		s.QuietPasses = 0
+	}
+	s.FinalHWM, s.KnownHWM = e.HWM, e.HWM
+	if s.QuietPasses < 2 {
+		return s, []any{Fetch{Final: true}}
+	}
+	s.Phase = Verifying
+	return s, []any{Verify{HWM: s.FinalHWM}}
+}
+
+func frozen(c Config, s State, e Frozen) (State, []any) {
+	if s.Phase != Freezing {
+		return s, nil
+	}
+	if e.Err != nil {
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	}
+	s.Phase, s.Frozen, s.Token, s.Fenceable, s.QuietPasses = Finalize, true, e.Token, e.Token != "", 0
+	s.Reached, s.KnownHWM = true, e.HWM
+	fx := []any{Fetch{Final: true}}
+	if s.Fenceable {
+		fx = append(fx, ScheduleRearm{After: c.FreezeTTL / 4}) // rule F7
+	}
+	return s, fx
+}
+
+func fenced(c Config, s State, e Fenced) (State, []any) {
+	if s.Phase != Fencing {
+		return s, nil
+	}
+	switch {
+	case e.Err != nil:
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	case e.Refused && s.Installed:
+		// The installed copy may lack records committed since: no flip.
+		// Once a settled leader read confirms none committed, the copy
+		// comes off the path and the move resumes (rule X7).
+		s.Frozen, s.Phase = false, Resolving
+		return s, []any{ReadLeader{}}
+	case e.Refused: // rule F10
+		return freeze(s)
+	}
+	s.Frozen = true // the fence renewed the TTL (rule F9)
+	if s.Installed {
+		// A re-proposal under the renewed freeze (rule X3).
+		s.Phase = Flipping
+		return s, []any{ProposeFlip{}}
+	}
+	s.Phase = Installing
+	return s, []any{Install{HWM: s.FinalHWM, Force: s.Promote}}
+}
+
+func verified(s State, e Verified) (State, []any) {
+	if s.Phase != Verifying {
+		return s, nil
+	}
+	if e.OK {
+		if s.Promote || !s.Fenceable {
+			// A force-promote has no freeze (rule P5); a source without
+			// tokens has no fence (rule F11).
+			var fx []any
+			if !s.Promote {
+				fx = append(fx, Log{Level: "warn", Msg: "move: the source returned no freeze token; installing without a fence"})
+			}
+			s.Phase = Installing
+			return s, append(fx, Install{HWM: s.FinalHWM, Force: s.Promote})
+		}
+		// The fence, right before the install (rule F9).
+		s.Phase = Fencing
+		return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
+	}
+	s.VerifyFailures++
+	if s.VerifyFailures >= 2 || s.Promote {
+		// rule V4: the source is never frozen again for this move.
+		s.Phase, s.Frozen, s.BlockedReason = Blocked, false, ReasonCopyUnverifiable
+		return s, []any{Log{Level: "error", Msg: "move: staged copy cannot be verified; not freezing the source again"}, Block{Reason: ReasonCopyUnverifiable}}
+	}
+	// rule V3: throw it away and copy once more from scratch.
+	s, fx := startCopy(s)
+	s.CopiedTo = 0
+	return s, append([]any{DiscardCopy{}}, fx...)
+}
+
+func installed(c Config, s State, e Installed) (State, []any) {
+	if s.Phase != Installing {
+		return s, nil
+	}
+	if e.Err != nil {
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	}
+	s.Installed = true
+	if s.Fenceable && !s.Frozen && !s.Promote {
+		// The freeze lapsed during the install: fence again before any
+		// flip (rule F9).
+		s.Phase = Fencing
+		return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
+	}
+	s.Phase = Flipping
+	return s, []any{ProposeFlip{}}
+}
+
+func flipAnswered(c Config, s State, now time.Duration, e FlipAnswered) (State, []any) {
+	if s.Phase != Flipping {
+		return s, nil
+	}
+	if e.Err != nil {
+		// rule X1: not proof that it failed; keep the install, ask.
+		if !s.Unknown {
+			s.Unknown, s.FirstUnknown = true, now
+		}
+		s.LastUnknown, s.Phase = now, Resolving
+		return s, []any{ReadLeader{}}
+	}
+	switch e.Code {
+	case FlipOK: // rules O3, O4
+		s.Phase, s.Frozen = Done, false
+		return s, nil
+	default:
+		// The state machine refused it, so it did not commit; but an
+		// earlier proposal with an unknown outcome might have. Let the
+		// leader settle that (rule X5).
+		if s.Unknown {
+			s.Phase = Resolving
+			return s, []any{ReadLeader{}}
+		}
+		return endRefused(s)
+	}
+}
+
+// endRefused ends a move the leader refused (rule X6): the copy goes back
+// off the path and the staging copy is removed.
+func endRefused(s State) (State, []any) {
+	var fx []any
+	if s.Installed {
+		fx = append(fx, RenameBack{})
+		s.Installed = false
+	}
+	s.Phase, s.Frozen = Ended, false
+	return s, append(fx, RemoveStaging{})
+}
+
+func leaderRead(c Config, s State, now time.Duration, e LeaderRead) (State, []any) {
+	if s.Phase != Resolving {
+		return s, nil
+	}
+	if e.Err != nil {
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	}
+	if e.Found && e.Owner == Self {
+		s.Phase, s.Frozen, s.Unknown = Done, false, false // rule X3: it committed
+		return s, nil
+	}
+	if e.NotLeaderRead {
+		return s, []any{ScheduleRetry{After: c.RetryAfter}} // rule X8
+	}
+	settled := e.StartedAt >= s.LastUnknown+c.UnknownSettle // rule X5
+	if e.Found && e.Owner == Source && e.Target == Self {
+		if now-s.FirstUnknown < c.ReproposeFor && s.Frozen && s.Fenceable {
+			// rule X3: propose again under the re-armed freeze, checked by
+			// the fence (which also proves the HWM still matches).
+			s.Phase = Fencing
+			return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
+		}
+		// No longer proposable: let the freeze lapse; once a settled read
+		// confirms it did not commit, resume from the staged copy (X7).
+		s.Frozen = false
+		if !settled {
+			return s, []any{ScheduleRetry{After: c.RetryAfter}}
+		}
+		s.Unknown, s.Installed = false, false
+		s2, fx := startCopy(s)
+		return s2, append([]any{RenameBack{}}, fx...)
+	}
+	// Refused for good (re-planned, aborted, topic deleted): rule X6, once
+	// a settled read says so.
+	if !settled {
+		return s, []any{ScheduleRetry{After: c.RetryAfter}}
+	}
+	return endRefused(s)
+}
+
+// Self and Source are what the worker puts in LeaderRead.Owner and
+// .Target for this node and the move's source (Step knows no node ids);
+// any other node is passed as its id.
+const (
+	Self   = "\x00self"
+	Source = "\x00source"
+)
+
+func retry(c Config, s State) (State, []any) {
+	switch s.Phase {
+	case CatchUp:
+		return s, []any{Fetch{}}
+	case Freezing:
+		return s, []any{PrepareHandoff{}}
+	case Finalize:
+		return s, []any{Fetch{Final: true}}
+	case Fencing:
+		return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
+	case Installing:
+		return s, []any{Install{HWM: s.FinalHWM, Force: s.Promote}}
+	case Resolving:
+		return s, []any{ReadLeader{}}
+	}
+	return s, nil
+}
+
+// sourceSeen runs the force-promote gate (rules P2-P5): only before the
+// install, only after the source was dead ForcePromoteAfter by both
+// clocks, only for a session that reached it, and only for a copy that
+// holds everything the source made visible.
+func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []any) {
+	if !e.Dead {
+		var fx []any
+		if s.SourceDead && s.BehindLogged {
+			fx = append(fx, Unblock{Reason: ReasonSourceDeadCopyBehind})
+		}
+		s.SourceDead, s.BehindLogged = false, false // its own clock restarts (rule P2)
+		return s, fx
+	}
+	if !s.SourceDead {
+		s.SourceDead, s.SourceDeadSince = true, now
+	}
+	if s.Installed || s.Promote || (s.Phase != CatchUp && s.Phase != Freezing && s.Phase != Finalize) {
+		return s, nil
+	}
+	if now-s.SourceDeadSince < c.ForcePromoteAfter || e.StampAge < c.ForcePromoteAfter {
+		return s, nil
+	}
+	if !s.Reached {
+		return s, nil // rule P3: nothing known of what the source exposed
+	}
+	if s.CopiedTo < s.KnownHWM { // rule P4
+		if s.BehindLogged {
+			return s, nil
+		}
+		s.BehindLogged = true
+		return s, []any{
+			Log{Level: "error", Msg: fmt.Sprintf("move: the source is dead and this node's copy is behind its last high watermark, so it cannot force-promote (copy next offset %d, source high watermark %d)", s.CopiedTo, s.KnownHWM)},
+			Block{Reason: ReasonSourceDeadCopyBehind},
+		}
+	}
+	// rule P5: skip the freeze; verify and install at the known HWM, clamped.
+	s.Promote, s.Frozen, s.FinalHWM, s.Phase = true, false, s.KnownHWM, Verifying
+	return s, []any{Log{Level: "warn", Msg: fmt.Sprintf("move: the source has been dead for %s; force-promoting the copy at high watermark %d", c.ForcePromoteAfter, s.KnownHWM)}, Verify{HWM: s.KnownHWM}}
+}
