@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -97,6 +98,29 @@ type Config struct {
 	// and retries while the metadata leadership moves included.
 	ControllerTimeout time.Duration
 
+	// Move is the move worker's part of the seed's constants (catch-up
+	// bounds, FreezeTTL, ForcePromoteAfter, ...); the source uses its
+	// FreezeTTL too.
+	Move move.Config
+	// MoveChunkBytes bounds one chunk read of a copy: JSON carries it in
+	// base64, so 512 KiB stays under NATS's default 1 MiB max payload.
+	MoveChunkBytes int
+	// LeaseDrainTimeout is how long a prepare waits for leases out before
+	// it reports (the seed's 500 ms, or a quarter of FreezeTTL if shorter).
+	LeaseDrainTimeout time.Duration
+	// MoveTick is the move runner's tick (the seed's 1 s); MoveFullScanEvery
+	// forces a scan that often even when nothing changed (30 s).
+	MoveTick          time.Duration
+	MoveFullScanEvery time.Duration
+	// MaxInFlightMoves caps the moves the controller keeps in flight (the
+	// seed's 8): a large rebalance drains gradually.
+	MaxInFlightMoves int
+	// DeadTargetAbortAfter is how long a move's destination may be dead,
+	// on the leader's clock, before the controller clears the target (2 min).
+	DeadTargetAbortAfter time.Duration
+	// Rebalance lets the controller plan moves; off, it never sets a target.
+	Rebalance bool
+
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks
 }
@@ -148,6 +172,14 @@ func DefaultConfig() Config {
 		MetastoreVoters:         3,
 		VoterCheckInterval:      time.Second,
 		ControllerTimeout:       10 * time.Second,
+		Move:                    move.DefaultConfig(),
+		MoveChunkBytes:          512 << 10,
+		LeaseDrainTimeout:       500 * time.Millisecond,
+		MoveTick:                time.Second,
+		MoveFullScanEvery:       30 * time.Second,
+		MaxInFlightMoves:        8,
+		DeadTargetAbortAfter:    2 * time.Minute,
+		Rebalance:               true,
 	}
 }
 
@@ -202,6 +234,19 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
+	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 700<<10:
+		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..700 KiB (a chunk travels base64 in a 1 MiB NATS message)")
+	case c.LeaseDrainTimeout < 0:
+		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
+	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
+		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
+	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
+		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
+	case c.DeadTargetAbortAfter <= 0:
+		return bad("DeadTargetAbortAfter", c.DeadTargetAbortAfter, "must be positive")
+	}
+	if err := c.Move.Validate(); err != nil {
+		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Membership.Validate(); err != nil {
 		return err

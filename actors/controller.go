@@ -53,8 +53,10 @@ type controllerActor struct {
 	tracker *membership.Tracker // nil while not leading
 	// swept: the placement sweep ran since leadership was won.
 	swept bool
-	// lastVoterCheck is when the voters were last compared with the want.
+	// lastVoterCheck is when the voters were last compared with the want;
+	// lastPlan when the rebalance pass last ran.
 	lastVoterCheck time.Time
+	lastPlan       time.Time
 }
 
 const controllerName = "controller"
@@ -97,10 +99,12 @@ func (a *controllerActor) tick() {
 	if !a.swept {
 		a.swept = a.sweep()
 	}
-	if now := time.Now(); now.Sub(a.lastVoterCheck) >= a.cfg.VoterCheckInterval {
+	now := time.Now()
+	if now.Sub(a.lastVoterCheck) >= a.cfg.VoterCheckInterval {
 		a.lastVoterCheck = now
 		a.keepVoters()
 	}
+	a.rebalance(now)
 }
 
 // liveness observes the members as the leader has them and proposes what

@@ -27,6 +27,14 @@ type nodeMetrics struct {
 	beatsWithheld   *metrics.Counter
 	placed          *metrics.Counter
 	promoted        *metrics.Counter
+	// Moves, on the destination.
+	movesInFlight *metrics.Gauge
+	movesDone     *metrics.Counter
+	moveBytes     *metrics.Counter
+	nonConverged  *metrics.Counter
+	moveSeconds   *metrics.PrometheusHistogram
+	freezeSeconds *metrics.PrometheusHistogram
+	movePasses    *metrics.Histogram
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -49,6 +57,13 @@ func newNodeMetrics(node string) *nodeMetrics {
 		beatsWithheld:   metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:          metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		promoted:        metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		movesInFlight:   metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
+		movesDone:       metrics.GetOrCreateCounter(name("narad_moves_done_total")),
+		moveBytes:       metrics.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
+		nonConverged:    metrics.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
+		moveSeconds:     metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		freezeSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
+		movePasses:      metrics.GetOrCreateHistogram(name("narad_move_passes")),
 	}
 }
 
@@ -56,6 +71,11 @@ func newNodeMetrics(node string) *nodeMetrics {
 // heartbeat last moved.
 func (m *nodeMetrics) heartbeatAge(member string, seconds float64) {
 	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
+}
+
+// movesBlocked moves narad_moves_blocked{reason} by delta.
+func (m *nodeMetrics) movesBlocked(reason string, delta float64) {
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Add(delta)
 }
 
 // heartbeatWithheld counts heartbeats not sent because NATS did not answer

@@ -32,6 +32,7 @@ type Node struct {
 	partitions *actor.PID
 	dispatcher *actor.PID
 	controller *actor.PID
+	mover      *actor.PID
 	raftAddr   string
 	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
@@ -146,6 +147,12 @@ func (n *Node) startActors() {
 	}), dispatcherName)
 	if err != nil {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
+	}
+	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &moverActor{deps: d, store: n.store, ask: n.ask, workers: map[messages.PartitionKey]*actor.PID{}}
+	}), moverName)
+	if err != nil {
+		panic(fmt.Errorf("spawn mover: %w", err))
 	}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &controllerActor{deps: d, store: n.store}
@@ -319,6 +326,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	close(n.stopTicks)
 	n.system.Root.StopFuture(n.controller).Wait()
+	n.system.Root.StopFuture(n.mover).Wait()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	n.system.Shutdown()

@@ -59,6 +59,8 @@ type partitionActor struct {
 	syncing                  *storage.Batch
 	flushScheduled           bool
 	dirty                    bool
+	// freeze is the handoff freeze of a move of this partition (freeze.go).
+	freeze freezeGate
 	// maxServed is the highest offset delivered since the actor started; a
 	// delivery at or below it is a redelivery (for the metric).
 	maxServed int64
@@ -89,6 +91,14 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.scheduleFlush(ctx)
 	case *messages.GetStats:
 		ctx.Respond(p.stats())
+	case *messages.ListPartition:
+		ctx.Respond(p.listing())
+	case *messages.ReadChunk:
+		ctx.Respond(p.readChunk(m))
+	case *messages.Handoff:
+		p.handoff(ctx, m)
+	case handoffWait:
+		p.handoffWait(ctx, m)
 	case *messages.Retain:
 		p.retain(m)
 	case flushConsumerState:
@@ -160,6 +170,12 @@ func (p *partitionActor) close(ctx actor.Context) {
 func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 	if p.log == nil {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
+		return
+	}
+	if p.frozen() {
+		// rule F1: the dispatcher keeps the records and retries them; after
+		// the flip they land at the new owner (rule K2).
+		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition frozen for a move", Seqs: seqsOf(m)})
 		return
 	}
 	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
@@ -323,6 +339,9 @@ func (p *partitionActor) limits(l messages.ConsumeLimits) reserveLimits {
 func (p *partitionActor) reserve(m *messages.Reserve) *messages.Reserved {
 	if p.log == nil {
 		return &messages.Reserved{Status: messages.StatusUnavailable, Err: "partition not open"}
+	}
+	if p.frozen() {
+		return &messages.Reserved{Status: messages.StatusEmpty} // rule F1: consume pauses here only
 	}
 	now := time.Now()
 	lim := p.limits(m.Limits)

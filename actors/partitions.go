@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,7 +130,7 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		if _, running := s.children[k]; running || s.failed[k] {
 			continue
 		}
-		if err := s.prepareTopicDir(k); err != nil {
+		if err := prepareTopicDir(s.cfg.DataDir, k, s.deps.log); err != nil {
 			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
 			continue
 		}
@@ -176,21 +177,23 @@ const incarnationFile = "incarnation"
 // prepareTopicDir makes sure the topic's directory belongs to the
 // incarnation about to be served: a directory left by a deleted
 // incarnation (this node was down when it was deleted) is removed first.
-func (s *partitionsActor) prepareTopicDir(k messages.PartitionKey) error {
-	dir := filepath.Join(s.cfg.DataDir, "topics", k.Topic)
+// The partitions supervisor calls it before it opens a partition, and a
+// move before it installs one (rule V10).
+func prepareTopicDir(dataDir string, k messages.PartitionKey, log *slog.Logger) error {
+	dir := filepath.Join(dataDir, "topics", k.Topic)
 	want := strconv.FormatUint(k.Incarnation, 10)
 	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
 	switch {
 	case err == nil && strings.TrimSpace(string(b)) == want:
 		return nil
 	case err == nil || !errors.Is(err, os.ErrNotExist):
-		s.deps.log.Warn("removing a deleted topic incarnation's data", "topic", k.Topic, "found", strings.TrimSpace(string(b)), "serving", want)
+		log.Warn("removing a deleted topic incarnation's data", "topic", k.Topic, "found", strings.TrimSpace(string(b)), "serving", want)
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("remove stale topic dir: %w", err)
 		}
 	default:
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			s.deps.log.Warn("removing a topic directory without an incarnation marker", "topic", k.Topic)
+			log.Warn("removing a topic directory without an incarnation marker", "topic", k.Topic)
 			if err := os.RemoveAll(dir); err != nil {
 				return fmt.Errorf("remove unmarked topic dir: %w", err)
 			}

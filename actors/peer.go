@@ -59,6 +59,12 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 		req.Lease = m
 	case *messages.GetStats:
 		req.Stats = m
+	case *messages.ListPartition:
+		req.List = m
+	case *messages.ReadChunk:
+		req.Chunk = m
+	case *messages.Handoff:
+		req.Handoff = m
 	default:
 		panic(fmt.Sprintf("ask: no wire form for %T", msg))
 	}
@@ -77,6 +83,12 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 		return rep.Lease, nil
 	case rep.Stats != nil:
 		return rep.Stats, nil
+	case rep.Listing != nil:
+		return rep.Listing, nil
+	case rep.Chunk != nil:
+		return rep.Chunk, nil
+	case rep.Handoff != nil:
+		return rep.Handoff, nil
 	}
 	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, ErrUnavailable)
 }
@@ -99,6 +111,12 @@ func (n *Node) servePartitions() error {
 			msg = in.Lease
 		case in.Stats != nil:
 			msg = in.Stats
+		case in.List != nil:
+			msg = in.List
+		case in.Chunk != nil:
+			msg = in.Chunk
+		case in.Handoff != nil:
+			msg = in.Handoff
 		default:
 			return messages.PartitionReply{}, transport.Errorf(400, "partition request with no request")
 		}
@@ -118,6 +136,12 @@ func (n *Node) servePartitions() error {
 			return messages.PartitionReply{Lease: r}, nil
 		case *messages.PartitionStats:
 			return messages.PartitionReply{Stats: r}, nil
+		case *messages.PartitionListing:
+			return messages.PartitionReply{Listing: r}, nil
+		case *messages.Chunk:
+			return messages.PartitionReply{Chunk: r}, nil
+		case *messages.HandoffResult:
+			return messages.PartitionReply{Handoff: r}, nil
 		}
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusInternal, "partition answered %T", res)
 	})

@@ -148,6 +148,10 @@ type PartitionRequest struct {
 	ReadAt  *ReadAt      `json:"read_at,omitempty"`
 	Lease   *Lease       `json:"lease,omitempty"`
 	Stats   *GetStats    `json:"stats,omitempty"`
+	// The move protocol (move.go).
+	List    *ListPartition `json:"list,omitempty"`
+	Chunk   *ReadChunk     `json:"chunk,omitempty"`
+	Handoff *Handoff       `json:"handoff,omitempty"`
 }
 
 // PartitionReply is the owner's answer: the field matching the request.
@@ -156,4 +160,8 @@ type PartitionReply struct {
 	Reply  *Reserved       `json:"reply,omitempty"`
 	Lease  *LeaseResult    `json:"lease,omitempty"`
 	Stats  *PartitionStats `json:"stats,omitempty"`
+	// The move protocol (move.go).
+	Listing *PartitionListing `json:"listing,omitempty"`
+	Chunk   *Chunk            `json:"chunk,omitempty"`
+	Handoff *HandoffResult    `json:"handoff,omitempty"`
 }

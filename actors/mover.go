@@ -1,0 +1,137 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+)
+
+// The move runner (seed 000 "Owner and target", rules R1-R4): on each node
+// it looks every MoveTick for partitions targeted at the node and starts
+// one worker actor per partition (moveworker.go); a worker whose partition
+// is no longer targeted here (aborted, re-planned, flipped) is stopped.
+
+// moverTick is the runner's own timer.
+type moverTick struct{}
+
+// moveEnded is a worker telling the runner it finished (flipped, or ended
+// without a flip): the next tick scans whatever the version says (rule R3).
+type moveEnded struct {
+	key     messages.PartitionKey
+	flipped bool
+}
+
+type moverActor struct {
+	deps
+	store *metastore.Store
+	ask   func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	// workers are the running workers by partition.
+	workers map[messages.PartitionKey]*actor.PID
+	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
+	// the next one.
+	lastVersion uint64
+	lastScan    time.Time
+	rescan      bool
+	stopped     bool
+}
+
+const moverName = "mover"
+
+func (m *moverActor) Receive(ctx actor.Context) {
+	defer logPanic(m.deps.log, moverName)
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.rescan = true
+		m.schedule(ctx)
+	case *actor.Stopping:
+		m.stopped = true
+	case moverTick:
+		m.tick(ctx)
+		m.schedule(ctx)
+	case moveEnded:
+		m.ended(ctx, msg)
+	case *actor.Terminated:
+		for k, pid := range m.workers {
+			if pid.Equal(msg.Who) {
+				delete(m.workers, k)
+				m.rescan = true
+			}
+		}
+	}
+}
+
+func (m *moverActor) schedule(ctx actor.Context) {
+	if m.stopped {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
+}
+
+// tick scans the partitions targeted here unless nothing changed since the
+// last scan (rule R2); it scans anyway after a worker ended and at least
+// every MoveFullScanEvery (rule R3).
+func (m *moverActor) tick(ctx actor.Context) {
+	v := m.store.Version()
+	if !m.rescan && v == m.lastVersion && time.Since(m.lastScan) < m.cfg.MoveFullScanEvery {
+		return
+	}
+	m.rescan, m.lastVersion, m.lastScan = false, v, time.Now()
+	want := map[messages.PartitionKey]messages.Assignment{}
+	for _, a := range m.store.TargetedAt(m.cfg.NodeID) {
+		t, ok := m.store.Topic(a.Topic)
+		if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
+			continue
+		}
+		want[messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}] = a
+	}
+	for k, pid := range m.workers {
+		if _, ok := want[k]; !ok {
+			// Aborted or re-planned (or flipped): the worker's own state
+			// decides what becomes of its copy as it stops.
+			ctx.Stop(pid)
+			delete(m.workers, k)
+		}
+	}
+	for k, a := range want {
+		if _, running := m.workers[k]; running {
+			continue
+		}
+		d, store, ask, source := m.deps, m.store, m.ask, a.Owner
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return newMoveWorker(d, store, ask, k, source)
+		})
+		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
+		if err != nil {
+			m.deps.log.Error("start move worker", "partition", k, "err", err)
+			m.rescan = true
+			continue
+		}
+		ctx.Watch(pid)
+		m.workers[k] = pid
+		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", source, "to", m.cfg.NodeID)
+	}
+	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+}
+
+func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
+	if pid, ok := m.workers[e.key]; ok {
+		ctx.Stop(pid)
+		delete(m.workers, e.key)
+	}
+	m.rescan = true
+	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+	if e.flipped {
+		m.metrics.movesDone.Inc()
+	}
+}
+
+// partitionKeyString names a partition in logs and metrics.
+func partitionKeyString(k messages.PartitionKey) string {
+	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
+}

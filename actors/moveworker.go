@@ -1,0 +1,515 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// moveWorker moves one partition onto this node. Its decisions are
+// move.Step's; it carries out the effects Step returns (the I/O on a
+// goroutine of its own, one at a time, so the re-arm timer keeps firing
+// during a long pass) and feeds their outcomes back as events.
+type moveWorker struct {
+	deps
+	store  *metastore.Store
+	ask    func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	key    messages.PartitionKey
+	source string
+
+	state   move.State
+	born    time.Time // the worker's monotonic clock starts here
+	staging *storage.Staging
+	// position is the consumer position of the listing the copy ends at:
+	// the handoff's, or the last pass's for a force-promote.
+	position   messages.ConsumerPosition
+	lastList   *messages.PartitionListing
+	listedAt   time.Time
+	frozenAt   time.Time
+	blocked    map[string]bool
+	// stopping is closed when the worker stops: the effect in flight is
+	// cancelled, and io lets stop wait for it.
+	stopping   chan struct{}
+	io         sync.WaitGroup
+	ended      bool
+	installDir string
+}
+
+// moveWorkerTick is the worker's own timer: it watches the source's
+// liveness for the force-promote gate.
+type moveWorkerTick struct{}
+
+// moveIO is an effect's outcome arriving back at the worker.
+type moveIO struct{ event any }
+
+// fetched is a pass's outcome with the listing it copied to; the worker
+// keeps the listing (its own fields are only touched on its goroutine).
+type fetched struct {
+	pass    move.PassDone
+	listing *messages.PartitionListing
+	at      time.Time
+	final   bool
+}
+
+// prepared is PrepareHandoff's outcome with the frontier it reported.
+type prepared struct {
+	frozen   move.Frozen
+	position messages.ConsumerPosition
+}
+
+func newMoveWorker(d deps, store *metastore.Store, ask func(context.Context, messages.PartitionKey, any) (any, error), k messages.PartitionKey, source string) *moveWorker {
+	return &moveWorker{deps: d, store: store, ask: ask, key: k, source: source, state: move.New(), blocked: map[string]bool{},
+		installDir: storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)}
+}
+
+func (w *moveWorker) Receive(ctx actor.Context) {
+	defer logPanic(w.deps.log, "move "+partitionKeyString(w.key))
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.born, w.stopping = time.Now(), make(chan struct{})
+		w.step(ctx, move.Start{})
+		w.scheduleTick(ctx)
+	case *actor.Stopping:
+		w.stop()
+	case moveIO:
+		switch e := m.event.(type) {
+		case fetched:
+			if e.listing != nil {
+				w.lastList, w.listedAt = e.listing, e.at
+				if !e.final {
+					w.position = e.listing.Position // a force-promote installs the last pass's (rule P5)
+				}
+			}
+			w.step(ctx, e.pass)
+		case prepared:
+			if e.frozen.Err == nil {
+				w.position = e.position // rule F4: the in-memory frontier
+			}
+			w.step(ctx, e.frozen)
+		default:
+			w.step(ctx, m.event)
+		}
+	case moveWorkerTick:
+		w.watchSource(ctx)
+		w.scheduleTick(ctx)
+	}
+}
+
+func (w *moveWorker) now() time.Duration { return time.Since(w.born) }
+
+func (w *moveWorker) scheduleTick(ctx actor.Context) {
+	if w.ended {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(w.cfg.MoveTick, func() { root.Send(self, moveWorkerTick{}) })
+}
+
+// watchSource feeds the source's liveness, as the leader stamps it, to
+// the force-promote gate (rule P2).
+func (w *moveWorker) watchSource(ctx actor.Context) {
+	m, ok := w.store.Member(w.source)
+	dead := !ok || m.Status == messages.MemberDead
+	var age time.Duration
+	if dead {
+		// The member record moves to dead only after DeadTimeout without a
+		// heartbeat on the leader's clock; its age as of now is at least
+		// that, and the worker's own clock adds the rest.
+		age = w.cfg.Membership.DeadTimeout + w.now() - w.state.SourceDeadSince
+		if !w.state.SourceDead {
+			age = w.cfg.Membership.DeadTimeout
+		}
+	}
+	w.step(ctx, move.SourceSeen{Dead: dead, StampAge: age})
+}
+
+// step runs the transition and carries out its effects in order.
+func (w *moveWorker) step(ctx actor.Context, ev any) {
+	before := w.state.Phase
+	var fx []any
+	w.state, fx = move.Step(w.cfg.Move, w.state, w.now(), ev)
+	for _, f := range fx {
+		w.effect(ctx, f)
+	}
+	if w.state.Phase != before {
+		w.deps.log.Debug("move phase", "partition", partitionKeyString(w.key), "from", before, "to", w.state.Phase)
+		if w.state.Phase == move.Finalize && before == move.Freezing {
+			w.frozenAt = time.Now()
+		}
+	}
+	switch w.state.Phase {
+	case move.Done:
+		w.finish(ctx, true)
+	case move.Ended:
+		w.finish(ctx, false)
+	}
+}
+
+func (w *moveWorker) finish(ctx actor.Context, flipped bool) {
+	if w.ended {
+		return
+	}
+	w.ended = true
+	if flipped {
+		w.metrics.moveSeconds.UpdateDuration(w.born)
+		if !w.frozenAt.IsZero() {
+			w.metrics.freezeSeconds.UpdateDuration(w.frozenAt)
+		}
+		w.metrics.movePasses.Update(float64(w.state.Pass))
+		w.deps.log.Info("move done", "partition", partitionKeyString(w.key), "from", w.source, "passes", w.state.Pass,
+			"non_converged", w.state.NonConverged, "force_promoted", w.state.Promote, "took", time.Since(w.born))
+	} else {
+		w.deps.log.Warn("move ended without a flip", "partition", partitionKeyString(w.key), "from", w.source)
+	}
+	ctx.Send(ctx.Parent(), moveEnded{key: w.key, flipped: flipped})
+}
+
+// stop ends the worker: it waits for the effect in flight, lifts a freeze
+// it still holds, and leaves the staging copy for a later attempt.
+func (w *moveWorker) stop() {
+	if w.stopping != nil {
+		close(w.stopping)
+	}
+	w.io.Wait()
+	if w.state.Frozen && w.state.Token != "" && w.state.Phase != move.Done {
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout)
+		w.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token})
+		cancel()
+	}
+	if w.staging != nil {
+		w.staging.Close()
+	}
+	for reason := range w.blocked {
+		w.metrics.movesBlocked(reason, -1)
+	}
+}
+
+// run carries out fn on a goroutine and sends its event back; the worker
+// waits for it when it stops.
+func (w *moveWorker) run(ctx actor.Context, fn func(context.Context) any) {
+	self, root, stopping := ctx.Self(), ctx.ActorSystem().Root, w.stopping
+	w.io.Go(func() {
+		ioCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-stopping:
+				cancel()
+			case <-ioCtx.Done():
+			}
+		}()
+		root.Send(self, moveIO{event: fn(ioCtx)})
+	})
+}
+
+func (w *moveWorker) after(ctx actor.Context, d time.Duration, ev any) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(d, func() { root.Send(self, moveIO{event: ev}) })
+}
+
+func (w *moveWorker) effect(ctx actor.Context, f any) {
+	switch e := f.(type) {
+	case move.Fetch:
+		w.run(ctx, func(c context.Context) any { return w.fetch(c, e.Final) })
+	case move.PrepareHandoff:
+		w.run(ctx, w.prepare)
+	case move.ScheduleRearm:
+		w.after(ctx, e.After, move.RearmDue{})
+	case move.Rearm:
+		w.run(ctx, func(c context.Context) any {
+			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffRearm, Token: e.Token})
+			return move.Rearmed{Lapsed: err == nil && r.Status == messages.StatusGone, Err: err}
+		})
+	case move.Fence:
+		w.run(ctx, func(c context.Context) any {
+			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffFence, Token: e.Token, HWM: e.HWM})
+			if err == nil && r.Status == messages.StatusGone {
+				w.deps.log.Warn("move: fence refused; freezing and draining again", "partition", partitionKeyString(w.key), "why", r.Err)
+			}
+			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, Err: err}
+		})
+	case move.Verify:
+		w.run(ctx, func(context.Context) any { return w.verify(e.HWM) })
+	case move.DiscardCopy:
+		w.discard()
+	case move.Install:
+		w.run(ctx, func(context.Context) any { return w.install(e.HWM, e.Force) })
+	case move.ProposeFlip:
+		w.run(ctx, w.flip)
+	case move.ReadLeader:
+		w.run(ctx, w.readLeader)
+	case move.RenameBack:
+		if err := storage.RenameBack(w.installDir, storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition)); err != nil {
+			// Left in place: such a copy can confirm a flip, never undo one.
+			w.deps.log.Error("move: rename the install back to staging", "partition", partitionKeyString(w.key), "err", err)
+		}
+		w.staging = nil
+	case move.RemoveStaging:
+		w.discard()
+	case move.ScheduleRetry:
+		w.after(ctx, e.After, move.Retry{})
+	case move.Log:
+		if e.Level == "error" {
+			w.deps.log.Error(e.Msg, "partition", partitionKeyString(w.key), "from", w.source)
+		} else {
+			w.deps.log.Warn(e.Msg, "partition", partitionKeyString(w.key), "from", w.source)
+			if w.state.NonConverged && w.state.Phase == move.Freezing {
+				w.metrics.nonConverged.Inc()
+			}
+		}
+	case move.Block:
+		if !w.blocked[e.Reason] {
+			w.blocked[e.Reason] = true
+			w.metrics.movesBlocked(e.Reason, 1)
+		}
+	case move.Unblock:
+		if w.blocked[e.Reason] {
+			delete(w.blocked, e.Reason)
+			w.metrics.movesBlocked(e.Reason, -1)
+		}
+	default:
+		panic(fmt.Sprintf("move worker: unknown effect %T", f))
+	}
+}
+
+// openStaging opens (or resumes) this partition's staging copy.
+func (w *moveWorker) openStaging() (*storage.Staging, error) {
+	if w.staging != nil {
+		return w.staging, nil
+	}
+	s, err := storage.OpenStaging(storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition), w.cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	w.staging = s
+	return s, nil
+}
+
+func (w *moveWorker) discard() {
+	s, err := w.openStaging()
+	if err == nil {
+		err = s.Remove()
+	}
+	if err != nil {
+		w.deps.log.Error("move: remove the staging copy", "partition", partitionKeyString(w.key), "err", err)
+	}
+	w.staging = nil
+}
+
+// fetch is one copy pass: a listing from the source, then every byte the
+// copy lacks, in chunks (rules C1, C4, C6).
+func (w *moveWorker) fetch(ctx context.Context, final bool) any {
+	res, err := w.askSource(ctx, &messages.ListPartition{})
+	if err != nil {
+		return fetched{pass: move.PassDone{Err: err}}
+	}
+	ls, ok := res.(*messages.PartitionListing)
+	if !ok || ls.Status != messages.StatusOK {
+		return fetched{pass: move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))}}
+	}
+	copied, err := w.copyListed(ctx, ls)
+	if err != nil {
+		return fetched{pass: move.PassDone{Err: err}}
+	}
+	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM}, listing: ls, at: time.Now(), final: final}
+}
+
+// copyListed brings the staging copy to the listing: reconcile, then each
+// missing range chunk by chunk; a sealed segment is synced as it completes.
+func (w *moveWorker) copyListed(ctx context.Context, ls *messages.PartitionListing) (int64, error) {
+	s, err := w.openStaging()
+	if err != nil {
+		return 0, err
+	}
+	listing := toStorageListing(ls)
+	if err := s.Reconcile(listing); err != nil {
+		return 0, err
+	}
+	var copied int64
+	last := ""
+	if n := len(ls.Segments); n > 0 {
+		last = ls.Segments[n-1].Name
+	}
+	for _, r := range s.Missing() {
+		for pos := r.From; pos < r.To; {
+			res, err := w.askSource(ctx, &messages.ReadChunk{Segment: r.Name, Pos: pos, Max: int(min(int64(w.cfg.MoveChunkBytes), r.To-pos))})
+			if err != nil {
+				return copied, err
+			}
+			ch, ok := res.(*messages.Chunk)
+			if !ok || ch.Status != messages.StatusOK {
+				return copied, fmt.Errorf("read %s@%d of %s: %v", r.Name, pos, partitionKeyString(w.key), describe(res))
+			}
+			if len(ch.Data) == 0 {
+				return copied, fmt.Errorf("read %s@%d of %s: no data below the listed size %d", r.Name, pos, partitionKeyString(w.key), r.To)
+			}
+			if err := s.WriteChunk(r.Name, pos, ch.Data); err != nil {
+				return copied, err
+			}
+			pos += int64(len(ch.Data))
+			copied += int64(len(ch.Data))
+			w.metrics.moveBytes.Add(len(ch.Data))
+		}
+		if r.Name != last {
+			if err := s.SealSegment(r.Name); err != nil {
+				return copied, err
+			}
+		}
+	}
+	return copied, nil
+}
+
+func (w *moveWorker) prepare(ctx context.Context) any {
+	r, err := w.handoff(ctx, messages.Handoff{Op: messages.HandoffPrepare})
+	switch {
+	case err != nil:
+		return move.Frozen{Err: err}
+	case r.Status != messages.StatusOK || r.Listing == nil:
+		return move.Frozen{Err: fmt.Errorf("prepare handoff of %s at %s: %s", partitionKeyString(w.key), w.source, r.Err)}
+	}
+	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM}, position: r.Listing.Position}
+}
+
+func (w *moveWorker) handoff(ctx context.Context, h messages.Handoff) (*messages.HandoffResult, error) {
+	res, err := w.askSource(ctx, &h)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := res.(*messages.HandoffResult)
+	if !ok {
+		return nil, fmt.Errorf("handoff of %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))
+	}
+	if r.Status == messages.StatusUnavailable {
+		return nil, fmt.Errorf("handoff of %s at %s: %s: %w", partitionKeyString(w.key), w.source, r.Err, ErrUnavailable)
+	}
+	return r, nil
+}
+
+// askSource sends a move request to the source. Routing goes to the
+// partition's owner, which is the source for as long as the move runs.
+func (w *moveWorker) askSource(ctx context.Context, msg any) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	return w.ask(ctx, w.key, msg)
+}
+
+func (w *moveWorker) verify(hwm int64) any {
+	s, err := w.openStaging()
+	if err == nil {
+		err = s.Verify(hwm)
+	}
+	if err != nil {
+		w.deps.log.Warn("move: staged copy failed verification", "partition", partitionKeyString(w.key), "hwm", hwm, "err", err)
+		return move.Verified{OK: false}
+	}
+	return move.Verified{OK: true}
+}
+
+// install writes the consumer position clamped to the HWM (rule K6),
+// stamps segment ages, prepares the topic directory for the incarnation
+// (rule V10) and installs the copy with its marker (rules V6-V8).
+func (w *moveWorker) install(hwm int64, force bool) any {
+	s, err := w.openStaging()
+	if err != nil {
+		return move.Installed{Err: err}
+	}
+	st := storage.ConsumerState{Frontier: w.position.Frontier, AckedAhead: w.position.AckedAhead}
+	if st.Frontier < -1 {
+		st = storage.EmptyConsumerState()
+	}
+	if c, clamped := storage.ClampConsumerState(st, hwm); clamped {
+		w.deps.log.Warn("move: consumer position past the copy's high watermark; clamped", "partition", partitionKeyString(w.key), "frontier", st.Frontier, "hwm", hwm)
+		st = c
+	}
+	if err := storage.SaveConsumerState(s.Dir(), st, true); err != nil {
+		return move.Installed{Err: err}
+	}
+	if w.lastList != nil {
+		if err := s.StampAges(toStorageListing(w.lastList), w.listedAt, time.Now()); err != nil {
+			w.deps.log.Warn("move: stamp segment ages", "partition", partitionKeyString(w.key), "err", err)
+		}
+	}
+	if err := prepareTopicDir(w.cfg.DataDir, w.key, w.deps.log); err != nil {
+		return move.Installed{Err: err}
+	}
+	t, _ := w.store.Topic(w.key.Topic)
+	res, err := s.Install(w.installDir, storage.InstallOptions{
+		Marker: storage.Marker{PromotedHWM: hwm, ForcePromoted: force, SourceNode: w.source},
+		Now:    time.Now(), RetentionAge: msDuration(t.RetentionMs)})
+	if err != nil {
+		return move.Installed{Err: err}
+	}
+	if res.Quarantined != "" {
+		w.deps.log.Error("move: an earlier copy at the partition's path held unexpired records; set aside", "partition", partitionKeyString(w.key), "quarantine", res.Quarantined)
+	}
+	w.staging = nil
+	return move.Installed{}
+}
+
+func (w *moveWorker) flip(ctx context.Context) any {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID})
+	if err != nil {
+		return move.FlipAnswered{Err: err}
+	}
+	switch r.Code {
+	case messages.ResultOK:
+		return move.FlipAnswered{Code: move.FlipOK}
+	case messages.ResultNotFound:
+		return move.FlipAnswered{Code: move.FlipNotFound}
+	default:
+		return move.FlipAnswered{Code: move.FlipRefused}
+	}
+}
+
+// readLeader reads the assignment linearizably (rule X2: a ReadIndex
+// through the leader) and names its nodes as Step knows them.
+func (w *moveWorker) readLeader(ctx context.Context) any {
+	started := w.now()
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	a, found, err := w.store.LeaderAssignment(ctx, w.key.Incarnation, w.key.Partition)
+	if err != nil {
+		return move.LeaderRead{StartedAt: started, Err: err}
+	}
+	name := func(id string) string {
+		switch id {
+		case w.cfg.NodeID:
+			return move.Self
+		case w.source:
+			return move.Source
+		}
+		return id
+	}
+	return move.LeaderRead{StartedAt: started, Found: found, Owner: name(a.Owner), Target: name(a.Target)}
+}
+
+func toStorageListing(ls *messages.PartitionListing) storage.Listing {
+	out := storage.Listing{HWM: ls.HWM, Clock: ls.Clock, Segments: make([]storage.SegmentInfo, len(ls.Segments))}
+	for i, s := range ls.Segments {
+		out.Segments[i] = storage.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
+	}
+	return out
+}
+
+// describe names an unexpected answer for an error message.
+func describe(res any) string {
+	switch r := res.(type) {
+	case *messages.PartitionListing:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *messages.Chunk:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *messages.HandoffResult:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	}
+	return fmt.Sprintf("answer %T", res)
+}

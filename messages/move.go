@@ -1,0 +1,85 @@
+package messages
+
+import "time"
+
+// The move protocol: what a move's destination asks of the partition's
+// owner (the source). It travels inside PartitionRequest/PartitionReply on
+// the owner's "partition" service and reaches the partition's actor, the
+// only code that touches its log.
+
+// ListPartition asks for a transfer listing: the consumer position first,
+// then the HWM, then the segments' committed bytes (rule C7).
+type ListPartition struct{}
+
+// SegmentInfo is one segment of a listing.
+type SegmentInfo struct {
+	Name string `json:"name"`
+	Base int64  `json:"base"`
+	// Size counts committed bytes only (rule C4).
+	Size int64 `json:"size"`
+	// ModTime is the file's modification time on the source's clock.
+	ModTime time.Time `json:"mod_time"`
+}
+
+// ConsumerPosition is a partition's consumer progress as it travels with a
+// move: every offset <= Frontier is acked, and so is each of AckedAhead.
+type ConsumerPosition struct {
+	Frontier   int64   `json:"frontier"`
+	AckedAhead []int64 `json:"acked_ahead,omitempty"`
+}
+
+// PartitionListing answers ListPartition (and a Handoff that froze).
+type PartitionListing struct {
+	Status   Status           `json:"status"`
+	Err      string           `json:"err,omitempty"`
+	Segments []SegmentInfo    `json:"segments"`
+	HWM      int64            `json:"hwm"`
+	Clock    time.Time        `json:"clock"`
+	Position ConsumerPosition `json:"position"`
+}
+
+// ReadChunk asks for committed bytes of one segment from Pos, at most Max.
+type ReadChunk struct {
+	Segment string `json:"segment"`
+	Pos     int64  `json:"pos"`
+	Max     int    `json:"max"`
+}
+
+// Chunk answers ReadChunk: no Data at the committed end.
+type Chunk struct {
+	Status Status `json:"status"`
+	Err    string `json:"err,omitempty"`
+	Data   []byte `json:"data"`
+}
+
+// HandoffOp says what a Handoff request does.
+type HandoffOp int
+
+const (
+	// HandoffPrepare freezes the partition (rules F1-F5) and answers with
+	// a token and the listing read under the freeze.
+	HandoffPrepare HandoffOp = iota
+	// HandoffRearm extends the freeze Token names (rule F6).
+	HandoffRearm
+	// HandoffFence checks that the freeze Token names still holds and that
+	// the HWM is still HWM, and renews it (rule F9).
+	HandoffFence
+	// HandoffRelease lifts the freeze Token names (a move that gave up).
+	HandoffRelease
+)
+
+// Handoff is a freeze request to the source.
+type Handoff struct {
+	Op    HandoffOp `json:"op"`
+	Token string    `json:"token,omitempty"`
+	HWM   int64     `json:"hwm,omitempty"`
+}
+
+// HandoffResult answers Handoff. Status StatusGone is the 409 of the seed:
+// that freeze is no longer active, or (fence) the HWM moved.
+type HandoffResult struct {
+	Status  Status            `json:"status"`
+	Err     string            `json:"err,omitempty"`
+	Token   string            `json:"token,omitempty"`
+	Listing *PartitionListing `json:"listing,omitempty"`
+}
