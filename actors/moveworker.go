@@ -30,11 +30,11 @@ type moveWorker struct {
 	staging *storage.Staging
 	// position is the consumer position of the listing the copy ends at:
 	// the handoff's, or the last pass's for a force-promote.
-	position   messages.ConsumerPosition
-	lastList   *messages.PartitionListing
-	listedAt   time.Time
-	frozenAt   time.Time
-	blocked    map[string]bool
+	position messages.ConsumerPosition
+	lastList *messages.PartitionListing
+	listedAt time.Time
+	frozenAt time.Time
+	blocked  map[string]bool
 	// stopping is closed when the worker stops: the effect in flight is
 	// cancelled, and io lets stop wait for it.
 	stopping   chan struct{}
