@@ -204,6 +204,15 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if err := transport.HandleAdminJSON(t, "moves-abort", func(ctx context.Context, _ string, in abortRequest) (abortReply, error) {
+		status, out := n.abortMove(ctx, in)
+		if status == 202 {
+			return out, nil
+		}
+		return out, transport.Errorf(status, "%s", abortText(out))
+	}); err != nil {
+		return err
+	}
 	if err := transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (adminTopicsReply, error) {
 		return n.adminTopicsView(), nil
 	}); err != nil {
@@ -215,4 +224,9 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	return transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (statusReply, error) {
 		return n.statusView(), nil
 	})
+}
+
+// abortText is an abort refusal in one line.
+func abortText(r abortReply) string {
+	return fmt.Sprintf("abort of %s/%d: %s: %s (owner %s, target %q)", r.Topic, r.Partition, r.Result, r.Error, r.Owner, r.Target)
 }

@@ -46,6 +46,7 @@ func (n *Node) routes() http.Handler {
 	mux.HandleFunc("POST /v1/topics/{topic}/ack", n.ack)
 	mux.HandleFunc("GET /v1/cluster/members", n.members)
 	mux.HandleFunc("GET /v1/cluster/moves", n.moves)
+	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", n.abortMoveHTTP)
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", n.decommission)
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", n.cancelDecommission)
 	return n.recoverPanics(n.untilReady(mux))

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -118,7 +119,8 @@ type Config struct {
 	// DeadTargetAbortAfter is how long a move's destination may be dead,
 	// on the leader's clock, before the controller clears the target (2 min).
 	DeadTargetAbortAfter time.Duration
-	// Rebalance lets the controller plan moves; off, it never sets a target.
+	// Rebalance lets the controller plan moves; off, it sets no target (it
+	// still clears the targets of dead destinations).
 	Rebalance bool
 
 	// faults injects failures in tests; nil in production.
@@ -130,6 +132,10 @@ type faultHooks struct {
 	// openPartition runs as a partition actor opens its log; an error
 	// makes the open fail as a damaged disk would.
 	openPartition func(messages.PartitionKey) error
+	// movePass runs on a move worker's I/O goroutine before each copy
+	// pass (final: under the freeze); it may block to hold a move in a
+	// phase, until ctx ends (the worker stopped).
+	movePass func(ctx context.Context, k messages.PartitionKey, final bool)
 }
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its

@@ -1,8 +1,11 @@
 package actors
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
 )
 
 // testLoad is producers and consumers running against a cluster's nodes
@@ -168,4 +172,233 @@ func TestClusterAJoiningNodeTakesItsShareWithNoLoss(t *testing.T) {
 		t.Fatalf("stats after the moves: got %d", code)
 	}
 	_ = messages.StatusOK
+}
+
+// gate holds a move's copy passes of one partition until it is opened:
+// the test then changes the cluster while the move stands in a phase.
+type gate struct {
+	mu      sync.Mutex
+	key     string // topic/partition held
+	final   bool   // hold passes under the freeze, not catch-up passes
+	skip    atomic.Int32 // matching passes let through before holding
+	open    chan struct{}
+	reached chan struct{} // closed when a held pass first arrives
+	once    sync.Once
+}
+
+func newGate(topic string, partition int, final bool) *gate {
+	return &gate{key: fmt.Sprintf("%s/%d", topic, partition), final: final, open: make(chan struct{}), reached: make(chan struct{})}
+}
+
+func (g *gate) hook(ctx context.Context, k messages.PartitionKey, final bool) {
+	if fmt.Sprintf("%s/%d", k.Topic, k.Partition) != g.key || final != g.final || g.skip.Add(-1) >= 0 {
+		return
+	}
+	g.once.Do(func() { close(g.reached) })
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+// moveTestCluster is three nodes with the planner off, so a test moves one
+// partition by hand, with short move timings and the gate's hook.
+func moveTestCluster(t *testing.T, g *gate, tweak ...func(int, *Config)) *testCluster {
+	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
+		cfg.Rebalance = false
+		cfg.MoveTick = 100 * time.Millisecond
+		cfg.faults = &faultHooks{movePass: g.hook}
+	}}, tweak...)...)
+}
+
+// planMove sets the target of topic/partition to node to, as the
+// controller would, and returns the owner's index.
+func (c *testCluster) planMove(topic string, partition, to int) int {
+	c.t.Helper()
+	s := c.node(to).n.Store()
+	t, _ := s.Topic(topic)
+	a, _, err := s.LeaderAssignment(context.Background(), t.Incarnation, partition)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r, err := s.SetTarget(context.Background(), messages.SetTarget{Incarnation: t.Incarnation, Partition: partition, Owner: a.Owner, To: fmt.Sprintf("n%d", to+1)})
+	if err != nil || r.Code != messages.ResultOK {
+		c.t.Fatalf("set target: got %+v, %v", r, err)
+	}
+	var owner int
+	fmt.Sscanf(a.Owner, "n%d", &owner)
+	return owner - 1
+}
+
+// assignmentOf is topic/partition's assignment as node i's replica has it.
+func (c *testCluster) assignmentOf(i int, topic string, partition int) messages.Assignment {
+	s := c.node(i).n.Store()
+	t, _ := s.Topic(topic)
+	for _, a := range s.Assignments(t.Incarnation, t.Partitions) {
+		if a.Partition == partition {
+			return a
+		}
+	}
+	return messages.Assignment{}
+}
+
+// destinationFor is a node that does not own topic/partition.
+func (c *testCluster) destinationFor(topic string, partition int) int {
+	owner := c.assignmentOf(0, topic, partition).Owner
+	for i := range c.nodes {
+		if fmt.Sprintf("n%d", i+1) != owner {
+			return i
+		}
+	}
+	c.t.Fatal("no destination")
+	return -1
+}
+
+func stagingExists(tn *testNode, topic string, partition int) bool {
+	_, err := os.Stat(storage.StagingPath(tn.cfg.DataDir, topic, partition))
+	return err == nil
+}
+
+// rules T3, T4: an abort mid-copy clears the target (202, owner
+// unchanged), the destination stops its worker and drops its staging copy,
+// and produce and consume never notice.
+func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, false)
+	g.skip.Store(1) // the first pass copies; the second is held
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) { cfg.Move.CatchUpStopBytes = 0 })
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "m", 2, 200)
+	load.waitProduced(100)
+	dest := c.destinationFor("m", 0)
+	owner := c.planMove("m", 0, dest)
+	<-g.reached
+	if !stagingExists(c.node(dest), "m", 0) {
+		t.Fatal("staging copy before the abort: got none, want the worker's")
+	}
+
+	var out abortReply
+	body := c.node(owner).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/cluster/moves/m/0/abort?target=n%d", dest+1), nil)
+	if err := json.Unmarshal(body, &out); err != nil || out.Result != "aborted" || out.Owner != fmt.Sprintf("n%d", owner+1) || out.Target != "" {
+		t.Fatalf("abort: got %s (%v), want aborted with the owner unchanged and no target", body, err)
+	}
+	g.release()
+	c.waitFor("the destination's staging copy removed", func() bool { return !stagingExists(c.node(dest), "m", 0) })
+	// A second abort has nothing to abort.
+	c.node(owner).must(http.StatusConflict, "POST", "/v1/cluster/moves/m/0/abort", nil)
+	rep := load.finish()
+	if a := c.assignmentOf(0, "m", 0); a.Owner != fmt.Sprintf("n%d", owner+1) || a.Target != "" {
+		t.Fatalf("after the abort: got %+v, want owner n%d and no target", a, owner+1)
+	}
+	t.Logf("abort mid-move: %s", rep)
+}
+
+// rules F12, T1: the destination dies while the source is frozen; the
+// freeze lapses on its TTL, the partition keeps serving from its owner,
+// and the controller clears the target once the destination has been dead
+// DeadTargetAbortAfter.
+func TestClusterADestinationKilledMidFreezeLeavesThePartitionServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, true)
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) {
+		cfg.Move.FreezeTTL = time.Second
+		cfg.DeadTargetAbortAfter = time.Second
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "m", 2, 300)
+	load.waitProduced(100)
+	dest := c.destinationFor("m", 0)
+	c.planMove("m", 0, dest)
+	<-g.reached // frozen, draining under the freeze
+	load.down(dest)
+	c.kill(dest)
+	g.release()
+	other := 3 - dest - c.leader()
+	if other < 0 || other > 2 || other == dest {
+		other = (dest + 1) % 3
+	}
+	c.waitFor("the target of the dead destination cleared", func() bool { return c.assignmentOf(other, "m", 0).Target == "" })
+	// The freeze lapsed: the partition takes commits and serves again.
+	c.node(other).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", history.MakeBody("after-the-lapse", 16))
+	load.h.Produced("after-the-lapse")
+	// What the killed node accepted before it died sits in its ingress
+	// WAL until it returns.
+	c.restart(dest)
+	load.back(dest)
+	rep := load.finish()
+	if a := c.assignmentOf(dest, "m", 0); a.Target != "" {
+		t.Fatalf("after the destination returned: got %+v, want no target (it runs no worker for a cleared move)", a)
+	}
+	t.Logf("destination killed mid-freeze: %s", rep)
+}
+
+// rule P1: the source dies mid-copy and comes back; the worker keeps its
+// session, retries, and the move completes with nothing lost.
+func TestClusterASourceKilledMidCopyAndRestartedCompletesTheMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, false)
+	c := moveTestCluster(t, g)
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "m", 2, 300)
+	load.waitProduced(100)
+	dest := c.destinationFor("m", 0)
+	owner := c.planMove("m", 0, dest)
+	<-g.reached
+	load.down(owner)
+	c.kill(owner)
+	g.release()
+	time.Sleep(300 * time.Millisecond) // a few failed passes against the dead source
+	c.restart(owner)
+	load.back(owner)
+	c.waitFor("the destination owning the partition", func() bool {
+		a := c.assignmentOf(dest, "m", 0)
+		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
+	})
+	rep := load.finish()
+	t.Logf("source killed mid-copy: %s", rep)
+}
+
+// rule C3: a partition written faster than it copies still moves: the
+// pre-copy stops after its bounds and freezes anyway (a non-converged
+// cutover, counted), and nothing is lost.
+func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("none", 0, false)
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) {
+		cfg.Move.CatchUpStopBytes = 0 // no pass under load is ever small enough
+		cfg.Move.MaxCatchUpPasses = 4
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "m", 3, 300)
+	load.waitProduced(100)
+	dest := c.destinationFor("m", 0)
+	before := c.node(dest).n.metrics.nonConverged.Get()
+	c.planMove("m", 0, dest)
+	c.waitFor("the destination owning the partition", func() bool {
+		a := c.assignmentOf(dest, "m", 0)
+		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
+	})
+	rep := load.finish()
+	if got := c.node(dest).n.metrics.nonConverged.Get() - before; got < 1 {
+		t.Errorf("non-converged cutovers: got %d, want at least 1", got)
+	}
+	t.Logf("hot partition: %s", rep)
 }

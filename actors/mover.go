@@ -92,7 +92,7 @@ func (m *moverActor) tick(ctx actor.Context) {
 	}
 	for k, pid := range m.workers {
 		if _, ok := want[k]; !ok {
-			// Aborted or re-planned (or flipped): the worker's own state
+			// Aborted, re-planned or flipped: the worker's own state
 			// decides what becomes of its copy as it stops.
 			ctx.Stop(pid)
 			delete(m.workers, k)

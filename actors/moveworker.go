@@ -184,7 +184,9 @@ func (w *moveWorker) stop() {
 		w.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token})
 		cancel()
 	}
-	if w.staging != nil {
+	if !w.state.Installed && w.state.Phase != move.Done && w.abandoned() {
+		w.dropAbandonedCopy()
+	} else if w.staging != nil {
 		w.staging.Close()
 	}
 	for reason := range w.blocked {
@@ -307,6 +309,9 @@ func (w *moveWorker) discard() {
 // fetch is one copy pass: a listing from the source, then every byte the
 // copy lacks, in chunks (rules C1, C4, C6).
 func (w *moveWorker) fetch(ctx context.Context, final bool) any {
+	if f := w.cfg.faults; f != nil && f.movePass != nil {
+		f.movePass(ctx, w.key, final)
+	}
 	res, err := w.askSource(ctx, &messages.ListPartition{})
 	if err != nil {
 		return fetched{pass: move.PassDone{Err: err}}
@@ -512,4 +517,57 @@ func describe(res any) string {
 		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
 	}
 	return fmt.Sprintf("answer %T", res)
+}
+
+// abandoned reports a move that is gone (aborted, re-planned, its target
+// cleared) as this node's replica has it: its copy goes too, rather than
+// waiting for a later attempt. A node that stops with the move still
+// targeted here keeps the copy to resume from.
+func (w *moveWorker) abandoned() bool {
+	a, ok := w.assignment()
+	return !ok || (a.Target != w.cfg.NodeID && a.Owner != w.cfg.NodeID)
+}
+
+// assignment is the partition's assignment in the local replica.
+func (w *moveWorker) assignment() (messages.Assignment, bool) {
+	t, ok := w.store.Topic(w.key.Topic)
+	if !ok || t.Incarnation != w.key.Incarnation {
+		return messages.Assignment{}, false
+	}
+	for _, a := range w.store.Assignments(t.Incarnation, t.Partitions) {
+		if a.Partition == w.key.Partition {
+			return a, true
+		}
+	}
+	return messages.Assignment{}, false
+}
+
+// dropAbandonedCopy removes the staging copy of a move that is gone,
+// unless the partition's owner reads dead or is no member and the copy
+// holds records: it may be the only copy left, so it is set aside and
+// logged at error (rule X9). An install whose flip is unconfirmed stays
+// where it is for the stale-copy sweep to judge.
+func (w *moveWorker) dropAbandonedCopy() {
+	s, err := w.openStaging()
+	if err != nil {
+		w.deps.log.Error("move: open the abandoned staging copy", "partition", partitionKeyString(w.key), "err", err)
+		return
+	}
+	owner := w.source
+	if a, ok := w.assignment(); ok {
+		owner = a.Owner
+	}
+	m, member := w.store.Member(owner)
+	holds := false
+	for _, size := range s.Staged() {
+		holds = holds || size > 0
+	}
+	if holds && (!member || m.Status == messages.MemberDead) {
+		dir, err := s.Quarantine()
+		w.deps.log.Error("move abandoned while its source is dead: the staging copy may be the only one; set aside", "partition", partitionKeyString(w.key), "owner", owner, "quarantine", dir, "err", err)
+		return
+	}
+	if err := s.Remove(); err != nil {
+		w.deps.log.Error("move: remove the abandoned staging copy", "partition", partitionKeyString(w.key), "err", err)
+	}
 }

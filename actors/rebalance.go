@@ -16,7 +16,7 @@ import (
 // after a ReadIndex barrier, at most every MoveTick.
 
 func (a *controllerActor) rebalance(now time.Time) {
-	if !a.cfg.Rebalance || now.Sub(a.lastPlan) < a.cfg.MoveTick {
+	if now.Sub(a.lastPlan) < a.cfg.MoveTick {
 		return
 	}
 	a.lastPlan = now
@@ -43,6 +43,9 @@ func (a *controllerActor) rebalance(now time.Time) {
 				Ref:   planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition},
 				Owner: as.Owner, Target: as.Target})
 		}
+	}
+	if !a.cfg.Rebalance {
+		return // moves are planned by hand; dead targets are still cleared
 	}
 	for _, mv := range planner.Plan(planner.NewInput(pms, placements, a.cfg.MaxInFlightMoves)) {
 		r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To})
