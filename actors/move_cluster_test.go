@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,8 +178,8 @@ func TestClusterAJoiningNodeTakesItsShareWithNoLoss(t *testing.T) {
 // the test then changes the cluster while the move stands in a phase.
 type gate struct {
 	mu      sync.Mutex
-	key     string // topic/partition held
-	final   bool   // hold passes under the freeze, not catch-up passes
+	key     string       // topic/partition held
+	final   bool         // hold passes under the freeze, not catch-up passes
 	skip    atomic.Int32 // matching passes let through before holding
 	open    chan struct{}
 	reached chan struct{} // closed when a held pass first arrives
