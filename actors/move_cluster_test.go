@@ -402,3 +402,48 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 	}
 	t.Logf("hot partition: %s", rep)
 }
+
+// rules P2-P5: the source is cut off from the bus mid-move and stays so
+// past ForcePromoteAfter; the destination promotes the copy it holds,
+// which reaches the source's last high watermark, and serves every record.
+func TestClusterASourceCutOffPastForcePromoteAfterIsPromoted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, false)
+	g.skip.Store(1)
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) {
+		cfg.Move.ForcePromoteAfter = time.Second
+		cfg.Move.CatchUpStopBytes = 0
+		cfg.RequestTimeout = 500 * time.Millisecond
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3}`))
+	const records = 40
+	for i := range records {
+		c.node(0).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", []byte(fmt.Sprintf(`"r%02d"`, i)))
+	}
+	dest := c.destinationFor("m", 0)
+	c.waitFor("every record committed at the owner", func() bool {
+		_, hwm := ownersOf(t, c.node(dest), "m")
+		return hwm == records
+	})
+	owner := c.planMove("m", 0, dest)
+	<-g.reached // the first pass copied everything
+	c.cutOff(owner, true)
+	g.release()
+	c.waitFor("the copy force-promoted on the destination", func() bool {
+		a := c.assignmentOf(dest, "m", 0)
+		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
+	})
+	c.cutOff(owner, false)
+	for off := range records {
+		m := c.node(dest).consume("m", fmt.Sprintf("partition=0&offset=%d", off))
+		if m == nil || string(m.Payload) != fmt.Sprintf(`"r%02d"`, off) {
+			t.Fatalf("offset %d on the promoted copy: got %+v, want r%02d", off, m, off)
+		}
+	}
+	marker, err := storage.ReadMarker(storage.PartitionPath(c.node(dest).cfg.DataDir, "m", 0))
+	if err != nil || !marker.ForcePromoted || marker.PromotedHWM != records || marker.SourceNode != fmt.Sprintf("n%d", owner+1) {
+		t.Fatalf("move marker: got %+v (%v), want a force-promote at %d from n%d", marker, err, records, owner+1)
+	}
+}
