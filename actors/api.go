@@ -309,33 +309,6 @@ func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, membersReply{n.membersView()})
 }
 
-// decommission of the only member can never complete: nobody can take its
-// partitions and the cluster would have no voter left. The seed refuses
-// such a decommission up front with 409 (rule D8). Draining a member of a
-// larger cluster needs partition moves, which this broker does not do yet:
-// that is refused with 409 too, saying so, rather than accepted and never
-// carried out.
-func (n *Node) decommission(w http.ResponseWriter, r *http.Request) {
-	if _, ok := n.store.Member(r.PathValue("id")); !ok {
-		writeError(w, http.StatusNotFound, "member not found")
-		return
-	}
-	if len(n.store.Members()) == 1 {
-		writeError(w, http.StatusConflict, "decommission cannot complete: no other member can take this node's partitions")
-		return
-	}
-	writeError(w, http.StatusConflict, "decommission needs partition moves, which this broker does not support yet")
-}
-
-// cancelDecommission of a member that is not draining changes nothing.
-func (n *Node) cancelDecommission(w http.ResponseWriter, r *http.Request) {
-	if _, ok := n.store.Member(r.PathValue("id")); !ok {
-		writeError(w, http.StatusNotFound, "member not found")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // moveJSON is one entry of GET /v1/cluster/moves, fields in the
 // contract's order.
 type moveJSON struct {

@@ -1858,7 +1858,7 @@ func TestContractCluster(t *testing.T) {
 
 	// rule D8: a decommission that could never complete is refused up front.
 	t.Run("DecommissionOfTheOnlyMemberIsRefusedWith409", func(t *testing.T) {
-		ctWantError(t, "decommission of the only member", ctDo(t, tn, "POST", "/v1/cluster/members/n1/decommission", nil), http.StatusConflict, "decommission cannot complete: no other member can take this node's partitions")
+		ctWantError(t, "decommission of the only member", ctDo(t, tn, "POST", "/v1/cluster/members/n1/decommission", nil), http.StatusConflict, "decommission cannot complete: no other live member can take its partitions")
 		if m := members(t); m.Draining || m.Status != "alive" {
 			t.Fatalf("after a refused decommission: got %+v, want alive and not draining", m)
 		}

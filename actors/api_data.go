@@ -30,6 +30,12 @@ func limitsOf(t messages.Topic) messages.ConsumeLimits {
 // the record is fsynced there.
 func (n *Node) produce(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if n.draining() {
+		// rule D6: a node being decommissioned takes no new records, so
+		// its ingress WAL only shrinks; clients retry on another node.
+		writeError(w, http.StatusServiceUnavailable, "node is being decommissioned; produce to another node")
+		return
+	}
 	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid argument: "+err.Error())
 		return

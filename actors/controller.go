@@ -9,6 +9,7 @@ import (
 
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -50,13 +51,17 @@ type controllerAnswer struct {
 type controllerActor struct {
 	deps
 	store   *metastore.Store
-	tracker *membership.Tracker // nil while not leading
+	nats    *transport.Transport // nil without NATS
+	tracker *membership.Tracker  // nil while not leading
 	// swept: the placement sweep ran since leadership was won.
 	swept bool
 	// lastVoterCheck is when the voters were last compared with the want;
 	// lastPlan when the rebalance pass last ran.
 	lastVoterCheck time.Time
 	lastPlan       time.Time
+	// decomBlocked is why each draining member could not progress at the
+	// last pass (narad_decommission_blocked).
+	decomBlocked map[string]string
 }
 
 const controllerName = "controller"

@@ -46,7 +46,7 @@ func startLoad(c *testCluster, topic string, producers, perProducer int) *testLo
 			for i := range perProducer {
 				id := fmt.Sprintf("p%d-%05d", p, i)
 				for attempt := 0; attempt < 1000; attempt++ {
-					code, _, err := l.pick(p+i).attempt("POST", "/v1/topics/"+topic+"/produce", history.MakeBody(id, 64))
+					code, _, err := l.pick(p+i+attempt).attempt("POST", "/v1/topics/"+topic+"/produce", history.MakeBody(id, 64))
 					if err == nil && code == http.StatusAccepted {
 						l.h.Produced(id)
 						l.produced.Add(1)

@@ -120,6 +120,10 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			n.abortStart()
 			return nil, err
 		}
+		if err := n.serveDrain(); err != nil {
+			n.abortStart()
+			return nil, err
+		}
 	}
 	n.registerGauges()
 	n.ready.Store(true)
@@ -155,7 +159,7 @@ func (n *Node) startActors() {
 		panic(fmt.Errorf("spawn mover: %w", err))
 	}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &controllerActor{deps: d, store: n.store}
+		return &controllerActor{deps: d, store: n.store, nats: n.nats}
 	}), controllerName)
 	if err != nil {
 		panic(fmt.Errorf("spawn controller: %w", err))

@@ -44,6 +44,7 @@ func (a *controllerActor) rebalance(now time.Time) {
 				Owner: as.Owner, Target: as.Target})
 		}
 	}
+	defer a.decommissionPass(ctx, now)
 	if !a.cfg.Rebalance {
 		return // moves are planned by hand; dead targets are still cleared
 	}
