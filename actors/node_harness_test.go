@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -27,14 +28,24 @@ type testNode struct {
 	http *http.Client
 }
 
+// freeAddr returns a loopback address with a free port below the
+// kernel's ephemeral range (32768 and up on Linux): a port taken from that
+// range and released can be handed to some outgoing connection before
+// the test listens on it again, and a node then fails to start with
+// "address already in use".
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"reflect"
@@ -25,14 +26,24 @@ var testLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level
 const hangGuard = 30 * time.Second
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a free port below the
+// kernel's ephemeral range (32768 and up on Linux): a port taken from that
+// range and released can be handed to some outgoing connection before
+// the test listens on it again, and a node then fails to start with
+// "address already in use".
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // fastConfig is a single-replica, in-memory config with 1 ms ticks.
