@@ -32,7 +32,9 @@ func startTestNATS(t *testing.T) *natsserver.Server {
 // stock `nats req narad.<cluster>.admin.members '{}'` sends it.
 func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	ns := startTestNATS(t)
-	tn := newTestNode(t, func(c *Config) { c.NATSURL, c.Cluster = ns.ClientURL(), "test" })
+	// The controller's pass would clear the hand-made move to a
+	// non-member (rule T1): it runs once at start, then not for an hour.
+	tn := newTestNode(t, func(c *Config) { c.NATSURL, c.Cluster, c.RebalanceInterval = ns.ClientURL(), "test", time.Hour })
 	tn.createTopic("t", 3)
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
@@ -89,7 +91,8 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if r, err := tn.n.store.SetTarget(context.Background(), messages.SetTarget{Incarnation: tt.Incarnation, Partition: 2, Owner: "n1", To: "n9"}); err != nil || r.Code != messages.ResultOK {
 		t.Fatalf("set a target: got %+v, %v", r, err)
 	}
-	want := movesReply{Moves: []moveJSON{{Topic: "t", Partition: 2, From: "n1", To: "n9"}}}
+	want := movesReply{Moves: []moveJSON{{Topic: "t", Partition: 2, From: "n1", To: "n9",
+		FromStatus: "alive", ToStatus: "not_a_member", Blocked: []string{"target_not_member"}}}}
 	msg, err = nc.Request("narad.test.admin.moves", []byte("{}"), 5*time.Second)
 	if err != nil {
 		t.Fatalf("admin moves: %v", err)

@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -316,6 +318,13 @@ type moveJSON struct {
 	Partition int    `json:"partition"`
 	From      string `json:"from"`
 	To        string `json:"to"`
+	// Beyond the contract (new optional fields): each side's status
+	// (alive, dead, draining, not_a_member), why the move may be stuck,
+	// and with ?detail=1 the destination's own report (rule T5).
+	FromStatus string                 `json:"from_status,omitempty"`
+	ToStatus   string                 `json:"to_status,omitempty"`
+	Blocked    []string               `json:"blocked,omitempty"`
+	Progress   *messages.MoveProgress `json:"progress,omitempty"`
 }
 
 type movesReply struct {
@@ -330,7 +339,10 @@ func (n *Node) movesView() movesReply {
 	out := movesReply{Moves: []moveJSON{}}
 	for _, a := range n.store.Moving() {
 		if t, ok := n.store.Topic(a.Topic); ok && t.Incarnation == a.Incarnation {
-			out.Moves = append(out.Moves, moveJSON{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target})
+			mv := moveJSON{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target,
+				FromStatus: n.sideStatus(a.Owner), ToStatus: n.sideStatus(a.Target)}
+			mv.Blocked = movesBlockedReasons(mv.FromStatus, mv.ToStatus)
+			out.Moves = append(out.Moves, mv)
 		}
 	}
 	slices.SortFunc(out.Moves, func(a, b moveJSON) int {
@@ -339,6 +351,91 @@ func (n *Node) movesView() movesReply {
 	return out
 }
 
-func (n *Node) moves(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, n.movesView())
+func (n *Node) moves(w http.ResponseWriter, r *http.Request) {
+	out := n.movesView()
+	if r.URL.Query().Get("detail") == "1" {
+		n.addProgress(r.Context(), out.Moves)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// sideStatus is a move side's status for the listing: alive, dead,
+// draining, or not_a_member.
+func (n *Node) sideStatus(id string) string {
+	m, ok := n.store.Member(id)
+	switch {
+	case !ok:
+		return "not_a_member"
+	case m.Status == messages.MemberDead:
+		return "dead"
+	case m.Draining:
+		return "draining"
+	}
+	return "alive"
+}
+
+// movesBlockedReasons says why a move might need an abort (rule T5).
+func movesBlockedReasons(from, to string) []string {
+	var out []string
+	if from == "dead" || from == "not_a_member" {
+		out = append(out, "source_dead")
+	}
+	switch to {
+	case "dead":
+		out = append(out, "target_dead")
+	case "not_a_member":
+		out = append(out, "target_not_member")
+	}
+	return out
+}
+
+// addProgress asks each destination for its workers' progress (its
+// "moves" service, or this node's runner) and attaches it to the moves.
+func (n *Node) addProgress(ctx context.Context, moves []moveJSON) {
+	byNode := map[string][]messages.MoveProgress{}
+	for _, mv := range moves {
+		if _, asked := byNode[mv.To]; asked {
+			continue
+		}
+		byNode[mv.To] = n.progressOf(ctx, mv.To)
+	}
+	for i := range moves {
+		for _, p := range byNode[moves[i].To] {
+			if p.Topic == moves[i].Topic && p.Partition == moves[i].Partition {
+				moves[i].Progress = &p
+			}
+		}
+	}
+}
+
+// progressOf is node id's report of the moves it runs; nil when it
+// cannot be asked.
+func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgress {
+	if id == n.cfg.NodeID || n.nats == nil {
+		res, err := n.request(n.mover, getMoveProgress{})
+		if err != nil {
+			return nil
+		}
+		return res.([]messages.MoveProgress)
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	var out []messages.MoveProgress
+	if err := transport.RequestJSON(ctx, n.nats, id, movesService, struct{}{}, &out); err != nil {
+		return nil
+	}
+	return out
+}
+
+// movesService answers a node's move progress to its peers.
+const movesService = "moves"
+
+func (n *Node) serveMoves() error {
+	return transport.HandleJSON(n.nats, movesService, func(context.Context, string, struct{}) ([]messages.MoveProgress, error) {
+		res, err := n.request(n.mover, getMoveProgress{})
+		if err != nil {
+			return nil, transport.Errorf(transport.StatusTimeout, "move progress: %v", err)
+		}
+		return res.([]messages.MoveProgress), nil
+	})
 }

@@ -119,6 +119,10 @@ type Config struct {
 	// DeadTargetAbortAfter is how long a move's destination may be dead,
 	// on the leader's clock, before the controller clears the target (2 min).
 	DeadTargetAbortAfter time.Duration
+	// RebalanceInterval is how often the controller's rebalance pass runs
+	// on the metadata leader (clearing dead targets, planning, the
+	// decommission steps).
+	RebalanceInterval time.Duration
 	// Rebalance lets the controller plan moves; off, it sets no target (it
 	// still clears the targets of dead destinations).
 	Rebalance bool
@@ -185,6 +189,7 @@ func DefaultConfig() Config {
 		MoveFullScanEvery:       30 * time.Second,
 		MaxInFlightMoves:        8,
 		DeadTargetAbortAfter:    2 * time.Minute,
+		RebalanceInterval:       time.Second,
 		Rebalance:               true,
 	}
 }
@@ -248,6 +253,8 @@ func (c Config) Validate() error {
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
 		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
+	case c.RebalanceInterval <= 0:
+		return bad("RebalanceInterval", c.RebalanceInterval, "must be positive")
 	case c.DeadTargetAbortAfter <= 0:
 		return bad("DeadTargetAbortAfter", c.DeadTargetAbortAfter, "must be positive")
 	}

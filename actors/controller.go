@@ -62,6 +62,8 @@ type controllerActor struct {
 	// decomBlocked is why each draining member could not progress at the
 	// last pass (narad_decommission_blocked).
 	decomBlocked map[string]string
+	// loggedBlocked remembers the blocked moves logged in this leadership.
+	loggedBlocked map[string]bool
 }
 
 const controllerName = "controller"
@@ -90,7 +92,7 @@ func (a *controllerActor) leading() bool {
 	if leader, ok := a.store.Leader(metastore.MetaShard); ok && leader == a.store.ReplicaID() {
 		return true
 	}
-	a.tracker, a.swept = nil, false
+	a.tracker, a.swept, a.loggedBlocked = nil, false, nil
 	return false
 }
 

@@ -60,7 +60,7 @@ func TestClusterADecommissionedVoterDrainsToZeroAndLeavesRaft(t *testing.T) {
 		t.Skip("starts four nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick = 100 * time.Millisecond
+		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 4
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":12,"visibility_timeout_ms":2000}`))

@@ -78,6 +78,12 @@ func (m *nodeMetrics) movesBlocked(reason string, delta float64) {
 	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Add(delta)
 }
 
+// movesBlockedSet sets narad_moves_blocked{reason} as the metadata leader
+// counts it (moves with a dead source or destination).
+func (m *nodeMetrics) movesBlockedSet(reason string, n float64) {
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Set(n)
+}
+
 // heartbeatWithheld counts heartbeats not sent because NATS did not answer
 // this node: a rising count means the node is about to be marked dead.
 func (m *nodeMetrics) heartbeatWithheld() { m.beatsWithheld.Inc() }

@@ -146,7 +146,7 @@ func TestClusterAJoiningNodeTakesItsShareWithNoLoss(t *testing.T) {
 		t.Skip("starts four nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick = 100 * time.Millisecond
+		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 2
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":12,"visibility_timeout_ms":2000}`))
@@ -216,7 +216,7 @@ func (g *gate) release() {
 func moveTestCluster(t *testing.T, g *gate, tweak ...func(int, *Config)) *testCluster {
 	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
 		cfg.Rebalance = false
-		cfg.MoveTick = 100 * time.Millisecond
+		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.faults = &faultHooks{movePass: g.hook}
 	}}, tweak...)...)
 }
@@ -287,6 +287,16 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 	<-g.reached
 	if !stagingExists(c.node(dest), "m", 0) {
 		t.Fatal("staging copy before the abort: got none, want the worker's")
+	}
+	// rule T5: the listing shows both sides and, with detail, the
+	// destination's own report of the move.
+	var listed movesReply
+	if err := json.Unmarshal(c.node(owner).must(http.StatusOK, "GET", "/v1/cluster/moves?detail=1", nil), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed.Moves) != 1 || listed.Moves[0].FromStatus != "alive" || listed.Moves[0].ToStatus != "alive" ||
+		listed.Moves[0].Progress == nil || listed.Moves[0].Progress.Phase != "catch_up" || listed.Moves[0].Progress.BytesCopied == 0 {
+		t.Fatalf("moves with detail: got %+v, want one move in catch-up with bytes copied, both sides alive", listed)
 	}
 
 	var out abortReply

@@ -26,10 +26,21 @@ type moveEnded struct {
 	flipped bool
 }
 
+// moveProgressUpdate is a worker's latest progress.
+type moveProgressUpdate struct {
+	key      messages.PartitionKey
+	progress messages.MoveProgress
+}
+
+// getMoveProgress asks the runner for the progress of every move it runs.
+type getMoveProgress struct{}
+
 type moverActor struct {
 	deps
-	store *metastore.Store
-	ask   func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	// progress is each running worker's latest report.
+	progress map[messages.PartitionKey]messages.MoveProgress
+	store    *metastore.Store
+	ask      func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
 	// workers are the running workers by partition.
 	workers map[messages.PartitionKey]*actor.PID
 	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
@@ -55,10 +66,21 @@ func (m *moverActor) Receive(ctx actor.Context) {
 		m.schedule(ctx)
 	case moveEnded:
 		m.ended(ctx, msg)
+	case moveProgressUpdate:
+		if _, running := m.workers[msg.key]; running {
+			m.progress[msg.key] = msg.progress
+		}
+	case getMoveProgress:
+		out := make([]messages.MoveProgress, 0, len(m.progress))
+		for _, p := range m.progress {
+			out = append(out, p)
+		}
+		ctx.Respond(out)
 	case *actor.Terminated:
 		for k, pid := range m.workers {
 			if pid.Equal(msg.Who) {
 				delete(m.workers, k)
+				delete(m.progress, k)
 				m.rescan = true
 			}
 		}
@@ -96,6 +118,7 @@ func (m *moverActor) tick(ctx actor.Context) {
 			// decides what becomes of its copy as it stops.
 			ctx.Stop(pid)
 			delete(m.workers, k)
+			delete(m.progress, k)
 		}
 	}
 	for k, a := range want {
@@ -124,6 +147,7 @@ func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
 		ctx.Stop(pid)
 		delete(m.workers, e.key)
 	}
+	delete(m.progress, e.key)
 	m.rescan = true
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
 	if e.flipped {

@@ -41,6 +41,9 @@ type moveWorker struct {
 	io         sync.WaitGroup
 	ended      bool
 	installDir string
+	// copied and listed are the bytes copied so far and the size of the
+	// last listing, for the progress report.
+	copied, listed int64
 }
 
 // moveWorkerTick is the worker's own timer: it watches the source's
@@ -82,7 +85,9 @@ func (w *moveWorker) Receive(ctx actor.Context) {
 	case moveIO:
 		switch e := m.event.(type) {
 		case fetched:
+			w.copied += e.pass.Copied
 			if e.listing != nil {
+				w.listed = toStorageListing(e.listing).Bytes()
 				w.lastList, w.listedAt = e.listing, e.at
 				if !e.final {
 					w.position = e.listing.Position // a force-promote installs the last pass's (rule P5)
@@ -150,7 +155,22 @@ func (w *moveWorker) step(ctx actor.Context, ev any) {
 		w.finish(ctx, true)
 	case move.Ended:
 		w.finish(ctx, false)
+	default:
+		w.report(ctx)
 	}
+}
+
+// report sends the worker's progress to the runner.
+func (w *moveWorker) report(ctx actor.Context) {
+	p := messages.MoveProgress{Topic: w.key.Topic, Partition: w.key.Partition, From: w.source, Phase: w.state.Phase.String(),
+		Pass: w.state.Pass, BytesCopied: w.copied, BytesListed: w.listed, ElapsedMs: time.Since(w.born).Milliseconds()}
+	if w.state.Frozen && !w.frozenAt.IsZero() {
+		p.FrozenMs = time.Since(w.frozenAt).Milliseconds()
+	}
+	for r := range w.blocked {
+		p.Blocked = append(p.Blocked, r)
+	}
+	ctx.Send(ctx.Parent(), moveProgressUpdate{key: w.key, progress: p})
 }
 
 func (w *moveWorker) finish(ctx actor.Context, flipped bool) {

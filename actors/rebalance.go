@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/naradmq/narad/cluster/planner"
@@ -13,10 +14,10 @@ import (
 // nodes (rule T1), then top the moves in flight up with the planner's
 // picks (rules L1-L3, L5, D1). It runs on the metadata leader, in the
 // controller actor (one pass at a time: the planning mutex of rule L4),
-// after a ReadIndex barrier, at most every MoveTick.
+// after a ReadIndex barrier, at most every RebalanceInterval.
 
 func (a *controllerActor) rebalance(now time.Time) {
-	if now.Sub(a.lastPlan) < a.cfg.MoveTick {
+	if now.Sub(a.lastPlan) < a.cfg.RebalanceInterval {
 		return
 	}
 	a.lastPlan = now
@@ -34,15 +35,22 @@ func (a *controllerActor) rebalance(now time.Time) {
 		pms = append(pms, planner.Member{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving})
 	}
 	var placements []planner.Placement
+	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
 	for _, t := range a.store.Topics() {
 		for _, as := range a.store.Assignments(t.Incarnation, t.Partitions) {
 			if as.Target != "" && a.targetGone(ctx, as, byID, now) {
 				continue // its slot is free for this pass (rule T1)
 			}
+			if as.Target != "" {
+				a.noteBlocked(as, byID, blocked)
+			}
 			placements = append(placements, planner.Placement{
 				Ref:   planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition},
 				Owner: as.Owner, Target: as.Target})
 		}
+	}
+	for reason, n := range blocked {
+		a.metrics.movesBlockedSet(reason, n)
 	}
 	defer a.decommissionPass(ctx, now)
 	if !a.cfg.Rebalance {
@@ -78,4 +86,23 @@ func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment
 	}
 	a.deps.log.Error("move cleared: its destination is dead or gone", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
 	return true
+}
+
+// noteBlocked counts a move whose source or destination reads dead (rule
+// T5) and logs it at error once per leadership.
+func (a *controllerActor) noteBlocked(as messages.Assignment, members map[string]messages.Member, counts map[string]float64) {
+	for _, side := range []struct{ id, reason string }{{as.Owner, "source_dead"}, {as.Target, "target_dead"}} {
+		if m, ok := members[side.id]; ok && m.Status != messages.MemberDead {
+			continue
+		}
+		counts[side.reason]++
+		key := fmt.Sprintf("%s/%d/%d:%s", as.Topic, as.Incarnation, as.Partition, side.reason)
+		if a.loggedBlocked == nil {
+			a.loggedBlocked = map[string]bool{}
+		}
+		if !a.loggedBlocked[key] {
+			a.loggedBlocked[key] = true
+			a.deps.log.Error("move blocked", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target, "reason", side.reason)
+		}
+	}
 }

@@ -83,3 +83,18 @@ type HandoffResult struct {
 	Token   string            `json:"token,omitempty"`
 	Listing *PartitionListing `json:"listing,omitempty"`
 }
+
+// MoveProgress is a move as its destination's worker reports it (the
+// live progress of GET /v1/cluster/moves?detail=1).
+type MoveProgress struct {
+	Topic       string   `json:"topic"`
+	Partition   int      `json:"partition"`
+	From        string   `json:"from"`
+	Phase       string   `json:"phase"`
+	Pass        int      `json:"pass"`
+	BytesCopied int64    `json:"bytes_copied"`
+	BytesListed int64    `json:"bytes_listed"`
+	FrozenMs    int64    `json:"frozen_ms,omitempty"`
+	ElapsedMs   int64    `json:"elapsed_ms"`
+	Blocked     []string `json:"blocked,omitempty"`
+}
