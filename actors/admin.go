@@ -199,8 +199,36 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "moves", func(context.Context, string, struct{}) (movesReply, error) {
-		return n.movesView(), nil
+	if err := transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in struct {
+		Detail bool `json:"detail"`
+	}) (movesReply, error) {
+		out := n.movesView()
+		if in.Detail {
+			n.addProgress(ctx, out.Moves)
+		}
+		return out, nil
+	}); err != nil {
+		return err
+	}
+	if err := transport.HandleAdminJSON(t, "decommission", func(ctx context.Context, _ string, in decommissionRequest) (decommissionReply, error) {
+		if in.Cancel {
+			if _, ok := n.store.Member(in.ID); !ok {
+				return decommissionReply{}, transport.Errorf(404, "member %s not found", in.ID)
+			}
+			if err := n.store.SetDraining(ctx, in.ID, false); err != nil {
+				return decommissionReply{}, transport.Errorf(transport.StatusTimeout, "cancel decommission of %s: %v", in.ID, err)
+			}
+			n.log.Warn("audit cluster.member.decommission.cancel", "member", in.ID)
+			return decommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
+		}
+		status, out := n.startDecommission(ctx, in.ID, in.DryRun)
+		if status == 204 || status == 200 {
+			if status == 204 {
+				out.Verdict = "draining"
+			}
+			return out, nil
+		}
+		return out, transport.Errorf(status, "%s", out.Reason)
 	}); err != nil {
 		return err
 	}

@@ -83,6 +83,13 @@ func decommissionVerdict(id string, members []messages.Member, rv raftView, owne
 	return ""
 }
 
+// decommissionRequest is the admin "decommission" verb's body.
+type decommissionRequest struct {
+	ID     string `json:"id"`
+	DryRun bool   `json:"dry_run"`
+	Cancel bool   `json:"cancel"`
+}
+
 // decommissionReply answers a dry run.
 type decommissionReply struct {
 	Member  string `json:"member"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,18 +18,27 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
 )
 
-const clusterUsage = `Usage: narad cluster members|status|topics|moves [flags]
+const clusterUsage = `Usage: narad cluster <command> [flags]
 
-Asks the cluster over NATS admin request/reply (narad.<cluster>.admin.<verb>);
-any node answers. members, topics and moves print a table (--json for the
-answer as it came), status prints JSON.
+Commands (over NATS admin request/reply, narad.<cluster>.admin.<verb>; any
+node answers):
+  members                          members, their role and partitions
+  status                           metadata leader, each shard's leader (JSON)
+  topics                           topics, owners and unplaced partitions
+  moves [--detail] [--watch D]     partitions being moved; --detail adds each
+                                   destination's progress, --watch redraws every D
+  moves abort <topic> <partition> [--target ID]
+                                   give up on a move (202 when it is gone)
+  decommission <id> [--dry-run] [--cancel]
+                                   drain a member and remove it from the cluster
 
 Flags:
 `
 
-// runCluster is `narad cluster members|status|topics|moves`.
+// runCluster is `narad cluster ...`.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -36,21 +46,54 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
+	detail := fs.Bool("detail", false, "moves: add each destination's progress")
+	watch := fs.Duration("watch", 0, "moves: redraw every this long until interrupted (0: once)")
+	target := fs.String("target", "", "moves abort: only if the move targets this node")
+	dryRun := fs.Bool("dry-run", false, "decommission: report the verdict, change nothing")
+	cancelDrain := fs.Bool("cancel", false, "decommission: cancel draining")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, clusterUsage)
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 {
 		fs.Usage()
-		return errors.New("cluster: want members, status, topics or moves")
+		return errors.New("cluster: want members, status, topics, moves or decommission")
 	}
-	verb := args[0]
-	if verb != "members" && verb != "status" && verb != "topics" && verb != "moves" {
+	verb, rest := args[0], args[1:]
+	var positional []string
+	switch verb {
+	case "members", "status", "topics":
+	case "moves":
+		if len(rest) > 0 && rest[0] == "abort" {
+			verb, positional, rest = "moves-abort", takePositional(rest[1:], 2), dropPositional(rest[1:], 2)
+		}
+	case "decommission":
+		positional, rest = takePositional(rest, 1), dropPositional(rest, 1)
+	default:
 		fs.Usage()
 		return fmt.Errorf("cluster: unknown subcommand %q", verb)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		return err
+	}
+	body := []byte("{}")
+	switch verb {
+	case "moves":
+		body, _ = json.Marshal(map[string]bool{"detail": *detail})
+	case "moves-abort":
+		if len(positional) != 2 {
+			return errors.New("cluster moves abort: want <topic> <partition>")
+		}
+		p, err := strconv.Atoi(positional[1])
+		if err != nil || p < 0 {
+			return fmt.Errorf("cluster moves abort: partition %q is not a partition number", positional[1])
+		}
+		body, _ = json.Marshal(map[string]any{"topic": positional[0], "partition": p, "target": *target})
+	case "decommission":
+		if len(positional) != 1 {
+			return errors.New("cluster decommission: want <member id>")
+		}
+		body, _ = json.Marshal(map[string]any{"id": positional[0], "dry_run": *dryRun, "cancel": *cancelDrain})
 	}
 	subject, err := transport.AdminSubject(*cluster, verb)
 	if err != nil {
@@ -61,26 +104,82 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to %s: %w", *url, err)
 	}
 	defer nc.Close()
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	msg, err := nc.RequestWithContext(rctx, subject, []byte("{}"))
-	if err != nil {
-		return fmt.Errorf("%s: %w", subject, err)
-	}
-	if *asJSON || verb == "status" {
-		var out bytes.Buffer
-		if err := json.Indent(&out, msg.Data, "", "  "); err != nil {
-			return fmt.Errorf("%s answered %q: %w", subject, msg.Data, err)
+	for {
+		data, err := adminRequest(ctx, nc, subject, body, *timeout)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintln(stdout, out.String())
+		if err := printAnswer(stdout, verb, subject, data, *asJSON); err != nil {
+			return err
+		}
+		if verb != "moves" || *watch <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*watch):
+			fmt.Fprintln(stdout)
+		}
+	}
+}
+
+// takePositional returns the first n arguments that come before any flag;
+// dropPositional returns what is left.
+func takePositional(args []string, n int) []string {
+	var out []string
+	for _, a := range args {
+		if len(out) == n || strings.HasPrefix(a, "-") {
+			break
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func dropPositional(args []string, n int) []string {
+	return args[len(takePositional(args, n)):]
+}
+
+// adminRequest sends one admin request and returns the answer's body; an
+// error reply (the Narad-Status header) becomes an error naming it.
+func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte, timeout time.Duration) ([]byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg, err := nc.RequestWithContext(rctx, subject, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", subject, err)
+	}
+	if st := msg.Header.Get(messages.HeaderStatus); st != "" {
+		var er messages.ErrorReply
+		if json.Unmarshal(msg.Data, &er) == nil && er.Error != "" {
+			return nil, fmt.Errorf("%s: %s (status %s)", subject, er.Error, st)
+		}
+		return nil, fmt.Errorf("%s: status %s: %s", subject, st, msg.Data)
+	}
+	return msg.Data, nil
+}
+
+func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool) error {
+	if asJSON || verb == "status" || verb == "moves-abort" || verb == "decommission" {
+		var out bytes.Buffer
+		if err := json.Indent(&out, data, "", "  "); err != nil {
+			return fmt.Errorf("%s answered %q: %w", subject, data, err)
+		}
+		fmt.Fprintln(w, out.String())
 		return nil
 	}
 	switch verb {
 	case "topics":
-		return printTopics(stdout, subject, msg.Data)
+		return printTopics(w, subject, data)
 	case "moves":
-		return printMoves(stdout, subject, msg.Data)
+		return printMoves(w, subject, data)
 	}
+	return printMembers(w, subject, data)
+}
+
+// printMembers prints the admin "members" answer as a table.
+func printMembers(w io.Writer, subject string, data []byte) error {
 	var reply struct {
 		Members []struct {
 			ID              string `json:"id"`
@@ -91,15 +190,20 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			OutboundMoves   int    `json:"outbound_moves"`
 			Leaving         bool   `json:"leaving"`
 			Role            string `json:"role"`
+			Blocked         string `json:"decommission_blocked"`
 		} `json:"members"`
 	}
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return fmt.Errorf("%s answered %q: %w", subject, msg.Data, err)
+	if err := json.Unmarshal(data, &reply); err != nil {
+		return fmt.Errorf("%s answered %q: %w", subject, data, err)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
 	for _, m := range reply.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\n", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
+		if m.Blocked != "" {
+			line += "\tdecommission blocked: " + m.Blocked
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }
@@ -132,14 +236,25 @@ func printTopics(w io.Writer, subject string, data []byte) error {
 	return tw.Flush()
 }
 
-// printMoves prints the admin "moves" answer as a table.
+// printMoves prints the admin "moves" answer as a table, with each
+// destination's progress when it came with the answer.
 func printMoves(w io.Writer, subject string, data []byte) error {
 	var reply struct {
 		Moves []struct {
-			Topic     string `json:"topic"`
-			Partition int    `json:"partition"`
-			From      string `json:"from"`
-			To        string `json:"to"`
+			Topic      string   `json:"topic"`
+			Partition  int      `json:"partition"`
+			From       string   `json:"from"`
+			To         string   `json:"to"`
+			FromStatus string   `json:"from_status"`
+			ToStatus   string   `json:"to_status"`
+			Blocked    []string `json:"blocked"`
+			Progress   *struct {
+				Phase       string `json:"phase"`
+				Pass        int    `json:"pass"`
+				BytesCopied int64  `json:"bytes_copied"`
+				BytesListed int64  `json:"bytes_listed"`
+				FrozenMs    int64  `json:"frozen_ms"`
+			} `json:"progress"`
 		} `json:"moves"`
 	}
 	if err := json.Unmarshal(data, &reply); err != nil {
@@ -150,9 +265,26 @@ func printMoves(w io.Writer, subject string, data []byte) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO\tSIDES\tBLOCKED\tPROGRESS")
 	for _, m := range reply.Moves {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", m.Topic, m.Partition, m.From, m.To)
+		sides := m.FromStatus + "/" + m.ToStatus
+		if sides == "/" {
+			sides = "-"
+		}
+		blocked := strings.Join(m.Blocked, ",")
+		if blocked == "" {
+			blocked = "-"
+		}
+		progress := "-"
+		if p := m.Progress; p != nil {
+			progress = fmt.Sprintf("%s pass %d, %s of %s", p.Phase, p.Pass, mib(p.BytesCopied), mib(p.BytesListed))
+			if p.FrozenMs > 0 {
+				progress += fmt.Sprintf(", frozen %dms", p.FrozenMs)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.Topic, m.Partition, m.From, m.To, sides, blocked, progress)
 	}
 	return tw.Flush()
 }
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -64,25 +65,7 @@ func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
 // and returns the NATS URL.
 func fakeAdmin(t *testing.T, verb, answer string) string {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if _, err := nc.QueueSubscribe("narad.prod.admin."+verb, "admin", func(m *nats.Msg) { m.Respond([]byte(answer)) }); err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	return s.ClientURL()
+	return fakeAdminFunc(t, verb, func([]byte) []byte { return []byte(answer) })
 }
 
 func TestClusterTopicsAndMovesPrintTables(t *testing.T) {
@@ -93,7 +76,10 @@ func TestClusterTopicsAndMovesPrintTables(t *testing.T) {
 		{"topics", `{"topics":[{"name":"orders","partitions":6,"retention_ms":3600000,"incarnation":42,"owners":{"n2":3,"n1":2},"unplaced":1}]}`,
 			[]string{"NAME PARTITIONS RETENTION INCARNATION OWNERS UNPLACED", "orders 6 1h0m0s 42 n1=2 n2=3 1"}},
 		{"moves", `{"moves":[{"topic":"orders","partition":4,"from":"n1","to":"n4"}]}`,
-			[]string{"TOPIC PARTITION FROM TO", "orders 4 n1 n4"}},
+			[]string{"TOPIC PARTITION FROM TO SIDES BLOCKED PROGRESS", "orders 4 n1 n4 - - -"}},
+		{"moves", `{"moves":[{"topic":"orders","partition":4,"from":"n1","to":"n4","from_status":"dead","to_status":"alive","blocked":["source_dead"],` +
+			`"progress":{"phase":"finalize","pass":3,"bytes_copied":3145728,"bytes_listed":4194304,"frozen_ms":12}}]}`,
+			[]string{"TOPIC PARTITION FROM TO SIDES BLOCKED PROGRESS", "orders 4 n1 n4 dead/alive source_dead finalize pass 3, 3.0 MiB of 4.0 MiB, frozen 12ms"}},
 		{"moves", `{"moves":[]}`,
 			[]string{"no moves: every partition is where the placement wants it"}},
 	} {
@@ -112,4 +98,69 @@ func TestClusterTopicsAndMovesPrintTables(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The abort and decommission subcommands send their arguments as the
+// admin verbs' JSON bodies, and a refusal comes back as an error.
+func TestClusterAbortAndDecommissionSendTheirArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		verb     string
+		wantBody string
+		answer   string
+		wantErr  string
+	}{
+		{[]string{"moves", "abort", "orders", "4", "--target", "n4"}, "moves-abort", `{"partition":4,"target":"n4","topic":"orders"}`,
+			`{"topic":"orders","partition":4,"owner":"n1","result":"aborted"}`, ""},
+		{[]string{"decommission", "n2", "--dry-run"}, "decommission", `{"cancel":false,"dry_run":true,"id":"n2"}`,
+			`{"member":"n2","verdict":"ok","owned_partitions":3}`, ""},
+		{[]string{"decommission", "n2", "--cancel"}, "decommission", `{"cancel":true,"dry_run":false,"id":"n2"}`,
+			`{"member":"n2","verdict":"cancelled"}`, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var got string
+			url := fakeAdminFunc(t, tc.verb, func(body []byte) []byte { got = string(body); return []byte(tc.answer) })
+			var out, errOut bytes.Buffer
+			err := runCluster(context.Background(), append(tc.args, "--nats", url, "--cluster", "prod"), &out, &errOut)
+			if err != nil {
+				t.Fatalf("got %v (%s), want the answer printed", err, errOut.String())
+			}
+			if got != tc.wantBody {
+				t.Fatalf("body: got %s, want %s", got, tc.wantBody)
+			}
+			if !strings.Contains(out.String(), `"`+strings.Split(tc.answer, `"`)[1]+`"`) {
+				t.Fatalf("output: got %q, want the answer", out.String())
+			}
+		})
+	}
+	if err := runCluster(context.Background(), []string{"moves", "abort", "orders"}, io.Discard, io.Discard); err == nil {
+		t.Fatal("abort without a partition: got nil, want an error")
+	}
+	if err := runCluster(context.Background(), []string{"moves", "abort", "orders", "x"}, io.Discard, io.Discard); err == nil {
+		t.Fatal("abort of partition x: got nil, want an error")
+	}
+}
+
+// fakeAdminFunc is fakeAdmin answering with answer(body).
+func fakeAdminFunc(t *testing.T, verb string, answer func([]byte) []byte) string {
+	t.Helper()
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats did not start")
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if _, err := nc.QueueSubscribe("narad.prod.admin."+verb, "admin", func(m *nats.Msg) { m.Respond(answer(m.Data)) }); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	return s.ClientURL()
 }

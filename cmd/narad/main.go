@@ -24,8 +24,9 @@ Usage:
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
-  narad cluster members|status|topics|moves
-                                      ask the cluster over NATS (--nats, --cluster)
+  narad cluster members|status|topics|moves|decommission
+                                      ask the cluster over NATS (--nats, --cluster);
+                                      moves abort <topic> <partition> gives up a move
 
 Run "narad <command> --help" for a command's flags.
 `
