@@ -14,7 +14,7 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-func startTestNATS(t *testing.T) *natsserver.Server {
+func startTestNATS(t testing.TB) *natsserver.Server {
 	t.Helper()
 	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
 	if err != nil {

@@ -33,7 +33,7 @@ import (
 // Nodes are indexed 0..n-1 and named n1..nN with Raft replica ids 1..N.
 // Every method must run on the test goroutine (they may fail the test).
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*testNode
 }
 
@@ -45,7 +45,7 @@ const clusterWaitBound = 30 * time.Second
 // adjusts node i's config before its first start. The nodes start
 // concurrently: Start blocks until the metastore is ready, which needs a
 // quorum, so starting them one by one would never return.
-func newTestCluster(t *testing.T, n int, tweak ...func(i int, c *Config)) *testCluster {
+func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testCluster {
 	t.Helper()
 	ns := startTestNATS(t)
 	raft := make(map[uint64]string, n)

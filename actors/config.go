@@ -103,9 +103,13 @@ type Config struct {
 	// bounds, FreezeTTL, ForcePromoteAfter, ...); the source uses its
 	// FreezeTTL too.
 	Move move.Config
-	// MoveChunkBytes bounds one chunk read of a copy: JSON carries it in
-	// base64, so 512 KiB stays under NATS's default 1 MiB max payload.
+	// MoveChunkBytes bounds one chunk read of a copy: chunks travel as raw
+	// bytes, so 768 KiB plus headers stays under NATS's default 1 MiB max
+	// payload.
 	MoveChunkBytes int
+	// MoveChunkWindow is how many chunk reads of one move are in flight:
+	// they hide the round trips; each holds MoveChunkBytes in memory.
+	MoveChunkWindow int
 	// LeaseDrainTimeout is how long a prepare waits for leases out before
 	// it reports (the seed's 500 ms, or a quarter of FreezeTTL if shorter).
 	LeaseDrainTimeout time.Duration
@@ -183,7 +187,8 @@ func DefaultConfig() Config {
 		VoterCheckInterval:      time.Second,
 		ControllerTimeout:       10 * time.Second,
 		Move:                    move.DefaultConfig(),
-		MoveChunkBytes:          512 << 10,
+		MoveChunkBytes:          768 << 10,
+		MoveChunkWindow:         4,
 		LeaseDrainTimeout:       500 * time.Millisecond,
 		MoveTick:                time.Second,
 		MoveFullScanEvery:       30 * time.Second,
@@ -245,8 +250,10 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
-	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 700<<10:
-		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..700 KiB (a chunk travels base64 in a 1 MiB NATS message)")
+	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
+		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..900 KiB (a chunk travels in one 1 MiB NATS message)")
+	case c.MoveChunkWindow < 1 || c.MoveChunkWindow > 64:
+		return bad("MoveChunkWindow", c.MoveChunkWindow, "must be within 1..64")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:

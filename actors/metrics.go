@@ -35,6 +35,7 @@ type nodeMetrics struct {
 	moveSeconds   *metrics.PrometheusHistogram
 	freezeSeconds *metrics.PrometheusHistogram
 	movePasses    *metrics.Histogram
+	lastFreeze    *metrics.Gauge
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -64,6 +65,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		moveSeconds:     metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
 		freezeSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		movePasses:      metrics.GetOrCreateHistogram(name("narad_move_passes")),
+		lastFreeze:      metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // for the whole of a test, recording a history: start it, change the
 // cluster, then finish it and check that nothing was lost.
 type testLoad struct {
-	t        *testing.T
+	t        testing.TB
 	c        *testCluster
 	nodes    []*testNode // the nodes at the start; a node joined later takes no load
 	topic    string

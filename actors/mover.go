@@ -16,6 +16,9 @@ import (
 // one worker actor per partition (moveworker.go); a worker whose partition
 // is no longer targeted here (aborted, re-planned, flipped) is stopped.
 
+// chunkReader reads a chunk of a partition from its owner (Node.readChunk).
+type chunkReader func(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error)
+
 // moverTick is the runner's own timer.
 type moverTick struct{}
 
@@ -41,6 +44,7 @@ type moverActor struct {
 	progress map[messages.PartitionKey]messages.MoveProgress
 	store    *metastore.Store
 	ask      func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	chunk    chunkReader
 	// workers are the running workers by partition.
 	workers map[messages.PartitionKey]*actor.PID
 	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
@@ -125,9 +129,9 @@ func (m *moverActor) tick(ctx actor.Context) {
 		if _, running := m.workers[k]; running {
 			continue
 		}
-		d, store, ask, source := m.deps, m.store, m.ask, a.Owner
+		d, store, ask, chunk, source := m.deps, m.store, m.ask, m.chunk, a.Owner
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return newMoveWorker(d, store, ask, k, source)
+			return newMoveWorker(d, store, ask, chunk, k, source)
 		})
 		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
 		if err != nil {

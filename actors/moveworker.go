@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type moveWorker struct {
 	deps
 	store  *metastore.Store
 	ask    func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	chunk  chunkReader
 	key    messages.PartitionKey
 	source string
 
@@ -68,8 +70,8 @@ type prepared struct {
 	position messages.ConsumerPosition
 }
 
-func newMoveWorker(d deps, store *metastore.Store, ask func(context.Context, messages.PartitionKey, any) (any, error), k messages.PartitionKey, source string) *moveWorker {
-	return &moveWorker{deps: d, store: store, ask: ask, key: k, source: source, state: move.New(), blocked: map[string]bool{},
+func newMoveWorker(d deps, store *metastore.Store, ask func(context.Context, messages.PartitionKey, any) (any, error), chunk chunkReader, k messages.PartitionKey, source string) *moveWorker {
+	return &moveWorker{deps: d, store: store, ask: ask, chunk: chunk, key: k, source: source, state: move.New(), blocked: map[string]bool{},
 		installDir: storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)}
 }
 
@@ -182,6 +184,7 @@ func (w *moveWorker) finish(ctx actor.Context, flipped bool) {
 		w.metrics.moveSeconds.UpdateDuration(w.born)
 		if !w.frozenAt.IsZero() {
 			w.metrics.freezeSeconds.UpdateDuration(w.frozenAt)
+			w.metrics.lastFreeze.Set(time.Since(w.frozenAt).Seconds())
 		}
 		w.metrics.movePasses.Update(float64(w.state.Pass))
 		w.deps.log.Info("move done", "partition", partitionKeyString(w.key), "from", w.source, "passes", w.state.Pass,
@@ -365,23 +368,30 @@ func (w *moveWorker) copyListed(ctx context.Context, ls *messages.PartitionListi
 	}
 	for _, r := range s.Missing() {
 		for pos := r.From; pos < r.To; {
-			res, err := w.askSource(ctx, &messages.ReadChunk{Segment: r.Name, Pos: pos, Max: int(min(int64(w.cfg.MoveChunkBytes), r.To-pos))})
+			// Up to MoveChunkWindow reads in flight, written in order.
+			n := int64(w.cfg.MoveChunkBytes)
+			var reqs []messages.ReadChunk
+			for at := pos; at < r.To && len(reqs) < w.cfg.MoveChunkWindow; at += n {
+				reqs = append(reqs, messages.ReadChunk{Segment: r.Name, Pos: at, Max: int(min(n, r.To-at))})
+			}
+			datas, err := w.readChunks(ctx, reqs)
 			if err != nil {
 				return copied, err
 			}
-			ch, ok := res.(*messages.Chunk)
-			if !ok || ch.Status != messages.StatusOK {
-				return copied, fmt.Errorf("read %s@%d of %s: %v", r.Name, pos, partitionKeyString(w.key), describe(res))
+			for i, data := range datas {
+				if len(data) == 0 {
+					return copied, fmt.Errorf("read %s@%d of %s: no data below the listed size %d", r.Name, reqs[i].Pos, partitionKeyString(w.key), r.To)
+				}
+				if err := s.WriteChunk(r.Name, pos, data); err != nil {
+					return copied, err
+				}
+				pos += int64(len(data))
+				copied += int64(len(data))
+				w.metrics.moveBytes.Add(len(data))
+				if len(data) < reqs[i].Max {
+					break // short: ask again from where it ended
+				}
 			}
-			if len(ch.Data) == 0 {
-				return copied, fmt.Errorf("read %s@%d of %s: no data below the listed size %d", r.Name, pos, partitionKeyString(w.key), r.To)
-			}
-			if err := s.WriteChunk(r.Name, pos, ch.Data); err != nil {
-				return copied, err
-			}
-			pos += int64(len(ch.Data))
-			copied += int64(len(ch.Data))
-			w.metrics.moveBytes.Add(len(ch.Data))
 		}
 		if r.Name != last {
 			if err := s.SealSegment(r.Name); err != nil {
@@ -390,6 +400,18 @@ func (w *moveWorker) copyListed(ctx context.Context, ls *messages.PartitionListi
 		}
 	}
 	return copied, nil
+}
+
+// readChunks reads the chunks concurrently and returns them in order.
+func (w *moveWorker) readChunks(ctx context.Context, reqs []messages.ReadChunk) ([][]byte, error) {
+	out := make([][]byte, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, rc := range reqs {
+		wg.Go(func() { out[i], errs[i] = w.chunk(ctx, w.key, rc) })
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 func (w *moveWorker) prepare(ctx context.Context) any {

@@ -128,6 +128,10 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			n.abortStart()
 			return nil, err
 		}
+		if err := n.serveChunks(); err != nil {
+			n.abortStart()
+			return nil, err
+		}
 	}
 	n.registerGauges()
 	n.ready.Store(true)
@@ -157,7 +161,7 @@ func (n *Node) startActors() {
 		panic(fmt.Errorf("spawn dispatcher: %w", err))
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &moverActor{deps: d, store: n.store, ask: n.ask, workers: map[messages.PartitionKey]*actor.PID{},
+		return &moverActor{deps: d, store: n.store, ask: n.ask, chunk: n.readChunk, workers: map[messages.PartitionKey]*actor.PID{},
 			progress: map[messages.PartitionKey]messages.MoveProgress{}}
 	}), moverName)
 	if err != nil {
