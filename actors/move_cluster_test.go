@@ -276,9 +276,10 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	g := newGate("m", 0, false)
-	g.skip.Store(1) // the first pass copies; the second is held
-	c := moveTestCluster(t, g, func(_ int, cfg *Config) { cfg.Move.CatchUpStopBytes = 0 })
+	g := newGate("m", 0, true) // held under the freeze
+	// A freeze longer than the harness's waits: only the worker's release
+	// can lift it in time.
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) { cfg.Move.FreezeTTL = 2 * clusterWaitBound })
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
 	load := startLoad(c, "m", 2, 200)
 	load.waitProduced(100)
@@ -295,8 +296,8 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(listed.Moves) != 1 || listed.Moves[0].FromStatus != "alive" || listed.Moves[0].ToStatus != "alive" ||
-		listed.Moves[0].Progress == nil || listed.Moves[0].Progress.Phase != "catch_up" || listed.Moves[0].Progress.BytesCopied == 0 {
-		t.Fatalf("moves with detail: got %+v, want one move in catch-up with bytes copied, both sides alive", listed)
+		listed.Moves[0].Progress == nil || listed.Moves[0].Progress.Phase != "finalize" || listed.Moves[0].Progress.BytesCopied == 0 {
+		t.Fatalf("moves with detail: got %+v, want one move finalizing with bytes copied, both sides alive", listed)
 	}
 
 	var out abortReply
@@ -306,6 +307,16 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 	}
 	g.release()
 	c.waitFor("the destination's staging copy removed", func() bool { return !stagingExists(c.node(dest), "m", 0) })
+	// The worker lifted the freeze as it stopped: the partition commits
+	// again long before its TTL.
+	hwm := func() int64 {
+		ls, _ := askPartition(t, c.node(owner), "m", &messages.ListPartition{}).(*messages.PartitionListing)
+		return ls.HWM
+	}
+	before := hwm()
+	c.node(owner).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", history.MakeBody("after-the-abort", 16))
+	load.h.Produced("after-the-abort")
+	c.waitFor("a commit to partition 0 after the abort", func() bool { return hwm() > before })
 	// A second abort has nothing to abort.
 	c.node(owner).must(http.StatusConflict, "POST", "/v1/cluster/moves/m/0/abort", nil)
 	rep := load.finish()

@@ -46,6 +46,8 @@ type moveWorker struct {
 	// copied and listed are the bytes copied so far and the size of the
 	// last listing, for the progress report.
 	copied, listed int64
+	// released: the source's freeze was lifted (release).
+	released bool
 }
 
 // moveWorkerTick is the worker's own timer: it watches the source's
@@ -191,6 +193,7 @@ func (w *moveWorker) finish(ctx actor.Context, flipped bool) {
 			"non_converged", w.state.NonConverged, "force_promoted", w.state.Promote, "took", time.Since(w.born))
 	} else {
 		w.deps.log.Warn("move ended without a flip", "partition", partitionKeyString(w.key), "from", w.source)
+		w.release()
 	}
 	ctx.Send(ctx.Parent(), moveEnded{key: w.key, flipped: flipped})
 }
@@ -202,10 +205,8 @@ func (w *moveWorker) stop() {
 		close(w.stopping)
 	}
 	w.io.Wait()
-	if w.state.Frozen && w.state.Token != "" && w.state.Phase != move.Done {
-		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout)
-		w.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token})
-		cancel()
+	if w.state.Phase != move.Done {
+		w.release()
 	}
 	if !w.state.Installed && w.state.Phase != move.Done && w.abandoned() {
 		w.dropAbandonedCopy()
@@ -214,6 +215,21 @@ func (w *moveWorker) stop() {
 	}
 	for reason := range w.blocked {
 		w.metrics.movesBlocked(reason, -1)
+	}
+}
+
+// release lifts the source's freeze of a move that will not flip, so the
+// partition takes commits and serves consumes at once rather than when the
+// TTL runs out. A freeze that lapsed or was replaced ignores it.
+func (w *moveWorker) release() {
+	if w.state.Token == "" || w.released {
+		return
+	}
+	w.released = true
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout)
+	defer cancel()
+	if _, err := w.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token}); err != nil {
+		w.deps.log.Warn("move: release the source's freeze; it lapses on its TTL", "partition", partitionKeyString(w.key), "err", err)
 	}
 }
 
