@@ -103,7 +103,7 @@ func (m *moverActor) schedule(ctx actor.Context) {
 // last scan (rule R2); it scans anyway after a worker ended and at least
 // every MoveFullScanEvery (rule R3).
 func (m *moverActor) tick(ctx actor.Context) {
-	v := m.store.Version()
+	v := m.store.AssignmentsVersion()
 	if !m.rescan && v == m.lastVersion && time.Since(m.lastScan) < m.cfg.MoveFullScanEvery {
 		return
 	}

@@ -543,6 +543,18 @@ func (s *Store) Version() uint64 {
 	return v
 }
 
+// AssignmentsVersion is Version over the assignment shards only: it moves
+// when an owner or a target changes, and not with every heartbeat (the
+// metadata shard applies one per member per interval), so a runner can
+// skip a scan while it stands still (rule R2).
+func (s *Store) AssignmentsVersion() uint64 {
+	var v uint64
+	for _, f := range s.assign {
+		v += f.applied.Load()
+	}
+	return v
+}
+
 // Changed returns a channel closed at the next apply on any shard of this
 // replica after the call; any number of goroutines may wait on it, and each
 // call after a change returns a new channel. To miss nothing, take the

@@ -194,13 +194,24 @@ func TestStoreSingleReplica(t *testing.T) {
 		t.Errorf("PutAssignments without an owner: got %v, want ErrInvalid", err)
 	}
 
-	v1 := s.Version()
+	v1, a1 := s.Version(), s.AssignmentsVersion()
 	r, err := s.SetTarget(ctx, messages.SetTarget{Incarnation: inc, Partition: 0, Owner: "n1", To: "n2"})
 	if err != nil || r.Code != messages.ResultOK || r.Assignment.Target != "n2" {
 		t.Fatalf("SetTarget: got (%+v, %v), want OK with target n2", r, err)
 	}
-	if s.Version() == v1 {
-		t.Errorf("Version after SetTarget: got %d again, want it moved", v1)
+	if s.Version() == v1 || s.AssignmentsVersion() == a1 {
+		t.Errorf("versions after SetTarget: got %d and %d again, want both moved", v1, a1)
+	}
+	// rule R2: a heartbeat moves Version but not AssignmentsVersion.
+	a2 := s.AssignmentsVersion()
+	if _, err := s.PutMember(ctx, messages.Member{ID: "n7", ReplicaID: 7, RaftAddr: "127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Heartbeat(ctx, "n7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.AssignmentsVersion(); got != a2 {
+		t.Errorf("AssignmentsVersion after a heartbeat: got %d, want %d", got, a2)
 	}
 	if got := s.TargetedAt("n2"); len(got) != 1 || got[0].Partition != 0 {
 		t.Errorf("TargetedAt(n2): got %+v, want partition 0", got)
