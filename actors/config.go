@@ -144,6 +144,9 @@ type faultHooks struct {
 	// pass (final: under the freeze); it may block to hold a move in a
 	// phase, until ctx ends (the worker stopped).
 	movePass func(ctx context.Context, k messages.PartitionKey, final bool)
+	// moveFlip runs on a move worker's I/O goroutine right before it
+	// proposes the flip; it may block until ctx ends.
+	moveFlip func(ctx context.Context, k messages.PartitionKey)
 }
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -467,4 +468,44 @@ func TestClusterASourceCutOffPastForcePromoteAfterIsPromoted(t *testing.T) {
 	if err != nil || !marker.ForcePromoted || marker.PromotedHWM != records || marker.SourceNode != fmt.Sprintf("n%d", owner+1) {
 		t.Fatalf("move marker: got %+v (%v), want a force-promote at %d from n%d", marker, err, records, owner+1)
 	}
+}
+
+// rules X1, X3, X5: the leader of the partition's assignment shard dies
+// while the flip is proposed; whatever the proposal's answer, the worker
+// resolves it through the next leader and the move completes with
+// nothing lost.
+func TestClusterAFlipWhoseLeaderDiesMidProposalCompletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	flipGate := newGate("m", 0, false)
+	c := moveTestCluster(t, newGate("none", 0, false), func(_ int, cfg *Config) {
+		cfg.faults.moveFlip = func(ctx context.Context, k messages.PartitionKey) { flipGate.hook(ctx, k, false) }
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "m", 2, 300)
+	load.waitProduced(100)
+	dest := c.destinationFor("m", 0)
+	owner := c.planMove("m", 0, dest)
+	third := 3 - owner - dest
+	// Lead the partition's assignment shard from the third node, so that
+	// killing the leader kills neither side of the move.
+	s := c.node(dest).n.Store()
+	tp, _ := s.Topic("m")
+	shard := metastore.AssignmentShard(tp.Incarnation, 0, len(s.Shards())-1)
+	if err := c.node(owner).n.Store().TransferLeadership(context.Background(), shard, uint64(third+1)); err != nil {
+		t.Fatalf("move the shard's leadership to n%d: %v", third+1, err)
+	}
+	<-flipGate.reached
+	load.down(third)
+	flipGate.release()
+	c.kill(third)
+	c.waitFor("the destination owning the partition", func() bool {
+		a := c.assignmentOf(dest, "m", 0)
+		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
+	})
+	c.restart(third)
+	load.back(third)
+	rep := load.finish()
+	t.Logf("flip with its leader killed: %s", rep)
 }

@@ -518,6 +518,9 @@ func (w *moveWorker) install(hwm int64, force bool) any {
 }
 
 func (w *moveWorker) flip(ctx context.Context) any {
+	if f := w.cfg.faults; f != nil && f.moveFlip != nil {
+		f.moveFlip(ctx, w.key)
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID})
