@@ -110,11 +110,9 @@ func (m *moverActor) tick(ctx actor.Context) {
 	m.rescan, m.lastVersion, m.lastScan = false, v, time.Now()
 	want := map[messages.PartitionKey]messages.Assignment{}
 	for _, a := range m.store.TargetedAt(m.cfg.NodeID) {
-		t, ok := m.store.Topic(a.Topic)
-		if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
-			continue
+		if k, ok := currentKey(m.store, a); ok {
+			want[k] = a
 		}
-		want[messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}] = a
 	}
 	for k, pid := range m.workers {
 		if _, ok := want[k]; !ok {

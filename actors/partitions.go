@@ -102,11 +102,9 @@ func (s *partitionsActor) watch(ctx actor.Context) {
 func (s *partitionsActor) reconcile(ctx actor.Context) {
 	want := map[messages.PartitionKey]bool{}
 	for _, a := range s.store.OwnedBy(s.cfg.NodeID) {
-		t, ok := s.store.Topic(a.Topic)
-		if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
-			continue
+		if k, ok := currentKey(s.store, a); ok {
+			want[k] = true
 		}
-		want[messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}] = true
 	}
 	for k, pid := range s.children {
 		if want[k] {
@@ -226,4 +224,16 @@ func (s *partitionsActor) purge(k messages.PartitionKey) {
 	if err := os.RemoveAll(topicDir); err != nil {
 		s.deps.log.Error("purge deleted topic dir", "topic", k.Topic, "err", err)
 	}
+}
+
+// currentKey names the partition of an assignment when it belongs to the
+// topic's current incarnation and partition count; an assignment of a
+// deleted incarnation, or past a count not yet grown here, is no partition
+// to serve or move.
+func currentKey(store *metastore.Store, a messages.Assignment) (messages.PartitionKey, bool) {
+	t, ok := store.Topic(a.Topic)
+	if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
+		return messages.PartitionKey{}, false
+	}
+	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
 }
