@@ -84,32 +84,39 @@ func (w *moveWorker) Receive(ctx actor.Context) {
 		w.born, w.stopping = time.Now(), make(chan struct{})
 		w.step(ctx, move.Start{})
 		w.scheduleTick(ctx)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restart gets a fresh worker that resumes from the staging
+		// copy: this one's I/O must be over first.
 		w.stop()
 	case moveIO:
-		switch e := m.event.(type) {
-		case fetched:
-			w.copied += e.pass.Copied
-			if e.listing != nil {
-				w.listed = toStorageListing(e.listing).Bytes()
-				w.lastList, w.listedAt = e.listing, e.at
-				if !e.final {
-					w.position = e.listing.Position // a force-promote installs the last pass's (rule P5)
-				}
-			}
-			w.step(ctx, e.pass)
-		case prepared:
-			if e.frozen.Err == nil {
-				w.position = e.position // rule F4: the in-memory frontier
-			}
-			w.step(ctx, e.frozen)
-		default:
-			w.step(ctx, m.event)
-		}
+		w.outcome(ctx, m.event)
 	case moveWorkerTick:
 		w.watchSource(ctx)
 		w.scheduleTick(ctx)
 	}
+}
+
+// outcome keeps what an effect's outcome carries beyond its event, then
+// steps with the event.
+func (w *moveWorker) outcome(ctx actor.Context, ev any) {
+	switch e := ev.(type) {
+	case fetched:
+		w.copied += e.pass.Copied
+		if e.listing != nil {
+			w.listed = toStorageListing(e.listing).Bytes()
+			w.lastList, w.listedAt = e.listing, e.at
+			if !e.final {
+				w.position = e.listing.Position // a force-promote installs the last pass's (rule P5)
+			}
+		}
+		ev = e.pass
+	case prepared:
+		if e.frozen.Err == nil {
+			w.position = e.position // rule F4: the in-memory frontier
+		}
+		ev = e.frozen
+	}
+	w.step(ctx, ev)
 }
 
 func (w *moveWorker) now() time.Duration { return time.Since(w.born) }
