@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -195,7 +194,7 @@ func (n *Node) serveDrain() error {
 // leader each rebalance pass: for each draining member that owns nothing,
 // clear moves aimed at it, check its WAL, then remove it from Raft behind
 // the guards and drop its record. One step per member per pass.
-func (a *controllerActor) decommissionPass(ctx context.Context, now time.Time) {
+func (a *controllerActor) decommissionPass(ctx context.Context) {
 	members := a.store.Members()
 	blocked := map[string]string{}
 	for _, m := range members {

@@ -52,7 +52,7 @@ func (a *controllerActor) rebalance(now time.Time) {
 	for reason, n := range blocked {
 		a.metrics.movesBlockedSet(reason, n)
 	}
-	defer a.decommissionPass(ctx, now)
+	defer a.decommissionPass(ctx)
 	if !a.cfg.Rebalance {
 		return // moves are planned by hand; dead targets are still cleared
 	}
