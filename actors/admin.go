@@ -71,14 +71,29 @@ type adminMemberJSON struct {
 	Leaving  bool   `json:"leaving"`
 	Role     string `json:"role"`
 	RaftAddr string `json:"raft_addr"`
+	// DecommissionBlocked says why a draining member's decommission waits,
+	// as the controller last saw it (rule D7).
+	DecommissionBlocked string `json:"decommission_blocked,omitempty"`
 }
 
 type adminMembersReply struct {
 	Members []adminMemberJSON `json:"members"`
 }
 
-func (n *Node) adminMembersView() adminMembersReply {
+func (n *Node) adminMembersView(ctx context.Context) adminMembersReply {
 	records := n.store.Members()
+	var blocked map[string]string
+	for _, m := range records {
+		if m.Draining {
+			// Only the controller knows; without an answer the column
+			// stays empty rather than the listing failing.
+			rep, err := n.askController(ctx, messages.ControllerRequest{DecommissionBlocked: true})
+			if err == nil {
+				blocked = rep.Blocked
+			}
+			break
+		}
+	}
 	byID := make(map[string]int, len(records))
 	for i, m := range records {
 		byID[m.ID] = i
@@ -89,6 +104,7 @@ func (n *Node) adminMembersView() adminMembersReply {
 		if i, ok := byID[v.ID]; ok {
 			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
 		}
+		e.DecommissionBlocked = blocked[v.ID]
 		out.Members = append(out.Members, e)
 	}
 	return out
@@ -194,8 +210,8 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "members", func(context.Context, string, struct{}) (adminMembersReply, error) {
-		return n.adminMembersView(), nil
+	if err := transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (adminMembersReply, error) {
+		return n.adminMembersView(ctx), nil
 	}); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -212,6 +213,8 @@ func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
 	switch {
 	case m.req.CreateTopic != nil:
 		return a.create(ctx, *m.req.CreateTopic)
+	case m.req.DecommissionBlocked:
+		return controllerAnswer{reply: messages.ControllerReply{Blocked: maps.Clone(a.decomBlocked)}}
 	case m.req.PlaceTopic != "":
 		t, ok := a.store.Topic(m.req.PlaceTopic)
 		if !ok {

@@ -2,11 +2,14 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -110,4 +113,40 @@ func TestClusterADecommissionedVoterDrainsToZeroAndLeavesRaft(t *testing.T) {
 	if m, _ := store.Member("n4"); m.Role != messages.RoleVoter {
 		t.Fatalf("n4: got role %q, want voter (promoted to keep three)", m.Role)
 	}
+}
+
+// rule D7: a decommission that cannot progress says why, in the members
+// listing of the admin verb, whichever node answers it.
+func TestClusterABlockedDecommissionSaysWhyInTheMembers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	// Planning off: the draining node's partitions stay, so it waits.
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
+		cfg.Rebalance = false
+		cfg.RebalanceInterval = 100 * time.Millisecond
+	})
+	c.node(0).createTopic("t", 3)
+	id := fmt.Sprintf("n%d", (c.leader()+1)%3+1)
+	if err := c.node(0).n.Store().SetDraining(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(c.node(0).cfg.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var got adminMembersReply
+	c.waitFor(id+" listed with why its decommission waits", func() bool {
+		msg, err := nc.Request("narad.test.admin.members", []byte("{}"), 5*time.Second)
+		if err != nil || json.Unmarshal(msg.Data, &got) != nil {
+			return false
+		}
+		for _, m := range got.Members {
+			if m.ID == id {
+				return m.Draining && m.DecommissionBlocked == "partitions_left"
+			}
+		}
+		return false
+	})
 }

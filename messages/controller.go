@@ -16,6 +16,8 @@ type ControllerRequest struct {
 	// PlaceTopic names an existing topic whose partitions without an owner
 	// are placed, after a grow.
 	PlaceTopic string `json:"place_topic,omitempty"`
+	// DecommissionBlocked asks why each draining member cannot progress.
+	DecommissionBlocked bool `json:"decommission_blocked,omitempty"`
 }
 
 // ControllerReply answers a ControllerRequest.
@@ -24,4 +26,6 @@ type ControllerReply struct {
 	Topic Topic `json:"topic"`
 	// Placed counts the partitions this request gave an owner.
 	Placed int `json:"placed"`
+	// Blocked is, per draining member, why its decommission waits.
+	Blocked map[string]string `json:"blocked,omitempty"`
 }
