@@ -404,20 +404,47 @@ func TestClusterASourceKilledMidCopyAndRestartedCompletesTheMove(t *testing.T) {
 
 // rule C3: a partition written faster than it copies still moves: the
 // pre-copy stops after its bounds and freezes anyway (a non-converged
-// cutover, counted), and nothing is lost.
+// cutover, counted), and nothing is lost. Before each catch-up pass the
+// test commits one more record to the partition, so no pass ever finds
+// the copy caught up.
 func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	g := newGate("none", 0, false)
-	c := moveTestCluster(t, g, func(_ int, cfg *Config) {
-		cfg.Move.CatchUpStopBytes = 0 // no pass under load is ever small enough
+	var load *testLoad
+	var owner *testNode
+	var extra atomic.Int32
+	writeAhead := func(ctx context.Context, k messages.PartitionKey, final bool) {
+		if k.Partition != 0 || final {
+			return
+		}
+		before, ok := partitionHWM(owner, "m", 0)
+		id := fmt.Sprintf("extra-%d", extra.Add(1))
+		if code, _, err := owner.attempt("POST", "/v1/topics/m/produce?partition=0", history.MakeBody(id, 64)); err != nil || code != http.StatusAccepted || !ok {
+			return
+		}
+		load.h.Produced(id)
+		for ctx.Err() == nil {
+			if hwm, ok := partitionHWM(owner, "m", 0); ok && hwm > before {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
+		cfg.Rebalance = false
+		cfg.MoveTick = 100 * time.Millisecond
+		cfg.Move.CatchUpStopBytes = 0 // only a pass that copies nothing converges
 		cfg.Move.MaxCatchUpPasses = 4
+		cfg.faults = &faultHooks{movePass: writeAhead}
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
-	load := startLoad(c, "m", 3, 300)
+	load = startLoad(c, "m", 3, 300)
 	load.waitProduced(100)
 	dest := c.destinationFor("m", 0)
+	var o int
+	fmt.Sscanf(c.assignmentOf(0, "m", 0).Owner, "n%d", &o)
+	owner = c.node(o - 1)
 	before := c.node(dest).n.metrics.nonConverged.Get()
 	c.planMove("m", 0, dest)
 	c.waitFor("the destination owning the partition", func() bool {
@@ -428,7 +455,28 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 	if got := c.node(dest).n.metrics.nonConverged.Get() - before; got < 1 {
 		t.Errorf("non-converged cutovers: got %d, want at least 1", got)
 	}
-	t.Logf("hot partition: %s", rep)
+	t.Logf("hot partition, %d records written ahead of the passes: %s", extra.Load(), rep)
+}
+
+// partitionHWM reads a partition's high watermark from a node's topic
+// stats without failing the test (for hooks on other goroutines).
+func partitionHWM(tn *testNode, topic string, partition int) (int64, bool) {
+	code, body, err := tn.attempt("GET", "/v1/topics/"+topic, nil)
+	if err != nil || code != http.StatusOK {
+		return 0, false
+	}
+	var d struct {
+		PartitionStats []partitionStatsJSON `json:"partition_stats"`
+	}
+	if json.Unmarshal(body, &d) != nil {
+		return 0, false
+	}
+	for _, ps := range d.PartitionStats {
+		if ps.Index == partition {
+			return ps.HighWatermark, true
+		}
+	}
+	return 0, false
 }
 
 // rules P2-P5: the source is cut off from the bus mid-move and stays so
