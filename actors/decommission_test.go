@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/bench/history"
+
 	"github.com/naradmq/narad/messages"
 )
 
@@ -83,8 +85,16 @@ func TestClusterADecommissionedVoterDrainsToZeroAndLeavesRaft(t *testing.T) {
 		t.Fatal("a dry run set the drain flag")
 	}
 	c.node(j).must(http.StatusNoContent, "POST", "/v1/cluster/members/"+id+"/decommission", nil)
+	probes := 0
 	c.waitFor(id+" refusing produce", func() bool {
-		code, _ := c.node(gone).do("POST", "/v1/topics/m/produce", []byte(`"x"`))
+		// A probe taken before the flag reached the node is a record
+		// like any other: the history must know it.
+		probes++
+		pid := fmt.Sprintf("probe-%d", probes)
+		code, _ := c.node(gone).do("POST", "/v1/topics/m/produce", history.MakeBody(pid, 16))
+		if code == http.StatusAccepted {
+			load.h.Produced(pid)
+		}
 		return code == http.StatusServiceUnavailable
 	})
 	store := c.node(j).n.Store()
