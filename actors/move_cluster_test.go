@@ -247,6 +247,16 @@ func (c *testCluster) planMove(topic string, partition, to int) int {
 	return owner - 1
 }
 
+// waitForOwner waits until node i owns topic/partition with no move left
+// on it, as node i's replica has it: the move's flip committed.
+func (c *testCluster) waitForOwner(i int, topic string, partition int) {
+	c.t.Helper()
+	c.waitFor(fmt.Sprintf("n%d owning %s/%d", i+1, topic, partition), func() bool {
+		a := c.assignmentOf(i, topic, partition)
+		return a.Owner == fmt.Sprintf("n%d", i+1) && a.Target == ""
+	})
+}
+
 // assignmentOf is topic/partition's assignment as node i's replica has it.
 func (c *testCluster) assignmentOf(i int, topic string, partition int) messages.Assignment {
 	s := c.node(i).n.Store()
@@ -394,10 +404,7 @@ func TestClusterASourceKilledMidCopyAndRestartedCompletesTheMove(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // a few failed passes against the dead source
 	c.restart(owner)
 	load.back(owner)
-	c.waitFor("the destination owning the partition", func() bool {
-		a := c.assignmentOf(dest, "m", 0)
-		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
-	})
+	c.waitForOwner(dest, "m", 0)
 	rep := load.finish()
 	t.Logf("source killed mid-copy: %s", rep)
 }
@@ -447,10 +454,7 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 	owner = c.node(o - 1)
 	before := c.node(dest).n.metrics.nonConverged.Get()
 	c.planMove("m", 0, dest)
-	c.waitFor("the destination owning the partition", func() bool {
-		a := c.assignmentOf(dest, "m", 0)
-		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
-	})
+	c.waitForOwner(dest, "m", 0)
 	rep := load.finish()
 	if got := c.node(dest).n.metrics.nonConverged.Get() - before; got < 1 {
 		t.Errorf("non-converged cutovers: got %d, want at least 1", got)
@@ -507,10 +511,7 @@ func TestClusterASourceCutOffPastForcePromoteAfterIsPromoted(t *testing.T) {
 	<-g.reached // the first pass copied everything
 	c.cutOff(owner, true)
 	g.release()
-	c.waitFor("the copy force-promoted on the destination", func() bool {
-		a := c.assignmentOf(dest, "m", 0)
-		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
-	})
+	c.waitForOwner(dest, "m", 0)
 	c.cutOff(owner, false)
 	for off := range records {
 		m := c.node(dest).consume("m", fmt.Sprintf("partition=0&offset=%d", off))
@@ -554,10 +555,7 @@ func TestClusterAFlipWhoseLeaderDiesMidProposalCompletes(t *testing.T) {
 	load.down(third)
 	flipGate.release()
 	c.kill(third)
-	c.waitFor("the destination owning the partition", func() bool {
-		a := c.assignmentOf(dest, "m", 0)
-		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
-	})
+	c.waitForOwner(dest, "m", 0)
 	c.restart(third)
 	load.back(third)
 	rep := load.finish()

@@ -13,34 +13,15 @@ import (
 )
 
 func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	defer s.Shutdown()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	// A stand-in for the nodes' queue group.
 	var asked []string
-	sub, err := nc.QueueSubscribe("narad.prod.admin.members", "admin", func(m *nats.Msg) {
-		asked = append(asked, string(m.Data))
-		m.Respond([]byte(`{"members":[{"id":"n1","addr":"10.0.0.1:7942","status":"alive","draining":false,"owned_partitions":12,"outbound_moves":1,"leaving":false,"role":"voter","raft_addr":"10.0.0.1:7952"},{"id":"n2","addr":"10.0.0.2:7942","status":"dead","draining":true,"owned_partitions":0,"outbound_moves":0,"leaving":true,"role":"nonvoter","raft_addr":"10.0.0.2:7952"}]}`))
+	url := fakeAdminFunc(t, "members", func(body []byte) []byte {
+		asked = append(asked, string(body))
+		return []byte(`{"members":[{"id":"n1","addr":"10.0.0.1:7942","status":"alive","draining":false,"owned_partitions":12,"outbound_moves":1,"leaving":false,"role":"voter","raft_addr":"10.0.0.1:7952"},{"id":"n2","addr":"10.0.0.2:7942","status":"dead","draining":true,"owned_partitions":0,"outbound_moves":0,"leaving":true,"role":"nonvoter","raft_addr":"10.0.0.2:7952"}]}`)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	nc.Flush()
 
 	var out, errOut bytes.Buffer
-	if err := runCluster(context.Background(), []string{"members", "--nats", s.ClientURL(), "--cluster", "prod"}, &out, &errOut); err != nil {
+	if err := runCluster(context.Background(), []string{"members", "--nats", url, "--cluster", "prod"}, &out, &errOut); err != nil {
 		t.Fatalf("cluster members: %v (%s)", err, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
