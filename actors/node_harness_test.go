@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,25 +29,39 @@ type testNode struct {
 	http *http.Client
 }
 
-// freeAddr returns a loopback address with a free port below the
-// kernel's ephemeral range (32768 and up on Linux): a port taken from that
-// range and released can be handed to some outgoing connection before
-// the test listens on it again, and a node then fails to start with
-// "address already in use".
+// freeAddr returns a loopback address with a free port that no earlier
+// call in this process returned. The ports come from a range of this
+// package's own, below the kernel's ephemeral range (32768 and up on
+// Linux): a port from that range, released, can be handed to an outgoing
+// connection before the test listens on it; one handed out twice here (a
+// cluster picks all its addresses before any node listens) would collide
+// with itself; and packages run their tests at the same time.
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
 	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		port := 20000 + rand.IntN(6000)
+		if handedOut[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
 		}
 		l.Close()
+		handedOut[port] = true
 		return addr
 	}
-	t.Fatal("no free port below the ephemeral range")
+	t.Fatal("no free port left in this package's range")
 	return ""
 }
+
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
 
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {

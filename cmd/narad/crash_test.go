@@ -63,7 +63,7 @@ type childNode struct {
 func freePort(t *testing.T) string {
 	t.Helper()
 	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		addr := fmt.Sprintf("127.0.0.1:%d", 30000+rand.IntN(2500)) // a range of this package's own
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
