@@ -34,6 +34,13 @@ type Assignment struct {
 	Partition   int    `json:"partition"`
 	Owner       string `json:"owner"`
 	Target      string `json:"target,omitempty"`
+	// FlippedFrom and FlippedAtHWM record the last flip that named the
+	// copy's HWM: the node the partition moved away from and the HWM the
+	// new owner's copy ends at. The old owner compares its own HWM with it
+	// as it closes the partition: records past it were never copied and
+	// are set aside, never dropped. Empty when no such flip happened.
+	FlippedFrom  string `json:"flipped_from,omitempty"`
+	FlippedAtHWM int64  `json:"flipped_at_hwm,omitempty"`
 }
 
 // Result codes of a metastore command. A refused compare-and-swap is a
@@ -230,11 +237,14 @@ type SetTarget struct {
 
 // Flip sets Owner := To and clears Target only if Owner is still From and
 // Target is still To. A flip already applied (Owner is To) answers OK.
+// HWM, when set, is the HWM the new owner's copy ends at; the assignment
+// keeps it (FlippedAtHWM) so the old owner can check its own against it.
 type Flip struct {
 	Incarnation uint64 `json:"incarnation"`
 	Partition   int    `json:"partition"`
 	From        string `json:"from"`
 	To          string `json:"to"`
+	HWM         *int64 `json:"hwm,omitempty"`
 }
 
 // Flips is many Flip compare-and-swaps of one shard in one entry, each

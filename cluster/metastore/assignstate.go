@@ -138,6 +138,10 @@ func (s *assignState) flip(c messages.Flip) messages.AssignResult {
 		return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
 	case a.Owner == c.From && a.Target == c.To:
 		a.Owner, a.Target = c.To, ""
+		a.FlippedFrom, a.FlippedAtHWM = "", 0
+		if c.HWM != nil {
+			a.FlippedFrom, a.FlippedAtHWM = c.From, *c.HWM
+		}
 		s.set(a)
 		return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
 	default:

@@ -31,6 +31,20 @@ func flipCmd(incarnation uint64, partition int, from, to string) messages.Assign
 		Incarnation: incarnation, Partition: partition, From: from, To: to}}
 }
 
+// flipAtCmd is a flip that names the HWM the new owner's copy ends at.
+func flipAtCmd(incarnation uint64, partition int, from, to string, hwm int64) messages.AssignCommand {
+	c := flipCmd(incarnation, partition, from, to)
+	c.Flip.HWM = &hwm
+	return c
+}
+
+// flippedAsg is a settled assignment that records the flip from `from` at hwm.
+func flippedAsg(incarnation uint64, partition int, owner, from string, hwm int64) messages.Assignment {
+	a := asg(incarnation, partition, owner, "")
+	a.FlippedFrom, a.FlippedAtHWM = from, hwm
+	return a
+}
+
 func TestAssignStateApply(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -158,6 +172,40 @@ func TestAssignStateApply(t *testing.T) {
 			wantCode:       messages.ResultRefused,
 			wantAssignment: ptr(asg(7, 0, "n1", "n3")),
 			wantAll:        []messages.Assignment{asg(7, 0, "n1", "n3")},
+		},
+		{
+			// The old owner checks its HWM against the one the flip names.
+			name:           "a flip that names the copy's HWM records it with the old owner",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2"))},
+			cmd:            flipAtCmd(7, 0, "n1", "n2", 42),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(flippedAsg(7, 0, "n2", "n1", 42)),
+			wantAll:        []messages.Assignment{flippedAsg(7, 0, "n2", "n1", 42)},
+		},
+		{
+			name:           "a flip at HWM 0 is recorded too",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2"))},
+			cmd:            flipAtCmd(7, 0, "n1", "n2", 0),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(flippedAsg(7, 0, "n2", "n1", 0)),
+			wantAll:        []messages.Assignment{flippedAsg(7, 0, "n2", "n1", 0)},
+		},
+		{
+			name: "a later flip without an HWM forgets the earlier record",
+			setup: []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2")), flipAtCmd(7, 0, "n1", "n2", 42),
+				setTargetCmd(7, 0, "n2", "", "n3")},
+			cmd:            flipCmd(7, 0, "n2", "n3"),
+			wantCode:       messages.ResultOK,
+			wantAssignment: ptr(asg(7, 0, "n3", "")),
+			wantAll:        []messages.Assignment{asg(7, 0, "n3", "")},
+		},
+		{
+			name:           "a refused flip leaves the record of the last one",
+			setup:          []messages.AssignCommand{putCmd(asg(7, 0, "n1", "n2")), flipAtCmd(7, 0, "n1", "n2", 42)},
+			cmd:            flipAtCmd(7, 0, "n1", "n3", 50),
+			wantCode:       messages.ResultRefused,
+			wantAssignment: ptr(flippedAsg(7, 0, "n2", "n1", 42)),
+			wantAll:        []messages.Assignment{flippedAsg(7, 0, "n2", "n1", 42)},
 		},
 		{
 			name:           "flip refused when the move was aborted",
