@@ -207,6 +207,11 @@ func (n *Node) connectNATS(ctx context.Context) error {
 		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
 	}
 	n.nats = t
+	// A server too small for the partition protocol is refused before this
+	// node registers, so a refused node never shows as a member.
+	if err := n.checkPayload(); err != nil {
+		return err
+	}
 	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}

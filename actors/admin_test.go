@@ -14,9 +14,13 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
+// startTestNATS runs an embedded NATS server with the max_payload of the
+// one narad embeds (cmd/narad: 8 MiB): NATS's default 1 MiB cannot carry a
+// commit of the largest record, and nodes refuse to start on it.
 func startTestNATS(t testing.TB) *natsserver.Server {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
+		MaxPayload: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

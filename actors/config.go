@@ -62,6 +62,17 @@ type Config struct {
 	// key, body and recordOverheadBytes, so that the partition log never
 	// refuses a batch as too large (it would be retried forever).
 	MaxCommitBatchBytes int
+	// MaxRemoteCommitBytes caps a dispatcher commit sent to a peer, counted
+	// like MaxCommitBatchBytes (the lower of the two applies). A commit
+	// crosses NATS as one message, and one that exceeds the server's
+	// max_payload can never be sent; a node refuses to start on a server
+	// whose max_payload cannot carry a commit of this size with its
+	// envelope and headers (peer.go). A config field, not the connection's
+	// limit read at each send, so the bound is checked once at start and a
+	// reconnect to a server with a smaller limit shows as held commits and
+	// an error, not as silently smaller batches. 2 MiB holds the largest
+	// record (1 MiB body, 64 KiB key) and fits narad's embedded NATS (8 MiB).
+	MaxRemoteCommitBytes int
 	// MaxBacklogRecords is how many accepted records may wait for their
 	// owner before produce answers 503: the dispatcher holds them in memory.
 	MaxBacklogRecords int64
@@ -177,6 +188,7 @@ func DefaultConfig() Config {
 		RerouteGrace:            3 * time.Second,
 		MaxCommitBatchRecords:   1024,
 		MaxCommitBatchBytes:     4 << 20,
+		MaxRemoteCommitBytes:    2 << 20,
 		MaxCommitsInFlight:      2,
 		MaxBacklogRecords:       1 << 20,
 		ConsumerFlushInterval:   100 * time.Millisecond,
@@ -232,6 +244,9 @@ func (c Config) Validate() error {
 		return bad("MaxCommitsInFlight", c.MaxCommitsInFlight, "must be within 1..16")
 	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes:
 		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest record")
+	case c.MaxRemoteCommitBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes || c.MaxRemoteCommitBytes > 64<<20:
+		// 64 MiB is the largest max_payload a NATS server takes.
+		return bad("MaxRemoteCommitBytes", c.MaxRemoteCommitBytes, "must hold one largest record and be at most 64 MiB")
 	case c.MaxCommitsInFlight*c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		// A partition writes every commit that queued during a sync as one batch.
 		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.MaxCommitsInFlight*c.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")

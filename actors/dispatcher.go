@@ -2,11 +2,13 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -43,6 +45,16 @@ type partitionQueue struct {
 	// failingSince is when commits to this partition started failing
 	// without a success since; zero while they succeed.
 	failingSince time.Time
+	// frozenSince is when the partition started answering StatusFrozen,
+	// with no other answer since; zero otherwise. Only a freeze that
+	// outlasts RerouteGrace, or a dead owner, sends the records to a
+	// sibling (rule K3): any other failure waits for the partition.
+	frozenSince time.Time
+	// tooLarge: the last commit exceeded the NATS max payload (the server
+	// shrank since the node's start check). It fails the same way at every
+	// partition, so the records wait here; tooLargeLogged says the error
+	// was logged for this queue.
+	tooLarge, tooLargeLogged bool
 }
 
 // dispatcherActor commits every record of the ingress WAL at its
@@ -137,11 +149,18 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 // send starts commits of what queued for k while fewer than
 // MaxCommitsInFlight are in flight.
 func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
+	local := d.isLocal(k)
+	limit := d.cfg.MaxCommitBatchBytes
+	if !local {
+		// A peer's commit crosses NATS as one message, which the node
+		// checked at start that the server carries at this size.
+		limit = min(limit, d.cfg.MaxRemoteCommitBytes)
+	}
 	for !q.hold && q.inFlight < d.maxInFlight(k) && len(q.recs) > 0 {
 		n, bytes := 0, 0
 		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords {
 			size := len(q.recs[n].Key) + len(q.recs[n].Body) + recordOverheadBytes
-			if n > 0 && bytes+size > d.cfg.MaxCommitBatchBytes {
+			if n > 0 && bytes+size > limit {
 				break
 			}
 			bytes += size
@@ -154,7 +173,7 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
-		if d.isLocal(k) {
+		if local {
 			// Sent now, from this actor, so batches reach the partition's
 			// mailbox in order.
 			f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
@@ -198,12 +217,10 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 	if m.err != nil || m.res == nil || m.res.Status != messages.StatusOK {
 		q.recs = append(append([]storage.WALRecord(nil), m.batch...), q.recs...)
 		q.hold = true
-		if q.failingSince.IsZero() {
-			q.failingSince = time.Now()
-		}
+		d.failed(m, q, time.Now())
 		return
 	}
-	q.failingSince = time.Time{}
+	q.failingSince, q.frozenSince, q.tooLarge = time.Time{}, time.Time{}, false
 	for _, r := range m.batch {
 		d.release(r.Seq)
 	}
@@ -212,6 +229,31 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 		return
 	}
 	d.send(ctx, m.key, q)
+}
+
+// failed records why a commit failed, which decides whether its records
+// may ever leave their partition (reroute).
+func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time) {
+	if q.failingSince.IsZero() {
+		q.failingSince = now
+	}
+	if m.err == nil && m.res != nil && m.res.Status == messages.StatusFrozen {
+		if q.frozenSince.IsZero() {
+			q.frozenSince = now
+		}
+	} else {
+		q.frozenSince = time.Time{}
+	}
+	q.tooLarge = errors.Is(m.err, transport.ErrTooLarge)
+	if !q.tooLarge {
+		return
+	}
+	d.metrics.commitsTooLarge.Inc()
+	if !q.tooLargeLogged {
+		q.tooLargeLogged = true
+		d.deps.log.Error("commit exceeds the NATS max payload: holding its records until it fits",
+			"topic", m.key.Topic, "partition", m.key.Partition, "owner", d.ownerOf(m.key), "records", len(m.batch), "err", m.err)
+	}
 }
 
 func (d *dispatcherActor) release(seq uint64) {
@@ -263,20 +305,34 @@ func (d *dispatcherActor) reportBacklog() {
 	}
 }
 
-// reroute sends what a partition holds to a live sibling partition once
-// its commits have failed for RerouteGrace (its owner is down, or the
-// partition is frozen for longer than a hand-off should take): accepted
-// records keep flowing, at the price of their key's order (rule K3). A
-// commit in flight is waited for: its outcome may still come.
+// reroute sends what a partition holds to a live sibling partition, at the
+// price of its key's order (rule K3), only when the partition will not take
+// it soon: its owner is dead or gone (after RerouteGrace of failed commits),
+// or it has answered frozen for RerouteGrace (a hand-off's freeze is far
+// shorter). Any other failure (a paused owner, a timeout, a refusal, a
+// commit too large to send) keeps the records waiting for their partition,
+// so a partition a producer named is never overridden because a send
+// failed. A commit in flight is waited for: its outcome may still come.
 func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) bool {
-	if q.inFlight > 0 || q.failingSince.IsZero() || time.Since(q.failingSince) < d.cfg.RerouteGrace || len(q.recs) == 0 {
+	if q.inFlight > 0 || q.failingSince.IsZero() || len(q.recs) == 0 || q.tooLarge {
+		return false
+	}
+	now := time.Now()
+	why := ""
+	switch {
+	case !q.frozenSince.IsZero() && now.Sub(q.frozenSince) >= d.cfg.RerouteGrace:
+		why = "frozen"
+	case now.Sub(q.failingSince) >= d.cfg.RerouteGrace && d.ownerDead(k):
+		why = "owner dead"
+	default:
 		return false
 	}
 	to, ok := d.sibling(k)
 	if !ok {
 		return false
 	}
-	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition, "records", len(q.recs), "failing_for", time.Since(q.failingSince))
+	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition,
+		"records", len(q.recs), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.ownerOf(k))
 	recs := q.recs
 	delete(d.queues, k)
 	for _, r := range recs {
@@ -284,6 +340,18 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 		d.enqueue(ctx, r)
 	}
 	return true
+}
+
+// ownerDead reports whether k's owner, as the local replica reads it, is
+// dead or gone: no owner, an owner that is no member, or a dead member. A
+// paused owner that is not marked dead yet is alive: its commits wait.
+func (d *dispatcherActor) ownerDead(k messages.PartitionKey) bool {
+	owner := d.ownerOf(k)
+	if owner == "" {
+		return true
+	}
+	m, ok := d.store.Member(owner)
+	return !ok || m.Status == messages.MemberDead
 }
 
 func (d *dispatcherActor) scheduleTick(ctx actor.Context) {

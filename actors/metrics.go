@@ -27,6 +27,9 @@ type nodeMetrics struct {
 	beatsWithheld   *metrics.Counter
 	placed          *metrics.Counter
 	promoted        *metrics.Counter
+	// commitsTooLarge counts dispatcher commits refused before sending as
+	// larger than the NATS max payload: their records wait, never rerouted.
+	commitsTooLarge *metrics.Counter
 	// Moves, on the destination.
 	movesInFlight *metrics.Gauge
 	movesDone     *metrics.Counter
@@ -58,6 +61,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		beatsWithheld:   metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:          metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		promoted:        metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		commitsTooLarge: metrics.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
 		movesInFlight:   metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
 		movesDone:       metrics.GetOrCreateCounter(name("narad_moves_done_total")),
 		moveBytes:       metrics.GetOrCreateCounter(name("narad_move_bytes_copied_total")),

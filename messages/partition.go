@@ -29,15 +29,22 @@ const (
 	StatusUnavailable
 	// StatusFailed: an error the caller cannot fix; Err says what.
 	StatusFailed
+	// StatusFrozen: a commit refused because the partition is frozen for a
+	// move (rule F1). Nothing was appended; the dispatcher holds the
+	// records, and only a freeze that outlasts the reroute grace sends them
+	// to a sibling partition (rule K3).
+	StatusFrozen
 )
 
 // CommitRecord is one record the dispatcher asks a partition to commit.
 type CommitRecord struct {
 	// Seq is the record's ingress WAL sequence number, echoed back so the
 	// dispatcher can release it from the WAL.
-	Seq  uint64
-	Key  []byte
-	Body []byte
+	Seq uint64
+	// Key and Body travel outside the JSON header of the wire form
+	// (partitionwire.go); omitempty keeps the header to the seq.
+	Key  []byte `json:",omitempty"`
+	Body []byte `json:",omitempty"`
 }
 
 // Commit asks a partition actor to append records as one group commit.
@@ -73,8 +80,10 @@ type Reserve struct {
 type Delivery struct {
 	Partition int
 	Offset    int64
-	Key       []byte
-	Body      []byte
+	// Key and Body travel outside the JSON header of the wire form
+	// (partitionwire.go).
+	Key  []byte `json:",omitempty"`
+	Body []byte `json:",omitempty"`
 	// Time is the commit time, Unix nanoseconds.
 	Time int64
 	// Nonce identifies the lease; zero for a replay read.
@@ -139,7 +148,8 @@ type Retain struct {
 }
 
 // PartitionRequest carries one partition request to the node that owns the
-// partition, over the "partition" service of the NATS transport. Exactly
+// partition, over the "partition" service of the NATS transport, in the
+// wire form of partitionwire.go (record bytes raw, not base64). Exactly
 // one of the request fields is set.
 type PartitionRequest struct {
 	Key     PartitionKey `json:"key"`

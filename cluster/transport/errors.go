@@ -25,6 +25,8 @@ var (
 	// ErrTooLarge: the payload (plus headers) exceeds the connection's max
 	// payload. Returned before sending, so nothing was processed; a remote
 	// *RemoteError with StatusTooLarge also matches it (its reply was too large).
+	// The same payload fails the same way at any node, so sending it
+	// elsewhere helps nothing until the server's max payload grows.
 	ErrTooLarge = errors.New("transport: payload exceeds max payload")
 	// ErrClosed: the transport is closed.
 	ErrClosed = errors.New("transport: closed")

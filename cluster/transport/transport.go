@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -360,6 +361,19 @@ func errorReply(err error) *nats.Msg {
 	return &nats.Msg{Header: h, Data: body}
 }
 
+// MaxPayload is the largest message, body plus headers, this transport
+// sends now: the server's max_payload, or Config.MaxPayloadBytes when
+// lower. It is read from the connection at each call, since a reconnect
+// may land on a server with another limit.
+func (t *Transport) MaxPayload() int64 { return t.maxPayload() }
+
+// MaxRequestBytes is the largest request body Request can send now:
+// MaxPayload less the headers every request carries, counted at their
+// longest, so a body of this size is never refused as too large.
+func (t *Transport) MaxRequestBytes() int64 {
+	return t.maxPayload() - msgSize(&nats.Msg{Header: t.requestHeader(math.MaxInt64)})
+}
+
 // maxPayload is the largest message (body plus headers) this transport sends.
 func (t *Transport) maxPayload() int64 {
 	max := t.nc.MaxPayload()
@@ -484,14 +498,19 @@ func (t *Transport) newRequestMsg(ctx context.Context, subj string, req []byte) 
 	if ms < 1 {
 		ms = 1
 	}
-	h := nats.Header{}
-	h[messages.HeaderFrom] = []string{t.cfg.NodeID}
-	h[messages.HeaderTimeoutMs] = []string{strconv.FormatInt(ms, 10)}
-	msg := &nats.Msg{Subject: subj, Header: h, Data: req}
+	msg := &nats.Msg{Subject: subj, Header: t.requestHeader(ms), Data: req}
 	if size, max := msgSize(msg), t.maxPayload(); size > max {
 		return nil, fmt.Errorf("transport: request %s: %d bytes with headers, max payload %d: %w", subj, size, max, ErrTooLarge)
 	}
 	return msg, nil
+}
+
+// requestHeader is the header block of a request with budgetMs left.
+func (t *Transport) requestHeader(budgetMs int64) nats.Header {
+	h := nats.Header{}
+	h[messages.HeaderFrom] = []string{t.cfg.NodeID}
+	h[messages.HeaderTimeoutMs] = []string{strconv.FormatInt(budgetMs, 10)}
+	return h
 }
 
 // classify maps a NATS error of one attempt to the package's errors.

@@ -247,9 +247,17 @@ func TestPayloadOverMaxIsRefusedBeforeSending(t *testing.T) {
 	if got := calls.Load(); got != 0 {
 		t.Fatalf("handler calls after a refused payload: got %d, want 0", got)
 	}
-	// A body that leaves room for the headers goes through.
-	if _, err := a.Request(ctx, "tl-b", "sink", make([]byte, max-1024)); err != nil {
-		t.Fatalf("body of max-1 KiB: got %v, want nil", err)
+	// A body that leaves room for the headers goes through, up to
+	// MaxRequestBytes, which counts the headers at their longest.
+	if got := a.MaxPayload(); got != max {
+		t.Fatalf("MaxPayload: got %d, want the server's %d", got, max)
+	}
+	room := a.MaxRequestBytes()
+	if room >= max || room < max-1024 {
+		t.Fatalf("MaxRequestBytes: got %d, want a little below the max payload %d", room, max)
+	}
+	if _, err := a.Request(ctx, "tl-b", "sink", make([]byte, room)); err != nil {
+		t.Fatalf("body of MaxRequestBytes %d: got %v, want nil", room, err)
 	}
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("handler calls: got %d, want 1", got)
@@ -263,6 +271,9 @@ func TestPayloadOverMaxIsRefusedBeforeSending(t *testing.T) {
 	c := newNode(t, s, "tl-c", func(c *Config) { c.MaxPayloadBytes = 4096 })
 	if _, err := c.Request(ctx, "tl-b", "sink", make([]byte, 4096)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("body over MaxPayloadBytes: got %v, want ErrTooLarge", err)
+	}
+	if got := c.MaxPayload(); got != 4096 {
+		t.Fatalf("MaxPayload with MaxPayloadBytes 4096: got %d, want 4096", got)
 	}
 }
 

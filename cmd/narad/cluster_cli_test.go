@@ -125,7 +125,8 @@ func TestClusterAbortAndDecommissionSendTheirArguments(t *testing.T) {
 // fakeAdminFunc is fakeAdmin answering with answer(body).
 func fakeAdminFunc(t *testing.T, verb string, answer func([]byte) []byte) string {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
+		MaxPayload: natsMaxPayloadBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,8 +284,16 @@ func startNATS(host string) (*natsserver.Server, error) {
 	return startNATSAt(strings.Trim(host, "[]"), natsserver.RANDOM_PORT)
 }
 
+// natsMaxPayloadBytes is the max_payload of the NATS server narad embeds.
+// NATS's default 1 MiB cannot carry a commit of one largest record (1 MiB
+// body, 64 KiB key) to its owner, and a node refuses a server that cannot
+// carry its largest commit (actors.Config.MaxRemoteCommitBytes, 2 MiB by
+// default, with envelope and headers). 8 MiB leaves room to raise that and
+// is the most NATS takes without warning of poor performance.
+const natsMaxPayloadBytes = 8 << 20
+
 func startNATSAt(host string, port int) (*natsserver.Server, error) {
-	s, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true})
+	s, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}

@@ -1,0 +1,315 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// commitAttempt is one commit the fake owners saw.
+type commitAttempt struct {
+	partition int
+	seqs      []uint64
+	// bytes counts the records as the dispatcher's caps count them.
+	bytes int
+	at    time.Time
+}
+
+func (a commitAttempt) String() string {
+	return fmt.Sprintf("partition %d seqs %v (%d bytes) at %s", a.partition, a.seqs, a.bytes, a.at.Format("15:04:05.000"))
+}
+
+// fakeOwners stands in for every partition's owner: each partition answers
+// commits as its answer function says, and every attempt is recorded.
+type fakeOwners struct {
+	mu       sync.Mutex
+	answers  map[int]func(*messages.Commit) (any, error)
+	owners   map[int]string
+	attempts []commitAttempt
+}
+
+func (f *fakeOwners) ask(_ context.Context, k messages.PartitionKey, msg any) (any, error) {
+	c := msg.(*messages.Commit)
+	seqs, size := make([]uint64, len(c.Records)), 0
+	for i, r := range c.Records {
+		seqs[i] = r.Seq
+		size += len(r.Key) + len(r.Body) + recordOverheadBytes
+	}
+	f.mu.Lock()
+	f.attempts = append(f.attempts, commitAttempt{partition: k.Partition, seqs: seqs, bytes: size, at: time.Now()})
+	answer := f.answers[k.Partition]
+	f.mu.Unlock()
+	return answer(c)
+}
+
+// answer sets how partition p answers from now on.
+func (f *fakeOwners) answer(p int, a func(*messages.Commit) (any, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[p] = a
+}
+
+func (f *fakeOwners) ownerOf(k messages.PartitionKey) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.owners[k.Partition]
+}
+
+// seen returns the attempts so far at partition p.
+func (f *fakeOwners) seen(p int) []commitAttempt {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []commitAttempt
+	for _, a := range f.attempts {
+		if a.partition == p {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func answerStatus(s messages.Status) func(*messages.Commit) (any, error) {
+	return func(c *messages.Commit) (any, error) {
+		res := &messages.CommitResult{Key: c.Key, Status: s}
+		for _, r := range c.Records {
+			res.Seqs = append(res.Seqs, r.Seq)
+		}
+		return res, nil
+	}
+}
+
+func answerError(err error) func(*messages.Commit) (any, error) {
+	return func(*messages.Commit) (any, error) { return nil, err }
+}
+
+// dispatcherRig is a dispatcher actor of its own, with its own ingress WAL,
+// on a running node's metastore (for topics and members), committing to
+// fake owners: every partition is a peer's, reached through ask.
+type dispatcherRig struct {
+	t      *testing.T
+	tn     *testNode
+	wal    *storage.WAL
+	owners *fakeOwners
+	d      *dispatcherActor
+	pid    *actor.PID
+}
+
+// The rig's reroute grace and retry tick: short, so a test can watch
+// several graces pass.
+const (
+	rigGrace = 200 * time.Millisecond
+	rigTick  = 20 * time.Millisecond
+)
+
+func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak ...func(*Config)) *dispatcherRig {
+	t.Helper()
+	wal, err := storage.OpenWAL(filepath.Join(t.TempDir(), "wal"), tn.cfg.WAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := wal.Close(); err != nil {
+			t.Errorf("close the rig's WAL: %v", err)
+		}
+	})
+	cfg := tn.cfg
+	cfg.RerouteGrace, cfg.CommitRetryInterval = rigGrace, rigTick
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	f := &fakeOwners{answers: map[int]func(*messages.Commit) (any, error){}, owners: owners}
+	for p := range owners {
+		f.answers[p] = answerStatus(messages.StatusOK)
+	}
+	partitions := len(owners)
+	d := &dispatcherActor{
+		deps:  deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name())},
+		store: tn.n.Store(), wal: wal, ask: f.ask, ownerOf: f.ownerOf,
+		isLocal: func(messages.PartitionKey) bool { return false },
+		sibling: func(k messages.PartitionKey) (messages.PartitionKey, bool) {
+			k.Partition = (k.Partition + 1) % partitions
+			return k, true
+		},
+	}
+	return &dispatcherRig{t: t, tn: tn, wal: wal, owners: f, d: d}
+}
+
+// start spawns the rig's dispatcher, which first replays what its WAL
+// holds. It is stopped when the test ends.
+func (r *dispatcherRig) start() *dispatcherRig {
+	system := r.tn.n.system
+	r.pid = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return r.d }))
+	// Runs before the WAL's close, registered earlier.
+	r.t.Cleanup(func() { _ = system.Root.StopFuture(r.pid).Wait() })
+	return r
+}
+
+// append writes a record for topic/partition to the rig's WAL only, as
+// if the node had stopped before dispatching it.
+func (r *dispatcherRig) append(topic string, partition int, body []byte) storage.WALRecord {
+	r.t.Helper()
+	rec := storage.WALRecord{Topic: topic, Partition: int32(partition), Key: []byte("k"), Body: body}
+	seq, err := r.wal.Append(context.Background(), rec)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	rec.Seq = seq
+	return rec
+}
+
+// produce appends a record to the WAL and hands it to the running
+// dispatcher, as the API does; it returns the record's seq.
+func (r *dispatcherRig) produce(topic string, partition int, body []byte) uint64 {
+	r.t.Helper()
+	rec := r.append(topic, partition, body)
+	r.tn.n.system.Root.Send(r.pid, &dispatch{rec: rec})
+	return rec.Seq
+}
+
+// rigWaitBound bounds the rig's waits: a liveness bound, not a
+// performance threshold.
+const rigWaitBound = 10 * time.Second
+
+// waitCommitted waits until partition p was sent a commit holding seq.
+func (r *dispatcherRig) waitCommitted(p int, seq uint64) commitAttempt {
+	r.t.Helper()
+	deadline := time.Now().Add(rigWaitBound)
+	for {
+		for _, a := range r.owners.seen(p) {
+			for _, s := range a.seqs {
+				if s == seq {
+					return a
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			r.owners.mu.Lock()
+			defer r.owners.mu.Unlock()
+			r.t.Fatalf("after %s: no commit of seq %d reached partition %d; got %v", rigWaitBound, seq, p, r.owners.attempts)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Records whose commits fail for a reason other than a freeze or a dead
+// owner stay on their partition however long it lasts: a paused owner, a
+// refusal, a timeout, a commit too large to send (issue 9: an explicit
+// ?partition= was overridden because a send failed). Once the owner
+// answers they commit there. (rule K3)
+func TestDispatcherKeepsRecordsOfAPartitionThatFailsForOtherReasons(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("held", 3)
+	tooLarge := answerError(fmt.Errorf("commit to n1: %w: %w", transport.ErrTooLarge, ErrUnavailable))
+	for _, tc := range []struct {
+		name     string
+		owner    string
+		answer   func(*messages.Commit) (any, error)
+		tooLarge bool
+	}{
+		// n1, the node under the rig, is an alive member.
+		{"unavailable", "n1", answerStatus(messages.StatusUnavailable), false},
+		{"failed", "n1", answerStatus(messages.StatusFailed), false},
+		{"timeout", "n1", answerError(fmt.Errorf("commit to n1: %w: %w", transport.ErrTimeout, ErrUnavailable)), false},
+		{"no responders", "n1", answerError(fmt.Errorf("commit to n1: %w: %w", transport.ErrNoResponders, ErrUnavailable)), false},
+		{"too large", "n1", tooLarge, true},
+		// Too large fails the same way at any partition: even a gone
+		// owner's records must not loop between siblings.
+		{"too large, owner gone", "not-a-member", tooLarge, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newDispatcherRig(t, tn, map[int]string{0: tc.owner, 1: "n1", 2: "n1"}).start()
+			r.owners.answer(0, tc.answer)
+			seq := r.produce("held", 0, []byte(`"v"`))
+			first := r.waitCommitted(0, seq).at
+			// Watch retries go on for three graces: the old dispatcher
+			// rerouted right after one.
+			waitFor(t, func() bool {
+				at := r.owners.seen(0)
+				return at[len(at)-1].at.Sub(first) > 3*rigGrace || len(r.owners.seen(1))+len(r.owners.seen(2)) > 0
+			})
+			for _, p := range []int{1, 2} {
+				if got := r.owners.seen(p); len(got) != 0 {
+					t.Fatalf("commits at sibling partition %d while partition 0 failed (%s): got %v, want none", p, tc.name, got)
+				}
+			}
+			r.owners.answer(0, answerStatus(messages.StatusOK))
+			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
+			if got := r.d.metrics.commitsTooLarge.Get(); (got > 0) != tc.tooLarge {
+				t.Fatalf("narad_dispatcher_commits_too_large_total: got %d, want it counted: %v", got, tc.tooLarge)
+			}
+		})
+	}
+}
+
+// rule K3: a partition that answers frozen for longer than RerouteGrace
+// (a hand-off gone wrong) has its held records sent to a live sibling, and
+// not before the grace.
+func TestDispatcherReroutesAFreezeThatOutlastsTheGrace(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("frozen", 3)
+	r := newDispatcherRig(t, tn, map[int]string{0: "n1", 1: "n1", 2: "n1"}).start()
+	r.owners.answer(0, answerStatus(messages.StatusFrozen))
+	seq := r.produce("frozen", 0, []byte(`"v"`))
+	frozenAt := r.waitCommitted(0, seq).at
+	moved := r.waitCommitted(1, seq).at
+	if waited := moved.Sub(frozenAt); waited < rigGrace {
+		t.Fatalf("frozen records rerouted after %s: want at least the grace %s", waited, rigGrace)
+	}
+	waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
+}
+
+// rule K3: the records of a partition whose owner is gone (no member, or
+// no owner at all) go to a live sibling once commits failed for the grace.
+// A member marked dead is the cluster test
+// TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace: a member
+// made up here would be promoted to a metastore voter by the controller.
+func TestDispatcherReroutesTheRecordsOfAGoneOwner(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("orphan", 3)
+	for _, owner := range []string{"not-a-member", ""} {
+		t.Run(fmt.Sprintf("owner %q", owner), func(t *testing.T) {
+			r := newDispatcherRig(t, tn, map[int]string{0: owner, 1: "n1", 2: "n1"}).start()
+			r.owners.answer(0, answerError(fmt.Errorf("commit to %q: %w: %w", owner, transport.ErrNoResponders, ErrUnavailable)))
+			seq := r.produce("orphan", 0, []byte(`"v"`))
+			failedAt := r.waitCommitted(0, seq).at
+			moved := r.waitCommitted(1, seq).at
+			if waited := moved.Sub(failedAt); waited < rigGrace {
+				t.Fatalf("records of a gone owner rerouted after %s: want at least the grace %s", waited, rigGrace)
+			}
+			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
+		})
+	}
+}
+
+// A commit to a peer crosses NATS as one message: the dispatcher caps its
+// records at MaxRemoteCommitBytes, which the node checked at start that
+// the server carries, however much is queued for the partition.
+func TestDispatcherCapsACommitToAPeerAtMaxRemoteCommitBytes(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("wide", 3)
+	limit := tn.cfg.Log.MaxBodyBytes + tn.cfg.Log.MaxKeyBytes + recordOverheadBytes
+	r := newDispatcherRig(t, tn, map[int]string{0: "n1", 1: "n1", 2: "n1"}, func(c *Config) { c.MaxRemoteCommitBytes = limit })
+	// Replayed at the start, all three queue before the first commit
+	// returns, so the second and third could go as one batch.
+	body := make([]byte, 600<<10)
+	var last uint64
+	for range 3 {
+		last = r.append("wide", 0, body).Seq
+	}
+	r.start()
+	waitFor(t, func() bool { return r.wal.CommittedThrough() >= last })
+	for _, a := range r.owners.seen(0) {
+		if a.bytes > limit {
+			t.Fatalf("commit to a peer: got %v, want at most MaxRemoteCommitBytes %d", a, limit)
+		}
+	}
+}
