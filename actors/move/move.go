@@ -119,15 +119,23 @@ type State struct {
 	// that returns none (rule F11).
 	Token     string
 	Fenceable bool
-	// Frozen: a freeze of ours is believed to hold on the source.
-	Frozen bool
+	// Frozen: a freeze of ours is believed to hold on the source (no 409
+	// seen since it was armed). RenewedAt is when the request behind the
+	// latest renewal the source confirmed was sent (PrepareHandoff, a
+	// re-arm or a fence answered OK), on the worker's clock: the source
+	// stamps until = receipt + FreezeTTL, and the receipt came after the
+	// send, so the freeze holds at least until RenewedAt + FreezeTTL.
+	Frozen    bool
+	RenewedAt time.Duration
 	// QuietPasses counts consecutive Finalize passes that copied nothing
 	// with the same HWM (rule F8); FinalHWM is the HWM they reported.
 	QuietPasses int
 	FinalHWM    int64
 	// Reached: a listing from the source arrived at least once (rule P3).
-	// KnownHWM is the source's HWM at its last listing; CopiedTo the staged
-	// copy's next offset.
+	// KnownHWM is the highest HWM any listing reported, a pass whose chunk
+	// reads failed and PrepareHandoff's answer included: the source had made
+	// every record below it visible, so nothing is promoted, installed or
+	// flipped below it (rule P4). CopiedTo is the staged copy's next offset.
 	Reached  bool
 	KnownHWM int64
 	CopiedTo int64
@@ -160,19 +168,23 @@ type (
 	Start struct{}
 	// PassDone is the outcome of one copy pass: a listing and the chunk
 	// reads of what the copy lacked. Err set means the source could not be
-	// reached or the pass failed; nothing else is valid then.
+	// reached or the pass failed; then only Listed and HWM are valid:
+	// Listed says the listing arrived before the pass failed.
 	PassDone struct {
 		Copied   int64 // bytes copied by this pass
 		HWM      int64 // the source's HWM in the listing
 		CopiedTo int64 // the staged copy's next offset after the pass
+		Listed   bool
 		Err      error
 	}
 	// Frozen is PrepareHandoff's answer: a token (or none from an older
-	// source) and the frontier's HWM. Err: no freeze.
+	// source) and the frontier's HWM. Err: no freeze. SentAt is when the
+	// request was sent, on the worker's clock (as for Rearmed and Fenced).
 	Frozen struct {
-		Token string
-		HWM   int64
-		Err   error
+		Token  string
+		HWM    int64
+		SentAt time.Duration
+		Err    error
 	}
 	// RearmDue is the re-arm timer firing (rule F7).
 	RearmDue struct{}
@@ -180,12 +192,14 @@ type (
 	// 409 (that freeze is gone), Err for no answer.
 	Rearmed struct {
 		Lapsed bool
+		SentAt time.Duration
 		Err    error
 	}
 	// Fenced is the fence's answer: Refused (409: the freeze is gone or
 	// the HWM moved), Err for no answer.
 	Fenced struct {
 		Refused bool
+		SentAt  time.Duration
 		Err     error
 	}
 	// Verified is the staged copy's verify at the HWM: OK when it recovers
@@ -278,6 +292,9 @@ type (
 const (
 	ReasonCopyUnverifiable     = "copy_unverifiable"
 	ReasonSourceDeadCopyBehind = "source_dead_copy_behind"
+	// ReasonSourceHWMRegressed: a listing under the freeze reported an HWM
+	// below one the source had listed before (rule P4).
+	ReasonSourceHWMRegressed = "source_hwm_regressed"
 )
 
 // Step is the transition function: the next state and the effects to
@@ -301,7 +318,14 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		}
 		return s, []any{Rearm{Token: s.Token}, ScheduleRearm{After: c.FreezeTTL / 4}}
 	case Rearmed:
+		if e.Err != nil {
+			// No answer proves nothing: the freeze may be lapsing, so it
+			// is not counted as renewed, and a flip waits for a fence
+			// that is (rule F9).
+			return s, nil
+		}
 		if !e.Lapsed {
+			s.RenewedAt = max(s.RenewedAt, e.SentAt)
 			return s, nil
 		}
 		if s.Phase == Finalize {
@@ -314,11 +338,11 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		s.Frozen = false
 		return s, nil
 	case Fenced:
-		return fenced(c, s, e)
+		return fenced(c, s, now, e)
 	case Verified:
 		return verified(s, e)
 	case Installed:
-		return installed(c, s, e)
+		return installed(c, s, now, e)
 	case FlipAnswered:
 		return flipAnswered(c, s, now, e)
 	case LeaderRead:
@@ -346,13 +370,17 @@ func passDone(c Config, s State, e PassDone) (State, []any) {
 	if s.Phase != CatchUp && s.Phase != Finalize {
 		return s, nil
 	}
+	if e.Err == nil || e.Listed {
+		// A listing that arrived counts even when its chunks did not: the
+		// source had made everything below its HWM visible (rule P4).
+		s.Reached, s.KnownHWM = true, max(s.KnownHWM, e.HWM)
+	}
 	if e.Err != nil {
 		// The session stays; the next attempt resumes (rule P1).
 		return s, []any{ScheduleRetry{After: c.RetryAfter}}
 	}
-	s.Reached, s.CopiedTo = true, e.CopiedTo
+	s.CopiedTo = e.CopiedTo
 	if s.Phase == CatchUp {
-		s.KnownHWM = e.HWM
 		s.Pass++
 		if s.LastCopied >= 0 && e.Copied >= s.LastCopied {
 			s.NoProgress++
@@ -379,7 +407,7 @@ func passDone(c Config, s State, e PassDone) (State, []any) {
 	} else {
 		s.QuietPasses = 0
 	}
-	s.FinalHWM, s.KnownHWM = e.HWM, e.HWM
+	s.FinalHWM = e.HWM
 	if s.QuietPasses < 2 {
 		return s, []any{Fetch{Final: true}}
 	}
@@ -395,7 +423,8 @@ func frozen(c Config, s State, e Frozen) (State, []any) {
 		return s, []any{ScheduleRetry{After: c.RetryAfter}}
 	}
 	s.Phase, s.Frozen, s.Token, s.Fenceable, s.QuietPasses = Finalize, true, e.Token, e.Token != "", 0
-	s.Reached, s.KnownHWM = true, e.HWM
+	s.RenewedAt = max(s.RenewedAt, e.SentAt)
+	s.Reached, s.KnownHWM = true, max(s.KnownHWM, e.HWM)
 	fx := []any{Fetch{Final: true}}
 	if s.Fenceable {
 		fx = append(fx, ScheduleRearm{After: c.FreezeTTL / 4}) // rule F7
@@ -403,7 +432,7 @@ func frozen(c Config, s State, e Frozen) (State, []any) {
 	return s, fx
 }
 
-func fenced(c Config, s State, e Fenced) (State, []any) {
+func fenced(c Config, s State, now time.Duration, e Fenced) (State, []any) {
 	if s.Phase != Fencing {
 		return s, nil
 	}
@@ -419,11 +448,46 @@ func fenced(c Config, s State, e Fenced) (State, []any) {
 	case e.Refused: // rule F10
 		return freeze(s)
 	}
-	s.Frozen = true // the fence renewed the TTL (rule F9)
+	// The fence renewed the TTL (rule F9).
+	s.Frozen, s.RenewedAt = true, max(s.RenewedAt, e.SentAt)
+	if !freezeHolds(c, s, now) {
+		// Answered too late to count on for the install and the flip.
+		return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
+	}
 	if s.Installed {
 		// A re-proposal under the renewed freeze (rule X3).
 		s.Phase = Flipping
 		return s, []any{ProposeFlip{}}
+	}
+	return install(s)
+}
+
+// freezeHolds reports whether our freeze is known to hold for a margin
+// more than now. Only a renewal the source confirmed counts: a re-arm
+// that got no answer may have been lost while the freeze ran out, and a
+// source cut off from us longer than FreezeTTL takes commits again that
+// would be stranded past the HWM we flip at (rules F7, F9). The margin, a
+// quarter of the TTL, is what may still pass after the check: the flip's
+// proposal and its apply on the source's replica, which stops the source's
+// actor, and the drift between the two nodes' clocks. A freeze re-armed on
+// schedule (every quarter) stays well inside it: it takes two re-arms in a
+// row without an answer to fence again.
+func freezeHolds(c Config, s State, now time.Duration) bool {
+	return s.Frozen && now < s.RenewedAt+c.FreezeTTL-c.FreezeTTL/4
+}
+
+// install decides the install at FinalHWM. Below the highest HWM a listing
+// reported, it would drop records the source had made visible, and their
+// offsets would be reused (rule P4). Under a freeze that held, only a source
+// whose HWM went backwards gets there: it lost acknowledged records itself,
+// an anomaly for an operator, so the move blocks instead.
+func install(s State) (State, []any) {
+	if s.FinalHWM < s.KnownHWM {
+		s.Phase, s.Frozen, s.BlockedReason = Blocked, false, ReasonSourceHWMRegressed
+		return s, []any{
+			Log{Level: "error", Msg: fmt.Sprintf("move: the source's high watermark went back from %d to %d, so records it had made visible are gone; not installing the copy (copy next offset %d)", s.KnownHWM, s.FinalHWM, s.CopiedTo)},
+			Block{Reason: ReasonSourceHWMRegressed},
+		}
 	}
 	s.Phase = Installing
 	return s, []any{Install{HWM: s.FinalHWM, Force: s.Promote}}
@@ -441,8 +505,8 @@ func verified(s State, e Verified) (State, []any) {
 			if !s.Promote {
 				fx = append(fx, Log{Level: "warn", Msg: "move: the source returned no freeze token; installing without a fence"})
 			}
-			s.Phase = Installing
-			return s, append(fx, Install{HWM: s.FinalHWM, Force: s.Promote})
+			s2, ifx := install(s)
+			return s2, append(fx, ifx...)
 		}
 		// The fence, right before the install (rule F9).
 		s.Phase = Fencing
@@ -460,7 +524,7 @@ func verified(s State, e Verified) (State, []any) {
 	return s, append([]any{DiscardCopy{}}, fx...)
 }
 
-func installed(c Config, s State, e Installed) (State, []any) {
+func installed(c Config, s State, now time.Duration, e Installed) (State, []any) {
 	if s.Phase != Installing {
 		return s, nil
 	}
@@ -468,9 +532,9 @@ func installed(c Config, s State, e Installed) (State, []any) {
 		return s, []any{ScheduleRetry{After: c.RetryAfter}}
 	}
 	s.Installed = true
-	if s.Fenceable && !s.Frozen && !s.Promote {
-		// The freeze lapsed during the install: fence again before any
-		// flip (rule F9).
+	if s.Fenceable && !s.Promote && !freezeHolds(c, s, now) {
+		// The freeze lapsed during the install, or is not known to hold
+		// long enough: fence again before any flip (rule F9).
 		s.Phase = Fencing
 		return s, []any{Fence{Token: s.Token, HWM: s.FinalHWM}}
 	}

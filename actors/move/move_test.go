@@ -258,7 +258,7 @@ func TestRuleX3StillProposableIsProposedAgainUnderTheFence(t *testing.T) {
 		at(time.Minute + time.Second).
 		feed(LeaderRead{StartedAt: time.Minute + time.Second, Found: true, Owner: Source, Target: Self}).
 		wantPhase(Fencing).wantFx(Fence{Token: "tok", HWM: 104}).
-		feed(Fenced{}).wantPhase(Flipping).wantFx(ProposeFlip{}).
+		feed(Fenced{SentAt: time.Minute + time.Second}).wantPhase(Flipping).wantFx(ProposeFlip{}).
 		feed(FlipAnswered{Code: FlipOK}).wantPhase(Done)
 }
 
@@ -337,6 +337,116 @@ func TestRuleF9ALapseDuringTheInstallIsFencedAgainBeforeTheFlip(t *testing.T) {
 		feed(Fenced{Refused: true}).wantPhase(Resolving)
 }
 
+// rule F7: only a renewal the source answered counts: the handoff, a
+// re-arm or a fence answered OK moves RenewedAt to when it was sent (never
+// back); a re-arm without an answer, or refused, does not.
+func TestRuleF7OnlyAnAnsweredReArmRenewsTheFreeze(t *testing.T) {
+	sc := newScript(t).feed(Start{}).
+		feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).
+		at(2 * time.Second).feed(Frozen{Token: "tok", HWM: 100, SentAt: time.Second})
+	if sc.s.RenewedAt != time.Second {
+		t.Fatalf("after the handoff sent at 1s: got renewed at %s, want 1s", sc.s.RenewedAt)
+	}
+	for _, step := range []struct {
+		ev   any
+		want time.Duration
+	}{
+		{Rearmed{SentAt: 9 * time.Second}, 9 * time.Second},
+		{Rearmed{SentAt: 17 * time.Second, Err: errNet}, 9 * time.Second},
+		{Rearmed{SentAt: 5 * time.Second}, 9 * time.Second}, // a late answer to an older one
+		{Rearmed{SentAt: 24 * time.Second}, 24 * time.Second},
+	} {
+		sc.feed(step.ev)
+		if sc.s.RenewedAt != step.want || !sc.s.Frozen {
+			t.Fatalf("after %+v: got renewed at %s (frozen %v), want %s, frozen", step.ev, sc.s.RenewedAt, sc.s.Frozen, step.want)
+		}
+	}
+	if sc.feed(Rearmed{SentAt: 30 * time.Second, Lapsed: true}); sc.s.RenewedAt != 24*time.Second {
+		t.Fatalf("after a refused re-arm: got renewed at %s, want 24s", sc.s.RenewedAt)
+	}
+}
+
+// rules F7, F9: no install and no flip on a freeze that may have lapsed.
+// The source's freeze holds at least FreezeTTL past the send of the last
+// renewal it answered; an install decided on a fence, and every flip
+// proposal, needs a quarter of the TTL to spare (now < renewed + 22.5s
+// with the default 30s), else the fence goes first. A force-promote has no
+// freeze (P5) and a source without tokens no fence (F11).
+func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
+	const margin = 22500 * time.Millisecond // FreezeTTL - FreezeTTL/4
+	// verified runs a move to the fence before its install, the freeze
+	// armed by a handoff sent at 0.
+	verified := func(t *testing.T) *script {
+		return toFinalize(t).
+			feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+			feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+			feed(Verified{OK: true}).wantPhase(Fencing)
+	}
+	// installing runs a move to its install, fenced at 0.
+	installing := func(t *testing.T) *script {
+		return verified(t).feed(Fenced{}).wantPhase(Installing)
+	}
+	fence := Fence{Token: "tok", HWM: 104}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"a fence answered in time installs", func(t *testing.T) {
+			verified(t).at(time.Second + margin - 1).feed(Fenced{SentAt: time.Second}).wantPhase(Installing).wantFx(Install{HWM: 104})
+		}},
+		{"a fence answered too late is sent again before the install", func(t *testing.T) {
+			verified(t).at(time.Second + margin).feed(Fenced{SentAt: time.Second}).wantPhase(Fencing).wantFx(fence).
+				at(24 * time.Second).feed(Fenced{SentAt: 23500 * time.Millisecond}).wantPhase(Installing).wantFx(Install{HWM: 104})
+		}},
+		{"re-arms without an answer: fenced again before the first flip", func(t *testing.T) {
+			installing(t).
+				at(7500 * time.Millisecond).feed(Rearmed{SentAt: 7500 * time.Millisecond, Err: errNet}).
+				at(15 * time.Second).feed(Rearmed{SentAt: 15 * time.Second, Err: errNet}).
+				at(margin).feed(Installed{}).wantPhase(Fencing).wantFx(fence).
+				// The source was cut off past the TTL: its freeze lapsed.
+				feed(Fenced{Refused: true, SentAt: margin}).wantPhase(Resolving).wantFx(ReadLeader{})
+		}},
+		{"re-arms without an answer, then the fence renews: flipped", func(t *testing.T) {
+			installing(t).
+				at(15 * time.Second).feed(Rearmed{SentAt: 15 * time.Second, Err: errNet}).
+				at(25 * time.Second).feed(Installed{}).wantPhase(Fencing).wantFx(fence).
+				at(26 * time.Second).feed(Fenced{SentAt: 25 * time.Second}).wantPhase(Flipping).wantFx(ProposeFlip{})
+		}},
+		{"answered re-arms keep it fresh: flipped at once", func(t *testing.T) {
+			installing(t).
+				feed(Rearmed{SentAt: 7500 * time.Millisecond}).
+				feed(Rearmed{SentAt: 15 * time.Second}).
+				at(15*time.Second + margin - 1).feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{})
+		}},
+		{"a re-proposal answered too late is fenced again", func(t *testing.T) {
+			toFlipping(t).at(time.Minute).feed(FlipAnswered{Err: errNet}).
+				feed(LeaderRead{StartedAt: time.Minute, Found: true, Owner: Source, Target: Self}).wantPhase(Fencing).wantFx(fence).
+				at(time.Minute + margin).feed(Fenced{SentAt: time.Minute}).wantPhase(Fencing).wantFx(fence).
+				feed(Fenced{SentAt: time.Minute + margin}).wantPhase(Flipping).wantFx(ProposeFlip{})
+		}},
+		{"not for a force-promote", func(t *testing.T) {
+			// Frozen with a token at 0, then the source dies.
+			toFinalize(t).
+				feed(PassDone{Copied: 40, HWM: 104, CopiedTo: 104}).
+				at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
+				at(2 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(Verifying).
+				feed(Verified{OK: true}).wantFx(Install{HWM: 104, Force: true}).
+				at(time.Hour).feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{})
+		}},
+		{"not for a source without tokens", func(t *testing.T) {
+			newScript(t).feed(Start{}).
+				feed(PassDone{Copied: mib, HWM: 5, CopiedTo: 5}).
+				feed(Frozen{HWM: 5}).
+				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
+				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
+				feed(Verified{OK: true}).wantPhase(Installing).
+				at(time.Hour).feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{})
+		}},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
 // sourceDead runs a move with a copy at copiedTo of a source at hwm, then
 // the source dies at 0 and is seen dead at each of the times.
 func sourceDead(t *testing.T, copiedTo, hwm int64) *script {
@@ -357,6 +467,45 @@ func TestRuleP2PromoteOnlyAfterTwoMinutesByBothClocks(t *testing.T) {
 		at(250 * time.Second).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(Verifying)
 	// The worker's clock alone is not enough either.
 	sourceDead(t, 100, 100).at(10 * time.Minute).feed(SourceSeen{Dead: true, StampAge: time.Minute}).wantPhase(CatchUp)
+}
+
+// rule P2: the leader's stamp counts from exactly ForcePromoteAfter: a
+// stamp that old, with the worker's own clock as far, promotes; a stamp a
+// moment younger does not.
+func TestRuleP2TheLeadersStampCountsFromExactlyForcePromoteAfter(t *testing.T) {
+	sourceDead(t, 100, 100).
+		at(10*time.Minute).feed(SourceSeen{Dead: true, StampAge: 2*time.Minute - 1}).wantPhase(CatchUp).
+		feed(SourceSeen{Dead: true, StampAge: 2 * time.Minute}).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
+}
+
+// rule P2: the gate runs while the move copies or asks for the freeze;
+// while a verify, an install or a flip is in flight it waits, so no second
+// verify is started under one already running and an install is never
+// promoted under itself.
+func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
+	dead := func(sc *script) *script {
+		return sc.at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
+			at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute})
+	}
+	t.Run("asking for the freeze", func(t *testing.T) {
+		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing)
+		dead(sc).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
+	})
+	for _, phase := range []Phase{Verifying, Installing, Flipping} {
+		t.Run("while "+phase.String(), func(t *testing.T) {
+			sc := toFinalize(t).
+				feed(PassDone{Copied: 4, HWM: 104, CopiedTo: 104}).
+				feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+				feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).wantPhase(Verifying)
+			for _, ev := range []any{Verified{OK: true}, Fenced{}, Installed{}} {
+				if sc.s.Phase == phase {
+					break
+				}
+				sc.feed(ev)
+			}
+			dead(sc.wantPhase(phase)).wantPhase(phase).wantFx()
+		})
+	}
 }
 
 func TestRuleP3NoPromoteWithoutEverReachingTheSource(t *testing.T) {
@@ -380,6 +529,134 @@ func TestRuleP4ACopyBehindTheLastHWMWaitsAndSaysSoOncePerDeath(t *testing.T) {
 		at(8*time.Minute).feed(SourceSeen{Dead: true, StampAge: 6 * time.Minute}).wantLog("error", "cannot force-promote")
 }
 
+// rule P4: the HWM the copy must reach before a force-promote is the
+// highest any listing reported: a pass whose chunks failed still counts,
+// and so does PrepareHandoff's answer; a later, lower one never lowers it.
+func TestRuleP4TheCopyMustReachTheHighestHWMAnyListingReported(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []any
+		// promoteAt is the HWM of the promote; 0: none, the move waits and
+		// says so with copiedTo and knownHWM.
+		promoteAt, copiedTo, knownHWM int64
+	}{
+		{name: "a listing whose chunks failed",
+			events:   []any{PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}, PassDone{Listed: true, HWM: 150, Err: errNet}},
+			copiedTo: 100, knownHWM: 150},
+		{name: "a failed pass without a listing",
+			events:    []any{PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}, PassDone{Err: errNet}},
+			promoteAt: 100},
+		{name: "a later listing below an earlier one",
+			events:   []any{PassDone{Copied: 500 * mib, HWM: 150, CopiedTo: 150}, PassDone{Copied: 400 * mib, HWM: 120, CopiedTo: 120}},
+			copiedTo: 120, knownHWM: 150},
+		{name: "PrepareHandoff's answer",
+			events:   []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Frozen{Token: "tok", HWM: 104}},
+			copiedTo: 100, knownHWM: 104},
+		{name: "PrepareHandoff's answer below the last listing",
+			events:    []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Frozen{Token: "tok", HWM: 90}},
+			promoteAt: 100},
+		{name: "a first listing whose chunks failed",
+			events:   []any{PassDone{Listed: true, HWM: 50, Err: errNet}},
+			copiedTo: 0, knownHWM: 50},
+		{name: "a failed listing caught up by a later pass",
+			events: []any{PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}, PassDone{Listed: true, HWM: 150, Err: errNet},
+				PassDone{Copied: 400 * mib, HWM: 150, CopiedTo: 150}},
+			promoteAt: 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := newScript(t).feed(Start{})
+			for _, ev := range tc.events {
+				sc.feed(ev)
+			}
+			sc.at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
+				at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute})
+			if tc.promoteAt > 0 {
+				sc.wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: tc.promoteAt})
+				return
+			}
+			if sc.s.Promote || sc.s.Phase == Verifying {
+				t.Fatalf("got a promote (state %+v), want the move waiting", sc.s)
+			}
+			sc.wantFx(Log{Level: "error"}, Block{Reason: ReasonSourceDeadCopyBehind}).
+				wantLog("error", fmt.Sprintf("copy next offset %d, source high watermark %d", tc.copiedTo, tc.knownHWM))
+		})
+	}
+}
+
+// rule P4, the scenario of issue 9: a listing at H1 completes, a later one
+// at H2 > H1 arrives but its chunks fail, and the source dies. The copy at
+// H1 is never promoted: the move waits, says so once at error with both
+// offsets, and is counted blocked until the source returns.
+func TestRuleP4AListingWhoseChunksFailedBlocksThePromoteUntilTheSourceReturns(t *testing.T) {
+	const h1, h2 = 100, 160
+	sc := newScript(t).feed(Start{}).
+		feed(PassDone{Copied: 500 * mib, HWM: h1, CopiedTo: h1}).wantPhase(CatchUp).
+		feed(PassDone{Listed: true, HWM: h2, Err: errNet}).wantPhase(CatchUp).wantFx(ScheduleRetry{After: time.Second}).
+		at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantFx().
+		at(2*time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
+		wantFx(Log{Level: "error"}, Block{Reason: ReasonSourceDeadCopyBehind}).
+		wantLog("error", fmt.Sprintf("copy next offset %d, source high watermark %d", h1, h2))
+	// Still dead, still failing: nothing more is said or done.
+	sc.feed(Retry{}).wantFx(Fetch{}).
+		feed(PassDone{Err: errNet}).
+		at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 6 * time.Minute}).wantPhase(CatchUp).wantFx()
+	if sc.s.Promote || sc.s.KnownHWM != h2 || sc.s.CopiedTo != h1 {
+		t.Fatalf("while the source is dead: got %+v, want no promote, known HWM %d, copy at %d", sc.s, h2, h1)
+	}
+	// The source returns: unblocked, and the copy catches up.
+	sc.feed(SourceSeen{Dead: false}).wantFx(Unblock{Reason: ReasonSourceDeadCopyBehind}).
+		feed(Retry{}).wantFx(Fetch{}).
+		feed(PassDone{Copied: 2 * mib, HWM: h2, CopiedTo: h2}).wantPhase(Freezing)
+}
+
+// rule P4: whatever path leads to an install, none is emitted below the
+// highest HWM a listing reported. Under a freeze that held, that means the
+// source's HWM went backwards: it lost records it had made visible, so the
+// move blocks and says so at error instead.
+func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T) *script
+		// wantFx are the effects that come instead of the install.
+		wantFx []any
+	}{
+		{name: "after a fence", run: func(t *testing.T) *script {
+			// The handoff reported 104; the drain under the freeze lists 102.
+			return toFinalize(t).
+				feed(PassDone{Copied: 0, HWM: 102, CopiedTo: 102}).
+				feed(PassDone{Copied: 0, HWM: 102, CopiedTo: 102}).wantFx(Verify{HWM: 102}).
+				feed(Verified{OK: true}).wantFx(Fence{Token: "tok", HWM: 102}).
+				feed(Fenced{})
+		}, wantFx: []any{Log{Level: "error"}, Block{Reason: ReasonSourceHWMRegressed}}},
+		{name: "from a source without tokens", run: func(t *testing.T) *script {
+			return newScript(t).feed(Start{}).
+				feed(PassDone{Copied: mib, HWM: 7, CopiedTo: 7}).
+				feed(Frozen{HWM: 7}).
+				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
+				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
+				feed(Verified{OK: true})
+		}, wantFx: []any{Log{Level: "warn"}, Log{Level: "error"}, Block{Reason: ReasonSourceHWMRegressed}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := tc.run(t).wantPhase(Blocked).wantFx(tc.wantFx...).wantLog("error", "went back from")
+			if sc.s.BlockedReason != ReasonSourceHWMRegressed || sc.s.Frozen {
+				t.Fatalf("blocked: got reason %q, frozen %v, want %q, not frozen", sc.s.BlockedReason, sc.s.Frozen, ReasonSourceHWMRegressed)
+			}
+			for _, ev := range []any{Retry{}, RearmDue{}, Fenced{}, Verified{OK: true}, SourceSeen{Dead: true, StampAge: time.Hour}} {
+				if _, fx := Step(sc.c, sc.s, sc.now, ev); len(fx) != 0 {
+					t.Fatalf("%T on a blocked move: got effects %#v, want none", ev, fx)
+				}
+			}
+		})
+	}
+	// At the highest listed HWM, the install goes ahead.
+	toFinalize(t).
+		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+		feed(Verified{OK: true}).
+		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 104})
+}
+
 func TestRuleP5APromoteSkipsTheFreezeAndInstallsAtTheKnownHWM(t *testing.T) {
 	sourceDead(t, 100, 100).
 		at(2*time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
@@ -395,6 +672,16 @@ func TestEventsOutOfPhaseAreIgnored(t *testing.T) {
 	for _, ev := range []any{Frozen{Token: "x"}, Fenced{}, Verified{OK: true}, Installed{}, FlipAnswered{}, LeaderRead{Found: true, Owner: Self}, RearmDue{}} {
 		if s, fx := Step(sc.c, sc.s, 0, ev); !reflect.DeepEqual(s, before) || len(fx) != 0 {
 			t.Fatalf("%T during catch-up: got %+v and %#v, want nothing to change", ev, s, fx)
+		}
+	}
+}
+
+// The phase names are the words of the moves listing (GET
+// /v1/cluster/moves?detail=1, narad cluster moves --detail).
+func TestPhaseNamesAreTheListingsWords(t *testing.T) {
+	for p, want := range map[Phase]string{CatchUp: "catch_up", Finalize: "finalize", Resolving: "resolving", Blocked: "blocked", Blocked + 1: "phase(11)"} {
+		if got := p.String(); got != want {
+			t.Errorf("phase %d: got %q, want %q", int(p), got, want)
 		}
 	}
 }
