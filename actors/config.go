@@ -158,6 +158,19 @@ type faultHooks struct {
 	// moveFlip runs on a move worker's I/O goroutine right before it
 	// proposes the flip; it may block until ctx ends.
 	moveFlip func(ctx context.Context, k messages.PartitionKey)
+	// moveListed runs on a move worker's I/O goroutine after a pass's
+	// listing arrived and before its chunks are read (hwm: the listing's);
+	// it may block until ctx ends.
+	moveListed func(ctx context.Context, k messages.PartitionKey, hwm int64)
+	// partitionSynced runs on a partition's sync goroutine after a write's
+	// fsync and before the actor hears of it, so before the batch is
+	// published: it may block to hold a batch between its write and its
+	// publish.
+	partitionSynced func(k messages.PartitionKey)
+	// reportPastPipeline makes a prepare report without waiting for the
+	// batches already written: rule F3 broken on purpose, so a test can
+	// watch the publish guard catch what F3 prevents.
+	reportPastPipeline bool
 }
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its

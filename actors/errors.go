@@ -9,4 +9,7 @@ var (
 	// ErrUnavailable is a request that cannot be served now (shutting down,
 	// actor not ready, metastore without a leader); the caller may retry.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrInvariant is an invariant the code should make impossible, caught
+	// where it would have broken (logged at error and counted).
+	ErrInvariant = errors.New("invariant broken")
 )

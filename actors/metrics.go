@@ -39,6 +39,12 @@ type nodeMetrics struct {
 	freezeSeconds *metrics.PrometheusHistogram
 	movePasses    *metrics.Histogram
 	lastFreeze    *metrics.Gauge
+	// Invariant breaks on a move's source: a publish refused because the
+	// freeze had reported its HWM, and handed-over partitions that held
+	// records past the HWM their move flipped at (set aside).
+	frozenPublishRefused *metrics.Counter
+	handoverSetAside     *metrics.Counter
+	handoverSetAsideRecs *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -70,6 +76,10 @@ func newNodeMetrics(node string) *nodeMetrics {
 		freezeSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		movePasses:      metrics.GetOrCreateHistogram(name("narad_move_passes")),
 		lastFreeze:      metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
+
+		frozenPublishRefused: metrics.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
+		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
+		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
 	}
 }
 

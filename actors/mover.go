@@ -117,10 +117,15 @@ func (m *moverActor) tick(ctx actor.Context) {
 	for k, pid := range m.workers {
 		if _, ok := want[k]; !ok {
 			// Aborted, re-planned or flipped: the worker's own state
-			// decides what becomes of its copy as it stops.
+			// decides what becomes of its copy as it stops. A flip seen
+			// here first (its answer still on the way to the worker) is a
+			// move done all the same.
 			ctx.Stop(pid)
 			delete(m.workers, k)
 			delete(m.progress, k)
+			if a, ok := assignmentOf(m.store, k); ok && a.Owner == m.cfg.NodeID {
+				m.metrics.movesDone.Inc()
+			}
 		}
 	}
 	for k, a := range want {
@@ -145,14 +150,15 @@ func (m *moverActor) tick(ctx actor.Context) {
 }
 
 func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
-	if pid, ok := m.workers[e.key]; ok {
+	pid, running := m.workers[e.key]
+	if running {
 		ctx.Stop(pid)
 		delete(m.workers, e.key)
 	}
 	delete(m.progress, e.key)
 	m.rescan = true
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
-	if e.flipped {
+	if e.flipped && running { // a tick that saw the flip first counted it
 		m.metrics.movesDone.Inc()
 	}
 }

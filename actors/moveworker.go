@@ -212,7 +212,12 @@ func (w *moveWorker) stop() {
 		close(w.stopping)
 	}
 	w.io.Wait()
-	if w.state.Phase != move.Done {
+	// An installed copy may have flipped: the flip's answer can still be
+	// on its way when the runner, which saw the flip in the replica, stops
+	// the worker. Lifting the freeze then would let the source take
+	// commits past the HWM the flip named before its own replica has the
+	// flip, so such a freeze is left to lapse on its TTL.
+	if w.state.Phase != move.Done && !w.state.Installed {
 		w.release()
 	}
 	if !w.state.Installed && w.state.Phase != move.Done && w.abandoned() {
@@ -268,21 +273,27 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	case move.Fetch:
 		w.run(ctx, func(c context.Context) any { return w.fetch(c, e.Final) })
 	case move.PrepareHandoff:
-		w.run(ctx, w.prepare)
+		// The freeze requests carry when they were sent, taken before the
+		// request goes out: the source's freeze holds at least TTL past it
+		// (rules F7, F9).
+		sent := w.now()
+		w.run(ctx, func(c context.Context) any { return w.prepare(c, sent) })
 	case move.ScheduleRearm:
 		w.after(ctx, e.After, move.RearmDue{})
 	case move.Rearm:
+		sent := w.now()
 		w.run(ctx, func(c context.Context) any {
 			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffRearm, Token: e.Token})
-			return move.Rearmed{Lapsed: err == nil && r.Status == messages.StatusGone, Err: err}
+			return move.Rearmed{Lapsed: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
 		})
 	case move.Fence:
+		sent := w.now()
 		w.run(ctx, func(c context.Context) any {
 			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffFence, Token: e.Token, HWM: e.HWM})
 			if err == nil && r.Status == messages.StatusGone {
 				w.deps.log.Warn("move: fence refused; freezing and draining again", "partition", partitionKeyString(w.key), "why", r.Err)
 			}
-			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, Err: err}
+			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
 		})
 	case move.Verify:
 		w.run(ctx, func(context.Context) any { return w.verify(e.HWM) })
@@ -291,7 +302,8 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	case move.Install:
 		w.run(ctx, func(context.Context) any { return w.install(e.HWM, e.Force) })
 	case move.ProposeFlip:
-		w.run(ctx, w.flip)
+		hwm := w.state.FinalHWM
+		w.run(ctx, func(c context.Context) any { return w.flip(c, hwm) })
 	case move.ReadLeader:
 		w.run(ctx, w.readLeader)
 	case move.RenameBack:
@@ -366,9 +378,14 @@ func (w *moveWorker) fetch(ctx context.Context, final bool) any {
 	if !ok || ls.Status != messages.StatusOK {
 		return fetched{pass: move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))}}
 	}
+	if f := w.cfg.faults; f != nil && f.moveListed != nil {
+		f.moveListed(ctx, w.key, ls.HWM)
+	}
 	copied, err := w.copyListed(ctx, ls)
 	if err != nil {
-		return fetched{pass: move.PassDone{Err: err}}
+		// The listing still counts: the copy must reach its HWM before
+		// any force-promote (rule P4).
+		return fetched{pass: move.PassDone{Listed: true, HWM: ls.HWM, Err: err}}
 	}
 	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM}, listing: ls, at: time.Now(), final: final}
 }
@@ -437,7 +454,7 @@ func (w *moveWorker) readChunks(ctx context.Context, reqs []messages.ReadChunk) 
 	return out, errors.Join(errs...)
 }
 
-func (w *moveWorker) prepare(ctx context.Context) any {
+func (w *moveWorker) prepare(ctx context.Context, sent time.Duration) any {
 	r, err := w.handoff(ctx, messages.Handoff{Op: messages.HandoffPrepare})
 	switch {
 	case err != nil:
@@ -445,7 +462,7 @@ func (w *moveWorker) prepare(ctx context.Context) any {
 	case r.Status != messages.StatusOK || r.Listing == nil:
 		return move.Frozen{Err: fmt.Errorf("prepare handoff of %s at %s: %s", partitionKeyString(w.key), w.source, r.Err)}
 	}
-	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM}, position: r.Listing.Position}
+	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM, SentAt: sent}, position: r.Listing.Position}
 }
 
 func (w *moveWorker) handoff(ctx context.Context, h messages.Handoff) (*messages.HandoffResult, error) {
@@ -524,13 +541,15 @@ func (w *moveWorker) install(hwm int64, force bool) any {
 	return move.Installed{}
 }
 
-func (w *moveWorker) flip(ctx context.Context) any {
+// flip proposes the ownership change, naming the HWM the copy ends at so
+// the source can check its own against it as it lets the partition go.
+func (w *moveWorker) flip(ctx context.Context, hwm int64) any {
 	if f := w.cfg.faults; f != nil && f.moveFlip != nil {
 		f.moveFlip(ctx, w.key)
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID})
+	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID, HWM: &hwm})
 	if err != nil {
 		return move.FlipAnswered{Err: err}
 	}

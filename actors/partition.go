@@ -64,6 +64,17 @@ type partitionActor struct {
 	// maxServed is the highest offset delivered since the actor started; a
 	// delivery at or below it is a redelivery (for the metric).
 	maxServed int64
+	// handover is set when the partition moved to another node and this
+	// actor is about to stop: close checks the HWM against it.
+	handover *handedOver
+}
+
+// handedOver tells a partition actor, right before the supervisor stops
+// it, that ownership moved to another node whose copy ends at hwm. The
+// actor answers it, so the supervisor knows it arrived before the stop.
+type handedOver struct {
+	to  string
+	hwm int64
 }
 
 func newPartitionActor(d deps, key messages.PartitionKey, dir string) *partitionActor {
@@ -101,6 +112,9 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.handoffWait(ctx, m)
 	case *messages.Retain:
 		p.retain(m)
+	case handedOver:
+		p.handover = &m
+		ctx.Respond(m)
 	case flushConsumerState:
 		p.flush()
 	}
@@ -146,7 +160,9 @@ func (p *partitionActor) start() {
 	p.nonce = uint64(time.Now().UnixNano())
 }
 
-// close writes the consumer position durably and closes the log.
+// close writes the consumer position durably and closes the log. A
+// partition handed over to another node checks that it holds nothing past
+// the HWM the new owner's copy ends at.
 func (p *partitionActor) close(ctx actor.Context) {
 	if p.log == nil {
 		return
@@ -156,10 +172,28 @@ func (p *partitionActor) close(ctx actor.Context) {
 	if err := p.committer.FlushSync(); err != nil {
 		p.deps.log.Error("flush consumer state", "partition", p.name, "err", err)
 	}
+	hwm := p.log.HWM()
 	if err := p.log.Close(); err != nil {
 		p.deps.log.Error("close partition log", "partition", p.name, "err", err)
 	}
 	p.log = nil
+	if h := p.handover; h != nil && hwm > h.hwm {
+		p.setAside(h, hwm)
+	}
+}
+
+// setAside quarantines a handed-over copy that holds records past the HWM
+// its move flipped at. Those records were committed here after the copy
+// was taken (a freeze that lapsed, or a source promoted away from while it
+// still served), so they exist nowhere else: the copy is renamed, never
+// removed, and the offsets are logged for an operator.
+func (p *partitionActor) setAside(h *handedOver, hwm int64) {
+	p.metrics.handoverSetAside.Inc()
+	p.metrics.handoverSetAsideRecs.Add(int(hwm - h.hwm))
+	q, err := storage.Quarantine(p.dir)
+	p.deps.log.Error("partition handed over holding records past the HWM its move flipped at; copy set aside",
+		"partition", p.name, "new_owner", h.to, "flipped_at_hwm", h.hwm, "hwm", hwm,
+		"records", hwm-h.hwm, "quarantine", q, "err", err)
 }
 
 // commit queues a commit. The partition writes what queued as one batch,
@@ -175,7 +209,7 @@ func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 	if p.frozen() {
 		// rule F1: the dispatcher keeps the records and retries them; after
 		// the flip they land at the new owner (rule K2).
-		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition frozen for a move", Seqs: seqsOf(m)})
+		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusFrozen, Err: "partition frozen for a move", Seqs: seqsOf(m)})
 		return
 	}
 	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
@@ -200,6 +234,11 @@ func (p *partitionActor) kick(ctx actor.Context) {
 	now := time.Now()
 	var b *storage.Batch
 	var err error
+	if len(p.stash) > 0 && p.frozen() {
+		// The gate again, under the lock (rule F3): a commit that passed it
+		// before a freeze was armed is refused with nothing appended.
+		p.refuseStash(ctx)
+	}
 	switch {
 	case len(p.stash) > 0:
 		var entries []storage.Entry
@@ -227,8 +266,18 @@ func (p *partitionActor) kick(ctx actor.Context) {
 		return
 	}
 	p.syncing = b
-	self, root, l := ctx.Self(), ctx.ActorSystem().Root, p.log
-	go func() { root.Send(self, synced{batch: b, err: l.Sync()}) }()
+	self, root, l, k := ctx.Self(), ctx.ActorSystem().Root, p.log, p.key
+	var hold func(messages.PartitionKey)
+	if f := p.cfg.faults; f != nil {
+		hold = f.partitionSynced
+	}
+	go func() {
+		err := l.Sync()
+		if hold != nil {
+			hold(k)
+		}
+		root.Send(self, synced{batch: b, err: err})
+	}()
 }
 
 // synced finishes a write: read it back and publish it, which makes the
@@ -242,7 +291,7 @@ func (p *partitionActor) synced(ctx actor.Context, m synced) {
 	if err != nil {
 		err = p.log.Abort(err)
 	} else {
-		err = p.log.Publish(m.batch)
+		err = p.publish(m.batch)
 	}
 	if err != nil {
 		p.failCommits(ctx, err)
@@ -251,6 +300,7 @@ func (p *partitionActor) synced(ctx actor.Context, m synced) {
 	p.answer(ctx, p.awaiting, nil)
 	p.awaiting, p.writing = p.writing, nil
 	p.kick(ctx)
+	p.report(ctx)
 }
 
 // answer tells each commit its outcome. On success the records are
@@ -294,6 +344,7 @@ func (p *partitionActor) failCommits(ctx actor.Context, err error) {
 		panic(fmt.Errorf("partition %s: %w", p.name, err))
 	}
 	p.kick(ctx)
+	p.report(ctx)
 }
 
 // drainCommits finishes the pipeline synchronously before the log closes:
@@ -304,13 +355,23 @@ func (p *partitionActor) drainCommits(ctx actor.Context) {
 		p.syncing = nil
 		err := p.log.Sync()
 		if err == nil {
-			err = p.log.Publish(b)
+			err = p.publish(b)
 		}
 		if err != nil {
 			p.failCommits(ctx, err)
 		} else {
 			p.answer(ctx, p.awaiting, nil)
 			p.awaiting, p.writing = p.writing, nil
+		}
+	}
+	if len(p.awaiting) > 0 {
+		if p.freeze.pinned(time.Now()) {
+			// Its commit frame would move the HWM a freeze reported.
+			p.metrics.frozenPublishRefused.Inc()
+			p.deps.log.Error("commit frame refused under a reported freeze as the partition closes", "partition", p.name, "hwm", p.freeze.hwm, "records", recordsIn(p.awaiting))
+			err := p.log.Abort(fmt.Errorf("partition %s closing: %w", p.name, ErrInvariant))
+			p.answer(ctx, p.awaiting, err)
+			p.awaiting = nil
 		}
 	}
 	if len(p.awaiting) > 0 {

@@ -509,6 +509,11 @@ func hasSegmentLike(ents []os.DirEntry) bool {
 	return false
 }
 
+// Quarantine sets a closed partition's directory aside as the first free
+// <dir>.quarantine[.N] name, durably, and returns that name: for a copy
+// that may hold records nobody else has.
+func Quarantine(dir string) (string, error) { return quarantine(dir) }
+
 // quarantine renames dir to the first free <dir>.quarantine[.N] name and
 // syncs the parent. It never overwrites an earlier quarantine.
 func quarantine(dir string) (string, error) {

@@ -1,0 +1,294 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// syncHold holds one partition's next write between its fsync and its
+// publish (the partitionSynced fault hook), until released.
+type syncHold struct {
+	mu      sync.Mutex
+	key     string // topic/partition to hold; "" holds nothing
+	held    chan struct{}
+	release chan struct{}
+}
+
+func newSyncHold() *syncHold { return &syncHold{} }
+
+// arm holds the next write of topic/partition that finishes its fsync.
+func (h *syncHold) arm(topic string, partition int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.key = fmt.Sprintf("%s/%d", topic, partition)
+	h.held, h.release = make(chan struct{}), make(chan struct{})
+}
+
+func (h *syncHold) hook(k messages.PartitionKey) {
+	h.mu.Lock()
+	if h.key != fmt.Sprintf("%s/%d", k.Topic, k.Partition) {
+		h.mu.Unlock()
+		return
+	}
+	h.key = "" // one write only
+	held, release := h.held, h.release
+	h.mu.Unlock()
+	close(held)
+	<-release
+}
+
+// waitHeld waits until the armed write is held, or fails the test.
+func (h *syncHold) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(clusterWaitBound):
+		t.Fatalf("timed out after %s waiting for a write to be held before its publish", clusterWaitBound)
+	}
+}
+
+func (h *syncHold) unblock() { close(h.release) }
+
+// hwmOf is partition 0's HWM on a single node, read from its actor.
+func hwmOf(t *testing.T, tn *testNode, topic string) int64 {
+	t.Helper()
+	return askPartition(t, tn, topic, &messages.ListPartition{}).(*messages.PartitionListing).HWM
+}
+
+// prepareAsync sends a PrepareHandoff on another goroutine; the answer
+// (nil when the request failed) arrives on the channel.
+func prepareAsync(tn *testNode, topic string) <-chan *messages.HandoffResult {
+	out := make(chan *messages.HandoffResult, 1)
+	go func() {
+		tp, _ := tn.n.store.Topic(topic)
+		res, err := tn.n.ask(context.Background(), messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0},
+			&messages.Handoff{Op: messages.HandoffPrepare})
+		r, _ := res.(*messages.HandoffResult)
+		if err != nil {
+			r = nil
+		}
+		out <- r
+	}()
+	return out
+}
+
+// rule F3: a batch already past the freeze gate (written, its fsync
+// under way) when PrepareHandoff arrives is in the HWM the prepare
+// reports, and nothing moves that HWM afterwards; a commit that passed
+// the gate but was not written yet is refused and lands after the freeze.
+func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
+	h := newSyncHold()
+	tn := newTestNode(t, func(c *Config) { c.faults = &faultHooks{partitionSynced: h.hook} })
+	tn.createTopic("f", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"a"`))
+	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 1 })
+
+	// "b" is written and fsynced, and held before its publish.
+	h.arm("f", 0)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"b"`))
+	h.waitHeld(t)
+	// "c" passes the gate while "b" syncs: it waits in the stash.
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"c"`))
+	time.Sleep(100 * time.Millisecond)
+
+	answer := prepareAsync(tn, "f")
+	var r *messages.HandoffResult
+	select {
+	case r = <-answer:
+		// Reporting now would hand out an HWM that "b" is about to pass.
+		t.Errorf("prepare answered while a batch past the gate was held before its publish: got HWM %d", hwmOrMinus(r))
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.unblock()
+	if r == nil {
+		r = <-answer
+	}
+	if r == nil || r.Status != messages.StatusOK || r.Listing == nil {
+		t.Fatalf("prepare: got %+v, want a token and a listing", r)
+	}
+	if r.Listing.HWM != 2 {
+		t.Fatalf("prepare reported HWM %d, want 2: the batch past the gate is in it and the stashed one is not", r.Listing.HWM)
+	}
+	// The reported HWM is final: the fence at it holds, and nothing lands
+	// while the freeze holds, though the dispatcher retries "c".
+	if f := handoff(t, tn, messages.Handoff{Op: messages.HandoffFence, Token: r.Token, HWM: 2}); f.Status != messages.StatusOK {
+		t.Fatalf("fence at the reported HWM: got %+v, want OK", f)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := hwmOf(t, tn, "f"); got != 2 {
+		t.Fatalf("HWM under the freeze: got %d, want the reported 2", got)
+	}
+	handoff(t, tn, messages.Handoff{Op: messages.HandoffRelease, Token: r.Token})
+	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 3 })
+	for off, want := range []string{`"a"`, `"b"`, `"c"`} {
+		if m := tn.consume("f", fmt.Sprintf("partition=0&offset=%d", off)); m == nil || string(m.Payload) != want {
+			t.Fatalf("offset %d: got %+v, want %s", off, m, want)
+		}
+	}
+}
+
+func hwmOrMinus(r *messages.HandoffResult) int64 {
+	if r == nil || r.Listing == nil {
+		return -1
+	}
+	return r.Listing.HWM
+}
+
+// The publish guard behind rule F3: with F3 broken on purpose (a prepare
+// that reports while a batch is still on its way), the batch's publish
+// would move the reported HWM; the partition refuses it, counts it, and
+// the records land after the freeze instead of behind a flip.
+func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
+	h := newSyncHold()
+	tn := newTestNode(t, func(c *Config) {
+		c.faults = &faultHooks{partitionSynced: h.hook, reportPastPipeline: true}
+	})
+	refused := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_freeze_publish_refused_total{node=%q}`, tn.cfg.NodeID))
+	before := refused.Get()
+	tn.createTopic("f", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"a"`))
+	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 1 })
+
+	h.arm("f", 0)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"b"`))
+	h.waitHeld(t)
+	// A flushed "b" would need one more write for its commit frame; hold
+	// the first write, whose publish leaves "b" awaiting, then hold none.
+	r := handoff(t, tn, messages.Handoff{Op: messages.HandoffPrepare})
+	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.HWM != 1 {
+		t.Fatalf("early prepare: got %+v, want a report at HWM 1", r)
+	}
+	h.unblock()
+	// "b" now awaits its commit frame; that write would move the HWM.
+	time.Sleep(300 * time.Millisecond)
+	if got := hwmOf(t, tn, "f"); got != 1 {
+		t.Fatalf("HWM under a reported freeze: got %d, want 1", got)
+	}
+	if got := refused.Get() - before; got < 1 {
+		t.Fatalf("publishes refused: got %d, want at least 1", got)
+	}
+	handoff(t, tn, messages.Handoff{Op: messages.HandoffRelease, Token: r.Token})
+	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 2 })
+	if m := tn.consume("f", "partition=0&offset=1"); m == nil || string(m.Payload) != `"b"` {
+		t.Fatalf("offset 1 after the freeze: got %+v, want \"b\"", m)
+	}
+}
+
+// A source whose freeze lapsed after the fence, and that committed
+// records before the flip, holds records past the HWM the move flipped
+// at. As it lets the partition go it sets the copy aside (quarantine),
+// logs the offsets and counts them: never silently dropped.
+func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	flipGate := newGate("m", 0, false)
+	c := moveTestCluster(t, newGate("none", 0, false), func(_ int, cfg *Config) {
+		cfg.Move.FreezeTTL = 400 * time.Millisecond
+		cfg.RequestTimeout = 500 * time.Millisecond
+		cfg.faults.moveFlip = func(ctx context.Context, k messages.PartitionKey) { flipGate.hook(ctx, k, false) }
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3}`))
+	const records = 10
+	dest := c.destinationFor("m", 0)
+	for i := range records {
+		c.node(dest).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", []byte(fmt.Sprintf(`"r%02d"`, i)))
+	}
+	c.waitFor("every record committed at the owner", func() bool {
+		hwm, ok := partitionHWM(c.node(dest), "m", 0)
+		return ok && hwm == records
+	})
+	owner := c.planMove("m", 0, dest)
+	setAside := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_handover_set_aside_records_total{node="n%d"}`, owner+1))
+	before := setAside.Get()
+
+	// The flip is about to be proposed at HWM 10. Cut the source off, so
+	// no re-arm reaches it: its freeze lapses and it commits what its own
+	// clients produce.
+	<-flipGate.reached
+	c.cutOff(owner, true)
+	time.Sleep(600 * time.Millisecond)
+	for i := range 3 {
+		c.node(owner).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", []byte(fmt.Sprintf(`"late%d"`, i)))
+	}
+	c.waitFor("the late records committed on the cut-off source", func() bool {
+		tp, _ := c.node(owner).n.store.Topic("m")
+		res, err := c.node(owner).n.ask(context.Background(), messages.PartitionKey{Topic: "m", Incarnation: tp.Incarnation}, &messages.ListPartition{})
+		ls, _ := res.(*messages.PartitionListing)
+		return err == nil && ls != nil && ls.HWM == records+3
+	})
+	flipGate.release()
+	c.waitFor("the flip in the source's replica", func() bool {
+		a := c.assignmentOf(owner, "m", 0)
+		return a.Owner == fmt.Sprintf("n%d", dest+1) && a.Target == ""
+	})
+	c.cutOff(owner, false)
+
+	a := c.assignmentOf(owner, "m", 0)
+	if a.FlippedFrom != fmt.Sprintf("n%d", owner+1) || a.FlippedAtHWM != records {
+		t.Fatalf("assignment after the flip: got %+v, want flipped from n%d at %d", a, owner+1, records)
+	}
+	c.waitFor("the source's copy set aside", func() bool { return setAside.Get()-before == 3 })
+	q := storage.PartitionPath(c.node(owner).cfg.DataDir, "m", 0) + ".quarantine"
+	if _, err := os.Stat(q); err != nil {
+		t.Fatalf("quarantine %s: %v", q, err)
+	}
+	if _, err := os.Stat(storage.PartitionPath(c.node(owner).cfg.DataDir, "m", 0)); !os.IsNotExist(err) {
+		t.Fatalf("the source's partition path: got %v, want it moved aside", err)
+	}
+}
+
+// rule X1: a worker stopped with its copy installed may have flipped (the
+// runner saw the flip in the replica before the flip's answer reached the
+// worker), so it leaves the source's freeze to lapse rather than lift it:
+// lifted, the source would take commits past the HWM the flip named until
+// its own replica has the flip. (A worker stopped before any install lifts
+// the freeze at once: TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner.)
+func TestRuleX1AStoppedWorkerWithAnInstallNeverLiftsTheFreeze(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		state       func() move.State
+		wantRelease bool
+	}{
+		{"flipping, its answer not handled yet", func() move.State {
+			s := move.New()
+			s.Phase, s.Installed, s.Token, s.Frozen = move.Flipping, true, "tok", true
+			return s
+		}, false},
+		{"resolving an unknown flip", func() move.State {
+			s := move.New()
+			s.Phase, s.Installed, s.Token, s.Unknown = move.Resolving, true, "tok", true
+			return s
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var released []string
+			ask := func(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
+				if h, ok := msg.(*messages.Handoff); ok && h.Op == messages.HandoffRelease {
+					mu.Lock()
+					released = append(released, h.Token)
+					mu.Unlock()
+				}
+				return &messages.HandoffResult{Status: messages.StatusOK}, nil
+			}
+			w := &moveWorker{deps: deps{cfg: DefaultConfig(), log: testLogger(t)}, ask: ask,
+				key: messages.PartitionKey{Topic: "m"}, source: "n1", state: tc.state(), blocked: map[string]bool{}}
+			w.stop()
+			if got := len(released) > 0; got != tc.wantRelease {
+				t.Fatalf("release sent: got %v (%v), want %v", got, released, tc.wantRelease)
+			}
+		})
+	}
+}
