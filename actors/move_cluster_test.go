@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +26,7 @@ type testLoad struct {
 	t        testing.TB
 	c        *testCluster
 	nodes    []*testNode // the nodes at the start; a node joined later takes no load
-	topic    string
+	topics   []string
 	h        *history.History
 	produced atomic.Int64
 	up       []atomic.Bool
@@ -34,56 +35,83 @@ type testLoad struct {
 	consWG   sync.WaitGroup
 }
 
+// loadSpec says what a testLoad produces: producers per topic, records
+// per producer, and keys (0: the broker picks one per record; else each
+// producer cycles through this many keys of its own).
+type loadSpec struct {
+	topics      []string
+	producers   int
+	perProducer int
+	keys        int
+}
+
 // startLoad runs producers that each produce perProducer records, and
 // consumers that ack what they get, spread over the nodes that are up.
 func startLoad(c *testCluster, topic string, producers, perProducer int) *testLoad {
-	l := &testLoad{t: c.t, c: c, nodes: append([]*testNode(nil), c.nodes...), topic: topic, h: history.New(),
+	return startLoadOf(c, loadSpec{topics: []string{topic}, producers: producers, perProducer: perProducer})
+}
+
+// startLoadOf runs the load spec describes: each topic gets its own
+// producers, and three consumers go round the topics.
+func startLoadOf(c *testCluster, spec loadSpec) *testLoad {
+	l := &testLoad{t: c.t, c: c, nodes: append([]*testNode(nil), c.nodes...), topics: spec.topics, h: history.New(),
 		up: make([]atomic.Bool, len(c.nodes)), stop: make(chan struct{})}
 	for i := range l.nodes {
 		l.up[i].Store(true)
 	}
-	for p := range producers {
-		l.prodWG.Go(func() {
-			for i := range perProducer {
-				id := fmt.Sprintf("p%d-%05d", p, i)
-				for attempt := 0; attempt < 1000; attempt++ {
-					code, _, err := l.pick(p+i+attempt).attempt("POST", "/v1/topics/"+topic+"/produce", history.MakeBody(id, 64))
-					if err == nil && code == http.StatusAccepted {
-						l.h.Produced(id)
-						l.produced.Add(1)
-						break
-					}
-					l.h.ProduceFailed(id)
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-		})
+	for ti, topic := range spec.topics {
+		for p := range spec.producers {
+			l.prodWG.Go(func() { l.produce(topic, ti*spec.producers+p, spec.perProducer, spec.keys) })
+		}
 	}
 	for k := range 3 {
-		l.consWG.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				tn := l.pick(k + n)
-				code, b, err := tn.attempt("GET", "/v1/topics/"+topic+"/consume?wait=300ms", nil)
-				if err != nil || code != http.StatusOK {
-					continue
-				}
-				d, err := l.h.Delivered(topic, b)
-				if err != nil {
-					l.t.Error(err)
-					return
-				}
-				if code, _, err := tn.attempt("POST", "/v1/topics/"+topic+"/ack?receipt_handle="+url.QueryEscape(d.ReceiptHandle), nil); err == nil && code == http.StatusNoContent {
-					l.h.Acked(d.ID)
-				}
-			}
-		})
+		l.consWG.Go(func() { l.consume(k) })
 	}
 	return l
+}
+
+func (l *testLoad) produce(topic string, p, records, keys int) {
+	for i := range records {
+		id := fmt.Sprintf("%s/p%d-%05d", topic, p, i)
+		path := "/v1/topics/" + topic + "/produce"
+		if keys > 0 {
+			path += fmt.Sprintf("?key=p%d-k%d", p, i%keys)
+		}
+		for attempt := 0; attempt < 1000; attempt++ {
+			code, _, err := l.pick(p+i+attempt).attempt("POST", path, history.MakeBody(id, 64))
+			if err == nil && code == http.StatusAccepted {
+				l.h.Produced(id)
+				l.produced.Add(1)
+				break
+			}
+			l.h.ProduceFailed(id)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func (l *testLoad) consume(k int) {
+	for n := 0; ; n++ {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		topic := l.topics[(k+n)%len(l.topics)]
+		tn := l.pick(k + n)
+		code, b, err := tn.attempt("GET", "/v1/topics/"+topic+"/consume?wait=300ms", nil)
+		if err != nil || code != http.StatusOK {
+			continue
+		}
+		d, err := l.h.Delivered(topic, b)
+		if err != nil {
+			l.t.Error(err)
+			return
+		}
+		if code, _, err := tn.attempt("POST", "/v1/topics/"+topic+"/ack?receipt_handle="+url.QueryEscape(d.ReceiptHandle), nil); err == nil && code == http.StatusNoContent {
+			l.h.Acked(d.ID)
+		}
+	}
 }
 
 // pick is a node that is up, as a load balancer would choose.
@@ -107,18 +135,67 @@ func (l *testLoad) waitProduced(n int64) {
 }
 
 // finish waits for the producers, then for every accepted record to be
-// consumed, and fails the test unless the history is clean.
+// consumed, and fails the test unless the history is clean. It waits for
+// as long as deliveries go on (a loaded machine drains slowly) and gives
+// up once none came for clusterWaitBound: the records then outstanding are
+// stuck, and the failure says where the cluster holds them.
 func (l *testLoad) finish() history.Report {
 	l.t.Helper()
 	l.prodWG.Wait()
-	l.c.waitFor("every accepted record consumed", func() bool { return l.h.Outstanding() == 0 })
+	last, moved := l.h.Outstanding(), time.Now()
+	for last > 0 && time.Since(moved) < clusterWaitBound {
+		time.Sleep(20 * time.Millisecond)
+		if n := l.h.Outstanding(); n < last {
+			last, moved = n, time.Now()
+		}
+	}
 	close(l.stop)
 	l.consWG.Wait()
 	rep := l.h.Check()
+	if last > 0 {
+		l.t.Fatalf("no record delivered for %s with %d outstanding; %s\n%s", clusterWaitBound, len(rep.Lost), l.whereHeld(), rep)
+	}
 	if !rep.OK() {
 		l.t.Fatalf("history check failed: %s", rep)
 	}
 	return rep
+}
+
+// whereHeld describes where the cluster holds records: each node's ingress
+// WAL backlog (accepted, not committed), and each partition's owner, HWM
+// and leases out as its owner reports them.
+func (l *testLoad) whereHeld() string {
+	var b strings.Builder
+	b.WriteString("WAL backlogs:")
+	var any *testNode
+	for _, tn := range l.c.nodes {
+		if tn.n != nil {
+			r, _ := tn.n.wal.Backlog()
+			fmt.Fprintf(&b, " %s:%d", tn.cfg.NodeID, r)
+			any = tn
+		}
+	}
+	if any == nil {
+		return b.String()
+	}
+	for _, topic := range l.topics {
+		t, ok := any.n.store.Topic(topic)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s:", topic)
+		for _, a := range any.n.store.Assignments(t.Incarnation, t.Partitions) {
+			k := messages.PartitionKey{Topic: topic, Incarnation: t.Incarnation, Partition: a.Partition}
+			res, err := any.n.ask(context.Background(), k, &messages.GetStats{})
+			st, _ := res.(*messages.PartitionStats)
+			if err != nil || st == nil {
+				fmt.Fprintf(&b, " %d@%s(%v)", a.Partition, a.Owner, err)
+				continue
+			}
+			fmt.Fprintf(&b, " %d@%s hwm=%d out=%d", a.Partition, a.Owner, st.HighWatermark, st.InFlight)
+		}
+	}
+	return b.String()
 }
 
 // owned counts the partitions of topic each node owns, as node i's replica
