@@ -196,12 +196,24 @@ func (n *Node) register(ctx context.Context) error {
 	if n.joined {
 		role = messages.RoleNonVoter
 	}
-	_, err := n.store.PutMember(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(),
-		HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role})
-	if err != nil {
-		return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
+	m := messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role}
+	for {
+		_, err := n.store.PutMember(ctx, m)
+		if err == nil {
+			return nil
+		}
+		// A proposal that timed out (a busy or electing shard) may be
+		// repeated: a registration is idempotent. The caller's ctx bounds it.
+		if !errors.Is(err, metastore.ErrUnavailable) || ctx.Err() != nil {
+			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
+		}
+		n.log.Warn("register member: retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval
