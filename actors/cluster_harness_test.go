@@ -403,7 +403,13 @@ func TestClusterACutOffMetadataLeaderStepsDown(t *testing.T) {
 	if !c.eventually(func() bool { got = c.memberStatuses(other); return got[id] == messages.MemberDead }) {
 		t.Fatalf("members on n%d while the old leader %s is cut off: got %v, want %s dead", other+1, id, got, id)
 	}
-	c.node(other).createTopic("while-cut", 3)
+	// The metadata leadership just moved: the control plane may answer a
+	// transient 503, which a client retries (a 409 then means an earlier
+	// attempt created it).
+	c.waitFor("the topic created while "+id+" is cut off", func() bool {
+		code, _ := c.node(other).do("POST", "/v1/topics", []byte(`{"name":"while-cut","partitions":3}`))
+		return code == http.StatusCreated || code == http.StatusConflict
+	})
 	owners, _ := ownersOf(t, c.node(other), "while-cut")
 	for p, o := range owners {
 		if o == id {
