@@ -18,9 +18,15 @@ import (
 // one narad embeds (cmd/narad: 8 MiB): NATS's default 1 MiB cannot carry a
 // commit of the largest record, and nodes refuse to start on it.
 func startTestNATS(t testing.TB) *natsserver.Server {
+	return startNATSWithMaxPayload(t, 8<<20)
+}
+
+// startNATSWithMaxPayload runs an embedded NATS server whose max_payload
+// is maxPayload bytes until the test ends.
+func startNATSWithMaxPayload(t testing.TB, maxPayload int64) *natsserver.Server {
 	t.Helper()
 	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		MaxPayload: 8 << 20})
+		MaxPayload: int32(maxPayload)})
 	if err != nil {
 		t.Fatal(err)
 	}

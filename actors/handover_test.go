@@ -60,6 +60,19 @@ func (h *syncHold) waitHeld(t *testing.T) {
 
 func (h *syncHold) unblock() { close(h.release) }
 
+// holdSecondRecord creates topic f and produces "a" to its partition 0,
+// visible, then "b", whose write is held between its fsync and its
+// publish until h is unblocked.
+func holdSecondRecord(t *testing.T, tn *testNode, h *syncHold) {
+	t.Helper()
+	tn.createTopic("f", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"a"`))
+	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 1 })
+	h.arm("f", 0)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"b"`))
+	h.waitHeld(t)
+}
+
 // hwmOf is partition 0's HWM on a single node, read from its actor.
 func hwmOf(t *testing.T, tn *testNode, topic string) int64 {
 	t.Helper()
@@ -90,14 +103,7 @@ func prepareAsync(tn *testNode, topic string) <-chan *messages.HandoffResult {
 func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 	h := newSyncHold()
 	tn := newTestNode(t, func(c *Config) { c.faults = &faultHooks{partitionSynced: h.hook} })
-	tn.createTopic("f", 3)
-	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"a"`))
-	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 1 })
-
-	// "b" is written and fsynced, and held before its publish.
-	h.arm("f", 0)
-	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"b"`))
-	h.waitHeld(t)
+	holdSecondRecord(t, tn, h)
 	// "c" passes the gate while "b" syncs: it waits in the stash.
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"c"`))
 	time.Sleep(100 * time.Millisecond)
@@ -156,13 +162,7 @@ func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
 	})
 	refused := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_freeze_publish_refused_total{node=%q}`, tn.cfg.NodeID))
 	before := refused.Get()
-	tn.createTopic("f", 3)
-	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"a"`))
-	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 1 })
-
-	h.arm("f", 0)
-	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"b"`))
-	h.waitHeld(t)
+	holdSecondRecord(t, tn, h)
 	// A flushed "b" would need one more write for its commit frame; hold
 	// the first write, whose publish leaves "b" awaiting, then hold none.
 	r := handoff(t, tn, messages.Handoff{Op: messages.HandoffPrepare})

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -105,23 +103,6 @@ func TestClusterLargestRecordsLandInTheirNamedPartitionThroughAnyNode(t *testing
 			}
 		}
 	}
-}
-
-// startNATSWithMaxPayload runs an embedded NATS server whose max_payload
-// is maxPayload bytes until the test ends.
-func startNATSWithMaxPayload(t *testing.T, maxPayload int64) *natsserver.Server {
-	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		MaxPayload: int32(maxPayload)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
 }
 
 // startNodeOn starts a one-node cluster talking through the NATS server at
