@@ -132,7 +132,8 @@ func TestClusterAKeyedProduceSkipsAPartitionWhoseOwnerIsDead(t *testing.T) {
 }
 
 // Records held for a partition whose owner is down go to a live sibling
-// partition once its commits have failed for RerouteGrace (rule K3).
+// partition once the owner reads dead and its commits have failed for
+// RerouteGrace (rule K3).
 func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
@@ -150,8 +151,10 @@ func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) 
 	c.kill(2)
 	// An explicit partition is kept at produce time: the dispatcher holds it.
 	c.node(0).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/held/produce?partition=%d", dead), []byte(`"held for n3"`))
-	m := c.node(1).consume("held", "wait=10s")
-	if m == nil {
+	// The record moves once the leader has marked n3 dead, which takes
+	// longer than one long poll.
+	var m *testMessage
+	if !c.eventually(func() bool { m = c.node(1).consume("held", "wait=1s"); return m != nil }) {
 		t.Fatal("consume while n3 is down: got nothing, want the held record rerouted")
 	}
 	if m.Partition == dead || string(m.Payload) != `"held for n3"` {

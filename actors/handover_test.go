@@ -11,7 +11,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -251,43 +250,29 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 
 // rule X1: a worker stopped with its copy installed may have flipped (the
 // runner saw the flip in the replica before the flip's answer reached the
-// worker), so it leaves the source's freeze to lapse rather than lift it:
-// lifted, the source would take commits past the HWM the flip named until
-// its own replica has the flip. (A worker stopped before any install lifts
-// the freeze at once: TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner.)
-func TestRuleX1AStoppedWorkerWithAnInstallNeverLiftsTheFreeze(t *testing.T) {
+// worker), so it lifts the source's freeze only once the local replica
+// shows the move gone; lifted after a flip, the source would take commits
+// past the HWM the flip named until its own replica has the flip.
+func TestRuleX1AStoppedWorkerLiftsTheFreezeOnlyWhenNoFlipCanCommit(t *testing.T) {
+	asg := func(owner, target string) messages.Assignment { return messages.Assignment{Owner: owner, Target: target} }
 	for _, tc := range []struct {
-		name        string
-		state       func() move.State
-		wantRelease bool
+		name      string
+		installed bool
+		a         messages.Assignment
+		found     bool
+		want      bool
 	}{
-		{"flipping, its answer not handled yet", func() move.State {
-			s := move.New()
-			s.Phase, s.Installed, s.Token, s.Frozen = move.Flipping, true, "tok", true
-			return s
-		}, false},
-		{"resolving an unknown flip", func() move.State {
-			s := move.New()
-			s.Phase, s.Installed, s.Token, s.Unknown = move.Resolving, true, "tok", true
-			return s
-		}, false},
+		{"not installed: no flip was proposed", false, asg("n1", "n2"), true, true},
+		{"installed, flip committed (seen before its answer)", true, asg("n2", ""), true, false},
+		{"installed, still targeted here (stopping node)", true, asg("n1", "n2"), true, false},
+		{"installed, owner here with a new move planned", true, asg("n2", "n3"), true, false},
+		{"installed, aborted", true, asg("n1", ""), true, true},
+		{"installed, re-planned elsewhere", true, asg("n1", "n3"), true, true},
+		{"installed, topic gone", true, messages.Assignment{}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var released []string
-			ask := func(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
-				if h, ok := msg.(*messages.Handoff); ok && h.Op == messages.HandoffRelease {
-					mu.Lock()
-					released = append(released, h.Token)
-					mu.Unlock()
-				}
-				return &messages.HandoffResult{Status: messages.StatusOK}, nil
-			}
-			w := &moveWorker{deps: deps{cfg: DefaultConfig(), log: testLogger(t)}, ask: ask,
-				key: messages.PartitionKey{Topic: "m"}, source: "n1", state: tc.state(), blocked: map[string]bool{}}
-			w.stop()
-			if got := len(released) > 0; got != tc.wantRelease {
-				t.Fatalf("release sent: got %v (%v), want %v", got, released, tc.wantRelease)
+			if got := releaseOnStop(tc.installed, tc.a, tc.found, "n2"); got != tc.want {
+				t.Fatalf("release on stop: got %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -212,13 +212,11 @@ func (w *moveWorker) stop() {
 		close(w.stopping)
 	}
 	w.io.Wait()
-	// An installed copy may have flipped: the flip's answer can still be
-	// on its way when the runner, which saw the flip in the replica, stops
-	// the worker. Lifting the freeze then would let the source take
-	// commits past the HWM the flip named before its own replica has the
-	// flip, so such a freeze is left to lapse on its TTL.
-	if w.state.Phase != move.Done && !w.state.Installed {
-		w.release()
+	if w.state.Phase != move.Done {
+		a, found := w.assignment()
+		if releaseOnStop(w.state.Installed, a, found, w.cfg.NodeID) {
+			w.release()
+		}
 	}
 	if !w.state.Installed && w.state.Phase != move.Done && w.abandoned() {
 		w.dropAbandonedCopy()
@@ -228,6 +226,23 @@ func (w *moveWorker) stop() {
 	for reason := range w.blocked {
 		w.metrics.movesBlocked(reason, -1)
 	}
+}
+
+// releaseOnStop decides whether a worker that stops without having seen
+// its flip answered lifts the source's freeze. Before the install no flip
+// was proposed. After it, a flip may have committed: its answer can still
+// be on its way when the runner, which saw the flip in the replica, stops
+// the worker, and a freeze lifted then lets the source take commits past
+// the HWM the flip named until its own replica has the flip. So an
+// installed move releases only when the local replica shows it gone
+// (neither owner nor target is this node): the replica applies in log
+// order, so no flip committed before that, and a later one is refused.
+// Otherwise the freeze lapses on its TTL.
+func releaseOnStop(installed bool, a messages.Assignment, found bool, self string) bool {
+	if !installed {
+		return true
+	}
+	return !found || (a.Owner != self && a.Target != self)
 }
 
 // release lifts the source's freeze of a move that will not flip, so the
