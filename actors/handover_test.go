@@ -254,7 +254,9 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 // shows the move gone; lifted after a flip, the source would take commits
 // past the HWM the flip named until its own replica has the flip.
 func TestRuleX1AStoppedWorkerLiftsTheFreezeOnlyWhenNoFlipCanCommit(t *testing.T) {
-	asg := func(owner, target string) messages.Assignment { return messages.Assignment{Owner: owner, Target: target} }
+	asg := func(owner, target string) messages.Assignment {
+		return messages.Assignment{Owner: owner, Target: target}
+	}
 	for _, tc := range []struct {
 		name      string
 		installed bool
