@@ -211,13 +211,22 @@ func (p *partitionActor) report(ctx actor.Context) {
 // instead: its frames are truncated, its commits fail and the dispatcher
 // retries them at the new owner; it is logged and counted, never served.
 func (p *partitionActor) publish(b *storage.Batch) error {
-	if len(p.awaiting) > 0 && p.freeze.pinned(time.Now()) {
-		p.metrics.frozenPublishRefused.Inc()
-		err := fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.freeze.hwm, ErrInvariant)
-		p.deps.log.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.freeze.hwm, "records", recordsIn(p.awaiting))
+	if err := p.pinnedRefusal(); err != nil {
 		return p.log.Abort(err)
 	}
 	return p.log.Publish(b)
+}
+
+// pinnedRefusal is the error, logged and counted, for making the awaiting
+// batch visible while a freeze's reported HWM is pinned (by a publish, or
+// by the flush of a partition that closes); nil when that is allowed.
+func (p *partitionActor) pinnedRefusal() error {
+	if len(p.awaiting) == 0 || !p.freeze.pinned(time.Now()) {
+		return nil
+	}
+	p.metrics.frozenPublishRefused.Inc()
+	p.deps.log.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.freeze.hwm, "records", recordsIn(p.awaiting))
+	return fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.freeze.hwm, ErrInvariant)
 }
 
 func recordsIn(reqs []commitReq) int {

@@ -364,15 +364,9 @@ func (p *partitionActor) drainCommits(ctx actor.Context) {
 			p.awaiting, p.writing = p.writing, nil
 		}
 	}
-	if len(p.awaiting) > 0 {
-		if p.freeze.pinned(time.Now()) {
-			// Its commit frame would move the HWM a freeze reported.
-			p.metrics.frozenPublishRefused.Inc()
-			p.deps.log.Error("commit frame refused under a reported freeze as the partition closes", "partition", p.name, "hwm", p.freeze.hwm, "records", recordsIn(p.awaiting))
-			err := p.log.Abort(fmt.Errorf("partition %s closing: %w", p.name, ErrInvariant))
-			p.answer(ctx, p.awaiting, err)
-			p.awaiting = nil
-		}
+	if err := p.pinnedRefusal(); err != nil {
+		p.answer(ctx, p.awaiting, p.log.Abort(err))
+		p.awaiting = nil
 	}
 	if len(p.awaiting) > 0 {
 		if err := p.log.Flush(time.Now()); err != nil {
