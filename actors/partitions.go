@@ -1,13 +1,8 @@
 package actors
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -194,60 +189,23 @@ func (s *partitionsActor) retain(ctx actor.Context) {
 	}
 }
 
-// incarnationFile names the incarnation a topic directory belongs to.
-const incarnationFile = "incarnation"
-
-// prepareTopicDir makes sure the topic's directory belongs to the
-// incarnation about to be served: a directory left by a deleted
-// incarnation (this node was down when it was deleted) is removed first.
-// The partitions supervisor calls it before it opens a partition, and a
-// move before it installs one (rule V10).
+// prepareTopicDir makes the topic's directory belong to the incarnation
+// about to be served (storage.PrepareTopicDir) and says so when it removed
+// another incarnation's data. The partitions supervisor calls it before it
+// opens a partition, and a move before it installs one (rule V10).
 func prepareTopicDir(dataDir string, k messages.PartitionKey, log *slog.Logger) error {
-	dir := filepath.Join(dataDir, "topics", k.Topic)
-	want := strconv.FormatUint(k.Incarnation, 10)
-	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
-	switch {
-	case err == nil && strings.TrimSpace(string(b)) == want:
-		return nil
-	case err == nil || !errors.Is(err, os.ErrNotExist):
-		log.Warn("removing a deleted topic incarnation's data", "topic", k.Topic, "found", strings.TrimSpace(string(b)), "serving", want)
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("remove stale topic dir: %w", err)
-		}
-	default:
-		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			log.Warn("removing a topic directory without an incarnation marker", "topic", k.Topic)
-			if err := os.RemoveAll(dir); err != nil {
-				return fmt.Errorf("remove unmarked topic dir: %w", err)
-			}
-		}
+	res, err := storage.PrepareTopicDir(dataDir, k.Topic, k.Incarnation)
+	if res.Removed {
+		log.Warn("removed a topic directory that was not this incarnation's", "topic", k.Topic, "found", res.Found, "serving", k.Incarnation)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create topic dir: %w", err)
-	}
-	return writeFileDurable(filepath.Join(dir, incarnationFile), []byte(want+"\n"))
+	return err
 }
 
 // purge removes a deleted topic's partition data, and the topic directory
 // once no partition is left in it.
 func (s *partitionsActor) purge(k messages.PartitionKey) {
-	dir := storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition)
-	if err := os.RemoveAll(dir); err != nil {
+	if err := storage.PurgePartition(s.cfg.DataDir, k.Topic, k.Partition); err != nil {
 		s.deps.log.Error("purge deleted partition", "partition", k, "err", err)
-		return
-	}
-	topicDir := filepath.Dir(dir)
-	ents, err := os.ReadDir(topicDir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if e.Name() != incarnationFile {
-			return
-		}
-	}
-	if err := os.RemoveAll(topicDir); err != nil {
-		s.deps.log.Error("purge deleted topic dir", "topic", k.Topic, "err", err)
 	}
 }
 
