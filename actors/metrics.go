@@ -37,7 +37,7 @@ type nodeMetrics struct {
 	nonConverged  *metrics.Counter
 	moveSeconds   *metrics.PrometheusHistogram
 	freezeSeconds *metrics.PrometheusHistogram
-	movePasses    *metrics.Histogram
+	movePasses    *metrics.PrometheusHistogram
 	lastFreeze    *metrics.Gauge
 	// Invariant breaks on a move's source: a publish refused because the
 	// freeze had reported its HWM, and handed-over partitions that held
@@ -74,8 +74,9 @@ func newNodeMetrics(node string) *nodeMetrics {
 		nonConverged:    metrics.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
 		moveSeconds:     metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
 		freezeSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
-		movePasses:      metrics.GetOrCreateHistogram(name("narad_move_passes")),
-		lastFreeze:      metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
+		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
+		movePasses: metrics.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
+		lastFreeze: metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
 
 		frozenPublishRefused: metrics.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
 		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),

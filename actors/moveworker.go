@@ -16,9 +16,10 @@ import (
 )
 
 // moveWorker moves one partition onto this node. Its decisions are
-// move.Step's; it carries out the effects Step returns (the I/O on a
-// goroutine of its own, one at a time, so the re-arm timer keeps firing
-// during a long pass) and feeds their outcomes back as events.
+// move.Step's; it carries out the effects Step returns and feeds their
+// outcomes back as events. Each I/O effect runs on a goroutine of its own,
+// so a re-arm or a fence runs beside a long pass; the actor itself touches
+// the state one message at a time, and stop waits for every such goroutine.
 type moveWorker struct {
 	deps
 	store  *metastore.Store

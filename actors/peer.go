@@ -63,8 +63,6 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 		req.Stats = m
 	case *messages.ListPartition:
 		req.List = m
-	case *messages.ReadChunk:
-		req.Chunk = m
 	case *messages.Handoff:
 		req.Handoff = m
 	default:
@@ -95,8 +93,6 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 		return rep.Stats, nil
 	case rep.Listing != nil:
 		return rep.Listing, nil
-	case rep.Chunk != nil:
-		return rep.Chunk, nil
 	case rep.Handoff != nil:
 		return rep.Handoff, nil
 	}
@@ -143,8 +139,6 @@ func (n *Node) servePartition(in messages.PartitionRequest) (messages.PartitionR
 		msg = in.Stats
 	case in.List != nil:
 		msg = in.List
-	case in.Chunk != nil:
-		msg = in.Chunk
 	case in.Handoff != nil:
 		msg = in.Handoff
 	default:
@@ -168,8 +162,6 @@ func (n *Node) servePartition(in messages.PartitionRequest) (messages.PartitionR
 		return messages.PartitionReply{Stats: r}, nil
 	case *messages.PartitionListing:
 		return messages.PartitionReply{Listing: r}, nil
-	case *messages.Chunk:
-		return messages.PartitionReply{Chunk: r}, nil
 	case *messages.HandoffResult:
 		return messages.PartitionReply{Handoff: r}, nil
 	}

@@ -158,9 +158,8 @@ type PartitionRequest struct {
 	ReadAt  *ReadAt      `json:"read_at,omitempty"`
 	Lease   *Lease       `json:"lease,omitempty"`
 	Stats   *GetStats    `json:"stats,omitempty"`
-	// The move protocol (move.go).
+	// The move protocol (move.go); chunks have a raw service of their own.
 	List    *ListPartition `json:"list,omitempty"`
-	Chunk   *ReadChunk     `json:"chunk,omitempty"`
 	Handoff *Handoff       `json:"handoff,omitempty"`
 }
 
@@ -172,6 +171,5 @@ type PartitionReply struct {
 	Stats  *PartitionStats `json:"stats,omitempty"`
 	// The move protocol (move.go).
 	Listing *PartitionListing `json:"listing,omitempty"`
-	Chunk   *Chunk            `json:"chunk,omitempty"`
 	Handoff *HandoffResult    `json:"handoff,omitempty"`
 }

@@ -24,7 +24,9 @@ import (
 // Integers are big-endian. The blob order, fixed by the header's content:
 //
 //	request: each Commit record's Key, then its Body, in record order
-//	reply:   Reply.Delivery.Key, Reply.Delivery.Body, then Chunk.Data
+//	reply:   Reply.Delivery.Key, then Reply.Delivery.Body
+//
+// A move's chunks do not travel here: they have a raw service of their own.
 //
 // A decoder believes no length past the end of its buffer, refuses a
 // header that carries a byte field itself, and refuses trailing bytes. An
@@ -103,12 +105,6 @@ func EncodePartitionReply(rep PartitionReply) ([]byte, error) {
 		r.Delivery.Key, r.Delivery.Body = nil, nil
 		rep.Reply = &r
 	}
-	if rep.Chunk != nil {
-		c := *rep.Chunk
-		blobs = append(blobs, c.Data)
-		c.Data = nil
-		rep.Chunk = &c
-	}
 	return encodeWire(rep, blobs)
 }
 
@@ -129,14 +125,6 @@ func DecodePartitionReply(b []byte) (PartitionReply, error) {
 			return PartitionReply{}, err
 		}
 		if d.Body, err = r.blob("delivery body"); err != nil {
-			return PartitionReply{}, err
-		}
-	}
-	if rep.Chunk != nil {
-		if rep.Chunk.Data != nil {
-			return PartitionReply{}, fmt.Errorf("%w: header carries the chunk's bytes", ErrMalformed)
-		}
-		if rep.Chunk.Data, err = r.blob("chunk data"); err != nil {
 			return PartitionReply{}, err
 		}
 	}

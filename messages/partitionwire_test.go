@@ -25,7 +25,6 @@ func wireRequests() map[string]PartitionRequest {
 		"lease":                {Key: wireKey, Lease: &Lease{Action: LeaseNack, Offset: 3, Nonce: 99}},
 		"stats":                {Key: wireKey, Stats: &GetStats{}},
 		"list":                 {Key: wireKey, List: &ListPartition{}},
-		"chunk":                {Key: wireKey, Chunk: &ReadChunk{Segment: "00000000000000000000.log", Pos: 10, Max: 4096}},
 		"handoff":              {Key: wireKey, Handoff: &Handoff{Op: HandoffFence, Token: "t", HWM: 5}},
 	}
 }
@@ -36,11 +35,9 @@ func wireReplies() map[string]PartitionReply {
 		"commit result": {Commit: &CommitResult{Key: wireKey, Status: StatusFrozen, FirstOffset: -1, Seqs: []uint64{1, 2}, Err: "frozen"}},
 		"delivery": {Reply: &Reserved{Status: StatusOK, Delivery: Delivery{Partition: 3, Offset: 17,
 			Key: []byte("key-1"), Body: []byte{0xff, 0xfe, 0, '{'}, Time: 123456789, Nonce: 5}}},
-		"empty":  {Reply: &Reserved{Status: StatusEmpty}},
-		"lease":  {Lease: &LeaseResult{Status: StatusGone, Err: "gone"}},
-		"stats":  {Stats: &PartitionStats{Index: 3, Segments: 2, NextOffset: 9, HighWatermark: 9, SizeBytes: 1 << 20}},
-		"chunk":  {Chunk: &Chunk{Status: StatusOK, Data: []byte("segment bytes")}},
-		"at end": {Chunk: &Chunk{Status: StatusOK}},
+		"empty": {Reply: &Reserved{Status: StatusEmpty}},
+		"lease": {Lease: &LeaseResult{Status: StatusGone, Err: "gone"}},
+		"stats": {Stats: &PartitionStats{Index: 3, Segments: 2, NextOffset: 9, HighWatermark: 9, SizeBytes: 1 << 20}},
 		"listing": {Listing: &PartitionListing{Status: StatusOK, HWM: 4, Clock: clock,
 			Segments: []SegmentInfo{{Name: "00000000000000000000.log", Size: 100, ModTime: clock}},
 			Position: ConsumerPosition{Frontier: 2, AckedAhead: []int64{3}}}},
@@ -181,12 +178,10 @@ func TestPartitionWireRefusesMalformedInput(t *testing.T) {
 	}
 	reserved := `{"reply":{"Status":0,"Delivery":{"Offset":1}}}`
 	for name, b := range map[string][]byte{
-		"empty":                           nil,
-		"a delivery without its body":     frame(1, reserved, []byte("k")),
-		"a chunk without its data":        frame(1, `{"chunk":{"status":0}}`),
-		"header carrying the chunk bytes": frame(1, `{"chunk":{"data":"aw=="}}`, []byte("x")),
-		"header carrying the body":        frame(1, `{"reply":{"Delivery":{"Body":"aw=="}}}`, nil, []byte("b")),
-		"bytes past the last field":       frame(1, reserved, []byte("k"), []byte("b"), []byte("extra")),
+		"empty":                       nil,
+		"a delivery without its body": frame(1, reserved, []byte("k")),
+		"header carrying the body":    frame(1, `{"reply":{"Delivery":{"Body":"aw=="}}}`, nil, []byte("b")),
+		"bytes past the last field":   frame(1, reserved, []byte("k"), []byte("b"), []byte("extra")),
 	} {
 		if _, err := DecodePartitionReply(b); !errors.Is(err, ErrMalformed) {
 			t.Errorf("reply %s: got %v, want ErrMalformed", name, err)
