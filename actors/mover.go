@@ -123,7 +123,7 @@ func (m *moverActor) tick(ctx actor.Context) {
 			ctx.Stop(pid)
 			delete(m.workers, k)
 			delete(m.progress, k)
-			if a, ok := assignmentOf(m.store, k); ok && a.Owner == m.cfg.NodeID {
+			if a, ok := m.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == m.cfg.NodeID {
 				m.metrics.movesDone.Inc()
 			}
 		}

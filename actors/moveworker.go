@@ -637,12 +637,7 @@ func (w *moveWorker) assignment() (messages.Assignment, bool) {
 	if !ok || t.Incarnation != w.key.Incarnation {
 		return messages.Assignment{}, false
 	}
-	for _, a := range w.store.Assignments(t.Incarnation, t.Partitions) {
-		if a.Partition == w.key.Partition {
-			return a, true
-		}
-	}
-	return messages.Assignment{}, false
+	return w.store.Assignment(t.Incarnation, w.key.Partition)
 }
 
 // dropAbandonedCopy removes the staging copy of a move that is gone,

@@ -146,23 +146,13 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 // it stops: records past it would exist nowhere else. It waits for the
 // answer, since the stop is a system message and would overtake it.
 func (s *partitionsActor) tellHandover(ctx actor.Context, k messages.PartitionKey, pid *actor.PID) {
-	a, ok := assignmentOf(s.store, k)
+	a, ok := s.store.Assignment(k.Incarnation, k.Partition)
 	if !ok || a.Owner == s.cfg.NodeID || a.FlippedFrom != s.cfg.NodeID {
 		return
 	}
 	if _, err := ctx.RequestFuture(pid, handedOver{to: a.Owner, hwm: a.FlippedAtHWM}, s.cfg.RequestTimeout).Result(); err != nil {
 		s.deps.log.Error("tell a handed-over partition its flipped HWM; it closes unchecked", "partition", k, "err", err)
 	}
-}
-
-// assignmentOf is partition k's assignment in the local replica.
-func assignmentOf(store *metastore.Store, k messages.PartitionKey) (messages.Assignment, bool) {
-	for _, a := range store.Assignments(k.Incarnation, k.Partition+1) {
-		if a.Partition == k.Partition {
-			return a, true
-		}
-	}
-	return messages.Assignment{}, false
 }
 
 // terminated handles a child that stopped. A child the supervisor gave up

@@ -23,12 +23,8 @@ var ErrNoOwner = errors.New("partition has no owner")
 // ownerOf reads a partition's owner from the local replica (routing reads
 // may lag by milliseconds; a stale answer reaches a node that refuses).
 func (n *Node) ownerOf(k messages.PartitionKey) string {
-	for _, a := range n.store.Assignments(k.Incarnation, k.Partition+1) {
-		if a.Partition == k.Partition {
-			return a.Owner
-		}
-	}
-	return ""
+	a, _ := n.store.Assignment(k.Incarnation, k.Partition)
+	return a.Owner
 }
 
 // isLocal reports whether this node serves a partition itself: it owns it,

@@ -179,3 +179,46 @@ func runFlips(b *testing.B, stores []*Store, proposers int) {
 	}
 	reportFlips(b)
 }
+
+// BenchmarkOwnerLookup compares routing's point lookup of one partition's
+// assignment (Assignment) with reading it out of the whole topic
+// (Assignments, which collects and sorts every partition), for topics of
+// 10 and 1,000 partitions on a single in-memory replica:
+//
+//	go test ./cluster/metastore -run '^$' -bench OwnerLookup | go run ./bench/ratio
+func BenchmarkOwnerLookup(b *testing.B) {
+	ctx := context.Background()
+	s := openReady(b, ctx, fastConfig(b, "n1"))
+	for _, n := range []int{10, 1000} {
+		t, err := s.CreateTopic(ctx, messages.Topic{Name: fmt.Sprintf("t%d", n), Partitions: n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		as := make([]messages.Assignment, n)
+		for p := range as {
+			as[p] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: "n1"}
+		}
+		if err := s.PutAssignments(ctx, as); err != nil {
+			b.Fatal(err)
+		}
+		last := n - 1
+		b.Run(fmt.Sprintf("partitions=%d/point", n), func(b *testing.B) {
+			for b.Loop() {
+				if a, ok := s.Assignment(t.Incarnation, last); !ok || a.Owner != "n1" {
+					b.Fatalf("got %+v, %v", a, ok)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("partitions=%d/raw", n), func(b *testing.B) {
+			for b.Loop() {
+				found := false
+				for _, a := range s.Assignments(t.Incarnation, last+1) {
+					found = found || (a.Partition == last && a.Owner == "n1")
+				}
+				if !found {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+}

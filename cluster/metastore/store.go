@@ -472,6 +472,17 @@ func (s *Store) proposeAssign(ctx context.Context, op string, shard uint64, cmd 
 	return r, err
 }
 
+// Assignment is one partition's assignment in this replica: a point
+// lookup in its shard, for routing on every produce, commit and consume
+// (Assignments collects and sorts a whole topic).
+func (s *Store) Assignment(incarnation uint64, partition int) (messages.Assignment, bool) {
+	shard := AssignmentShard(incarnation, partition, s.cfg.AssignmentShards)
+	var a messages.Assignment
+	var ok bool
+	s.assign[shard-firstAssignmentShard].view(func(st *assignState) { a, ok = st.get(incarnation, partition) })
+	return a, ok
+}
+
 // Assignments lists, from this replica, the existing assignments of
 // partitions 0 .. partitions-1 of a topic incarnation (every partition when
 // partitions < 1), by partition.

@@ -198,6 +198,14 @@ func TestStoreSingleReplica(t *testing.T) {
 	if got := s.Assignments(inc, 5); !reflect.DeepEqual(got, as) {
 		t.Errorf("Assignments: got %+v, want %+v (a second put never overwrites)", got, as)
 	}
+	for p := range 5 {
+		if got, ok := s.Assignment(inc, p); !ok || got != as[p] {
+			t.Errorf("Assignment(%d): got %+v, %v, want %+v", p, got, ok, as[p])
+		}
+	}
+	if got, ok := s.Assignment(inc, 5); ok {
+		t.Errorf("Assignment past the partitions: got %+v, want none", got)
+	}
 	if got := s.Assignments(inc, 2); len(got) != 2 {
 		t.Errorf("Assignments of 2 partitions: got %d, want 2", len(got))
 	}
