@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -76,6 +77,9 @@ type dispatcherActor struct {
 	// reported are the owners a backlog gauge was set for.
 	reported map[string]bool
 	queues   map[messages.PartitionKey]*partitionQueue
+	// remote are the commits in flight to peers, each on its own goroutine
+	// bounded by RequestTimeout; the actor waits for them as it stops.
+	remote sync.WaitGroup
 }
 
 const dispatcherName = "dispatcher"
@@ -94,6 +98,9 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	case dispatchTick:
 		d.tick(ctx)
 	case *actor.Stopping:
+		// A commit still in flight ends within RequestTimeout (sooner once
+		// the node closed NATS); its outcome is replayed from the WAL.
+		d.remote.Wait()
 		// Persist what was released, so a graceful restart replays nothing
 		// that is already committed.
 		if err := d.wal.Compact(); err != nil {
@@ -186,11 +193,11 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 		// A peer owns it: the request runs on its own goroutine (bounded by
 		// RequestTimeout) and reports back here.
 		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.ask
-		go func() {
+		d.remote.Go(func() {
 			res, err := ask(context.Background(), k, c)
 			r, _ := res.(*messages.CommitResult)
 			root.Send(self, &commitDone{key: k, batch: batch, res: r, err: err})
-		}()
+		})
 	}
 }
 

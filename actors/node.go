@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,7 +40,10 @@ type Node struct {
 	server     *http.Server
 	listener   net.Listener
 	serveDone  chan error
-	stopTicks  chan struct{}
+	// stopLoops ends the node's own loops (heartbeat, retention) and what
+	// they are waiting on; loops lets Stop wait until they have ended.
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
 	schemas    schemaCache
 
 	ready    atomic.Bool
@@ -66,7 +70,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	log = log.With("node", cfg.NodeID)
 	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier()},
-		serveDone: make(chan error, 1), stopTicks: make(chan struct{})}
+		serveDone: make(chan error, 1)}
 	var err error
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
@@ -105,7 +109,10 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, err
 	}
-	n.startActors()
+	if err := n.startActors(); err != nil {
+		n.abortStart()
+		return nil, err
+	}
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
@@ -139,7 +146,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	return n, nil
 }
 
-func (n *Node) startActors() {
+// startActors spawns the actor tree and starts the node's loops; a spawn
+// that fails is returned, and abortStart shuts down what did start.
+func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
@@ -152,41 +161,44 @@ func (n *Node) startActors() {
 		return &partitionsActor{deps: d, store: n.store, children: map[messages.PartitionKey]*actor.PID{}, failed: map[messages.PartitionKey]bool{}, owned: owned}
 	}, actor.WithSupervisor(strategy)), partitionsName)
 	if err != nil {
-		panic(fmt.Errorf("spawn partitions supervisor: %w", err))
+		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, ask: n.ask, isLocal: n.isLocal, sibling: n.sibling, ownerOf: n.ownerOf}
 	}), dispatcherName)
 	if err != nil {
-		panic(fmt.Errorf("spawn dispatcher: %w", err))
+		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &moverActor{deps: d, store: n.store, ask: n.ask, chunk: n.readChunk, workers: map[messages.PartitionKey]*actor.PID{},
 			progress: map[messages.PartitionKey]messages.MoveProgress{}}
 	}), moverName)
 	if err != nil {
-		panic(fmt.Errorf("spawn mover: %w", err))
+		return fmt.Errorf("spawn mover: %w", err)
 	}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &controllerActor{deps: d, store: n.store, nats: n.nats}
 	}), controllerName)
 	if err != nil {
-		panic(fmt.Errorf("spawn controller: %w", err))
+		return fmt.Errorf("spawn controller: %w", err)
 	}
+	loops, stop := context.WithCancel(context.Background())
+	n.stopLoops = stop
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
-	go func() {
+	n.loops.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
 				root.Send(parts, retentionTick{})
-			case <-n.stopTicks:
+			case <-loops.Done():
 				return
 			}
 		}
-	}()
-	go n.heartbeat()
+	})
+	n.loops.Go(func() { n.heartbeat(loops) })
+	return nil
 }
 
 // register records this node as a member. A re-registration after a
@@ -230,18 +242,18 @@ func (n *Node) register(ctx context.Context) error {
 // DeadTimeout (when the others see it dead) it hands its leaderships to
 // other voters, at most once per DeadTimeout: if NATS is down for every
 // node, leadership moves that slowly instead of churning.
-func (n *Node) heartbeat() {
+func (n *Node) heartbeat(ctx context.Context) {
 	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
 	defer t.Stop()
 	var silentSince time.Time // zero while the bus answers
 	for {
 		select {
 		case <-t.C:
-		case <-n.stopTicks:
+		case <-ctx.Done():
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.HeartbeatInterval)
-		if err := n.pingBus(ctx); err != nil {
+		beat, cancel := context.WithTimeout(ctx, n.cfg.Membership.HeartbeatInterval)
+		if err := n.pingBus(beat); err != nil {
 			cancel()
 			now := time.Now()
 			if silentSince.IsZero() {
@@ -250,7 +262,7 @@ func (n *Node) heartbeat() {
 			}
 			n.metrics.heartbeatWithheld()
 			if now.Sub(silentSince) >= n.cfg.Membership.DeadTimeout {
-				n.stepDown()
+				n.stepDown(ctx)
 				silentSince = now
 			}
 			continue
@@ -259,9 +271,9 @@ func (n *Node) heartbeat() {
 			n.log.Info("heartbeat resumed: NATS answers this node again")
 			silentSince = time.Time{}
 		}
-		err := n.store.Heartbeat(ctx, n.cfg.NodeID)
+		err := n.store.Heartbeat(beat, n.cfg.NodeID)
 		if errors.Is(err, metastore.ErrNotFound) {
-			err = n.register(ctx)
+			err = n.register(beat)
 		}
 		cancel()
 		if err != nil {
@@ -272,12 +284,12 @@ func (n *Node) heartbeat() {
 
 // stepDown hands every shard this node leads to another voter, if it
 // leads the metadata shard (see heartbeat).
-func (n *Node) stepDown() {
+func (n *Node) stepDown(ctx context.Context) {
 	me := n.store.ReplicaID()
 	if leader, ok := n.store.Leader(metastore.MetaShard); !ok || leader != me {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Membership.DeadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.Membership.DeadTimeout)
 	defer cancel()
 	if err := n.store.TransferAllLeadership(ctx, me); err != nil {
 		n.log.Warn("cut off from NATS: could not hand off the metastore leaderships", "err", err)
@@ -349,7 +361,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.nats != nil {
 		n.nats.Close()
 	}
-	close(n.stopTicks)
+	n.stopLoops()
+	n.loops.Wait()
 	n.system.Root.StopFuture(n.controller).Wait()
 	n.system.Root.StopFuture(n.mover).Wait()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
@@ -382,7 +395,10 @@ func (n *Node) abortStart() {
 		n.nats.Close()
 	}
 	if n.system != nil {
-		close(n.stopTicks)
+		if n.stopLoops != nil {
+			n.stopLoops()
+			n.loops.Wait()
+		}
 		n.system.Shutdown()
 	}
 	n.server.Close()
