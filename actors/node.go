@@ -44,7 +44,7 @@ type Node struct {
 	// they are waiting on; loops lets Stop wait until they have ended.
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
-	schemas    schemaCache
+	schemas   schemaCache
 
 	ready    atomic.Bool
 	stopping atomic.Bool
