@@ -13,37 +13,15 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// Admin verbs over NATS request/reply (narad.<cluster>.admin.<verb>, JSON
-// bodies): one node of the queue group answers each request, from its
-// local replica, so they work with the stock `nats req` CLI.
+// Admin verbs over NATS request/reply (narad.<cluster>.admin.<verb>, the
+// JSON bodies of messages/admin.go, which `narad cluster` decodes too): one
+// node of the queue group answers each request, from its local replica, so
+// they work with the stock `nats req` CLI.
 
-// shardStatus is one metastore shard as this node sees it.
-type shardStatus struct {
-	Shard  uint64 `json:"shard"`
-	Leader uint64 `json:"leader_replica,omitempty"`
-	// Term is the leader's Raft term as the answering node knows it.
-	Term uint64 `json:"term,omitempty"`
-	// Role is the answering node's role in the shard: leader, follower,
-	// non-voter ("" while loading).
-	Role string `json:"role"`
-}
-
-// statusReply answers the "status" verb.
-type statusReply struct {
-	Cluster    string `json:"cluster"`
-	AnsweredBy string `json:"answered_by"`
-	Ready      bool   `json:"ready"`
-	// MetadataLeader is the node leading the metadata shard, where the
-	// controller runs ("" while none is known).
-	MetadataLeader string        `json:"metadata_leader"`
-	Members        int           `json:"members"`
-	Alive          int           `json:"alive"`
-	Topics         int           `json:"topics"`
-	Shards         []shardStatus `json:"shards"`
-}
-
-func (n *Node) statusView() statusReply {
-	st := statusReply{Cluster: n.cfg.Cluster, AnsweredBy: n.cfg.NodeID, Ready: n.ready.Load(), Topics: len(n.store.Topics())}
+// statusView answers the "status" verb from the local replica and this
+// node's view of each shard's Raft state.
+func (n *Node) statusView() messages.AdminStatus {
+	st := messages.AdminStatus{Cluster: n.cfg.Cluster, AnsweredBy: n.cfg.NodeID, Ready: n.ready.Load(), Topics: len(n.store.Topics())}
 	metaLeader, metaKnown := n.store.Leader(metastore.MetaShard)
 	for _, m := range n.store.Members() {
 		st.Members++
@@ -55,7 +33,7 @@ func (n *Node) statusView() statusReply {
 		}
 	}
 	for _, sh := range n.store.Shards() {
-		s := shardStatus{Shard: sh, Role: n.store.RaftRole(sh)}
+		s := messages.ShardStatus{Shard: sh, Role: n.store.RaftRole(sh)}
 		if id, term, ok := n.store.LeaderOf(sh); ok {
 			s.Leader, s.Term = id, term
 		}
@@ -64,23 +42,9 @@ func (n *Node) statusView() statusReply {
 	return st
 }
 
-// adminMemberJSON is one member in the admin "members" answer: the
-// contract's fields, then what the member record holds beyond them.
-type adminMemberJSON struct {
-	memberJSON
-	Leaving  bool   `json:"leaving"`
-	Role     string `json:"role"`
-	RaftAddr string `json:"raft_addr"`
-	// DecommissionBlocked says why a draining member's decommission waits,
-	// as the controller last saw it (rule D7).
-	DecommissionBlocked string `json:"decommission_blocked,omitempty"`
-}
-
-type adminMembersReply struct {
-	Members []adminMemberJSON `json:"members"`
-}
-
-func (n *Node) adminMembersView(ctx context.Context) adminMembersReply {
+// adminMembersView answers the "members" verb: membersView, plus what only
+// the member records and the controller know.
+func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 	records := n.store.Members()
 	var blocked map[string]string
 	for _, m := range records {
@@ -98,9 +62,9 @@ func (n *Node) adminMembersView(ctx context.Context) adminMembersReply {
 	for i, m := range records {
 		byID[m.ID] = i
 	}
-	out := adminMembersReply{Members: []adminMemberJSON{}}
+	out := messages.AdminMemberList{Members: []messages.AdminMemberInfo{}}
 	for _, v := range n.membersView() {
-		e := adminMemberJSON{memberJSON: v}
+		e := messages.AdminMemberInfo{MemberInfo: v}
 		if i, ok := byID[v.ID]; ok {
 			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
 		}
@@ -110,26 +74,11 @@ func (n *Node) adminMembersView(ctx context.Context) adminMembersReply {
 	return out
 }
 
-// adminTopicJSON is one topic in the admin "topics" answer: the
-// contract's topic fields, its incarnation and where its partitions are.
-type adminTopicJSON struct {
-	topicJSON
-	Incarnation uint64 `json:"incarnation"`
-	// Owners counts the topic's partitions per owner; Unplaced those
-	// without one yet.
-	Owners   map[string]int `json:"owners"`
-	Unplaced int            `json:"unplaced"`
-}
-
-type adminTopicsReply struct {
-	Topics []adminTopicJSON `json:"topics"`
-}
-
 // adminTopicsView lists the topics of the local replica by name.
-func (n *Node) adminTopicsView() adminTopicsReply {
-	out := adminTopicsReply{Topics: []adminTopicJSON{}}
+func (n *Node) adminTopicsView() messages.AdminTopicList {
+	out := messages.AdminTopicList{Topics: []messages.AdminTopicInfo{}}
 	for _, t := range n.store.Topics() {
-		e := adminTopicJSON{topicJSON: topicOf(t, "standalone"), Incarnation: t.Incarnation, Owners: map[string]int{}}
+		e := messages.AdminTopicInfo{TopicInfo: topicOf(t, "standalone"), Incarnation: t.Incarnation, Owners: map[string]int{}}
 		as := n.store.Assignments(t.Incarnation, t.Partitions)
 		for _, a := range as {
 			e.Owners[a.Owner]++
@@ -137,40 +86,28 @@ func (n *Node) adminTopicsView() adminTopicsReply {
 		e.Unplaced = t.Partitions - len(as)
 		out.Topics = append(out.Topics, e)
 	}
-	slices.SortFunc(out.Topics, func(a, b adminTopicJSON) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Topics, func(a, b messages.AdminTopicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// joinRequest asks the cluster to add a node's metastore replicas as
-// non-voters (the "join" admin verb).
-type joinRequest struct {
-	NodeID    string `json:"node_id"`
-	ReplicaID uint64 `json:"replica_id"`
-	RaftAddr  string `json:"raft_addr"`
-}
-
-type joinReply struct {
-	Admitted bool `json:"admitted"`
 }
 
 // admit adds a joining node's replicas to every shard as non-voters. It is
 // idempotent, so a joining node retries until it is answered.
-func (n *Node) admit(ctx context.Context, _ string, in joinRequest) (joinReply, error) {
+func (n *Node) admit(ctx context.Context, _ string, in messages.JoinRequest) (messages.JoinReply, error) {
 	if !n.ready.Load() {
 		// This node may be the one joining: a ready member answers instead.
-		return joinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
+		return messages.JoinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
 	}
 	if in.NodeID == "" || in.ReplicaID == 0 || in.RaftAddr == "" {
-		return joinReply{}, transport.Errorf(400, "join needs node_id, replica_id and raft_addr")
+		return messages.JoinReply{}, transport.Errorf(400, "join needs node_id, replica_id and raft_addr")
 	}
 	if err := n.store.AddNonVoter(ctx, in.ReplicaID, in.RaftAddr); err != nil {
 		if errors.Is(err, metastore.ErrRefused) || errors.Is(err, metastore.ErrInvalid) {
-			return joinReply{}, transport.Errorf(409, "join of %s refused: %v", in.NodeID, err)
+			return messages.JoinReply{}, transport.Errorf(409, "join of %s refused: %v", in.NodeID, err)
 		}
-		return joinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
+		return messages.JoinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
 	}
 	n.log.Info("admitted a node as a non-voter", "joining", in.NodeID, "replica", in.ReplicaID, "raft", in.RaftAddr)
-	return joinReply{Admitted: true}, nil
+	return messages.JoinReply{Admitted: true}, nil
 }
 
 // requestJoin asks the running cluster to admit this node, retrying while
@@ -180,9 +117,9 @@ func (n *Node) requestJoin(ctx context.Context) error {
 	if n.nats == nil {
 		return fmt.Errorf("join needs NATS to reach the cluster: %w", ErrInvalid)
 	}
-	req := joinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr}
+	req := messages.JoinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr}
 	for {
-		var rep joinReply
+		var rep messages.JoinReply
 		err := transport.RequestAdminJSON(ctx, n.nats, "join", req, &rep)
 		var re *transport.RemoteError
 		switch {
@@ -215,14 +152,12 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (adminMembersReply, error) {
+	if err := transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (messages.AdminMemberList, error) {
 		return n.adminMembersView(ctx), nil
 	}); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in struct {
-		Detail bool `json:"detail"`
-	}) (movesReply, error) {
+	if err := transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in messages.MovesRequest) (messages.MoveList, error) {
 		out := n.movesView()
 		if in.Detail {
 			n.addProgress(ctx, out.Moves)
@@ -231,16 +166,16 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "decommission", func(ctx context.Context, _ string, in decommissionRequest) (decommissionReply, error) {
+	if err := transport.HandleAdminJSON(t, "decommission", func(ctx context.Context, _ string, in messages.DecommissionRequest) (messages.DecommissionReply, error) {
 		if in.Cancel {
 			if _, ok := n.store.Member(in.ID); !ok {
-				return decommissionReply{}, transport.Errorf(404, "member %s not found", in.ID)
+				return messages.DecommissionReply{}, transport.Errorf(404, "member %s not found", in.ID)
 			}
 			if err := n.store.SetDraining(ctx, in.ID, false); err != nil {
-				return decommissionReply{}, transport.Errorf(transport.StatusTimeout, "cancel decommission of %s: %v", in.ID, err)
+				return messages.DecommissionReply{}, transport.Errorf(transport.StatusTimeout, "cancel decommission of %s: %v", in.ID, err)
 			}
 			n.log.Warn("audit cluster.member.decommission.cancel", "member", in.ID)
-			return decommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
+			return messages.DecommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
 		}
 		status, out := n.startDecommission(ctx, in.ID, in.DryRun)
 		if status == 204 || status == 200 {
@@ -253,7 +188,7 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "moves-abort", func(ctx context.Context, _ string, in abortRequest) (abortReply, error) {
+	if err := transport.HandleAdminJSON(t, "moves-abort", func(ctx context.Context, _ string, in messages.AbortMoveRequest) (messages.AbortMoveReply, error) {
 		status, out := n.abortMove(ctx, in)
 		if status == 202 {
 			return out, nil
@@ -262,7 +197,7 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (adminTopicsReply, error) {
+	if err := transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
 		return n.adminTopicsView(), nil
 	}); err != nil {
 		return err
@@ -270,12 +205,12 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := transport.HandleAdminJSON(t, "join", n.admit); err != nil {
 		return err
 	}
-	return transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (statusReply, error) {
+	return transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (messages.AdminStatus, error) {
 		return n.statusView(), nil
 	})
 }
 
 // abortText is an abort refusal in one line.
-func abortText(r abortReply) string {
+func abortText(r messages.AbortMoveReply) string {
 	return fmt.Sprintf("abort of %s/%d: %s: %s (owner %s, target %q)", r.Topic, r.Partition, r.Result, r.Error, r.Owner, r.Target)
 }

@@ -56,7 +56,7 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("admin members: %v", err)
 	}
-	var members adminMembersReply
+	var members messages.AdminMemberList
 	if err := json.Unmarshal(msg.Data, &members); err != nil {
 		t.Fatalf("admin members body %s: %v", msg.Data, err)
 	}
@@ -69,7 +69,7 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("admin status: %v", err)
 	}
-	var st statusReply
+	var st messages.AdminStatus
 	if err := json.Unmarshal(msg.Data, &st); err != nil {
 		t.Fatalf("admin status body %s: %v", msg.Data, err)
 	}
@@ -86,7 +86,7 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("admin topics: %v", err)
 	}
-	var topics adminTopicsReply
+	var topics messages.AdminTopicList
 	if err := json.Unmarshal(msg.Data, &topics); err != nil {
 		t.Fatalf("admin topics body %s: %v", msg.Data, err)
 	}
@@ -101,17 +101,17 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	if r, err := tn.n.store.SetTarget(context.Background(), messages.SetTarget{Incarnation: tt.Incarnation, Partition: 2, Owner: "n1", To: "n9"}); err != nil || r.Code != messages.ResultOK {
 		t.Fatalf("set a target: got %+v, %v", r, err)
 	}
-	want := movesReply{Moves: []moveJSON{{Topic: "t", Partition: 2, From: "n1", To: "n9",
+	want := messages.MoveList{Moves: []messages.MoveInfo{{Topic: "t", Partition: 2, From: "n1", To: "n9",
 		FromStatus: "alive", ToStatus: "not_a_member", Blocked: []string{"target_not_member"}}}}
 	msg, err = nc.Request("narad.test.admin.moves", []byte("{}"), 5*time.Second)
 	if err != nil {
 		t.Fatalf("admin moves: %v", err)
 	}
-	var moves movesReply
+	var moves messages.MoveList
 	if err := json.Unmarshal(msg.Data, &moves); err != nil || !reflect.DeepEqual(moves, want) {
 		t.Fatalf("admin moves: got %+v (%v), want %+v", moves, err, want)
 	}
-	moves = movesReply{}
+	moves = messages.MoveList{}
 	if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/cluster/moves", nil), &moves); err != nil || !reflect.DeepEqual(moves, want) {
 		t.Fatalf("GET /v1/cluster/moves: got %+v (%v), want %+v", moves, err, want)
 	}

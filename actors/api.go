@@ -107,15 +107,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+	writeJSON(w, status, messages.ErrorBody{Error: msg})
 }
 
 func (n *Node) healthz(w http.ResponseWriter, _ *http.Request) {
 	if n.stopping.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		writeJSON(w, http.StatusServiceUnavailable, messages.HealthBody{Status: "shutting down"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ok"})
 }
 
 func (n *Node) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -123,7 +123,7 @@ func (n *Node) readyz(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not ready")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ready"})
 }
 
 // readBody reads a request body of at most maxRequestBytes; tooLarge
@@ -209,20 +209,9 @@ func encodePayload(b []byte) (json.RawMessage, string) {
 	return s, "base64"
 }
 
-type messageJSON struct {
-	Topic           string          `json:"topic"`
-	Partition       int             `json:"partition"`
-	Offset          int64           `json:"offset"`
-	Key             string          `json:"key,omitempty"`
-	Payload         json.RawMessage `json:"payload"`
-	PayloadEncoding string          `json:"payload_encoding,omitempty"`
-	Timestamp       int64           `json:"timestamp"`
-	ReceiptHandle   string          `json:"receipt_handle,omitempty"`
-}
-
-func messageOf(topic string, d messages.Delivery, withHandle bool) messageJSON {
+func messageOf(topic string, d messages.Delivery, withHandle bool) messages.MessageInfo {
 	p, enc := encodePayload(d.Body)
-	m := messageJSON{Topic: topic, Partition: d.Partition, Offset: d.Offset, Key: string(d.Key),
+	m := messages.MessageInfo{Topic: topic, Partition: d.Partition, Offset: d.Offset, Key: string(d.Key),
 		Payload: p, PayloadEncoding: enc, Timestamp: time.Unix(0, d.Time).Unix()}
 	if withHandle {
 		m.ReceiptHandle = fmt.Sprintf("%d:%d:%d", d.Partition, d.Offset, d.Nonce)
@@ -273,22 +262,11 @@ func writeMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Write(out.Bytes())
 }
 
-// memberJSON is one entry of GET /v1/cluster/members, fields in the
-// contract's order.
-type memberJSON struct {
-	ID              string `json:"id"`
-	Addr            string `json:"addr"`
-	Status          string `json:"status"`
-	Draining        bool   `json:"draining"`
-	OwnedPartitions int    `json:"owned_partitions"`
-	OutboundMoves   int    `json:"outbound_moves"`
-}
-
 // membersView is the member records of the local replica, with the
 // partitions each owns and the moves out of it: what GET
 // /v1/cluster/members and the admin "members" verb answer.
-func (n *Node) membersView() []memberJSON {
-	out := []memberJSON{}
+func (n *Node) membersView() []messages.MemberInfo {
+	out := []messages.MemberInfo{}
 	for _, m := range n.store.Members() {
 		owned := n.store.OwnedBy(m.ID)
 		moving := 0
@@ -297,55 +275,31 @@ func (n *Node) membersView() []memberJSON {
 				moving++
 			}
 		}
-		out = append(out, memberJSON{ID: m.ID, Addr: m.HTTPAddr, Status: m.Status, Draining: m.Draining,
+		out = append(out, messages.MemberInfo{ID: m.ID, Addr: m.HTTPAddr, Status: m.Status, Draining: m.Draining,
 			OwnedPartitions: len(owned), OutboundMoves: moving})
 	}
 	return out
 }
 
-type membersReply struct {
-	Members []memberJSON `json:"members"`
-}
-
 func (n *Node) members(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, membersReply{n.membersView()})
-}
-
-// moveJSON is one entry of GET /v1/cluster/moves, fields in the
-// contract's order.
-type moveJSON struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	// Beyond the contract (new optional fields): each side's status
-	// (alive, dead, draining, not_a_member), why the move may be stuck,
-	// and with ?detail=1 the destination's own report (rule T5).
-	FromStatus string                 `json:"from_status,omitempty"`
-	ToStatus   string                 `json:"to_status,omitempty"`
-	Blocked    []string               `json:"blocked,omitempty"`
-	Progress   *messages.MoveProgress `json:"progress,omitempty"`
-}
-
-type movesReply struct {
-	Moves []moveJSON `json:"moves"`
+	writeJSON(w, http.StatusOK, messages.MemberList{Members: n.membersView()})
 }
 
 // movesView is every partition with a target in the local replica, by
 // topic then partition: what GET /v1/cluster/moves and the admin "moves"
 // verb answer. A target of an earlier incarnation of a topic name is left
 // out: that topic is gone.
-func (n *Node) movesView() movesReply {
-	out := movesReply{Moves: []moveJSON{}}
+func (n *Node) movesView() messages.MoveList {
+	out := messages.MoveList{Moves: []messages.MoveInfo{}}
 	for _, a := range n.store.Moving() {
 		if t, ok := n.store.Topic(a.Topic); ok && t.Incarnation == a.Incarnation {
-			mv := moveJSON{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target,
+			mv := messages.MoveInfo{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target,
 				FromStatus: n.sideStatus(a.Owner), ToStatus: n.sideStatus(a.Target)}
 			mv.Blocked = movesBlockedReasons(mv.FromStatus, mv.ToStatus)
 			out.Moves = append(out.Moves, mv)
 		}
 	}
-	slices.SortFunc(out.Moves, func(a, b moveJSON) int {
+	slices.SortFunc(out.Moves, func(a, b messages.MoveInfo) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return out
@@ -391,7 +345,7 @@ func movesBlockedReasons(from, to string) []string {
 
 // addProgress asks each destination for its workers' progress (its
 // "moves" service, or this node's runner) and attaches it to the moves.
-func (n *Node) addProgress(ctx context.Context, moves []moveJSON) {
+func (n *Node) addProgress(ctx context.Context, moves []messages.MoveInfo) {
 	byNode := map[string][]messages.MoveProgress{}
 	for _, mv := range moves {
 		if _, asked := byNode[mv.To]; asked {

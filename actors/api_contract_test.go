@@ -226,45 +226,22 @@ func ctWantKeysIn(t *testing.T, what string, b []byte, order, required []string)
 	}
 }
 
-type ctStats struct {
-	Index           int    `json:"index"`
-	Segments        int    `json:"segments"`
-	OldestOffset    int64  `json:"oldest_offset"`
-	NextOffset      int64  `json:"next_offset"`
-	HighWatermark   int64  `json:"high_watermark"`
-	SizeBytes       int64  `json:"size_bytes"`
-	OldestSegmentAt int64  `json:"oldest_segment_at"`
-	OwnerNode       string `json:"owner_node"`
-}
-
-type ctTopic struct {
-	Name                      string    `json:"name"`
-	Partitions                int       `json:"partitions"`
-	RetentionMs               int64     `json:"retention_ms"`
-	VisibilityTimeoutMs       int64     `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int64     `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int64     `json:"max_acked_ahead_per_partition"`
-	CreatedAt                 int64     `json:"created_at"`
-	Role                      string    `json:"role"`
-	PartitionStats            []ctStats `json:"partition_stats"`
-}
-
-// settings is what an alter may change, for comparing before and after.
-func (c ctTopic) settings() string {
+// ctSettings is what an alter may change, for comparing before and after.
+func ctSettings(c messages.TopicDetails) string {
 	return fmt.Sprintf("partitions=%d retention_ms=%d visibility_timeout_ms=%d max_in_flight=%d max_acked_ahead=%d",
 		c.Partitions, c.RetentionMs, c.VisibilityTimeoutMs, c.MaxInFlightPerPartition, c.MaxAckedAheadPerPartition)
 }
 
-func ctCreate(t *testing.T, tn *testNode, body string) ctTopic {
+func ctCreate(t *testing.T, tn *testNode, body string) messages.TopicDetails {
 	t.Helper()
-	var c ctTopic
+	var c messages.TopicDetails
 	ctWantJSON(t, "create "+body, ctDo(t, tn, "POST", "/v1/topics", []byte(body)), http.StatusCreated, &c)
 	return c
 }
 
-func ctDescribe(t *testing.T, tn *testNode, name string) ctTopic {
+func ctDescribe(t *testing.T, tn *testNode, name string) messages.TopicDetails {
 	t.Helper()
-	var c ctTopic
+	var c messages.TopicDetails
 	ctWantJSON(t, "describe "+name, ctDo(t, tn, "GET", "/v1/topics/"+name, nil), http.StatusOK, &c)
 	return c
 }
@@ -280,14 +257,14 @@ func ctProduce(t *testing.T, tn *testNode, topic, query string, body []byte) {
 }
 
 // ctConsume pulls or replays one message; nil on 204.
-func ctConsume(t *testing.T, tn *testNode, topic, query string) *testMessage {
+func ctConsume(t *testing.T, tn *testNode, topic, query string) *messages.MessageInfo {
 	t.Helper()
 	r := ctDo(t, tn, "GET", "/v1/topics/"+topic+"/consume?"+query, nil)
 	if r.code == http.StatusNoContent {
 		ctWantEmpty(t, "consume "+topic+"?"+query, r, http.StatusNoContent)
 		return nil
 	}
-	var m testMessage
+	var m messages.MessageInfo
 	ctWantJSON(t, "consume "+topic+"?"+query, r, http.StatusOK, &m)
 	return &m
 }
@@ -459,7 +436,7 @@ func TestContractTransport(t *testing.T) {
 		}
 		ctWaitCommitted(t, tn, "ignored0", 0, 3)
 		r := ctDo(t, tn, "GET", "/v1/topics/ignored0/consume?partition=0&offset=3", nil, "Authorization", auth)
-		var m testMessage
+		var m messages.MessageInfo
 		ctWantJSON(t, "replay with Authorization", r, http.StatusOK, &m)
 		if string(m.Payload) != `{"ct":"multipart/form-data"}` {
 			t.Fatalf("payload: got %s, want the JSON body as sent", m.Payload)
@@ -551,30 +528,30 @@ func TestContractTopicCreate(t *testing.T) {
 		before := time.Now().Unix()
 		r := ctDo(t, tn, "POST", "/v1/topics", []byte(`{"name":"defaults"}`))
 		after := time.Now().Unix()
-		var c ctTopic
+		var c messages.TopicDetails
 		ctWantJSON(t, "create", r, http.StatusCreated, &c)
 		ctWantKeys(t, "201 create response", r.body, createKeys)
 		if c.Name != "defaults" || c.Partitions != 3 || c.RetentionMs != 604_800_000 || c.VisibilityTimeoutMs != 30_000 ||
 			c.MaxInFlightPerPartition != 1024 || c.MaxAckedAheadPerPartition != 1024 {
-			t.Fatalf("create: got %s, want partitions=3 retention_ms=604800000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024", c.settings())
+			t.Fatalf("create: got %s, want partitions=3 retention_ms=604800000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024", ctSettings(c))
 		}
 		if c.CreatedAt < before || c.CreatedAt > after {
 			t.Fatalf("created_at: got %d, want Unix seconds within [%d, %d]", c.CreatedAt, before, after)
 		}
 		got := ctDescribe(t, tn, "defaults")
-		if got.settings() != c.settings() || got.CreatedAt != c.CreatedAt || got.Role != "standalone" {
-			t.Fatalf("describe: got %s created_at=%d role=%q, want %s created_at=%d role=standalone", got.settings(), got.CreatedAt, got.Role, c.settings(), c.CreatedAt)
+		if ctSettings(got) != ctSettings(c) || got.CreatedAt != c.CreatedAt || got.Role != "standalone" {
+			t.Fatalf("describe: got %s created_at=%d role=%q, want %s created_at=%d role=standalone", ctSettings(got), got.CreatedAt, got.Role, ctSettings(c), c.CreatedAt)
 		}
 	})
 
 	t.Run("CreateTopicKeepsGivenSettingsAndZeroMeansDefault", func(t *testing.T) {
 		c := ctCreate(t, tn, `{"name":"given","partitions":5,"retention_ms":3600000,"visibility_timeout_ms":1500,"max_in_flight_per_partition":7,"max_acked_ahead_per_partition":9}`)
-		if want := "partitions=5 retention_ms=3600000 visibility_timeout_ms=1500 max_in_flight=7 max_acked_ahead=9"; c.settings() != want {
-			t.Fatalf("create: got %s, want %s", c.settings(), want)
+		if want := "partitions=5 retention_ms=3600000 visibility_timeout_ms=1500 max_in_flight=7 max_acked_ahead=9"; ctSettings(c) != want {
+			t.Fatalf("create: got %s, want %s", ctSettings(c), want)
 		}
 		c = ctCreate(t, tn, `{"name":"zeros","partitions":0,"retention_ms":0,"visibility_timeout_ms":0,"max_in_flight_per_partition":0,"max_acked_ahead_per_partition":0,"fanout_delay_ms":0,"parent":""}`)
-		if want := "partitions=3 retention_ms=604800000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024"; c.settings() != want {
-			t.Fatalf("create with zeros: got %s, want the defaults %s", c.settings(), want)
+		if want := "partitions=3 retention_ms=604800000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024"; ctSettings(c) != want {
+			t.Fatalf("create with zeros: got %s, want the defaults %s", ctSettings(c), want)
 		}
 	})
 
@@ -621,7 +598,7 @@ func TestContractTopicCreate(t *testing.T) {
 			ctWantError(t, fmt.Sprintf("create %q", name), ctDo(t, tn, "POST", "/v1/topics", []byte(`{"name":`+ctJSONString(name)+`}`)), http.StatusBadRequest, "invalid argument: ...")
 		}
 		ctWantError(t, "create without a name", ctDo(t, tn, "POST", "/v1/topics", []byte(`{"partitions":3}`)), http.StatusBadRequest, "")
-		var list struct{ Topics []ctTopic }
+		var list messages.TopicPage
 		ctWantJSON(t, "list", ctDo(t, tn, "GET", "/v1/topics?limit=1000", nil), http.StatusOK, &list)
 		for _, c := range list.Topics {
 			if c.Name == "a b" || c.Name == long+"x" || c.Name == "" || c.Name == "." {
@@ -696,8 +673,8 @@ func TestContractTopicCreate(t *testing.T) {
 	t.Run("CreateTopicExistingNameIs409", func(t *testing.T) {
 		first := ctCreate(t, tn, `{"name":"dup","partitions":4}`)
 		ctWantError(t, "second create", ctDo(t, tn, "POST", "/v1/topics", []byte(`{"name":"dup","partitions":5,"retention_ms":3600000}`)), http.StatusConflict, errTopicExists)
-		if got := ctDescribe(t, tn, "dup"); got.settings() != first.settings() {
-			t.Fatalf("after a refused create: got %s, want %s", got.settings(), first.settings())
+		if got := ctDescribe(t, tn, "dup"); ctSettings(got) != ctSettings(first) {
+			t.Fatalf("after a refused create: got %s, want %s", ctSettings(got), ctSettings(first))
 		}
 	})
 
@@ -726,24 +703,23 @@ func TestContractTopicCreate(t *testing.T) {
 
 func TestContractTopicReadAndList(t *testing.T) {
 	tn := ctNode(t)
-	type page struct {
-		Topics        []ctTopic `json:"topics"`
-		NextPageToken *string   `json:"next_page_token"`
-	}
 	list := func(t *testing.T, query string) (names []string, next string, raw []byte) {
 		t.Helper()
 		r := ctDo(t, tn, "GET", "/v1/topics?"+query, nil)
-		var p page
+		var p messages.TopicPage
 		ctWantJSON(t, "list ?"+query, r, http.StatusOK, &p)
 		ctWantKeys(t, "list ?"+query, r.body, []string{"topics", "next_page_token"})
-		if p.Topics == nil || p.NextPageToken == nil {
+		// A null token decodes as "" too: look at the raw value.
+		var keys map[string]json.RawMessage
+		json.Unmarshal(r.body, &keys)
+		if p.Topics == nil || !bytes.HasPrefix(keys["next_page_token"], []byte(`"`)) {
 			t.Fatalf("list ?%s: got %s, want topics an array and next_page_token a string", query, r.body)
 		}
 		names = []string{}
 		for _, c := range p.Topics {
 			names = append(names, c.Name)
 		}
-		return names, *p.NextPageToken, r.body
+		return names, p.NextPageToken, r.body
 	}
 
 	t.Run("ListTopicsWhenEmptyIsAnArrayNotNull", func(t *testing.T) {
@@ -790,7 +766,7 @@ func TestContractTopicReadAndList(t *testing.T) {
 		var p struct{ Topics []json.RawMessage }
 		json.Unmarshal(raw, &p)
 		ctWantKeys(t, "list item", p.Topics[0], recordKeys)
-		var c ctTopic
+		var c messages.TopicDetails
 		json.Unmarshal(p.Topics[0], &c)
 		if c.Name != "B" || c.Role != "standalone" || c.Partitions != 3 || c.PartitionStats != nil {
 			t.Fatalf("list item: got %s, want topic B, role standalone, 3 partitions, no stats", p.Topics[0])
@@ -809,7 +785,7 @@ func TestContractTopicReadAndList(t *testing.T) {
 		ctProduce(t, tn, "desc", "partition=1", []byte("two"))
 		ctWaitCommitted(t, tn, "desc", 1, 1)
 		r := ctDo(t, tn, "GET", "/v1/topics/desc", nil)
-		var c ctTopic
+		var c messages.TopicDetails
 		ctWantJSON(t, "describe", r, http.StatusOK, &c)
 		ctWantKeys(t, "describe", r.body, detailsKeys)
 		var raw struct {
@@ -837,7 +813,7 @@ func TestContractTopicReadAndList(t *testing.T) {
 	})
 
 	t.Run("DescribeTopicPartitionQueryLimitsTheStats", func(t *testing.T) {
-		var c ctTopic
+		var c messages.TopicDetails
 		ctWantJSON(t, "describe ?partition=2", ctDo(t, tn, "GET", "/v1/topics/desc?partition=2", nil), http.StatusOK, &c)
 		if c.Partitions != 4 || len(c.PartitionStats) != 1 || c.PartitionStats[0].Index != 2 {
 			t.Fatalf("describe ?partition=2: got %d partitions and stats %+v, want 4 partitions and only index 2", c.Partitions, c.PartitionStats)
@@ -879,10 +855,7 @@ func TestListTopicsLimitAbove1000IsCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var p struct {
-		Topics        []ctTopic `json:"topics"`
-		NextPageToken string    `json:"next_page_token"`
-	}
+	var p messages.TopicPage
 	for _, l := range []string{"1001", "5000", "2147483647"} {
 		ctWantJSON(t, "list ?limit="+l, ctDo(t, tn, "GET", "/v1/topics?limit="+l, nil), http.StatusOK, &p)
 		if len(p.Topics) != 1000 || p.Topics[999].Name != "t0999" || p.NextPageToken != "t0999" {
@@ -907,18 +880,18 @@ func TestContractTopicAlter(t *testing.T) {
 		t.Helper()
 		return ctDo(t, tn, "PATCH", "/v1/topics/"+name, []byte(body))
 	}
-	alterOK := func(t *testing.T, name, body string) ctTopic {
+	alterOK := func(t *testing.T, name, body string) messages.TopicDetails {
 		t.Helper()
 		r := alter(t, name, body)
-		var c ctTopic
+		var c messages.TopicDetails
 		ctWantJSON(t, "alter "+body, r, http.StatusOK, &c)
 		ctWantKeysIn(t, "alter response", r.body, recordKeys, createKeys)
 		return c
 	}
-	unchanged := func(t *testing.T, name string, before ctTopic) {
+	unchanged := func(t *testing.T, name string, before messages.TopicDetails) {
 		t.Helper()
-		if got := ctDescribe(t, tn, name); got.settings() != before.settings() {
-			t.Fatalf("after a refused alter: got %s, want %s", got.settings(), before.settings())
+		if got := ctDescribe(t, tn, name); ctSettings(got) != ctSettings(before) {
+			t.Fatalf("after a refused alter: got %s, want %s", ctSettings(got), ctSettings(before))
 		}
 	}
 
@@ -967,7 +940,7 @@ func TestContractTopicAlter(t *testing.T) {
 		ctCreate(t, tn, `{"name":"ret","retention_ms":3600000}`)
 		c := alterOK(t, "ret", `{"retention_ms":7200000}`)
 		if c.RetentionMs != 7_200_000 || c.Name != "ret" {
-			t.Fatalf("alter retention: got %s, want retention_ms=7200000", c.settings())
+			t.Fatalf("alter retention: got %s, want retention_ms=7200000", ctSettings(c))
 		}
 		if c := alterOK(t, "ret", `{"retention_ms":0}`); c.RetentionMs != 604_800_000 {
 			t.Fatalf("alter retention 0: got %d, want the server default 604800000", c.RetentionMs)
@@ -982,13 +955,13 @@ func TestContractTopicAlter(t *testing.T) {
 	t.Run("AlterTopicCapZeroMeansDefaultAndAnUnsetCapIsKept", func(t *testing.T) {
 		ctCreate(t, tn, `{"name":"caps","max_in_flight_per_partition":5,"max_acked_ahead_per_partition":7}`)
 		if c := alterOK(t, "caps", `{"max_in_flight_per_partition":11}`); c.MaxInFlightPerPartition != 11 || c.MaxAckedAheadPerPartition != 7 {
-			t.Fatalf("alter in-flight: got %s, want max_in_flight=11 max_acked_ahead=7", c.settings())
+			t.Fatalf("alter in-flight: got %s, want max_in_flight=11 max_acked_ahead=7", ctSettings(c))
 		}
 		if c := alterOK(t, "caps", `{"max_acked_ahead_per_partition":0}`); c.MaxInFlightPerPartition != 11 || c.MaxAckedAheadPerPartition != 1024 {
-			t.Fatalf("alter acked-ahead 0: got %s, want max_in_flight=11 max_acked_ahead=1024", c.settings())
+			t.Fatalf("alter acked-ahead 0: got %s, want max_in_flight=11 max_acked_ahead=1024", ctSettings(c))
 		}
 		if c := alterOK(t, "caps", `{"max_in_flight_per_partition":0,"max_acked_ahead_per_partition":3}`); c.MaxInFlightPerPartition != 1024 || c.MaxAckedAheadPerPartition != 3 {
-			t.Fatalf("alter both: got %s, want max_in_flight=1024 max_acked_ahead=3", c.settings())
+			t.Fatalf("alter both: got %s, want max_in_flight=1024 max_acked_ahead=3", ctSettings(c))
 		}
 		before := ctDescribe(t, tn, "caps")
 		ctWantError(t, "negative cap", alter(t, "caps", `{"max_in_flight_per_partition":-1}`), http.StatusBadRequest, "")
@@ -1044,13 +1017,13 @@ func TestContractTopicAlter(t *testing.T) {
 		// retention and caps, then partitions fail
 		ctCreate(t, tn, `{"name":"steps1","retention_ms":3600000}`)
 		ctWantError(t, "alter with shrinking partitions", alter(t, "steps1", `{"retention_ms":7200000,"max_in_flight_per_partition":9,"partitions":2}`), http.StatusBadRequest, "")
-		if got, want := ctDescribe(t, tn, "steps1").settings(), "partitions=3 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=9 max_acked_ahead=1024"; got != want {
+		if got, want := ctSettings(ctDescribe(t, tn, "steps1")), "partitions=3 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=9 max_acked_ahead=1024"; got != want {
 			t.Fatalf("after a failing partitions step: got %s, want %s", got, want)
 		}
 		// retention, then caps fail: partitions not reached
 		ctCreate(t, tn, `{"name":"steps2","retention_ms":3600000}`)
 		ctWantError(t, "alter with a negative cap", alter(t, "steps2", `{"retention_ms":7200000,"max_in_flight_per_partition":-1,"partitions":5}`), http.StatusBadRequest, "")
-		if got, want := ctDescribe(t, tn, "steps2").settings(), "partitions=3 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024"; got != want {
+		if got, want := ctSettings(ctDescribe(t, tn, "steps2")), "partitions=3 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=1024 max_acked_ahead=1024"; got != want {
 			t.Fatalf("after a failing caps step: got %s, want %s", got, want)
 		}
 		// retention, caps and partitions, then the schema fails: the new
@@ -1058,8 +1031,8 @@ func TestContractTopicAlter(t *testing.T) {
 		ctCreate(t, tn, `{"name":"steps3","retention_ms":3600000}`)
 		ctWantError(t, "alter with a bad schema", alter(t, "steps3", `{"retention_ms":7200000,"max_in_flight_per_partition":9,"partitions":5,"schema":{"type":"nope"}}`), http.StatusBadRequest, "")
 		got := ctDescribe(t, tn, "steps3")
-		if want := "partitions=5 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=9 max_acked_ahead=1024"; got.settings() != want {
-			t.Fatalf("after a failing schema step: got %s, want %s", got.settings(), want)
+		if want := "partitions=5 retention_ms=7200000 visibility_timeout_ms=30000 max_in_flight=9 max_acked_ahead=1024"; ctSettings(got) != want {
+			t.Fatalf("after a failing schema step: got %s, want %s", ctSettings(got), want)
 		}
 		if len(got.PartitionStats) != 5 {
 			t.Fatalf("after a failing schema step: got %d partition_stats, want one per partition (5)", len(got.PartitionStats))
@@ -1087,7 +1060,7 @@ func TestContractTopicDelete(t *testing.T) {
 		ctWantNoTopic(t, tn, "gone")
 		ctWantError(t, "delete again", ctDo(t, tn, "DELETE", "/v1/topics/gone", nil), http.StatusNotFound, errTopicNotFound)
 		ctWantError(t, "produce to the deleted topic", ctDo(t, tn, "POST", "/v1/topics/gone/produce", []byte("x")), http.StatusNotFound, errTopicNotFound)
-		var p struct{ Topics []ctTopic }
+		var p messages.TopicPage
 		ctWantJSON(t, "list", ctDo(t, tn, "GET", "/v1/topics", nil), http.StatusOK, &p)
 		if len(p.Topics) != 0 {
 			t.Fatalf("list after delete: got %+v, want no topics", p.Topics)
@@ -1291,7 +1264,7 @@ func TestContractConsume(t *testing.T) {
 			{"", []string{"topic", "partition", "offset", "key", "payload", "payload_encoding", "timestamp", "receipt_handle"}},
 		} {
 			r := ctDo(t, tn, "GET", "/v1/topics/fields/consume?"+c.query, nil)
-			var m testMessage
+			var m messages.MessageInfo
 			ctWantJSON(t, "consume ?"+c.query, r, http.StatusOK, &m)
 			ctWantKeys(t, "consume ?"+c.query, r.body, c.keys)
 			if m.Topic != "fields" || m.Partition != 1 || m.Key != "k" || m.Timestamp < before || m.Timestamp > after {
@@ -1327,7 +1300,7 @@ func TestContractConsume(t *testing.T) {
 			ctProduce(t, tn, "enc", "partition=0", []byte(c.body))
 		}
 		ctWaitCommitted(t, tn, "enc", 0, int64(len(cases)-1))
-		check := func(i int, m *testMessage) {
+		check := func(i int, m *messages.MessageInfo) {
 			c := cases[i]
 			var got, want bytes.Buffer
 			json.Compact(&got, m.Payload)
@@ -1580,7 +1553,7 @@ func TestContractConsumeLimits(t *testing.T) {
 			ctProduce(t, tn, "ahead", "partition=0", []byte(fmt.Sprint(i)))
 		}
 		ctWaitCommitted(t, tn, "ahead", 0, 3)
-		var ms [3]*testMessage
+		var ms [3]*messages.MessageInfo
 		for i := range ms {
 			if ms[i] = ctConsume(t, tn, "ahead", "partition=0"); ms[i] == nil || ms[i].Offset != int64(i) {
 				t.Fatalf("consume %d: got %+v, want offset %d", i, ms[i], i)
@@ -1611,7 +1584,7 @@ func TestContractAck(t *testing.T) {
 	tn.createTopic("ak", 3)
 	tn.createTopic("other", 3)
 	// lease produces one record on partition 0 of topic and leases it.
-	lease := func(t *testing.T, topic string) *testMessage {
+	lease := func(t *testing.T, topic string) *messages.MessageInfo {
 		t.Helper()
 		ctProduce(t, tn, topic, "partition=0", []byte("x"))
 		m := ctConsume(t, tn, topic, "partition=0&wait=2s")
@@ -1735,7 +1708,7 @@ func TestOutOfOrderAcksAreKeptAcrossARestart(t *testing.T) {
 		tn.must(http.StatusAccepted, "POST", "/v1/topics/ooo/produce?partition=0", []byte(fmt.Sprint(i)))
 	}
 	ctWaitCommitted(t, tn, "ooo", 0, 3)
-	var ms [4]*testMessage
+	var ms [4]*messages.MessageInfo
 	for i := range ms {
 		ms[i] = ctConsume(t, tn, "ooo", "partition=0")
 	}
@@ -1802,15 +1775,7 @@ func TestReplayOfAnOffsetRemovedByRetentionIs410(t *testing.T) {
 
 func TestContractCluster(t *testing.T) {
 	tn := ctNode(t)
-	type member struct {
-		ID              string `json:"id"`
-		Addr            string `json:"addr"`
-		Status          string `json:"status"`
-		Draining        bool   `json:"draining"`
-		OwnedPartitions int    `json:"owned_partitions"`
-		OutboundMoves   int    `json:"outbound_moves"`
-	}
-	members := func(t *testing.T) member {
+	members := func(t *testing.T) messages.MemberInfo {
 		t.Helper()
 		r := ctDo(t, tn, "GET", "/v1/cluster/members", nil)
 		var out struct{ Members []json.RawMessage }
@@ -1820,13 +1785,13 @@ func TestContractCluster(t *testing.T) {
 			t.Fatalf("members: got %s, want exactly this node", r.body)
 		}
 		ctWantKeys(t, "member", out.Members[0], []string{"id", "addr", "status", "draining", "owned_partitions", "outbound_moves"})
-		var m member
+		var m messages.MemberInfo
 		json.Unmarshal(out.Members[0], &m)
 		return m
 	}
 
 	t.Run("ClusterMembersAndMoves", func(t *testing.T) {
-		want := member{ID: "n1", Addr: tn.cfg.HTTPAddr, Status: "alive"}
+		want := messages.MemberInfo{ID: "n1", Addr: tn.cfg.HTTPAddr, Status: "alive"}
 		if got := members(t); got != want {
 			t.Fatalf("members: got %+v, want %+v", got, want)
 		}

@@ -10,32 +10,14 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// abortReply answers an abort: the partition's assignment as the leader
-// read it back.
-type abortReply struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Owner     string `json:"owner"`
-	Target    string `json:"target,omitempty"`
-	Result    string `json:"result"`
-	Error     string `json:"error,omitempty"`
-}
-
-// abortRequest is the admin "moves-abort" verb's body.
-type abortRequest struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Target    string `json:"target,omitempty"`
-}
-
 // abortMove gives up on the move of one partition (rules T3, T4): the same
 // compare-and-set that clears a target, then a leader read of the outcome.
 // 202 when the move to that target is gone and the owner unchanged; 409
 // naming owner and target otherwise (with target set, also when the move
 // now targets another node); 404 for an unknown topic or partition; 503
 // when the outcome could not be read back. Audited in the log either way.
-func (n *Node) abortMove(ctx context.Context, in abortRequest) (int, abortReply) {
-	out := abortReply{Topic: in.Topic, Partition: in.Partition}
+func (n *Node) abortMove(ctx context.Context, in messages.AbortMoveRequest) (int, messages.AbortMoveReply) {
+	out := messages.AbortMoveReply{Topic: in.Topic, Partition: in.Partition}
 	t, ok := n.store.Topic(in.Topic)
 	if !ok || in.Partition < 0 || in.Partition >= t.Partitions {
 		out.Result, out.Error = "not_found", "no such topic or partition"
@@ -84,6 +66,6 @@ func (n *Node) abortMoveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid partition")
 		return
 	}
-	status, out := n.abortMove(r.Context(), abortRequest{Topic: r.PathValue("topic"), Partition: p, Target: r.URL.Query().Get("target")})
+	status, out := n.abortMove(r.Context(), messages.AbortMoveRequest{Topic: r.PathValue("topic"), Partition: p, Target: r.URL.Query().Get("target")})
 	writeJSON(w, status, out)
 }

@@ -27,35 +27,10 @@ const (
 	maxFanoutDelayMs      = 31_536_000_000
 )
 
-type topicJSON struct {
-	Name                      string `json:"name"`
-	Partitions                int    `json:"partitions"`
-	RetentionMs               int64  `json:"retention_ms"`
-	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int64  `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int64  `json:"max_acked_ahead_per_partition"`
-	CreatedAt                 int64  `json:"created_at"`
-	Role                      string `json:"role,omitempty"`
-}
-
-type partitionStatsJSON struct {
-	Index           int    `json:"index"`
-	Segments        int    `json:"segments"`
-	OldestOffset    int64  `json:"oldest_offset"`
-	NextOffset      int64  `json:"next_offset"`
-	HighWatermark   int64  `json:"high_watermark"`
-	SizeBytes       int64  `json:"size_bytes"`
-	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"`
-	OwnerNode       string `json:"owner_node,omitempty"`
-}
-
-type topicDetailsJSON struct {
-	topicJSON
-	PartitionStats []partitionStatsJSON `json:"partition_stats"`
-}
-
-func topicOf(t messages.Topic, role string) topicJSON {
-	return topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
+// topicOf is t's record as the API shows it; role is "" only in the answer
+// to a create, as the contract says.
+func topicOf(t messages.Topic, role string) messages.TopicInfo {
+	return messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
 		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
 		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Role: role}
 }
@@ -74,19 +49,6 @@ func metastoreError(w http.ResponseWriter, err error, op string) {
 	default:
 		writeError(w, http.StatusInternalServerError, op+" failed")
 	}
-}
-
-type createTopicRequest struct {
-	Name                      string          `json:"name"`
-	Partitions                int             `json:"partitions"`
-	RetentionMs               int64           `json:"retention_ms"`
-	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int64           `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int64           `json:"max_acked_ahead_per_partition"`
-	Schema                    json.RawMessage `json:"schema"`
-	Parent                    string          `json:"parent"`
-	FanoutDelayMs             int64           `json:"fanout_delay_ms"`
-	Owner                     string          `json:"owner"`
 }
 
 // readJSON reads a topic request body strictly into v; on false it has
@@ -111,7 +73,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 func hasSchema(s json.RawMessage) bool { return len(s) > 0 && string(s) != "null" }
 
 func (n *Node) createTopic(w http.ResponseWriter, r *http.Request) {
-	var req createTopicRequest
+	var req messages.CreateTopicRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
@@ -139,24 +101,25 @@ func (n *Node) createTopic(w http.ResponseWriter, r *http.Request) {
 
 // resolveCreate applies the contract's defaults and limits; a non-empty
 // message is the reason for a 400.
-func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
+func (n *Node) resolveCreate(req messages.CreateTopicRequest) (messages.Topic, string) {
+	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: orZero(req.RetentionMs),
+		VisibilityTimeoutMs: orZero(req.VisibilityTimeoutMs), MaxInFlightPerPartition: orZero(req.MaxInFlightPerPartition),
+		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix()}
+	delay := orZero(req.FanoutDelayMs)
 	switch {
 	case !validTopicName(req.Name):
 		return messages.Topic{}, "invalid topic name"
 	case req.Partitions < 0:
 		return messages.Topic{}, "partitions must not be negative"
-	case req.RetentionMs < 0 || req.VisibilityTimeoutMs < 0 || req.MaxInFlightPerPartition < 0 || req.MaxAckedAheadPerPartition < 0:
+	case t.RetentionMs < 0 || t.VisibilityTimeoutMs < 0 || t.MaxInFlightPerPartition < 0 || t.MaxAckedAheadPerPartition < 0:
 		return messages.Topic{}, "negative values are not allowed"
-	case req.FanoutDelayMs != 0 && req.Parent == "":
+	case delay != 0 && req.Parent == "":
 		return messages.Topic{}, "fanout_delay_ms needs parent"
-	case req.FanoutDelayMs < 0 || req.FanoutDelayMs > maxFanoutDelayMs:
+	case delay < 0 || delay > maxFanoutDelayMs:
 		return messages.Topic{}, "fanout_delay_ms must be between 0 and 31536000000 (1 year)"
 	case req.Parent == req.Name && req.Parent != "":
 		return messages.Topic{}, "a topic cannot be its own parent"
 	}
-	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: req.RetentionMs,
-		VisibilityTimeoutMs: req.VisibilityTimeoutMs, MaxInFlightPerPartition: req.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: req.MaxAckedAheadPerPartition, CreatedAt: time.Now().Unix()}
 	if t.Partitions == 0 {
 		t.Partitions = n.cfg.TopicDefaultPartitions
 	}
@@ -187,6 +150,15 @@ func (n *Node) resolveCreate(req createTopicRequest) (messages.Topic, string) {
 	return t, ""
 }
 
+// orZero reads an optional number of a create: absent, null and 0 all
+// mean "the default", as in Narad.
+func orZero(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
 // servePlaced returns once this node's replica has the placement the
 // controller just made and the partitions placed here have running actors,
 // so a client can use the topic through this node as soon as the create is
@@ -208,12 +180,6 @@ func notServedYet(err error) bool {
 	return errors.Is(err, actor.ErrDeadLetter) || (errors.As(err, &re) && re.Status == transport.StatusUnavailable)
 }
 
-// topicPageJSON is a page of GET /v1/topics, fields in the contract's order.
-type topicPageJSON struct {
-	Topics        []topicJSON `json:"topics"`
-	NextPageToken string      `json:"next_page_token"`
-}
-
 func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 	limit := defaultTopicListLimit
 	if v, ok := r.URL.Query()["limit"]; ok {
@@ -227,7 +193,7 @@ func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 	after := r.URL.Query().Get("page_token")
 	all := n.store.Topics()
 	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
-	page := []topicJSON{}
+	page := []messages.TopicInfo{}
 	next := ""
 	for ; i < len(all) && len(page) < limit; i++ {
 		page = append(page, topicOf(all[i], "standalone"))
@@ -235,7 +201,7 @@ func (n *Node) listTopics(w http.ResponseWriter, r *http.Request) {
 	if i < len(all) && len(page) > 0 {
 		next = page[len(page)-1].Name
 	}
-	writeJSON(w, http.StatusOK, topicPageJSON{Topics: page, NextPageToken: next})
+	writeJSON(w, http.StatusOK, messages.TopicPage{Topics: page, NextPageToken: next})
 }
 
 func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
@@ -252,14 +218,14 @@ func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
 		}
 		only = p
 	}
-	out := topicDetailsJSON{topicJSON: topicOf(t, "standalone"), PartitionStats: []partitionStatsJSON{}}
+	out := messages.TopicDetails{TopicInfo: topicOf(t, "standalone"), PartitionStats: []messages.PartitionInfo{}}
 	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
 		if only >= 0 && a.Partition != only {
 			continue
 		}
 		// Stats come from each owner, this node or a peer; an owner that
 		// cannot be reached fails the request, as the contract says.
-		ps := partitionStatsJSON{Index: a.Partition, OwnerNode: a.Owner}
+		ps := messages.PartitionInfo{Index: a.Partition, OwnerNode: a.Owner}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
 		res, err := n.ask(r.Context(), k, &messages.GetStats{})
 		if notServedYet(err) {
@@ -281,19 +247,11 @@ func (n *Node) getTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-type alterTopicRequest struct {
-	Partitions                *int            `json:"partitions"`
-	RetentionMs               *int64          `json:"retention_ms"`
-	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition"`
-	Schema                    json.RawMessage `json:"schema"`
-}
-
 // alterTopic applies retention, caps, partitions and schema in that order
 // without a transaction, as the contract says: a later step that fails
 // leaves the earlier ones applied.
 func (n *Node) alterTopic(w http.ResponseWriter, r *http.Request) {
-	var req alterTopicRequest
+	var req messages.AlterTopicRequest
 	if !readJSON(w, r, &req) {
 		return
 	}

@@ -246,7 +246,7 @@ func (c *testCluster) eventually(cond func() bool) bool {
 // memberStatuses is node i's GET /v1/cluster/members as id -> status.
 func (c *testCluster) memberStatuses(i int) map[string]string {
 	c.t.Helper()
-	var r membersReply
+	var r messages.MemberList
 	if err := json.Unmarshal(c.node(i).must(http.StatusOK, "GET", "/v1/cluster/members", nil), &r); err != nil {
 		c.t.Fatalf("members on n%d: %v", i+1, err)
 	}
@@ -280,7 +280,7 @@ func (tn *testNode) topicNames() []string {
 	var names []string
 	token := ""
 	for {
-		var page topicPageJSON
+		var page messages.TopicPage
 		b := tn.must(http.StatusOK, "GET", "/v1/topics?limit=7&page_token="+url.QueryEscape(token), nil)
 		if err := json.Unmarshal(b, &page); err != nil {
 			tn.t.Fatalf("list topics: %v in %s", err, b)
@@ -319,12 +319,12 @@ func TestClusterATopicCreatedOnOneNodeIsKnownToEvery(t *testing.T) {
 	c.node(0).createTopic("t", 4)
 	for _, i := range []int{1, 2} {
 		var code int
-		var got topicDetailsJSON
+		var got messages.TopicDetails
 		var body []byte
 		// A local replica lags the commit by milliseconds.
 		ok := c.eventually(func() bool {
 			code, body = c.node(i).do("GET", "/v1/topics/t", nil)
-			got = topicDetailsJSON{}
+			got = messages.TopicDetails{}
 			return code == http.StatusOK && json.Unmarshal(body, &got) == nil && got.Name == "t" && got.Partitions == 4
 		})
 		if !ok {

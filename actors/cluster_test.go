@@ -7,16 +7,15 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // ownersOf reads a topic's partition owners from a node's stats, polling
 // as clients do until every partition has its entry.
 func ownersOf(t *testing.T, tn *testNode, topic string) (owners map[int]string, hwm int64) {
 	t.Helper()
-	var d struct {
-		Partitions     int                  `json:"partitions"`
-		PartitionStats []partitionStatsJSON `json:"partition_stats"`
-	}
+	var d messages.TopicDetails
 	waitFor(t, func() bool {
 		if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/"+topic, nil), &d); err != nil {
 			t.Fatal(err)
@@ -153,7 +152,7 @@ func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) 
 	c.node(0).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/held/produce?partition=%d", dead), []byte(`"held for n3"`))
 	// The record moves once the leader has marked n3 dead, which takes
 	// longer than one long poll.
-	var m *testMessage
+	var m *messages.MessageInfo
 	if !c.eventually(func() bool { m = c.node(1).consume("held", "wait=1s"); return m != nil }) {
 		t.Fatal("consume while n3 is down: got nothing, want the held record rerouted")
 	}

@@ -14,17 +14,13 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-type membersBody struct {
-	Members []memberJSON `json:"members"`
-}
-
-func (tn *testNode) members() map[string]memberJSON {
+func (tn *testNode) members() map[string]messages.MemberInfo {
 	tn.t.Helper()
-	var b membersBody
+	var b messages.MemberList
 	if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/cluster/members", nil), &b); err != nil {
 		tn.t.Fatal(err)
 	}
-	out := map[string]memberJSON{}
+	out := map[string]messages.MemberInfo{}
 	for _, m := range b.Members {
 		out[m.ID] = m
 	}

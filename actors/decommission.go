@@ -82,21 +82,6 @@ func decommissionVerdict(id string, members []messages.Member, rv raftView, owne
 	return ""
 }
 
-// decommissionRequest is the admin "decommission" verb's body.
-type decommissionRequest struct {
-	ID     string `json:"id"`
-	DryRun bool   `json:"dry_run"`
-	Cancel bool   `json:"cancel"`
-}
-
-// decommissionReply answers a dry run.
-type decommissionReply struct {
-	Member  string `json:"member"`
-	Verdict string `json:"verdict"` // "ok" or "refused"
-	Reason  string `json:"reason,omitempty"`
-	Owned   int    `json:"owned_partitions"`
-}
-
 func (n *Node) decommission(w http.ResponseWriter, r *http.Request) {
 	status, out := n.startDecommission(r.Context(), r.PathValue("id"), r.URL.Query().Get("dry_run") == "1")
 	switch {
@@ -113,8 +98,8 @@ func (n *Node) decommission(w http.ResponseWriter, r *http.Request) {
 // member draining: 204; 200 with the verdict for a dry run; 404 for an
 // unknown member; 409 for one that could never complete (rule D8); 503
 // when the metastore cannot answer.
-func (n *Node) startDecommission(ctx context.Context, id string, dryRun bool) (int, decommissionReply) {
-	out := decommissionReply{Member: id, Verdict: "ok", Owned: len(n.store.OwnedBy(id))}
+func (n *Node) startDecommission(ctx context.Context, id string, dryRun bool) (int, messages.DecommissionReply) {
+	out := messages.DecommissionReply{Member: id, Verdict: "ok", OwnedPartitions: len(n.store.OwnedBy(id))}
 	members, err := n.store.LeaderMembers(ctx)
 	if err != nil {
 		out.Reason = "control plane temporarily unavailable"
@@ -129,7 +114,7 @@ func (n *Node) startDecommission(ctx context.Context, id string, dryRun bool) (i
 		out.Reason = "control plane temporarily unavailable"
 		return http.StatusServiceUnavailable, out
 	}
-	if why := decommissionVerdict(id, members, raftView{Voters: rm.Voters, NonVoters: rm.NonVoters}, out.Owned); why != "" {
+	if why := decommissionVerdict(id, members, raftView{Voters: rm.Voters, NonVoters: rm.NonVoters}, out.OwnedPartitions); why != "" {
 		out.Verdict, out.Reason = "refused", "decommission cannot complete: "+why
 		if dryRun {
 			return http.StatusOK, out
@@ -143,7 +128,7 @@ func (n *Node) startDecommission(ctx context.Context, id string, dryRun bool) (i
 		out.Reason = "control plane temporarily unavailable"
 		return http.StatusServiceUnavailable, out
 	}
-	n.log.Warn("audit cluster.member.decommission", "member", id, "owned_partitions", out.Owned)
+	n.log.Warn("audit cluster.member.decommission", "member", id, "owned_partitions", out.OwnedPartitions)
 	return http.StatusNoContent, out
 }
 

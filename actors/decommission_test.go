@@ -146,7 +146,7 @@ func TestClusterABlockedDecommissionSaysWhyInTheMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	var got adminMembersReply
+	var got messages.AdminMemberList
 	c.waitFor(id+" listed with why its decommission waits", func() bool {
 		msg, err := nc.Request("narad.test.admin.members", []byte("{}"), 5*time.Second)
 		if err != nil || json.Unmarshal(msg.Data, &got) != nil {

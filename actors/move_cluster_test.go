@@ -385,7 +385,7 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 	}
 	// rule T5: the listing shows both sides and, with detail, the
 	// destination's own report of the move.
-	var listed movesReply
+	var listed messages.MoveList
 	if err := json.Unmarshal(c.node(owner).must(http.StatusOK, "GET", "/v1/cluster/moves?detail=1", nil), &listed); err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestClusterAnAbortMidMoveLeavesThePartitionWithItsOwner(t *testing.T) {
 		t.Fatalf("moves with detail: got %+v, want one move finalizing with bytes copied, both sides alive", listed)
 	}
 
-	var out abortReply
+	var out messages.AbortMoveReply
 	body := c.node(owner).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/cluster/moves/m/0/abort?target=n%d", dest+1), nil)
 	if err := json.Unmarshal(body, &out); err != nil || out.Result != "aborted" || out.Owner != fmt.Sprintf("n%d", owner+1) || out.Target != "" {
 		t.Fatalf("abort: got %s (%v), want aborted with the owner unchanged and no target", body, err)
@@ -546,9 +546,7 @@ func partitionHWM(tn *testNode, topic string, partition int) (int64, bool) {
 	if err != nil || code != http.StatusOK {
 		return 0, false
 	}
-	var d struct {
-		PartitionStats []partitionStatsJSON `json:"partition_stats"`
-	}
+	var d messages.TopicDetails
 	if json.Unmarshal(body, &d) != nil {
 		return 0, false
 	}

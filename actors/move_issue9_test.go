@@ -124,7 +124,7 @@ func progressOn(tn *testNode, topic string, partition int) messages.MoveProgress
 	if err != nil || code != http.StatusOK {
 		return messages.MoveProgress{}
 	}
-	var r movesReply
+	var r messages.MoveList
 	if json.Unmarshal(body, &r) != nil {
 		return messages.MoveProgress{}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
 )
 
 // testNode is one node started in-process on loopback, with its data in a
@@ -151,26 +152,15 @@ func (tn *testNode) createTopic(name string, partitions int) {
 	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(fmt.Sprintf(`{"name":%q,"partitions":%d}`, name, partitions)))
 }
 
-type testMessage struct {
-	Topic           string          `json:"topic"`
-	Partition       int             `json:"partition"`
-	Offset          int64           `json:"offset"`
-	Key             string          `json:"key"`
-	Payload         json.RawMessage `json:"payload"`
-	PayloadEncoding string          `json:"payload_encoding"`
-	Timestamp       int64           `json:"timestamp"`
-	ReceiptHandle   string          `json:"receipt_handle"`
-}
-
 // consume pulls one message, or returns nil on 204.
-func (tn *testNode) consume(topic, query string) *testMessage {
+func (tn *testNode) consume(topic, query string) *messages.MessageInfo {
 	tn.t.Helper()
 	code, b := tn.do("GET", "/v1/topics/"+topic+"/consume?"+query, nil)
 	switch code {
 	case http.StatusNoContent:
 		return nil
 	case http.StatusOK:
-		var m testMessage
+		var m messages.MessageInfo
 		if err := json.Unmarshal(b, &m); err != nil {
 			tn.t.Fatalf("consume: %v in %s", err, b)
 		}

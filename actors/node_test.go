@@ -114,18 +114,7 @@ func TestTopicLifecycleAndStats(t *testing.T) {
 	tn.must(http.StatusConflict, "POST", "/v1/topics", []byte(`{"name":"a"}`))
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/a/produce?partition=2", []byte("x"))
 	waitFor(t, func() bool { return tn.consume("a", "partition=2&offset=0") != nil })
-	var details struct {
-		Name           string `json:"name"`
-		Partitions     int    `json:"partitions"`
-		Role           string `json:"role"`
-		PartitionStats []struct {
-			Index         int    `json:"index"`
-			Segments      int    `json:"segments"`
-			NextOffset    int64  `json:"next_offset"`
-			HighWatermark int64  `json:"high_watermark"`
-			OwnerNode     string `json:"owner_node"`
-		} `json:"partition_stats"`
-	}
+	var details messages.TopicDetails
 	json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/a", nil), &details)
 	if details.Partitions != 4 || len(details.PartitionStats) != 4 || details.Role != "standalone" {
 		t.Fatalf("details: got %+v, want 4 partitions with 4 stats", details)

@@ -2,7 +2,9 @@ package main
 
 // A minimal client for the four calls a load run makes. It is separate from
 // cmd/narad's client on purpose: the load driver must stay a self-contained
-// program that only speaks the wire contract (shared/api/CONTRACT.md).
+// program that only speaks the wire contract (shared/api/CONTRACT.md). The
+// bodies are the wire types the server encodes (messages/api.go), so the
+// driver decodes exactly what a broker sends.
 
 import (
 	"bytes"
@@ -16,6 +18,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // requestTimeout bounds one request beyond its long-poll wait, so that a
@@ -87,21 +91,8 @@ func retryable(err error) bool {
 	return err != nil
 }
 
-type delivery struct {
-	Topic         string          `json:"topic"`
-	Partition     int             `json:"partition"`
-	Offset        int64           `json:"offset"`
-	Payload       json.RawMessage `json:"payload"`
-	ReceiptHandle string          `json:"receipt_handle"`
-}
-
-type partitionStat struct {
-	Index         int   `json:"index"`
-	HighWatermark int64 `json:"high_watermark"`
-}
-
 func (b *broker) createTopic(ctx context.Context, name string, partitions int) error {
-	body, err := json.Marshal(map[string]any{"name": name, "partitions": partitions})
+	body, err := json.Marshal(messages.CreateTopicRequest{Name: name, Partitions: partitions})
 	if err != nil {
 		return fmt.Errorf("encode create topic: %w", err)
 	}
@@ -115,13 +106,13 @@ func (b *broker) produce(ctx context.Context, topic string, body []byte) error {
 }
 
 // consume returns nil, nil when the broker had nothing within wait.
-func (b *broker) consume(ctx context.Context, topic string, wait time.Duration) (*delivery, error) {
+func (b *broker) consume(ctx context.Context, topic string, wait time.Duration) (*messages.MessageInfo, error) {
 	q := url.Values{"wait": {wait.String()}}
 	raw, status, err := b.do(ctx, "consume", http.MethodGet, topicPath(topic, "consume"), q, nil, "", wait, http.StatusOK, http.StatusNoContent)
 	if err != nil || status == http.StatusNoContent {
 		return nil, err
 	}
-	var d delivery
+	var d messages.MessageInfo
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("consume: decode response: %w", err)
 	}
@@ -134,14 +125,12 @@ func (b *broker) ack(ctx context.Context, topic, handle string) error {
 	return err
 }
 
-func (b *broker) partitionStats(ctx context.Context, topic string) ([]partitionStat, error) {
+func (b *broker) partitionStats(ctx context.Context, topic string) ([]messages.PartitionInfo, error) {
 	raw, _, err := b.do(ctx, "get topic", http.MethodGet, topicPath(topic, ""), nil, nil, "", 0, http.StatusOK)
 	if err != nil {
 		return nil, err
 	}
-	var d struct {
-		PartitionStats []partitionStat `json:"partition_stats"`
-	}
+	var d messages.TopicDetails
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("get topic: decode response: %w", err)
 	}
@@ -201,9 +190,7 @@ func (b *broker) do(ctx context.Context, op, method, path string, q url.Values, 
 // errorText reads the contract's {"error": ...} body, falling back to the
 // text itself: cluster forwarding errors are text/plain.
 func errorText(status int, raw []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
+	var e messages.ErrorBody
 	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 		return e.Error
 	}

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/messages"
 )
 
 func main() {
@@ -494,7 +495,7 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *broker, stopConsu
 // ackOne acks d on b with bounded retries and reports whether the broker took
 // the ack. A 410 (the lease ran out; the message will be delivered again)
 // is counted, not fatal.
-func (l *loadRun) ackOne(ctx context.Context, b *broker, d *delivery) (bool, error) {
+func (l *loadRun) ackOne(ctx context.Context, b *broker, d *messages.MessageInfo) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		err := b.ack(ctx, l.cfg.topic, d.ReceiptHandle)
 		switch {

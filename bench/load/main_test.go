@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/messages"
 )
 
 // fakeQueue is a tiny in-memory broker for one topic: produce appends
@@ -67,10 +68,7 @@ func (q *fakeQueue) serve(t *testing.T) *httptest.Server {
 func (q *fakeQueue) handler(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/topics", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Name       string `json:"name"`
-			Partitions int    `json:"partitions"`
-		}
+		var req messages.CreateTopicRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Name != q.topic || req.Partitions != len(q.parts) {
 			t.Errorf("create topic: got %+v (%v), want %s with %d partitions", req, err, q.topic, len(q.parts))
 		}
@@ -87,15 +85,11 @@ func (q *fakeQueue) handler(t *testing.T) http.Handler {
 	mux.HandleFunc("GET /v1/topics/{topic}", func(w http.ResponseWriter, r *http.Request) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		type stat struct {
-			Index         int   `json:"index"`
-			HighWatermark int64 `json:"high_watermark"`
-		}
-		var stats []stat
+		d := messages.TopicDetails{TopicInfo: messages.TopicInfo{Name: q.topic, Partitions: len(q.parts)}}
 		for i, p := range q.parts {
-			stats = append(stats, stat{Index: i, HighWatermark: int64(len(p))})
+			d.PartitionStats = append(d.PartitionStats, messages.PartitionInfo{Index: i, HighWatermark: int64(len(p))})
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"name": q.topic, "partitions": len(q.parts), "partition_stats": stats})
+		_ = json.NewEncoder(w).Encode(d)
 	})
 	mux.HandleFunc("POST /v1/topics/{topic}/produce", func(w http.ResponseWriter, r *http.Request) {
 		body := new(bytes.Buffer)
@@ -189,7 +183,7 @@ func (q *fakeQueue) handler(t *testing.T) http.Handler {
 
 // lease must be called with mu held. It returns a message, or the channel
 // that will say when one may be available.
-func (q *fakeQueue) lease() (*delivery, <-chan struct{}) {
+func (q *fakeQueue) lease() (*messages.MessageInfo, <-chan struct{}) {
 	for p, recs := range q.parts {
 		for o, rec := range recs {
 			if rec.acked || rec.handle != "" {
@@ -197,7 +191,7 @@ func (q *fakeQueue) lease() (*delivery, <-chan struct{}) {
 			}
 			q.nonce++
 			rec.handle = fmt.Sprintf("%d:%d:%d", p, o, q.nonce)
-			return &delivery{Topic: q.topic, Partition: p, Offset: int64(o), Payload: rec.body, ReceiptHandle: rec.handle}, nil
+			return &messages.MessageInfo{Topic: q.topic, Partition: p, Offset: int64(o), Payload: rec.body, ReceiptHandle: rec.handle}, nil
 		}
 	}
 	return nil, q.changed
@@ -540,7 +534,7 @@ func logRequests(t *testing.T, sl *serverLog, h http.Handler) http.Handler {
 		case strings.HasSuffix(path, "/consume"):
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
-			var d delivery
+			var d messages.MessageInfo
 			if rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &d) == nil {
 				sl.mu.Lock()
 				sl.leased[d.ReceiptHandle] = true

@@ -1,9 +1,10 @@
 package main
 
 // A small typed client for the /v1 HTTP API in shared/api/CONTRACT.md. The
-// CLI commands in client_cli.go use it; field names mirror the contract's
-// JSON exactly so that what the CLI prints can be piped to tools written
-// against the public Narad API.
+// CLI commands in client_cli.go use it. Its bodies are the server's own wire
+// types (messages/api.go), so what the CLI prints re-encodes exactly the
+// keys the contract names and can be piped to tools written against the
+// public Narad API.
 
 import (
 	"bytes"
@@ -17,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // defaultServer is the broker a CLI command talks to when neither --server
@@ -102,78 +105,6 @@ func isRetryable(err error) bool {
 	return err != nil && !errors.Is(err, context.Canceled)
 }
 
-// createTopicRequest is the body of POST /v1/topics. Optional numbers are
-// pointers so that only the fields the user set are sent: an absent field
-// and a zero may mean different things to a broker (retention_ms 0).
-type createTopicRequest struct {
-	Name                      string          `json:"name"`
-	Partitions                int             `json:"partitions,omitempty"`
-	RetentionMs               *int64          `json:"retention_ms,omitempty"`
-	VisibilityTimeoutMs       *int64          `json:"visibility_timeout_ms,omitempty"`
-	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition,omitempty"`
-	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition,omitempty"`
-	Schema                    json.RawMessage `json:"schema,omitempty"`
-	Parent                    string          `json:"parent,omitempty"`
-	FanoutDelayMs             *int64          `json:"fanout_delay_ms,omitempty"`
-}
-
-// topicRecord is the contract's topic record (section 5.1).
-type topicRecord struct {
-	Name                      string   `json:"name"`
-	Partitions                int      `json:"partitions"`
-	RetentionMs               int64    `json:"retention_ms"`
-	VisibilityTimeoutMs       int64    `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int64    `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int64    `json:"max_acked_ahead_per_partition"`
-	CreatedAt                 int64    `json:"created_at"`
-	Owner                     string   `json:"owner,omitempty"`
-	Role                      string   `json:"role,omitempty"`
-	Children                  []string `json:"children,omitempty"`
-	Parent                    string   `json:"parent,omitempty"`
-	AttachEpoch               string   `json:"attach_epoch,omitempty"`
-	FanoutDelayMs             int64    `json:"fanout_delay_ms,omitempty"`
-}
-
-// partitionStats is one entry of partition_stats (section 5.2).
-type partitionStats struct {
-	Index           int    `json:"index"`
-	Segments        int    `json:"segments"`
-	OldestOffset    int64  `json:"oldest_offset"`
-	NextOffset      int64  `json:"next_offset"`
-	HighWatermark   int64  `json:"high_watermark"`
-	SizeBytes       int64  `json:"size_bytes"`
-	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"`
-	OwnerNode       string `json:"owner_node,omitempty"`
-}
-
-// topicDetails is the answer of GET /v1/topics/{topic}: the record plus
-// per-partition stats.
-type topicDetails struct {
-	topicRecord
-	PartitionStats []partitionStats `json:"partition_stats"`
-}
-
-// topicList is one page of GET /v1/topics.
-type topicList struct {
-	Topics        []topicRecord `json:"topics"`
-	NextPageToken string        `json:"next_page_token"`
-}
-
-// message is one consume answer (section 9), fields in the contract's order
-// so that printing it re-encodes them in that order.
-type message struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Key       string `json:"key,omitempty"`
-	// Payload is the stored body: embedded verbatim when it is valid JSON,
-	// a JSON string when it is other UTF-8 text, base64 otherwise.
-	Payload         json.RawMessage `json:"payload"`
-	PayloadEncoding string          `json:"payload_encoding,omitempty"`
-	Timestamp       int64           `json:"timestamp"`
-	ReceiptHandle   string          `json:"receipt_handle,omitempty"`
-}
-
 // consumeOptions selects the consume mode: queue mode by default (optionally
 // pinned to Partition), replay mode when Offset is set too.
 type consumeOptions struct {
@@ -183,8 +114,8 @@ type consumeOptions struct {
 	Offset    *int64
 }
 
-func (c *client) createTopic(ctx context.Context, req createTopicRequest) (topicRecord, error) {
-	var rec topicRecord
+func (c *client) createTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
+	var rec messages.TopicInfo
 	body, err := json.Marshal(req)
 	if err != nil {
 		return rec, fmt.Errorf("encode create topic %q: %w", req.Name, err)
@@ -200,8 +131,8 @@ func (c *client) createTopic(ctx context.Context, req createTopicRequest) (topic
 }
 
 // listTopics fetches one page; limit 0 leaves the page size to the server.
-func (c *client) listTopics(ctx context.Context, limit int, pageToken string) (topicList, error) {
-	var page topicList
+func (c *client) listTopics(ctx context.Context, limit int, pageToken string) (messages.TopicPage, error) {
+	var page messages.TopicPage
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -219,8 +150,8 @@ func (c *client) listTopics(ctx context.Context, limit int, pageToken string) (t
 	return page, nil
 }
 
-func (c *client) getTopic(ctx context.Context, name string) (topicDetails, error) {
-	var d topicDetails
+func (c *client) getTopic(ctx context.Context, name string) (messages.TopicDetails, error) {
+	var d messages.TopicDetails
 	p, err := topicPath(name, "")
 	if err != nil {
 		return d, err
@@ -269,7 +200,7 @@ func (c *client) produce(ctx context.Context, topic string, body []byte, key str
 
 // consume fetches one message, or returns nil, nil when the broker had
 // none within opts.Wait (204).
-func (c *client) consume(ctx context.Context, topic string, opts consumeOptions) (*message, error) {
+func (c *client) consume(ctx context.Context, topic string, opts consumeOptions) (*messages.MessageInfo, error) {
 	p, err := topicPath(topic, "consume")
 	if err != nil {
 		return nil, err
@@ -291,7 +222,7 @@ func (c *client) consume(ctx context.Context, topic string, opts consumeOptions)
 	if status == http.StatusNoContent {
 		return nil, nil
 	}
-	var m message
+	var m messages.MessageInfo
 	if err := decodeJSON(resp, &m); err != nil {
 		return nil, fmt.Errorf("consume from %q: %w", topic, err)
 	}
@@ -404,9 +335,7 @@ func (c *client) do(ctx context.Context, method, path string, q url.Values, body
 // errorText picks the message out of an error body: the JSON "error" field
 // when there is one, else the text itself, else the status text.
 func errorText(status int, raw []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
+	var e messages.ErrorBody
 	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
 		return e.Error
 	}

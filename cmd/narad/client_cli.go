@@ -15,6 +15,8 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // maxMessageBytes is the broker's body cap (contract section 1). The CLI
@@ -234,7 +236,7 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
 	}
 	set := wasSet(fs)
-	req := createTopicRequest{Name: pos[0]}
+	req := messages.CreateTopicRequest{Name: pos[0]}
 	if set["partitions"] {
 		if *f.partitions <= 0 {
 			return usageErr(fs, "--partitions must be positive, got %d", *f.partitions)
@@ -335,7 +337,7 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("topics list: %w", err)
 	}
 
-	var topics []topicRecord
+	var topics []messages.TopicInfo
 	token := ""
 	for page := 0; ; page++ {
 		if page == maxListPages {
@@ -678,7 +680,7 @@ type consumeSession struct {
 // ack acks m, retrying while the broker says to (503: acked-ahead set
 // full). A lease that ran out (410) is reported and skipped: the message
 // will be delivered again, which at-least-once allows.
-func (s consumeSession) ack(ctx context.Context, m *message) error {
+func (s consumeSession) ack(ctx context.Context, m *messages.MessageInfo) error {
 	if m.ReceiptHandle == "" {
 		return fmt.Errorf("ack %s/%d@%d: the broker sent no receipt handle", m.Topic, m.Partition, m.Offset)
 	}

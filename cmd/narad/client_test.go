@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // fakeBroker implements just enough of the contract to check what the CLI
@@ -26,8 +28,8 @@ type fakeBroker struct {
 
 	mu       sync.Mutex
 	requests []fakeRequest
-	topics   []string   // names GET /v1/topics pages over
-	queue    []*message // what consume hands out, in order
+	topics   []string                // names GET /v1/topics pages over
+	queue    []*messages.MessageInfo // what consume hands out, in order
 	// ackStatus maps a receipt handle to the statuses its acks get, one per
 	// attempt; 204 once the list is used up.
 	ackStatus map[string][]int
@@ -91,13 +93,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+	writeJSON(w, status, messages.ErrorBody{Error: msg})
 }
 
 func (fb *fakeBroker) createTopic(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields() // the contract's strict decoding
-	var req createTopicRequest
+	var req messages.CreateTopicRequest
 	if err := dec.Decode(&req); err != nil {
 		writeError(w, 400, "invalid json: "+err.Error())
 		return
@@ -106,7 +108,7 @@ func (fb *fakeBroker) createTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 409, "topic already exists")
 		return
 	}
-	rec := topicRecord{Name: req.Name, Partitions: 3, RetentionMs: 604800000, VisibilityTimeoutMs: 30000,
+	rec := messages.TopicInfo{Name: req.Name, Partitions: 3, RetentionMs: 604800000, VisibilityTimeoutMs: 30000,
 		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024, CreatedAt: 1700000000}
 	if req.Partitions != 0 {
 		rec.Partitions = req.Partitions
@@ -125,7 +127,7 @@ func (fb *fakeBroker) listTopics(w http.ResponseWriter, r *http.Request) {
 	names := append([]string(nil), fb.topics...)
 	fb.mu.Unlock()
 	sort.Strings(names)
-	page := topicList{Topics: []topicRecord{}}
+	page := messages.TopicPage{Topics: []messages.TopicInfo{}}
 	for _, n := range names {
 		if n <= token {
 			continue
@@ -134,7 +136,7 @@ func (fb *fakeBroker) listTopics(w http.ResponseWriter, r *http.Request) {
 			page.NextPageToken = page.Topics[limit-1].Name
 			break
 		}
-		page.Topics = append(page.Topics, topicRecord{Name: n, Partitions: 3, RetentionMs: 3600000,
+		page.Topics = append(page.Topics, messages.TopicInfo{Name: n, Partitions: 3, RetentionMs: 3600000,
 			VisibilityTimeoutMs: 30000, Role: "standalone"})
 	}
 	writeJSON(w, 200, page)
@@ -145,9 +147,9 @@ func (fb *fakeBroker) getTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 404, "topic not found")
 		return
 	}
-	d := topicDetails{
-		topicRecord: topicRecord{Name: r.PathValue("topic"), Partitions: 1, RetentionMs: 0, VisibilityTimeoutMs: 30000, Role: "standalone"},
-		PartitionStats: []partitionStats{
+	d := messages.TopicDetails{
+		TopicInfo: messages.TopicInfo{Name: r.PathValue("topic"), Partitions: 1, RetentionMs: 0, VisibilityTimeoutMs: 30000, Role: "standalone"},
+		PartitionStats: []messages.PartitionInfo{
 			{Index: 0, Segments: 1, NextOffset: 7, HighWatermark: 7, SizeBytes: 512, OwnerNode: "n1"},
 		},
 	}
@@ -181,7 +183,7 @@ func (fb *fakeBroker) consume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fb.mu.Lock()
-	var m *message
+	var m *messages.MessageInfo
 	if len(fb.queue) > 0 {
 		m, fb.queue = fb.queue[0], fb.queue[1:]
 	}
@@ -366,7 +368,7 @@ func TestTopicsGetPrintsStats(t *testing.T) {
 	if got, want := fb.recorded()[0].Path, "/v1/topics/orders"; got != want {
 		t.Errorf("got path %q, want %q", got, want)
 	}
-	var d topicDetails
+	var d messages.TopicDetails
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatalf("output %q: %v", out, err)
 	}
@@ -527,7 +529,7 @@ func TestServerComesFromTheEnvironment(t *testing.T) {
 
 func TestConsumePrintsOneMessageAsAJSONLine(t *testing.T) {
 	fb, srv := newFakeBroker(t)
-	fb.queue = []*message{
+	fb.queue = []*messages.MessageInfo{
 		{Topic: "orders", Partition: 1, Offset: 41, Key: "k<1>", Payload: json.RawMessage(`{"a": [1, 2], "html": "<b>&"}`), Timestamp: 1700000000, ReceiptHandle: "1:41:9"},
 		{Topic: "orders", Partition: 1, Offset: 42, Payload: json.RawMessage(`"left alone"`), Timestamp: 1700000001, ReceiptHandle: "1:42:9"},
 	}
@@ -554,7 +556,7 @@ func TestConsumePrintsOneMessageAsAJSONLine(t *testing.T) {
 
 func TestConsumeBase64Payload(t *testing.T) {
 	fb, srv := newFakeBroker(t)
-	fb.queue = []*message{{Topic: "t", Partition: 0, Offset: 0, Payload: json.RawMessage(`"/wAB"`), PayloadEncoding: "base64", Timestamp: 1, ReceiptHandle: "h"}}
+	fb.queue = []*messages.MessageInfo{{Topic: "t", Partition: 0, Offset: 0, Payload: json.RawMessage(`"/wAB"`), PayloadEncoding: "base64", Timestamp: 1, ReceiptHandle: "h"}}
 
 	out, _, err := runCLI(t, runConsume, "--server", srv.URL, "t")
 	if err != nil {
@@ -583,7 +585,7 @@ func TestConsumeNoMessage(t *testing.T) {
 func TestConsumeAckSendsTheHandleEscaped(t *testing.T) {
 	fb, srv := newFakeBroker(t)
 	handle := "0:5:77 +/&=?"
-	fb.queue = []*message{{Topic: "orders", Payload: json.RawMessage(`1`), ReceiptHandle: handle}}
+	fb.queue = []*messages.MessageInfo{{Topic: "orders", Payload: json.RawMessage(`1`), ReceiptHandle: handle}}
 
 	_, _, err := runCLI(t, runConsume, "--server", srv.URL, "--ack", "--wait", "250ms", "orders")
 	if err != nil {
@@ -610,7 +612,7 @@ func TestConsumeAckSendsTheHandleEscaped(t *testing.T) {
 
 func TestConsumeAckRetriesA503AndSkipsA410(t *testing.T) {
 	fb, srv := newFakeBroker(t)
-	fb.queue = []*message{
+	fb.queue = []*messages.MessageInfo{
 		{Topic: "t", Offset: 0, Payload: json.RawMessage(`1`), ReceiptHandle: "busy"},
 		{Topic: "t", Offset: 1, Payload: json.RawMessage(`2`), ReceiptHandle: "stale"},
 		{Topic: "t", Offset: 2, Payload: json.RawMessage(`3`), ReceiptHandle: "fine"},
@@ -641,7 +643,7 @@ func TestConsumeAckRetriesA503AndSkipsA410(t *testing.T) {
 
 func TestConsumeCountStopsEarlyOnEmpty(t *testing.T) {
 	fb, srv := newFakeBroker(t)
-	fb.queue = []*message{{Topic: "t", Payload: json.RawMessage(`1`), ReceiptHandle: "h"}}
+	fb.queue = []*messages.MessageInfo{{Topic: "t", Payload: json.RawMessage(`1`), ReceiptHandle: "h"}}
 
 	out, errOut, err := runCLI(t, runConsume, "--server", srv.URL, "--count", "5", "t")
 	if err != nil {
@@ -664,7 +666,7 @@ func TestConsumeFollowRunsUntilCancelled(t *testing.T) {
 	fb.onConsume = func(w http.ResponseWriter, n int) bool {
 		switch {
 		case n <= 3:
-			writeJSON(w, 200, message{Topic: "t", Offset: int64(n), Payload: json.RawMessage(`{}`), ReceiptHandle: fmt.Sprint(n)})
+			writeJSON(w, 200, messages.MessageInfo{Topic: "t", Offset: int64(n), Payload: json.RawMessage(`{}`), ReceiptHandle: fmt.Sprint(n)})
 		case n == 4:
 			w.WriteHeader(204)
 		default:
@@ -696,7 +698,7 @@ func TestConsumeFollowRunsUntilCancelled(t *testing.T) {
 func TestConsumeReplayAdvancesTheOffset(t *testing.T) {
 	fb, srv := newFakeBroker(t)
 	fb.onConsume = func(w http.ResponseWriter, n int) bool {
-		writeJSON(w, 200, message{Topic: "t", Partition: 1, Offset: int64(4 + n), Payload: json.RawMessage(`0`)})
+		writeJSON(w, 200, messages.MessageInfo{Topic: "t", Partition: 1, Offset: int64(4 + n), Payload: json.RawMessage(`0`)})
 		return true
 	}
 
@@ -723,7 +725,7 @@ func TestConsumeRetriesTransientErrors(t *testing.T) {
 			http.Error(w, "partition owner is down; retry later", 503)
 			return true
 		}
-		writeJSON(w, 200, message{Topic: "t", Payload: json.RawMessage(`0`), ReceiptHandle: "h"})
+		writeJSON(w, 200, messages.MessageInfo{Topic: "t", Payload: json.RawMessage(`0`), ReceiptHandle: "h"})
 		return true
 	}
 

@@ -79,7 +79,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	body := []byte("{}")
 	switch verb {
 	case "moves":
-		body, _ = json.Marshal(map[string]bool{"detail": *detail})
+		body, _ = json.Marshal(messages.MovesRequest{Detail: *detail})
 	case "moves-abort":
 		if len(positional) != 2 {
 			return errors.New("cluster moves abort: want <topic> <partition>")
@@ -88,12 +88,12 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil || p < 0 {
 			return fmt.Errorf("cluster moves abort: partition %q is not a partition number", positional[1])
 		}
-		body, _ = json.Marshal(map[string]any{"topic": positional[0], "partition": p, "target": *target})
+		body, _ = json.Marshal(messages.AbortMoveRequest{Topic: positional[0], Partition: p, Target: *target})
 	case "decommission":
 		if len(positional) != 1 {
 			return errors.New("cluster decommission: want <member id>")
 		}
-		body, _ = json.Marshal(map[string]any{"id": positional[0], "dry_run": *dryRun, "cancel": *cancelDrain})
+		body, _ = json.Marshal(messages.DecommissionRequest{ID: positional[0], DryRun: *dryRun, Cancel: *cancelDrain})
 	}
 	subject, err := transport.AdminSubject(*cluster, verb)
 	if err != nil {
@@ -180,19 +180,7 @@ func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool) er
 
 // printMembers prints the admin "members" answer as a table.
 func printMembers(w io.Writer, subject string, data []byte) error {
-	var reply struct {
-		Members []struct {
-			ID              string `json:"id"`
-			Addr            string `json:"addr"`
-			Status          string `json:"status"`
-			Draining        bool   `json:"draining"`
-			OwnedPartitions int    `json:"owned_partitions"`
-			OutboundMoves   int    `json:"outbound_moves"`
-			Leaving         bool   `json:"leaving"`
-			Role            string `json:"role"`
-			Blocked         string `json:"decommission_blocked"`
-		} `json:"members"`
-	}
+	var reply messages.AdminMemberList
 	if err := json.Unmarshal(data, &reply); err != nil {
 		return fmt.Errorf("%s answered %q: %w", subject, data, err)
 	}
@@ -200,8 +188,8 @@ func printMembers(w io.Writer, subject string, data []byte) error {
 	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
 	for _, m := range reply.Members {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
-		if m.Blocked != "" {
-			line += "\tdecommission blocked: " + m.Blocked
+		if m.DecommissionBlocked != "" {
+			line += "\tdecommission blocked: " + m.DecommissionBlocked
 		}
 		fmt.Fprintln(tw, line)
 	}
@@ -210,16 +198,7 @@ func printMembers(w io.Writer, subject string, data []byte) error {
 
 // printTopics prints the admin "topics" answer as a table.
 func printTopics(w io.Writer, subject string, data []byte) error {
-	var reply struct {
-		Topics []struct {
-			Name        string         `json:"name"`
-			Partitions  int            `json:"partitions"`
-			RetentionMs int64          `json:"retention_ms"`
-			Incarnation uint64         `json:"incarnation"`
-			Owners      map[string]int `json:"owners"`
-			Unplaced    int            `json:"unplaced"`
-		} `json:"topics"`
-	}
+	var reply messages.AdminTopicList
 	if err := json.Unmarshal(data, &reply); err != nil {
 		return fmt.Errorf("%s answered %q: %w", subject, data, err)
 	}
@@ -239,24 +218,7 @@ func printTopics(w io.Writer, subject string, data []byte) error {
 // printMoves prints the admin "moves" answer as a table, with each
 // destination's progress when it came with the answer.
 func printMoves(w io.Writer, subject string, data []byte) error {
-	var reply struct {
-		Moves []struct {
-			Topic      string   `json:"topic"`
-			Partition  int      `json:"partition"`
-			From       string   `json:"from"`
-			To         string   `json:"to"`
-			FromStatus string   `json:"from_status"`
-			ToStatus   string   `json:"to_status"`
-			Blocked    []string `json:"blocked"`
-			Progress   *struct {
-				Phase       string `json:"phase"`
-				Pass        int    `json:"pass"`
-				BytesCopied int64  `json:"bytes_copied"`
-				BytesListed int64  `json:"bytes_listed"`
-				FrozenMs    int64  `json:"frozen_ms"`
-			} `json:"progress"`
-		} `json:"moves"`
-	}
+	var reply messages.MoveList
 	if err := json.Unmarshal(data, &reply); err != nil {
 		return fmt.Errorf("%s answered %q: %w", subject, data, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/messages"
 )
 
 // childEnv marks a re-executed test binary that runs narad itself, so the
@@ -263,10 +264,7 @@ func TestSigtermDrainsTheWALAndExitsZero(t *testing.T) {
 		mustPost("/v1/topics/term/produce", history.MakeBody(fmt.Sprintf("m%03d", i), 16), http.StatusAccepted)
 	}
 	// Ack one record before the stop: it must not come back.
-	var first struct {
-		Payload       json.RawMessage `json:"payload"`
-		ReceiptHandle string          `json:"receipt_handle"`
-	}
+	var first messages.MessageInfo
 	resp, err := client.Get(node.base + "/v1/topics/term/consume?wait=5s")
 	if err != nil {
 		t.Fatal(err)
@@ -293,10 +291,7 @@ func TestSigtermDrainsTheWALAndExitsZero(t *testing.T) {
 		if resp.StatusCode == http.StatusNoContent {
 			break
 		}
-		var m struct {
-			Payload       json.RawMessage `json:"payload"`
-			ReceiptHandle string          `json:"receipt_handle"`
-		}
+		var m messages.MessageInfo
 		json.Unmarshal(b, &m)
 		id, _ := history.ParseBody(m.Payload)
 		seen[id]++

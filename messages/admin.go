@@ -1,0 +1,109 @@
+package messages
+
+// The admin verbs: NATS request/reply on narad.<cluster>.admin.<verb>, JSON
+// both ways, answered by any one node of the queue group from its local
+// replica. The nodes and `narad cluster` share these types; anyone else
+// may ask with the stock `nats req`, so they are kept as readable as the
+// /v1 bodies (api.go), whose types the moves and decommission verbs reuse.
+// Members, status and topics take an empty request ({}).
+
+// MovesRequest asks the "moves" verb for the listing, with each
+// destination's progress when Detail is set; the answer is a MoveList.
+type MovesRequest struct {
+	Detail bool `json:"detail"`
+}
+
+// AbortMoveRequest asks the "moves-abort" verb to give up on the move of
+// one partition; the answer is an AbortMoveReply. A non-empty Target makes
+// the abort conditional: a move that now targets another node is refused
+// rather than aborted by someone who meant the earlier one.
+type AbortMoveRequest struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Target    string `json:"target,omitempty"`
+}
+
+// DecommissionRequest asks the "decommission" verb to start draining
+// member ID, to judge it only (DryRun), or to stop draining (Cancel); the
+// answer is a DecommissionReply.
+type DecommissionRequest struct {
+	ID     string `json:"id"`
+	DryRun bool   `json:"dry_run"`
+	Cancel bool   `json:"cancel"`
+}
+
+// AdminMemberInfo is one member in the "members" answer: the /v1 fields,
+// then what the member record holds beyond them, which an operator needs
+// and the client contract does not promise.
+type AdminMemberInfo struct {
+	MemberInfo
+	Leaving  bool   `json:"leaving"`
+	Role     string `json:"role"` // voter or nonvoter
+	RaftAddr string `json:"raft_addr"`
+	// DecommissionBlocked says why a draining member's decommission waits,
+	// as the controller last saw it (rule D7); only the controller knows,
+	// so it is empty when the controller could not be asked.
+	DecommissionBlocked string `json:"decommission_blocked,omitempty"`
+}
+
+// AdminMemberList answers the "members" verb.
+type AdminMemberList struct {
+	Members []AdminMemberInfo `json:"members"`
+}
+
+// AdminTopicInfo is one topic in the "topics" answer: the /v1 record, its
+// incarnation (what tells a recreated name from its predecessor) and where
+// its partitions are.
+type AdminTopicInfo struct {
+	TopicInfo
+	Incarnation uint64 `json:"incarnation"`
+	// Owners counts the topic's partitions per owner; Unplaced those
+	// without an owner yet.
+	Owners   map[string]int `json:"owners"`
+	Unplaced int            `json:"unplaced"`
+}
+
+// AdminTopicList answers the "topics" verb, sorted by name.
+type AdminTopicList struct {
+	Topics []AdminTopicInfo `json:"topics"`
+}
+
+// AdminStatus answers the "status" verb: the cluster as the answering node
+// sees it, to tell which node to look at when something is stuck.
+type AdminStatus struct {
+	Cluster    string `json:"cluster"`
+	AnsweredBy string `json:"answered_by"`
+	Ready      bool   `json:"ready"`
+	// MetadataLeader is the node leading the metadata shard, where the
+	// controller runs ("" while none is known).
+	MetadataLeader string        `json:"metadata_leader"`
+	Members        int           `json:"members"`
+	Alive          int           `json:"alive"`
+	Topics         int           `json:"topics"`
+	Shards         []ShardStatus `json:"shards"`
+}
+
+// ShardStatus is one metastore shard in AdminStatus.
+type ShardStatus struct {
+	Shard  uint64 `json:"shard"`
+	Leader uint64 `json:"leader_replica,omitempty"`
+	// Term is the leader's Raft term as the answering node knows it.
+	Term uint64 `json:"term,omitempty"`
+	// Role is the answering node's role in the shard: leader, follower,
+	// non-voter ("" while loading).
+	Role string `json:"role"`
+}
+
+// JoinRequest asks the "join" verb to add a starting node's metastore
+// replicas as non-voters. A node sends it until a ready member answers
+// JoinReply{Admitted: true}: the verb is idempotent.
+type JoinRequest struct {
+	NodeID    string `json:"node_id"`
+	ReplicaID uint64 `json:"replica_id"`
+	RaftAddr  string `json:"raft_addr"`
+}
+
+// JoinReply answers JoinRequest.
+type JoinReply struct {
+	Admitted bool `json:"admitted"`
+}

@@ -1,0 +1,203 @@
+package messages
+
+import "encoding/json"
+
+// The /v1 HTTP wire types: the JSON bodies of api/CONTRACT.md, defined once
+// for the server (actors), the CLI (cmd/narad) and the load driver
+// (bench/load), so that none of them can drift from the others.
+//
+// The contract is fixed: existing Narad clients decode these bodies, so a
+// key, its type or its omitempty never changes here. Fields are declared in
+// the contract's order because encoding/json writes them in that order, and
+// both the contract tests and the CLI's printed output show it. An "Info"
+// type is the API's view of a record (TopicInfo of a Topic, PartitionInfo
+// of a partition's PartitionStats): never the record itself, which holds
+// what the API must not show (incarnations, schemas).
+
+// ErrorBody is the body of every JSON error answer. Clients read only this
+// key, and must not count on it: cluster forwarding errors are text/plain.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// HealthBody answers GET /healthz, and GET /readyz once ready (before
+// that, /readyz answers an ErrorBody).
+type HealthBody struct {
+	Status string `json:"status"`
+}
+
+// CreateTopicRequest is the body of POST /v1/topics. The optional numbers
+// are pointers so a client sends only what its user set: the contract's
+// docs give an explicit retention_ms 0 a meaning of its own (keep forever)
+// even though Narad's code reads it as "the default". The server reads
+// absent, null and 0 alike.
+type CreateTopicRequest struct {
+	Name                      string `json:"name"`
+	Partitions                int    `json:"partitions,omitempty"`
+	RetentionMs               *int64 `json:"retention_ms,omitempty"`
+	VisibilityTimeoutMs       *int64 `json:"visibility_timeout_ms,omitempty"`
+	MaxInFlightPerPartition   *int64 `json:"max_in_flight_per_partition,omitempty"`
+	MaxAckedAheadPerPartition *int64 `json:"max_acked_ahead_per_partition,omitempty"`
+	// Schema is a JSON Schema document itself, not a string holding one.
+	Schema        json.RawMessage `json:"schema,omitempty"`
+	Parent        string          `json:"parent,omitempty"`
+	FanoutDelayMs *int64          `json:"fanout_delay_ms,omitempty"`
+	// Owner is accepted because Narad accepts it, and then discarded: the
+	// server fills in the caller.
+	Owner string `json:"owner,omitempty"`
+}
+
+// AlterTopicRequest is the body of PATCH /v1/topics/{topic}. A nil field
+// is left unchanged, which is why they are pointers; visibility_timeout_ms
+// is missing on purpose (Narad refuses it as an unknown field).
+type AlterTopicRequest struct {
+	Partitions                *int            `json:"partitions,omitempty"`
+	RetentionMs               *int64          `json:"retention_ms,omitempty"`
+	MaxInFlightPerPartition   *int64          `json:"max_in_flight_per_partition,omitempty"`
+	MaxAckedAheadPerPartition *int64          `json:"max_acked_ahead_per_partition,omitempty"`
+	Schema                    json.RawMessage `json:"schema,omitempty"`
+}
+
+// TopicInfo is the topic record (contract 5.1): the answer to create and
+// alter, and each item of a topic list.
+type TopicInfo struct {
+	Name       string `json:"name"`
+	Partitions int    `json:"partitions"`
+	// RetentionMs is the effective value, defaults resolved; 0 keeps
+	// records forever.
+	RetentionMs               int64 `json:"retention_ms"`
+	VisibilityTimeoutMs       int64 `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int64 `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int64 `json:"max_acked_ahead_per_partition"`
+	CreatedAt                 int64 `json:"created_at"` // Unix seconds
+	// Owner is empty, so left out, while security is off.
+	Owner string `json:"owner,omitempty"`
+	// Role is standalone, parent or child. Reads fill it in; the create
+	// answer of a plain topic leaves it out, as Narad's does.
+	Role string `json:"role,omitempty"`
+	// The fan-out links. This broker has no fan-out yet and leaves them
+	// empty; they are here so that a client decodes what Narad sends.
+	Children      []string `json:"children,omitempty"`
+	Parent        string   `json:"parent,omitempty"`
+	AttachEpoch   string   `json:"attach_epoch,omitempty"`
+	FanoutDelayMs int64    `json:"fanout_delay_ms,omitempty"`
+}
+
+// PartitionInfo is one entry of a topic's partition_stats (contract 5.2).
+type PartitionInfo struct {
+	Index        int   `json:"index"`
+	Segments     int   `json:"segments"`
+	OldestOffset int64 `json:"oldest_offset"`
+	// NextOffset counts every record ever appended; HighWatermark bounds
+	// the committed ones consumers may see, which is what the load
+	// driver's history check holds its deliveries against.
+	NextOffset      int64  `json:"next_offset"`
+	HighWatermark   int64  `json:"high_watermark"`
+	SizeBytes       int64  `json:"size_bytes"`
+	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
+	OwnerNode       string `json:"owner_node,omitempty"`
+}
+
+// TopicDetails answers GET /v1/topics/{topic}. Clients poll it until
+// PartitionStats has one entry per partition (their "topic is ready"
+// signal), so the server sends [] rather than null before that.
+type TopicDetails struct {
+	TopicInfo
+	PartitionStats []PartitionInfo `json:"partition_stats"`
+}
+
+// TopicPage is one page of GET /v1/topics. Both keys are always present
+// (topics [] when empty, next_page_token "" on the last page): clients
+// page until the token is empty.
+type TopicPage struct {
+	Topics        []TopicInfo `json:"topics"`
+	NextPageToken string      `json:"next_page_token"`
+}
+
+// MessageInfo is one consume answer (contract 9). The CLI prints it
+// re-encoded, so the field order here is the order its users see.
+type MessageInfo struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Key is left out only when empty: a key the server made up is sent.
+	Key string `json:"key,omitempty"`
+	// Payload is the stored body verbatim when it is valid JSON, a JSON
+	// string when it is other UTF-8, and base64 otherwise, with
+	// PayloadEncoding "base64" saying so: the bytes decide, not the client.
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+	// Timestamp is the commit time in Unix seconds (Narad's own CLI shows
+	// it as milliseconds; it is not).
+	Timestamp int64 `json:"timestamp"`
+	// ReceiptHandle is opaque to clients and left out of a replay, which
+	// leases nothing.
+	ReceiptHandle string `json:"receipt_handle,omitempty"`
+}
+
+// MemberInfo is one member of GET /v1/cluster/members, as the answering
+// node's replica has it (it may lag the leader by milliseconds).
+type MemberInfo struct {
+	ID              string `json:"id"`
+	Addr            string `json:"addr"`   // the member's client HTTP address
+	Status          string `json:"status"` // alive or dead
+	Draining        bool   `json:"draining"`
+	OwnedPartitions int    `json:"owned_partitions"`
+	// OutboundMoves counts the owned partitions that have a target.
+	OutboundMoves int `json:"outbound_moves"`
+}
+
+// MemberList answers GET /v1/cluster/members, sorted by id.
+type MemberList struct {
+	Members []MemberInfo `json:"members"`
+}
+
+// MoveInfo is one partition being moved, in GET /v1/cluster/moves and the
+// admin "moves" verb.
+type MoveInfo struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	// Beyond the contract (new optional keys are allowed): each side's
+	// status (alive, dead, draining, not_a_member) and why the move may
+	// need an abort, so an operator sees a stuck move without asking
+	// every node (rule T5). Progress is the destination's own report,
+	// only when asked for (?detail=1): it costs a request per destination.
+	FromStatus string        `json:"from_status,omitempty"`
+	ToStatus   string        `json:"to_status,omitempty"`
+	Blocked    []string      `json:"blocked,omitempty"`
+	Progress   *MoveProgress `json:"progress,omitempty"`
+}
+
+// MoveList answers GET /v1/cluster/moves and the admin "moves" verb,
+// sorted by topic then partition; moves is [] when nothing moves.
+type MoveList struct {
+	Moves []MoveInfo `json:"moves"`
+}
+
+// AbortMoveReply answers an abort, over HTTP and the admin "moves-abort"
+// verb alike. Owner and Target are the assignment as the leader read it
+// back after the abort: what holds now, not what the caller asked for.
+// Refusals carry the contract's "error" key, so a client that reads only
+// that still gets a reason.
+type AbortMoveReply struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Owner     string `json:"owner"`
+	Target    string `json:"target,omitempty"`
+	// Result is aborted, no_move, refused, not_found or unknown.
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+}
+
+// DecommissionReply answers a decommission dry run over HTTP, and every
+// admin "decommission" request.
+type DecommissionReply struct {
+	Member string `json:"member"`
+	// Verdict is ok or refused for a dry run, draining once started,
+	// cancelled once cancelled.
+	Verdict         string `json:"verdict"`
+	Reason          string `json:"reason,omitempty"`
+	OwnedPartitions int    `json:"owned_partitions"`
+}
