@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // body is the shape MakeBody writes. Extra fields written by other
@@ -62,12 +64,7 @@ type Delivery struct {
 // Acked). An error means the response is not a consume response carrying a
 // MakeBody id.
 func (h *History) Delivered(topic string, response []byte) (Delivery, error) {
-	var m struct {
-		Partition     int             `json:"partition"`
-		Offset        int64           `json:"offset"`
-		Payload       json.RawMessage `json:"payload"`
-		ReceiptHandle string          `json:"receipt_handle"`
-	}
+	var m messages.MessageInfo
 	if err := json.Unmarshal(response, &m); err != nil {
 		return Delivery{}, fmt.Errorf("consume response %q: %w", response, err)
 	}
