@@ -268,6 +268,7 @@ type gate struct {
 	open    chan struct{}
 	reached chan struct{} // closed when a held pass first arrives
 	once    sync.Once
+	passes  atomic.Int32 // matching passes started, held or not
 }
 
 func newGate(topic string, partition int, final bool) *gate {
@@ -275,7 +276,11 @@ func newGate(topic string, partition int, final bool) *gate {
 }
 
 func (g *gate) hook(ctx context.Context, k messages.PartitionKey, final bool) {
-	if fmt.Sprintf("%s/%d", k.Topic, k.Partition) != g.key || final != g.final || g.skip.Add(-1) >= 0 {
+	if fmt.Sprintf("%s/%d", k.Topic, k.Partition) != g.key || final != g.final {
+		return
+	}
+	g.passes.Add(1)
+	if g.skip.Add(-1) >= 0 {
 		return
 	}
 	g.once.Do(func() { close(g.reached) })
@@ -477,8 +482,9 @@ func TestClusterASourceKilledMidCopyAndRestartedCompletesTheMove(t *testing.T) {
 	<-g.reached
 	load.down(owner)
 	c.kill(owner)
+	held := g.passes.Load()
 	g.release()
-	time.Sleep(300 * time.Millisecond) // a few failed passes against the dead source
+	c.waitFor("a few passes against the dead source", func() bool { return g.passes.Load() >= held+2 })
 	c.restart(owner)
 	load.back(owner)
 	c.waitForOwner(dest, "m", 0)
