@@ -142,6 +142,11 @@ type Config struct {
 	// still clears the targets of dead destinations).
 	Rebalance bool
 
+	// clock is the time partition actors decide by (the handoff freeze,
+	// leases, the consumer-flush timer); nil is the wall clock. Tests set a
+	// fake one to move time themselves instead of sleeping.
+	clock clock
+
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks
 }

@@ -6,55 +6,93 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
 // The source side of a move, in the partition actor: transfer listings,
 // chunk reads and the handoff freeze (seed 000, rules C4, C7, F1-F6, F9).
-
-// freezeGate is a partition's handoff freeze: while now < until, commits
-// are refused (the dispatcher keeps them and retries at the new owner) and
-// no new lease is handed out. It lapses on its own (rule F12).
-//
-// The order that makes the reported HWM final (rule F3): a prepare arms
-// the gate, refuses every commit that has not been written yet, then waits
-// until each batch already written (syncing, or durable and awaiting its
-// commit frame) has become visible or failed. Only then, with the pipeline
-// empty, does it read the transfer info and report the HWM. From that
-// moment until the freeze lapses or is released the HWM must not move:
-// pinned says so, and a publish that would move it is refused.
-type freezeGate struct {
-	token string
-	until time.Time
-	seq   uint64 // tokens issued by this actor
-	// pending is the prepare waiting for its report; polling: a lease
-	// poll of it is scheduled.
-	pending *handoffWait
-	polling bool
-	// reported: the prepare of this token answered with hwm.
-	reported bool
-	hwm      int64
-}
-
-func (g *freezeGate) holds(now time.Time) bool { return g.token != "" && now.Before(g.until) }
-
-// pinned reports whether the HWM must stay where the freeze reported it.
-func (g *freezeGate) pinned(now time.Time) bool { return g.reported && g.holds(now) }
-
-// handoffWait is a prepare waiting for leases out to come back (rule F2)
-// and for the commit pipeline to settle (rule F3); also the partition's
-// own message that polls the leases.
-type handoffWait struct {
-	sender   *actor.PID
-	token    string
-	deadline time.Time
-}
+// The freeze's decisions, and the order that makes the reported HWM final
+// (rule F3), are freeze.Step's; this file feeds it the partition's events
+// and carries out its effects.
 
 // leaseDrainPoll is how often a prepare looks at the leases out again.
 const leaseDrainPoll = 10 * time.Millisecond
 
-func (p *partitionActor) frozen() bool { return p.freeze.holds(time.Now()) }
+// freezePoll is the lease poll's timer firing for the prepare of token.
+type freezePoll struct{ token string }
+
+// gateConfig is the freeze's part of the node's configuration.
+func gateConfig(c Config) freeze.Config {
+	return freeze.Config{FreezeTTL: c.Move.FreezeTTL, LeaseDrainTimeout: c.LeaseDrainTimeout, LeaseDrainPoll: leaseDrainPoll}
+}
+
+// step feeds one event to the freeze and carries out what it decides. It
+// reports whether the gate refused what the event asked for (a commit, a
+// reservation, a publish); the caller answers that refusal itself.
+func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
+	var fx []any
+	p.gate, fx = freeze.Step(p.gateCfg, p.gate, p.clock.Now(), ev)
+	for _, f := range fx {
+		switch f := f.(type) {
+		case freeze.Answer:
+			ctx.Respond(&messages.HandoffResult{Status: messages.StatusOK, Token: f.Token})
+		case freeze.Gone:
+			ctx.Respond(&messages.HandoffResult{Status: messages.StatusGone, Err: f.Why})
+		case freeze.RefuseStash:
+			p.refuseStash(ctx)
+		case freeze.RefuseCommit, freeze.PauseConsume, freeze.RefusePublish:
+			refused = true
+		case freeze.SchedulePoll:
+			self, root, poll := ctx.Self(), ctx.ActorSystem().Root, freezePoll{token: f.Token}
+			p.clock.AfterFunc(f.After, func() { root.Send(self, poll) })
+		case freeze.Report:
+			p.reportHandoff(ctx, f)
+		case freeze.NotifyConsumers:
+			p.notifier.notify(p.key.Topic) // consumes may resume here
+		default:
+			panic(fmt.Sprintf("partition %s: freeze effect %T not carried out", p.name, f))
+		}
+	}
+	return refused
+}
+
+// pipeline is what the freeze must know of the commit pipeline and the
+// leases when a prepare may report.
+func (p *partitionActor) pipeline() freeze.Partition {
+	settling := p.syncing != nil || len(p.writing) > 0 || len(p.awaiting) > 0
+	if f := p.cfg.faults; f != nil && f.reportPastPipeline {
+		settling = false
+	}
+	return freeze.Partition{Settling: settling, LeasesOut: p.table.inFlight()}
+}
+
+// settled tells a waiting prepare that the pipeline moved on (a write
+// became visible or failed).
+func (p *partitionActor) settled(ctx actor.Context) {
+	if p.log == nil {
+		return
+	}
+	p.step(ctx, freeze.Settled{Partition: p.pipeline()})
+}
+
+// pollFreeze is the lease poll's timer firing.
+func (p *partitionActor) pollFreeze(ctx actor.Context, m freezePoll) {
+	if p.log == nil {
+		return
+	}
+	p.step(ctx, freeze.Poll{Token: m.token, Partition: p.pipeline()})
+}
+
+// reportHandoff answers a prepare with the listing, read now: the pipeline
+// has settled, so every batch that passed the gate is in it (rules F3, F4:
+// the frontier is the in-memory one).
+func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
+	ls := p.listing()
+	p.step(ctx, freeze.Reported{Token: r.Token, HWM: ls.HWM, OK: ls.Status == messages.StatusOK})
+	ctx.Send(r.Asker.(*actor.PID), &messages.HandoffResult{Status: messages.StatusOK, Token: r.Token, Listing: ls})
+}
 
 // listing reads the consumer position, then the HWM and the segments'
 // committed bytes (rule C7): a listing never carries a position past what
@@ -94,64 +132,25 @@ func (p *partitionActor) readChunk(m *messages.ReadChunk) *messages.Chunk {
 	return &messages.Chunk{Status: messages.StatusOK, Data: buf[:got]}
 }
 
+// handoff hands a freeze request to the gate: prepare (rules F1-F5),
+// re-arm (F6), fence (F9) or release.
 func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	if p.log == nil {
 		ctx.Respond(&messages.HandoffResult{Status: messages.StatusUnavailable, Err: "partition not open"})
 		return
 	}
-	now := time.Now()
-	gone := func(why string) {
-		ctx.Respond(&messages.HandoffResult{Status: messages.StatusGone, Err: why})
-	}
 	switch m.Op {
 	case messages.HandoffPrepare:
-		p.prepareHandoff(ctx, now)
+		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.nonce, Partition: p.pipeline()})
 	case messages.HandoffRearm:
-		// Presenting a token extends the freeze it names and never arms a
-		// new one (rule F6).
-		if m.Token == "" || m.Token != p.freeze.token || !p.freeze.holds(now) {
-			gone("that freeze is no longer active")
-			return
-		}
-		p.freeze.until = now.Add(p.cfg.Move.FreezeTTL)
-		ctx.Respond(&messages.HandoffResult{Status: messages.StatusOK, Token: m.Token})
+		p.step(ctx, freeze.Rearm{Token: m.Token})
 	case messages.HandoffFence:
-		// rule F9: the freeze still holds and the HWM is the copy's.
-		if m.Token == "" || m.Token != p.freeze.token || !p.freeze.holds(now) {
-			gone("that freeze is no longer active")
-			return
-		}
-		if hwm := p.log.HWM(); hwm != m.HWM {
-			gone(fmt.Sprintf("high watermark moved: %d, the copy has %d", hwm, m.HWM))
-			return
-		}
-		p.freeze.until = now.Add(p.cfg.Move.FreezeTTL)
-		ctx.Respond(&messages.HandoffResult{Status: messages.StatusOK, Token: m.Token})
+		p.step(ctx, freeze.Fence{Token: m.Token, HWM: m.HWM, LogHWM: p.log.HWM()})
 	case messages.HandoffRelease:
-		if m.Token != "" && m.Token == p.freeze.token {
-			p.freeze.token, p.freeze.pending, p.freeze.reported = "", nil, false
-			p.notifier.notify(p.key.Topic) // consumes may resume here
-		}
-		ctx.Respond(&messages.HandoffResult{Status: messages.StatusOK})
+		p.step(ctx, freeze.Release{Token: m.Token})
 	default:
 		ctx.Respond(&messages.HandoffResult{Status: messages.StatusFailed, Err: fmt.Sprintf("unknown handoff op %d", m.Op)})
 	}
-}
-
-// prepareHandoff arms a fresh freeze (rules F1, F5): commits not yet
-// written are refused now, and the answer waits for the batches already
-// written (rule F3) and up to LeaseDrainTimeout (or a quarter of the TTL)
-// for leases out to be acked or released (rule F2).
-func (p *partitionActor) prepareHandoff(ctx actor.Context, now time.Time) {
-	p.freeze.seq++
-	p.freeze.token = fmt.Sprintf("%x-%x", p.nonce, p.freeze.seq)
-	p.freeze.until = now.Add(p.cfg.Move.FreezeTTL)
-	// A poll scheduled for an earlier prepare is ignored by its token.
-	p.freeze.reported, p.freeze.polling = false, false
-	p.refuseStash(ctx)
-	wait := min(p.cfg.LeaseDrainTimeout, p.cfg.Move.FreezeTTL/4)
-	p.freeze.pending = &handoffWait{sender: ctx.Sender(), token: p.freeze.token, deadline: now.Add(wait)}
-	p.report(ctx)
 }
 
 // refuseStash answers every commit not yet written: refused by the
@@ -159,50 +158,14 @@ func (p *partitionActor) prepareHandoff(ctx actor.Context, now time.Time) {
 func (p *partitionActor) refuseStash(ctx actor.Context) {
 	for _, c := range p.stash {
 		if c.sender != nil {
-			ctx.Send(c.sender, &messages.CommitResult{Key: p.key, Seqs: seqsOf(c.m), Status: messages.StatusFrozen, Err: "partition frozen for a move"})
+			ctx.Send(c.sender, frozenResult(p.key, c.m))
 		}
 	}
 	p.stash = nil
 }
 
-// handoffWait is the lease poll's timer firing.
-func (p *partitionActor) handoffWait(ctx actor.Context, w handoffWait) {
-	if w.token != p.freeze.token {
-		return // a newer prepare took over; the old asker's fence will fail
-	}
-	p.freeze.polling = false
-	p.report(ctx)
-}
-
-// report answers the pending prepare once nothing written is still on its
-// way to visibility (synced and failCommits call it again) and no lease
-// is out or its deadline passed. The transfer info is read then, in this
-// actor, which is the partition's produce lock: every batch that passed
-// the gate is in it, and no later one can land (rules F3, F4: the frontier
-// is the in-memory one).
-func (p *partitionActor) report(ctx actor.Context) {
-	w := p.freeze.pending
-	if w == nil || w.token != p.freeze.token || p.log == nil {
-		return
-	}
-	settling := p.syncing != nil || len(p.writing) > 0 || len(p.awaiting) > 0
-	if settling && (p.cfg.faults == nil || !p.cfg.faults.reportPastPipeline) {
-		return
-	}
-	if p.table.inFlight() > 0 && time.Now().Before(w.deadline) {
-		if !p.freeze.polling {
-			p.freeze.polling = true
-			self, root, again := ctx.Self(), ctx.ActorSystem().Root, *w
-			time.AfterFunc(leaseDrainPoll, func() { root.Send(self, again) })
-		}
-		return
-	}
-	p.freeze.pending = nil
-	ls := p.listing()
-	if ls.Status == messages.StatusOK {
-		p.freeze.reported, p.freeze.hwm = true, ls.HWM
-	}
-	ctx.Send(w.sender, &messages.HandoffResult{Status: messages.StatusOK, Token: w.token, Listing: ls})
+func frozenResult(k messages.PartitionKey, m *messages.Commit) *messages.CommitResult {
+	return &messages.CommitResult{Key: k, Seqs: seqsOf(m), Status: messages.StatusFrozen, Err: "partition frozen for a move"}
 }
 
 // publish makes a synced write visible, unless that would move the HWM a
@@ -210,8 +173,8 @@ func (p *partitionActor) report(ctx actor.Context) {
 // it holds, so a publish that does is a bug). Such a write is taken back
 // instead: its frames are truncated, its commits fail and the dispatcher
 // retries them at the new owner; it is logged and counted, never served.
-func (p *partitionActor) publish(b *storage.Batch) error {
-	if err := p.pinnedRefusal(); err != nil {
+func (p *partitionActor) publish(ctx actor.Context, b *storage.Batch) error {
+	if err := p.pinnedRefusal(ctx); err != nil {
 		return p.log.Abort(err)
 	}
 	return p.log.Publish(b)
@@ -220,13 +183,13 @@ func (p *partitionActor) publish(b *storage.Batch) error {
 // pinnedRefusal is the error, logged and counted, for making the awaiting
 // batch visible while a freeze's reported HWM is pinned (by a publish, or
 // by the flush of a partition that closes); nil when that is allowed.
-func (p *partitionActor) pinnedRefusal() error {
-	if len(p.awaiting) == 0 || !p.freeze.pinned(time.Now()) {
+func (p *partitionActor) pinnedRefusal(ctx actor.Context) error {
+	if !p.step(ctx, freeze.Publish{Awaiting: len(p.awaiting) > 0}) {
 		return nil
 	}
 	p.metrics.frozenPublishRefused.Inc()
-	p.deps.log.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.freeze.hwm, "records", recordsIn(p.awaiting))
-	return fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.freeze.hwm, ErrInvariant)
+	p.deps.log.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.gate.HWM, "records", recordsIn(p.awaiting))
+	return fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.gate.HWM, ErrInvariant)
 }
 
 func recordsIn(reqs []commitReq) int {

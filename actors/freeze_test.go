@@ -2,12 +2,179 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/naradmq/narad/messages"
 )
+
+// The freeze's rules are proved one by one on freeze.Step
+// (actors/freeze); these tests prove that the partition actor feeds it
+// what happens and carries out what it decides. Their time is a fakeClock:
+// a freeze lapses, and a lease poll fires, only when the test says so.
+
+// fakeClock is a node's clock that moves only when a test advances it.
+// Timers that fall due fire in order on the advancing goroutine (they
+// only send a message to an actor).
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	f  func()
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), f: f})
+}
+
+// advance moves the clock by d and fires every timer due by then.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []fakeTimer
+	c.timers = slices.DeleteFunc(c.timers, func(tm fakeTimer) bool {
+		if tm.at.After(c.now) {
+			return false
+		}
+		due = append(due, tm)
+		return true
+	})
+	c.mu.Unlock()
+	slices.SortStableFunc(due, func(a, b fakeTimer) int { return a.at.Compare(b.at) })
+	for _, tm := range due {
+		tm.f()
+	}
+}
+
+// frozenNode is a single node whose partitions take their time from clk.
+func frozenNode(t *testing.T, clk *fakeClock, tweak ...func(*Config)) *testNode {
+	t.Helper()
+	return newTestNode(t, append([]func(*Config){func(c *Config) { c.clock = clk }}, tweak...)...)
+}
+
+// inbox is an actor that keeps every answer sent to it, in arrival order.
+// Requests sent through it from one goroutine reach a partition in that
+// order, and the partition's answers come back in the order it sent them:
+// an answer still missing when a later request's answer has arrived was
+// never sent. That is how a test sees that something did not happen
+// without waiting for a while.
+type inbox struct {
+	t   *testing.T
+	tn  *testNode
+	pid *actor.PID
+	got chan any
+}
+
+func newInbox(t *testing.T, tn *testNode) *inbox {
+	in := &inbox{t: t, tn: tn, got: make(chan any, 64)}
+	in.pid = tn.n.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch c.Message().(type) {
+		case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+		default:
+			in.got <- c.Message()
+		}
+	}))
+	return in
+}
+
+// send sends msg to partition 0 of topic, the answer to come to the inbox.
+func (in *inbox) send(topic string, msg any) {
+	in.t.Helper()
+	tp, ok := in.tn.n.store.Topic(topic)
+	if !ok {
+		in.t.Fatalf("topic %s unknown", topic)
+	}
+	k := messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0}
+	in.tn.n.system.Root.RequestWithCustomSender(partitionPID(in.tn.n.system, k), msg, in.pid)
+}
+
+// next is the next answer; it fails the test after clusterWaitBound.
+func (in *inbox) next() any {
+	in.t.Helper()
+	select {
+	case m := <-in.got:
+		return m
+	case <-time.After(clusterWaitBound):
+		in.t.Fatalf("no answer in %s", clusterWaitBound)
+		return nil
+	}
+}
+
+// wantNext fails unless the next answer is a T, and returns it.
+func wantNext[T any](in *inbox, what string) T {
+	in.t.Helper()
+	m := in.next()
+	v, ok := m.(T)
+	if !ok {
+		var want T
+		in.t.Fatalf("%s: got %T %+v, want a %T", what, m, m, want)
+	}
+	return v
+}
+
+// settle sends a stats request and waits for its answer, so everything
+// the partition answered to the requests sent before it is in the inbox.
+// It fails the test on any answer it did not expect.
+func (in *inbox) settle(topic string) {
+	in.t.Helper()
+	in.send(topic, &messages.GetStats{})
+	wantNext[*messages.PartitionStats](in, "the answers so far, then the stats")
+}
+
+// within polls check until it returns nil, and fails the test with the
+// last error after d: a bound on something that must happen, never a
+// measure of how long it takes.
+func within(t *testing.T, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in %s: %v", what, d, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wantHWM waits for partition 0 of topic to reach hwm.
+func wantHWM(t *testing.T, tn *testNode, topic string, hwm int64) {
+	t.Helper()
+	within(t, clusterWaitBound, fmt.Sprintf("HWM %d", hwm), func() error {
+		if got := hwmOf(t, tn, topic); got != hwm {
+			return fmt.Errorf("got HWM %d, want %d", got, hwm)
+		}
+		return nil
+	})
+}
+
+// commitOf is a commit of one record, as the dispatcher would send it.
+func commitOf(body string) *messages.Commit {
+	return &messages.Commit{Records: []messages.CommitRecord{{Seq: 1 << 40, Key: []byte("k"), Body: []byte(body)}}}
+}
 
 // askPartition sends msg to partition 0 of topic on a single node.
 func askPartition(t *testing.T, tn *testNode, topic string, msg any) any {
@@ -30,15 +197,13 @@ func handoff(t *testing.T, tn *testNode, h messages.Handoff) *messages.HandoffRe
 
 // The source side of a move on one node (rules F1, F5, F6, F9, F12).
 func TestHandoffFreezeOnTheSource(t *testing.T) {
-	tn := newTestNode(t, func(c *Config) { c.Move.FreezeTTL = 400 * time.Millisecond })
+	clk := newFakeClock()
+	tn := frozenNode(t, clk)
 	tn.createTopic("f", 3)
 	for range 3 {
 		tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"x"`))
 	}
-	waitFor(t, func() bool {
-		ls := askPartition(t, tn, "f", &messages.ListPartition{}).(*messages.PartitionListing)
-		return ls.HWM == 3
-	})
+	wantHWM(t, tn, "f", 3)
 
 	// rule F5: a prepare arms a freeze and returns a token with the listing.
 	r := handoff(t, tn, messages.Handoff{Op: messages.HandoffPrepare})
@@ -50,9 +215,11 @@ func TestHandoffFreezeOnTheSource(t *testing.T) {
 	// rule F1: commits are refused while frozen (the dispatcher keeps
 	// them: produce still answers 202) and consume pauses on it.
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"held"`))
-	time.Sleep(150 * time.Millisecond)
-	if ls := askPartition(t, tn, "f", &messages.ListPartition{}).(*messages.PartitionListing); ls.HWM != 3 {
-		t.Fatalf("HWM while frozen: got %d, want 3 (commits refused)", ls.HWM)
+	if c := askPartition(t, tn, "f", commitOf(`"direct"`)).(*messages.CommitResult); c.Status != messages.StatusFrozen {
+		t.Fatalf("commit while frozen: got %+v, want refused as frozen", c)
+	}
+	if got := hwmOf(t, tn, "f"); got != 3 {
+		t.Fatalf("HWM while frozen: got %d, want 3 (commits refused)", got)
 	}
 	if m := tn.consume("f", "partition=0&wait=0"); m != nil {
 		t.Fatalf("consume while frozen: got offset %d, want nothing", m.Offset)
@@ -74,17 +241,64 @@ func TestHandoffFreezeOnTheSource(t *testing.T) {
 		t.Fatalf("fence: got %+v, want OK", r)
 	}
 
-	// rules F9, F12: unattended, the freeze lapses on its TTL; the fence
-	// then refuses, and the held record lands.
-	time.Sleep(500 * time.Millisecond)
+	// rules F6, F9, F12: a re-arm just before the lapse holds the freeze a
+	// full TTL from the re-arm; unattended then, it lapses on that TTL, the
+	// fence refuses, and the held record lands.
+	clk.advance(tn.cfg.Move.FreezeTTL - time.Nanosecond)
+	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffRearm, Token: token}); r.Status != messages.StatusOK {
+		t.Fatalf("re-arm just before the TTL: got %+v, want OK", r)
+	}
+	clk.advance(tn.cfg.Move.FreezeTTL)
 	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffFence, Token: token, HWM: 3}); r.Status != messages.StatusGone {
 		t.Fatalf("fence after the TTL: got %+v, want gone (409)", r)
 	}
-	waitFor(t, func() bool {
-		return askPartition(t, tn, "f", &messages.ListPartition{}).(*messages.PartitionListing).HWM == 4
-	})
+	wantHWM(t, tn, "f", 4)
 	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffRearm, Token: token}); r.Status != messages.StatusGone {
 		t.Fatalf("re-arm after the lapse: got %+v, want gone: a token never arms a new freeze", r)
+	}
+}
+
+// rules F2, F4: a prepare with a lease out waits, polling, until the
+// lease is acked (or LeaseDrainTimeout passed), and reports the in-memory
+// frontier that ack moved; a lease still out at the deadline stays out of
+// the listing's position (rule K5).
+func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
+	clk := newFakeClock()
+	tn := frozenNode(t, clk)
+	tn.createTopic("f", 3)
+	for _, body := range []string{`"a"`, `"b"`} {
+		tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(body))
+	}
+	wantHWM(t, tn, "f", 2)
+	in := newInbox(t, tn)
+
+	first := tn.consume("f", "partition=0&wait=0")
+	if first == nil || first.Offset != 0 {
+		t.Fatalf("consume: got %+v, want offset 0", first)
+	}
+	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
+	in.settle("f") // the prepare waits: the stats come first
+	tn.must(http.StatusNoContent, "POST", "/v1/topics/f/ack?receipt_handle="+url.QueryEscape(first.ReceiptHandle), nil)
+	in.settle("f") // an ack does not report; the poll does
+	clk.advance(leaseDrainPoll)
+	r := wantNext[*messages.HandoffResult](in, "the prepare, once its poll saw the ack")
+	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.HWM != 2 || r.Listing.Position.Frontier != 0 {
+		t.Fatalf("prepare: got %+v, want a listing at HWM 2 with the acked offset 0 in its frontier", r)
+	}
+	handoff(t, tn, messages.Handoff{Op: messages.HandoffRelease, Token: r.Token})
+
+	second := tn.consume("f", "partition=0&wait=0")
+	if second == nil || second.Offset != 1 {
+		t.Fatalf("consume after the release: got %+v, want offset 1", second)
+	}
+	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
+	in.settle("f")
+	clk.advance(tn.cfg.LeaseDrainTimeout - time.Nanosecond)
+	in.settle("f") // the poll before the deadline found the lease out
+	clk.advance(leaseDrainPoll)
+	r = wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
+	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.Position.Frontier != 0 {
+		t.Fatalf("prepare: got %+v, want a listing whose frontier leaves the leased offset 1 out", r)
 	}
 }
 

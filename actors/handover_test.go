@@ -78,76 +78,53 @@ func hwmOf(t *testing.T, tn *testNode, topic string) int64 {
 	return askPartition(t, tn, topic, &messages.ListPartition{}).(*messages.PartitionListing).HWM
 }
 
-// prepareAsync sends a PrepareHandoff on another goroutine; the answer
-// (nil when the request failed) arrives on the channel.
-func prepareAsync(tn *testNode, topic string) <-chan *messages.HandoffResult {
-	out := make(chan *messages.HandoffResult, 1)
-	go func() {
-		tp, _ := tn.n.store.Topic(topic)
-		res, err := tn.n.ask(context.Background(), messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0},
-			&messages.Handoff{Op: messages.HandoffPrepare})
-		r, _ := res.(*messages.HandoffResult)
-		if err != nil {
-			r = nil
-		}
-		out <- r
-	}()
-	return out
-}
-
-// rule F3: a batch already past the freeze gate (written, its fsync
-// under way) when PrepareHandoff arrives is in the HWM the prepare
-// reports, and nothing moves that HWM afterwards; a commit that passed
-// the gate but was not written yet is refused and lands after the freeze.
+// rule F3: a batch already past the freeze gate (written, held between
+// its fsync and its publish) when PrepareHandoff arrives is in the HWM the
+// prepare reports, which waits for it; a commit that passed the gate but
+// was not written yet is refused with nothing appended; and nothing moves
+// the reported HWM while the freeze holds.
 func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 	h := newSyncHold()
-	tn := newTestNode(t, func(c *Config) { c.faults = &faultHooks{partitionSynced: h.hook} })
+	tn := frozenNode(t, newFakeClock(), func(c *Config) { c.faults = &faultHooks{partitionSynced: h.hook} })
 	holdSecondRecord(t, tn, h)
+	in := newInbox(t, tn)
 	// "c" passes the gate while "b" syncs: it waits in the stash.
-	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"c"`))
-	time.Sleep(100 * time.Millisecond)
-
-	answer := prepareAsync(tn, "f")
-	var r *messages.HandoffResult
-	select {
-	case r = <-answer:
-		// Reporting now would hand out an HWM that "b" is about to pass.
-		t.Errorf("prepare answered while a batch past the gate was held before its publish: got HWM %d", hwmOrMinus(r))
-	case <-time.After(200 * time.Millisecond):
+	in.send("f", commitOf(`"c"`))
+	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
+	in.send("f", &messages.GetStats{})
+	if c := wantNext[*messages.CommitResult](in, "the stashed commit, as the gate arms"); c.Status != messages.StatusFrozen {
+		t.Fatalf("stashed commit: got %+v, want refused as frozen", c)
 	}
+	// Reporting now would hand out an HWM that "b" is about to pass: the
+	// stats come back before any report.
+	wantNext[*messages.PartitionStats](in, "the stats, sent after the prepare")
 	h.unblock()
-	if r == nil {
-		r = <-answer
-	}
-	if r == nil || r.Status != messages.StatusOK || r.Listing == nil {
+	r := wantNext[*messages.HandoffResult](in, "the prepare, once the held batch is visible")
+	if r.Status != messages.StatusOK || r.Listing == nil {
 		t.Fatalf("prepare: got %+v, want a token and a listing", r)
 	}
 	if r.Listing.HWM != 2 {
 		t.Fatalf("prepare reported HWM %d, want 2: the batch past the gate is in it and the stashed one is not", r.Listing.HWM)
 	}
-	// The reported HWM is final: the fence at it holds, and nothing lands
-	// while the freeze holds, though the dispatcher retries "c".
+	// The reported HWM is final: the fence at it holds, and a commit
+	// retried meanwhile is refused.
 	if f := handoff(t, tn, messages.Handoff{Op: messages.HandoffFence, Token: r.Token, HWM: 2}); f.Status != messages.StatusOK {
 		t.Fatalf("fence at the reported HWM: got %+v, want OK", f)
 	}
-	time.Sleep(300 * time.Millisecond)
+	if c := askPartition(t, tn, "f", commitOf(`"c"`)).(*messages.CommitResult); c.Status != messages.StatusFrozen {
+		t.Fatalf("commit retried under the freeze: got %+v, want refused as frozen", c)
+	}
 	if got := hwmOf(t, tn, "f"); got != 2 {
 		t.Fatalf("HWM under the freeze: got %d, want the reported 2", got)
 	}
 	handoff(t, tn, messages.Handoff{Op: messages.HandoffRelease, Token: r.Token})
-	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 3 })
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"c"`))
+	wantHWM(t, tn, "f", 3)
 	for off, want := range []string{`"a"`, `"b"`, `"c"`} {
 		if m := tn.consume("f", fmt.Sprintf("partition=0&offset=%d", off)); m == nil || string(m.Payload) != want {
 			t.Fatalf("offset %d: got %+v, want %s", off, m, want)
 		}
 	}
-}
-
-func hwmOrMinus(r *messages.HandoffResult) int64 {
-	if r == nil || r.Listing == nil {
-		return -1
-	}
-	return r.Listing.HWM
 }
 
 // The publish guard behind rule F3: with F3 broken on purpose (a prepare
@@ -156,7 +133,7 @@ func hwmOrMinus(r *messages.HandoffResult) int64 {
 // the records land after the freeze instead of behind a flip.
 func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
 	h := newSyncHold()
-	tn := newTestNode(t, func(c *Config) {
+	tn := frozenNode(t, newFakeClock(), func(c *Config) {
 		c.faults = &faultHooks{partitionSynced: h.hook, reportPastPipeline: true}
 	})
 	refused := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_freeze_publish_refused_total{node=%q}`, tn.cfg.NodeID))
@@ -170,15 +147,20 @@ func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
 	}
 	h.unblock()
 	// "b" now awaits its commit frame; that write would move the HWM.
-	time.Sleep(300 * time.Millisecond)
+	within(t, clusterWaitBound, "the publish past the reported HWM refused", func() error {
+		if hwm := hwmOf(t, tn, "f"); hwm != 1 {
+			t.Fatalf("HWM under a reported freeze: got %d, want 1", hwm)
+		}
+		if got := refused.Get() - before; got < 1 {
+			return fmt.Errorf("got %d publishes refused, want at least 1", got)
+		}
+		return nil
+	})
 	if got := hwmOf(t, tn, "f"); got != 1 {
 		t.Fatalf("HWM under a reported freeze: got %d, want 1", got)
 	}
-	if got := refused.Get() - before; got < 1 {
-		t.Fatalf("publishes refused: got %d, want at least 1", got)
-	}
 	handoff(t, tn, messages.Handoff{Op: messages.HandoffRelease, Token: r.Token})
-	waitFor(t, func() bool { return hwmOf(t, tn, "f") == 2 })
+	wantHWM(t, tn, "f", 2)
 	if m := tn.consume("f", "partition=0&offset=1"); m == nil || string(m.Payload) != `"b"` {
 		t.Fatalf("offset 1 after the freeze: got %+v, want \"b\"", m)
 	}

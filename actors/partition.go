@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -20,6 +21,22 @@ type deps struct {
 	metrics  *nodeMetrics
 	notifier *commitNotifier
 }
+
+// clock is the time a partition actor's decisions read: the handoff
+// freeze, the leases and the consumer-flush timer. Config.clock nil is the
+// wall clock; tests hand a node a fake one, so that none of them waits for
+// a threshold to pass. Record, segment and retention times stay on the
+// wall clock: clients read them and compare them with their own.
+type clock interface {
+	Now() time.Time
+	// AfterFunc calls f on a goroutine of its own once d has passed.
+	AfterFunc(d time.Duration, f func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                      { return time.Now() }
+func (wallClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
 
 // flushConsumerState is a partition's own timer message: write the
 // consumer position if acks moved it.
@@ -47,6 +64,7 @@ type partitionActor struct {
 	dir  string
 	name string
 
+	clock     clock
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
@@ -59,8 +77,10 @@ type partitionActor struct {
 	syncing                  *storage.Batch
 	flushScheduled           bool
 	dirty                    bool
-	// freeze is the handoff freeze of a move of this partition (freeze.go).
-	freeze freezeGate
+	// gate is the handoff freeze of a move of this partition, decided by
+	// freeze.Step (freeze.go).
+	gate    freeze.State
+	gateCfg freeze.Config
 	// maxServed is the highest offset delivered since the actor started; a
 	// delivery at or below it is a redelivery (for the metric).
 	maxServed int64
@@ -78,7 +98,12 @@ type handedOver struct {
 }
 
 func newPartitionActor(d deps, key messages.PartitionKey, dir string) *partitionActor {
-	return &partitionActor{deps: d, key: key, dir: dir, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition)}
+	var clk clock = wallClock{}
+	if d.cfg.clock != nil {
+		clk = d.cfg.clock
+	}
+	return &partitionActor{deps: d, key: key, dir: dir, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
+		clock: clk, gateCfg: gateConfig(d.cfg)}
 }
 
 func (p *partitionActor) Receive(ctx actor.Context) {
@@ -93,7 +118,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case synced:
 		p.synced(ctx, m)
 	case *messages.Reserve:
-		ctx.Respond(p.reserve(m))
+		ctx.Respond(p.reserve(ctx, m))
 		p.scheduleFlush(ctx)
 	case *messages.ReadAt:
 		ctx.Respond(p.readAt(m))
@@ -108,8 +133,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		ctx.Respond(p.readChunk(m))
 	case *messages.Handoff:
 		p.handoff(ctx, m)
-	case handoffWait:
-		p.handoffWait(ctx, m)
+	case freezePoll:
+		p.pollFreeze(ctx, m)
 	case *messages.Retain:
 		p.retain(m)
 	case handedOver:
@@ -156,7 +181,8 @@ func (p *partitionActor) start() {
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
 	p.maxServed = -1
 	// A nonce must not repeat across restarts, or a handle from before the
-	// restart could match a new lease of the same offset.
+	// restart could match a new lease of the same offset: the wall clock,
+	// never a test's fake one, which may read the same at each start.
 	p.nonce = uint64(time.Now().UnixNano())
 }
 
@@ -206,10 +232,10 @@ func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
 		return
 	}
-	if p.frozen() {
+	if p.step(ctx, freeze.Commit{}) {
 		// rule F1: the dispatcher keeps the records and retries them; after
 		// the flip they land at the new owner (rule K2).
-		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusFrozen, Err: "partition frozen for a move", Seqs: seqsOf(m)})
+		ctx.Respond(frozenResult(p.key, m))
 		return
 	}
 	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
@@ -234,10 +260,10 @@ func (p *partitionActor) kick(ctx actor.Context) {
 	now := time.Now()
 	var b *storage.Batch
 	var err error
-	if len(p.stash) > 0 && p.frozen() {
+	if len(p.stash) > 0 {
 		// The gate again, under the lock (rule F3): a commit that passed it
 		// before a freeze was armed is refused with nothing appended.
-		p.refuseStash(ctx)
+		p.step(ctx, freeze.Write{})
 	}
 	switch {
 	case len(p.stash) > 0:
@@ -291,7 +317,7 @@ func (p *partitionActor) synced(ctx actor.Context, m synced) {
 	if err != nil {
 		err = p.log.Abort(err)
 	} else {
-		err = p.publish(m.batch)
+		err = p.publish(ctx, m.batch)
 	}
 	if err != nil {
 		p.failCommits(ctx, err)
@@ -300,7 +326,7 @@ func (p *partitionActor) synced(ctx actor.Context, m synced) {
 	p.answer(ctx, p.awaiting, nil)
 	p.awaiting, p.writing = p.writing, nil
 	p.kick(ctx)
-	p.report(ctx)
+	p.settled(ctx)
 }
 
 // answer tells each commit its outcome. On success the records are
@@ -344,7 +370,7 @@ func (p *partitionActor) failCommits(ctx actor.Context, err error) {
 		panic(fmt.Errorf("partition %s: %w", p.name, err))
 	}
 	p.kick(ctx)
-	p.report(ctx)
+	p.settled(ctx)
 }
 
 // drainCommits finishes the pipeline synchronously before the log closes:
@@ -355,7 +381,7 @@ func (p *partitionActor) drainCommits(ctx actor.Context) {
 		p.syncing = nil
 		err := p.log.Sync()
 		if err == nil {
-			err = p.publish(b)
+			err = p.publish(ctx, b)
 		}
 		if err != nil {
 			p.failCommits(ctx, err)
@@ -364,7 +390,7 @@ func (p *partitionActor) drainCommits(ctx actor.Context) {
 			p.awaiting, p.writing = p.writing, nil
 		}
 	}
-	if err := p.pinnedRefusal(); err != nil {
+	if err := p.pinnedRefusal(ctx); err != nil {
 		p.answer(ctx, p.awaiting, p.log.Abort(err))
 		p.awaiting = nil
 	}
@@ -391,14 +417,14 @@ func (p *partitionActor) limits(l messages.ConsumeLimits) reserveLimits {
 // reserve leases the next deliverable record. A record that cannot be read
 // (a damaged frame, or removed by retention meanwhile) is skipped so the
 // head never sticks on it.
-func (p *partitionActor) reserve(m *messages.Reserve) *messages.Reserved {
+func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messages.Reserved {
 	if p.log == nil {
 		return &messages.Reserved{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
-	if p.frozen() {
+	if p.step(ctx, freeze.Reserve{}) {
 		return &messages.Reserved{Status: messages.StatusEmpty} // rule F1: consume pauses here only
 	}
-	now := time.Now()
+	now := p.clock.Now()
 	lim := p.limits(m.Limits)
 	for {
 		p.nonce++
@@ -452,7 +478,7 @@ func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
 	if p.log == nil {
 		return &messages.LeaseResult{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
-	now := time.Now()
+	now := p.clock.Now()
 	var out ackOutcome
 	switch m.Action {
 	case messages.LeaseAck:
@@ -493,7 +519,7 @@ func (p *partitionActor) scheduleFlush(ctx actor.Context) {
 	}
 	p.flushScheduled = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(p.cfg.ConsumerFlushInterval, func() { root.Send(self, flushConsumerState{}) })
+	p.clock.AfterFunc(p.cfg.ConsumerFlushInterval, func() { root.Send(self, flushConsumerState{}) })
 }
 
 func (p *partitionActor) flush() {

@@ -1,0 +1,310 @@
+package freeze
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// t0 is when the scripts start; any instant does.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// cfg is the seed's table: a 30 s TTL, a 500 ms lease drain, a 10 ms poll.
+var cfg = Config{FreezeTTL: 30 * time.Second, LeaseDrainTimeout: 500 * time.Millisecond, LeaseDrainPoll: 10 * time.Millisecond}
+
+// settled is a partition with nothing on its way and no lease out.
+var settled = Partition{}
+
+// script feeds events to one gate at instants the test chooses and keeps
+// the effects of the last event.
+type script struct {
+	t   *testing.T
+	c   Config
+	s   State
+	now time.Time
+	fx  []any
+}
+
+func newScript(t *testing.T) *script { return &script{t: t, c: cfg, now: t0} }
+
+// at moves the script's clock to t0+d.
+func (sc *script) at(d time.Duration) *script { sc.now = t0.Add(d); return sc }
+
+func (sc *script) feed(ev any) *script {
+	sc.t.Helper()
+	sc.s, sc.fx = Step(sc.c, sc.s, sc.now, ev)
+	return sc
+}
+
+// wantFx fails unless the last event's effects are exactly want.
+func (sc *script) wantFx(want ...any) *script {
+	sc.t.Helper()
+	if len(sc.fx) == 0 && len(want) == 0 {
+		return sc
+	}
+	if !reflect.DeepEqual(sc.fx, want) {
+		sc.t.Fatalf("effects at t0+%s: got %#v, want %#v", sc.now.Sub(t0), sc.fx, want)
+	}
+	return sc
+}
+
+// wantHolds fails unless the freeze holds (or not) at the script's now.
+func (sc *script) wantHolds(want bool) *script {
+	sc.t.Helper()
+	if got := sc.s.Holds(sc.now); got != want {
+		sc.t.Fatalf("holds at t0+%s: got %v, want %v (state %+v)", sc.now.Sub(t0), got, want, sc.s)
+	}
+	return sc
+}
+
+// prepared is a gate whose prepare "asker" (nonce 0xab) reported at HWM
+// 7 at t0: the freeze holds and the HWM is pinned.
+func prepared(t *testing.T) *script {
+	return newScript(t).
+		feed(Prepare{Asker: "asker", Nonce: 0xab, Partition: settled}).
+		wantFx(RefuseStash{}, Report{Asker: "asker", Token: "ab-1"}).
+		feed(Reported{Token: "ab-1", HWM: 7, OK: true}).wantFx()
+}
+
+// rule F5: a prepare arms a freeze under a fresh token and reports.
+func TestRuleF5APrepareArmsAFreezeUnderAFreshToken(t *testing.T) {
+	sc := prepared(t).wantHolds(true)
+	if sc.s.Until != t0.Add(cfg.FreezeTTL) || !sc.s.Reported || sc.s.HWM != 7 {
+		t.Fatalf("after the report: got %+v, want until t0+30s, reported at 7", sc.s)
+	}
+	// A second prepare under the same nonce gets another token; the first
+	// one no longer names a freeze.
+	sc.at(time.Second).feed(Prepare{Asker: "second", Nonce: 0xab}).
+		wantFx(RefuseStash{}, Report{Asker: "second", Token: "ab-2"})
+	if sc.s.Reported {
+		t.Fatalf("a fresh prepare: got reported %v, want false until it reports", sc.s.Reported)
+	}
+	sc.feed(Rearm{Token: "ab-1"}).wantFx(Gone{Why: "that freeze is no longer active"})
+}
+
+// rules F5, F12: unattended, the freeze lapses exactly at its TTL and
+// nothing is needed to clean up: commits land, consume resumes, the
+// publish is free and the token is refused.
+func TestRuleF12TheFreezeLapsesOnItsTTL(t *testing.T) {
+	sc := prepared(t)
+	sc.at(cfg.FreezeTTL - time.Nanosecond).wantHolds(true).
+		feed(Commit{}).wantFx(RefuseCommit{}).
+		feed(Publish{Awaiting: true}).wantFx(RefusePublish{HWM: 7})
+	sc.at(cfg.FreezeTTL).wantHolds(false).
+		feed(Commit{}).wantFx().
+		feed(Write{}).wantFx().
+		feed(Reserve{}).wantFx().
+		feed(Publish{Awaiting: true}).wantFx().
+		feed(Fence{Token: "ab-1", HWM: 7, LogHWM: 7}).wantFx(Gone{Why: "that freeze is no longer active"}).
+		feed(Rearm{Token: "ab-1"}).wantFx(Gone{Why: "that freeze is no longer active"}).
+		wantHolds(false)
+}
+
+// rule F1: while the freeze holds, commits are refused and no lease is
+// handed out; before and after, the gate is open.
+func TestRuleF1CommitsAreRefusedAndConsumePausesWhileFrozen(t *testing.T) {
+	for _, tc := range []struct {
+		ev   any
+		want any
+	}{
+		{Commit{}, RefuseCommit{}},
+		{Write{}, RefuseStash{}},
+		{Reserve{}, PauseConsume{}},
+	} {
+		t.Run(reflect.TypeOf(tc.ev).Name(), func(t *testing.T) {
+			newScript(t).feed(tc.ev).wantFx()
+			sc := prepared(t).at(time.Second).feed(tc.ev).wantFx(tc.want)
+			sc.feed(Release{Token: "ab-1"}).feed(tc.ev).wantFx()
+		})
+	}
+}
+
+// rule F6: a token extends the freeze it names, by a full TTL from the
+// re-arm, and never arms a new one.
+func TestRuleF6ATokenExtendsOnlyTheFreezeItNames(t *testing.T) {
+	gone := Gone{Why: "that freeze is no longer active"}
+	for _, tc := range []struct {
+		name  string
+		token string
+		at    time.Duration
+		want  any
+	}{
+		{"its token", "ab-1", 20 * time.Second, Answer{Token: "ab-1"}},
+		{"no token", "", 20 * time.Second, gone},
+		{"another token", "ab-2", 20 * time.Second, gone},
+		{"its token after the lapse", "ab-1", cfg.FreezeTTL, gone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := prepared(t).at(tc.at).feed(Rearm{Token: tc.token}).wantFx(tc.want)
+			if _, ok := tc.want.(Answer); ok {
+				if sc.s.Until != sc.now.Add(cfg.FreezeTTL) {
+					t.Fatalf("until: got t0+%s, want t0+%s", sc.s.Until.Sub(t0), tc.at+cfg.FreezeTTL)
+				}
+				sc.at(tc.at + cfg.FreezeTTL - time.Nanosecond).wantHolds(true)
+				return
+			}
+			sc.wantHolds(tc.at < cfg.FreezeTTL)
+		})
+	}
+	// Released, the token names nothing.
+	prepared(t).feed(Release{Token: "ab-1"}).feed(Rearm{Token: "ab-1"}).wantFx(gone).wantHolds(false)
+}
+
+// rule F9: the fence holds only while the freeze its token names holds
+// and the partition's HWM is the copy's; it renews the TTL.
+func TestRuleF9TheFenceChecksTheTokenAndTheHWMAndRenews(t *testing.T) {
+	gone := Gone{Why: "that freeze is no longer active"}
+	for _, tc := range []struct {
+		name string
+		ev   Fence
+		at   time.Duration
+		want any
+	}{
+		{"at the copy's HWM", Fence{Token: "ab-1", HWM: 7, LogHWM: 7}, 20 * time.Second, Answer{Token: "ab-1"}},
+		{"the copy is behind", Fence{Token: "ab-1", HWM: 6, LogHWM: 7}, time.Second, Gone{Why: "high watermark moved: 7, the copy has 6"}},
+		{"the copy is ahead", Fence{Token: "ab-1", HWM: 8, LogHWM: 7}, time.Second, Gone{Why: "high watermark moved: 7, the copy has 8"}},
+		{"another token", Fence{Token: "zz-1", HWM: 7, LogHWM: 7}, time.Second, gone},
+		{"no token", Fence{HWM: 7, LogHWM: 7}, time.Second, gone},
+		{"lapsed", Fence{Token: "ab-1", HWM: 7, LogHWM: 7}, cfg.FreezeTTL, gone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := prepared(t).at(tc.at).feed(tc.ev).wantFx(tc.want)
+			wantUntil := t0.Add(cfg.FreezeTTL)
+			if _, ok := tc.want.(Answer); ok {
+				wantUntil = sc.now.Add(cfg.FreezeTTL)
+			}
+			if sc.s.Until != wantUntil {
+				t.Fatalf("until: got t0+%s, want t0+%s", sc.s.Until.Sub(t0), wantUntil.Sub(t0))
+			}
+		})
+	}
+}
+
+// rule F3, the gate: the prepare refuses the stash before anything else,
+// and a write about to start checks the gate again.
+func TestRuleF3TheGateRefusesTheStashBeforeTheReport(t *testing.T) {
+	sc := newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}}).wantFx(RefuseStash{})
+	sc.feed(Write{}).wantFx(RefuseStash{})
+}
+
+// rule F3, the in-flight batches: a prepare that finds a batch on its way
+// to visibility reports only once the pipeline has settled, and the
+// publish that settles it is not refused: the HWM is not reported yet.
+func TestRuleF3APrepareReportsOnlyOnceEveryBatchPastTheGateSettled(t *testing.T) {
+	sc := newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}}).wantFx(RefuseStash{})
+	sc.at(time.Millisecond).feed(Publish{Awaiting: true}).wantFx().
+		feed(Settled{Partition{Settling: true}}).wantFx().
+		feed(Settled{settled}).wantFx(Report{Asker: "a", Token: "1-1"}).
+		feed(Reported{Token: "1-1", HWM: 2, OK: true}).
+		// Answered once: a later settle reports nothing.
+		feed(Settled{settled}).wantFx()
+	// Nothing is on its way in the pipeline now, whatever the lease poll says.
+	sc.feed(Poll{Token: "1-1", Partition: settled}).wantFx()
+}
+
+// rule F3, the HWM: from the report until the freeze lapses or is
+// released, a publish that would move the HWM is refused; one that makes
+// nothing visible is not.
+func TestRuleF3TheReportedHWMIsPinnedUntilTheLapseOrTheRelease(t *testing.T) {
+	t.Run("reported", func(t *testing.T) {
+		prepared(t).at(time.Second).
+			feed(Publish{Awaiting: false}).wantFx().
+			feed(Publish{Awaiting: true}).wantFx(RefusePublish{HWM: 7})
+	})
+	t.Run("released", func(t *testing.T) {
+		prepared(t).feed(Release{Token: "ab-1"}).feed(Publish{Awaiting: true}).wantFx()
+	})
+	t.Run("lapsed", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).feed(Publish{Awaiting: true}).wantFx()
+	})
+	t.Run("the listing failed", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1}).
+			feed(Reported{Token: "1-1", HWM: 7, OK: false}).
+			feed(Publish{Awaiting: true}).wantFx()
+	})
+	t.Run("a report of another token", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1}).
+			feed(Reported{Token: "1-0", HWM: 7, OK: true}).
+			feed(Publish{Awaiting: true}).wantFx()
+	})
+}
+
+// rule F2: with leases out the prepare polls them every LeaseDrainPoll
+// and reports once none is out or LeaseDrainTimeout has passed.
+func TestRuleF2APrepareWaitsForLeasesOutUpToTheDrainTimeout(t *testing.T) {
+	out := Partition{LeasesOut: 2}
+	poll := SchedulePoll{Token: "1-1", After: cfg.LeaseDrainPoll}
+	t.Run("acked meanwhile", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: out}).wantFx(RefuseStash{}, poll).
+			// One poll at a time: a settle meanwhile schedules no other.
+			feed(Settled{out}).wantFx().
+			at(10 * time.Millisecond).feed(Poll{Token: "1-1", Partition: Partition{LeasesOut: 1}}).wantFx(poll).
+			at(20 * time.Millisecond).feed(Poll{Token: "1-1", Partition: settled}).wantFx(Report{Asker: "a", Token: "1-1"})
+	})
+	t.Run("still out at the deadline", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: out}).
+			at(cfg.LeaseDrainTimeout - time.Nanosecond).feed(Poll{Token: "1-1", Partition: out}).wantFx(poll).
+			at(cfg.LeaseDrainTimeout).feed(Poll{Token: "1-1", Partition: out}).wantFx(Report{Asker: "a", Token: "1-1"})
+	})
+	t.Run("a quarter of a short TTL", func(t *testing.T) {
+		sc := newScript(t)
+		sc.c.FreezeTTL = time.Second
+		sc.feed(Prepare{Asker: "a", Nonce: 1, Partition: out}).
+			at(250*time.Millisecond - time.Nanosecond).feed(Poll{Token: "1-1", Partition: out}).wantFx(poll).
+			at(250 * time.Millisecond).feed(Poll{Token: "1-1", Partition: out}).wantFx(Report{Asker: "a", Token: "1-1"})
+	})
+	t.Run("leases wait behind the pipeline", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}}).wantFx(RefuseStash{}).
+			at(time.Hour).feed(Poll{Token: "1-1", Partition: Partition{Settling: true}}).wantFx().
+			feed(Settled{settled}).wantFx(Report{Asker: "a", Token: "1-1"})
+	})
+	t.Run("a poll of an earlier prepare", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: out}).
+			feed(Prepare{Asker: "b", Nonce: 1, Partition: out}).wantFx(RefuseStash{}, SchedulePoll{Token: "1-2", After: cfg.LeaseDrainPoll}).
+			at(time.Hour).feed(Poll{Token: "1-1", Partition: settled}).wantFx().
+			feed(Poll{Token: "1-2", Partition: settled}).wantFx(Report{Asker: "b", Token: "1-2"})
+	})
+}
+
+// A release lifts the freeze its token names, wakes consumes and drops a
+// prepare still waiting (its asker's fence will fail); any other token
+// changes nothing. Either way the release is answered OK.
+func TestAReleaseLiftsOnlyTheFreezeItsTokenNames(t *testing.T) {
+	newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}}).
+		feed(Release{Token: ""}).wantFx(Answer{}).wantHolds(true).
+		feed(Release{Token: "1-0"}).wantFx(Answer{}).wantHolds(true).
+		feed(Release{Token: "1-1"}).wantFx(NotifyConsumers{}, Answer{}).wantHolds(false).
+		feed(Settled{settled}).wantFx().
+		feed(Release{Token: "1-1"}).wantFx(Answer{})
+}
+
+// BenchmarkStepAFreeze runs one freeze from prepare to release with a
+// commit refused and a re-arm: the decisions alone, against which a
+// commit's fsync is measured.
+func BenchmarkStepAFreeze(b *testing.B) {
+	events := []any{Commit{}, Reserve{}, Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}},
+		Publish{Awaiting: true}, Settled{}, Reported{Token: "1-1", HWM: 10, OK: true}, Commit{}, Reserve{},
+		Rearm{Token: "1-1"}, Fence{Token: "1-1", HWM: 10, LogHWM: 10}, Release{Token: "1-1"}}
+	for b.Loop() {
+		var s State
+		for _, ev := range events {
+			s, _ = Step(cfg, s, t0, ev)
+		}
+		if s.Holds(t0) {
+			b.Fatal("got a freeze that holds after its release, want none")
+		}
+	}
+}
+
+// BenchmarkStepACommitThroughAnOpenGate is what every commit pays for the
+// gate when no move is under way.
+func BenchmarkStepACommitThroughAnOpenGate(b *testing.B) {
+	var s State
+	var fx []any
+	for b.Loop() {
+		s, fx = Step(cfg, s, t0, Commit{})
+		if fx != nil {
+			b.Fatalf("got %#v, want no effect", fx)
+		}
+	}
+}
