@@ -175,7 +175,11 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 		t.Skip("starts three nodes")
 	}
 	flipGate := newGate("m", 0, false)
+	// The partitions' freezes run on a clock the test moves: the source's
+	// lapses when the test says, not after a sleep.
+	clk := newFakeClock()
 	c := moveTestCluster(t, newGate("none", 0, false), func(_ int, cfg *Config) {
+		cfg.clock = clk
 		cfg.Move.FreezeTTL = 400 * time.Millisecond
 		cfg.RequestTimeout = 500 * time.Millisecond
 		cfg.faults.moveFlip = func(ctx context.Context, k messages.PartitionKey) { flipGate.hook(ctx, k, false) }
@@ -199,11 +203,14 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 	// clients produce.
 	<-flipGate.reached
 	c.cutOff(owner, true)
-	time.Sleep(600 * time.Millisecond)
+	clk.advance(time.Second)
 	for i := range 3 {
 		c.node(owner).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", []byte(fmt.Sprintf(`"late%d"`, i)))
 	}
 	c.waitFor("the late records committed on the cut-off source", func() bool {
+		// A re-arm already on its way when the cut came may renew the
+		// freeze once more: every poll moves past any TTL.
+		clk.advance(time.Second)
 		tp, _ := c.node(owner).n.store.Topic("m")
 		res, err := c.node(owner).n.ask(context.Background(), messages.PartitionKey{Topic: "m", Incarnation: tp.Incarnation}, &messages.ListPartition{})
 		ls, _ := res.(*messages.PartitionListing)
