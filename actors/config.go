@@ -142,9 +142,10 @@ type Config struct {
 	// still clears the targets of dead destinations).
 	Rebalance bool
 
-	// clock is the time partition actors decide by (the handoff freeze,
-	// leases, the consumer-flush timer); nil is the wall clock. Tests set a
-	// fake one to move time themselves instead of sleeping.
+	// clock is the time partition actors (the handoff freeze, leases, the
+	// consumer-flush timer) and the dispatcher (retries, reroute grace)
+	// decide by; nil is the wall clock. Tests set a fake one to move time
+	// themselves instead of sleeping.
 	clock clock
 
 	// faults injects failures in tests; nil in production.

@@ -77,6 +77,8 @@ type dispatcherActor struct {
 	// reported are the owners a backlog gauge was set for.
 	reported map[string]bool
 	queues   map[messages.PartitionKey]*partitionQueue
+	// clock is when retries and the reroute grace fall due.
+	clock clock
 	// remote are the commits in flight to peers, each on its own goroutine
 	// bounded by RequestTimeout; the actor waits for them as it stops.
 	remote sync.WaitGroup
@@ -88,6 +90,7 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	defer logPanic(d.deps.log, dispatcherName)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		d.clock = d.cfg.clockOrWall()
 		d.queues = map[messages.PartitionKey]*partitionQueue{}
 		d.replay(ctx)
 		d.scheduleTick(ctx)
@@ -224,7 +227,7 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 	if m.err != nil || m.res == nil || m.res.Status != messages.StatusOK {
 		q.recs = append(append([]storage.WALRecord(nil), m.batch...), q.recs...)
 		q.hold = true
-		d.failed(m, q, time.Now())
+		d.failed(m, q, d.clock.Now())
 		return
 	}
 	q.failingSince, q.frozenSince, q.tooLarge = time.Time{}, time.Time{}, false
@@ -324,7 +327,7 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 	if q.inFlight > 0 || q.failingSince.IsZero() || len(q.recs) == 0 || q.tooLarge {
 		return false
 	}
-	now := time.Now()
+	now := d.clock.Now()
 	why := ""
 	switch {
 	case !q.frozenSince.IsZero() && now.Sub(q.frozenSince) >= d.cfg.RerouteGrace:
@@ -363,5 +366,5 @@ func (d *dispatcherActor) ownerDead(k messages.PartitionKey) bool {
 
 func (d *dispatcherActor) scheduleTick(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(d.cfg.CommitRetryInterval, func() { root.Send(self, dispatchTick{}) })
+	d.clock.AfterFunc(d.cfg.CommitRetryInterval, func() { root.Send(self, dispatchTick{}) })
 }

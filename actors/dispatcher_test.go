@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func (a commitAttempt) String() string {
 // fakeOwners stands in for every partition's owner: each partition answers
 // commits as its answer function says, and every attempt is recorded.
 type fakeOwners struct {
+	clock    *fakeClock
 	mu       sync.Mutex
 	answers  map[int]func(*messages.Commit) (any, error)
 	owners   map[int]string
@@ -45,7 +47,7 @@ func (f *fakeOwners) ask(_ context.Context, k messages.PartitionKey, msg any) (a
 		size += len(r.Key) + len(r.Body) + recordOverheadBytes
 	}
 	f.mu.Lock()
-	f.attempts = append(f.attempts, commitAttempt{partition: k.Partition, seqs: seqs, bytes: size, at: time.Now()})
+	f.attempts = append(f.attempts, commitAttempt{partition: k.Partition, seqs: seqs, bytes: size, at: f.clock.Now()})
 	answer := f.answers[k.Partition]
 	f.mu.Unlock()
 	return answer(c)
@@ -93,9 +95,12 @@ func answerError(err error) func(*messages.Commit) (any, error) {
 
 // dispatcherRig is a dispatcher actor of its own, with its own ingress WAL,
 // on a running node's metastore (for topics and members), committing to
-// fake owners: every partition is a peer's, reached through ask.
+// fake owners: every partition is a peer's, reached through ask. Its time
+// is a fake clock: a retry, and the reroute grace, come only when the
+// test moves it (tick).
 type dispatcherRig struct {
 	t      *testing.T
+	clock  *fakeClock
 	tn     *testNode
 	wal    *storage.WAL
 	owners *fakeOwners
@@ -103,8 +108,7 @@ type dispatcherRig struct {
 	pid    *actor.PID
 }
 
-// The rig's reroute grace and retry tick: short, so a test can watch
-// several graces pass.
+// The rig's reroute grace and retry tick, on its fake clock.
 const (
 	rigGrace = 200 * time.Millisecond
 	rigTick  = 20 * time.Millisecond
@@ -121,12 +125,13 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 			t.Errorf("close the rig's WAL: %v", err)
 		}
 	})
+	clk := newFakeClock()
 	cfg := tn.cfg
-	cfg.RerouteGrace, cfg.CommitRetryInterval = rigGrace, rigTick
+	cfg.RerouteGrace, cfg.CommitRetryInterval, cfg.clock = rigGrace, rigTick, clk
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	f := &fakeOwners{answers: map[int]func(*messages.Commit) (any, error){}, owners: owners}
+	f := &fakeOwners{clock: clk, answers: map[int]func(*messages.Commit) (any, error){}, owners: owners}
 	for p := range owners {
 		f.answers[p] = answerStatus(messages.StatusOK)
 	}
@@ -140,7 +145,7 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 			return k, true
 		},
 	}
-	return &dispatcherRig{t: t, tn: tn, wal: wal, owners: f, d: d}
+	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, owners: f, d: d}
 }
 
 // start spawns the rig's dispatcher, which first replays what its WAL
@@ -173,6 +178,36 @@ func (r *dispatcherRig) produce(topic string, partition int, body []byte) uint64
 	rec := r.append(topic, partition, body)
 	r.tn.n.system.Root.Send(r.pid, &dispatch{rec: rec})
 	return rec.Seq
+}
+
+// tick moves the rig's clock one retry interval on and waits until the
+// dispatcher acted on it: another attempt, at partition p or at any other
+// (a reroute).
+func (r *dispatcherRig) tick(p int) {
+	r.t.Helper()
+	r.owners.mu.Lock()
+	before := len(r.owners.attempts)
+	r.owners.mu.Unlock()
+	r.clock.advance(rigTick)
+	waitFor(r.t, func() bool {
+		r.owners.mu.Lock()
+		defer r.owners.mu.Unlock()
+		return len(r.owners.attempts) > before
+	})
+}
+
+// tickUntilMoved ticks until seq reached partition 1 (the rig's sibling of
+// partition 0), for at most twice the grace.
+func (r *dispatcherRig) tickUntilMoved(seq uint64) {
+	r.t.Helper()
+	for range 2 * rigGrace / rigTick {
+		for _, a := range r.owners.seen(1) {
+			if slices.Contains(a.seqs, seq) {
+				return
+			}
+		}
+		r.tick(0)
+	}
 }
 
 // rigWaitBound bounds the rig's waits: a liveness bound, not a
@@ -229,19 +264,19 @@ func TestDispatcherKeepsRecordsOfAPartitionThatFailsForOtherReasons(t *testing.T
 			r := newDispatcherRig(t, tn, map[int]string{0: tc.owner, 1: "n1", 2: "n1"}).start()
 			r.owners.answer(0, tc.answer)
 			seq := r.produce("held", 0, []byte(`"v"`))
-			first := r.waitCommitted(0, seq).at
-			// Watch retries go on for three graces: the old dispatcher
-			// rerouted right after one.
-			waitFor(t, func() bool {
-				at := r.owners.seen(0)
-				return at[len(at)-1].at.Sub(first) > 3*rigGrace || len(r.owners.seen(1))+len(r.owners.seen(2)) > 0
-			})
+			r.waitCommitted(0, seq)
+			// Retries go on for three graces: the old dispatcher rerouted
+			// right after one.
+			for range 3 * rigGrace / rigTick {
+				r.tick(0)
+			}
 			for _, p := range []int{1, 2} {
 				if got := r.owners.seen(p); len(got) != 0 {
 					t.Fatalf("commits at sibling partition %d while partition 0 failed (%s): got %v, want none", p, tc.name, got)
 				}
 			}
 			r.owners.answer(0, answerStatus(messages.StatusOK))
+			r.tick(0)
 			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
 			if got := r.d.metrics.commitsTooLarge.Get(); (got > 0) != tc.tooLarge {
 				t.Fatalf("narad_dispatcher_commits_too_large_total: got %d, want it counted: %v", got, tc.tooLarge)
@@ -260,9 +295,10 @@ func TestDispatcherReroutesAFreezeThatOutlastsTheGrace(t *testing.T) {
 	r.owners.answer(0, answerStatus(messages.StatusFrozen))
 	seq := r.produce("frozen", 0, []byte(`"v"`))
 	frozenAt := r.waitCommitted(0, seq).at
+	r.tickUntilMoved(seq)
 	moved := r.waitCommitted(1, seq).at
-	if waited := moved.Sub(frozenAt); waited < rigGrace {
-		t.Fatalf("frozen records rerouted after %s: want at least the grace %s", waited, rigGrace)
+	if waited := moved.Sub(frozenAt); waited < rigGrace || waited > rigGrace+2*rigTick {
+		t.Fatalf("frozen records rerouted after %s: want the grace %s, within two retries", waited, rigGrace)
 	}
 	waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
 }
@@ -281,9 +317,10 @@ func TestDispatcherReroutesTheRecordsOfAGoneOwner(t *testing.T) {
 			r.owners.answer(0, answerError(fmt.Errorf("commit to %q: %w: %w", owner, transport.ErrNoResponders, ErrUnavailable)))
 			seq := r.produce("orphan", 0, []byte(`"v"`))
 			failedAt := r.waitCommitted(0, seq).at
+			r.tickUntilMoved(seq)
 			moved := r.waitCommitted(1, seq).at
-			if waited := moved.Sub(failedAt); waited < rigGrace {
-				t.Fatalf("records of a gone owner rerouted after %s: want at least the grace %s", waited, rigGrace)
+			if waited := moved.Sub(failedAt); waited < rigGrace || waited > rigGrace+2*rigTick {
+				t.Fatalf("records of a gone owner rerouted after %s: want the grace %s, within two retries", waited, rigGrace)
 			}
 			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
 		})

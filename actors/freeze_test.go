@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,53 +17,6 @@ import (
 // (actors/freeze); these tests prove that the partition actor feeds it
 // what happens and carries out what it decides. Their time is a fakeClock:
 // a freeze lapses, and a lease poll fires, only when the test says so.
-
-// fakeClock is a node's clock that moves only when a test advances it.
-// Timers that fall due fire in order on the advancing goroutine (they
-// only send a message to an actor).
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-}
-
-type fakeTimer struct {
-	at time.Time
-	f  func()
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), f: f})
-}
-
-// advance moves the clock by d and fires every timer due by then.
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []fakeTimer
-	c.timers = slices.DeleteFunc(c.timers, func(tm fakeTimer) bool {
-		if tm.at.After(c.now) {
-			return false
-		}
-		due = append(due, tm)
-		return true
-	})
-	c.mu.Unlock()
-	slices.SortStableFunc(due, func(a, b fakeTimer) int { return a.at.Compare(b.at) })
-	for _, tm := range due {
-		tm.f()
-	}
-}
 
 // frozenNode is a single node whose partitions take their time from clk.
 func frozenNode(t *testing.T, clk *fakeClock, tweak ...func(*Config)) *testNode {
@@ -160,10 +111,16 @@ func within(t *testing.T, d time.Duration, what string, check func() error) {
 	}
 }
 
-// wantHWM waits for partition 0 of topic to reach hwm.
+// wantHWM waits for partition 0 of topic to reach hwm, moving a fake
+// clock on so that the dispatcher retries what it holds.
 func wantHWM(t *testing.T, tn *testNode, topic string, hwm int64) {
 	t.Helper()
 	within(t, clusterWaitBound, fmt.Sprintf("HWM %d", hwm), func() error {
+		// The dispatcher retries held records on the node's clock: a fake
+		// one moves a retry interval per look.
+		if clk, ok := tn.cfg.clock.(*fakeClock); ok {
+			clk.advance(tn.cfg.CommitRetryInterval)
+		}
 		if got := hwmOf(t, tn, topic); got != hwm {
 			return fmt.Errorf("got HWM %d, want %d", got, hwm)
 		}

@@ -22,22 +22,6 @@ type deps struct {
 	notifier *commitNotifier
 }
 
-// clock is the time a partition actor's decisions read: the handoff
-// freeze, the leases and the consumer-flush timer. Config.clock nil is the
-// wall clock; tests hand a node a fake one, so that none of them waits for
-// a threshold to pass. Record, segment and retention times stay on the
-// wall clock: clients read them and compare them with their own.
-type clock interface {
-	Now() time.Time
-	// AfterFunc calls f on a goroutine of its own once d has passed.
-	AfterFunc(d time.Duration, f func())
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                      { return time.Now() }
-func (wallClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
-
 // flushConsumerState is a partition's own timer message: write the
 // consumer position if acks moved it.
 type flushConsumerState struct{}
@@ -98,12 +82,8 @@ type handedOver struct {
 }
 
 func newPartitionActor(d deps, key messages.PartitionKey, dir string) *partitionActor {
-	var clk clock = wallClock{}
-	if d.cfg.clock != nil {
-		clk = d.cfg.clock
-	}
 	return &partitionActor{deps: d, key: key, dir: dir, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
-		clock: clk, gateCfg: gateConfig(d.cfg)}
+		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg)}
 }
 
 func (p *partitionActor) Receive(ctx actor.Context) {
