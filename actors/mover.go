@@ -96,18 +96,18 @@ func (m *moverActor) schedule(ctx actor.Context) {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
+	m.cfg.clockOrWall().AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
 }
 
 // tick scans the partitions targeted here unless nothing changed since the
 // last scan (rule R2); it scans anyway after a worker ended and at least
 // every MoveFullScanEvery (rule R3).
 func (m *moverActor) tick(ctx actor.Context) {
-	v := m.store.AssignmentsVersion()
-	if !m.rescan && v == m.lastVersion && time.Since(m.lastScan) < m.cfg.MoveFullScanEvery {
+	v, now := m.store.AssignmentsVersion(), m.cfg.clockOrWall().Now()
+	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.cfg.MoveFullScanEvery) {
 		return
 	}
-	m.rescan, m.lastVersion, m.lastScan = false, v, time.Now()
+	m.rescan, m.lastVersion, m.lastScan = false, v, now
 	want := map[messages.PartitionKey]messages.Assignment{}
 	for _, a := range m.store.TargetedAt(m.cfg.NodeID) {
 		if k, ok := currentKey(m.store, a); ok {
@@ -147,6 +147,14 @@ func (m *moverActor) tick(ctx actor.Context) {
 		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", source, "to", m.cfg.NodeID)
 	}
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+}
+
+// scanDue decides whether a runner tick reads the metastore: only when the
+// assignment shards applied something since the last scan (rule R2), or a
+// rescan was asked for (a worker ended, a pass failed), or the last scan is
+// fullEvery old (rule R3).
+func scanDue(rescan bool, version, lastVersion uint64, sinceScan, fullEvery time.Duration) bool {
+	return rescan || version != lastVersion || sinceScan >= fullEvery
 }
 
 func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
