@@ -96,14 +96,14 @@ func (m *moverActor) schedule(ctx actor.Context) {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	m.cfg.clockOrWall().AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
+	time.AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
 }
 
 // tick scans the partitions targeted here unless nothing changed since the
 // last scan (rule R2); it scans anyway after a worker ended and at least
 // every MoveFullScanEvery (rule R3).
 func (m *moverActor) tick(ctx actor.Context) {
-	v, now := m.store.AssignmentsVersion(), m.cfg.clockOrWall().Now()
+	v, now := m.store.AssignmentsVersion(), time.Now()
 	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.cfg.MoveFullScanEvery) {
 		return
 	}
