@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -42,7 +43,7 @@ func (n *Node) statusView() messages.AdminStatus {
 	return st
 }
 
-// adminMembersView answers the "members" verb: membersView, plus what only
+// adminMembersView answers the "members" verb: Members, plus what only
 // the member records and the controller know.
 func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 	records := n.store.Members()
@@ -63,7 +64,7 @@ func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 		byID[m.ID] = i
 	}
 	out := messages.AdminMemberList{Members: []messages.AdminMemberInfo{}}
-	for _, v := range n.membersView() {
+	for _, v := range n.Members() {
 		e := messages.AdminMemberInfo{MemberInfo: v}
 		if i, ok := byID[v.ID]; ok {
 			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
@@ -78,7 +79,7 @@ func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 func (n *Node) adminTopicsView() messages.AdminTopicList {
 	out := messages.AdminTopicList{Topics: []messages.AdminTopicInfo{}}
 	for _, t := range n.store.Topics() {
-		e := messages.AdminTopicInfo{TopicInfo: topicOf(t, "standalone"), Incarnation: t.Incarnation, Owners: map[string]int{}}
+		e := messages.AdminTopicInfo{TopicInfo: topicOf(t), Incarnation: t.Incarnation, Owners: map[string]int{}}
 		as := n.store.Assignments(t.Incarnation, t.Partitions)
 		for _, a := range as {
 			e.Owners[a.Owner]++
@@ -152,62 +153,78 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
 		return err
 	}
-	if err := transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (messages.AdminMemberList, error) {
-		return n.adminMembersView(ctx), nil
-	}); err != nil {
-		return err
-	}
-	if err := transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in messages.MovesRequest) (messages.MoveList, error) {
-		out := n.movesView()
-		if in.Detail {
-			n.addProgress(ctx, out.Moves)
+	return n.serveAdmin(t)
+}
+
+// serveAdmin registers the admin verbs.
+func (n *Node) serveAdmin(t *transport.Transport) error {
+	return errors.Join(
+		transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (messages.AdminMemberList, error) {
+			return n.adminMembersView(ctx), nil
+		}),
+		transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in messages.MovesRequest) (messages.MoveList, error) {
+			return n.Moves(ctx, in.Detail), nil
+		}),
+		transport.HandleAdminJSON(t, "decommission", n.adminDecommission),
+		transport.HandleAdminJSON(t, "moves-abort", n.adminAbortMove),
+		transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
+			return n.adminTopicsView(), nil
+		}),
+		transport.HandleAdminJSON(t, "join", n.admit),
+		transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (messages.AdminStatus, error) {
+			return n.statusView(), nil
+		}),
+	)
+}
+
+// adminDecommission answers the "decommission" verb: a reply for a
+// decommission started, judged or cancelled; a refusal carries the
+// transport status that says what happened.
+func (n *Node) adminDecommission(ctx context.Context, _ string, in messages.DecommissionRequest) (messages.DecommissionReply, error) {
+	if in.Cancel {
+		err := n.CancelDecommission(ctx, in.ID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return messages.DecommissionReply{}, transport.Errorf(404, "member %s not found", in.ID)
+		case err != nil:
+			return messages.DecommissionReply{}, transport.Errorf(transport.StatusTimeout, "%v", err)
 		}
+		return messages.DecommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
+	}
+	v, err := n.Decommission(ctx, in.ID, in.DryRun)
+	out := messages.DecommissionReply{Member: in.ID, Verdict: "ok", Reason: v.Refusal, OwnedPartitions: v.OwnedPartitions}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return out, transport.Errorf(404, "member not found")
+	case err != nil:
+		return out, transport.Errorf(transport.StatusUnavailable, "control plane temporarily unavailable")
+	case v.Refusal != "" && in.DryRun:
+		out.Verdict = "refused"
+	case v.Refusal != "":
+		out.Verdict = "refused"
+		return out, transport.Errorf(409, "%s", v.Refusal)
+	case !in.DryRun:
+		out.Verdict = "draining"
+	}
+	return out, nil
+}
+
+// adminAbortMove answers the "moves-abort" verb: the reply when the move
+// was aborted, else a refusal whose status says why (404 no such
+// partition, 409 no move or another target, 503 outcome unknown).
+func (n *Node) adminAbortMove(ctx context.Context, _ string, in messages.AbortMoveRequest) (messages.AbortMoveReply, error) {
+	o := n.AbortMove(ctx, in.Topic, in.Partition, in.Target)
+	out := messages.AbortMoveReply{Topic: in.Topic, Partition: in.Partition, Owner: o.Owner, Target: o.Target,
+		Result: string(o.Result), Error: o.Reason}
+	switch o.Result {
+	case api.Aborted:
 		return out, nil
-	}); err != nil {
-		return err
+	case api.AbortNotFound:
+		return out, transport.Errorf(404, "%s", abortText(out))
+	case api.AbortUnknown:
+		return out, transport.Errorf(transport.StatusUnavailable, "%s", abortText(out))
 	}
-	if err := transport.HandleAdminJSON(t, "decommission", func(ctx context.Context, _ string, in messages.DecommissionRequest) (messages.DecommissionReply, error) {
-		if in.Cancel {
-			if _, ok := n.store.Member(in.ID); !ok {
-				return messages.DecommissionReply{}, transport.Errorf(404, "member %s not found", in.ID)
-			}
-			if err := n.store.SetDraining(ctx, in.ID, false); err != nil {
-				return messages.DecommissionReply{}, transport.Errorf(transport.StatusTimeout, "cancel decommission of %s: %v", in.ID, err)
-			}
-			n.log.Warn("audit cluster.member.decommission.cancel", "member", in.ID)
-			return messages.DecommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
-		}
-		status, out := n.startDecommission(ctx, in.ID, in.DryRun)
-		if status == 204 || status == 200 {
-			if status == 204 {
-				out.Verdict = "draining"
-			}
-			return out, nil
-		}
-		return out, transport.Errorf(status, "%s", out.Reason)
-	}); err != nil {
-		return err
-	}
-	if err := transport.HandleAdminJSON(t, "moves-abort", func(ctx context.Context, _ string, in messages.AbortMoveRequest) (messages.AbortMoveReply, error) {
-		status, out := n.abortMove(ctx, in)
-		if status == 202 {
-			return out, nil
-		}
-		return out, transport.Errorf(status, "%s", abortText(out))
-	}); err != nil {
-		return err
-	}
-	if err := transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
-		return n.adminTopicsView(), nil
-	}); err != nil {
-		return err
-	}
-	if err := transport.HandleAdminJSON(t, "join", n.admit); err != nil {
-		return err
-	}
-	return transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (messages.AdminStatus, error) {
-		return n.statusView(), nil
-	})
+	return out, transport.Errorf(409, "%s", abortText(out))
 }
 
 // abortText is an abort refusal in one line.

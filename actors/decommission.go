@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -82,70 +82,48 @@ func decommissionVerdict(id string, members []messages.Member, rv raftView, owne
 	return ""
 }
 
-func (n *Node) decommission(w http.ResponseWriter, r *http.Request) {
-	status, out := n.startDecommission(r.Context(), r.PathValue("id"), r.URL.Query().Get("dry_run") == "1")
-	switch {
-	case status == http.StatusNoContent:
-		w.WriteHeader(status)
-	case status == http.StatusOK:
-		writeJSON(w, status, out)
-	default:
-		writeError(w, status, out.Reason)
-	}
-}
-
-// startDecommission judges a decommission and, unless dryRun, marks the
-// member draining: 204; 200 with the verdict for a dry run; 404 for an
-// unknown member; 409 for one that could never complete (rule D8); 503
-// when the metastore cannot answer.
-func (n *Node) startDecommission(ctx context.Context, id string, dryRun bool) (int, messages.DecommissionReply) {
-	out := messages.DecommissionReply{Member: id, Verdict: "ok", OwnedPartitions: len(n.store.OwnedBy(id))}
+// Decommission judges whether member id can ever leave (rule D8) and,
+// unless dryRun or refused, marks it draining: the planner then moves its
+// partitions off. Errors are ErrNotFound for an unknown member and
+// ErrUnavailable when the metastore cannot answer.
+func (n *Node) Decommission(ctx context.Context, id string, dryRun bool) (api.DecommissionVerdict, error) {
+	v := api.DecommissionVerdict{OwnedPartitions: len(n.store.OwnedBy(id))}
 	members, err := n.store.LeaderMembers(ctx)
 	if err != nil {
-		out.Reason = "control plane temporarily unavailable"
-		return http.StatusServiceUnavailable, out
+		return v, fmt.Errorf("decommission %s: read the members: %w: %w", id, ErrUnavailable, err)
 	}
 	if !slices.ContainsFunc(members, func(m messages.Member) bool { return m.ID == id }) {
-		out.Reason = "member not found"
-		return http.StatusNotFound, out
+		return v, fmt.Errorf("decommission %s: member %w", id, ErrNotFound)
 	}
 	rm, err := n.store.RaftMembership(ctx, metastore.MetaShard)
 	if err != nil {
-		out.Reason = "control plane temporarily unavailable"
-		return http.StatusServiceUnavailable, out
+		return v, fmt.Errorf("decommission %s: read the voters: %w: %w", id, ErrUnavailable, err)
 	}
-	if why := decommissionVerdict(id, members, raftView{Voters: rm.Voters, NonVoters: rm.NonVoters}, out.OwnedPartitions); why != "" {
-		out.Verdict, out.Reason = "refused", "decommission cannot complete: "+why
-		if dryRun {
-			return http.StatusOK, out
-		}
-		return http.StatusConflict, out
+	if why := decommissionVerdict(id, members, raftView{Voters: rm.Voters, NonVoters: rm.NonVoters}, v.OwnedPartitions); why != "" {
+		v.Refusal = "decommission cannot complete: " + why
+		return v, nil
 	}
 	if dryRun {
-		return http.StatusOK, out
+		return v, nil
 	}
 	if err := n.store.SetDraining(ctx, id, true); err != nil {
-		out.Reason = "control plane temporarily unavailable"
-		return http.StatusServiceUnavailable, out
+		return v, fmt.Errorf("decommission %s: set the drain flag: %w: %w", id, ErrUnavailable, err)
 	}
-	n.log.Warn("audit cluster.member.decommission", "member", id, "owned_partitions", out.OwnedPartitions)
-	return http.StatusNoContent, out
+	n.log.Warn("audit cluster.member.decommission", "member", id, "owned_partitions", v.OwnedPartitions)
+	return v, nil
 }
 
-// cancelDecommission clears the drain flag; the planner may then give the
+// CancelDecommission clears the drain flag; the planner may then give the
 // node partitions again.
-func (n *Node) cancelDecommission(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+func (n *Node) CancelDecommission(ctx context.Context, id string) error {
 	if _, ok := n.store.Member(id); !ok {
-		writeError(w, http.StatusNotFound, "member not found")
-		return
+		return fmt.Errorf("cancel decommission of %s: member %w", id, ErrNotFound)
 	}
-	if err := n.store.SetDraining(r.Context(), id, false); err != nil {
-		metastoreError(w, err, "cancel decommission")
-		return
+	if err := n.store.SetDraining(ctx, id, false); err != nil {
+		return fmt.Errorf("cancel decommission of %s: %w", id, fromMetastore(err))
 	}
 	n.log.Warn("audit cluster.member.decommission.cancel", "member", id)
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // draining reports whether this node's member record says it is being
@@ -167,9 +145,9 @@ type drainStatus struct {
 
 func (n *Node) serveDrain() error {
 	return transport.HandleJSON(n.nats, drainService, func(context.Context, string, struct{}) (drainStatus, error) {
-		// Produce admitted before the flag was seen answers first: the
-		// HTTP handler checks the flag before it appends to the WAL, and
-		// an append in progress shows in the backlog.
+		// Produce admitted before the flag was seen answers first:
+		// Produce checks the flag before it appends to the WAL, and an
+		// append in progress shows in the backlog.
 		held, _ := n.wal.Backlog()
 		return drainStatus{Refusing: n.draining(), Backlog: int64(held)}, nil
 	})

@@ -1,18 +1,26 @@
-// Package actors is one node of the broker: its actor tree (protoactor-go),
-// the HTTP API that talks to it through messages, and the Node that wires
-// storage, the metastore and the actors together.
+// Package actors is one node of the broker: its actor tree (protoactor-go)
+// and the Node that wires storage, the metastore, the transport and the
+// actors together, and answers the client API (actors/api) and the NATS
+// admin verbs (admin.go) in domain terms.
 //
 // Where to start: node.go (Node, what runs and in which order), then
-// partition.go (the one actor that touches a partition's log), dispatcher.go
-// (ingress WAL to partition commits) and api.go (the client HTTP API).
+// partition.go (the one actor that touches a partition's log; its handoff
+// freeze is decided by actors/freeze), dispatcher.go (ingress WAL to
+// partition commits), mover.go and moveworker.go (moves onto this node,
+// decided by actors/move), and the Node's domain methods: produce.go,
+// consume.go, topics.go, moves.go, members.go, decommission.go.
 //
 // The tree on one node:
 //
 //	root
-//	├── partitions      one child per partition this node owns (partition.go)
-//	│   └── p:<incarnation>:<n>
-//	└── dispatcher      ingress WAL -> owner commits, retried about once a second
+//	├── partitions      one child per partition this node owns (partitions.go)
+//	│   └── p:<incarnation>:<n>   partition.go
+//	├── dispatcher      ingress WAL -> owner commits (dispatcher.go)
+//	├── mover           the move runner (mover.go)
+//	│   └── move-p:<incarnation>:<n>   one worker per incoming move (moveworker.go)
+//	└── controller      acts while this node leads the metadata shard (controller.go)
 //
-// HTTP handlers run on net/http's goroutines and reach the actors only by
-// request/response messages; no state is shared with an actor.
+// HTTP handlers and NATS handlers run on their own goroutines and reach the
+// actors only by request/response messages; no state is shared with an
+// actor.
 package actors

@@ -1,15 +1,59 @@
 package actors
 
-import "errors"
+import (
+	"errors"
 
-// Sentinel errors of the node.
+	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/cluster/metastore"
+)
+
+// Sentinel errors of the node. Those a client can see are package api's
+// values under this package's names: the API and the admin verbs map them
+// to answers, and api cannot import this package.
 var (
 	// ErrInvalid is a bad configuration value or argument.
-	ErrInvalid = errors.New("invalid")
+	ErrInvalid = api.ErrInvalid
 	// ErrUnavailable is a request that cannot be served now (shutting down,
 	// actor not ready, metastore without a leader); the caller may retry.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = api.ErrUnavailable
+	// ErrNotFound is a topic, partition or member that does not exist.
+	ErrNotFound = api.ErrNotFound
+	// ErrConflict is a topic name already taken.
+	ErrConflict = api.ErrConflict
+	// ErrGone is a lease that no longer matches, or a record retention
+	// removed.
+	ErrGone = api.ErrGone
+	// ErrTooLarge is a record body larger than the node takes.
+	ErrTooLarge = api.ErrTooLarge
 	// ErrInvariant is an invariant the code should make impossible, caught
 	// where it would have broken (logged at error and counted).
 	ErrInvariant = errors.New("invariant broken")
 )
+
+// invalid is an ErrInvalid whose reason a client reads as is.
+func invalid(reason string) error { return api.Invalid(reason) }
+
+// invalidBy is an ErrInvalid whose reason is err's text.
+func invalidBy(err error) error { return &api.InvalidArgument{Reason: err.Error(), Err: err} }
+
+// fromMetastore names a metastore refusal with the node's sentinel,
+// keeping its text: an invalid argument's is what the client reads.
+func fromMetastore(err error) error {
+	switch {
+	case errors.Is(err, metastore.ErrExists):
+		return kindOf{ErrConflict, err}
+	case errors.Is(err, metastore.ErrNotFound):
+		return kindOf{ErrNotFound, err}
+	case errors.Is(err, metastore.ErrInvalid):
+		return invalidBy(err)
+	case errors.Is(err, metastore.ErrUnavailable):
+		return kindOf{ErrUnavailable, err}
+	}
+	return err
+}
+
+// kindOf is err, also matching the sentinel kind, with err's text.
+type kindOf struct{ kind, err error }
+
+func (k kindOf) Error() string   { return k.err.Error() }
+func (k kindOf) Unwrap() []error { return []error{k.kind, k.err} }

@@ -16,6 +16,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -23,7 +24,8 @@ import (
 )
 
 // Node is one broker node: its metastore replica, ingress WAL, actor tree
-// and HTTP API. Start brings them up in dependency order; Stop takes them
+// and HTTP server (actors/api over this node's methods, which answer in
+// domain terms). Start brings them up in dependency order; Stop takes them
 // down in reverse, after the dispatcher committed what the WAL holds.
 type Node struct {
 	deps
@@ -83,7 +85,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeStores()
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	n.server = &http.Server{Handler: n.routes(), ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
+	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics})
+	n.server = &http.Server{Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
@@ -328,6 +331,22 @@ func (n *Node) registerGauges() {
 			return float64(term)
 		})
 	}
+}
+
+// Ready is true once the node serves: its metastore replica caught up and
+// its actors run. Stop clears it.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// Stopping is true once Stop began.
+func (n *Node) Stopping() bool { return n.stopping.Load() }
+
+// request sends a message to an actor and waits for its answer.
+func (n *Node) request(pid *actor.PID, msg any) (any, error) {
+	res, err := n.system.Root.RequestFuture(pid, msg, n.cfg.RequestTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
+	}
+	return res, nil
 }
 
 // Addr is the HTTP address the node listens on.

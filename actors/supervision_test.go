@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -78,25 +77,5 @@ func TestAPartitionThatKeepsFailingIsStoppedAndTheRestKeepServing(t *testing.T) 
 	})
 	if code, _ := tn.do("GET", "/v1/topics/broken/consume?partition=0&offset=0", nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("replay on the stopped partition: got %d, want 503", code)
-	}
-}
-
-// HTTP serves from process start, but the client API waits for readiness:
-// before it the metastore may lag and the actors are not running.
-func TestTheClientAPIAnswers503UntilTheNodeIsReady(t *testing.T) {
-	n := &Node{}
-	h := n.untilReady(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
-	for path, want := range map[string]int{"/v1/topics": http.StatusServiceUnavailable, "/healthz": http.StatusTeapot, "/readyz": http.StatusTeapot} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-		if rec.Code != want {
-			t.Errorf("%s before ready: got %d, want %d", path, rec.Code, want)
-		}
-	}
-	n.ready.Store(true)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/topics", nil))
-	if rec.Code != http.StatusTeapot {
-		t.Fatalf("/v1/topics once ready: got %d, want it served", rec.Code)
 	}
 }

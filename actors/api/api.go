@@ -1,0 +1,144 @@
+// Package api is the client HTTP API of api/CONTRACT.md: routing, query and
+// body parsing, and the contract's statuses, texts and headers. It knows
+// nothing of actors or the metastore; it calls a Node, which answers in
+// domain terms (records, leases, topics, outcomes) and with the sentinel
+// errors of errors.go, and it turns those into HTTP.
+//
+// Where to start: Handler (the routes), then node.go (what a node must
+// answer), then data.go, topics.go and cluster.go (one handler per route)
+// and errors.go (the sentinels). *actors.Node is the Node of a running
+// broker; the NATS admin verbs (actors/admin.go) call the same methods and
+// map their results to answers of their own.
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// Options are what the handlers need besides the node.
+type Options struct {
+	// Log gets a handler's panic, with its stack.
+	Log *slog.Logger
+	// Panics counts handler panics; nil counts nothing.
+	Panics *metrics.Counter
+}
+
+// handlers serve the routes of one node.
+type handlers struct {
+	node Node
+}
+
+// Handler is the client API of api/CONTRACT.md over node. Go's ServeMux
+// gives the contract's 404 and 405 (with Allow) for unknown paths and
+// methods.
+func Handler(node Node, opts Options) http.Handler {
+	h := &handlers{node: node}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", h.healthz)
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /metrics", writeMetrics)
+	mux.HandleFunc("POST /v1/topics", h.createTopic)
+	mux.HandleFunc("GET /v1/topics", h.listTopics)
+	mux.HandleFunc("GET /v1/topics/{topic}", h.getTopic)
+	mux.HandleFunc("PATCH /v1/topics/{topic}", h.alterTopic)
+	mux.HandleFunc("DELETE /v1/topics/{topic}", h.deleteTopic)
+	mux.HandleFunc("POST /v1/topics/{topic}/produce", h.produce)
+	mux.HandleFunc("GET /v1/topics/{topic}/consume", h.consume)
+	mux.HandleFunc("POST /v1/topics/{topic}/ack", h.ack)
+	mux.HandleFunc("GET /v1/cluster/members", h.members)
+	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
+	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", h.abortMove)
+	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", h.decommission)
+	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", h.cancelDecommission)
+	return recoverPanics(opts, UntilReady(node, mux))
+}
+
+// UntilReady answers the client API 503 until node is ready: HTTP serves
+// from process start (so /healthz answers during recovery), but the
+// metastore replica may still be catching up and the actors not running.
+func UntilReady(node Health, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") && !node.Ready() && !node.Stopping() {
+			writeError(w, http.StatusServiceUnavailable, "node is starting; retry later")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics answers a handler panic as the contract says (500, a fixed
+// body without a newline). The panic is not hidden: it is logged at error
+// with its stack and counted.
+func recoverPanics(opts Options, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			if opts.Log != nil {
+				opts.Log.Error("http handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			}
+			if opts.Panics != nil {
+				opts.Panics.Inc()
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":"internal server panic"}`)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
+	if h.node.Stopping() {
+		writeJSON(w, http.StatusServiceUnavailable, messages.HealthBody{Status: "shutting down"})
+		return
+	}
+	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ok"})
+}
+
+func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
+	if !h.node.Ready() || h.node.Stopping() {
+		writeError(w, http.StatusServiceUnavailable, "not ready")
+		return
+	}
+	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ready"})
+}
+
+// writeMetrics serves the default metrics set. It also holds dragonboat's
+// raft transport series; the contract names every series narad_, so those
+// get the prefix rather than being dropped.
+func writeMetrics(w http.ResponseWriter, _ *http.Request) {
+	var buf bytes.Buffer
+	metrics.WritePrometheus(&buf, false)
+	var out bytes.Buffer
+	for line := range bytes.Lines(buf.Bytes()) {
+		rest := line
+		if bytes.HasPrefix(line, []byte("# HELP ")) || bytes.HasPrefix(line, []byte("# TYPE ")) {
+			out.Write(line[:7])
+			rest = line[7:]
+		}
+		if rest[0] != '#' && !bytes.HasPrefix(rest, []byte("narad_")) {
+			out.WriteString("narad_")
+		}
+		out.Write(rest)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
+	w.Write(out.Bytes())
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/naradmq/narad/messages"
+)
+
+func (h *handlers) members(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, messages.MemberList{Members: h.node.Members()})
+}
+
+func (h *handlers) moves(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, h.node.Moves(r.Context(), r.URL.Query().Get("detail") == "1"))
+}
+
+// abortStatus is the status of each abort result (rules T3, T4).
+var abortStatus = map[AbortResult]int{
+	Aborted:       http.StatusAccepted,
+	AbortNoMove:   http.StatusConflict,
+	AbortRefused:  http.StatusConflict,
+	AbortNotFound: http.StatusNotFound,
+	AbortUnknown:  http.StatusServiceUnavailable,
+}
+
+// abortMove answers with the outcome whatever it is: a refusal names the
+// owner and target the leader has now.
+func (h *handlers) abortMove(w http.ResponseWriter, r *http.Request) {
+	p, err := strconv.Atoi(r.PathValue("partition"))
+	if err != nil || p < 0 {
+		writeError(w, http.StatusBadRequest, textBadPartition)
+		return
+	}
+	topic := r.PathValue("topic")
+	o := h.node.AbortMove(r.Context(), topic, p, r.URL.Query().Get("target"))
+	status, ok := abortStatus[o.Result]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, messages.AbortMoveReply{Topic: topic, Partition: p, Owner: o.Owner, Target: o.Target,
+		Result: string(o.Result), Error: o.Reason})
+}
+
+// decommission answers 204 once draining started, 200 with the verdict
+// for a dry run, and 409 for a decommission that could never complete
+// (rule D8).
+func (h *handlers) decommission(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	dryRun := r.URL.Query().Get("dry_run") == "1"
+	v, err := h.node.Decommission(r.Context(), id, dryRun)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "member not found")
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, textControlPlane)
+	case dryRun:
+		out := messages.DecommissionReply{Member: id, Verdict: "ok", Reason: v.Refusal, OwnedPartitions: v.OwnedPartitions}
+		if v.Refusal != "" {
+			out.Verdict = "refused"
+		}
+		writeJSON(w, http.StatusOK, out)
+	case v.Refusal != "":
+		writeError(w, http.StatusConflict, v.Refusal)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// cancelDecommission clears the drain flag; the planner may then give the
+// node partitions again.
+func (h *handlers) cancelDecommission(w http.ResponseWriter, r *http.Request) {
+	err := h.node.CancelDecommission(r.Context(), r.PathValue("id"))
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "member not found")
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, invalidText(err))
+	case errors.Is(err, ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, textControlPlane)
+	default:
+		writeError(w, http.StatusInternalServerError, "cancel decommission failed")
+	}
+}

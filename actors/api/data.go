@@ -1,0 +1,240 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// produce checks in the contract's order: admission, query, body, then
+// what the node checks (topic, partition, schema, room). 202 only once the
+// record is durable in the node's ingress WAL.
+func (h *handlers) produce(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
+	if err := h.node.Admit(); err != nil {
+		produceFailed(w, err)
+		return
+	}
+	rec, bad := readRecord(r)
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	rec.Received = received
+	if err := h.node.Produce(r.Context(), rec); err != nil {
+		produceFailed(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// badRequest is a request refused before the node is asked.
+type badRequest struct {
+	status int
+	text   string
+}
+
+func invalidRequest(text string) *badRequest {
+	return &badRequest{status: http.StatusBadRequest, text: text}
+}
+
+// readRecord reads a produce's query and body.
+func readRecord(r *http.Request) (Record, *badRequest) {
+	rec := Record{Topic: r.PathValue("topic"), Partition: -1}
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return rec, invalidRequest("invalid argument: " + err.Error())
+	}
+	key, _, err := singleQuery(r, "key")
+	if err != nil {
+		return rec, invalidRequest(err.Error())
+	}
+	rec.Key = key
+	partStr, hasPart, err := singleQuery(r, "partition")
+	if err != nil {
+		return rec, invalidRequest(err.Error())
+	}
+	if hasPart {
+		p, err := strconv.Atoi(partStr)
+		if err != nil || p < 0 {
+			return rec, invalidRequest(textBadPartition)
+		}
+		rec.Partition = p
+	}
+	body, tooLarge, err := readBody(r)
+	switch {
+	case tooLarge:
+		return rec, &badRequest{status: http.StatusRequestEntityTooLarge, text: textTooLarge}
+	case err != nil:
+		return rec, invalidRequest("invalid argument: " + err.Error())
+	case len(body) == 0:
+		return rec, invalidRequest("message required")
+	}
+	rec.Body = body
+	return rec, nil
+}
+
+// produceFailed answers a refused produce. Anything unforeseen is 503: the
+// record is surely not accepted, so the client may send it again.
+func produceFailed(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrDraining):
+		writeError(w, http.StatusServiceUnavailable, "node is being decommissioned; produce to another node")
+	case errors.Is(err, ErrStopping):
+		writeError(w, http.StatusServiceUnavailable, "node is shutting down")
+	case errors.Is(err, ErrBacklogFull):
+		writeError(w, http.StatusServiceUnavailable, "ingress backlog full; retry later")
+	case errors.Is(err, ErrIngressFull):
+		writeError(w, http.StatusServiceUnavailable, "ingress queue full; retry later")
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, textTopicNotFound)
+	case errors.Is(err, ErrNoSuchPartition):
+		writeError(w, http.StatusBadRequest, "invalid argument: partition out of range")
+	case errors.Is(err, ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, textTooLarge)
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, invalidText(err))
+	default:
+		writeError(w, http.StatusServiceUnavailable, "produce failed")
+	}
+}
+
+// consume is queue mode (a lease, with a handle) or, with partition and
+// offset, a replay (no lease, no handle).
+func (h *handlers) consume(w http.ResponseWriter, r *http.Request) {
+	q, bad := readConsume(r)
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	var d messages.Delivery
+	var ok bool
+	var err error
+	if q.offset >= 0 {
+		d, ok, err = h.node.Replay(r.Context(), q.topic, q.partition, q.offset)
+	} else {
+		d, ok, err = h.node.Consume(r.Context(), q.topic, q.partition, q.wait)
+	}
+	switch {
+	case err != nil:
+		consumeFailed(w, r, err)
+	case !ok:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeJSON(w, http.StatusOK, messageOf(q.topic, d, q.offset < 0))
+	}
+}
+
+// consumeQuery is what a consume asks for; partition and offset are -1
+// when not given.
+type consumeQuery struct {
+	topic     string
+	partition int
+	offset    int64
+	wait      time.Duration
+}
+
+func readConsume(r *http.Request) (consumeQuery, *badRequest) {
+	c := consumeQuery{topic: r.PathValue("topic"), partition: -1, offset: -1}
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return c, invalidRequest("invalid argument: " + err.Error())
+	}
+	q := r.URL.Query()
+	if v, ok := q["partition"]; ok {
+		p, err := strconv.Atoi(v[0])
+		if err != nil || p < 0 {
+			return c, invalidRequest(textBadPartition)
+		}
+		c.partition = p
+	}
+	if v, ok := q["offset"]; ok {
+		o, err := strconv.ParseInt(v[0], 10, 64)
+		if err != nil || o < 0 {
+			return c, invalidRequest("invalid argument: offset must be a non-negative integer")
+		}
+		if c.partition < 0 {
+			return c, invalidRequest("invalid argument: offset needs partition")
+		}
+		c.offset = o
+	}
+	wait, err := parseWait(q.Get("wait"))
+	if err != nil {
+		return c, invalidRequest(err.Error())
+	}
+	if q.Get("local_only") != "1" {
+		c.wait = wait
+	}
+	return c, nil
+}
+
+func consumeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+		// The client went away during a long poll: nobody reads an answer.
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, textTopicNotFound)
+	case errors.Is(err, ErrNoSuchPartition):
+		writeError(w, http.StatusBadRequest, textBadPartition)
+	case errors.Is(err, ErrGone):
+		// The contract gives an aged-out offset the stale-handle text (§13).
+		writeError(w, http.StatusGone, textStaleHandle)
+	case errors.Is(err, ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
+	default:
+		writeError(w, http.StatusInternalServerError, "consume failed")
+	}
+}
+
+// ack acks, extends or nacks by receipt handle. A malformed handle is
+// refused before the topic is looked up, as the contract says.
+func (h *handlers) ack(w http.ResponseWriter, r *http.Request) {
+	handle, action, bad := readSettle(r)
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	err := h.node.Settle(r.Context(), r.PathValue("topic"), handle, action)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, textTopicNotFound)
+	case errors.Is(err, ErrGone):
+		writeError(w, http.StatusGone, textStaleHandle)
+	case errors.Is(err, ErrAckedAheadFull):
+		writeError(w, http.StatusServiceUnavailable, "acked-ahead set is full; head of queue may be stuck")
+	default:
+		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
+	}
+}
+
+// readSettle reads an ack's handle (the first, if several) and action.
+func readSettle(r *http.Request) (Handle, messages.LeaseAction, *badRequest) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Handle{}, 0, invalidRequest("invalid argument: " + err.Error())
+	}
+	raw := ""
+	if vs := q["receipt_handle"]; len(vs) > 0 {
+		raw = vs[0]
+	}
+	if raw == "" {
+		return Handle{}, 0, invalidRequest("receipt_handle required")
+	}
+	handle, ok := parseHandle(raw)
+	if !ok {
+		return Handle{}, 0, invalidRequest("receipt handle is malformed")
+	}
+	switch q.Get("extend") {
+	case "", "false":
+		return handle, messages.LeaseAck, nil
+	case "true", "1":
+		return handle, messages.LeaseExtend, nil
+	case "0":
+		return handle, messages.LeaseNack, nil
+	}
+	return Handle{}, 0, invalidRequest("invalid argument: extend must be true, 1, 0 or false")
+}

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// Node is everything the handlers ask of a node, in the node's own terms:
+// records, leases, topics, members and moves, never statuses. Its errors
+// are this package's sentinels (errors.go). *actors.Node implements it.
+type Node interface {
+	Health
+	Data
+	Topics
+	Cluster
+}
+
+// Health is where a node is in its life.
+type Health interface {
+	// Ready is true once the metastore replica caught up and the actors
+	// run; until then the client API answers 503.
+	Ready() bool
+	// Stopping is true once shutdown began.
+	Stopping() bool
+}
+
+// Data is the produce and consume path.
+type Data interface {
+	// Admit says whether the node takes new records at all (ErrDraining
+	// when it does not). The contract checks it before anything about the
+	// request, so a produce asks it first; Produce checks it again.
+	Admit() error
+	// Produce returns once the record is durable in the node's ingress
+	// WAL; its owner commits it later.
+	Produce(ctx context.Context, rec Record) error
+	// Consume leases the next deliverable record of the topic (of one
+	// partition when partition >= 0), waiting up to wait for one; ok is
+	// false when none came.
+	Consume(ctx context.Context, topic string, partition int, wait time.Duration) (d messages.Delivery, ok bool, err error)
+	// Replay reads one record by offset without leasing it; ok is false at
+	// or past the high watermark.
+	Replay(ctx context.Context, topic string, partition int, offset int64) (d messages.Delivery, ok bool, err error)
+	// Settle acks, extends or nacks the lease h names.
+	Settle(ctx context.Context, topic string, h Handle, action messages.LeaseAction) error
+}
+
+// Topics is topic administration and description.
+type Topics interface {
+	// CreateTopic applies the contract's defaults and limits, creates the
+	// topic and places its partitions. The answer is the topic as stored.
+	CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error)
+	// AlterTopic changes retention, caps, partitions and schema in that
+	// order, without a transaction: a later field that is refused leaves
+	// the earlier ones applied, and the refusal is the error.
+	AlterTopic(ctx context.Context, name string, req messages.AlterTopicRequest) (messages.TopicInfo, error)
+	// DeleteTopic removes the topic; its data on this node is gone when it
+	// returns, so a create of the same name starts from offset 0.
+	DeleteTopic(ctx context.Context, name string) error
+	// Topic is the topic's record as this node's replica has it.
+	Topic(name string) (messages.TopicInfo, error)
+	// TopicsAfter lists up to limit topics whose names sort after after;
+	// more says whether any follow.
+	TopicsAfter(after string, limit int) (page []messages.TopicInfo, more bool)
+	// PartitionStats asks each owner for its partitions' stats (one
+	// partition when partition >= 0), by index. A partition whose owner
+	// has not started it yet is left out.
+	PartitionStats(ctx context.Context, topic string, partition int) ([]messages.PartitionInfo, error)
+}
+
+// Cluster is membership and moves.
+type Cluster interface {
+	// Members is every member with the partitions it owns, by id.
+	Members() []messages.MemberInfo
+	// Moves is every partition with a target, by topic then partition,
+	// with each destination's progress when detail is set.
+	Moves(ctx context.Context, detail bool) messages.MoveList
+	// AbortMove gives up on the move of one partition; a non-empty target
+	// aborts only a move to that node.
+	AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome
+	// Decommission judges whether member id can be decommissioned and,
+	// unless dryRun or refused, starts draining it.
+	Decommission(ctx context.Context, id string, dryRun bool) (DecommissionVerdict, error)
+	// CancelDecommission stops draining member id.
+	CancelDecommission(ctx context.Context, id string) error
+}
+
+// Record is one produce as the client sent it.
+type Record struct {
+	Topic string
+	// Partition is the one the client named, or -1 for the key's.
+	Partition int
+	// Key is "" when the client sent none; the node makes one up.
+	Key  string
+	Body []byte
+	// Received is when the request arrived: the produce latency the node
+	// reports runs from it, body read included.
+	Received time.Time
+}
+
+// Handle names one lease: what a receipt handle encodes.
+type Handle struct {
+	Partition int
+	Offset    int64
+	Nonce     uint64
+}
+
+// AbortResult is what became of an abort.
+type AbortResult string
+
+// The results of an abort; their text is what clients read in "result".
+const (
+	// Aborted: the move to that target is gone and the owner unchanged.
+	Aborted AbortResult = "aborted"
+	// AbortNoMove: the partition had no move to abort.
+	AbortNoMove AbortResult = "no_move"
+	// AbortRefused: the move targets another node, or the partition moved.
+	AbortRefused AbortResult = "refused"
+	// AbortNotFound: no such topic or partition.
+	AbortNotFound AbortResult = "not_found"
+	// AbortUnknown: the outcome could not be read from the leader.
+	AbortUnknown AbortResult = "unknown"
+)
+
+// AbortOutcome is an abort's result with the partition's assignment as the
+// leader read it last: what holds now, not what the caller asked for.
+type AbortOutcome struct {
+	Result        AbortResult
+	Owner, Target string
+	// Reason says why, for every result but Aborted.
+	Reason string
+}
+
+// DecommissionVerdict is what a decommission found.
+type DecommissionVerdict struct {
+	OwnedPartitions int
+	// Refusal says why the decommission could never complete (rule D8);
+	// "" when it can (and, unless a dry run, has started).
+	Refusal string
+}

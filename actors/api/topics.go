@@ -1,0 +1,128 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// The contract's page sizes of GET /v1/topics.
+const (
+	defaultTopicListLimit = 100
+	maxTopicListLimit     = 1000
+)
+
+// topicFailed answers a failed topic operation as the contract's §13
+// catalogue says; op names it in the 500 text.
+func topicFailed(w http.ResponseWriter, err error, op string) {
+	switch {
+	case errors.Is(err, ErrParentNotFound):
+		writeError(w, http.StatusNotFound, "parent topic not found")
+	case errors.Is(err, ErrConflict):
+		writeError(w, http.StatusConflict, "topic already exists")
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, textTopicNotFound)
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, invalidText(err))
+	case errors.Is(err, ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, textControlPlane)
+	default:
+		writeError(w, http.StatusInternalServerError, op+" failed")
+	}
+}
+
+func (h *handlers) createTopic(w http.ResponseWriter, r *http.Request) {
+	var req messages.CreateTopicRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	t, err := h.node.CreateTopic(r.Context(), req)
+	if err != nil {
+		topicFailed(w, err, "create topic")
+		return
+	}
+	t.Role = "" // Narad's create answer leaves the role out
+	writeJSON(w, http.StatusCreated, t)
+}
+
+func (h *handlers) listTopics(w http.ResponseWriter, r *http.Request) {
+	limit := defaultTopicListLimit
+	if v, ok := r.URL.Query()["limit"]; ok {
+		l, err := strconv.Atoi(v[0])
+		if err != nil || l < 1 {
+			writeError(w, http.StatusBadRequest, "limit must be a positive integer")
+			return
+		}
+		limit = min(l, maxTopicListLimit)
+	}
+	page, more := h.node.TopicsAfter(r.URL.Query().Get("page_token"), limit)
+	if page == nil {
+		page = []messages.TopicInfo{}
+	}
+	next := ""
+	if more && len(page) > 0 {
+		next = page[len(page)-1].Name
+	}
+	writeJSON(w, http.StatusOK, messages.TopicPage{Topics: page, NextPageToken: next})
+}
+
+// getTopic looks the topic up before it reads ?partition=, so a missing
+// topic is 404 whatever the query says.
+func (h *handlers) getTopic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("topic")
+	t, err := h.node.Topic(name)
+	if err != nil {
+		topicFailed(w, err, "describe topic")
+		return
+	}
+	only := -1
+	if v, ok := r.URL.Query()["partition"]; ok {
+		p, err := strconv.Atoi(v[0])
+		if err != nil || p < 0 || p >= t.Partitions {
+			writeError(w, http.StatusBadRequest, textBadPartition)
+			return
+		}
+		only = p
+	}
+	stats, err := h.node.PartitionStats(r.Context(), name, only)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, textTopicNotFound)
+		return
+	case errors.Is(err, ErrNoSuchPartition):
+		writeError(w, http.StatusBadRequest, textBadPartition)
+		return
+	case err != nil:
+		// An owner that cannot be reached fails the request, as the
+		// contract says.
+		writeError(w, http.StatusInternalServerError, "partition stats failed")
+		return
+	}
+	if stats == nil {
+		stats = []messages.PartitionInfo{}
+	}
+	writeJSON(w, http.StatusOK, messages.TopicDetails{TopicInfo: t, PartitionStats: stats})
+}
+
+func (h *handlers) alterTopic(w http.ResponseWriter, r *http.Request) {
+	var req messages.AlterTopicRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	t, err := h.node.AlterTopic(r.Context(), r.PathValue("topic"), req)
+	if err != nil {
+		topicFailed(w, err, "alter topic")
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (h *handlers) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	if err := h.node.DeleteTopic(r.Context(), r.PathValue("topic")); err != nil {
+		topicFailed(w, err, "delete topic")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,138 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// maxRequestBytes is the largest record body a produce takes: the API's cap
+// on a request body, so a record is never larger than a request can carry.
+const maxRequestBytes = api.MaxBodyBytes
+
+// partitionForKey is the contract's FNV-1a 32 of the key, mod partitions.
+func partitionForKey(key string, partitions int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(partitions))
+}
+
+// Admit refuses every produce while this node's member record says it is
+// being decommissioned (rule D6): its ingress WAL must only shrink, and
+// clients retry on another node.
+func (n *Node) Admit() error {
+	if n.draining() {
+		return fmt.Errorf("produce to %s: %w", n.cfg.NodeID, api.ErrDraining)
+	}
+	return nil
+}
+
+// Produce checks the record against its topic (partition, schema), then
+// appends it to the ingress WAL, which returns once it is fsynced (group
+// commit across producers), and hands it to the dispatcher. A crash after
+// the append replays it from the WAL: duplicates, never a gap.
+func (n *Node) Produce(ctx context.Context, rec api.Record) error {
+	if err := n.Admit(); err != nil {
+		return err
+	}
+	if len(rec.Body) > maxRequestBytes {
+		return fmt.Errorf("produce to %s: body of %d bytes: %w", rec.Topic, len(rec.Body), ErrTooLarge)
+	}
+	t, ok := n.store.Topic(rec.Topic)
+	if !ok {
+		return fmt.Errorf("produce to %s: topic %w", rec.Topic, ErrNotFound)
+	}
+	if rec.Partition >= t.Partitions {
+		return fmt.Errorf("produce to %s/%d: %w", t.Name, rec.Partition, api.ErrNoSuchPartition)
+	}
+	if err := n.validate(t, rec.Body); err != nil {
+		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
+	}
+	if n.stopping.Load() {
+		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrStopping)
+	}
+	if held, _ := n.wal.Backlog(); held >= n.cfg.MaxBacklogRecords {
+		return fmt.Errorf("produce to %s: %d records held: %w", t.Name, held, api.ErrBacklogFull)
+	}
+	key, partition := rec.Key, rec.Partition
+	if key == "" {
+		key = "key-" + strconv.FormatUint(n.keySeq.Add(1), 36)
+	}
+	if partition < 0 {
+		partition = n.livePartition(t, partitionForKey(key, t.Partitions))
+	}
+	wr := storage.WALRecord{Topic: t.Name, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
+	// Detached from the request: a client that goes away must not leave a
+	// record durable in the WAL that the dispatcher never heard of (it would
+	// hold the WAL's watermark until the next restart).
+	seq, err := n.wal.Append(context.WithoutCancel(ctx), wr)
+	switch {
+	case errors.Is(err, storage.ErrFull):
+		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrIngressFull)
+	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrInvalid):
+		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
+	case err != nil:
+		n.log.Error("ingress WAL append", "err", err)
+		return fmt.Errorf("produce to %s: ingress WAL append: %w", t.Name, err)
+	}
+	wr.Seq = seq
+	n.system.Root.Send(n.dispatcher, &dispatch{rec: wr})
+	received := rec.Received
+	if received.IsZero() {
+		received = time.Now()
+	}
+	n.metrics.produceSeconds.UpdateDuration(received)
+	return nil
+}
+
+// validate checks a body against the topic's latest schema, if it has one.
+func (n *Node) validate(t messages.Topic, body []byte) error {
+	if len(t.Schemas) == 0 {
+		return nil
+	}
+	s, err := n.schemas.get(t.Incarnation, len(t.Schemas), t.Schemas[len(t.Schemas)-1])
+	if err != nil {
+		return err
+	}
+	return validateBody(s, body)
+}
+
+// livePartition keeps a keyed produce on its key's partition unless that
+// partition's owner reads dead: then the next partition whose owner is
+// alive takes it, giving up the key's order for availability, as the
+// contract allows ("Narad may reroute around dead owners"). With every
+// owner dead the key's partition is kept: the WAL holds the record until
+// its owner returns.
+func (n *Node) livePartition(t messages.Topic, p int) int {
+	for i := 0; i < t.Partitions; i++ {
+		q := (p + i) % t.Partitions
+		owner := n.ownerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
+		if m, ok := n.store.Member(owner); ok && m.Status != messages.MemberDead {
+			return q
+		}
+		if owner == n.cfg.NodeID {
+			return q
+		}
+	}
+	return p
+}
+
+// sibling is a partition of k's topic other than k whose owner is alive.
+func (n *Node) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	t, ok := n.store.Topic(k.Topic)
+	if !ok || t.Incarnation != k.Incarnation || t.Partitions < 2 {
+		return k, false
+	}
+	to := n.livePartition(t, (k.Partition+1)%t.Partitions)
+	if to == k.Partition {
+		return k, false
+	}
+	return messages.PartitionKey{Topic: k.Topic, Incarnation: k.Incarnation, Partition: to}, true
+}

@@ -1,0 +1,311 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+)
+
+// Defaults and limits of the API contract for a topic's settings; a create
+// or alter that leaves a field at 0 gets the default.
+const (
+	defaultVisibilityMs  = 30_000
+	defaultMaxInFlight   = 1024
+	defaultMaxAckedAhead = 1024
+	minRetentionMs       = 3_600_000
+	maxFanoutDelayMs     = 31_536_000_000
+)
+
+var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+func validTopicName(s string) bool { return topicNameRE.MatchString(s) && s != "." && s != ".." }
+
+// topicOf is t's record as clients see it.
+func topicOf(t messages.Topic) messages.TopicInfo {
+	return messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
+		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
+		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Role: "standalone"}
+}
+
+// Topic is the topic's record on the local replica.
+func (n *Node) Topic(name string) (messages.TopicInfo, error) {
+	t, ok := n.store.Topic(name)
+	if !ok {
+		return messages.TopicInfo{}, fmt.Errorf("topic %s: %w", name, ErrNotFound)
+	}
+	return topicOf(t), nil
+}
+
+// TopicsAfter pages through the local replica's topics by name.
+func (n *Node) TopicsAfter(after string, limit int) ([]messages.TopicInfo, bool) {
+	all := n.store.Topics()
+	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
+	page := []messages.TopicInfo{}
+	for ; i < len(all) && len(page) < limit; i++ {
+		page = append(page, topicOf(all[i]))
+	}
+	return page, i < len(all)
+}
+
+// PartitionStats asks each owner, this node or a peer, for its partitions'
+// stats.
+func (n *Node) PartitionStats(ctx context.Context, topic string, only int) ([]messages.PartitionInfo, error) {
+	t, err := n.partitionOf(topic, only)
+	if err != nil {
+		return nil, fmt.Errorf("partition stats: %w", err)
+	}
+	out := []messages.PartitionInfo{}
+	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
+		if only >= 0 && a.Partition != only {
+			continue
+		}
+		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
+		res, err := n.ask(ctx, k, &messages.GetStats{})
+		if notServedYet(err) {
+			// The owner has not started the partition yet (a create moments
+			// ago): the entry is left out, and clients poll until every
+			// partition has one, as the contract describes.
+			continue
+		}
+		st, isStats := res.(*messages.PartitionStats)
+		if err != nil || !isStats {
+			// Not the sentinel: an owner that answered nothing usable is a
+			// failure of the request, not a reason to retry it.
+			return nil, fmt.Errorf("partition stats of %s/%d: %v (answered %T)", t.Name, a.Partition, err, res)
+		}
+		out = append(out, messages.PartitionInfo{Index: a.Partition, OwnerNode: a.Owner, Segments: st.Segments,
+			OldestOffset: st.OldestOffset, NextOffset: st.NextOffset, HighWatermark: st.HighWatermark,
+			SizeBytes: st.SizeBytes, OldestSegmentAt: st.OldestSegmentAt})
+	}
+	slices.SortFunc(out, func(a, b messages.PartitionInfo) int { return a.Index - b.Index })
+	return out, nil
+}
+
+// notServedYet reports an owner that answered but has no actor for the
+// partition yet, as opposed to an owner that cannot be reached.
+func notServedYet(err error) bool {
+	var re *transport.RemoteError
+	return errors.Is(err, actor.ErrDeadLetter) || (errors.As(err, &re) && re.Status == transport.StatusUnavailable)
+}
+
+// CreateTopic resolves the contract's defaults and limits, then has the
+// controller store the topic and place its partitions. It returns once
+// this node can serve the topic.
+func (n *Node) CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
+	t, why := n.resolveCreate(req)
+	if why != "" {
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, invalid(why))
+	}
+	if req.Parent != "" {
+		if _, ok := n.store.Topic(req.Parent); !ok {
+			return messages.TopicInfo{}, fmt.Errorf("create topic %s under %s: %w", req.Name, req.Parent, api.ErrParentNotFound)
+		}
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, invalid("fan-out children are not supported by this broker yet"))
+	}
+	rep, err := n.askController(ctx, messages.ControllerRequest{CreateTopic: &t})
+	if err != nil {
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, fromMetastore(err))
+	}
+	n.servePlaced(ctx, rep.Topic)
+	return topicOf(rep.Topic), nil
+}
+
+// resolveCreate applies the contract's defaults and limits; a non-empty
+// reason is why the create is invalid.
+func (n *Node) resolveCreate(req messages.CreateTopicRequest) (messages.Topic, string) {
+	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: orZero(req.RetentionMs),
+		VisibilityTimeoutMs: orZero(req.VisibilityTimeoutMs), MaxInFlightPerPartition: orZero(req.MaxInFlightPerPartition),
+		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix()}
+	delay := orZero(req.FanoutDelayMs)
+	switch {
+	case !validTopicName(req.Name):
+		return messages.Topic{}, "invalid topic name"
+	case req.Partitions < 0:
+		return messages.Topic{}, "partitions must not be negative"
+	case t.RetentionMs < 0 || t.VisibilityTimeoutMs < 0 || t.MaxInFlightPerPartition < 0 || t.MaxAckedAheadPerPartition < 0:
+		return messages.Topic{}, "negative values are not allowed"
+	case delay != 0 && req.Parent == "":
+		return messages.Topic{}, "fanout_delay_ms needs parent"
+	case delay < 0 || delay > maxFanoutDelayMs:
+		return messages.Topic{}, "fanout_delay_ms must be between 0 and 31536000000 (1 year)"
+	case req.Parent == req.Name && req.Parent != "":
+		return messages.Topic{}, "a topic cannot be its own parent"
+	}
+	if t.Partitions == 0 {
+		t.Partitions = n.cfg.TopicDefaultPartitions
+	}
+	if t.Partitions < 3 || t.Partitions > n.cfg.TopicMaxPartitions {
+		return t, "partitions must be between 3 and " + strconv.Itoa(n.cfg.TopicMaxPartitions)
+	}
+	if t.RetentionMs == 0 {
+		t.RetentionMs = n.cfg.TopicDefaultRetention.Milliseconds()
+	}
+	if t.RetentionMs != 0 && t.RetentionMs < minRetentionMs {
+		return t, "retention_ms must be 0 or at least 3600000 (1h)"
+	}
+	if t.VisibilityTimeoutMs == 0 {
+		t.VisibilityTimeoutMs = defaultVisibilityMs
+	}
+	if t.MaxInFlightPerPartition == 0 {
+		t.MaxInFlightPerPartition = defaultMaxInFlight
+	}
+	if t.MaxAckedAheadPerPartition == 0 {
+		t.MaxAckedAheadPerPartition = defaultMaxAckedAhead
+	}
+	if hasSchema(req.Schema) {
+		if _, err := compileSchema(req.Schema); err != nil {
+			return t, err.Error()
+		}
+		t.Schemas = []json.RawMessage{req.Schema}
+	}
+	return t, ""
+}
+
+func hasSchema(s json.RawMessage) bool { return len(s) > 0 && string(s) != "null" }
+
+// orZero reads an optional number of a create: absent, null and 0 all
+// mean "the default", as in Narad.
+func orZero(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// servePlaced returns once this node's replica has the placement the
+// controller just made and the partitions placed here have running actors,
+// so a client can use the topic through this node as soon as the create is
+// answered (other nodes spawn theirs within milliseconds). Failing that,
+// the partitions supervisor catches up on its own: the answer stands.
+func (n *Node) servePlaced(ctx context.Context, t messages.Topic) {
+	if err := n.store.CatchUp(ctx); err != nil {
+		n.log.Warn("catch up with a placement", "topic", t.Name, "err", err)
+	}
+	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
+	}
+}
+
+// AlterTopic applies retention, caps, partitions and schema in that order
+// without a transaction, as the contract says: the first field refused
+// still applies the fields before it, and the refusal is the answer.
+func (n *Node) AlterTopic(ctx context.Context, name string, req messages.AlterTopicRequest) (messages.TopicInfo, error) {
+	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && !hasSchema(req.Schema) {
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, invalid("no field to change"))
+	}
+	t, ok := n.store.Topic(name)
+	if !ok {
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, ErrNotFound)
+	}
+	alter, why := n.resolveAlter(t, req)
+	if why == "" || alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
+		altered, err := n.applyAlter(ctx, t, alter)
+		if err != nil {
+			return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, fromMetastore(err))
+		}
+		t = altered
+	}
+	if why != "" {
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, invalid(why))
+	}
+	return topicOf(t), nil
+}
+
+// resolveAlter turns an alter request into the command that stores it,
+// field by field in the contract's order. At the first field refused it
+// stops and says why; the command holds the fields before it.
+func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (messages.AlterTopic, string) {
+	alter := messages.AlterTopic{Name: t.Name}
+	if v := req.RetentionMs; v != nil {
+		ret := *v
+		if ret == 0 {
+			ret = n.cfg.TopicDefaultRetention.Milliseconds()
+		}
+		if ret < 0 || (ret != 0 && ret < minRetentionMs) {
+			return alter, "retention_ms must be 0 or at least 3600000 (1h)"
+		}
+		alter.RetentionMs = &ret
+	}
+	for _, c := range []struct {
+		in  *int64
+		out **int64
+		def int64
+	}{{req.MaxInFlightPerPartition, &alter.MaxInFlightPerPartition, defaultMaxInFlight}, {req.MaxAckedAheadPerPartition, &alter.MaxAckedAheadPerPartition, defaultMaxAckedAhead}} {
+		if c.in == nil {
+			continue
+		}
+		v := *c.in
+		if v < 0 {
+			return alter, "caps must not be negative"
+		}
+		if v == 0 {
+			v = c.def
+		}
+		*c.out = &v
+	}
+	if p := req.Partitions; p != nil && *p != 0 {
+		if *p < 0 || *p <= t.Partitions || *p > n.cfg.TopicMaxPartitions {
+			return alter, "partitions may only grow, up to " + strconv.Itoa(n.cfg.TopicMaxPartitions)
+		}
+		alter.Partitions = *p
+	}
+	if hasSchema(req.Schema) {
+		if _, err := compileSchema(req.Schema); err != nil {
+			return alter, err.Error()
+		}
+		if len(t.Schemas) > 0 {
+			if err := schemaCompatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
+				return alter, "incompatible schema: " + err.Error()
+			}
+		}
+		alter.AddSchema = req.Schema
+	}
+	return alter, ""
+}
+
+// applyAlter stores an alter of t and places the partitions it added. A
+// refused later field still applies the earlier ones, a grow included, so
+// this is the only way an alter is stored: grown partitions without
+// assignments would have no owner to commit or serve them.
+func (n *Node) applyAlter(ctx context.Context, t messages.Topic, alter messages.AlterTopic) (messages.Topic, error) {
+	altered, err := n.store.AlterTopic(ctx, alter)
+	if err != nil {
+		return altered, err
+	}
+	if altered.Partitions > t.Partitions {
+		if _, err := n.askController(ctx, messages.ControllerRequest{PlaceTopic: altered.Name}); err != nil {
+			return altered, err
+		}
+		n.servePlaced(ctx, altered)
+	}
+	return altered, nil
+}
+
+// DeleteTopic removes the topic and its assignments. The local partitions
+// stop and their data goes before it returns, so a create of the same
+// name right after starts from offset 0.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	deleted, err := n.store.DeleteTopic(ctx, name)
+	if err != nil {
+		return fmt.Errorf("delete topic %s: %w", name, fromMetastore(err))
+	}
+	if err := n.store.DeleteAssignments(ctx, deleted.Incarnation, deleted.Partitions); err != nil {
+		return fmt.Errorf("delete topic %s: assignments: %w", name, fromMetastore(err))
+	}
+	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+		n.log.Warn("reconcile after deleting a topic", "topic", deleted.Name, "err", err)
+	}
+	return nil
+}
