@@ -21,7 +21,12 @@ import (
 // frozenNode is a single node whose partitions take their time from clk.
 func frozenNode(t *testing.T, clk *fakeClock, tweak ...func(*Config)) *testNode {
 	t.Helper()
-	return newTestNode(t, append([]func(*Config){func(c *Config) { c.clock = clk }}, tweak...)...)
+	return newTestNode(t, append([]func(*Config){func(c *Config) {
+		// The tests move the clock by whole TTLs: a record held by the
+		// freeze must stay on its partition, not outlast the reroute grace
+		// (rule K3, proved by the dispatcher's own tests).
+		c.clock, c.RerouteGrace = clk, time.Hour
+	}}, tweak...)...)
 }
 
 // inbox is an actor that keeps every answer sent to it, in arrival order.
