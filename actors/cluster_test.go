@@ -198,3 +198,40 @@ func TestClusterANewNodeJoinsAndTakesNewPartitions(t *testing.T) {
 		t.Fatal("consume on n4: got nothing")
 	}
 }
+
+// A topic grown and deleted through a node that does not lead the
+// metadata shard: the controller on the leader stores the change and
+// places or removes the partitions, the follower serves the result at
+// once, and a create of the same name after the delete starts empty.
+func TestClusterAlterAndDeleteOnAFollowerGoThroughTheController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3)
+	follower := c.node((c.leader() + 1) % 3)
+	follower.createTopic("grow", 3)
+	follower.must(http.StatusAccepted, "POST", "/v1/topics/grow/produce?partition=0", []byte(`"before"`))
+	follower.must(http.StatusOK, "PATCH", "/v1/topics/grow", []byte(`{"partitions":5}`))
+	owners, _ := ownersOf(t, follower, "grow")
+	if len(owners) != 5 {
+		t.Fatalf("owners after growing on a follower: got %v, want 5 partitions placed", owners)
+	}
+	for p, o := range owners {
+		if o == "" {
+			t.Fatalf("partition %d after the grow: got no owner, want one", p)
+		}
+	}
+	follower.must(http.StatusAccepted, "POST", "/v1/topics/grow/produce?partition=4", []byte(`"grown"`))
+	var m *messages.MessageInfo
+	if !c.eventually(func() bool { m = follower.consume("grow", "partition=4&offset=0"); return m != nil }) || string(m.Payload) != `"grown"` {
+		t.Fatalf("replay of the grown partition: got %+v, want \"grown\"", m)
+	}
+
+	follower.must(http.StatusNoContent, "DELETE", "/v1/topics/grow", nil)
+	follower.must(http.StatusNotFound, "GET", "/v1/topics/grow", nil)
+	follower.must(http.StatusNotFound, "DELETE", "/v1/topics/grow", nil)
+	follower.createTopic("grow", 3)
+	if _, hwm := ownersOf(t, follower, "grow"); hwm != 0 {
+		t.Fatalf("the recreated topic: got HWM %d, want it empty", hwm)
+	}
+}

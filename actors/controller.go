@@ -215,6 +215,10 @@ func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
 		return a.create(ctx, *m.req.CreateTopic)
 	case m.req.DecommissionBlocked:
 		return controllerAnswer{reply: messages.ControllerReply{Blocked: maps.Clone(a.decomBlocked)}}
+	case m.req.AlterTopic != nil:
+		return a.alter(ctx, *m.req.AlterTopic)
+	case m.req.DeleteTopic != "":
+		return a.delete(ctx, m.req.DeleteTopic)
 	case m.req.PlaceTopic != "":
 		t, ok := a.store.Topic(m.req.PlaceTopic)
 		if !ok {
@@ -239,6 +243,36 @@ func (a *controllerActor) create(ctx context.Context, t messages.Topic) controll
 	}
 	placed, err := a.place(ctx, created)
 	return controllerAnswer{reply: messages.ControllerReply{Topic: created, Placed: placed}, err: err}
+}
+
+// alter stores an alter and places the partitions a grow added: grown
+// partitions without assignments would have no owner to commit or serve
+// them.
+func (a *controllerActor) alter(ctx context.Context, c messages.AlterTopic) controllerAnswer {
+	before, _ := a.store.Topic(c.Name)
+	altered, err := a.store.AlterTopic(ctx, c)
+	if err != nil {
+		return controllerAnswer{err: err}
+	}
+	if altered.Partitions <= before.Partitions {
+		return controllerAnswer{reply: messages.ControllerReply{Topic: altered}}
+	}
+	placed, err := a.place(ctx, altered)
+	return controllerAnswer{reply: messages.ControllerReply{Topic: altered, Placed: placed}, err: err}
+}
+
+// delete removes the topic, then every assignment of its incarnation. A
+// crash between the two leaves assignments of an incarnation no topic
+// names; nodes serve and move only the current incarnation's.
+func (a *controllerActor) delete(ctx context.Context, name string) controllerAnswer {
+	deleted, err := a.store.DeleteTopic(ctx, name)
+	if err != nil {
+		return controllerAnswer{err: err}
+	}
+	if err := a.store.DeleteAssignments(ctx, deleted.Incarnation, deleted.Partitions); err != nil {
+		return controllerAnswer{reply: messages.ControllerReply{Topic: deleted}, err: fmt.Errorf("delete the assignments of %s: %w", name, err)}
+	}
+	return controllerAnswer{reply: messages.ControllerReply{Topic: deleted}}
 }
 
 // place gives every partition of t without an owner one. Placing is

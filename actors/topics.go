@@ -275,37 +275,33 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 	return alter, ""
 }
 
-// applyAlter stores an alter of t and places the partitions it added. A
-// refused later field still applies the earlier ones, a grow included, so
-// this is the only way an alter is stored: grown partitions without
-// assignments would have no owner to commit or serve them.
+// applyAlter has the controller store an alter of t and place the
+// partitions it added. A refused later field still applies the earlier
+// ones, a grow included, so this is the only way an alter is stored.
 func (n *Node) applyAlter(ctx context.Context, t messages.Topic, alter messages.AlterTopic) (messages.Topic, error) {
-	altered, err := n.store.AlterTopic(ctx, alter)
+	rep, err := n.askController(ctx, messages.ControllerRequest{AlterTopic: &alter})
 	if err != nil {
-		return altered, err
+		return rep.Topic, err
 	}
-	if altered.Partitions > t.Partitions {
-		if _, err := n.askController(ctx, messages.ControllerRequest{PlaceTopic: altered.Name}); err != nil {
-			return altered, err
-		}
-		n.servePlaced(ctx, altered)
+	if rep.Topic.Partitions > t.Partitions {
+		n.servePlaced(ctx, rep.Topic)
 	}
-	return altered, nil
+	return rep.Topic, nil
 }
 
 // DeleteTopic removes the topic and its assignments. The local partitions
 // stop and their data goes before it returns, so a create of the same
 // name right after starts from offset 0.
 func (n *Node) DeleteTopic(ctx context.Context, name string) error {
-	deleted, err := n.store.DeleteTopic(ctx, name)
-	if err != nil {
+	if _, err := n.askController(ctx, messages.ControllerRequest{DeleteTopic: name}); err != nil {
 		return fmt.Errorf("delete topic %s: %w", name, fromMetastore(err))
 	}
-	if err := n.store.DeleteAssignments(ctx, deleted.Incarnation, deleted.Partitions); err != nil {
-		return fmt.Errorf("delete topic %s: assignments: %w", name, fromMetastore(err))
+	// The local partitions stop once this replica has the delete.
+	if err := n.store.CatchUp(ctx); err != nil {
+		n.log.Warn("catch up after deleting a topic", "topic", name, "err", err)
 	}
 	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
-		n.log.Warn("reconcile after deleting a topic", "topic", deleted.Name, "err", err)
+		n.log.Warn("reconcile after deleting a topic", "topic", name, "err", err)
 	}
 	return nil
 }

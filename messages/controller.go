@@ -2,9 +2,10 @@ package messages
 
 // The controller protocol: what a node asks of the controller, the actor on
 // the node that leads the metadata shard. Any node takes a client's topic
-// create or grow and forwards it here (over NATS to another node, or to the
-// local actor), so partitions are placed by one decider that sees every
-// placement before the next.
+// create, alter or delete and forwards it here (over NATS to another node,
+// or to the local actor), so every write that spans the metadata and the
+// assignment shards has one owner, and partitions are placed by one
+// decider that sees every placement before the next.
 
 // ControllerRequest is one request to the controller; exactly one field is
 // set.
@@ -14,8 +15,14 @@ type ControllerRequest struct {
 	// partitions.
 	CreateTopic *Topic `json:"create_topic,omitempty"`
 	// PlaceTopic names an existing topic whose partitions without an owner
-	// are placed, after a grow.
+	// are placed (what a crash between an alter's grow and its placement
+	// left unplaced).
 	PlaceTopic string `json:"place_topic,omitempty"`
+	// AlterTopic stores an alter, already resolved by the node that took
+	// the client's request, then places the partitions a grow added.
+	AlterTopic *AlterTopic `json:"alter_topic,omitempty"`
+	// DeleteTopic deletes the named topic and then its assignments.
+	DeleteTopic string `json:"delete_topic,omitempty"`
 	// DecommissionBlocked asks why each draining member cannot progress.
 	DecommissionBlocked bool `json:"decommission_blocked,omitempty"`
 }
