@@ -32,7 +32,7 @@ func (n *Node) readChunk(ctx context.Context, k messages.PartitionKey, rc messag
 		return nil, fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, ErrUnavailable)
 	}
 	if owner == n.cfg.NodeID || n.nats == nil {
-		return n.localChunk(k, rc)
+		return n.localChunk(ctx, k, rc)
 	}
 	req, err := json.Marshal(chunkRequest{Key: k, ReadChunk: rc})
 	if err != nil {
@@ -47,8 +47,8 @@ func (n *Node) readChunk(ctx context.Context, k messages.PartitionKey, rc messag
 	return data, nil
 }
 
-func (n *Node) localChunk(k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
-	res, err := n.request(partitionPID(n.system, k), &rc)
+func (n *Node) localChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	res, err := n.request(ctx, partitionPID(n.system, k), &rc)
 	if err != nil {
 		return nil, fmt.Errorf("chunk of %s/%d: %w: %w", k.Topic, k.Partition, err, ErrUnavailable)
 	}
@@ -61,12 +61,12 @@ func (n *Node) localChunk(k messages.PartitionKey, rc messages.ReadChunk) ([]byt
 
 // serveChunks answers peers' chunk reads from the local partition actors.
 func (n *Node) serveChunks() error {
-	return n.nats.Handle(chunkService, func(_ context.Context, _ string, req []byte) ([]byte, error) {
+	return n.nats.Handle(chunkService, func(ctx context.Context, _ string, req []byte) ([]byte, error) {
 		var in chunkRequest
 		if err := json.Unmarshal(req, &in); err != nil {
 			return nil, transport.Errorf(transport.StatusBadRequest, "chunk request: %v", err)
 		}
-		data, err := n.localChunk(in.Key, in.ReadChunk)
+		data, err := n.localChunk(ctx, in.Key, in.ReadChunk)
 		if errors.Is(err, actor.ErrDeadLetter) {
 			return nil, transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", in.Key.Topic, in.Key.Partition, n.cfg.NodeID)
 		}

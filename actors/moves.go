@@ -74,7 +74,7 @@ func (n *Node) addProgress(ctx context.Context, moves []messages.MoveInfo) {
 // cannot be asked.
 func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgress {
 	if id == n.cfg.NodeID || n.nats == nil {
-		res, err := n.request(n.mover, getMoveProgress{})
+		res, err := n.request(ctx, n.mover, getMoveProgress{})
 		if err != nil {
 			return nil
 		}
@@ -93,8 +93,8 @@ func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgres
 const movesService = "moves"
 
 func (n *Node) serveMoves() error {
-	return transport.HandleJSON(n.nats, movesService, func(context.Context, string, struct{}) ([]messages.MoveProgress, error) {
-		res, err := n.request(n.mover, getMoveProgress{})
+	return transport.HandleJSON(n.nats, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
+		res, err := n.request(ctx, n.mover, getMoveProgress{})
 		if err != nil {
 			return nil, transport.Errorf(transport.StatusTimeout, "move progress: %v", err)
 		}

@@ -116,7 +116,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, err
 	}
-	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
 	if n.nats != nil {
@@ -341,8 +341,15 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 func (n *Node) Stopping() bool { return n.stopping.Load() }
 
 // request sends a message to an actor and waits for its answer.
-func (n *Node) request(pid *actor.PID, msg any) (any, error) {
-	res, err := n.system.Root.RequestFuture(pid, msg, n.cfg.RequestTimeout).Result()
+func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	timeout := n.cfg.RequestTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, ErrUnavailable)
+	}
+	res, err := n.system.Root.RequestFuture(pid, msg, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
 	}

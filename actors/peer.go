@@ -43,7 +43,7 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 	case owner == "":
 		return nil, fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, ErrUnavailable)
 	case owner == n.cfg.NodeID || n.nats == nil:
-		return n.request(partitionPID(n.system, k), msg)
+		return n.request(ctx, partitionPID(n.system, k), msg)
 	}
 	req := messages.PartitionRequest{Key: k}
 	switch m := msg.(type) {
@@ -102,12 +102,12 @@ func (n *Node) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, 
 // spawned) answers 503: it was surely not processed, so the caller may
 // retry; an actor that did not answer in time answers 504 (unknown).
 func (n *Node) servePartitions() error {
-	return n.nats.Handle(partitionService, func(_ context.Context, _ string, body []byte) ([]byte, error) {
+	return n.nats.Handle(partitionService, func(ctx context.Context, _ string, body []byte) ([]byte, error) {
 		in, err := messages.DecodePartitionRequest(body)
 		if err != nil {
 			return nil, transport.Errorf(transport.StatusBadRequest, "partition request: %v", err)
 		}
-		rep, err := n.servePartition(in)
+		rep, err := n.servePartition(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func (n *Node) servePartitions() error {
 }
 
 // servePartition hands one peer's request to the local partition actor.
-func (n *Node) servePartition(in messages.PartitionRequest) (messages.PartitionReply, error) {
+func (n *Node) servePartition(ctx context.Context, in messages.PartitionRequest) (messages.PartitionReply, error) {
 	var msg any
 	switch {
 	case in.Commit != nil:
@@ -140,7 +140,7 @@ func (n *Node) servePartition(in messages.PartitionRequest) (messages.PartitionR
 	default:
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "partition request with no request")
 	}
-	res, err := n.request(partitionPID(n.system, in.Key), msg)
+	res, err := n.request(ctx, partitionPID(n.system, in.Key), msg)
 	switch {
 	case errors.Is(err, actor.ErrDeadLetter):
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", in.Key.Topic, in.Key.Partition, n.cfg.NodeID)

@@ -193,7 +193,7 @@ func (n *Node) servePlaced(ctx context.Context, t messages.Topic) {
 	if err := n.store.CatchUp(ctx); err != nil {
 		n.log.Warn("catch up with a placement", "topic", t.Name, "err", err)
 	}
-	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
 	}
 }
@@ -300,7 +300,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if err := n.store.CatchUp(ctx); err != nil {
 		n.log.Warn("catch up after deleting a topic", "topic", name, "err", err)
 	}
-	if _, err := n.request(n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("reconcile after deleting a topic", "topic", name, "err", err)
 	}
 	return nil
