@@ -138,7 +138,9 @@ func (n *Node) requestJoin(ctx context.Context) error {
 	}
 }
 
-// connectNATS connects the node's transport and serves the admin verbs.
+// connectNATS connects the node's transport and serves the ping its
+// heartbeat sends itself; the rest is served once the actors run
+// (serveNATS).
 func (n *Node) connectNATS(ctx context.Context) error {
 	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID, URLs: []string{n.cfg.NATSURL}}, n.log)
 	if err != nil {
@@ -150,10 +152,7 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := n.checkPayload(); err != nil {
 		return err
 	}
-	if err := t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }); err != nil {
-		return err
-	}
-	return n.serveAdmin(t)
+	return t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil })
 }
 
 // serveAdmin registers the admin verbs.

@@ -9,6 +9,10 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
+// msDuration is a topic setting in milliseconds as a duration.
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// limitsOf is a topic's consume settings as a partition applies them.
 func limitsOf(t messages.Topic) messages.ConsumeLimits {
 	return messages.ConsumeLimits{Visibility: msDuration(t.VisibilityTimeoutMs),
 		MaxInFlight: t.MaxInFlightPerPartition, MaxAckedAhead: t.MaxAckedAheadPerPartition}
@@ -34,7 +38,7 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 		return messages.Delivery{}, false, fmt.Errorf("replay: %w", err)
 	}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: partition}
-	res, err := n.ask(ctx, k, &messages.ReadAt{Offset: offset})
+	res, err := n.route.ask(ctx, k, &messages.ReadAt{Offset: offset})
 	if err != nil {
 		return messages.Delivery{}, false, fmt.Errorf("replay %s/%d@%d: %w", topic, partition, offset, err)
 	}
@@ -104,7 +108,7 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	}
 	for _, p := range parts {
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-		res, err := n.ask(ctx, k, &messages.Reserve{Limits: limits})
+		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
 		if rr, ok := res.(*messages.Reserved); err == nil && ok && rr.Status == messages.StatusOK {
 			return rr.Delivery, true
 		}
@@ -123,7 +127,7 @@ func (n *Node) Settle(ctx context.Context, topic string, h api.Handle, action me
 		return fmt.Errorf("settle a lease of %s: partition %d: %w", topic, h.Partition, ErrGone)
 	}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: h.Partition}
-	res, err := n.ask(ctx, k, &messages.Lease{Action: action, Offset: h.Offset, Nonce: h.Nonce, Limits: limitsOf(t)})
+	res, err := n.route.ask(ctx, k, &messages.Lease{Action: action, Offset: h.Offset, Nonce: h.Nonce, Limits: limitsOf(t)})
 	if err != nil {
 		return fmt.Errorf("settle a lease of %s/%d: %w", topic, h.Partition, err)
 	}

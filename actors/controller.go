@@ -51,7 +51,7 @@ type controllerAnswer struct {
 // Requests that reach it on a follower answer errNotLeader.
 type controllerActor struct {
 	deps
-	store   *metastore.Store
+	store   controllerStore
 	nats    *transport.Transport // nil without NATS
 	tracker *membership.Tracker  // nil while not leading
 	// swept: the placement sweep ran since leadership was won.

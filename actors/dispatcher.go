@@ -8,7 +8,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -58,30 +57,37 @@ type partitionQueue struct {
 	tooLarge, tooLargeLogged bool
 }
 
+// owners is how the dispatcher reaches the owners of partitions (*router).
+type owners interface {
+	// ask sends a request to a partition's owner, here or on a peer.
+	ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	// isLocal reports whether this node serves a partition itself.
+	isLocal(k messages.PartitionKey) bool
+	// ownerOf reads a partition's owner from the local replica.
+	ownerOf(k messages.PartitionKey) string
+	// sibling names a partition of the same topic, other than k, whose
+	// owner is alive; false when there is none.
+	sibling(k messages.PartitionKey) (messages.PartitionKey, bool)
+}
+
 // dispatcherActor commits every record of the ingress WAL at its
 // partition's owner, retrying about once a second until it is committed,
 // and only then releases it from the WAL.
 type dispatcherActor struct {
 	deps
-	store *metastore.Store
-	wal   *storage.WAL
-	// ask sends a request to a partition's owner, here or on a peer.
-	ask func(context.Context, messages.PartitionKey, any) (any, error)
-	// isLocal reports whether this node owns a partition.
-	isLocal func(messages.PartitionKey) bool
-	// sibling names a partition of the same topic, other than k, whose
-	// owner is alive; false when there is none.
-	sibling func(messages.PartitionKey) (messages.PartitionKey, bool)
-	// ownerOf reads a partition's owner from the local replica.
-	ownerOf func(messages.PartitionKey) string
+	store  replica
+	wal    *storage.WAL
+	owners owners
 	// reported are the owners a backlog gauge was set for.
 	reported map[string]bool
 	queues   map[messages.PartitionKey]*partitionQueue
 	// clock is when retries and the reroute grace fall due.
 	clock clock
 	// remote are the commits in flight to peers, each on its own goroutine
-	// bounded by RequestTimeout; the actor waits for them as it stops.
-	remote sync.WaitGroup
+	// bounded by RequestTimeout; the actor waits for them as it stops, once
+	// closing stopping cancelled them.
+	remote   sync.WaitGroup
+	stopping chan struct{}
 }
 
 const dispatcherName = "dispatcher"
@@ -90,7 +96,7 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	defer logPanic(d.deps.log, dispatcherName)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.clock = d.cfg.clockOrWall()
+		d.clock, d.stopping = d.cfg.clockOrWall(), make(chan struct{})
 		d.queues = map[messages.PartitionKey]*partitionQueue{}
 		d.replay(ctx)
 		d.scheduleTick(ctx)
@@ -101,8 +107,9 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	case dispatchTick:
 		d.tick(ctx)
 	case *actor.Stopping:
-		// A commit still in flight ends within RequestTimeout (sooner once
-		// the node closed NATS); its outcome is replayed from the WAL.
+		// A commit still in flight is cancelled; whatever its outcome, its
+		// records are still in the WAL and are replayed at the next start.
+		close(d.stopping)
 		d.remote.Wait()
 		// Persist what was released, so a graceful restart replays nothing
 		// that is already committed.
@@ -159,7 +166,7 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 // send starts commits of what queued for k while fewer than
 // MaxCommitsInFlight are in flight.
 func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
-	local := d.isLocal(k)
+	local := d.owners.isLocal(k)
 	limit := d.cfg.MaxCommitBatchBytes
 	if !local {
 		// A peer's commit crosses NATS as one message, which the node
@@ -195,9 +202,11 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 		}
 		// A peer owns it: the request runs on its own goroutine (bounded by
 		// RequestTimeout) and reports back here.
-		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.ask
+		self, root, ask, stopping := ctx.Self(), ctx.ActorSystem().Root, d.owners.ask, d.stopping
 		d.remote.Go(func() {
-			res, err := ask(context.Background(), k, c)
+			rctx, cancel := untilClosed(stopping)
+			defer cancel()
+			res, err := ask(rctx, k, c)
 			r, _ := res.(*messages.CommitResult)
 			root.Send(self, &commitDone{key: k, batch: batch, res: r, err: err})
 		})
@@ -208,7 +217,7 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 // mailbox keeps batches in order; one for a peer's, since two requests on
 // their own goroutines could arrive in either order.
 func (d *dispatcherActor) maxInFlight(k messages.PartitionKey) int {
-	if d.isLocal(k) {
+	if d.owners.isLocal(k) {
 		return d.cfg.MaxCommitsInFlight
 	}
 	return 1
@@ -262,7 +271,7 @@ func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time
 	if !q.tooLargeLogged {
 		q.tooLargeLogged = true
 		d.deps.log.Error("commit exceeds the NATS max payload: holding its records until it fits",
-			"topic", m.key.Topic, "partition", m.key.Partition, "owner", d.ownerOf(m.key), "records", len(m.batch), "err", m.err)
+			"topic", m.key.Topic, "partition", m.key.Partition, "owner", d.owners.ownerOf(m.key), "records", len(m.batch), "err", m.err)
 	}
 }
 
@@ -299,7 +308,7 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 func (d *dispatcherActor) reportBacklog() {
 	held := map[string]int{}
 	for k, q := range d.queues {
-		held[d.ownerOf(k)] += len(q.recs)
+		held[d.owners.ownerOf(k)] += len(q.recs)
 	}
 	if d.reported == nil {
 		d.reported = map[string]bool{}
@@ -337,12 +346,12 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 	default:
 		return false
 	}
-	to, ok := d.sibling(k)
+	to, ok := d.owners.sibling(k)
 	if !ok {
 		return false
 	}
 	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition,
-		"records", len(q.recs), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.ownerOf(k))
+		"records", len(q.recs), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.owners.ownerOf(k))
 	recs := q.recs
 	delete(d.queues, k)
 	for _, r := range recs {
@@ -356,7 +365,7 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 // dead or gone: no owner, an owner that is no member, or a dead member. A
 // paused owner that is not marked dead yet is alive: its commits wait.
 func (d *dispatcherActor) ownerDead(k messages.PartitionKey) bool {
-	owner := d.ownerOf(k)
+	owner := d.owners.ownerOf(k)
 	if owner == "" {
 		return true
 	}

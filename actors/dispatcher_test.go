@@ -66,6 +66,17 @@ func (f *fakeOwners) ownerOf(k messages.PartitionKey) string {
 	return f.owners[k.Partition]
 }
 
+// isLocal is false: every partition is a peer's.
+func (f *fakeOwners) isLocal(messages.PartitionKey) bool { return false }
+
+// sibling is the next partition, whose owner the rig takes as alive.
+func (f *fakeOwners) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k.Partition = (k.Partition + 1) % len(f.owners)
+	return k, true
+}
+
 // seen returns the attempts so far at partition p.
 func (f *fakeOwners) seen(p int) []commitAttempt {
 	f.mu.Lock()
@@ -135,15 +146,9 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 	for p := range owners {
 		f.answers[p] = answerStatus(messages.StatusOK)
 	}
-	partitions := len(owners)
 	d := &dispatcherActor{
 		deps:  deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name())},
-		store: tn.n.Store(), wal: wal, ask: f.ask, ownerOf: f.ownerOf,
-		isLocal: func(messages.PartitionKey) bool { return false },
-		sibling: func(k messages.PartitionKey) (messages.PartitionKey, bool) {
-			k.Partition = (k.Partition + 1) % partitions
-			return k, true
-		},
+		store: tn.n.Store(), wal: wal, owners: f,
 	}
 	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, owners: f, d: d}
 }

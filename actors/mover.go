@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -16,8 +15,12 @@ import (
 // one worker actor per partition (moveworker.go); a worker whose partition
 // is no longer targeted here (aborted, re-planned, flipped) is stopped.
 
-// chunkReader reads a chunk of a partition from its owner (Node.readChunk).
-type chunkReader func(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error)
+// sourceClient is how a move reaches the partition's owner (*router): its
+// freeze and listings through ask, its bytes through readChunk.
+type sourceClient interface {
+	ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error)
+}
 
 // moverTick is the runner's own timer.
 type moverTick struct{}
@@ -42,9 +45,8 @@ type moverActor struct {
 	deps
 	// progress is each running worker's latest report.
 	progress map[messages.PartitionKey]messages.MoveProgress
-	store    *metastore.Store
-	ask      func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
-	chunk    chunkReader
+	store    moveStore
+	source   sourceClient
 	// workers are the running workers by partition.
 	workers map[messages.PartitionKey]*actor.PID
 	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
@@ -132,9 +134,9 @@ func (m *moverActor) tick(ctx actor.Context) {
 		if _, running := m.workers[k]; running {
 			continue
 		}
-		d, store, ask, chunk, source := m.deps, m.store, m.ask, m.chunk, a.Owner
+		d, store, src, owner := m.deps, m.store, m.source, a.Owner
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return newMoveWorker(d, store, ask, chunk, k, source)
+			return newMoveWorker(d, store, src, k, owner)
 		})
 		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
 		if err != nil {
@@ -144,7 +146,7 @@ func (m *moverActor) tick(ctx actor.Context) {
 		}
 		ctx.Watch(pid)
 		m.workers[k] = pid
-		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", source, "to", m.cfg.NodeID)
+		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", owner, "to", m.cfg.NodeID)
 	}
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/move"
-	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -22,9 +21,9 @@ import (
 // the state one message at a time, and stop waits for every such goroutine.
 type moveWorker struct {
 	deps
-	store  *metastore.Store
-	ask    func(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
-	chunk  chunkReader
+	store moveStore
+	// peer reaches the partition's owner, which is the move's source.
+	peer   sourceClient
 	key    messages.PartitionKey
 	source string
 
@@ -73,8 +72,8 @@ type prepared struct {
 	position messages.ConsumerPosition
 }
 
-func newMoveWorker(d deps, store *metastore.Store, ask func(context.Context, messages.PartitionKey, any) (any, error), chunk chunkReader, k messages.PartitionKey, source string) *moveWorker {
-	return &moveWorker{deps: d, store: store, ask: ask, chunk: chunk, key: k, source: source, state: move.New(), blocked: map[string]bool{},
+func newMoveWorker(d deps, store moveStore, peer sourceClient, k messages.PartitionKey, source string) *moveWorker {
+	return &moveWorker{deps: d, store: store, peer: peer, key: k, source: source, state: move.New(), blocked: map[string]bool{},
 		installDir: storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)}
 }
 
@@ -256,7 +255,7 @@ func (w *moveWorker) release() {
 	w.released = true
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := w.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token}); err != nil {
+	if _, err := w.peer.ask(ctx, w.key, &messages.Handoff{Op: messages.HandoffRelease, Token: w.state.Token}); err != nil {
 		w.deps.log.Warn("move: release the source's freeze; it lapses on its TTL", "partition", partitionKeyString(w.key), "err", err)
 	}
 }
@@ -266,15 +265,8 @@ func (w *moveWorker) release() {
 func (w *moveWorker) run(ctx actor.Context, fn func(context.Context) any) {
 	self, root, stopping := ctx.Self(), ctx.ActorSystem().Root, w.stopping
 	w.io.Go(func() {
-		ioCtx, cancel := context.WithCancel(context.Background())
+		ioCtx, cancel := untilClosed(stopping)
 		defer cancel()
-		go func() {
-			select {
-			case <-stopping:
-				cancel()
-			case <-ioCtx.Done():
-			}
-		}()
 		root.Send(self, moveIO{event: fn(ioCtx)})
 	})
 }
@@ -464,7 +456,7 @@ func (w *moveWorker) readChunks(ctx context.Context, reqs []messages.ReadChunk) 
 	errs := make([]error, len(reqs))
 	var wg sync.WaitGroup
 	for i, rc := range reqs {
-		wg.Go(func() { out[i], errs[i] = w.chunk(ctx, w.key, rc) })
+		wg.Go(func() { out[i], errs[i] = w.peer.readChunk(ctx, w.key, rc) })
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
@@ -501,7 +493,7 @@ func (w *moveWorker) handoff(ctx context.Context, h messages.Handoff) (*messages
 func (w *moveWorker) askSource(ctx context.Context, msg any) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	return w.ask(ctx, w.key, msg)
+	return w.peer.ask(ctx, w.key, msg)
 }
 
 func (w *moveWorker) verify(hwm int64) any {

@@ -32,6 +32,7 @@ type Node struct {
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
+	route      *router // set with the actor system
 	partitions *actor.PID
 	dispatcher *actor.PID
 	controller *actor.PID
@@ -119,29 +120,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
-	if n.nats != nil {
-		// Peers reach this node's partitions and controller only once its
-		// actors run.
-		if err := n.servePartitions(); err != nil {
-			n.abortStart()
-			return nil, err
-		}
-		if err := n.serveController(); err != nil {
-			n.abortStart()
-			return nil, err
-		}
-		if err := n.serveDrain(); err != nil {
-			n.abortStart()
-			return nil, err
-		}
-		if err := n.serveMoves(); err != nil {
-			n.abortStart()
-			return nil, err
-		}
-		if err := n.serveChunks(); err != nil {
-			n.abortStart()
-			return nil, err
-		}
+	if err := n.serveNATS(); err != nil {
+		n.abortStart()
+		return nil, err
 	}
 	n.registerGauges()
 	n.ready.Store(true)
@@ -154,6 +135,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
+	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, metrics: n.metrics}
 	owned := new(atomic.Int64)
@@ -167,13 +149,13 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, ask: n.ask, isLocal: n.isLocal, sibling: n.sibling, ownerOf: n.ownerOf}
+		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, owners: n.route}
 	}), dispatcherName)
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &moverActor{deps: d, store: n.store, ask: n.ask, chunk: n.readChunk, workers: map[messages.PartitionKey]*actor.PID{},
+		return &moverActor{deps: d, store: n.store, source: n.route, workers: map[messages.PartitionKey]*actor.PID{},
 			progress: map[messages.PartitionKey]messages.MoveProgress{}}
 	}), moverName)
 	if err != nil {
@@ -201,6 +183,20 @@ func (n *Node) startActors() error {
 		}
 	})
 	n.loops.Go(func() { n.heartbeat(loops) })
+	return nil
+}
+
+// serveNATS registers everything peers and operators reach over NATS:
+// partitions, chunks, the controller, drain and move progress, and the
+// admin verbs. It runs once the actors do, so no request meets a node half
+// started; until then only the node's own ping is served (connectNATS).
+func (n *Node) serveNATS() error {
+	if n.nats == nil {
+		return nil
+	}
+	if err := errors.Join(n.route.serve(), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveAdmin(n.nats)); err != nil {
+		return fmt.Errorf("serve over nats: %w", err)
+	}
 	return nil
 }
 
@@ -342,18 +338,7 @@ func (n *Node) Stopping() bool { return n.stopping.Load() }
 
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	timeout := n.cfg.RequestTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	if err := ctx.Err(); err != nil || timeout <= 0 {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, ErrUnavailable)
-	}
-	res, err := n.system.Root.RequestFuture(pid, msg, timeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
-	}
-	return res, nil
+	return request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
 }
 
 // Addr is the HTTP address the node listens on.

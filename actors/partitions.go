@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -29,7 +28,7 @@ type retentionTick struct{}
 // a deleted topic is removed once its children stopped.
 type partitionsActor struct {
 	deps
-	store    *metastore.Store
+	store    partitionsStore
 	children map[messages.PartitionKey]*actor.PID
 	// failed holds partitions whose actor kept failing and was stopped;
 	// they are not respawned until the topic changes (an operator looks).
@@ -203,7 +202,7 @@ func (s *partitionsActor) purge(k messages.PartitionKey) {
 // topic's current incarnation and partition count; an assignment of a
 // deleted incarnation, or past a count not yet grown here, is no partition
 // to serve or move.
-func currentKey(store *metastore.Store, a messages.Assignment) (messages.PartitionKey, bool) {
+func currentKey(store routeReader, a messages.Assignment) (messages.PartitionKey, bool) {
 	t, ok := store.Topic(a.Topic)
 	if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
 		return messages.PartitionKey{}, false

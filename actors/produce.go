@@ -66,7 +66,7 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 		key = "key-" + strconv.FormatUint(n.keySeq.Add(1), 36)
 	}
 	if partition < 0 {
-		partition = n.livePartition(t, partitionForKey(key, t.Partitions))
+		partition = n.route.livePartition(t, partitionForKey(key, t.Partitions))
 	}
 	wr := storage.WALRecord{Topic: t.Name, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
 	// Detached from the request: a client that goes away must not leave a
@@ -102,37 +102,4 @@ func (n *Node) validate(t messages.Topic, body []byte) error {
 		return err
 	}
 	return validateBody(s, body)
-}
-
-// livePartition keeps a keyed produce on its key's partition unless that
-// partition's owner reads dead: then the next partition whose owner is
-// alive takes it, giving up the key's order for availability, as the
-// contract allows ("Narad may reroute around dead owners"). With every
-// owner dead the key's partition is kept: the WAL holds the record until
-// its owner returns.
-func (n *Node) livePartition(t messages.Topic, p int) int {
-	for i := 0; i < t.Partitions; i++ {
-		q := (p + i) % t.Partitions
-		owner := n.ownerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
-		if m, ok := n.store.Member(owner); ok && m.Status != messages.MemberDead {
-			return q
-		}
-		if owner == n.cfg.NodeID {
-			return q
-		}
-	}
-	return p
-}
-
-// sibling is a partition of k's topic other than k whose owner is alive.
-func (n *Node) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
-	t, ok := n.store.Topic(k.Topic)
-	if !ok || t.Incarnation != k.Incarnation || t.Partitions < 2 {
-		return k, false
-	}
-	to := n.livePartition(t, (k.Partition+1)%t.Partitions)
-	if to == k.Partition {
-		return k, false
-	}
-	return messages.PartitionKey{Topic: k.Topic, Incarnation: k.Incarnation, Partition: to}, true
 }

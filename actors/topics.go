@@ -72,7 +72,7 @@ func (n *Node) PartitionStats(ctx context.Context, topic string, only int) ([]me
 			continue
 		}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
-		res, err := n.ask(ctx, k, &messages.GetStats{})
+		res, err := n.route.ask(ctx, k, &messages.GetStats{})
 		if notServedYet(err) {
 			// The owner has not started the partition yet (a create moments
 			// ago): the entry is left out, and clients poll until every

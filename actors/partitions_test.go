@@ -1,0 +1,253 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// fakeReplica is a metastore replica held in memory: the test writes
+// topics and assignments into it, and change() wakes whoever watches it,
+// as an applied entry would. No Raft, no NATS.
+type fakeReplica struct {
+	mu          sync.Mutex
+	topics      map[string]messages.Topic
+	members     map[string]messages.Member
+	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
+	version     uint64
+	changed     chan struct{}
+}
+
+func newFakeReplica() *fakeReplica {
+	return &fakeReplica{topics: map[string]messages.Topic{}, members: map[string]messages.Member{},
+		assignments: map[messages.PartitionKey]messages.Assignment{}, changed: make(chan struct{})}
+}
+
+func assignmentKey(incarnation uint64, partition int) messages.PartitionKey {
+	return messages.PartitionKey{Incarnation: incarnation, Partition: partition}
+}
+
+// put sets topic t and the owner of each of its partitions, then tells the
+// watchers.
+func (f *fakeReplica) put(t messages.Topic, owners ...string) {
+	f.mu.Lock()
+	f.topics[t.Name] = t
+	for p, o := range owners {
+		f.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
+	}
+	f.mu.Unlock()
+	f.change()
+}
+
+// drop deletes topic name and its assignments, then tells the watchers.
+func (f *fakeReplica) drop(name string) {
+	f.mu.Lock()
+	t := f.topics[name]
+	delete(f.topics, name)
+	for k := range f.assignments {
+		if k.Incarnation == t.Incarnation {
+			delete(f.assignments, k)
+		}
+	}
+	f.mu.Unlock()
+	f.change()
+}
+
+func (f *fakeReplica) change() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.version++
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeReplica) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+func (f *fakeReplica) Topic(name string) (messages.Topic, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[name]
+	return t, ok
+}
+
+func (f *fakeReplica) Member(id string) (messages.Member, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m, ok := f.members[id]
+	return m, ok
+}
+
+func (f *fakeReplica) Assignment(incarnation uint64, partition int) (messages.Assignment, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.assignments[assignmentKey(incarnation, partition)]
+	return a, ok
+}
+
+func (f *fakeReplica) Topics() []messages.Topic {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []messages.Topic
+	for _, t := range f.topics {
+		out = append(out, t)
+	}
+	return out
+}
+
+func (f *fakeReplica) Members() []messages.Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []messages.Member
+	for _, m := range f.members {
+		out = append(out, m)
+	}
+	return out
+}
+
+func (f *fakeReplica) Assignments(incarnation uint64, partitions int) []messages.Assignment {
+	return f.collect(func(a messages.Assignment) bool { return a.Incarnation == incarnation && a.Partition < partitions })
+}
+
+func (f *fakeReplica) OwnedBy(node string) []messages.Assignment {
+	return f.collect(func(a messages.Assignment) bool { return a.Owner == node })
+}
+
+func (f *fakeReplica) TargetedAt(node string) []messages.Assignment {
+	return f.collect(func(a messages.Assignment) bool { return a.Target == node })
+}
+
+func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.Assignment {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []messages.Assignment
+	for _, a := range f.assignments {
+		if keep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (f *fakeReplica) AssignmentsVersion() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.version
+}
+
+// supervisorRig is the partitions supervisor of node n1 alone, in an actor
+// system of its own, over a fake replica.
+type supervisorRig struct {
+	t       *testing.T
+	replica *fakeReplica
+	system  *actor.ActorSystem
+	owned   *atomic.Int64
+	dataDir string
+}
+
+func newSupervisorRig(t *testing.T) *supervisorRig {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
+	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })), owned: new(atomic.Int64), dataDir: cfg.DataDir}
+	d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name()), notifier: newCommitNotifier()}
+	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &partitionsActor{deps: d, store: r.replica, children: map[messages.PartitionKey]*actor.PID{},
+			failed: map[messages.PartitionKey]bool{}, owned: r.owned}
+	}), partitionsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.system.Root.StopFuture(pid).Wait()
+		r.system.Shutdown()
+	})
+	return r
+}
+
+// serving reports whether partition p of t has an actor here that answers.
+func (r *supervisorRig) serving(t messages.Topic, p int) bool {
+	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
+	_, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.GetStats{}, time.Second)
+	return err == nil
+}
+
+// waitServing waits until partition p of t is served here, or not, as want
+// says.
+func (r *supervisorRig) waitServing(t messages.Topic, p int, want bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.serving(t, p) != want {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("partition %s/%d served here: got %v, want %v", t.Name, p, !want, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
+	r := newSupervisorRig(t)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 3}
+	r.replica.put(orders, "n1", "n2", "n1")
+	r.waitServing(orders, 0, true)
+	r.waitServing(orders, 2, true)
+	if r.serving(orders, 1) {
+		t.Fatal("partition 1 is n2's: got an actor here, want none")
+	}
+	if got := r.owned.Load(); got != 2 {
+		t.Fatalf("partitions owned: got %d, want 2", got)
+	}
+
+	// Partition 2 moves to n2: its actor stops, its data stays (the topic
+	// lives on, and a later move back may resume from it).
+	r.replica.put(orders, "n1", "n2", "n2")
+	r.waitServing(orders, 2, false)
+	if _, err := os.Stat(storage.PartitionPath(r.dataDir, "orders", 2)); err != nil {
+		t.Fatalf("data of a partition that moved away: got %v, want it kept", err)
+	}
+
+	// The topic is deleted: the last actor stops and its data goes.
+	r.replica.drop("orders")
+	r.waitServing(orders, 0, false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.Stat(storage.PartitionPath(r.dataDir, "orders", 0))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("data of a deleted topic's partition: got %v, want it removed", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := r.owned.Load(); got != 0 {
+		t.Fatalf("partitions owned after the delete: got %d, want 0", got)
+	}
+}
+
+// A recreated topic is a new incarnation: the old one's actor never
+// serves it, and its data is not the new topic's.
+func TestTheSupervisorNeverServesARecreatedTopicFromTheOldIncarnation(t *testing.T) {
+	r := newSupervisorRig(t)
+	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
+	r.replica.put(old, "n1")
+	r.waitServing(old, 0, true)
+	r.replica.drop("jobs")
+	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
+	r.replica.put(recreated, "n1")
+	r.waitServing(recreated, 0, true)
+	r.waitServing(old, 0, false)
+}

@@ -1,0 +1,332 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+)
+
+// The transport services through which a node reaches the partitions
+// another node owns: partitionService in the binary wire form
+// (messages/partitionwire.go), chunkService for a copy's chunks as raw
+// bytes (chunks are nearly all of a move's bytes; JSON would carry them
+// base64, a third larger and slower to encode).
+const (
+	partitionService = "partition"
+	chunkService     = "chunk"
+)
+
+// ErrNoOwner is a partition the local replica knows no owner for.
+var ErrNoOwner = errors.New("partition has no owner")
+
+// routeReader is what routing reads of the local replica: point lookups,
+// which may lag the leader by milliseconds (a stale answer reaches a node
+// that refuses, and the caller retries).
+type routeReader interface {
+	Topic(name string) (messages.Topic, bool)
+	Member(id string) (messages.Member, bool)
+	Assignment(incarnation uint64, partition int) (messages.Assignment, bool)
+}
+
+// router takes a partition request to the partition's owner, whichever
+// node that is, and answers peers' requests for the partitions owned here.
+// It is the one place that knows where a partition lives: the API's
+// methods, the dispatcher and the move workers all ask through it, and get
+// the same message type back whether the owner is local or a peer.
+//
+// It holds no state of its own beyond its wiring, so any goroutine may use
+// it: owner lookups read the replica, and requests go through actor
+// mailboxes or NATS.
+type router struct {
+	self    string // this node's id
+	system  *actor.ActorSystem
+	replica routeReader
+	nats    *transport.Transport // nil: no peers, every partition is served here
+	// timeout bounds one request, to a local actor or a peer, when the
+	// caller's context allows longer (Config.RequestTimeout).
+	timeout time.Duration
+}
+
+// ownerOf is a partition's owner as the local replica has it; "" when it
+// has none.
+func (r *router) ownerOf(k messages.PartitionKey) string {
+	a, _ := r.replica.Assignment(k.Incarnation, k.Partition)
+	return a.Owner
+}
+
+// isLocal reports whether this node serves a partition itself: it owns it,
+// or it runs without NATS and so can reach no other node.
+func (r *router) isLocal(k messages.PartitionKey) bool {
+	return r.nats == nil || r.ownerOf(k) == r.self
+}
+
+// livePartition keeps a keyed produce on its key's partition p unless that
+// partition's owner reads dead: then the next partition whose owner is
+// alive takes it, giving up the key's order for availability, as the
+// contract allows ("Narad may reroute around dead owners"). With every
+// owner dead the key's partition is kept: the WAL holds the record until
+// its owner returns.
+func (r *router) livePartition(t messages.Topic, p int) int {
+	for i := 0; i < t.Partitions; i++ {
+		q := (p + i) % t.Partitions
+		owner := r.ownerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
+		if m, ok := r.replica.Member(owner); ok && m.Status != messages.MemberDead {
+			return q
+		}
+		if owner == r.self {
+			return q
+		}
+	}
+	return p
+}
+
+// sibling is a partition of k's topic other than k whose owner is alive;
+// false when there is none.
+func (r *router) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	t, ok := r.replica.Topic(k.Topic)
+	if !ok || t.Incarnation != k.Incarnation || t.Partitions < 2 {
+		return k, false
+	}
+	to := r.livePartition(t, (k.Partition+1)%t.Partitions)
+	if to == k.Partition {
+		return k, false
+	}
+	return messages.PartitionKey{Topic: k.Topic, Incarnation: k.Incarnation, Partition: to}, true
+}
+
+// request sends msg to a local actor and waits for its answer, within the
+// caller's deadline and at most timeout.
+func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if err := ctx.Err(); err != nil || timeout <= 0 {
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, ErrUnavailable)
+	}
+	res, err := root.RequestFuture(pid, msg, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
+	}
+	return res, nil
+}
+
+// local sends msg to the actor of a partition on this node.
+func (r *router) local(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return request(ctx, r.system.Root, partitionPID(r.system, k), msg, r.timeout)
+}
+
+// owner is the node that serves k: "" (with an error) when the replica
+// knows no owner, r.self when this node serves it.
+func (r *router) owner(k messages.PartitionKey) (string, error) {
+	owner := r.ownerOf(k)
+	switch {
+	case owner == "":
+		return "", fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, ErrUnavailable)
+	case r.nats == nil:
+		return r.self, nil
+	}
+	return owner, nil
+}
+
+// ask sends a partition request to the partition's owner: its local actor,
+// or the owning node over NATS. The answer is the same message type either
+// way. An error wraps ErrUnavailable; transport.NotProcessed tells whether
+// the owner surely did not act on it.
+func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	owner, err := r.owner(k)
+	if err != nil {
+		return nil, err
+	}
+	if owner == r.self {
+		return r.local(ctx, k, msg)
+	}
+	req := messages.PartitionRequest{Key: k}
+	switch m := msg.(type) {
+	case *messages.Commit:
+		req.Commit = m
+	case *messages.Reserve:
+		req.Reserve = m
+	case *messages.ReadAt:
+		req.ReadAt = m
+	case *messages.Lease:
+		req.Lease = m
+	case *messages.GetStats:
+		req.Stats = m
+	case *messages.ListPartition:
+		req.List = m
+	case *messages.Handoff:
+		req.Handoff = m
+	default:
+		panic(fmt.Sprintf("ask: no wire form for %T", msg))
+	}
+	body, err := messages.EncodePartitionRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	out, err := r.nats.Request(ctx, owner, partitionService, body)
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+	}
+	rep, err := messages.DecodePartitionReply(out)
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+	}
+	switch {
+	case rep.Commit != nil:
+		return rep.Commit, nil
+	case rep.Reply != nil:
+		return rep.Reply, nil
+	case rep.Lease != nil:
+		return rep.Lease, nil
+	case rep.Stats != nil:
+		return rep.Stats, nil
+	case rep.Listing != nil:
+		return rep.Listing, nil
+	case rep.Handoff != nil:
+		return rep.Handoff, nil
+	}
+	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, ErrUnavailable)
+}
+
+// chunkRequest asks the owner of Key for committed bytes of a segment.
+type chunkRequest struct {
+	Key messages.PartitionKey `json:"key"`
+	messages.ReadChunk
+}
+
+// readChunk reads a chunk of partition k from its owner: the local actor,
+// or the owner's chunk service. The answer is the bytes, empty at the
+// committed end.
+func (r *router) readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	owner, err := r.owner(k)
+	if err != nil {
+		return nil, err
+	}
+	if owner == r.self {
+		return r.localChunk(ctx, k, rc)
+	}
+	req, err := json.Marshal(chunkRequest{Key: k, ReadChunk: rc})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	data, err := r.nats.Request(ctx, owner, chunkService, req)
+	if err != nil {
+		return nil, fmt.Errorf("chunk of %s/%d at %s: %w: %w", k.Topic, k.Partition, owner, err, ErrUnavailable)
+	}
+	return data, nil
+}
+
+func (r *router) localChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	res, err := r.local(ctx, k, &rc)
+	if err != nil {
+		return nil, fmt.Errorf("chunk of %s/%d: %w", k.Topic, k.Partition, err)
+	}
+	ch, ok := res.(*messages.Chunk)
+	if !ok || ch.Status != messages.StatusOK {
+		return nil, fmt.Errorf("chunk of %s/%d: %s: %w", k.Topic, k.Partition, describe(res), ErrUnavailable)
+	}
+	return ch.Data, nil
+}
+
+// serve answers peers' partition requests and chunk reads from the local
+// partition actors. connectNATS refused a server too small for them
+// (checkPayload). A request for a partition with no actor here (stale
+// routing, or not yet spawned) answers 503: it was surely not processed,
+// so the caller may retry; an actor that did not answer in time answers
+// 504 (unknown).
+func (r *router) serve() error {
+	if err := r.nats.Handle(partitionService, r.servePartitions); err != nil {
+		return err
+	}
+	return r.nats.Handle(chunkService, r.serveChunk)
+}
+
+func (r *router) servePartitions(ctx context.Context, _ string, body []byte) ([]byte, error) {
+	in, err := messages.DecodePartitionRequest(body)
+	if err != nil {
+		return nil, transport.Errorf(transport.StatusBadRequest, "partition request: %v", err)
+	}
+	rep, err := r.servePartition(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := messages.EncodePartitionReply(rep)
+	if err != nil {
+		return nil, fmt.Errorf("partition %s/%d on %s: %w", in.Key.Topic, in.Key.Partition, r.self, err)
+	}
+	return out, nil
+}
+
+// servePartition hands one peer's request to the local partition actor.
+func (r *router) servePartition(ctx context.Context, in messages.PartitionRequest) (messages.PartitionReply, error) {
+	var msg any
+	switch {
+	case in.Commit != nil:
+		msg = in.Commit
+	case in.Reserve != nil:
+		msg = in.Reserve
+	case in.ReadAt != nil:
+		msg = in.ReadAt
+	case in.Lease != nil:
+		msg = in.Lease
+	case in.Stats != nil:
+		msg = in.Stats
+	case in.List != nil:
+		msg = in.List
+	case in.Handoff != nil:
+		msg = in.Handoff
+	default:
+		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "partition request with no request")
+	}
+	res, err := r.local(ctx, in.Key, msg)
+	if err != nil {
+		return messages.PartitionReply{}, r.servedError(in.Key, err)
+	}
+	switch m := res.(type) {
+	case *messages.CommitResult:
+		return messages.PartitionReply{Commit: m}, nil
+	case *messages.Reserved:
+		return messages.PartitionReply{Reply: m}, nil
+	case *messages.LeaseResult:
+		return messages.PartitionReply{Lease: m}, nil
+	case *messages.PartitionStats:
+		return messages.PartitionReply{Stats: m}, nil
+	case *messages.PartitionListing:
+		return messages.PartitionReply{Listing: m}, nil
+	case *messages.HandoffResult:
+		return messages.PartitionReply{Handoff: m}, nil
+	}
+	return messages.PartitionReply{}, transport.Errorf(transport.StatusInternal, "partition answered %T", res)
+}
+
+func (r *router) serveChunk(ctx context.Context, _ string, req []byte) ([]byte, error) {
+	var in chunkRequest
+	if err := json.Unmarshal(req, &in); err != nil {
+		return nil, transport.Errorf(transport.StatusBadRequest, "chunk request: %v", err)
+	}
+	data, err := r.localChunk(ctx, in.Key, in.ReadChunk)
+	if err != nil {
+		return nil, r.servedError(in.Key, err)
+	}
+	return data, nil
+}
+
+// servedError is a local actor's failure as a peer reads it: no actor
+// here is 503 (surely not processed), anything else 504 (unknown).
+func (r *router) servedError(k messages.PartitionKey, err error) error {
+	if errors.Is(err, actor.ErrDeadLetter) {
+		return transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", k.Topic, k.Partition, r.self)
+	}
+	return transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", k.Topic, k.Partition, r.self, err)
+}
