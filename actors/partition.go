@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -59,8 +60,11 @@ type partitionActor struct {
 	// frame rides in the next write.
 	stash, writing, awaiting []commitReq
 	syncing                  *storage.Batch
-	flushScheduled           bool
-	dirty                    bool
+	// syncer is the goroutine running syncing's fsync; close waits for it
+	// before it syncs again and closes the log under it.
+	syncer         sync.WaitGroup
+	flushScheduled bool
+	dirty          bool
 	// gate is the handoff freeze of a move of this partition, decided by
 	// freeze.Step (freeze.go).
 	gate    freeze.State
@@ -277,13 +281,13 @@ func (p *partitionActor) kick(ctx actor.Context) {
 	if f := p.cfg.faults; f != nil {
 		hold = f.partitionSynced
 	}
-	go func() {
+	p.syncer.Go(func() {
 		err := l.Sync()
 		if hold != nil {
 			hold(k)
 		}
 		root.Send(self, synced{batch: b, err: err})
-	}()
+	})
 }
 
 // synced finishes a write: read it back and publish it, which makes the
@@ -358,6 +362,9 @@ func (p *partitionActor) failCommits(ctx actor.Context, err error) {
 // refused (the dispatcher retries them after the restart).
 func (p *partitionActor) drainCommits(ctx actor.Context) {
 	if b := p.syncing; b != nil {
+		// Its synced message stays in the mailbox: the fsync is done again
+		// here, and costs nothing more once the goroutine's is over.
+		p.syncer.Wait()
 		p.syncing = nil
 		err := p.log.Sync()
 		if err == nil {
