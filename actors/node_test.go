@@ -34,18 +34,24 @@ func TestProducedRecordIsConsumedAckedAndNotRedelivered(t *testing.T) {
 	tn.must(http.StatusGone, "POST", "/v1/topics/orders/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
 }
 
+// The lease tests run the node's leases on a clock they move: a lease
+// lapses when the test says, however slow the machine.
+
 func TestExpiredLeaseIsRedeliveredWithANewHandle(t *testing.T) {
-	tn := newTestNode(t)
+	clk := newFakeClock()
+	tn := newTestNode(t, func(c *Config) { c.clock = clk })
 	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"jobs","visibility_timeout_ms":200}`))
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/jobs/produce", []byte("work"))
 	first := tn.consume("jobs", "wait=2s")
 	if first == nil {
 		t.Fatal("first consume: got nothing")
 	}
+	clk.advance(199 * time.Millisecond)
 	if m := tn.consume("jobs", ""); m != nil {
-		t.Fatalf("while leased: got %+v, want nothing", m)
+		t.Fatalf("1 ms before the lease ends: got %+v, want nothing", m)
 	}
-	second := tn.consume("jobs", "wait=2s")
+	clk.advance(time.Millisecond)
+	second := tn.consume("jobs", "")
 	if second == nil || second.Offset != first.Offset || second.ReceiptHandle == first.ReceiptHandle {
 		t.Fatalf("after the lease expired: got %+v, want offset %d with a new handle", second, first.Offset)
 	}
@@ -67,18 +73,28 @@ func TestNackMakesTheRecordRedeliverableAtOnce(t *testing.T) {
 }
 
 func TestExtendKeepsTheLeaseAlive(t *testing.T) {
-	tn := newTestNode(t)
+	clk := newFakeClock()
+	tn := newTestNode(t, func(c *Config) { c.clock = clk })
 	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"slow","visibility_timeout_ms":300}`))
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/slow/produce", []byte("x"))
 	m := tn.consume("slow", "wait=2s")
-	for i := 0; i < 4; i++ {
-		time.Sleep(150 * time.Millisecond) // past the original lease after two rounds
+	if m == nil {
+		t.Fatal("first consume: got nothing")
+	}
+	for i := range 4 {
+		clk.advance(150 * time.Millisecond) // past the original lease after two rounds
 		tn.must(http.StatusNoContent, "POST", "/v1/topics/slow/ack?extend=true&receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
 		if other := tn.consume("slow", ""); other != nil {
-			t.Fatalf("extended lease delivered again: %+v", other)
+			t.Fatalf("after extend %d: got %+v delivered again, want nothing", i+1, other)
 		}
 	}
-	tn.must(http.StatusNoContent, "POST", "/v1/topics/slow/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
+	// An extend renews for the visibility timeout from its own time.
+	clk.advance(300 * time.Millisecond)
+	again := tn.consume("slow", "")
+	if again == nil || again.Offset != m.Offset {
+		t.Fatalf("300 ms after the last extend: got %+v, want offset %d again", again, m.Offset)
+	}
+	tn.must(http.StatusGone, "POST", "/v1/topics/slow/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
 }
 
 func TestReplayReadsByOffsetWithoutAHandle(t *testing.T) {

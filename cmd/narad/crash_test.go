@@ -152,7 +152,7 @@ func TestKillMidRunLosesNoAcceptedRecord(t *testing.T) {
 
 	h := history.New()
 	const producers, perProducer = 4, 400
-	var produced atomic.Int64
+	var produced, refused atomic.Int64
 	var prodWG, consWG sync.WaitGroup
 	stopConsumers := make(chan struct{})
 	for p := 0; p < producers; p++ {
@@ -171,6 +171,7 @@ func TestKillMidRunLosesNoAcceptedRecord(t *testing.T) {
 						break
 					}
 					h.ProduceFailed(id)
+					refused.Add(1)
 					time.Sleep(50 * time.Millisecond)
 				}
 			}
@@ -213,8 +214,13 @@ func TestKillMidRunLosesNoAcceptedRecord(t *testing.T) {
 	for produced.Load() < producers*perProducer/3 {
 		time.Sleep(10 * time.Millisecond)
 	}
+	before := refused.Load()
 	node.kill()
-	time.Sleep(200 * time.Millisecond) // producers see refused connections
+	// Restart once the producers met the dead node, so that the history
+	// holds attempts whose outcome they could not know.
+	for refused.Load() == before {
+		time.Sleep(10 * time.Millisecond)
+	}
 	node.start()
 	prodWG.Wait()
 
