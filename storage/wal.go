@@ -476,44 +476,6 @@ func (w *WAL) Append(ctx context.Context, rec WALRecord) (uint64, error) {
 	return w.enqueue(ctx, frame, 1)
 }
 
-// AppendBatch appends recs as one unit: they get consecutive seqs and are
-// written by one write, and the call succeeds or fails as a whole. As with
-// Append, a crash or a cancelled ctx may leave some or all of them durable
-// without an answer; after a crash, what survives is a prefix of recs.
-func (w *WAL) AppendBatch(ctx context.Context, recs []WALRecord) ([]uint64, error) {
-	if len(recs) == 0 {
-		return nil, nil
-	}
-	if len(recs) > w.cfg.MaxBatchRecords {
-		return nil, fmt.Errorf("wal append batch of %d records, over MaxBatchRecords %d: %w",
-			len(recs), w.cfg.MaxBatchRecords, ErrTooLarge)
-	}
-	var size int64
-	for _, rec := range recs {
-		if err := w.checkRecord(rec); err != nil {
-			return nil, err
-		}
-		size += walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body))
-	}
-	if size > w.cfg.MaxBatchBytes {
-		return nil, fmt.Errorf("wal append batch of %d bytes, over MaxBatchBytes %d: %w",
-			size, w.cfg.MaxBatchBytes, ErrTooLarge)
-	}
-	frames := make([]byte, 0, size)
-	for _, rec := range recs {
-		frames = walEncodeUnsealed(frames, rec)
-	}
-	first, err := w.enqueue(ctx, frames, len(recs))
-	if err != nil {
-		return nil, err
-	}
-	seqs := make([]uint64, len(recs))
-	for i := range seqs {
-		seqs[i] = first + uint64(i)
-	}
-	return seqs, nil
-}
-
 func (w *WAL) checkRecord(rec WALRecord) error {
 	switch {
 	case rec.Topic == "":

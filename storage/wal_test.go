@@ -380,29 +380,6 @@ func TestWALGroupCommitSharesOneFsyncAcrossProducers(t *testing.T) {
 	}
 }
 
-func TestWALAppendBatchGetsConsecutiveSeqsInOneWrite(t *testing.T) {
-	w := walOpenTest(t, t.TempDir(), DefaultWALConfig())
-	walAppendOK(t, w, walTestRecord(0))
-	f := walWrapActive(w, false)
-	recs := []WALRecord{walTestRecord(1), walTestRecord(2), walTestRecord(3)}
-	seqs, err := w.AppendBatch(context.Background(), recs)
-	if err != nil {
-		t.Fatalf("AppendBatch: got %v, want nil", err)
-	}
-	if want := []uint64{2, 3, 4}; !slices.Equal(seqs, want) {
-		t.Fatalf("seqs: got %v, want %v", seqs, want)
-	}
-	if got := f.opsSoFar(); len(got) != 2 || !strings.HasPrefix(got[0], "write") || got[1] != "sync" {
-		t.Fatalf("I/O of the batch: got %v, want one write and one sync", got)
-	}
-	if _, err := w.AppendBatch(context.Background(), []WALRecord{walTestRecord(4), {Topic: ""}}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("AppendBatch with one bad record: got %v, want ErrInvalid", err)
-	}
-	if got := walAppendOK(t, w, walTestRecord(5)); got != 5 {
-		t.Fatalf("seq after a refused batch: got %d, want 5 (nothing of it appended)", got)
-	}
-}
-
 func TestWALRefusesOversizedRecord(t *testing.T) {
 	cfg := walSmallConfig()
 	w := walOpenTest(t, t.TempDir(), cfg)
@@ -428,13 +405,6 @@ func TestWALRefusesOversizedRecord(t *testing.T) {
 	}
 	if seq := walAppendOK(t, w, atLimit); seq != 1 {
 		t.Fatalf("seq of the record at every limit: got %d, want 1 (refused ones take no seq)", seq)
-	}
-	tooMany := make([]WALRecord, cfg.MaxBatchRecords+1)
-	for i := range tooMany {
-		tooMany[i] = WALRecord{Topic: "t", Partition: -1}
-	}
-	if _, err := w.AppendBatch(context.Background(), tooMany); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("AppendBatch over MaxBatchRecords: got %v, want ErrTooLarge", err)
 	}
 }
 
@@ -725,9 +695,10 @@ func TestWALTornTailIsCutAtRecovery(t *testing.T) {
 }
 
 // TestWALCrashInsideLastBatchLeavesAValidPrefix cuts the last segment at
-// every byte of the last batch, and separately damages every byte of it, and
-// checks that recovery keeps exactly the frames before the damage: all of
-// the earlier batches, none of the garbage, and appends continue from there.
+// every byte of its last three frames (the "batch"), and separately damages
+// every byte of them, and checks that recovery keeps exactly the frames
+// before the damage: all of the earlier ones, none of the garbage, and
+// appends continue from there.
 func TestWALCrashInsideLastBatchLeavesAValidPrefix(t *testing.T) {
 	dir := t.TempDir()
 	cfg := DefaultWALConfig()
@@ -735,14 +706,9 @@ func TestWALCrashInsideLastBatchLeavesAValidPrefix(t *testing.T) {
 	before := walAppendN(t, w, 0, 5)
 	seg := walSegmentFiles(t, dir)[0]
 	batchStart := walFileSize(t, seg)
-	batchRecs := []WALRecord{walTestRecord(5), walTestRecord(6), walTestRecord(7)}
-	seqs, err := w.AppendBatch(context.Background(), batchRecs)
-	if err != nil {
-		t.Fatalf("AppendBatch: got %v, want nil", err)
-	}
 	var batch []WALRecord
-	for i, rec := range batchRecs {
-		batch = append(batch, walWithSeq(rec, seqs[i]))
+	for _, rec := range []WALRecord{walTestRecord(5), walTestRecord(6), walTestRecord(7)} {
+		batch = append(batch, walWithSeq(rec, walAppendOK(t, w, rec)))
 	}
 	walCloseTest(t, w)
 	data, err := os.ReadFile(seg)
