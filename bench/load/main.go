@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cmd/narad/client"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -212,7 +213,7 @@ type loadRun struct {
 	// bs has one client per server, in -server order: producer i uses
 	// bs[i%len(bs)], consumer j bs[j%len(bs)], the topic's create and
 	// stats bs[0].
-	bs    []*broker
+	bs    []*client.Broker
 	hist  *history.History
 	runID string
 	pad   []byte // 'x' * size, sliced for each body
@@ -238,10 +239,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	bs := make([]*broker, 0, len(cfg.servers))
+	bs := make([]*client.Broker, 0, len(cfg.servers))
 	defer func() {
 		for _, b := range bs {
-			b.close()
+			b.Close()
 		}
 	}()
 	for _, server := range cfg.servers {
@@ -254,9 +255,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b := bs[0]
 
 	if cfg.create {
-		err := b.createTopic(ctx, cfg.topic, cfg.partitions)
+		_, err := b.CreateTopic(ctx, messages.CreateTopicRequest{Name: cfg.topic, Partitions: cfg.partitions})
 		switch {
-		case isStatus(err, 409):
+		case client.IsStatus(err, 409):
 			fmt.Fprintf(stderr, "load: topic %s exists; using it\n", cfg.topic)
 		case err != nil:
 			return err
@@ -271,11 +272,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	// partition whose owner's stats were not merged reads as zeros.
 	watermarks := "checked"
 	if ctx.Err() == nil {
-		stats, err := b.partitionStats(ctx, cfg.topic)
+		d, err := b.GetTopic(ctx, cfg.topic)
 		if err != nil {
 			watermarks = "not checked: " + err.Error()
 		}
-		for _, s := range stats {
+		for _, s := range d.PartitionStats {
 			if s.HighWatermark > 0 {
 				l.hist.HighWatermark(cfg.topic, s.Index, s.HighWatermark)
 			}
@@ -380,7 +381,7 @@ const maxAttempts = 4
 // producer sends messages to b until the count is used up, until is
 // passed, or ctx is done. A produce answered 4xx ends the run: it will not
 // get better.
-func (l *loadRun) producer(ctx context.Context, index int, b *broker, until time.Time) ([]time.Duration, error) {
+func (l *loadRun) producer(ctx context.Context, index int, b *client.Broker, until time.Time) ([]time.Duration, error) {
 	var lat []time.Duration
 	for ctx.Err() == nil && time.Now().Before(until) {
 		n := l.next.Add(1)
@@ -410,9 +411,9 @@ func (l *loadRun) producer(ctx context.Context, index int, b *broker, until time
 
 // produceOne sends one message with bounded retries. It reports whether the
 // broker answered 202; err is set only for an error that ends the run.
-func (l *loadRun) produceOne(ctx context.Context, b *broker, id string, body []byte) (bool, error) {
+func (l *loadRun) produceOne(ctx context.Context, b *client.Broker, id string, body []byte) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err := b.produce(ctx, l.cfg.topic, body)
+		err := b.Produce(ctx, l.cfg.topic, body, "", nil)
 		if err == nil {
 			l.hist.Produced(id)
 			return true, nil
@@ -423,10 +424,10 @@ func (l *loadRun) produceOne(ctx context.Context, b *broker, id string, body []b
 		if ctx.Err() != nil {
 			return false, nil
 		}
-		if !retryable(err) {
+		if !client.IsRetryable(err) {
 			return false, fmt.Errorf("produce %s: %w", id, err)
 		}
-		sleepCtx(ctx, backoff(attempt))
+		client.Sleep(ctx, backoff(attempt))
 	}
 	l.produceGaveUp.Add(1)
 	return false, nil
@@ -436,7 +437,7 @@ func (l *loadRun) produceOne(ctx context.Context, b *broker, id string, body []b
 // everything they got accepted was delivered (it then calls stopConsuming,
 // which ends the other consumers' long-polls too), or until consumeCtx is
 // done: the drain deadline passed or the run was stopped. Acks use ctx.
-func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *broker, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
+func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *client.Broker, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
 	var lat []time.Duration
 	failures := 0
 	// The loop ends: producers end (count and duration bound them), then
@@ -450,17 +451,17 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *broker, stopConsu
 			}
 		default:
 		}
-		d, err := b.consume(consumeCtx, l.cfg.topic, l.cfg.wait)
+		d, err := b.Consume(consumeCtx, l.cfg.topic, client.ConsumeOptions{Wait: l.cfg.wait})
 		if err != nil {
 			if consumeCtx.Err() != nil {
 				return lat, nil
 			}
-			if !retryable(err) {
+			if !client.IsRetryable(err) {
 				return lat, err
 			}
 			l.consumeErrors.Add(1)
 			failures++
-			sleepCtx(consumeCtx, backoff(failures))
+			client.Sleep(consumeCtx, backoff(failures))
 			continue
 		}
 		failures = 0
@@ -495,21 +496,21 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *broker, stopConsu
 // ackOne acks d on b with bounded retries and reports whether the broker took
 // the ack. A 410 (the lease ran out; the message will be delivered again)
 // is counted, not fatal.
-func (l *loadRun) ackOne(ctx context.Context, b *broker, d *messages.MessageInfo) (bool, error) {
+func (l *loadRun) ackOne(ctx context.Context, b *client.Broker, d *messages.MessageInfo) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err := b.ack(ctx, l.cfg.topic, d.ReceiptHandle)
+		err := b.Ack(ctx, l.cfg.topic, d.ReceiptHandle)
 		switch {
 		case err == nil:
 			return true, nil
-		case isStatus(err, 410):
+		case client.IsStatus(err, 410):
 			l.leaseLost.Add(1)
 			return false, nil
 		case ctx.Err() != nil:
 			return false, nil
-		case !retryable(err):
+		case !client.IsRetryable(err):
 			return false, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
 		}
-		sleepCtx(ctx, backoff(attempt))
+		client.Sleep(ctx, backoff(attempt))
 	}
 	l.leaseLost.Add(1)
 	return false, nil
@@ -517,20 +518,7 @@ func (l *loadRun) ackOne(ctx context.Context, b *broker, d *messages.MessageInfo
 
 // backoff doubles from 50 ms per attempt, capped at 1 s.
 func backoff(attempt int) time.Duration {
-	d := 50 * time.Millisecond
-	for i := 1; i < attempt && d < time.Second; i++ {
-		d *= 2
-	}
-	return min(d, time.Second)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	return client.Backoff(attempt, 50*time.Millisecond, time.Second)
 }
 
 // makeLoadBody returns {"id":...,"ts":<unix ns>,"pad":"xx..."}, padded so

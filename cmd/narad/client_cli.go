@@ -16,8 +16,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/naradmq/narad/cmd/narad/client"
 	"github.com/naradmq/narad/messages"
 )
+
+// defaultServer is the broker a CLI command talks to when neither --server
+// nor NARAD_SERVER says otherwise.
+const defaultServer = "http://127.0.0.1:7942"
 
 // maxMessageBytes is the broker's body cap (contract section 1). The CLI
 // refuses a larger body itself rather than reading an endless stdin into
@@ -282,11 +287,11 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 		req.Schema = doc
 	}
 
-	c, err := newClient(*f.server)
+	c, err := client.New(*f.server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("topics create: %w", err)
 	}
-	rec, err := c.createTopic(ctx, req)
+	rec, err := c.CreateTopic(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -332,7 +337,7 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *f.limit < 1 {
 		return usageErr(fs, "--limit must be positive, got %d", *f.limit)
 	}
-	c, err := newClient(*f.server)
+	c, err := client.New(*f.server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("topics list: %w", err)
 	}
@@ -343,7 +348,7 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if page == maxListPages {
 			return fmt.Errorf("topics list: gave up after %d pages", maxListPages)
 		}
-		p, err := c.listTopics(ctx, *f.limit, token)
+		p, err := c.ListTopics(ctx, *f.limit, token)
 		if err != nil {
 			return err
 		}
@@ -403,11 +408,11 @@ func runTopicsGet(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(pos) != 1 {
 		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
 	}
-	c, err := newClient(*server)
+	c, err := client.New(*server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("topics get: %w", err)
 	}
-	d, err := c.getTopic(ctx, pos[0])
+	d, err := c.GetTopic(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -428,11 +433,11 @@ func runTopicsDelete(ctx context.Context, args []string, stdout, stderr io.Write
 	if len(pos) != 1 {
 		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
 	}
-	c, err := newClient(*server)
+	c, err := client.New(*server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("topics delete: %w", err)
 	}
-	if err := c.deleteTopic(ctx, pos[0]); err != nil {
+	if err := c.DeleteTopic(ctx, pos[0]); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "deleted topic %s\n", pos[0])
@@ -497,11 +502,11 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("produce: body is %d bytes, the limit is %d", len(body), maxMessageBytes)
 	}
 
-	c, err := newClient(*f.server)
+	c, err := client.New(*f.server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}
-	return c.produce(ctx, pos[0], body, *f.key, partition)
+	return c.Produce(ctx, pos[0], body, *f.key, partition)
 }
 
 // readBounded reads a file ("-" is stdin) up to one byte past the message
@@ -567,7 +572,7 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	topic := pos[0]
 	set := wasSet(fs)
-	var opts consumeOptions
+	var opts client.ConsumeOptions
 	if *f.wait < 0 {
 		return usageErr(fs, "--wait must not be negative, got %s", *f.wait)
 	}
@@ -599,7 +604,7 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		limit = 1
 	}
 
-	c, err := newClient(*f.server)
+	c, err := client.New(*f.server, client.Options{})
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
@@ -619,15 +624,15 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("consume: %w", ctx.Err())
 		}
 		asked := time.Now()
-		m, err := c.consume(ctx, topic, opts)
+		m, err := c.Consume(ctx, topic, opts)
 		if err != nil {
 			if *f.follow && ctx.Err() != nil {
 				return nil
 			}
-			if isRetryable(err) && failures < maxRetries {
+			if client.IsRetryable(err) && failures < maxRetries {
 				failures++
 				fmt.Fprintf(stderr, "narad consume: %v (retry %d of %d)\n", err, failures, maxRetries)
-				sleepCtx(ctx, backoff(failures))
+				client.Sleep(ctx, backoff(failures))
 				continue
 			}
 			return err
@@ -644,7 +649,7 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			// the empty answer came at once, pause instead of asking again
 			// in a tight loop.
 			if time.Since(asked) < minPoll {
-				sleepCtx(ctx, pollInterval(opts.Wait))
+				client.Sleep(ctx, pollInterval(opts.Wait))
 			}
 			continue
 		}
@@ -672,7 +677,7 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // consumeSession holds what acking needs besides the message.
 type consumeSession struct {
-	c      *client
+	c      *client.Broker
 	topic  string
 	stderr io.Writer
 }
@@ -685,29 +690,26 @@ func (s consumeSession) ack(ctx context.Context, m *messages.MessageInfo) error 
 		return fmt.Errorf("ack %s/%d@%d: the broker sent no receipt handle", m.Topic, m.Partition, m.Offset)
 	}
 	for attempt := 1; ; attempt++ {
-		err := s.c.ack(ctx, s.topic, m.ReceiptHandle)
+		err := s.c.Ack(ctx, s.topic, m.ReceiptHandle)
 		switch {
 		case err == nil:
 			return nil
-		case isStatus(err, http.StatusGone):
+		case client.IsStatus(err, http.StatusGone):
 			fmt.Fprintf(s.stderr, "narad consume: lease of %d@%d ran out before the ack; it will be delivered again: %v\n", m.Partition, m.Offset, err)
 			return nil
-		case isRetryable(err) && attempt <= maxRetries && ctx.Err() == nil:
+		case client.IsRetryable(err) && attempt <= maxRetries && ctx.Err() == nil:
 			fmt.Fprintf(s.stderr, "narad consume: %v (retry %d of %d)\n", err, attempt, maxRetries)
-			sleepCtx(ctx, backoff(attempt))
+			client.Sleep(ctx, backoff(attempt))
 		default:
 			return err
 		}
 	}
 }
 
-// backoff doubles from 100 ms per attempt, capped at 2 s.
+// backoff doubles from 100 ms per attempt, capped at 2 s: a person waits
+// at the terminal, so retries need not be fast.
 func backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond
-	for i := 1; i < attempt && d < 2*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 2*time.Second)
+	return client.Backoff(attempt, 100*time.Millisecond, 2*time.Second)
 }
 
 // minPoll is the shortest time between two consume requests of a --follow
@@ -718,16 +720,6 @@ const minPoll = 100 * time.Millisecond
 // broker: the --wait value, kept between minPoll and 1 s.
 func pollInterval(wait time.Duration) time.Duration {
 	return min(max(wait, minPoll), time.Second)
-}
-
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // printIndented prints v as indented JSON, for humans and jq alike.

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/naradmq/narad/cmd/narad/client"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -278,7 +279,7 @@ func TestTopicsCreateReportsTheBrokersError(t *testing.T) {
 	_, srv := newFakeBroker(t)
 
 	_, _, err := runCLI(t, runTopics, "create", "--server", srv.URL, "taken")
-	if !isStatus(err, 409) {
+	if !client.IsStatus(err, 409) {
 		t.Fatalf("got error %v, want a 409 status error", err)
 	}
 	if got, want := err.Error(), `create topic "taken": POST /v1/topics: 409 topic already exists`; got != want {
@@ -395,7 +396,7 @@ func TestTopicsDelete(t *testing.T) {
 	}
 
 	_, _, err = runCLI(t, runTopics, "delete", "--server", srv.URL, "missing")
-	if !isStatus(err, 404) || !strings.Contains(err.Error(), "topic not found") {
+	if !client.IsStatus(err, 404) || !strings.Contains(err.Error(), "topic not found") {
 		t.Errorf("got error %v, want 404 topic not found", err)
 	}
 }
@@ -507,7 +508,7 @@ func TestProduceShowsPlainTextErrors(t *testing.T) {
 	_, srv := newFakeBroker(t)
 
 	_, _, err := runCLI(t, produceWith(""), "--server", srv.URL, "down", "x")
-	if !isStatus(err, 503) {
+	if !client.IsStatus(err, 503) {
 		t.Fatalf("got error %v, want a 503 status error", err)
 	}
 	if got, want := err.Error(), `produce to "down": POST /v1/topics/down/produce: 503 partition owner is down; retry later`; got != want {
@@ -749,7 +750,7 @@ func TestConsumeDoesNotRetryClientErrors(t *testing.T) {
 	}
 
 	_, _, err := runCLI(t, runConsume, "--server", srv.URL, "--follow", "t")
-	if !isStatus(err, 404) {
+	if !client.IsStatus(err, 404) {
 		t.Fatalf("got error %v, want 404", err)
 	}
 	if got := len(fb.recorded()); got != 1 {

@@ -1,0 +1,275 @@
+// Package client is a small typed client for the /v1 HTTP API of
+// shared/api/CONTRACT.md, shared by the narad CLI (cmd/narad) and the load
+// driver (bench/load). Its bodies are the server's own wire types
+// (messages/api.go), so what a tool prints re-encodes exactly the keys the
+// contract names. It depends on nothing but messages and the standard
+// library: a tool built on it speaks only the wire contract.
+//
+// Where to start: New and Broker in client.go (one method per call of the
+// contract), then do in http.go, which every call goes through, and
+// retry.go for the contract's retry guidance (IsRetryable, Backoff).
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// Options fit a Broker to its caller: the CLI sends a few requests in a
+// row, a load run keeps many connections busy at once.
+type Options struct {
+	// Conns is how many idle connections are kept for reuse; 0 keeps 64.
+	// Without enough of them the transport closes and reopens connections
+	// between requests and every request pays a handshake.
+	Conns int
+	// Timeout bounds one request on top of any long-poll wait, so that a
+	// broker that accepts a connection and never answers cannot hang the
+	// caller; 0 is 30 s, the server's own write timeout.
+	Timeout time.Duration
+}
+
+// Broker talks to one broker over HTTP. It is safe for concurrent use.
+type Broker struct {
+	base    string // scheme://host[:port][/path], no trailing slash
+	http    *http.Client
+	timeout time.Duration
+}
+
+// ParseServer parses server, a URL such as http://127.0.0.1:7942, and
+// checks its scheme. New checks the host on top; a caller with rules of
+// its own about the host (the load driver's loopback check) applies them
+// to the result.
+func ParseServer(server string) (*url.URL, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("parse server url %q: %w", server, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("server url %q: scheme must be http or https", server)
+	}
+	return u, nil
+}
+
+// New returns a Broker for the broker at server, a URL such as
+// http://127.0.0.1:7942.
+func New(server string, opts Options) (*Broker, error) {
+	u, err := ParseServer(server)
+	if err != nil {
+		return nil, err
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("server url %q: no host", server)
+	}
+	conns := opts.Conns
+	if conns == 0 {
+		conns = 64
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Every request goes to one host, often many in a row (consume
+	// --follow, list paging, a load run's workers), so keep connections
+	// alive and reuse them.
+	t.MaxIdleConns = conns
+	t.MaxIdleConnsPerHost = conns
+	t.IdleConnTimeout = 60 * time.Second
+	// The contract's API needs no proxy, and a proxy from the environment
+	// would send loopback traffic elsewhere.
+	t.Proxy = nil
+	return &Broker{
+		base:    strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"),
+		http:    &http.Client{Transport: t},
+		timeout: timeout,
+	}, nil
+}
+
+// Close drops idle connections, so that a test's server can shut down.
+func (b *Broker) Close() { b.http.CloseIdleConnections() }
+
+// ConsumeOptions selects the consume mode: queue mode by default (optionally
+// pinned to Partition), replay mode when Offset is set too.
+type ConsumeOptions struct {
+	// Wait is the long-poll budget in queue mode; 0 answers at once.
+	Wait      time.Duration
+	Partition *int
+	Offset    *int64
+}
+
+// CreateTopic creates a topic and returns the record the broker answers.
+func (b *Broker) CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
+	var rec messages.TopicInfo
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rec, fmt.Errorf("encode create topic %q: %w", req.Name, err)
+	}
+	resp, _, err := b.do(ctx, http.MethodPost, "/v1/topics", nil, body, "application/json", 0, http.StatusCreated)
+	if err != nil {
+		return rec, fmt.Errorf("create topic %q: %w", req.Name, err)
+	}
+	if err := decodeJSON(resp, &rec); err != nil {
+		return rec, fmt.Errorf("create topic %q: %w", req.Name, err)
+	}
+	return rec, nil
+}
+
+// ListTopics fetches one page; limit 0 leaves the page size to the server.
+func (b *Broker) ListTopics(ctx context.Context, limit int, pageToken string) (messages.TopicPage, error) {
+	var page messages.TopicPage
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if pageToken != "" {
+		q.Set("page_token", pageToken)
+	}
+	resp, _, err := b.do(ctx, http.MethodGet, "/v1/topics", q, nil, "", 0, http.StatusOK)
+	if err != nil {
+		return page, fmt.Errorf("list topics: %w", err)
+	}
+	if err := decodeJSON(resp, &page); err != nil {
+		return page, fmt.Errorf("list topics: %w", err)
+	}
+	return page, nil
+}
+
+// GetTopic returns a topic's record and its per-partition stats.
+func (b *Broker) GetTopic(ctx context.Context, name string) (messages.TopicDetails, error) {
+	var d messages.TopicDetails
+	p, err := topicPath(name, "")
+	if err != nil {
+		return d, err
+	}
+	resp, _, err := b.do(ctx, http.MethodGet, p, nil, nil, "", 0, http.StatusOK)
+	if err != nil {
+		return d, fmt.Errorf("get topic %q: %w", name, err)
+	}
+	if err := decodeJSON(resp, &d); err != nil {
+		return d, fmt.Errorf("get topic %q: %w", name, err)
+	}
+	return d, nil
+}
+
+// DeleteTopic deletes a topic, its messages and its in-flight leases.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	p, err := topicPath(name, "")
+	if err != nil {
+		return err
+	}
+	if _, _, err := b.do(ctx, http.MethodDelete, p, nil, nil, "", 0, http.StatusNoContent); err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// Produce sends one message. An empty key lets the server pick one; a
+// non-nil partition overrides the key. It returns nil once the broker
+// answered 202 (the record is durable on the accepting node).
+func (b *Broker) Produce(ctx context.Context, topic string, body []byte, key string, partition *int) error {
+	p, err := topicPath(topic, "produce")
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if key != "" {
+		q.Set("key", key)
+	}
+	if partition != nil {
+		q.Set("partition", strconv.Itoa(*partition))
+	}
+	if _, _, err := b.do(ctx, http.MethodPost, p, q, body, "application/octet-stream", 0, http.StatusAccepted); err != nil {
+		return fmt.Errorf("produce to %q: %w", topic, err)
+	}
+	return nil
+}
+
+// Consume fetches one message, or returns nil, nil when the broker had
+// none within opts.Wait (204).
+func (b *Broker) Consume(ctx context.Context, topic string, opts ConsumeOptions) (*messages.MessageInfo, error) {
+	p, err := topicPath(topic, "consume")
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if opts.Wait > 0 {
+		q.Set("wait", opts.Wait.String())
+	}
+	if opts.Partition != nil {
+		q.Set("partition", strconv.Itoa(*opts.Partition))
+	}
+	if opts.Offset != nil {
+		q.Set("offset", strconv.FormatInt(*opts.Offset, 10))
+	}
+	resp, status, err := b.do(ctx, http.MethodGet, p, q, nil, "", opts.Wait, http.StatusOK, http.StatusNoContent)
+	if err != nil {
+		return nil, fmt.Errorf("consume from %q: %w", topic, err)
+	}
+	if status == http.StatusNoContent {
+		return nil, nil
+	}
+	var m messages.MessageInfo
+	if err := decodeJSON(resp, &m); err != nil {
+		return nil, fmt.Errorf("consume from %q: %w", topic, err)
+	}
+	return &m, nil
+}
+
+// Ack settles a delivered message for good.
+func (b *Broker) Ack(ctx context.Context, topic, handle string) error {
+	return b.settle(ctx, "ack", topic, handle, "")
+}
+
+// Extend restarts the lease of a delivered message with a full visibility
+// timeout; the handle keeps working.
+func (b *Broker) Extend(ctx context.Context, topic, handle string) error {
+	return b.settle(ctx, "extend", topic, handle, "true")
+}
+
+// Nack releases a delivered message for redelivery right away; the handle
+// is dead afterwards.
+func (b *Broker) Nack(ctx context.Context, topic, handle string) error {
+	return b.settle(ctx, "nack", topic, handle, "0")
+}
+
+func (b *Broker) settle(ctx context.Context, what, topic, handle, extend string) error {
+	p, err := topicPath(topic, "ack")
+	if err != nil {
+		return err
+	}
+	if handle == "" {
+		return fmt.Errorf("%s on %q: empty receipt handle", what, topic)
+	}
+	// Handles are opaque: they go back query-escaped, exactly as received.
+	q := url.Values{"receipt_handle": {handle}}
+	if extend != "" {
+		q.Set("extend", extend)
+	}
+	if _, _, err := b.do(ctx, http.MethodPost, p, q, nil, "", 0, http.StatusNoContent); err != nil {
+		return fmt.Errorf("%s on %q: %w", what, topic, err)
+	}
+	return nil
+}
+
+// topicPath builds /v1/topics/{topic}[/suffix]. The name is path-escaped
+// even though the contract's name regex needs no escaping, so that a bad
+// name reaches the server as the user typed it and gets the server's 400.
+func topicPath(topic, suffix string) (string, error) {
+	if topic == "" {
+		return "", errors.New("topic name is empty")
+	}
+	p := "/v1/topics/" + url.PathEscape(topic)
+	if suffix != "" {
+		p += "/" + suffix
+	}
+	return p, nil
+}
