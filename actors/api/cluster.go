@@ -71,17 +71,16 @@ func (h *handlers) decommission(w http.ResponseWriter, r *http.Request) {
 // cancelDecommission clears the drain flag; the planner may then give the
 // node partitions again.
 func (h *handlers) cancelDecommission(w http.ResponseWriter, r *http.Request) {
-	err := h.node.CancelDecommission(r.Context(), r.PathValue("id"))
-	switch {
-	case err == nil:
-		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, "member not found")
-	case errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusBadRequest, invalidText(err))
-	case errors.Is(err, ErrUnavailable):
-		writeError(w, http.StatusServiceUnavailable, textControlPlane)
-	default:
-		writeError(w, http.StatusInternalServerError, "cancel decommission failed")
+	if err := h.node.CancelDecommission(r.Context(), r.PathValue("id")); err != nil {
+		writeFailure(w, err, cancelDecommissionAnswers, http.StatusInternalServerError, "cancel decommission failed")
+		return
 	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cancelDecommissionAnswers are the answers to a cancel that failed.
+var cancelDecommissionAnswers = []answer{
+	{ErrNotFound, http.StatusNotFound, "member not found"},
+	{ErrInvalid, http.StatusBadRequest, ""},
+	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
 }

@@ -77,29 +77,22 @@ func readRecord(r *http.Request) (Record, *badRequest) {
 	return rec, nil
 }
 
+// produceAnswers are the answers to a refused produce.
+var produceAnswers = []answer{
+	{ErrDraining, http.StatusServiceUnavailable, "node is being decommissioned; produce to another node"},
+	{ErrStopping, http.StatusServiceUnavailable, "node is shutting down"},
+	{ErrBacklogFull, http.StatusServiceUnavailable, "ingress backlog full; retry later"},
+	{ErrIngressFull, http.StatusServiceUnavailable, "ingress queue full; retry later"},
+	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrNoSuchPartition, http.StatusBadRequest, "invalid argument: partition out of range"},
+	{ErrTooLarge, http.StatusRequestEntityTooLarge, textTooLarge},
+	{ErrInvalid, http.StatusBadRequest, ""},
+}
+
 // produceFailed answers a refused produce. Anything unforeseen is 503: the
 // record is surely not accepted, so the client may send it again.
 func produceFailed(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, ErrDraining):
-		writeError(w, http.StatusServiceUnavailable, "node is being decommissioned; produce to another node")
-	case errors.Is(err, ErrStopping):
-		writeError(w, http.StatusServiceUnavailable, "node is shutting down")
-	case errors.Is(err, ErrBacklogFull):
-		writeError(w, http.StatusServiceUnavailable, "ingress backlog full; retry later")
-	case errors.Is(err, ErrIngressFull):
-		writeError(w, http.StatusServiceUnavailable, "ingress queue full; retry later")
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, textTopicNotFound)
-	case errors.Is(err, ErrNoSuchPartition):
-		writeError(w, http.StatusBadRequest, "invalid argument: partition out of range")
-	case errors.Is(err, ErrTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, textTooLarge)
-	case errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusBadRequest, invalidText(err))
-	default:
-		writeError(w, http.StatusServiceUnavailable, "produce failed")
-	}
+	writeFailure(w, err, produceAnswers, http.StatusServiceUnavailable, "produce failed")
 }
 
 // consume is queue mode (a lease, with a handle) or, with partition and
@@ -170,22 +163,28 @@ func readConsume(r *http.Request) (consumeQuery, *badRequest) {
 	return c, nil
 }
 
+// consumeAnswers are the answers to a failed consume or replay.
+var consumeAnswers = []answer{
+	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrNoSuchPartition, http.StatusBadRequest, textBadPartition},
+	// The contract gives an aged-out offset the stale-handle text (§13).
+	{ErrGone, http.StatusGone, textStaleHandle},
+	{ErrUnavailable, http.StatusServiceUnavailable, "partition unavailable; retry later"},
+}
+
 func consumeFailed(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The client went away during a long poll: nobody reads an answer.
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, textTopicNotFound)
-	case errors.Is(err, ErrNoSuchPartition):
-		writeError(w, http.StatusBadRequest, textBadPartition)
-	case errors.Is(err, ErrGone):
-		// The contract gives an aged-out offset the stale-handle text (§13).
-		writeError(w, http.StatusGone, textStaleHandle)
-	case errors.Is(err, ErrUnavailable):
-		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
-	default:
-		writeError(w, http.StatusInternalServerError, "consume failed")
+		return
 	}
+	writeFailure(w, err, consumeAnswers, http.StatusInternalServerError, "consume failed")
+}
+
+// settleAnswers are the answers to a failed ack, extend or nack.
+var settleAnswers = []answer{
+	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrGone, http.StatusGone, textStaleHandle},
+	{ErrAckedAheadFull, http.StatusServiceUnavailable, "acked-ahead set is full; head of queue may be stuck"},
 }
 
 // ack acks, extends or nacks by receipt handle. A malformed handle is
@@ -196,19 +195,11 @@ func (h *handlers) ack(w http.ResponseWriter, r *http.Request) {
 		writeError(w, bad.status, bad.text)
 		return
 	}
-	err := h.node.Settle(r.Context(), r.PathValue("topic"), handle, action)
-	switch {
-	case err == nil:
-		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, textTopicNotFound)
-	case errors.Is(err, ErrGone):
-		writeError(w, http.StatusGone, textStaleHandle)
-	case errors.Is(err, ErrAckedAheadFull):
-		writeError(w, http.StatusServiceUnavailable, "acked-ahead set is full; head of queue may be stuck")
-	default:
-		writeError(w, http.StatusServiceUnavailable, "partition unavailable; retry later")
+	if err := h.node.Settle(r.Context(), r.PathValue("topic"), handle, action); err != nil {
+		writeFailure(w, err, settleAnswers, http.StatusServiceUnavailable, "partition unavailable; retry later")
+		return
 	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // readSettle reads an ack's handle (the first, if several) and action.

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // The errors a Node reports. A Node wraps them with context; the handlers
@@ -72,4 +73,33 @@ func invalidText(err error) string {
 		return ia.Error()
 	}
 	return "invalid argument: " + err.Error()
+}
+
+// An answer is the status and text one route gives an error that wraps
+// err. Each route keeps its own list, tried in order, because the contract
+// words the same sentinel apart per route (§13): a missing partition is
+// "invalid partition" to a consume and "partition out of range" to a
+// produce. A sentinel that wraps another (ErrDraining wraps
+// ErrUnavailable) must come before it.
+type answer struct {
+	err    error
+	status int
+	// text is the body's error text; "" answers the node's own reason
+	// (invalidText), which is what an ErrInvalid carries.
+	text string
+}
+
+// writeFailure answers err with the first of answers that it wraps, and
+// with status and text when it wraps none of them.
+func writeFailure(w http.ResponseWriter, err error, answers []answer, status int, text string) {
+	for _, a := range answers {
+		if errors.Is(err, a.err) {
+			status, text = a.status, a.text
+			if text == "" {
+				text = invalidText(err)
+			}
+			break
+		}
+	}
+	writeError(w, status, text)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -14,23 +13,25 @@ const (
 	maxTopicListLimit     = 1000
 )
 
+// topicAnswers are the answers to a failed topic operation.
+var topicAnswers = []answer{
+	{ErrParentNotFound, http.StatusNotFound, "parent topic not found"},
+	{ErrConflict, http.StatusConflict, "topic already exists"},
+	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrInvalid, http.StatusBadRequest, ""},
+	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
+}
+
 // topicFailed answers a failed topic operation as the contract's §13
 // catalogue says; op names it in the 500 text.
 func topicFailed(w http.ResponseWriter, err error, op string) {
-	switch {
-	case errors.Is(err, ErrParentNotFound):
-		writeError(w, http.StatusNotFound, "parent topic not found")
-	case errors.Is(err, ErrConflict):
-		writeError(w, http.StatusConflict, "topic already exists")
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, textTopicNotFound)
-	case errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusBadRequest, invalidText(err))
-	case errors.Is(err, ErrUnavailable):
-		writeError(w, http.StatusServiceUnavailable, textControlPlane)
-	default:
-		writeError(w, http.StatusInternalServerError, op+" failed")
-	}
+	writeFailure(w, err, topicAnswers, http.StatusInternalServerError, op+" failed")
+}
+
+// statsAnswers are the answers to partition stats that failed.
+var statsAnswers = []answer{
+	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrNoSuchPartition, http.StatusBadRequest, textBadPartition},
 }
 
 func (h *handlers) createTopic(w http.ResponseWriter, r *http.Request) {
@@ -87,17 +88,10 @@ func (h *handlers) getTopic(w http.ResponseWriter, r *http.Request) {
 		only = p
 	}
 	stats, err := h.node.PartitionStats(r.Context(), name, only)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, textTopicNotFound)
-		return
-	case errors.Is(err, ErrNoSuchPartition):
-		writeError(w, http.StatusBadRequest, textBadPartition)
-		return
-	case err != nil:
+	if err != nil {
 		// An owner that cannot be reached fails the request, as the
 		// contract says.
-		writeError(w, http.StatusInternalServerError, "partition stats failed")
+		writeFailure(w, err, statsAnswers, http.StatusInternalServerError, "partition stats failed")
 		return
 	}
 	if stats == nil {
