@@ -117,12 +117,7 @@ func (s *Store) raftMembership(ctx context.Context, shard uint64) (RaftMembershi
 // never accepted again: give the node a fresh one), when it is a member at
 // another address, or when another replica holds raftAddr.
 func (s *Store) AddNonVoter(ctx context.Context, replicaID uint64, raftAddr string) error {
-	if replicaID == 0 || raftAddr == "" {
-		return fmt.Errorf("metastore: add non-voter %d at %q: %w", replicaID, raftAddr, ErrInvalid)
-	}
-	op := fmt.Sprintf("add non-voter %d at %s", replicaID, raftAddr)
-	return s.changeEveryShard(ctx, op, func(m RaftMembership) (bool, error) {
-		role, addr := m.role(replicaID)
+	return s.changeReplicaAt(ctx, "add non-voter", replicaID, raftAddr, func(m RaftMembership, role, addr string) (bool, error) {
 		switch {
 		case role == "removed":
 			return false, fmt.Errorf("replica %d was removed and can never rejoin: %w", replicaID, ErrRefused)
@@ -147,12 +142,7 @@ func (s *Store) AddNonVoter(ctx context.Context, replicaID uint64, raftAddr stri
 // added, removed, or at another address). Promote a non-voter that has
 // caught up (WaitReady on its node): a lagging voter slows every commit.
 func (s *Store) PromoteToVoter(ctx context.Context, replicaID uint64, raftAddr string) error {
-	if replicaID == 0 || raftAddr == "" {
-		return fmt.Errorf("metastore: promote %d at %q: %w", replicaID, raftAddr, ErrInvalid)
-	}
-	op := fmt.Sprintf("promote %d at %s to voter", replicaID, raftAddr)
-	return s.changeEveryShard(ctx, op, func(m RaftMembership) (bool, error) {
-		role, addr := m.role(replicaID)
+	return s.changeReplicaAt(ctx, "promote", replicaID, raftAddr, func(_ RaftMembership, role, addr string) (bool, error) {
 		switch {
 		case role == "voter" && addr == raftAddr:
 			return true, nil
@@ -224,6 +214,24 @@ func (s *Store) moveLeaderOff(ctx context.Context, shard, replica uint64) {
 			s.log.Warn("leadership not moved before removal", "shard", shard, "replica", replica, "to", to, "err", err)
 		}
 	}
+}
+
+// changeReplicaAt runs a change of replicaID at raftAddr on every shard
+// (changeEveryShard); both are needed, since Raft keys a replica by id and
+// reaches it by address. what names the change in errors and the log
+// ("add non-voter 4 at 10.0.0.4:7950"), and decide gets the replica's role
+// and address in each shard's membership (RaftMembership.role).
+func (s *Store) changeReplicaAt(ctx context.Context, what string, replicaID uint64, raftAddr string,
+	decide func(m RaftMembership, role, addr string) (done bool, err error),
+	request func(context.Context, uint64) error) error {
+	if replicaID == 0 || raftAddr == "" {
+		return fmt.Errorf("metastore: %s %d at %q: %w", what, replicaID, raftAddr, ErrInvalid)
+	}
+	op := fmt.Sprintf("%s %d at %s", what, replicaID, raftAddr)
+	return s.changeEveryShard(ctx, op, func(m RaftMembership) (bool, error) {
+		role, addr := m.role(replicaID)
+		return decide(m, role, addr)
+	}, request)
 }
 
 // changeEveryShard runs one membership change on every shard in order.
