@@ -334,23 +334,32 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	}
 	s := newMetaState()
 	s.index = snap.Index
-	for _, t := range snap.Topics {
-		if _, dup := s.topics[t.Name]; dup {
-			return nil, fmt.Errorf("metastore: metadata snapshot lists topic %q twice", t.Name)
-		}
-		s.topics[t.Name] = t
-		s.names = append(s.names, t.Name)
+	var err error
+	if s.names, err = indexSnapshot("topic", snap.Topics, func(t messages.Topic) string { return t.Name }, s.topics); err != nil {
+		return nil, err
 	}
-	slices.Sort(s.names)
-	for _, m := range snap.Members {
-		if _, dup := s.members[m.ID]; dup {
-			return nil, fmt.Errorf("metastore: metadata snapshot lists member %q twice", m.ID)
-		}
-		s.members[m.ID] = m
-		s.memberIDs = append(s.memberIDs, m.ID)
+	if s.memberIDs, err = indexSnapshot("member", snap.Members, func(m messages.Member) string { return m.ID }, s.members); err != nil {
+		return nil, err
 	}
-	slices.Sort(s.memberIDs)
 	return s, nil
+}
+
+// indexSnapshot puts a snapshot's list of what (topics, members) into m by
+// key and returns the keys sorted, as metaState keeps them for listings.
+// A key listed twice is a damaged snapshot: which record would win is
+// not for a replica to guess.
+func indexSnapshot[T any](what string, list []T, key func(T) string, m map[string]T) ([]string, error) {
+	var keys []string
+	for _, v := range list {
+		k := key(v)
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("metastore: metadata snapshot lists %s %q twice", what, k)
+		}
+		m[k] = v
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, nil
 }
 
 // cloneTopic copies t so that a caller can never alias the state's slices.
