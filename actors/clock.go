@@ -2,12 +2,20 @@ package actors
 
 import "time"
 
-// clock is the time the actors' decisions read: a partition's handoff
-// freeze, leases and consumer-flush timer, and the dispatcher's retries and
-// reroute grace. Config.clock nil is the wall clock; tests hand a node a
-// fake one, so that none of them waits for a threshold to pass. Record,
-// segment and retention times stay on the wall clock: clients read them
-// and compare them with their own.
+// clock is the time the actors' decisions about one partition read: its
+// handoff freeze, its leases and consumer-flush timer, and the
+// dispatcher's retries and reroute grace. Config.clock nil is the wall
+// clock; tests hand a node a fake one, so that none of them waits for a
+// threshold to pass.
+//
+// On the wall clock stay: record, segment and retention times (clients
+// read them and compare them with their own); and the cadences that pace
+// a whole cluster: heartbeats, the controller's liveness pass and the move
+// runner's tick. A test that moves a fake clock by whole freeze TTLs would
+// otherwise find every member silent for that long and dead. Their
+// decisions are pure functions of the time they are handed
+// (membership.Tracker.Observe, scanDue), tested with times of the test's
+// choosing.
 type clock interface {
 	Now() time.Time
 	// AfterFunc calls f on a goroutine of its own once d has passed.

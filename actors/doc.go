@@ -4,11 +4,14 @@
 // admin verbs (admin.go) in domain terms.
 //
 // Where to start: node.go (Node, what runs and in which order), then
-// partition.go (the one actor that touches a partition's log; its handoff
-// freeze is decided by actors/freeze), dispatcher.go (ingress WAL to
-// partition commits), mover.go and moveworker.go (moves onto this node,
-// decided by actors/move), and the Node's domain methods: produce.go,
-// consume.go, topics.go, moves.go, members.go, decommission.go.
+// router.go (where a partition lives, and how a request reaches it, here
+// or on a peer), partition.go (the one actor that touches a partition's
+// log; its handoff freeze is decided by actors/freeze), dispatcher.go
+// (ingress WAL to partition commits), mover.go and moveworker.go (moves
+// onto this node, decided by actors/move), and the Node's domain methods:
+// produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
+// Each actor sees the metastore through the small interfaces of roles.go,
+// so it can be run against a fake (partitions_test.go).
 //
 // The tree on one node:
 //
