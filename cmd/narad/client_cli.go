@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/naradmq/narad/cmd/narad/client"
@@ -374,8 +373,7 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION\tVISIBILITY\tROLE")
+	tw := newTable(stdout, "NAME\tPARTITIONS\tRETENTION\tVISIBILITY\tROLE")
 	for _, t := range topics {
 		retention := "forever"
 		if t.RetentionMs > 0 {

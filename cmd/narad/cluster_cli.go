@@ -180,12 +180,11 @@ func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool) er
 
 // printMembers prints the admin "members" answer as a table.
 func printMembers(w io.Writer, subject string, data []byte) error {
-	var reply messages.AdminMemberList
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("%s answered %q: %w", subject, data, err)
+	reply, err := decodeAnswer[messages.AdminMemberList](subject, data)
+	if err != nil {
+		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
+	tw := newTable(w, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
 	for _, m := range reply.Members {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
 		if m.DecommissionBlocked != "" {
@@ -198,12 +197,11 @@ func printMembers(w io.Writer, subject string, data []byte) error {
 
 // printTopics prints the admin "topics" answer as a table.
 func printTopics(w io.Writer, subject string, data []byte) error {
-	var reply messages.AdminTopicList
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("%s answered %q: %w", subject, data, err)
+	reply, err := decodeAnswer[messages.AdminTopicList](subject, data)
+	if err != nil {
+		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPARTITIONS\tRETENTION\tINCARNATION\tOWNERS\tUNPLACED")
+	tw := newTable(w, "NAME\tPARTITIONS\tRETENTION\tINCARNATION\tOWNERS\tUNPLACED")
 	for _, t := range reply.Topics {
 		owners := make([]string, 0, len(t.Owners))
 		for _, id := range slices.Sorted(maps.Keys(t.Owners)) {
@@ -218,16 +216,15 @@ func printTopics(w io.Writer, subject string, data []byte) error {
 // printMoves prints the admin "moves" answer as a table, with each
 // destination's progress when it came with the answer.
 func printMoves(w io.Writer, subject string, data []byte) error {
-	var reply messages.MoveList
-	if err := json.Unmarshal(data, &reply); err != nil {
-		return fmt.Errorf("%s answered %q: %w", subject, data, err)
+	reply, err := decodeAnswer[messages.MoveList](subject, data)
+	if err != nil {
+		return err
 	}
 	if len(reply.Moves) == 0 {
 		fmt.Fprintln(w, "no moves: every partition is where the placement wants it")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tFROM\tTO\tSIDES\tBLOCKED\tPROGRESS")
+	tw := newTable(w, "TOPIC\tPARTITION\tFROM\tTO\tSIDES\tBLOCKED\tPROGRESS")
 	for _, m := range reply.Moves {
 		sides := m.FromStatus + "/" + m.ToStatus
 		if sides == "/" {
@@ -247,6 +244,24 @@ func printMoves(w io.Writer, subject string, data []byte) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", m.Topic, m.Partition, m.From, m.To, sides, blocked, progress)
 	}
 	return tw.Flush()
+}
+
+// decodeAnswer decodes an admin answer. One that does not decode is quoted
+// in the error: the node may run another version than the CLI.
+func decodeAnswer[T any](subject string, data []byte) (T, error) {
+	var reply T
+	if err := json.Unmarshal(data, &reply); err != nil {
+		return reply, fmt.Errorf("%s answered %q: %w", subject, data, err)
+	}
+	return reply, nil
+}
+
+// newTable starts a table of tab-separated columns under header, aligned
+// when the caller flushes it; every table the CLI prints looks the same.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
