@@ -210,15 +210,24 @@ func (s *Staging) WriteChunk(name string, pos int64, data []byte) error {
 // large copy's sealed segments become durable as they complete (rule V6)
 // and do not hold descriptors. Install syncs whatever is not sealed.
 func (s *Staging) SealSegment(name string) error {
+	if err := s.syncFile(name, "seal"); err != nil {
+		return err
+	}
+	return s.closeFile(name)
+}
+
+// syncFile fsyncs a staged file and records it durable, so that Install
+// does not sync it again; op names the step in the error.
+func (s *Staging) syncFile(name, op string) error {
 	f, err := s.file(name)
 	if err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("seal %s: %w", name, err)
+		return fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	s.synced[name] = true
-	return s.closeFile(name)
+	return nil
 }
 
 // Verify checks that the staged copy recovers to exactly hwm. A copy that
@@ -432,14 +441,9 @@ func (s *Staging) syncFiles() error {
 		if !e.Type().IsRegular() || s.synced[name] {
 			continue
 		}
-		f, err := s.file(name)
-		if err != nil {
+		if err := s.syncFile(name, "sync staged"); err != nil {
 			return err
 		}
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync staged %s: %w", name, err)
-		}
-		s.synced[name] = true
 	}
 	return s.closeFiles()
 }
