@@ -147,13 +147,14 @@ func newCommandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 
 // parseInterspersed parses flags that may come before, between or after
 // positional arguments (narad produce orders --key k body), stopping at
-// "--". It returns the positional arguments.
+// "--". It returns the positional arguments; an error names the command,
+// as every error of a command does.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var positional []string
 	// Each round takes at least one argument, so len(args)+1 rounds suffice.
 	for range len(args) + 1 {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", fs.Name(), err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -166,6 +167,34 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 	return positional, nil
+}
+
+// connect returns a client for the broker at server; an error names the
+// command.
+func connect(fs *flag.FlagSet, server string) (*client.Broker, error) {
+	c, err := client.New(server, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	return c, nil
+}
+
+// parseTopicCommand parses the arguments of a command that takes one topic
+// name and nothing else (topics get, topics delete) and connects to the
+// --server it was given.
+func parseTopicCommand(fs *flag.FlagSet, server *string, args []string) (string, *client.Broker, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(pos) != 1 {
+		return "", nil, usageErr(fs, "want one topic name, got %d arguments", len(pos))
+	}
+	c, err := connect(fs, *server)
+	if err != nil {
+		return "", nil, err
+	}
+	return pos[0], c, nil
 }
 
 // wasSet reports which flags were given on the command line, so that an
@@ -234,7 +263,7 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	fs, f := newTopicsCreateFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("topics create: %w", err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
@@ -286,9 +315,9 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 		req.Schema = doc
 	}
 
-	c, err := client.New(*f.server, client.Options{})
+	c, err := connect(fs, *f.server)
 	if err != nil {
-		return fmt.Errorf("topics create: %w", err)
+		return err
 	}
 	rec, err := c.CreateTopic(ctx, req)
 	if err != nil {
@@ -328,7 +357,7 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs, f := newTopicsListFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("topics list: %w", err)
+		return err
 	}
 	if len(pos) != 0 {
 		return usageErr(fs, "unexpected arguments %q", pos)
@@ -336,9 +365,9 @@ func runTopicsList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *f.limit < 1 {
 		return usageErr(fs, "--limit must be positive, got %d", *f.limit)
 	}
-	c, err := client.New(*f.server, client.Options{})
+	c, err := connect(fs, *f.server)
 	if err != nil {
-		return fmt.Errorf("topics list: %w", err)
+		return err
 	}
 
 	var topics []messages.TopicInfo
@@ -399,18 +428,11 @@ func newTopicsGetFlags(stderr io.Writer) (*flag.FlagSet, *string) {
 
 func runTopicsGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, server := newTopicsGetFlags(stderr)
-	pos, err := parseInterspersed(fs, args)
+	topic, c, err := parseTopicCommand(fs, server, args)
 	if err != nil {
-		return fmt.Errorf("topics get: %w", err)
+		return err
 	}
-	if len(pos) != 1 {
-		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
-	}
-	c, err := client.New(*server, client.Options{})
-	if err != nil {
-		return fmt.Errorf("topics get: %w", err)
-	}
-	d, err := c.GetTopic(ctx, pos[0])
+	d, err := c.GetTopic(ctx, topic)
 	if err != nil {
 		return err
 	}
@@ -424,21 +446,14 @@ func newTopicsDeleteFlags(stderr io.Writer) (*flag.FlagSet, *string) {
 
 func runTopicsDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, server := newTopicsDeleteFlags(stderr)
-	pos, err := parseInterspersed(fs, args)
+	topic, c, err := parseTopicCommand(fs, server, args)
 	if err != nil {
-		return fmt.Errorf("topics delete: %w", err)
-	}
-	if len(pos) != 1 {
-		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
-	}
-	c, err := client.New(*server, client.Options{})
-	if err != nil {
-		return fmt.Errorf("topics delete: %w", err)
-	}
-	if err := c.DeleteTopic(ctx, pos[0]); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "deleted topic %s\n", pos[0])
+	if err := c.DeleteTopic(ctx, topic); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted topic %s\n", topic)
 	return nil
 }
 
@@ -464,7 +479,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs, f := newProduceFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("produce: %w", err)
+		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
 		return usageErr(fs, "want a topic and at most one body, got %d arguments", len(pos))
@@ -500,9 +515,9 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("produce: body is %d bytes, the limit is %d", len(body), maxMessageBytes)
 	}
 
-	c, err := client.New(*f.server, client.Options{})
+	c, err := connect(fs, *f.server)
 	if err != nil {
-		return fmt.Errorf("produce: %w", err)
+		return err
 	}
 	return c.Produce(ctx, pos[0], body, *f.key, partition)
 }
@@ -563,7 +578,7 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs, f := newConsumeFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return fmt.Errorf("consume: %w", err)
+		return err
 	}
 	if len(pos) != 1 {
 		return usageErr(fs, "want one topic, got %d arguments", len(pos))
@@ -602,9 +617,9 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		limit = 1
 	}
 
-	c, err := client.New(*f.server, client.Options{})
+	c, err := connect(fs, *f.server)
 	if err != nil {
-		return fmt.Errorf("consume: %w", err)
+		return err
 	}
 	cs := consumeSession{c: c, topic: topic, stderr: stderr}
 	enc := json.NewEncoder(stdout)
