@@ -11,6 +11,12 @@
 // Duplicates are allowed (the broker is at-least-once) and only counted.
 // Messages are told apart by an id the producer embeds in the body; see
 // MakeBody and ParseBody. Load runs, crash tests and cluster tests share it.
+//
+// Start with History in history.go: a client calls Produced (or
+// ProduceFailed), Consumed and Acked as it goes, HighWatermark once the run
+// has drained, and Check judges it all into a Report. body.go is the
+// message side: the id in the body, and Delivered for a test that holds a
+// raw consume response.
 package history
 
 import (

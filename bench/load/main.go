@@ -24,6 +24,12 @@
 // Message ids carry a per-run prefix, so leftovers of an earlier run on the
 // same topic are acked and counted as foreign instead of being reported as
 // phantoms. The driver only targets loopback addresses.
+//
+// Start with run in main.go: it makes one client per -server (broker.go,
+// over cmd/narad/client), execute runs the producer and consumer workers
+// against them, and summarize (summary.go) turns what the workers counted
+// and the bench/history check into the report. progress.go draws the live
+// line, stats.go computes the latency figures.
 package main
 
 import (

@@ -15,6 +15,10 @@
 // or several runs concatenated) is summarised by its median ns/op by
 // default: on a shared machine noise only ever slows a run down, and a
 // single stalled run should not move the ratio (-stat mean|median|min).
+//
+// Everything is in main.go; start with run: parse groups the result lines
+// by name, member.summarise reduces each member's runs to one ns/op, and
+// run prints each member against its group's baseline.
 package main
 
 import (

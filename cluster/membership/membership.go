@@ -1,5 +1,7 @@
 // Package membership is the pure core of member liveness, run by the node
-// that leads the metadata shard.
+// that leads the metadata shard. Start with Tracker.Observe in
+// membership.go: it is where a member is found dead, or alive again, and
+// the Transitions it answers are all the leader proposes.
 //
 // Each node bumps its own heartbeat counter in the metadata shard
 // (metastore.Store.Heartbeat) every HeartbeatInterval. A Raft state machine

@@ -2,6 +2,12 @@
 // with everything embedded (the one-command default), `narad serve` runs one
 // node from flags and NARAD_* variables, and the other commands are the
 // client CLI over HTTP.
+//
+// Start with run in main.go, which hands each command to its file:
+// server.go runs nodes (runDev, runServe, runNATS), client_cli.go the
+// topics, produce and consume commands over the HTTP client in
+// cmd/narad/client, and cluster_cli.go the cluster commands, which ask the
+// NATS admin verbs instead.
 package main
 
 import (
