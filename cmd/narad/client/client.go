@@ -13,7 +13,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -247,7 +246,7 @@ func (b *Broker) settle(ctx context.Context, what, topic, handle, extend string)
 		return err
 	}
 	if handle == "" {
-		return fmt.Errorf("%s on %q: empty receipt handle", what, topic)
+		return fmt.Errorf("%s on %q: empty receipt handle: %w", what, topic, ErrInvalid)
 	}
 	// Handles are opaque: they go back query-escaped, exactly as received.
 	q := url.Values{"receipt_handle": {handle}}
@@ -265,7 +264,7 @@ func (b *Broker) settle(ctx context.Context, what, topic, handle, extend string)
 // name reaches the server as the user typed it and gets the server's 400.
 func topicPath(topic, suffix string) (string, error) {
 	if topic == "" {
-		return "", errors.New("topic name is empty")
+		return "", fmt.Errorf("topic name is empty: %w", ErrInvalid)
 	}
 	p := "/v1/topics/" + url.PathEscape(topic)
 	if suffix != "" {

@@ -24,6 +24,16 @@ const (
 	maxErrorBytes = 4 << 10
 )
 
+// The client's own errors, besides StatusError and the transport's.
+var (
+	// ErrInvalid is a call the client refused to send: an empty topic
+	// name or receipt handle.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrProtocol is an answer outside the contract: a 2xx the call does
+	// not expect, a body too large or that does not decode.
+	ErrProtocol = errors.New("answer outside the contract")
+)
+
 // StatusError is a non-2xx answer from the broker.
 type StatusError struct {
 	Method string
@@ -88,14 +98,14 @@ func (b *Broker) do(ctx context.Context, method, path string, q url.Values, body
 		return nil, resp.StatusCode, fmt.Errorf("%s %s: read response: %w", method, path, err)
 	}
 	if len(raw) > maxResponseBytes {
-		return nil, resp.StatusCode, fmt.Errorf("%s %s: response larger than %d bytes", method, path, maxResponseBytes)
+		return nil, resp.StatusCode, fmt.Errorf("%s %s: response larger than %d bytes: %w", method, path, maxResponseBytes, ErrProtocol)
 	}
 	for _, w := range want {
 		if resp.StatusCode == w {
 			return raw, resp.StatusCode, nil
 		}
 	}
-	return nil, resp.StatusCode, fmt.Errorf("%s %s: unexpected status %d", method, path, resp.StatusCode)
+	return nil, resp.StatusCode, fmt.Errorf("%s %s: unexpected status %d: %w", method, path, resp.StatusCode, ErrProtocol)
 }
 
 // errorText picks the message out of an error body: the JSON "error" field
@@ -113,7 +123,7 @@ func errorText(status int, raw []byte) string {
 
 func decodeJSON(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("decode response: %w", err)
+		return fmt.Errorf("decode response: %w: %w", err, ErrProtocol)
 	}
 	return nil
 }

@@ -8,13 +8,15 @@ import (
 )
 
 // IsRetryable reports whether the contract's retry guidance says to try
-// again: 502, 503 and transport errors, never another 4xx or 5xx.
+// again: 502, 503 and transport errors, never another 4xx or 5xx. A call
+// the client refused to send (ErrInvalid) or an answer outside the
+// contract (ErrProtocol) would fail the same way again.
 func IsRetryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.Status == http.StatusBadGateway || se.Status == http.StatusServiceUnavailable
 	}
-	return err != nil && !errors.Is(err, context.Canceled)
+	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrProtocol)
 }
 
 // Backoff is the pause before retry number attempt (from 1): first,
