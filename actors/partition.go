@@ -42,7 +42,9 @@ type synced struct {
 
 // partitionActor is the only code that touches one partition's log and
 // consumer state: commits, reservations, acks, replay reads and stats all
-// arrive as messages, one at a time.
+// arrive as messages, one at a time. The one exception is the fsync of a
+// write, which runs on a goroutine of its own (kick) so that consumes are
+// served meanwhile; Log.Sync is safe beside the actor's reads.
 type partitionActor struct {
 	deps
 	key  messages.PartitionKey
