@@ -115,6 +115,10 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 			w.position = e.position // rule F4: the in-memory frontier
 		}
 		ev = e.frozen
+	case move.Installed:
+		if e.Err == nil {
+			w.staging = nil // renamed into place: the copy is the partition now
+		}
 	}
 	w.step(ctx, ev)
 }
@@ -279,7 +283,13 @@ func (w *moveWorker) after(ctx actor.Context, d time.Duration, ev any) {
 func (w *moveWorker) effect(ctx actor.Context, f any) {
 	switch e := f.(type) {
 	case move.Fetch:
-		w.run(ctx, func(c context.Context) any { return w.fetch(c, e.Final) })
+		s, err := w.openStaging()
+		w.run(ctx, func(c context.Context) any {
+			if err != nil {
+				return fetched{pass: move.PassDone{Err: err}}
+			}
+			return w.fetch(c, s, e.Final)
+		})
 	case move.PrepareHandoff:
 		// The freeze requests carry when they were sent, taken before the
 		// request goes out: the source's freeze holds at least TTL past it
@@ -304,11 +314,18 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
 		})
 	case move.Verify:
-		w.run(ctx, func(context.Context) any { return w.verify(e.HWM) })
+		s, err := w.openStaging()
+		w.run(ctx, func(context.Context) any { return w.verify(s, err, e.HWM) })
 	case move.DiscardCopy:
 		w.discard()
 	case move.Install:
-		w.run(ctx, func(context.Context) any { return w.install(e.HWM, e.Force) })
+		in, err := w.installInput(e.HWM, e.Force)
+		w.run(ctx, func(context.Context) any {
+			if err != nil {
+				return move.Installed{Err: err}
+			}
+			return w.install(in)
+		})
 	case move.ProposeFlip:
 		hwm := w.state.FinalHWM
 		w.run(ctx, func(c context.Context) any { return w.flip(c, hwm) })
@@ -348,7 +365,9 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	}
 }
 
-// openStaging opens (or resumes) this partition's staging copy.
+// openStaging opens (or resumes) this partition's staging copy. Only the
+// actor calls it: an effect's goroutine is handed the copy, and the
+// worker's fields stay the actor's own.
 func (w *moveWorker) openStaging() (*storage.Staging, error) {
 	if w.staging != nil {
 		return w.staging, nil
@@ -374,7 +393,7 @@ func (w *moveWorker) discard() {
 
 // fetch is one copy pass: a listing from the source, then every byte the
 // copy lacks, in chunks (rules C1, C4, C6).
-func (w *moveWorker) fetch(ctx context.Context, final bool) any {
+func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, final bool) any {
 	if f := w.cfg.faults; f != nil && f.movePass != nil {
 		f.movePass(ctx, w.key, final)
 	}
@@ -389,7 +408,7 @@ func (w *moveWorker) fetch(ctx context.Context, final bool) any {
 	if f := w.cfg.faults; f != nil && f.moveListed != nil {
 		f.moveListed(ctx, w.key, ls.HWM)
 	}
-	copied, err := w.copyListed(ctx, ls)
+	copied, err := w.copyListed(ctx, s, ls)
 	if err != nil {
 		// The listing still counts: the copy must reach its HWM before
 		// any force-promote (rule P4).
@@ -400,11 +419,7 @@ func (w *moveWorker) fetch(ctx context.Context, final bool) any {
 
 // copyListed brings the staging copy to the listing: reconcile, then each
 // missing range chunk by chunk; a sealed segment is synced as it completes.
-func (w *moveWorker) copyListed(ctx context.Context, ls *messages.PartitionListing) (int64, error) {
-	s, err := w.openStaging()
-	if err != nil {
-		return 0, err
-	}
+func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *messages.PartitionListing) (int64, error) {
 	listing := toStorageListing(ls)
 	if err := s.Reconcile(listing); err != nil {
 		return 0, err
@@ -496,8 +511,7 @@ func (w *moveWorker) askSource(ctx context.Context, msg any) (any, error) {
 	return w.peer.ask(ctx, w.key, msg)
 }
 
-func (w *moveWorker) verify(hwm int64) any {
-	s, err := w.openStaging()
+func (w *moveWorker) verify(s *storage.Staging, err error, hwm int64) any {
 	if err == nil {
 		err = s.Verify(hwm)
 	}
@@ -508,44 +522,58 @@ func (w *moveWorker) verify(hwm int64) any {
 	return move.Verified{OK: true}
 }
 
+// installInput is what an install needs of the worker, read on the actor
+// before the install runs on its own goroutine.
+type installInput struct {
+	staging  *storage.Staging
+	hwm      int64
+	force    bool
+	position messages.ConsumerPosition
+	lastList *messages.PartitionListing
+	listedAt time.Time
+	topic    messages.Topic
+}
+
+func (w *moveWorker) installInput(hwm int64, force bool) (installInput, error) {
+	s, err := w.openStaging()
+	t, _ := w.store.Topic(w.key.Topic)
+	return installInput{staging: s, hwm: hwm, force: force, position: w.position,
+		lastList: w.lastList, listedAt: w.listedAt, topic: t}, err
+}
+
 // install writes the consumer position clamped to the HWM (rule K6),
 // stamps segment ages, prepares the topic directory for the incarnation
 // (rule V10) and installs the copy with its marker (rules V6-V8).
-func (w *moveWorker) install(hwm int64, force bool) any {
-	s, err := w.openStaging()
-	if err != nil {
-		return move.Installed{Err: err}
-	}
-	st := storage.ConsumerState{Frontier: w.position.Frontier, AckedAhead: w.position.AckedAhead}
+func (w *moveWorker) install(in installInput) any {
+	s := in.staging
+	st := storage.ConsumerState{Frontier: in.position.Frontier, AckedAhead: in.position.AckedAhead}
 	if st.Frontier < -1 {
 		st = storage.EmptyConsumerState()
 	}
-	if c, clamped := storage.ClampConsumerState(st, hwm); clamped {
-		w.deps.log.Warn("move: consumer position past the copy's high watermark; clamped", "partition", partitionKeyString(w.key), "frontier", st.Frontier, "hwm", hwm)
+	if c, clamped := storage.ClampConsumerState(st, in.hwm); clamped {
+		w.deps.log.Warn("move: consumer position past the copy's high watermark; clamped", "partition", partitionKeyString(w.key), "frontier", st.Frontier, "hwm", in.hwm)
 		st = c
 	}
 	if err := storage.SaveConsumerState(s.Dir(), st, true); err != nil {
 		return move.Installed{Err: err}
 	}
-	if w.lastList != nil {
-		if err := s.StampAges(toStorageListing(w.lastList), w.listedAt, time.Now()); err != nil {
+	if in.lastList != nil {
+		if err := s.StampAges(toStorageListing(in.lastList), in.listedAt, time.Now()); err != nil {
 			w.deps.log.Warn("move: stamp segment ages", "partition", partitionKeyString(w.key), "err", err)
 		}
 	}
 	if err := prepareTopicDir(w.cfg.DataDir, w.key, w.deps.log); err != nil {
 		return move.Installed{Err: err}
 	}
-	t, _ := w.store.Topic(w.key.Topic)
 	res, err := s.Install(w.installDir, storage.InstallOptions{
-		Marker: storage.Marker{PromotedHWM: hwm, ForcePromoted: force, SourceNode: w.source},
-		Now:    time.Now(), RetentionAge: msDuration(t.RetentionMs)})
+		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source},
+		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs)})
 	if err != nil {
 		return move.Installed{Err: err}
 	}
 	if res.Quarantined != "" {
 		w.deps.log.Error("move: an earlier copy at the partition's path held unexpired records; set aside", "partition", partitionKeyString(w.key), "quarantine", res.Quarantined)
 	}
-	w.staging = nil
 	return move.Installed{}
 }
 
