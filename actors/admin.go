@@ -142,7 +142,8 @@ func (n *Node) requestJoin(ctx context.Context) error {
 // heartbeat sends itself; the rest is served once the actors run
 // (serveNATS).
 func (n *Node) connectNATS(ctx context.Context) error {
-	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID, URLs: []string{n.cfg.NATSURL}}, n.log)
+	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID,
+		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout}, n.log)
 	if err != nil {
 		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
 	}

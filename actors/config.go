@@ -41,8 +41,9 @@ type Config struct {
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
 
-	// RequestTimeout bounds one request from the API to an actor: a
-	// partition busy with a large commit answers well within it.
+	// RequestTimeout bounds one request to a partition, a local actor's or
+	// a peer's (the transport's own bound is set to it): a partition busy
+	// with a large commit answers well within it.
 	RequestTimeout time.Duration
 	// CommitRetryInterval is how often the dispatcher retries a commit that
 	// a partition refused or did not answer (the seed's "about once a second").
@@ -67,7 +68,7 @@ type Config struct {
 	// crosses NATS as one message, and one that exceeds the server's
 	// max_payload can never be sent; a node refuses to start on a server
 	// whose max_payload cannot carry a commit of this size with its
-	// envelope and headers (peer.go). A config field, not the connection's
+	// envelope and headers (payload.go). A config field, not the connection's
 	// limit read at each send, so the bound is checked once at start and a
 	// reconnect to a server with a smaller limit shows as held commits and
 	// an error, not as silently smaller batches. 2 MiB holds the largest
