@@ -396,7 +396,9 @@ type InstallResult struct {
 //     directories are synced, so the install is durable before it returns
 //     and before anyone proposes the ownership flip.
 //
-// The caller holds the topic's open guard and has closed any Log at target.
+// No Log may be open at target: the caller makes sure of it. (The node has
+// no per-topic open guard yet, rule V9: a move installs only a partition
+// this node does not own, whose actor is therefore not running.)
 func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, error) {
 	if s.done {
 		return InstallResult{}, fmt.Errorf("install %s: %w", s.dir, ErrClosed)
@@ -560,7 +562,7 @@ func (s *Staging) Close() error { return s.closeFiles() }
 
 // RenameBack takes an installed copy off the partition's path and puts it
 // back at its staging path, durably, so a move whose flip did not commit can
-// resume from it. The caller holds the topic's open guard with the log closed.
+// resume from it. No Log may be open at installed (see Install).
 func RenameBack(installed, staging string) error {
 	if _, err := os.Lstat(staging); err == nil {
 		return fmt.Errorf("rename back: %s already exists: %w", staging, ErrInvalid)
