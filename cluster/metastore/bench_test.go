@@ -183,13 +183,14 @@ func runFlips(b *testing.B, stores []*Store, proposers int) {
 // BenchmarkOwnerLookup compares routing's point lookup of one partition's
 // assignment (Assignment) with reading it out of the whole topic
 // (Assignments, which collects and sorts every partition), for topics of
-// 10 and 1,000 partitions on a single in-memory replica:
+// 10, 1,000 and 30,000 partitions (seed 003's scale) on a single in-memory
+// replica. The point lookup's cost must not grow with the topic:
 //
 //	go test ./cluster/metastore -run '^$' -bench OwnerLookup | go run ./bench/ratio
 func BenchmarkOwnerLookup(b *testing.B) {
 	ctx := context.Background()
 	s := openReady(b, ctx, fastConfig(b, "n1"))
-	for _, n := range []int{10, 1000} {
+	for _, n := range []int{10, 1000, 30000} {
 		t, err := s.CreateTopic(ctx, messages.Topic{Name: fmt.Sprintf("t%d", n), Partitions: n})
 		if err != nil {
 			b.Fatal(err)
