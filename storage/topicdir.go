@@ -17,10 +17,11 @@ const incarnationFile = "incarnation"
 // TopicDirPrepared says what PrepareTopicDir found at the topic's path.
 type TopicDirPrepared struct {
 	// Removed is set when a directory of another incarnation (Found), or
-	// one without an incarnation marker holding files, was removed.
+	// one without an incarnation marker holding files, was removed. It
+	// stays false when the removal failed.
 	Removed bool
-	// Found is the incarnation the removed directory named ("" when it
-	// had no marker).
+	// Found is the incarnation the directory to remove named ("" when it
+	// had no marker), whether or not its removal succeeded.
 	Found string
 }
 
@@ -41,20 +42,21 @@ func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepare
 	case err == nil && strings.TrimSpace(string(b)) == want:
 		return out, nil
 	case err == nil || !errors.Is(err, os.ErrNotExist):
-		out = TopicDirPrepared{Removed: true, Found: strings.TrimSpace(string(b))}
+		out.Found = strings.TrimSpace(string(b))
 		if err := os.RemoveAll(dir); err != nil {
 			return out, fmt.Errorf("remove stale topic dir %s: %w", dir, err)
 		}
+		out.Removed = true
 	default:
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			out.Removed = true
 			if err := os.RemoveAll(dir); err != nil {
 				return out, fmt.Errorf("remove unmarked topic dir %s: %w", dir, err)
 			}
+			out.Removed = true
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return out, fmt.Errorf("create topic dir %s: %w", dir, err)
+	if err := mkdirAllSync(dir); err != nil {
+		return out, fmt.Errorf("create topic dir: %w", err)
 	}
 	return out, writeFileSync(filepath.Join(dir, incarnationFile), []byte(want+"\n"))
 }

@@ -70,3 +70,29 @@ func TestPurgePartitionRemovesTheTopicDirWithItsLastPartition(t *testing.T) {
 		t.Fatalf("topic dir after purging the last partition: got %v, want it gone", err)
 	}
 }
+
+func TestPrepareTopicDirDoesNotClaimARemovalThatFailed(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root removes files in a read-only directory")
+	}
+	data := t.TempDir()
+	if _, err := PrepareTopicDir(data, "t", 7); err != nil {
+		t.Fatal(err)
+	}
+	part := PartitionPath(data, "t", 0)
+	if err := os.MkdirAll(part, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(part, "seg"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A read-only partition directory keeps its segment from RemoveAll.
+	if err := os.Chmod(part, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(part, 0o755) })
+	res, err := PrepareTopicDir(data, "t", 8)
+	if err == nil || res.Removed || res.Found != "7" {
+		t.Fatalf("failed removal: got %+v, %v; want an error, Found 7 and Removed false", res, err)
+	}
+}
