@@ -14,7 +14,7 @@ import (
 // Topics sit under topics/ so that a topic name such as ".moves" cannot
 // collide with the node's own directories.
 func PartitionPath(dataDir, topic string, partition int) string {
-	return filepath.Join(dataDir, "topics", topic, strconv.Itoa(partition))
+	return filepath.Join(TopicPath(dataDir, topic), strconv.Itoa(partition))
 }
 
 // StagingPath is where a move stages its copy: <data>/.moves/<topic>-<N>.
