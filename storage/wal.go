@@ -261,17 +261,17 @@ type walSegment struct {
 	size int64
 }
 
+// walRequest is one record waiting for the writer.
 type walRequest struct {
-	frames []byte // encoded frames; the writer fills in seq and crc
-	n      int
+	frame []byte // the encoded frame; the writer fills in seq and crc
 	// done has room for the answer, so the writer never blocks on a caller
 	// that gave up.
 	done chan walResult
 }
 
 type walResult struct {
-	first uint64
-	err   error
+	seq uint64
+	err error
 }
 
 // OpenWAL opens or creates the WAL in dir. It cuts a torn tail off the last
@@ -473,7 +473,7 @@ func (w *WAL) Append(ctx context.Context, rec WALRecord) (uint64, error) {
 		return 0, err
 	}
 	frame := walEncodeUnsealed(make([]byte, 0, walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body))), rec)
-	return w.enqueue(ctx, frame, 1)
+	return w.enqueue(ctx, frame)
 }
 
 func (w *WAL) checkRecord(rec WALRecord) error {
@@ -495,13 +495,12 @@ func (w *WAL) checkRecord(rec WALRecord) error {
 	return nil
 }
 
-// enqueue hands n encoded frames to the writer and waits for the seq of the
-// first one.
-func (w *WAL) enqueue(ctx context.Context, frames []byte, n int) (uint64, error) {
+// enqueue hands one encoded frame to the writer and waits for its seq.
+func (w *WAL) enqueue(ctx context.Context, frame []byte) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	req := &walRequest{frames: frames, n: n, done: make(chan walResult, 1)}
+	req := &walRequest{frame: frame, done: make(chan walResult, 1)}
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -511,15 +510,15 @@ func (w *WAL) enqueue(ctx context.Context, frames []byte, n int) (uint64, error)
 		err := w.broken
 		w.mu.Unlock()
 		return 0, err
-	case w.queuedRecs+n > w.cfg.MaxQueueRecords,
-		w.queuedBytes+int64(len(frames)) > w.cfg.MaxQueueBytes:
+	case w.queuedRecs+1 > w.cfg.MaxQueueRecords,
+		w.queuedBytes+int64(len(frame)) > w.cfg.MaxQueueBytes:
 		recs, size := w.queuedRecs, w.queuedBytes
 		w.mu.Unlock()
 		return 0, fmt.Errorf("wal append: %d records (%d bytes) already queued: %w", recs, size, ErrFull)
 	}
 	w.queue = append(w.queue, req)
-	w.queuedRecs += n
-	w.queuedBytes += int64(len(frames))
+	w.queuedRecs++
+	w.queuedBytes += int64(len(frame))
 	w.mu.Unlock()
 
 	select {
@@ -528,12 +527,12 @@ func (w *WAL) enqueue(ctx context.Context, frames []byte, n int) (uint64, error)
 	}
 	select {
 	case res := <-req.done:
-		return res.first, res.err
+		return res.seq, res.err
 	case <-ctx.Done():
 		// Prefer a real answer that raced with the cancellation.
 		select {
 		case res := <-req.done:
-			return res.first, res.err
+			return res.seq, res.err
 		default:
 			return 0, ctx.Err()
 		}
@@ -559,27 +558,27 @@ func (w *WAL) run() {
 	}
 }
 
-// takeBatch takes queued requests up to the batch caps (always at least one:
-// enqueue refuses anything bigger than a batch).
+// takeBatch takes queued requests, one record each, up to the batch caps. It
+// always takes at least one, and one always fits a batch: Validate requires
+// MaxBatchRecords to be positive and MaxBatchBytes to hold the largest
+// record, and Append refuses records bigger than the config admits.
 func (w *WAL) takeBatch() []*walRequest {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var recs int
 	var size int64
-	k := 0
+	k := 0 // requests taken, and so records
 	for ; k < len(w.queue); k++ {
 		r := w.queue[k]
-		if k > 0 && (recs+r.n > w.cfg.MaxBatchRecords || size+int64(len(r.frames)) > w.cfg.MaxBatchBytes) {
+		if k > 0 && (k >= w.cfg.MaxBatchRecords || size+int64(len(r.frame)) > w.cfg.MaxBatchBytes) {
 			break
 		}
-		recs += r.n
-		size += int64(len(r.frames))
+		size += int64(len(r.frame))
 	}
 	w.batch = append(w.batch[:0], w.queue[:k]...)
 	rest := copy(w.queue, w.queue[k:])
 	clear(w.queue[rest:])
 	w.queue = w.queue[:rest]
-	w.queuedRecs -= recs
+	w.queuedRecs -= k
 	w.queuedBytes -= size
 	return w.batch
 }
@@ -608,7 +607,7 @@ func (w *WAL) commit(batch []*walRequest) {
 	}
 	var size int64
 	for _, r := range batch {
-		size += int64(len(r.frames))
+		size += int64(len(r.frame))
 	}
 	if err := w.rollIfFull(size); err != nil {
 		walAnswerAll(batch, err)
@@ -619,12 +618,9 @@ func (w *WAL) commit(batch []*walRequest) {
 	buf := w.buf[:0]
 	for _, r := range batch {
 		start := len(buf)
-		buf = append(buf, r.frames...)
-		for off := start; off < len(buf); {
-			n := walSealFrame(buf[off:], seq)
-			off += n
-			seq++
-		}
+		buf = append(buf, r.frame...)
+		walSealFrame(buf[start:], seq)
+		seq++
 	}
 	w.buf = buf
 
@@ -656,8 +652,8 @@ func (w *WAL) commit(batch []*walRequest) {
 	w.nextSeq = seq
 	w.mu.Unlock()
 	for _, r := range batch {
-		r.done <- walResult{first: first}
-		first += uint64(r.n)
+		r.done <- walResult{seq: first}
+		first++
 	}
 }
 
