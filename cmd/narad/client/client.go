@@ -225,36 +225,17 @@ func (b *Broker) Consume(ctx context.Context, topic string, opts ConsumeOptions)
 
 // Ack settles a delivered message for good.
 func (b *Broker) Ack(ctx context.Context, topic, handle string) error {
-	return b.settle(ctx, "ack", topic, handle, "")
-}
-
-// Extend restarts the lease of a delivered message with a full visibility
-// timeout; the handle keeps working.
-func (b *Broker) Extend(ctx context.Context, topic, handle string) error {
-	return b.settle(ctx, "extend", topic, handle, "true")
-}
-
-// Nack releases a delivered message for redelivery right away; the handle
-// is dead afterwards.
-func (b *Broker) Nack(ctx context.Context, topic, handle string) error {
-	return b.settle(ctx, "nack", topic, handle, "0")
-}
-
-func (b *Broker) settle(ctx context.Context, what, topic, handle, extend string) error {
 	p, err := topicPath(topic, "ack")
 	if err != nil {
 		return err
 	}
 	if handle == "" {
-		return fmt.Errorf("%s on %q: empty receipt handle: %w", what, topic, ErrInvalid)
+		return fmt.Errorf("ack on %q: empty receipt handle: %w", topic, ErrInvalid)
 	}
 	// Handles are opaque: they go back query-escaped, exactly as received.
 	q := url.Values{"receipt_handle": {handle}}
-	if extend != "" {
-		q.Set("extend", extend)
-	}
 	if _, _, err := b.do(ctx, http.MethodPost, p, q, nil, "", 0, http.StatusNoContent); err != nil {
-		return fmt.Errorf("%s on %q: %w", what, topic, err)
+		return fmt.Errorf("ack on %q: %w", topic, err)
 	}
 	return nil
 }
