@@ -102,12 +102,18 @@ func (r *router) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) 
 }
 
 // request sends msg to a local actor and waits for its answer, within the
-// caller's deadline and at most timeout.
+// caller's deadline and at most timeout. A context already done is refused
+// with its own error (cancelled or past its deadline); once the wait has
+// begun only the deadline ends it, since an actor's answer cannot be
+// withdrawn.
 func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
-	if err := ctx.Err(); err != nil || timeout <= 0 {
+	if timeout <= 0 {
 		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, ErrUnavailable)
 	}
 	res, err := root.RequestFuture(pid, msg, timeout).Result()
