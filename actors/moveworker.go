@@ -216,14 +216,12 @@ func (w *moveWorker) stop() {
 		close(w.stopping)
 	}
 	w.io.Wait()
-	if w.state.Phase != move.Done {
-		a, found := w.assignment()
-		if releaseOnStop(w.state.Installed, a, found, w.cfg.NodeID) {
-			w.release()
-		}
+	a, found := w.assignment()
+	if w.state.Phase != move.Done && releaseOnStop(w.state.Installed, a, found, w.cfg.NodeID) {
+		w.release()
 	}
-	if !w.state.Installed && w.state.Phase != move.Done && w.abandoned() {
-		w.dropAbandonedCopy()
+	if !w.state.Installed && w.state.Phase != move.Done && moveGone(a, found, w.cfg.NodeID) {
+		w.dropAbandonedCopy(a, found)
 	} else if w.staging != nil {
 		w.staging.Close()
 	}
@@ -243,9 +241,14 @@ func (w *moveWorker) stop() {
 // order, so no flip committed before that, and a later one is refused.
 // Otherwise the freeze lapses on its TTL.
 func releaseOnStop(installed bool, a messages.Assignment, found bool, self string) bool {
-	if !installed {
-		return true
-	}
+	return !installed || moveGone(a, found, self)
+}
+
+// moveGone reports a move onto self that is gone (aborted, re-planned, its
+// target cleared, its topic deleted) as the local replica has it: neither
+// owner nor target is self. A node that stops with the move still
+// targeted here keeps the copy to resume from.
+func moveGone(a messages.Assignment, found bool, self string) bool {
 	return !found || (a.Owner != self && a.Target != self)
 }
 
@@ -284,12 +287,7 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	switch e := f.(type) {
 	case move.Fetch:
 		s, err := w.openStaging()
-		w.run(ctx, func(c context.Context) any {
-			if err != nil {
-				return fetched{pass: move.PassDone{Err: err}}
-			}
-			return w.fetch(c, s, e.Final)
-		})
+		w.run(ctx, func(c context.Context) any { return w.fetch(c, s, err, e.Final) })
 	case move.PrepareHandoff:
 		// The freeze requests carry when they were sent, taken before the
 		// request goes out: the source's freeze holds at least TTL past it
@@ -392,8 +390,10 @@ func (w *moveWorker) discard() {
 }
 
 // fetch is one copy pass: a listing from the source, then every byte the
-// copy lacks, in chunks (rules C1, C4, C6).
-func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, final bool) any {
+// copy lacks, in chunks (rules C1, C4, C6). stagingErr is the failure to
+// open the copy: the listing is still asked for, since its HWM counts
+// (rule P4) even when nothing can be copied.
+func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr error, final bool) any {
 	if f := w.cfg.faults; f != nil && f.movePass != nil {
 		f.movePass(ctx, w.key, final)
 	}
@@ -408,7 +408,11 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, final bool) 
 	if f := w.cfg.faults; f != nil && f.moveListed != nil {
 		f.moveListed(ctx, w.key, ls.HWM)
 	}
-	copied, err := w.copyListed(ctx, s, ls)
+	var copied int64
+	err = stagingErr
+	if err == nil {
+		copied, err = w.copyListed(ctx, s, ls)
+	}
 	if err != nil {
 		// The listing still counts: the copy must reach its HWM before
 		// any force-promote (rule P4).
@@ -642,15 +646,6 @@ func describe(res any) string {
 	return fmt.Sprintf("answer %T", res)
 }
 
-// abandoned reports a move that is gone (aborted, re-planned, its target
-// cleared) as this node's replica has it: its copy goes too, rather than
-// waiting for a later attempt. A node that stops with the move still
-// targeted here keeps the copy to resume from.
-func (w *moveWorker) abandoned() bool {
-	a, ok := w.assignment()
-	return !ok || (a.Target != w.cfg.NodeID && a.Owner != w.cfg.NodeID)
-}
-
 // assignment is the partition's assignment in the local replica.
 func (w *moveWorker) assignment() (messages.Assignment, bool) {
 	t, ok := w.store.Topic(w.key.Topic)
@@ -665,14 +660,16 @@ func (w *moveWorker) assignment() (messages.Assignment, bool) {
 // holds records: it may be the only copy left, so it is set aside and
 // logged at error (rule X9). An install whose flip is unconfirmed stays
 // where it is for the stale-copy sweep to judge.
-func (w *moveWorker) dropAbandonedCopy() {
+//
+// a and found are the partition's assignment as stop read it.
+func (w *moveWorker) dropAbandonedCopy(a messages.Assignment, found bool) {
 	s, err := w.openStaging()
 	if err != nil {
 		w.deps.log.Error("move: open the abandoned staging copy", "partition", partitionKeyString(w.key), "err", err)
 		return
 	}
 	owner := w.source
-	if a, ok := w.assignment(); ok {
+	if found {
 		owner = a.Owner
 	}
 	m, member := w.store.Member(owner)
