@@ -95,7 +95,8 @@ func (n *Node) adminTopicsView() messages.AdminTopicList {
 // idempotent, so a joining node retries until it is answered.
 func (n *Node) admit(ctx context.Context, _ string, in messages.JoinRequest) (messages.JoinReply, error) {
 	if !n.ready.Load() {
-		// This node may be the one joining: a ready member answers instead.
+		// The verb is registered just before the node reads ready; a
+		// member that is ready answers the joiner's retry.
 		return messages.JoinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
 	}
 	if in.NodeID == "" || in.ReplicaID == 0 || in.RaftAddr == "" {
@@ -139,8 +140,8 @@ func (n *Node) requestJoin(ctx context.Context) error {
 }
 
 // connectNATS connects the node's transport and serves the ping its
-// heartbeat sends itself; the rest is served once the actors run
-// (serveNATS).
+// heartbeat sends itself and the status verb; the rest is served once the
+// actors run (serveNATS).
 func (n *Node) connectNATS(ctx context.Context) error {
 	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID,
 		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout}, n.log)
@@ -153,7 +154,15 @@ func (n *Node) connectNATS(ctx context.Context) error {
 	if err := n.checkPayload(); err != nil {
 		return err
 	}
-	return t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil })
+	// The status verb reads only the replica, open by now: a node that is
+	// still starting answers it too, with ready false, so that `narad
+	// cluster status` says something during a cold start.
+	return errors.Join(
+		t.Handle(pingService, func(context.Context, string, []byte) ([]byte, error) { return nil, nil }),
+		transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (messages.AdminStatus, error) {
+			return n.statusView(), nil
+		}),
+	)
 }
 
 // serveAdmin registers the admin verbs.
@@ -171,9 +180,6 @@ func (n *Node) serveAdmin(t *transport.Transport) error {
 			return n.adminTopicsView(), nil
 		}),
 		transport.HandleAdminJSON(t, "join", n.admit),
-		transport.HandleAdminJSON(t, "status", func(context.Context, string, struct{}) (messages.AdminStatus, error) {
-			return n.statusView(), nil
-		}),
 	)
 }
 
@@ -192,19 +198,14 @@ func (n *Node) adminDecommission(ctx context.Context, _ string, in messages.Deco
 		return messages.DecommissionReply{Member: in.ID, Verdict: "cancelled"}, nil
 	}
 	v, err := n.Decommission(ctx, in.ID, in.DryRun)
-	out := messages.DecommissionReply{Member: in.ID, Verdict: "ok", Reason: v.Refusal, OwnedPartitions: v.OwnedPartitions}
+	out := v.Reply(in.ID, in.DryRun)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return out, transport.Errorf(404, "member not found")
 	case err != nil:
 		return out, transport.Errorf(transport.StatusUnavailable, "control plane temporarily unavailable")
-	case v.Refusal != "" && in.DryRun:
-		out.Verdict = "refused"
-	case v.Refusal != "":
-		out.Verdict = "refused"
+	case v.Refusal != "" && !in.DryRun:
 		return out, transport.Errorf(409, "%s", v.Refusal)
-	case !in.DryRun:
-		out.Verdict = "draining"
 	}
 	return out, nil
 }
@@ -216,15 +217,10 @@ func (n *Node) adminAbortMove(ctx context.Context, _ string, in messages.AbortMo
 	o := n.AbortMove(ctx, in.Topic, in.Partition, in.Target)
 	out := messages.AbortMoveReply{Topic: in.Topic, Partition: in.Partition, Owner: o.Owner, Target: o.Target,
 		Result: string(o.Result), Error: o.Reason}
-	switch o.Result {
-	case api.Aborted:
+	if o.Result == api.Aborted {
 		return out, nil
-	case api.AbortNotFound:
-		return out, transport.Errorf(404, "%s", abortText(out))
-	case api.AbortUnknown:
-		return out, transport.Errorf(transport.StatusUnavailable, "%s", abortText(out))
 	}
-	return out, transport.Errorf(409, "%s", abortText(out))
+	return out, transport.Errorf(api.AbortStatus(o.Result), "%s", abortText(out))
 }
 
 // abortText is an abort refusal in one line.

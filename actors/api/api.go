@@ -61,13 +61,13 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", h.abortMove)
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", h.decommission)
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", h.cancelDecommission)
-	return recoverPanics(opts, UntilReady(node, mux))
+	return recoverPanics(opts, untilReady(node, mux))
 }
 
-// UntilReady answers the client API 503 until node is ready: HTTP serves
+// untilReady answers the client API 503 until node is ready: HTTP serves
 // from process start (so /healthz answers during recovery), but the
 // metastore replica may still be catching up and the actors not running.
-func UntilReady(node Health, next http.Handler) http.Handler {
+func untilReady(node Health, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") && !node.Ready() && !node.Stopping() {
 			writeError(w, http.StatusServiceUnavailable, "node is starting; retry later")

@@ -126,7 +126,7 @@ func TestAHandlerPanicIs500WithAFixedBodyWithoutNewline(t *testing.T) {
 // before it the metastore may lag and the actors are not running.
 func TestTheClientAPIAnswers503UntilTheNodeIsReady(t *testing.T) {
 	f := &fakeNode{}
-	h := UntilReady(f, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	h := untilReady(f, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	for path, want := range map[string]int{"/v1/topics": http.StatusServiceUnavailable, "/healthz": http.StatusTeapot, "/readyz": http.StatusTeapot} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))

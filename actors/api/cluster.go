@@ -25,6 +25,15 @@ var abortStatus = map[AbortResult]int{
 	AbortUnknown:  http.StatusServiceUnavailable,
 }
 
+// AbortStatus is the HTTP status of an abort's result, which the NATS
+// admin verb answers too; 500 for a result it does not know.
+func AbortStatus(r AbortResult) int {
+	if s, ok := abortStatus[r]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
 // abortMove answers with the outcome whatever it is: a refusal names the
 // owner and target the leader has now.
 func (h *handlers) abortMove(w http.ResponseWriter, r *http.Request) {
@@ -35,11 +44,7 @@ func (h *handlers) abortMove(w http.ResponseWriter, r *http.Request) {
 	}
 	topic := r.PathValue("topic")
 	o := h.node.AbortMove(r.Context(), topic, p, r.URL.Query().Get("target"))
-	status, ok := abortStatus[o.Result]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	writeJSON(w, status, messages.AbortMoveReply{Topic: topic, Partition: p, Owner: o.Owner, Target: o.Target,
+	writeJSON(w, AbortStatus(o.Result), messages.AbortMoveReply{Topic: topic, Partition: p, Owner: o.Owner, Target: o.Target,
 		Result: string(o.Result), Error: o.Reason})
 }
 
@@ -56,11 +61,7 @@ func (h *handlers) decommission(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, textControlPlane)
 	case dryRun:
-		out := messages.DecommissionReply{Member: id, Verdict: "ok", Reason: v.Refusal, OwnedPartitions: v.OwnedPartitions}
-		if v.Refusal != "" {
-			out.Verdict = "refused"
-		}
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, v.Reply(id, dryRun))
 	case v.Refusal != "":
 		writeError(w, http.StatusConflict, v.Refusal)
 	default:

@@ -139,3 +139,17 @@ type DecommissionVerdict struct {
 	// "" when it can (and, unless a dry run, has started).
 	Refusal string
 }
+
+// Reply is the verdict on member id as the HTTP API and the admin verb
+// report it: "refused" for one that could never complete, "draining" once
+// a decommission started, "ok" for a dry run that found nothing against it.
+func (v DecommissionVerdict) Reply(id string, dryRun bool) messages.DecommissionReply {
+	out := messages.DecommissionReply{Member: id, Verdict: "ok", Reason: v.Refusal, OwnedPartitions: v.OwnedPartitions}
+	switch {
+	case v.Refusal != "":
+		out.Verdict = "refused"
+	case !dryRun:
+		out.Verdict = "draining"
+	}
+	return out
+}
