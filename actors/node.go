@@ -189,7 +189,8 @@ func (n *Node) startActors() error {
 // serveNATS registers everything peers and operators reach over NATS:
 // partitions, chunks, the controller, drain and move progress, and the
 // admin verbs. It runs once the actors do, so no request meets a node half
-// started; until then only the node's own ping is served (connectNATS).
+// started; until then only the node's own ping and the status verb are
+// served (connectNATS).
 func (n *Node) serveNATS() error {
 	if n.nats == nil {
 		return nil

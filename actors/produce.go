@@ -13,8 +13,10 @@ import (
 	"github.com/naradmq/narad/storage"
 )
 
-// maxRequestBytes is the largest record body a produce takes: the API's cap
-// on a request body, so a record is never larger than a request can carry.
+// maxRequestBytes caps a record's body at what one API request may carry
+// (413). The HTTP handler refuses a larger body before Produce sees it;
+// the check here holds for any other caller of Produce. A node whose
+// Log.MaxBodyBytes is lower refuses such a record at the WAL (400).
 const maxRequestBytes = api.MaxBodyBytes
 
 // partitionForKey is the contract's FNV-1a 32 of the key, mod partitions.
