@@ -219,13 +219,6 @@ func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
 		return a.alter(ctx, *m.req.AlterTopic)
 	case m.req.DeleteTopic != "":
 		return a.delete(ctx, m.req.DeleteTopic)
-	case m.req.PlaceTopic != "":
-		t, ok := a.store.Topic(m.req.PlaceTopic)
-		if !ok {
-			return controllerAnswer{err: fmt.Errorf("place topic %q: %w", m.req.PlaceTopic, metastore.ErrNotFound)}
-		}
-		placed, err := a.place(ctx, t)
-		return controllerAnswer{reply: messages.ControllerReply{Topic: t, Placed: placed}, err: err}
 	}
 	return controllerAnswer{err: fmt.Errorf("controller request with no request: %w", ErrInvalid)}
 }

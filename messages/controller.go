@@ -14,10 +14,6 @@ type ControllerRequest struct {
 	// defaults by the node that took the client's request, then places its
 	// partitions.
 	CreateTopic *Topic `json:"create_topic,omitempty"`
-	// PlaceTopic names an existing topic whose partitions without an owner
-	// are placed (what a crash between an alter's grow and its placement
-	// left unplaced).
-	PlaceTopic string `json:"place_topic,omitempty"`
 	// AlterTopic stores an alter, already resolved by the node that took
 	// the client's request, then places the partitions a grow added.
 	AlterTopic *AlterTopic `json:"alter_topic,omitempty"`
