@@ -8,7 +8,7 @@ package main
 import (
 	"fmt"
 	"net"
-	"strings"
+	"net/url"
 	"time"
 
 	"github.com/naradmq/narad/cmd/narad/client"
@@ -18,29 +18,27 @@ import (
 // broker that stops answering cannot stall a worker past the run's bounds.
 const requestTimeout = 10 * time.Second
 
-// loopbackURL checks that server names a loopback host: a load run sends
-// a lot of traffic and must never be aimed at another machine by mistake.
-// The host is checked as written, without a DNS lookup.
-func loopbackURL(server string) (string, error) {
+// checkLoopback parses server (client.ParseServer) and checks that it names
+// a loopback host: a load run sends a lot of traffic and must never be aimed
+// at another machine by mistake. The host is checked as written, without a
+// DNS lookup. validate calls it for every server.
+func checkLoopback(server string) (*url.URL, error) {
 	u, err := client.ParseServer(server)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	host := u.Hostname()
 	ip := net.ParseIP(host)
 	if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", fmt.Errorf("server url %q: the load driver only targets loopback addresses (127.0.0.0/8, ::1, localhost)", server)
+		return nil, fmt.Errorf("server url %q: the load driver only targets loopback addresses (127.0.0.0/8, ::1, localhost)", server)
 	}
-	return strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"), nil
+	return u, nil
 }
 
-// newBroker returns a client for server that keeps conns connections: every
-// worker keeps one busy, and without enough idle slots the transport would
-// close and reopen connections on every request and the run would measure
-// handshakes.
+// newBroker returns a client for server, which validate has checked, that
+// keeps conns connections: every worker keeps one busy, and without enough
+// idle slots the transport would close and reopen connections on every
+// request and the run would measure handshakes.
 func newBroker(server string, conns int) (*client.Broker, error) {
-	if _, err := loopbackURL(server); err != nil {
-		return nil, err
-	}
 	return client.New(server, client.Options{Conns: conns, Timeout: requestTimeout})
 }

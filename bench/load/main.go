@@ -146,14 +146,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, c.validate()
 }
 
-// parseServers splits a -server value at commas into base URLs, each
-// checked to be a loopback address. Spaces around an entry are dropped; an
-// empty entry or the same URL twice is an error (either is a typo, and a
-// repeated URL would skew the round-robin without saying so).
+// parseServers splits a -server value at commas. Spaces around an entry
+// are dropped; an empty entry is an error (a typo). validate checks the
+// entries themselves (checkServers).
 func parseServers(list string) ([]string, error) {
 	parts := strings.Split(list, ",")
 	servers := make([]string, 0, len(parts))
-	seen := map[string]int{}
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -162,30 +160,40 @@ func parseServers(list string) ([]string, error) {
 			}
 			return nil, fmt.Errorf("-server %q: entry %d of %d is empty", list, i+1, len(parts))
 		}
-		base, err := loopbackURL(p)
-		if err != nil {
-			if len(parts) == 1 {
-				return nil, err
-			}
-			return nil, fmt.Errorf("-server entry %d of %d: %w", i+1, len(parts), err)
-		}
-		if j, ok := seen[base]; ok {
-			return nil, fmt.Errorf("-server %q: entries %d and %d are the same server %s", list, j+1, i+1, base)
-		}
-		seen[base] = i
 		servers = append(servers, p)
 	}
 	return servers, nil
+}
+
+// checkServers checks every server with checkLoopback, and that no two are
+// the same server (client.BaseURL): a repeated URL is a typo, and would skew
+// the round-robin without saying so. Of several servers, an error names the
+// entry.
+func checkServers(servers []string) error {
+	seen := make(map[string]int, len(servers))
+	for i, s := range servers {
+		u, err := checkLoopback(s)
+		if err != nil {
+			if len(servers) == 1 {
+				return err
+			}
+			return fmt.Errorf("-server entry %d of %d: %w", i+1, len(servers), err)
+		}
+		base := client.BaseURL(u)
+		if j, ok := seen[base]; ok {
+			return fmt.Errorf("-server %q: entries %d and %d are the same server %s", strings.Join(servers, ","), j+1, i+1, base)
+		}
+		seen[base] = i
+	}
+	return nil
 }
 
 func (c config) validate() error {
 	if len(c.servers) == 0 {
 		return errors.New("-server is empty")
 	}
-	for _, s := range c.servers {
-		if _, err := loopbackURL(s); err != nil {
-			return err
-		}
+	if err := checkServers(c.servers); err != nil {
+		return err
 	}
 	switch {
 	case c.topic == "":

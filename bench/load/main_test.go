@@ -383,7 +383,7 @@ func TestRefusesANonLoopbackServer(t *testing.T) {
 		}
 	}
 	for _, server := range []string{"http://127.0.0.1:7942", "http://localhost:1", "http://[::1]:7942", "http://127.1.2.3"} {
-		if _, err := loopbackURL(server); err != nil {
+		if _, err := checkLoopback(server); err != nil {
 			t.Errorf("server %s: got %v, want it accepted", server, err)
 		}
 	}

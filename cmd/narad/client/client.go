@@ -58,6 +58,13 @@ func ParseServer(server string) (*url.URL, error) {
 	return u, nil
 }
 
+// BaseURL is the base a Broker builds its requests on for the parsed server
+// u: scheme://host[:port][/path], no trailing slash. Two servers with one
+// base are the same server.
+func BaseURL(u *url.URL) string {
+	return strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/")
+}
+
 // New returns a Broker for the broker at server, a URL such as
 // http://127.0.0.1:7942.
 func New(server string, opts Options) (*Broker, error) {
@@ -87,7 +94,7 @@ func New(server string, opts Options) (*Broker, error) {
 	// would send loopback traffic elsewhere.
 	t.Proxy = nil
 	return &Broker{
-		base:    strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"),
+		base:    BaseURL(u),
 		http:    &http.Client{Transport: t},
 		timeout: timeout,
 	}, nil
