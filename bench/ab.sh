@@ -8,7 +8,8 @@
 #
 # Env: ROUNDS (3), PRODUCERS (16), CONSUMERS (16), COUNT (30000), SIZE (1024
 # bytes a body), WARMUP (0: runs of each rev before the measured rounds,
-# thrown away), AB_DIR (/tmp/ab: where the temporary directory goes).
+# thrown away), AB_DIR (/tmp/ab: where the temporary directory goes),
+# KEEP_BIN (0; 1 keeps the built binaries in the temporary directory).
 #
 # Each rev is checked out with `git worktree add --detach` into a temporary
 # directory (never from the working tree, which may hold someone's
@@ -17,14 +18,21 @@
 # built, so that each side speaks its own wire types. The load tools' flags
 # are checked to be compatible first.
 #
-# A round runs, for base and then new: `narad dev --fresh` on a port of its
-# own, /metrics scraped, the load (-create -json), /metrics scraped again,
-# SIGTERM and wait. It reports from the load's JSON produce p50/p99
-# (produce_latency), produce_msgs_per_sec and the history check, and from
-# the two scrapes the node process's Go heap allocations (count and bytes)
-# divided by the records produced. Those allocations are the whole process
-# over the run: the produce path, but also the consume/ack traffic of the
-# same run, the topic creation, the embedded NATS server and the metastore.
+# A round runs each side once, base first in odd rounds and new first in
+# even ones (warm-ups alike), so that a drift over the whole run (the machine
+# warming up or settling, a page cache filling) does not land on one side
+# only: `narad dev --fresh` on a port of its own, /metrics scraped, the load
+# (-create -json), /metrics scraped again, SIGTERM and wait. A node that
+# never gets ready, or dies during the load, stops the run with exit status
+# 1 (after the history check, so a loss is still reported).
+#
+# It reports from the load's JSON produce p50/p99 (produce_latency),
+# produce_msgs_per_sec and the history check, and from the two scrapes the
+# node process's Go heap allocations (count and bytes) divided by the
+# records produced ("-" when none was). Those allocations are the whole
+# process over the run: the produce path, but also the consume/ack traffic
+# of the same run, the topic creation, the embedded NATS server and the
+# metastore.
 # Two more figures help read those: the node's CPU time per record (utime +
 # stime from /proc/PID/stat, less sensitive to other load on the machine
 # than latency is) and the end-to-end p50, which shows whether the consumers
@@ -107,11 +115,12 @@ func init() { metrics.RegisterMetricsWriter(func(w io.Writer) { metrics.WriteGoM
 EOF
 build() {
   local side=$1 src bin extra
-  src=$(eval echo "\$src_$side")
+  local v=src_$side
+  src=${!v}
   bin=$tmp/bin-$side
   extra=$src/cmd/narad/zz_ab_gometrics.go
   [ -e "$extra" ] && { echo "ab: $extra exists; the overlay would replace it" >&2; exit 2; }
-  printf '{"Replace":{"%s":"%s"}}\n' "$extra" "$tmp/gometrics.go" >"$tmp/overlay-$side.json"
+  jq -n --arg file "$extra" --arg with "$tmp/gometrics.go" '{Replace: {($file): $with}}' >"$tmp/overlay-$side.json"
   (cd "$src" && go build -overlay "$tmp/overlay-$side.json" -o "$bin/narad" ./cmd/narad && go build -o "$bin/load" ./bench/load)
 }
 
@@ -167,11 +176,17 @@ run() {
   rm -rf "$tmp/data"
   "$bin/narad" dev --fresh --data "$tmp/data" --http-base "127.0.0.1:$port" --log-level warn >/dev/null 2>"$out.node.log" &
   pid=$!
+  local ready=0
   for _ in $(seq 1 300); do
-    curl -sf -o /dev/null "http://127.0.0.1:$port/readyz" && break
+    if curl -sf -o /dev/null "http://127.0.0.1:$port/readyz"; then ready=1; break; fi
     kill -0 "$pid" 2>/dev/null || { echo "ab: $side node exited; see $out.node.log" >&2; pid=; exit 1; }
     sleep 0.1
   done
+  if [ "$ready" != 1 ]; then
+    echo "ab: $side node not ready after 30 s ($tag); the tail of $out.node.log:" >&2
+    tail -n 20 "$out.node.log" >&2 || true
+    exit 1 # cleanup stops the node
+  fi
   curl -sf "http://127.0.0.1:$port/metrics" >"$out.metrics-before"
   local cpu0 cpu1
   cpu0=$(cpu_ticks "$pid")
@@ -179,10 +194,20 @@ run() {
   "$bin/load" -server "http://127.0.0.1:$port" -create -producers "$P" -consumers "$C" -count "$N" -size "$SIZE" -json \
     >"$out.json" 2>"$out.load.log" || rc=$?
   curl -sf "http://127.0.0.1:$port/metrics" >"$out.metrics-after" || true
-  cpu1=$(cpu_ticks "$pid")
-  kill -TERM "$pid"
-  wait "$pid" || echo "ab: note: $side node exited $? on SIGTERM ($tag)" >&2
+  # The node may have died during the load: then there is no CPU to read
+  # and nothing to stop, but the load's JSON and history still get checked.
+  local alive=0 nrc=0
+  cpu1=
+  if kill -0 "$pid" 2>/dev/null; then
+    alive=1
+    cpu1=$(cpu_ticks "$pid" 2>/dev/null) || cpu1=
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" || nrc=$?
   pid=
+  if [ "$alive" = 1 ] && [ "$nrc" != 0 ]; then
+    echo "ab: note: $side node exited $nrc on SIGTERM ($tag)" >&2
+  fi
   rm -rf "$tmp/data"
   if ! jq -e . "$out.json" >/dev/null 2>&1; then
     echo "ab: $side load ($tag) exited $rc without a JSON summary; see $out.load.log" >&2; exit 1
@@ -192,10 +217,16 @@ run() {
   ok=$(jq -r '.history.ok' "$out.json")
   if [ "$lost" != 0 ] || [ "$ok" != true ]; then
     echo >&2
-    echo "!!!!!!!! ab: LOST RECORDS / HISTORY FAILED: $side ($(eval echo "\$label_$side")), $tag: history.ok=$ok lost=$lost" >&2
+    local lv=label_$side
+    echo "!!!!!!!! ab: LOST RECORDS / HISTORY FAILED: $side (${!lv}), $tag: history.ok=$ok lost=$lost" >&2
     jq -c '.history' "$out.json" >&2
     echo "!!!!!!!! see $out.json and $out.load.log" >&2
     exit 3
+  fi
+  if [ "$alive" != 1 ] || [ -z "$cpu1" ]; then
+    echo "ab: $side node died during the load ($tag, exit $nrc); the tail of $out.node.log:" >&2
+    tail -n 20 "$out.node.log" >&2 || true
+    exit 1
   fi
   [ "$rc" = 0 ] || { echo "ab: $side load ($tag) exited $rc; see $out.load.log" >&2; exit 1; }
   local m0 m1 b0 b1
@@ -204,21 +235,27 @@ run() {
   b0=$(metric "$out.metrics-before" go_memstats_alloc_bytes_total)
   b1=$(metric "$out.metrics-after" go_memstats_alloc_bytes_total)
   case $tag in warmup*) return ;; esac
+  # Per-record figures of a run that produced nothing are empty ("-").
   jq -r --arg tag "$tag" --arg side "$side" --arg m0 "$m0" --arg m1 "$m1" --arg b0 "$b0" --arg b1 "$b1" \
     --arg cpu "$(( (cpu1 - cpu0) ))" --arg hz "$hz" '
+    def per(x): if .produced > 0 then x / .produced else null end;
     [$tag, $side, .produced, .produce_latency.p50_ms, .produce_latency.p99_ms, .produce_msgs_per_sec,
-     (($m1 | tonumber) - ($m0 | tonumber)) / .produced, (($b1 | tonumber) - ($b0 | tonumber)) / .produced,
+     per(($m1 | tonumber) - ($m0 | tonumber)), per(($b1 | tonumber) - ($b0 | tonumber)),
      .produce_failed_attempts, .history.ok, .history.lost,
-     ($cpu | tonumber) / ($hz | tonumber) * 1e6 / .produced, .end_to_end_latency.p50_ms] | @tsv' "$out.json" >>"$tmp/rows"
+     per(($cpu | tonumber) / ($hz | tonumber) * 1e6), .end_to_end_latency.p50_ms] | @tsv' "$out.json" >>"$tmp/rows"
 }
 
+# pair N TAG: both sides, base first when N is odd and new first when even.
+pair() {
+  if (( $1 % 2 )); then run base "$2"; run new "$2"; else run new "$2"; run base "$2"; fi
+}
 for w in $(seq 1 "$WARMUP"); do
   echo "ab: warm-up $w/$WARMUP" >&2
-  run base "warmup$w"; run new "warmup$w"
+  pair "$w" "warmup$w"
 done
 for r in $(seq 1 "$ROUNDS"); do
   echo "ab: round $r/$ROUNDS" >&2
-  run base "round$r"; run new "round$r"
+  pair "$r" "round$r"
 done
 
 echo "base: $label_base"
@@ -228,14 +265,15 @@ echo "Go heap allocations over the whole run (produce + consume/ack + topic crea
 echo
 awk -F'\t' '
   BEGIN { printf "%-8s %-4s %8s %8s %8s %8s %11s %10s %7s %5s %4s %9s %10s\n", "round", "rev", "produced", "p50_ms", "p99_ms", "msgs/s", "allocs/rec", "bytes/rec", "retries", "ok", "lost", "cpu_us/rec", "e2e_p50_ms" }
-  { printf "%-8s %-4s %8d %8.3f %8.3f %8.0f %11.1f %10.0f %7d %5s %4d %10.1f %10.1f\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }
+  function f(v, spec) { return v == "" ? sprintf("%" (spec + 0) "s", "-") : sprintf("%" spec "f", v) }
+  { printf "%-8s %-4s %8d %8.3f %8.3f %8.0f %s %s %7d %5s %4d %s %10.1f\n", $1, $2, $3, $4, $5, $6, f($7, "11.1"), f($8, "10.0"), $9, $10, $11, f($12, "10.1"), $13 }
 ' "$tmp/rows"
 echo
 
 # median SIDE COLUMN (ties of an even count average the middle two), and
 # min/max for the spread.
 stat() {
-  awk -F'\t' -v s="$1" -v c="$2" '$2 == s { print $c }' "$tmp/rows" | sort -g |
+  awk -F'\t' -v s="$1" -v c="$2" '$2 == s && $c != "" { print $c }' "$tmp/rows" | sort -g |
     awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%s %s %s\n", m, v[1], v[NR] }'
 }
 printf "%-12s %14s %24s %14s %24s %9s\n" "median" "base" "(min..max)" "new" "(min..max)" "new/base"
