@@ -138,17 +138,7 @@ func (w *moveWorker) scheduleTick(ctx actor.Context) {
 func (w *moveWorker) watchSource(ctx actor.Context) {
 	m, ok := w.store.Member(w.source)
 	dead := !ok || m.Status == messages.MemberDead
-	var age time.Duration
-	if dead {
-		// The member record moves to dead only after DeadTimeout without a
-		// heartbeat on the leader's clock; its age as of now is at least
-		// that, and the worker's own clock adds the rest.
-		age = w.cfg.Membership.DeadTimeout + w.now() - w.state.SourceDeadSince
-		if !w.state.SourceDead {
-			age = w.cfg.Membership.DeadTimeout
-		}
-	}
-	w.step(ctx, move.SourceSeen{Dead: dead, StampAge: age})
+	w.step(ctx, move.Watched(w.state, w.now(), dead, w.cfg.Membership.DeadTimeout))
 }
 
 // step runs the transition and carries out its effects in order.

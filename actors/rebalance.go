@@ -72,11 +72,11 @@ func (a *controllerActor) rebalance(now time.Time) {
 // leader's own clock (rule T1), and reports whether it did.
 func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment, members map[string]messages.Member, now time.Time) bool {
 	m, ok := members[as.Target]
-	gone := !ok
-	if ok && m.Status == messages.MemberDead && a.tracker != nil {
-		gone = a.tracker.DeadFor(as.Target, now) >= a.cfg.DeadTargetAbortAfter
+	var deadFor time.Duration
+	if a.tracker != nil {
+		deadFor = a.tracker.DeadFor(as.Target, now)
 	}
-	if !gone {
+	if !planner.TargetGone(ok, m.Status == messages.MemberDead, deadFor, a.cfg.DeadTargetAbortAfter) {
 		return false
 	}
 	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})

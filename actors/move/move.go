@@ -687,3 +687,19 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 	s.Promote, s.Frozen, s.FinalHWM, s.Phase = true, false, s.KnownHWM, Verifying
 	return s, []any{Log{Level: "warn", Msg: fmt.Sprintf("move: the source has been dead for %s; force-promoting the copy at high watermark %d", c.ForcePromoteAfter, s.KnownHWM)}, Verify{HWM: s.KnownHWM}}
 }
+
+// Watched is the force-promote gate's input from the source's member
+// record as this node's replica has it (rule P2). The record reads dead
+// only after DeadTimeout without a heartbeat on the leader's clock, so its
+// stamp is at least that old when the worker first sees it dead; the
+// worker's own clock adds the time since.
+func Watched(s State, now time.Duration, dead bool, deadTimeout time.Duration) SourceSeen {
+	if !dead {
+		return SourceSeen{}
+	}
+	age := deadTimeout
+	if s.SourceDead {
+		age += now - s.SourceDeadSince
+	}
+	return SourceSeen{Dead: true, StampAge: age}
+}
