@@ -134,9 +134,9 @@ func (m *moverActor) tick(ctx actor.Context) {
 		if _, running := m.workers[k]; running {
 			continue
 		}
-		d, store, src, owner := m.deps, m.store, m.source, a.Owner
+		d, store, src, owner, since := m.deps, m.store, m.source, a.Owner, a.TargetSince
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return newMoveWorker(d, store, src, k, owner)
+			return newMoveWorker(d, store, src, k, owner, since)
 		})
 		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
 		if err != nil {

@@ -26,6 +26,9 @@ type moveWorker struct {
 	peer   sourceClient
 	key    messages.PartitionKey
 	source string
+	// since is the target's TargetSince when the worker started: its flip
+	// is for this move only.
+	since uint64
 
 	state   move.State
 	born    time.Time // the worker's monotonic clock starts here
@@ -72,8 +75,8 @@ type prepared struct {
 	position messages.ConsumerPosition
 }
 
-func newMoveWorker(d deps, store moveStore, peer sourceClient, k messages.PartitionKey, source string) *moveWorker {
-	return &moveWorker{deps: d, store: store, peer: peer, key: k, source: source, state: move.New(), blocked: map[string]bool{},
+func newMoveWorker(d deps, store moveStore, peer sourceClient, k messages.PartitionKey, source string, since uint64) *moveWorker {
+	return &moveWorker{deps: d, store: store, peer: peer, key: k, source: source, since: since, state: move.New(), blocked: map[string]bool{},
 		installDir: storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)}
 }
 
@@ -220,26 +223,14 @@ func (w *moveWorker) stop() {
 	}
 }
 
-// releaseOnStop decides whether a worker that stops without having seen
-// its flip answered lifts the source's freeze. Before the install no flip
-// was proposed. After it, a flip may have committed: its answer can still
-// be on its way when the runner, which saw the flip in the replica, stops
-// the worker, and a freeze lifted then lets the source take commits past
-// the HWM the flip named until its own replica has the flip. So an
-// installed move releases only when the local replica shows it gone
-// (neither owner nor target is this node): the replica applies in log
-// order, so no flip committed before that, and a later one is refused.
-// Otherwise the freeze lapses on its TTL.
+// releaseOnStop and moveGone are move.ReleaseOnStop and move.Gone on the
+// local replica's assignment.
 func releaseOnStop(installed bool, a messages.Assignment, found bool, self string) bool {
-	return !installed || moveGone(a, found, self)
+	return move.ReleaseOnStop(installed, found, a.Owner, a.Target, self)
 }
 
-// moveGone reports a move onto self that is gone (aborted, re-planned, its
-// target cleared, its topic deleted) as the local replica has it: neither
-// owner nor target is self. A node that stops with the move still
-// targeted here keeps the copy to resume from.
 func moveGone(a messages.Assignment, found bool, self string) bool {
-	return !found || (a.Owner != self && a.Target != self)
+	return move.Gone(found, a.Owner, a.Target, self)
 }
 
 // release lifts the source's freeze of a move that will not flip, so the
@@ -579,7 +570,7 @@ func (w *moveWorker) flip(ctx context.Context, hwm int64) any {
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID, HWM: &hwm})
+	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID, HWM: &hwm, TargetSince: w.since})
 	if err != nil {
 		return move.FlipAnswered{Err: err}
 	}

@@ -41,6 +41,12 @@ type Assignment struct {
 	// are set aside, never dropped. Empty when no such flip happened.
 	FlippedFrom  string `json:"flipped_from,omitempty"`
 	FlippedAtHWM int64  `json:"flipped_at_hwm,omitempty"`
+	// TargetSince is the log index of the entry that set Target (0 with no
+	// target): it names the move. A flip proposed for one move can reach
+	// the log late, after an abort and a re-plan to the same target; it
+	// names the move it was proposed for and is refused for the next one,
+	// whose source may have taken commits since the first let go.
+	TargetSince uint64 `json:"target_since,omitempty"`
 }
 
 // Result codes of a metastore command. A refused compare-and-swap is a
@@ -239,12 +245,15 @@ type SetTarget struct {
 // Target is still To. A flip already applied (Owner is To) answers OK.
 // HWM, when set, is the HWM the new owner's copy ends at; the assignment
 // keeps it (FlippedAtHWM) so the old owner can check its own against it.
+// TargetSince, when set, must also be the assignment's: the flip is for
+// that move and no later one (Assignment.TargetSince).
 type Flip struct {
 	Incarnation uint64 `json:"incarnation"`
 	Partition   int    `json:"partition"`
 	From        string `json:"from"`
 	To          string `json:"to"`
 	HWM         *int64 `json:"hwm,omitempty"`
+	TargetSince uint64 `json:"target_since,omitempty"`
 }
 
 // Flips is many Flip compare-and-swaps of one shard in one entry, each

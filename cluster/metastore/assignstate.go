@@ -101,7 +101,7 @@ func (s *assignState) put(as []messages.Assignment) messages.AssignResult {
 	}
 	for _, a := range as {
 		if _, ok := s.get(a.Incarnation, a.Partition); !ok {
-			s.set(a)
+			s.set(a) // a target put here names no move: TargetSince stays as given
 		}
 	}
 	return messages.AssignResult{Code: messages.ResultOK}
@@ -118,13 +118,17 @@ func (s *assignState) setTarget(c messages.SetTarget) messages.AssignResult {
 	if a.Owner != c.Owner || a.Target != c.From {
 		return messages.AssignResult{Code: messages.ResultRefused, Assignment: &a}
 	}
-	a.Target = c.To
+	a.Target, a.TargetSince = c.To, 0
+	if c.To != "" {
+		a.TargetSince = s.index
+	}
 	s.set(a)
 	return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
 }
 
 // flip is the ownership compare-and-swap: Owner := To only if Owner is
-// still From and Target is still To. A flip already applied answers OK.
+// still From and Target is still To, set by the entry the flip names when
+// it names one. A flip already applied answers OK.
 func (s *assignState) flip(c messages.Flip) messages.AssignResult {
 	if c.From == "" || c.To == "" || c.From == c.To {
 		return messages.AssignResult{Code: messages.ResultInvalid}
@@ -136,8 +140,8 @@ func (s *assignState) flip(c messages.Flip) messages.AssignResult {
 	switch {
 	case a.Owner == c.To && a.Target == "":
 		return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
-	case a.Owner == c.From && a.Target == c.To:
-		a.Owner, a.Target = c.To, ""
+	case a.Owner == c.From && a.Target == c.To && (c.TargetSince == 0 || c.TargetSince == a.TargetSince):
+		a.Owner, a.Target, a.TargetSince = c.To, "", 0
 		a.FlippedFrom, a.FlippedAtHWM = "", 0
 		if c.HWM != nil {
 			a.FlippedFrom, a.FlippedAtHWM = c.From, *c.HWM
