@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -25,7 +26,8 @@ type freezePoll struct{ token string }
 
 // gateConfig is the freeze's part of the node's configuration.
 func gateConfig(c Config) freeze.Config {
-	return freeze.Config{FreezeTTL: c.Move.FreezeTTL, LeaseDrainTimeout: c.LeaseDrainTimeout, LeaseDrainPoll: leaseDrainPoll}
+	return freeze.Config{FreezeTTL: c.Move.FreezeTTL, LeaseDrainTimeout: c.LeaseDrainTimeout, LeaseDrainPoll: leaseDrainPoll,
+		ConfirmRetry: c.Move.RetryAfter}
 }
 
 // step feeds one event to the freeze and carries out what it decides. It
@@ -51,11 +53,42 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 			p.reportHandoff(ctx, f)
 		case freeze.NotifyConsumers:
 			p.notifier.notify(p.key.Topic) // consumes may resume here
+		case freeze.ConfirmOwner:
+			p.confirmOwner(ctx, f.After)
 		default:
 			panic(fmt.Sprintf("partition %s: freeze effect %T not carried out", p.name, f))
 		}
 	}
 	return refused
+}
+
+// ownerConfirmed is the answer of confirmOwner's leader read.
+type ownerConfirmed struct{ owner, failed bool }
+
+// confirmOwner asks the leader, after a delay, whether this node still
+// owns the partition: a reported freeze lapsed, and a flip at its HWM may
+// have committed unseen by this replica. The read is a ReadIndex, so once
+// it answers the local replica has any such flip and the supervisor hands
+// the partition over. The goroutine ends with the read's timeout.
+func (p *partitionActor) confirmOwner(ctx actor.Context, after time.Duration) {
+	self, root, k, owners := ctx.Self(), ctx.ActorSystem().Root, p.key, p.owners
+	timeout, me := p.cfg.RequestTimeout, p.cfg.NodeID
+	p.clock.AfterFunc(after, func() {
+		c, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		a, found, err := owners.LeaderAssignment(c, k.Incarnation, k.Partition)
+		root.Send(self, ownerConfirmed{owner: err == nil && found && a.Owner == me, failed: err != nil})
+	})
+}
+
+func (p *partitionActor) ownerConfirmed(ctx actor.Context, m ownerConfirmed) {
+	if p.log == nil {
+		return
+	}
+	if m.failed || !m.owner {
+		p.deps.log.Warn("partition: a reported freeze lapsed and the leader does not confirm this node owns it; commits wait", "partition", p.name, "read_failed", m.failed)
+	}
+	p.step(ctx, freeze.OwnerConfirmed{Owner: m.owner, Err: m.failed})
 }
 
 // pipeline is what the freeze must know of the commit pipeline and the

@@ -50,6 +50,8 @@ type partitionActor struct {
 	key  messages.PartitionKey
 	dir  string
 	name string
+	// owners answers the gate's ownership checks (freeze.ConfirmOwner).
+	owners ownerReader
 
 	clock     clock
 	log       *storage.Log
@@ -87,8 +89,8 @@ type handedOver struct {
 	hwm int64
 }
 
-func newPartitionActor(d deps, key messages.PartitionKey, dir string) *partitionActor {
-	return &partitionActor{deps: d, key: key, dir: dir, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
+func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader) *partitionActor {
+	return &partitionActor{deps: d, key: key, dir: dir, owners: owners, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
 		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg)}
 }
 
@@ -121,6 +123,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.handoff(ctx, m)
 	case freezePoll:
 		p.pollFreeze(ctx, m)
+	case ownerConfirmed:
+		p.ownerConfirmed(ctx, m)
 	case *messages.Retain:
 		p.retain(m)
 	case handedOver:

@@ -127,8 +127,8 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
 			continue
 		}
-		d, dir := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition)
-		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir) })
+		d, dir, owners := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store)
+		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir, owners) })
 		pid, err := ctx.SpawnNamed(props, partitionChildName(k))
 		if err != nil {
 			s.deps.log.Error("spawn partition", "partition", k, "err", err)

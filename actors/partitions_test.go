@@ -98,6 +98,13 @@ func (f *fakeReplica) Assignment(incarnation uint64, partition int) (messages.As
 	return a, ok
 }
 
+// LeaderAssignment answers from the replica: the fake has no leader apart
+// from it.
+func (f *fakeReplica) LeaderAssignment(_ context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {
+	a, ok := f.Assignment(incarnation, partition)
+	return a, ok, nil
+}
+
 func (f *fakeReplica) Topics() []messages.Topic {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -79,6 +79,14 @@ type raftAdmin interface {
 type partitionsStore interface {
 	replica
 	watcher
+	ownerReader
+}
+
+// ownerReader is what a partition's freeze gate asks after a reported
+// freeze lapsed: the leader's assignment, read linearizably, after which
+// the local replica has applied every flip committed before the read.
+type ownerReader interface {
+	LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error)
 }
 
 // moveStore is what the runner and its workers use: the replica to find

@@ -49,6 +49,9 @@ type Config struct {
 	// LeaseDrainPoll is how often a waiting prepare looks at the leases
 	// again: an ack does not tell the gate, the poll does.
 	LeaseDrainPoll time.Duration
+	// ConfirmRetry paces the leader reads of a partition whose reported
+	// freeze lapsed, while they fail (see State.Unconfirmed).
+	ConfirmRetry time.Duration
 }
 
 // State is one partition's freeze. The zero value is a partition that has
@@ -72,11 +75,25 @@ type State struct {
 	// is pinned while the freeze holds.
 	Reported bool
 	HWM      int64
+	// Unconfirmed: a freeze that reported an HWM lapsed without a release.
+	// A flip at that HWM may have committed while this node's replica
+	// has not applied it (the node was cut off from the metastore, or its
+	// replica lags), and a commit taken now would land past the HWM the
+	// new owner's copy ends at. So commits and consumes wait until a
+	// leader read (a ReadIndex) that started after the lapse shows this
+	// node still the owner; when it is not, the replica has the flip by
+	// then and the partition is handed over. Confirming: that read is in
+	// flight.
+	Unconfirmed, Confirming bool
 }
 
 // Holds reports whether the freeze is armed and has not lapsed: commits
 // are refused and consume pauses (rule F1).
 func (s State) Holds(now time.Time) bool { return s.Token != "" && now.Before(s.Until) }
+
+// Refuses reports whether commits are refused and consume pauses: a freeze
+// holds, or a reported one lapsed and ownership is not yet confirmed.
+func (s State) Refuses(now time.Time) bool { return s.Holds(now) || s.Unconfirmed }
 
 // Pinned reports whether the HWM must stay where the freeze reported it.
 func (s State) Pinned(now time.Time) bool { return s.Reported && s.Holds(now) }
@@ -137,6 +154,12 @@ type (
 		HWM   int64
 		OK    bool
 	}
+	// OwnerConfirmed is ConfirmOwner's leader read: Owner when the leader
+	// names this node the partition's owner; Err when it could not be read.
+	OwnerConfirmed struct {
+		Owner bool
+		Err   bool
+	}
 )
 
 // Effects Step asks the partition actor to carry out.
@@ -174,12 +197,50 @@ type (
 	// NotifyConsumers wakes consumes waiting on the topic: this partition
 	// serves again.
 	NotifyConsumers struct{}
+	// ConfirmOwner asks the leader, After from now, whether this node
+	// still owns the partition (a linearizable read, after which the local
+	// replica has every flip committed before it), and feeds
+	// OwnerConfirmed back.
+	ConfirmOwner struct{ After time.Duration }
 )
 
 // Step is the transition function: the next state and the effects to
 // carry out, given the state, the caller's now and an event.
 func Step(c Config, s State, now time.Time, ev any) (State, []any) {
+	var lapse []any
+	if s.Token != "" && s.Reported && !s.Holds(now) {
+		// A reported freeze lapsed: until a leader read confirms this node
+		// still owns the partition, nothing commits (State.Unconfirmed).
+		s.Token, s.Reported, s.Waiting, s.Asker = "", false, false, nil
+		s.Unconfirmed = true
+		if !s.Confirming {
+			s.Confirming = true
+			lapse = []any{ConfirmOwner{}}
+		}
+	}
+	s, fx := step(c, s, now, ev)
+	return s, append(lapse, fx...)
+}
+
+func step(c Config, s State, now time.Time, ev any) (State, []any) {
 	switch e := ev.(type) {
+	case OwnerConfirmed:
+		s.Confirming = false
+		switch {
+		case e.Err:
+			s.Confirming = true
+			return s, []any{ConfirmOwner{After: c.ConfirmRetry}}
+		case !e.Owner:
+			// The replica has the flip now; the partition is about to be
+			// handed over. Ask again later in case it never is.
+			s.Confirming = true
+			return s, []any{ConfirmOwner{After: c.ConfirmRetry}}
+		}
+		if !s.Unconfirmed {
+			return s, nil
+		}
+		s.Unconfirmed = false
+		return s, []any{NotifyConsumers{}}
 	case Prepare:
 		return prepare(c, s, now, e)
 	case Rearm:
@@ -208,21 +269,21 @@ func Step(c Config, s State, now time.Time, ev any) (State, []any) {
 		s.Token, s.Waiting, s.Asker, s.Reported = "", false, nil, false
 		return s, []any{NotifyConsumers{}, Answer{}}
 	case Commit:
-		if s.Holds(now) {
+		if s.Refuses(now) {
 			return s, []any{RefuseCommit{}} // rule F1
 		}
 	case Write:
-		if s.Holds(now) {
+		if s.Refuses(now) {
 			// A commit that passed the gate before it was armed is refused
 			// with nothing appended (rule F3).
 			return s, []any{RefuseStash{}}
 		}
 	case Reserve:
-		if s.Holds(now) {
+		if s.Refuses(now) {
 			return s, []any{PauseConsume{}} // rules F1, K4
 		}
 	case Publish:
-		if e.Awaiting && s.Pinned(now) {
+		if e.Awaiting && (s.Pinned(now) || s.Unconfirmed) {
 			return s, []any{RefusePublish{HWM: s.HWM}}
 		}
 	case Settled:

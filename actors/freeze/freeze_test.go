@@ -10,7 +10,7 @@ import (
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // cfg is the seed's table: a 30 s TTL, a 500 ms lease drain, a 10 ms poll.
-var cfg = Config{FreezeTTL: 30 * time.Second, LeaseDrainTimeout: 500 * time.Millisecond, LeaseDrainPoll: 10 * time.Millisecond}
+var cfg = Config{FreezeTTL: 30 * time.Second, LeaseDrainTimeout: 500 * time.Millisecond, LeaseDrainPoll: 10 * time.Millisecond, ConfirmRetry: time.Second}
 
 // settled is a partition with nothing on its way and no lease out.
 var settled = Partition{}
@@ -83,7 +83,8 @@ func TestRuleF5APrepareArmsAFreezeUnderAFreshToken(t *testing.T) {
 }
 
 // rules F5, F12: unattended, the freeze lapses exactly at its TTL and
-// nothing is needed to clean up: commits land, consume resumes, the
+// nothing is needed to clean up: once the gate's own leader read confirms
+// the node still owns the partition, commits land, consume resumes, the
 // publish is free and the token is refused.
 func TestRuleF12TheFreezeLapsesOnItsTTL(t *testing.T) {
 	sc := prepared(t)
@@ -91,6 +92,8 @@ func TestRuleF12TheFreezeLapsesOnItsTTL(t *testing.T) {
 		feed(Commit{}).wantFx(RefuseCommit{}).
 		feed(Publish{Awaiting: true}).wantFx(RefusePublish{HWM: 7})
 	sc.at(cfg.FreezeTTL).wantHolds(false).
+		feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+		feed(OwnerConfirmed{Owner: true}).wantFx(NotifyConsumers{}).
 		feed(Commit{}).wantFx().
 		feed(Write{}).wantFx().
 		feed(Reserve{}).wantFx().
@@ -135,7 +138,12 @@ func TestRuleF6ATokenExtendsOnlyTheFreezeItNames(t *testing.T) {
 		{"its token after the lapse", "ab-1", cfg.FreezeTTL, gone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := prepared(t).at(tc.at).feed(Rearm{Token: tc.token}).wantFx(tc.want)
+			want := []any{tc.want}
+			if tc.at >= cfg.FreezeTTL {
+				// the lapse of a reported freeze is found as the request arrives
+				want = []any{ConfirmOwner{}, tc.want}
+			}
+			sc := prepared(t).at(tc.at).feed(Rearm{Token: tc.token}).wantFx(want...)
 			if _, ok := tc.want.(Answer); ok {
 				if sc.s.Until != sc.now.Add(cfg.FreezeTTL) {
 					t.Fatalf("until: got t0+%s, want t0+%s", sc.s.Until.Sub(t0), tc.at+cfg.FreezeTTL)
@@ -168,7 +176,11 @@ func TestRuleF9TheFenceChecksTheTokenAndTheHWMAndRenews(t *testing.T) {
 		{"lapsed", Fence{Token: "ab-1", HWM: 7, LogHWM: 7}, cfg.FreezeTTL, gone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := prepared(t).at(tc.at).feed(tc.ev).wantFx(tc.want)
+			want := []any{tc.want}
+			if tc.at >= cfg.FreezeTTL {
+				want = []any{ConfirmOwner{}, tc.want}
+			}
+			sc := prepared(t).at(tc.at).feed(tc.ev).wantFx(want...)
 			wantUntil := t0.Add(cfg.FreezeTTL)
 			if _, ok := tc.want.(Answer); ok {
 				wantUntil = sc.now.Add(cfg.FreezeTTL)
@@ -214,8 +226,10 @@ func TestRuleF3TheReportedHWMIsPinnedUntilTheLapseOrTheRelease(t *testing.T) {
 	t.Run("released", func(t *testing.T) {
 		prepared(t).feed(Release{Token: "ab-1"}).feed(Publish{Awaiting: true}).wantFx()
 	})
-	t.Run("lapsed", func(t *testing.T) {
-		prepared(t).at(cfg.FreezeTTL).feed(Publish{Awaiting: true}).wantFx()
+	t.Run("lapsed, ownership confirmed", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).feed(Publish{Awaiting: true}).wantFx(ConfirmOwner{}, RefusePublish{HWM: 7}).
+			feed(OwnerConfirmed{Owner: true}).wantFx(NotifyConsumers{}).
+			feed(Publish{Awaiting: true}).wantFx()
 	})
 	t.Run("the listing failed", func(t *testing.T) {
 		newScript(t).feed(Prepare{Asker: "a", Nonce: 1}).
@@ -307,4 +321,44 @@ func BenchmarkStepACommitThroughAnOpenGate(b *testing.B) {
 			b.Fatalf("got %#v, want no effect", fx)
 		}
 	}
+}
+
+// A freeze that reported an HWM and lapsed without a release: a flip at
+// that HWM may have committed while this node's replica has not applied
+// it (the source cut off from the metastore right after the fence). Found
+// by the move simulator (actors/move/sim, seed 3221 before the fix). So
+// nothing commits or is consumed until a leader read confirms this node
+// still owns the partition.
+func TestALapsedReportedFreezeWaitsForTheOwnerToBeConfirmed(t *testing.T) {
+	t.Run("not confirmed yet", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).
+			feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+			// one leader read at a time
+			feed(Commit{}).wantFx(RefuseCommit{}).
+			feed(Write{}).wantFx(RefuseStash{}).
+			feed(Reserve{}).wantFx(PauseConsume{})
+	})
+	t.Run("the read failed: asked again", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+			feed(OwnerConfirmed{Err: true}).wantFx(ConfirmOwner{After: cfg.ConfirmRetry}).
+			feed(Commit{}).wantFx(RefuseCommit{})
+	})
+	t.Run("another node owns it", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+			feed(OwnerConfirmed{Owner: false}).wantFx(ConfirmOwner{After: cfg.ConfirmRetry}).
+			feed(Commit{}).wantFx(RefuseCommit{})
+	})
+	t.Run("confirmed", func(t *testing.T) {
+		prepared(t).at(cfg.FreezeTTL).feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+			feed(OwnerConfirmed{Owner: true}).wantFx(NotifyConsumers{}).
+			feed(Commit{}).wantFx().
+			feed(Reserve{}).wantFx()
+	})
+	t.Run("a freeze that never reported lapses without a read", func(t *testing.T) {
+		newScript(t).feed(Prepare{Asker: "a", Nonce: 1, Partition: Partition{Settling: true}}).
+			at(cfg.FreezeTTL).feed(Commit{}).wantFx()
+	})
+	t.Run("a released freeze needs no read", func(t *testing.T) {
+		prepared(t).feed(Release{Token: "ab-1"}).at(cfg.FreezeTTL).feed(Commit{}).wantFx()
+	})
 }
