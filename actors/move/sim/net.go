@@ -1,0 +1,98 @@
+package sim
+
+import "time"
+
+// The simulated network: every request and answer between nodes, and
+// between a node and the metastore, is a message that takes a random
+// latency (with rare spikes), and while the faults last may be dropped or
+// delivered twice. Random latencies reorder messages. A node cut off sends
+// and receives nothing; a node that is down receives nothing. To add a
+// fault here, draw it in deliver from w.rng, and only while w.faulty, so
+// that the world still settles once the faults stop.
+
+// network keeps nothing yet: every fault is drawn per message.
+type network struct{}
+
+// endpoint is a node, or the metastore (nil node).
+type endpoint = *node
+
+// reachable reports whether a message can pass between a and b now.
+func (w *world) reachable(a, b endpoint) bool {
+	for _, e := range []endpoint{a, b} {
+		if e != nil && (!e.up || e.cutUntil > w.now) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) latency() time.Duration {
+	switch {
+	case w.faulty && w.chance(0.02):
+		return w.between(200*time.Millisecond, 4*time.Second)
+	case w.chance(0.1):
+		return w.between(5*time.Millisecond, 60*time.Millisecond)
+	}
+	return w.between(200*time.Microsecond, 3*time.Millisecond)
+}
+
+// deliver sends one message from a to b: fn runs at b when it arrives, if
+// b can still receive then.
+func (w *world) deliver(a, b endpoint, fn func()) {
+	if !w.reachable(a, b) {
+		return
+	}
+	copies := 1
+	if w.faulty {
+		switch {
+		case w.chance(0.02):
+			return
+		case w.chance(0.01):
+			copies = 2
+		}
+	}
+	epoch := b.epochOf()
+	for range copies {
+		w.at(w.latency(), func() {
+			if w.reachable(nil, b) && b.epochOf() == epoch {
+				fn()
+			}
+		})
+	}
+}
+
+// call is a request from a to b with an answer: serve runs at b and
+// answers through reply (at most once counts); done runs at a with the
+// answer, or with ok false after requestTimeout, once. alive says whether
+// the caller still wants an answer (the worker that asked still runs).
+func (w *world) call(a, b endpoint, alive func() bool, serve func(reply func(any)), done func(ans any, ok bool)) {
+	finished, epoch := false, a.epochOf()
+	finish := func(ans any, ok bool) {
+		if finished || a.epochOf() != epoch || !alive() {
+			finished = true
+			return
+		}
+		finished = true
+		done(ans, ok)
+	}
+	w.at(requestTimeout, func() { finish(nil, false) })
+	w.deliver(a, b, func() {
+		answered := false
+		serve(func(ans any) {
+			if answered {
+				return
+			}
+			answered = true
+			w.deliver(b, a, func() { finish(ans, true) })
+		})
+	})
+}
+
+// epochOf is a node's boot count, or 0 for the metastore: a message meant
+// for an earlier boot is lost with that boot's memory.
+func (n *node) epochOf() int {
+	if n == nil {
+		return 0
+	}
+	return n.epoch
+}

@@ -1,0 +1,489 @@
+// Package sim is a deterministic simulation of partition moves: the real
+// pure code of both sides of a move (move.Step on the destination,
+// freeze.Step on the source), the assignment shard's state machine
+// (metastore.AssignMachine), the planner and the liveness tracker, run on
+// a seeded scheduler with simulated time, network, disks, crashes and
+// operators, with the invariants of seed 000 checked after every step.
+// Start with Run; the world's pieces are in net.go (the network), meta.go
+// (the metastore, its leader changes and the controller), node.go (a
+// node's partitions, dispatcher and consumers), worker.go (the move worker
+// carrying out move.Step's effects) and check.go (the invariants).
+//
+// One seed is one world: the same seed gives the same run, step for step
+// (Result.Hash is the hash of the trace), so a failing seed replays:
+//
+//	go run ./cmd/narad-sim -seed N -trace
+//
+// Only the effects' executors are the simulator's own; every decision is
+// the production code's.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Config is one run. The zero value of every field but Seed takes its
+// default (see withDefaults).
+type Config struct {
+	Seed uint64
+	// Nodes and Partitions size the world (3-5 nodes, 1-4 partitions of
+	// one topic when zero: drawn from the seed).
+	Nodes, Partitions int
+	// FaultsFor is how long faults, operators and producers act; after it
+	// the network heals, every node comes back and the world must settle
+	// within SettleWithin (every move ended, every ingress WAL handed over).
+	FaultsFor, SettleWithin time.Duration
+	// Breaks reverts a fix or breaks a rule, to show the simulator finds
+	// the hole (sim_test.go keeps a seed for each).
+	Breaks Breaks
+	// Trace, when set, receives one readable line per step.
+	Trace io.Writer
+}
+
+// Breaks are deliberate defects, each named by the rule it breaks.
+type Breaks struct {
+	// F3: the source reports its HWM without waiting for the batches
+	// already written, and publishes past the HWM it reported (the F3 fix
+	// and its assertion reverted).
+	F3 bool
+	// P4: the worker counts only the listings of passes that copied
+	// everything, and not PrepareHandoff's (the P4 fix reverted).
+	P4 bool
+	// T1: the controller clears a dead destination's target as soon as it
+	// reads dead, not after DeadTargetAbortAfter.
+	T1 bool
+	// F2: the source reports with leases out before their drain deadline.
+	F2 bool
+	// ABA: a flip does not name the move it was proposed for, so one that
+	// reaches the log late commits for a re-planned move to the same
+	// target (the fix of Assignment.TargetSince reverted).
+	ABA bool
+	// Confirm: a source whose reported freeze lapsed takes commits again
+	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
+	Confirm bool
+}
+
+func (c Config) withDefaults(rng *rand.Rand) Config {
+	if c.Nodes == 0 {
+		c.Nodes = 3 + rng.IntN(3)
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 1 + rng.IntN(4)
+	}
+	if c.FaultsFor == 0 {
+		c.FaultsFor = time.Duration(60+rng.IntN(300)) * time.Second
+	}
+	if c.SettleWithin == 0 {
+		c.SettleWithin = 15 * time.Minute
+	}
+	return c
+}
+
+// Result is what one run found.
+type Result struct {
+	Seed uint64
+	// Steps is the number of events run; SimTime the simulated time.
+	Steps   int
+	SimTime time.Duration
+	// Hash is the FNV-1a hash of the trace: equal seeds, equal hashes.
+	Hash uint64
+	// Counts of what happened, for a summary and to see that the faults
+	// reach the paths they should.
+	Stats Stats
+	// Err is the first invariant broken (with the step and time), nil when
+	// the run was clean.
+	Err error
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Accepted, Committed, Published   int
+	MovesStarted, Flips, Promotes    int
+	TargetsCleared, Refreezes        int
+	Crashes, CutOffs, LeaderChanges  int
+	FencesRefused, UnknownFlips      int
+	PublishesRefused, CommitsRefused int
+	Forfeited                        int
+}
+
+// the simulation's constants, as the node's defaults have them where the
+// node has one.
+const (
+	requestTimeout       = 10 * time.Second
+	moveTick             = time.Second
+	rebalanceInterval    = time.Second
+	heartbeatInterval    = 2 * time.Second
+	deadTimeout          = 30 * time.Second
+	deadTargetAbortAfter = 2 * time.Minute
+	leaseDrainTimeout    = 500 * time.Millisecond
+	leaseDrainPoll       = 10 * time.Millisecond
+	maxInFlightMoves     = 2
+	// catchUpStopBytes is small so that pre-copy takes several passes at
+	// the simulated produce rates.
+	catchUpStopBytes = 2000
+	chunkRecords     = 16
+	// lateCommitMax bounds how long after a leader change a proposal the
+	// old leader appended may still commit: inside the worker's
+	// UnknownSettle (15 s), as Raft's election timeouts keep it.
+	lateCommitMax = 8 * time.Second
+)
+
+// base is the wall-clock reading of simulated time zero, for the pieces
+// that take a time.Time (the freeze gate, the liveness tracker).
+var base = time.Unix(1_700_000_000, 0)
+
+type event struct {
+	at  time.Duration
+	seq uint64
+	fn  func()
+}
+
+type queue []*event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// world is one simulation.
+type world struct {
+	cfg   Config
+	rng   *rand.Rand
+	now   time.Duration
+	q     queue
+	seq   uint64
+	steps int
+
+	nodes []*node
+	byID  map[string]*node
+	meta  *meta
+	net   network
+	truth truth
+	stats Stats
+
+	// faulty is false once FaultsFor has passed: the network heals and
+	// every node is brought back.
+	faulty bool
+	// handoffReply answers the handoff request the gate is stepping.
+	handoffReply func(any)
+	hash         uint64
+	trace        io.Writer
+	err          error
+}
+
+// maxSteps bounds a run whatever it does: a world that never settles
+// fails on the liveness check long before.
+const maxSteps = 5_000_000
+
+// Run runs one world to the end and checks it.
+func Run(cfg Config) Result {
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	cfg = cfg.withDefaults(rng)
+	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace}
+	h := fnv.New64a()
+	w.hash = h.Sum64()
+	w.truth.init()
+	w.build()
+	w.note("world", int64(cfg.Nodes), int64(cfg.Partitions), int64(cfg.FaultsFor/time.Second))
+	w.at(cfg.FaultsFor, w.heal)
+	for w.q.Len() > 0 && w.err == nil && w.steps < maxSteps {
+		e := heap.Pop(&w.q).(*event)
+		w.now = e.at
+		w.steps++
+		e.fn()
+		if w.err == nil {
+			w.checkStep()
+		}
+		if !w.faulty && w.settled() {
+			break
+		}
+		if !w.faulty && w.now > cfg.FaultsFor+cfg.SettleWithin && w.err == nil {
+			w.failf("liveness: not settled %s after the faults stopped: %s", cfg.SettleWithin, w.unsettled())
+		}
+	}
+	if w.err == nil && w.steps >= maxSteps {
+		w.failf("liveness: %d steps without settling: %s", w.steps, w.unsettled())
+	}
+	if w.err == nil {
+		w.checkFinal()
+	}
+	return Result{Seed: cfg.Seed, Steps: w.steps, SimTime: w.now, Hash: w.hash, Stats: w.stats, Err: w.err}
+}
+
+// at schedules fn d from now.
+func (w *world) at(d time.Duration, fn func()) {
+	w.seq++
+	heap.Push(&w.q, &event{at: w.now + d, seq: w.seq, fn: fn})
+}
+
+// every runs fn every d (jittered by up to a tenth) while keep says so.
+func (w *world) every(d time.Duration, fn func() (keep bool)) {
+	var tick func()
+	tick = func() {
+		if fn() {
+			w.at(d+w.jitter(d/10), tick)
+		}
+	}
+	w.at(w.jitter(d), tick)
+}
+
+func (w *world) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(w.rng.Int64N(int64(d)))
+}
+
+func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
+
+// between draws a duration in [lo, hi).
+func (w *world) between(lo, hi time.Duration) time.Duration { return lo + w.jitter(hi-lo) }
+
+// note adds one step to the trace: its hash always, its line when tracing.
+func (w *world) note(what string, args ...int64) {
+	h := w.hash
+	mix := func(b byte) { h ^= uint64(b); h *= 1099511628211 }
+	for i := 0; i < len(what); i++ {
+		mix(what[i])
+	}
+	for _, a := range append([]int64{int64(w.now)}, args...) {
+		for k := 0; k < 8; k++ {
+			mix(byte(a >> (8 * k)))
+		}
+	}
+	w.hash = h
+	if w.trace != nil {
+		parts := make([]string, len(args))
+		for i, a := range args {
+			parts[i] = strconv.FormatInt(a, 10)
+		}
+		fmt.Fprintf(w.trace, "%12s  %s %v\n", w.now.Round(time.Microsecond), what, parts)
+	}
+}
+
+// notef is note with a readable line; the line is formatted only when
+// tracing, the hash takes what and args.
+func (w *world) notef(what string, args []int64, format string, a ...any) {
+	tr := w.trace
+	w.trace = nil
+	w.note(what, args...)
+	w.trace = tr
+	if tr != nil {
+		fmt.Fprintf(tr, "%12s  %s: %s\n", w.now.Round(time.Microsecond), what, fmt.Sprintf(format, a...))
+	}
+}
+
+// failf records the first broken invariant.
+func (w *world) failf(format string, a ...any) {
+	if w.err != nil {
+		return
+	}
+	w.err = fmt.Errorf("seed %d, step %d, t=%s: %s", w.cfg.Seed, w.steps, w.now, fmt.Sprintf(format, a...))
+	if w.trace != nil {
+		fmt.Fprintf(w.trace, "%12s  VIOLATION: %s\n", w.now, fmt.Sprintf(format, a...))
+	}
+}
+
+func (w *world) build() {
+	w.meta = newMeta(w)
+	for i := range w.cfg.Nodes {
+		n := newNode(w, fmt.Sprintf("n%d", i+1))
+		w.nodes = append(w.nodes, n)
+		w.byID[n.id] = n
+	}
+	w.meta.create(w.cfg.Partitions)
+	for _, n := range w.nodes {
+		n.boot()
+	}
+	w.meta.start()
+	w.produce()
+	w.faults()
+}
+
+// heal ends the faults: no more loss, duplicates, latency spikes, slow
+// disks or leader changes; a node down or cut off comes back when its own
+// outage ends (at most five minutes), so that a promote of a long-dead
+// source can still happen while the world settles.
+func (w *world) heal() {
+	w.faulty = false
+	w.note("heal")
+	for _, n := range w.nodes {
+		n.slowDiskUntil = 0
+	}
+	w.meta.electingUntil = 0
+	w.meta.undrainAll()
+}
+
+// produce accepts records into the ingress WAL of a live node throughout
+// the faults: 202 once the WAL has it (rule K1: a node that is up always
+// accepts).
+func (w *world) produce() {
+	w.every(150*time.Millisecond, func() bool {
+		if !w.faulty {
+			return false
+		}
+		up := make([]*node, 0, len(w.nodes))
+		for _, n := range w.nodes {
+			if n.up {
+				up = append(up, n)
+			}
+		}
+		if len(up) == 0 {
+			return true
+		}
+		n := up[w.rng.IntN(len(up))]
+		p := w.rng.IntN(w.cfg.Partitions)
+		id := w.truth.accept(p)
+		n.wal[p] = append(n.wal[p], rec{id: id, size: int64(50 + w.rng.IntN(400))})
+		w.stats.Accepted++
+		w.note("accept", int64(n.index), int64(p), id)
+		return true
+	})
+}
+
+// faults injects one fault or operator action every few seconds until
+// FaultsFor.
+func (w *world) faults() {
+	var next func()
+	next = func() {
+		if !w.faulty {
+			return
+		}
+		w.fault()
+		w.at(w.between(time.Second, 12*time.Second), next)
+	}
+	w.at(w.between(time.Second, 5*time.Second), next)
+}
+
+func (w *world) impaired() int {
+	k := 0
+	for _, n := range w.nodes {
+		if !n.up || n.cutUntil > w.now {
+			k++
+		}
+	}
+	return k
+}
+
+func (w *world) fault() {
+	n := w.nodes[w.rng.IntN(len(w.nodes))]
+	if mv := w.meta.state.Moving(); len(mv) > 0 && w.chance(0.5) {
+		// Most of what goes wrong matters only while a move runs: aim at
+		// its source or its destination.
+		a := mv[w.rng.IntN(len(mv))]
+		n = w.byID[a.Owner]
+		if w.chance(0.4) {
+			n = w.byID[a.Target]
+		}
+	}
+	long := w.chance(0.3)
+	switch r := w.rng.IntN(100); {
+	case r < 16:
+		if n.up && w.impaired() < 2 {
+			d := w.between(time.Second, 40*time.Second)
+			if long {
+				d = w.between(3*time.Minute, 5*time.Minute)
+			}
+			n.crash()
+			w.at(d, func() {
+				if !n.up {
+					n.restart()
+				}
+			})
+		}
+	case r < 28:
+		if n.up && n.cutUntil <= w.now && w.impaired() < 2 {
+			d := w.between(time.Second, 40*time.Second)
+			if long {
+				d = w.between(3*time.Minute, 4*time.Minute)
+			}
+			n.cutUntil = w.now + d
+			w.stats.CutOffs++
+			w.note("cut", int64(n.index), int64(d))
+		}
+	case r < 36:
+		w.meta.leaderChange(w.between(100*time.Millisecond, 5*time.Second))
+	case r < 50:
+		w.meta.operatorMove()
+	case r < 56:
+		w.meta.operatorAbort()
+	case r < 64:
+		w.meta.toggleDrain(n)
+	case r < 82:
+		n.slowDiskUntil = w.now + w.between(2*time.Second, 20*time.Second)
+		w.note("slow disk", int64(n.index), int64(n.slowDiskUntil))
+	default:
+		// a quiet spell
+	}
+}
+
+// settled: faults over, every node up, every WAL handed over, no move in
+// flight, nothing of a move left running.
+func (w *world) settled() bool { return w.unsettled() == "" }
+
+func (w *world) unsettled() string {
+	for _, n := range w.nodes {
+		if !n.up || n.cutUntil > w.now {
+			return n.id + " is down or cut off"
+		}
+		for p, recs := range n.wal {
+			if len(recs) > 0 {
+				return fmt.Sprintf("%s has %d records of partition %d in its WAL", n.id, len(recs), p)
+			}
+		}
+		if len(n.workers) > 0 {
+			ps := make([]int, 0, len(n.workers))
+			for p := range n.workers {
+				ps = append(ps, p)
+			}
+			slices.Sort(ps)
+			return fmt.Sprintf("%s runs move workers for partitions %v (phase %s)", n.id, ps, n.workers[ps[0]].state.Phase)
+		}
+	}
+	if mv := w.meta.state.Moving(); len(mv) > 0 {
+		return fmt.Sprintf("partition %d still targets %s (owner %s)", mv[0].Partition, mv[0].Target, mv[0].Owner)
+	}
+	for _, n := range w.nodes {
+		if n.applied < uint64(len(w.meta.log)) {
+			return n.id + "'s replica is behind"
+		}
+	}
+	return ""
+}
+
+func (s *Stats) add(o Stats) {
+	s.Accepted += o.Accepted
+	s.Committed += o.Committed
+	s.Published += o.Published
+	s.MovesStarted += o.MovesStarted
+	s.Flips += o.Flips
+	s.Promotes += o.Promotes
+	s.TargetsCleared += o.TargetsCleared
+	s.Refreezes += o.Refreezes
+	s.Crashes += o.Crashes
+	s.CutOffs += o.CutOffs
+	s.LeaderChanges += o.LeaderChanges
+	s.FencesRefused += o.FencesRefused
+	s.UnknownFlips += o.UnknownFlips
+	s.PublishesRefused += o.PublishesRefused
+	s.CommitsRefused += o.CommitsRefused
+	s.Forfeited += o.Forfeited
+}

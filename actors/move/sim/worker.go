@@ -1,0 +1,378 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/naradmq/narad/actors/freeze"
+	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/messages"
+)
+
+// The move runner and its workers on a destination, as actors/mover.go
+// and actors/moveworker.go run them: the runner starts a worker for every
+// partition its replica targets here and stops the ones no longer
+// targeted; a worker runs move.Step and carries out its effects against
+// the simulated source, metastore and disk.
+
+var moveCfg = func() move.Config {
+	c := move.DefaultConfig()
+	c.CatchUpStopBytes = catchUpStopBytes
+	return c
+}()
+
+type worker struct {
+	n      *node
+	p      int
+	source string
+	// since is the target's TargetSince: the flip names the move.
+	since uint64
+	born  time.Duration
+	state move.State
+	// gone: stopped by the runner or lost in a crash; its effects' answers
+	// are dropped.
+	gone, released bool
+}
+
+// runMoves is the runner's tick.
+func (n *node) runMoves() {
+	w := n.w
+	want := map[int]messages.Assignment{}
+	for p := range w.cfg.Partitions {
+		if a, ok := n.replica.Get(incarnation, p); ok && a.Target == n.id {
+			want[p] = a
+		}
+	}
+	for _, p := range sortedKeys(n.workers) {
+		wk := n.workers[p]
+		if a, ok := want[p]; !ok || a.Owner != wk.source {
+			wk.stop()
+		}
+	}
+	for _, p := range sortedKeys(want) {
+		if _, running := n.workers[p]; running {
+			continue
+		}
+		wk := &worker{n: n, p: p, source: want[p].Owner, since: want[p].TargetSince, born: w.now, state: move.New()}
+		n.workers[p] = wk
+		w.stats.MovesStarted++
+		w.notef("worker start", []int64{int64(n.index), int64(p)}, "%s starts moving partition %d from %s", n.id, p, wk.source)
+		wk.step(move.Start{})
+		w.every(moveTick, func() bool {
+			if wk.gone {
+				return false
+			}
+			wk.watchSource()
+			return true
+		})
+	}
+}
+
+func sortedKeys[V any](m map[int]V) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func (wk *worker) now() time.Duration { return wk.n.w.now - wk.born }
+func (wk *worker) alive() bool        { return !wk.gone }
+
+// stop is the runner stopping the worker: it lifts a freeze it holds
+// unless a flip may have committed, and drops a copy of a move that is
+// gone (move.ReleaseOnStop, move.Gone).
+func (wk *worker) stop() {
+	n := wk.n
+	wk.gone = true
+	delete(n.workers, wk.p)
+	a, found := n.replica.Get(incarnation, wk.p)
+	if wk.state.Phase != move.Done && move.ReleaseOnStop(wk.state.Installed, found, a.Owner, a.Target, n.id) {
+		wk.release()
+	}
+	if !wk.state.Installed && wk.state.Phase != move.Done && move.Gone(found, a.Owner, a.Target, n.id) {
+		n.staging[wk.p] = &plog{}
+	}
+	n.w.notef("worker stop", []int64{int64(n.index), int64(wk.p)}, "%s stops the move of partition %d in %s", n.id, wk.p, wk.state.Phase)
+}
+
+func (wk *worker) release() {
+	if wk.state.Token == "" || wk.released {
+		return
+	}
+	wk.released = true
+	n, tok := wk.n, wk.state.Token
+	src := n.w.byID[wk.source]
+	n.w.call(n, src, func() bool { return true }, func(reply func(any)) {
+		src.serveHandoff(wk.p, freeze.Release{Token: tok}, reply)
+	}, func(any, bool) {})
+}
+
+// watchSource feeds the source's liveness from the local replica (rule P2).
+func (wk *worker) watchSource() {
+	m := wk.n.members[wk.source]
+	dead := m == nil || m.status == messages.MemberDead
+	wk.step(move.Watched(wk.state, wk.now(), dead, deadTimeout))
+}
+
+// step runs move.Step and carries out its effects in order.
+func (wk *worker) step(ev any) {
+	if wk.gone {
+		return
+	}
+	w := wk.n.w
+	ev = wk.breakP4(ev)
+	before, promote := wk.state.Phase, wk.state.Promote
+	var fx []any
+	wk.state, fx = move.Step(moveCfg, wk.state, wk.now(), ev)
+	if wk.state.Promote && !promote {
+		w.checkPromote(wk)
+	}
+	if wk.state.Phase != before {
+		if wk.state.Phase == move.Freezing && before != move.CatchUp {
+			w.stats.Refreezes++
+		}
+		w.notef("phase", []int64{int64(wk.n.index), int64(wk.p), int64(wk.state.Phase)}, "%s partition %d: %s -> %s", wk.n.id, wk.p, before, wk.state.Phase)
+	}
+	for _, f := range fx {
+		wk.effect(f)
+	}
+	switch wk.state.Phase {
+	case move.Done:
+		wk.finish()
+	case move.Ended:
+		wk.release()
+		wk.finish()
+	}
+}
+
+// finish is the worker telling the runner it is over; the runner stops it
+// and scans again on its next tick.
+func (wk *worker) finish() {
+	if wk.gone {
+		return
+	}
+	wk.stop()
+}
+
+// breakP4 reverts the P4 fix when asked: only a pass that copied
+// everything counts its listing, and PrepareHandoff's HWM is ignored.
+func (wk *worker) breakP4(ev any) any {
+	if !wk.n.w.cfg.Breaks.P4 {
+		return ev
+	}
+	switch e := ev.(type) {
+	case move.PassDone:
+		if e.Err != nil {
+			e.Listed, e.HWM = false, 0
+		}
+		return e
+	case move.Frozen:
+		e.HWM = 0
+		return e
+	}
+	return ev
+}
+
+func (wk *worker) src() *node { return wk.n.w.byID[wk.source] }
+
+// after runs ev through step d from now, if the worker still runs.
+func (wk *worker) after(d time.Duration, ev any) {
+	wk.n.w.at(d, func() { wk.step(ev) })
+}
+
+func (wk *worker) effect(f any) {
+	w, n := wk.n.w, wk.n
+	switch e := f.(type) {
+	case move.Fetch:
+		wk.pass()
+	case move.PrepareHandoff:
+		sent := wk.now()
+		src := wk.src()
+		w.call(n, src, wk.alive, func(reply func(any)) {
+			src.serveHandoff(wk.p, freeze.Prepare{}, reply)
+		}, func(ans any, ok bool) {
+			a, _ := ans.(handoffAnswer)
+			if !ok || !a.ok {
+				wk.step(move.Frozen{Err: errNoAnswer})
+				return
+			}
+			w.truth.reported(wk.p, n.id, a.hwm)
+			wk.step(move.Frozen{Token: a.token, HWM: a.hwm, SentAt: sent})
+		})
+	case move.ScheduleRearm:
+		wk.after(e.After, move.RearmDue{})
+	case move.Rearm:
+		sent, src := wk.now(), wk.src()
+		w.call(n, src, wk.alive, func(reply func(any)) {
+			src.serveHandoff(wk.p, freeze.Rearm{Token: e.Token}, reply)
+		}, func(ans any, ok bool) {
+			a, _ := ans.(handoffAnswer)
+			wk.step(move.Rearmed{Lapsed: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
+		})
+	case move.Fence:
+		sent, src := wk.now(), wk.src()
+		w.call(n, src, wk.alive, func(reply func(any)) {
+			src.serveHandoff(wk.p, freeze.Fence{Token: e.Token, HWM: e.HWM}, reply)
+		}, func(ans any, ok bool) {
+			a, _ := ans.(handoffAnswer)
+			if ok && a.gone {
+				w.stats.FencesRefused++
+			}
+			wk.step(move.Fenced{Refused: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
+		})
+	case move.Verify:
+		w.at(w.between(time.Millisecond, 5*time.Millisecond), func() {
+			if wk.gone {
+				return
+			}
+			s := n.stagingOf(wk.p)
+			ok := s.hwm() >= e.HWM
+			if ok {
+				s.recs = s.recs[:e.HWM]
+			}
+			wk.step(move.Verified{OK: ok})
+		})
+	case move.DiscardCopy, move.RemoveStaging:
+		n.staging[wk.p] = &plog{}
+	case move.Install:
+		epoch := n.epoch
+		w.at(w.between(time.Millisecond, 20*time.Millisecond), func() {
+			if wk.gone || n.epoch != epoch {
+				return
+			}
+			if w.faulty && w.chance(0.02) {
+				wk.step(move.Installed{Err: errNoAnswer})
+				return
+			}
+			s := n.stagingOf(wk.p)
+			if s.hwm() < e.HWM {
+				wk.step(move.Installed{Err: errNoAnswer})
+				return
+			}
+			w.checkInstall(wk, s, e.HWM, e.Force)
+			n.disk[wk.p] = &plog{recs: slices.Clone(s.recs[:e.HWM])}
+			n.staging[wk.p] = &plog{}
+			wk.step(move.Installed{})
+		})
+	case move.ProposeFlip:
+		hwm := wk.state.FinalHWM
+		flip := &messages.Flip{Incarnation: incarnation, Partition: wk.p, From: wk.source, To: n.id, HWM: &hwm, TargetSince: wk.since}
+		if w.cfg.Breaks.ABA {
+			flip.TargetSince = 0
+		}
+		w.notef("propose flip", []int64{int64(n.index), int64(wk.p), hwm}, "%s proposes the flip of partition %d at hwm %d (force %v)", n.id, wk.p, hwm, wk.state.Promote)
+		w.meta.propose(n, wk.alive, entry{assign: &messages.AssignCommand{Version: messages.CommandVersion, Flip: flip}}, func(ans any, ok bool) {
+			if !ok {
+				w.stats.UnknownFlips++
+				wk.step(move.FlipAnswered{Err: errNoAnswer})
+				return
+			}
+			switch ans.(messages.AssignResult).Code {
+			case messages.ResultOK:
+				wk.step(move.FlipAnswered{Code: move.FlipOK})
+			case messages.ResultNotFound:
+				wk.step(move.FlipAnswered{Code: move.FlipNotFound})
+			default:
+				wk.step(move.FlipAnswered{Code: move.FlipRefused})
+			}
+		})
+	case move.ReadLeader:
+		started := wk.now()
+		w.meta.leaderRead(n, wk.alive, wk.p, func(a messages.Assignment, found, ok bool) {
+			if !ok {
+				wk.step(move.LeaderRead{StartedAt: started, Err: errNoAnswer})
+				return
+			}
+			wk.step(move.LeaderRead{StartedAt: started, Found: found, Owner: wk.name(a.Owner), Target: wk.name(a.Target)})
+		})
+	case move.RenameBack:
+		if d := n.disk[wk.p]; d != nil {
+			n.staging[wk.p] = d
+			delete(n.disk, wk.p)
+		}
+	case move.ScheduleRetry:
+		wk.after(e.After, move.Retry{})
+	case move.Log:
+		w.notef("worker log", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %s: %s", n.id, wk.p, e.Level, e.Msg)
+	case move.Block, move.Unblock:
+		w.notef("worker block", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %T", n.id, wk.p, e)
+	default:
+		panic("sim: move effect not carried out")
+	}
+}
+
+func (wk *worker) name(id string) string {
+	switch id {
+	case wk.n.id:
+		return move.Self
+	case wk.source:
+		return move.Source
+	}
+	return id
+}
+
+func (n *node) stagingOf(p int) *plog {
+	s := n.staging[p]
+	if s == nil {
+		s = &plog{}
+		n.staging[p] = s
+	}
+	return s
+}
+
+// pass is one copy pass: a listing, then each missing range in chunks, in
+// order; a failure after the listing still reports it (rule P4).
+func (wk *worker) pass() {
+	w, n, src := wk.n.w, wk.n, wk.src()
+	w.call(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
+		ls, _ := ans.(listing)
+		if !ok || !ls.ok {
+			wk.step(move.PassDone{Err: errNoAnswer})
+			return
+		}
+		w.truth.reported(wk.p, n.id, ls.hwm)
+		s := n.stagingOf(wk.p)
+		if s.hwm() > ls.hwm {
+			s.recs = s.recs[:ls.hwm] // reconcile: nothing past the listing
+		}
+		var copied int64
+		var next func()
+		next = func() {
+			from := s.hwm()
+			if from >= ls.hwm {
+				wk.step(move.PassDone{Copied: copied, HWM: ls.hwm, CopiedTo: ls.hwm, Listed: true})
+				return
+			}
+			to := min(from+chunkRecords, ls.hwm)
+			w.call(n, src, wk.alive, func(reply func(any)) { src.serveChunk(wk.p, from, to, reply) }, func(ans any, ok bool) {
+				c, _ := ans.(chunk)
+				if !ok || !c.ok || s.hwm() != from {
+					wk.step(move.PassDone{Listed: true, HWM: ls.hwm, Err: errNoAnswer})
+					return
+				}
+				w.checkChunk(wk, from, c.recs)
+				s.recs = append(s.recs, c.recs...)
+				for _, r := range c.recs {
+					copied += r.size
+				}
+				next()
+			})
+		}
+		next()
+	})
+}
+
+type simError string
+
+func (e simError) Error() string { return string(e) }
+
+const errNoAnswer = simError("no answer")
+
+func answerErr(ok bool, a handoffAnswer) error {
+	if !ok || (!a.ok && !a.gone) {
+		return errNoAnswer
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+// Command narad-sim runs the deterministic move simulation
+// (actors/move/sim) over many seeds, or replays one with its trace.
+//
+//	narad-sim -seeds 100000 -workers 2   many seeds; seeds per second
+//	narad-sim -seed 75 -trace            one seed, one line per step
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/naradmq/narad/actors/move/sim"
+)
+
+func main() {
+	seed := flag.Uint64("seed", 0, "run this one seed (0: run -seeds seeds from -from)")
+	from := flag.Uint64("from", 1, "first seed of a many-seed run")
+	seeds := flag.Uint64("seeds", 1000, "how many seeds to run")
+	workers := flag.Int("workers", 2, "seeds run in parallel")
+	trace := flag.Bool("trace", false, "print the trace of -seed")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, T1, F2, ABA, Confirm (see sim.Breaks)")
+	flag.Parse()
+	b, err := parseBreaks(*breaks)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if *workers < 1 {
+		fmt.Fprintln(os.Stderr, "-workers must be at least 1")
+		os.Exit(2)
+	}
+	if *seed != 0 {
+		os.Exit(one(*seed, b, *trace, *breaks))
+	}
+	os.Exit(many(*from, *seeds, *workers, b, *breaks))
+}
+
+func parseBreaks(s string) (sim.Breaks, error) {
+	var b sim.Breaks
+	for _, name := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
+		switch strings.ToUpper(strings.TrimSpace(name)) {
+		case "F3":
+			b.F3 = true
+		case "P4":
+			b.P4 = true
+		case "T1":
+			b.T1 = true
+		case "F2":
+			b.F2 = true
+		case "ABA":
+			b.ABA = true
+		case "CONFIRM":
+			b.Confirm = true
+		default:
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, T1, F2, ABA or Confirm", name)
+		}
+	}
+	return b, nil
+}
+
+func one(seed uint64, b sim.Breaks, trace bool, breaks string) int {
+	cfg := sim.Config{Seed: seed, Breaks: b}
+	if trace {
+		cfg.Trace = os.Stdout
+	}
+	r := sim.Run(cfg)
+	fmt.Printf("seed %d: %d steps, %s simulated, trace hash %016x\n%+v\n", seed, r.Steps, r.SimTime.Round(time.Millisecond), r.Hash, r.Stats)
+	if r.Err != nil {
+		fmt.Printf("FAIL: %v\n", r.Err)
+		return 1
+	}
+	return 0
+}
+
+func many(from, n uint64, workers int, b sim.Breaks, breaks string) int {
+	start := time.Now()
+	var next, done, failed atomic.Uint64
+	next.Store(from)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				s := next.Add(1) - 1
+				if s >= from+n {
+					return
+				}
+				r := sim.Run(sim.Config{Seed: s, Breaks: b})
+				done.Add(1)
+				if r.Err != nil {
+					failed.Add(1)
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = r.Err
+						fmt.Printf("FAIL: %v\nreplay: go run ./cmd/narad-sim -seed %d -trace%s\n", r.Err, s, breakFlag(breaks))
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	fmt.Printf("%d seeds (%d..%d) in %s: %.1f seeds/s with %d workers, %d failed\n", done.Load(), from, from+n-1, el.Round(time.Millisecond), float64(done.Load())/el.Seconds(), workers, failed.Load())
+	if failed.Load() > 0 {
+		return 1
+	}
+	return 0
+}
+
+func breakFlag(b string) string {
+	if b == "" {
+		return ""
+	}
+	return " -break " + b
+}
