@@ -703,3 +703,25 @@ func Watched(s State, now time.Duration, dead bool, deadTimeout time.Duration) S
 	}
 	return SourceSeen{Dead: true, StampAge: age}
 }
+
+// Gone reports a move onto self that is gone (aborted, re-planned, its
+// target cleared, its topic deleted) as the local replica has the
+// partition's assignment (found, owner, target): neither owner nor target
+// is self. A worker that stops with the move still targeted here keeps
+// the copy to resume from.
+func Gone(found bool, owner, target, self string) bool {
+	return !found || (owner != self && target != self)
+}
+
+// ReleaseOnStop decides whether a worker that stops without having seen
+// its flip answered lifts the source's freeze. Before the install no flip
+// was proposed. After it, a flip may have committed: its answer can still
+// be on its way when the runner, which saw the flip in the replica, stops
+// the worker, and a freeze lifted then lets the source take commits past
+// the HWM the flip named until its own replica has the flip. So an
+// installed move releases only when the local replica shows it gone: the
+// replica applies in log order, so no flip committed before that, and a
+// later one is refused. Otherwise the freeze lapses on its TTL.
+func ReleaseOnStop(installed, found bool, owner, target, self string) bool {
+	return !installed || Gone(found, owner, target, self)
+}

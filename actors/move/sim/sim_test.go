@@ -79,6 +79,14 @@ func TestBreaksAreFound(t *testing.T) {
 		{"T1", 1, Breaks{T1: true}, "under DeadTargetAbortAfter (rule T1)"},
 		// rule F2: reported with leases out before the drain deadline.
 		{"F2", 3, Breaks{F2: true}, "leases out before its drain deadline (rule F2)"},
+		// Found by the simulator, fixed since: a flip proposal delayed
+		// past an abort and a re-plan to the same target committed for
+		// the new move after the old worker released the freeze.
+		{"ABA", 2510, Breaks{ABA: true}, "flip of partition 0 at hwm 353 while n2's freeze does not hold"},
+		// Found by the simulator, fixed since: a source cut off right
+		// after the fence took commits once its freeze lapsed, past the
+		// HWM of a flip its replica had not applied.
+		{"Confirm", 3876, Breaks{Confirm: true}, "lost on handover: n1 holds record 1561 at offset 262"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Run(Config{Seed: tc.seed, Breaks: tc.breaks})
