@@ -157,6 +157,7 @@ func (n *node) crash() {
 	for _, wk := range n.workers {
 		wk.gone = true
 	}
+	n.workers = map[int]*worker{}
 	for _, s := range n.staging {
 		s.recs = s.recs[:min(len(s.recs), s.synced())]
 	}

@@ -61,6 +61,9 @@ type Breaks struct {
 	T1 bool
 	// F2: the source reports with leases out before their drain deadline.
 	F2 bool
+	// F7: the worker's re-arm timer is not armed (ScheduleRearm dropped,
+	// as if deleted from the executor).
+	F7 bool
 	// ABA: a flip does not name the move it was proposed for, so one that
 	// reaches the log late commits for a re-planned move to the same
 	// target (the fix of Assignment.TargetSince reverted).

@@ -79,6 +79,8 @@ func TestBreaksAreFound(t *testing.T) {
 		{"T1", 1, Breaks{T1: true}, "under DeadTargetAbortAfter (rule T1)"},
 		// rule F2: reported with leases out before the drain deadline.
 		{"F2", 3, Breaks{F2: true}, "leases out before its drain deadline (rule F2)"},
+		// rule F7 on the worker: the re-arm timer never armed.
+		{"F7", 5, Breaks{F7: true}, "rule F7: n2 holds the freeze of partition 0 in finalize"},
 		// Found by the simulator, fixed since: a flip proposal delayed
 		// past an abort and a re-plan to the same target committed for
 		// the new move after the old worker released the freeze.

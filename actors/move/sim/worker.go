@@ -32,6 +32,9 @@ type worker struct {
 	// gone: stopped by the runner or lost in a crash; its effects' answers
 	// are dropped.
 	gone, released bool
+	// lastRearm is when the freeze was last armed or re-armed by this
+	// worker (rule F7's check).
+	lastRearm time.Duration
 }
 
 // runMoves is the runner's tick.
@@ -123,9 +126,12 @@ func (wk *worker) step(ev any) {
 	}
 	w := wk.n.w
 	ev = wk.breakP4(ev)
-	before, promote := wk.state.Phase, wk.state.Promote
+	before, promote, frozen := wk.state.Phase, wk.state.Promote, wk.state.Frozen
 	var fx []any
 	wk.state, fx = move.Step(moveCfg, wk.state, wk.now(), ev)
+	if wk.state.Frozen && !frozen {
+		wk.lastRearm = w.now
+	}
 	if wk.state.Promote && !promote {
 		w.checkPromote(wk)
 	}
@@ -202,8 +208,13 @@ func (wk *worker) effect(f any) {
 			wk.step(move.Frozen{Token: a.token, HWM: a.hwm, SentAt: sent})
 		})
 	case move.ScheduleRearm:
-		wk.after(e.After, move.RearmDue{})
+		w.note("schedule rearm", int64(n.index), int64(wk.p), int64(e.After))
+		if !w.cfg.Breaks.F7 {
+			wk.after(e.After, move.RearmDue{})
+		}
 	case move.Rearm:
+		wk.lastRearm = w.now
+		w.note("rearm", int64(n.index), int64(wk.p))
 		sent, src := wk.now(), wk.src()
 		w.call(n, src, wk.alive, func(reply func(any)) {
 			src.serveHandoff(wk.p, freeze.Rearm{Token: e.Token}, reply)
