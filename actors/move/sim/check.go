@@ -234,9 +234,12 @@ func (w *world) checkStep() {
 	// rule F7: a worker holding a fenceable freeze re-arms it every
 	// TTL/4, whatever its passes and requests take.
 	for _, n := range w.nodes {
-		for _, p := range sortedKeys(n.workers) {
+		if len(n.workers) == 0 {
+			continue
+		}
+		for p := range w.cfg.Partitions {
 			wk := n.workers[p]
-			if wk.state.Frozen && wk.state.Fenceable && w.now-wk.lastRearm > moveCfg.FreezeTTL/4+time.Millisecond {
+			if wk != nil && wk.state.Frozen && wk.state.Fenceable && w.now-wk.lastRearm > moveCfg.FreezeTTL/4+time.Millisecond {
 				w.failf("rule F7: %s holds the freeze of partition %d in %s and last re-armed it %s ago, past FreezeTTL/4", n.id, p, wk.state.Phase, w.now-wk.lastRearm)
 				return
 			}
