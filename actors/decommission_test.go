@@ -301,3 +301,59 @@ func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing
 		})
 	}
 }
+
+// rule D6 (the draining node's side): its drain service says it refuses
+// produce only once its member record is draining, and counts as held
+// every record accepted and not yet handed to its owner, including a
+// produce admitted before the flag that has not answered yet: the leader
+// must not count zero while such a produce may still answer 202.
+func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing.T) {
+	held, reached := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tn := newTestNode(t, func(c *Config) {
+		c.faults = &faultHooks{produceAdmitted: func(_ string, body []byte) {
+			if string(body) == `"held"` {
+				once.Do(func() { close(reached) })
+				<-held
+			}
+		}}
+	})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // before the node stops, should the test fail first
+	tn.createTopic("d", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/d/produce?partition=0", []byte(`"first"`))
+	waitFor(t, func() bool { return tn.n.drainStatus().Backlog == 0 }) // "first" handed on
+	if got := tn.n.drainStatus(); got.Refusing {
+		t.Fatalf("drain status of a node not draining: got %+v, want not refusing", got)
+	}
+
+	// A produce admitted before the flag, held before its WAL append.
+	answered := make(chan int, 1)
+	go func() {
+		code, _, err := tn.attempt("POST", "/v1/topics/d/produce?partition=0", []byte(`"held"`))
+		if err != nil {
+			code = -1
+		}
+		answered <- code
+	}()
+	<-reached
+	if err := tn.n.store.SetDraining(context.Background(), tn.cfg.NodeID, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tn.n.draining)
+	if got := tn.n.drainStatus(); !got.Refusing || got.Backlog < 1 {
+		t.Fatalf("drain status with a produce admitted before the flag, not yet answered: got %+v, want refusing with a backlog of at least 1", got)
+	}
+	if code, body := tn.do("POST", "/v1/topics/d/produce?partition=0", []byte(`"late"`)); code != http.StatusServiceUnavailable {
+		t.Fatalf("produce while draining: got %d %s, want 503", code, body)
+	}
+
+	release()
+	if code := <-answered; code != http.StatusAccepted {
+		t.Fatalf("the produce admitted before the flag: got %d, want 202", code)
+	}
+	waitFor(t, func() bool { return tn.n.drainStatus() == drainStatus{Refusing: true} })
+	if got := hwmOf(t, tn, "d"); got != 2 {
+		t.Fatalf("partition 0 once the drain service counts zero: got HWM %d, want 2 (first and held)", got)
+	}
+}
