@@ -174,6 +174,10 @@ type faultHooks struct {
 	// published: it may block to hold a batch between its write and its
 	// publish.
 	partitionSynced func(k messages.PartitionKey)
+	// produceAdmitted runs in Node.Produce once the record is admitted
+	// (the node was not draining) and before it is appended to the ingress
+	// WAL; it may block to hold the produce there.
+	produceAdmitted func(topic string, body []byte)
 	// reportPastPipeline makes a prepare report without waiting for the
 	// batches already written: rule F3 broken on purpose, so a test can
 	// watch the publish guard catch what F3 prevents.

@@ -145,12 +145,21 @@ type drainStatus struct {
 
 func (n *Node) serveDrain() error {
 	return transport.HandleJSON(n.nats, drainService, func(context.Context, string, struct{}) (drainStatus, error) {
-		// Produce admitted before the flag was seen answers first:
-		// Produce checks the flag before it appends to the WAL, and an
-		// append in progress shows in the backlog.
-		held, _ := n.wal.Backlog()
-		return drainStatus{Refusing: n.draining(), Backlog: int64(held)}, nil
+		return n.drainStatus(), nil
 	})
+}
+
+// drainStatus is what the drain service answers. Backlog counts the
+// records the ingress WAL holds for their owners and the produce calls
+// not yet answered: an append waiting for its fsync is not in the WAL's
+// backlog yet, and a produce admitted before the flag may still append
+// and answer 202. The flag is read first: a produce counted after that
+// read reads the flag after it too, and is refused.
+func (n *Node) drainStatus() drainStatus {
+	refusing := n.draining()
+	producing := n.producing.Load()
+	held, _ := n.wal.Backlog()
+	return drainStatus{Refusing: refusing, Backlog: int64(held) + producing}
 }
 
 // decommissionPass is the controller's part (rules D2-D7), on the metadata

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -172,4 +176,184 @@ func TestClusterABlockedDecommissionSaysWhyInTheMembers(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// decomStore is the metadata leader's store for a decommission step: the
+// members and assignments of a fake replica, a Raft configuration in
+// which the draining node is a non-voter (so no voter guard applies, rule
+// D3), and removals that are recorded. Any other role panics.
+type decomStore struct {
+	controllerStore
+	replica *fakeReplica
+	rm      metastore.RaftMembership
+
+	mu              sync.Mutex
+	removedReplicas []uint64
+	removedMembers  []string
+}
+
+func (s *decomStore) Member(id string) (messages.Member, bool) { return s.replica.Member(id) }
+func (s *decomStore) Members() []messages.Member               { return s.replica.Members() }
+func (s *decomStore) OwnedBy(node string) []messages.Assignment {
+	return s.replica.OwnedBy(node)
+}
+func (s *decomStore) TargetedAt(node string) []messages.Assignment {
+	return s.replica.TargetedAt(node)
+}
+func (s *decomStore) ReplicaID() uint64 { return 1 }
+func (s *decomStore) RaftMembership(context.Context, uint64) (metastore.RaftMembership, error) {
+	return s.rm, nil
+}
+func (s *decomStore) RemoveReplica(_ context.Context, id uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removedReplicas = append(s.removedReplicas, id)
+	return nil
+}
+func (s *decomStore) RemoveMember(_ context.Context, id string) (messages.Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removedMembers = append(s.removedMembers, id)
+	return messages.Member{ID: id}, nil
+}
+
+func (s *decomStore) removed() ([]uint64, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.removedReplicas), slices.Clone(s.removedMembers)
+}
+
+// rule D6: the leader removes a draining node that owns nothing only once
+// that node answers that it refuses produce and its ingress WAL has handed
+// every accepted record on; a backlog, a node still admitting produce, or
+// one that cannot be asked keeps it in Raft and in the members.
+func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing.T) {
+	srv := startTestNATS(t)
+	connect := func(id string) *transport.Transport {
+		tr, err := transport.Connect(context.Background(), transport.Config{Cluster: "test", NodeID: id, URLs: []string{srv.ClientURL()}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tr.Close)
+		return tr
+	}
+	leader := connect("n1")
+	members := []messages.Member{
+		{ID: "n1", ReplicaID: 1, Status: messages.MemberAlive, Role: messages.RoleVoter},
+		{ID: "n2", ReplicaID: 2, Status: messages.MemberAlive, Role: messages.RoleVoter},
+		{ID: "n4", ReplicaID: 4, Status: messages.MemberAlive, Role: messages.RoleVoter},
+		{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true},
+		{ID: "n5", ReplicaID: 5, Status: messages.MemberAlive, Draining: true}, // serves no drain service
+	}
+
+	// answer is what n3's drain service says, one case after another.
+	var mu sync.Mutex
+	var answer drainStatus
+	n3 := connect("n3")
+	if err := transport.HandleJSON(n3, drainService, func(context.Context, string, struct{}) (drainStatus, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return answer, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		drain   int // the draining member's index in members
+		status  drainStatus
+		want    string
+		removed bool
+	}{
+		{"records accepted and not yet handed on", 3, drainStatus{Refusing: true, Backlog: 5}, "wal_backlog", false},
+		{"one record left", 3, drainStatus{Refusing: true, Backlog: 1}, "wal_backlog", false},
+		{"still admitting produce", 3, drainStatus{Refusing: false, Backlog: 0}, "wal_backlog", false},
+		{"a node that cannot be asked", 4, drainStatus{}, "unreachable", false},
+		{"refusing produce with an empty WAL", 3, drainStatus{Refusing: true, Backlog: 0}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeReplica()
+			for _, m := range members {
+				f.members[m.ID] = m
+			}
+			s := &decomStore{replica: f, rm: metastore.RaftMembership{
+				Voters:    map[uint64]string{1: "a1", 2: "a2", 4: "a4"},
+				NonVoters: map[uint64]string{3: "a3", 5: "a5"},
+			}}
+			mu.Lock()
+			answer = tc.status
+			mu.Unlock()
+			cfg := DefaultConfig()
+			cfg.RequestTimeout = 5 * time.Second
+			a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t)}, store: s, nats: leader}
+			m := members[tc.drain]
+			if got := a.decommissionStep(context.Background(), m, members); got != tc.want {
+				t.Fatalf("decommission step of %s answering %+v: got %q, want %q", m.ID, tc.status, got, tc.want)
+			}
+			replicas, ids := s.removed()
+			wantReplicas, wantIDs := []uint64(nil), []string(nil)
+			if tc.removed {
+				wantReplicas, wantIDs = []uint64{m.ReplicaID}, []string{m.ID}
+			}
+			if !slices.Equal(replicas, wantReplicas) || !slices.Equal(ids, wantIDs) {
+				t.Fatalf("removals of %s answering %+v: got replicas %v and members %v, want %v and %v", m.ID, tc.status, replicas, ids, wantReplicas, wantIDs)
+			}
+		})
+	}
+}
+
+// rule D6 (the draining node's side): its drain service says it refuses
+// produce only once its member record is draining, and counts as held
+// every record accepted and not yet handed to its owner, including a
+// produce admitted before the flag that has not answered yet: the leader
+// must not count zero while such a produce may still answer 202.
+func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing.T) {
+	held, reached := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tn := newTestNode(t, func(c *Config) {
+		c.faults = &faultHooks{produceAdmitted: func(_ string, body []byte) {
+			if string(body) == `"held"` {
+				once.Do(func() { close(reached) })
+				<-held
+			}
+		}}
+	})
+	release := sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // before the node stops, should the test fail first
+	tn.createTopic("d", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/d/produce?partition=0", []byte(`"first"`))
+	waitFor(t, func() bool { return tn.n.drainStatus().Backlog == 0 }) // "first" handed on
+	if got := tn.n.drainStatus(); got.Refusing {
+		t.Fatalf("drain status of a node not draining: got %+v, want not refusing", got)
+	}
+
+	// A produce admitted before the flag, held before its WAL append.
+	answered := make(chan int, 1)
+	go func() {
+		code, _, err := tn.attempt("POST", "/v1/topics/d/produce?partition=0", []byte(`"held"`))
+		if err != nil {
+			code = -1
+		}
+		answered <- code
+	}()
+	<-reached
+	if err := tn.n.store.SetDraining(context.Background(), tn.cfg.NodeID, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tn.n.draining)
+	if got := tn.n.drainStatus(); !got.Refusing || got.Backlog < 1 {
+		t.Fatalf("drain status with a produce admitted before the flag, not yet answered: got %+v, want refusing with a backlog of at least 1", got)
+	}
+	if code, body := tn.do("POST", "/v1/topics/d/produce?partition=0", []byte(`"late"`)); code != http.StatusServiceUnavailable {
+		t.Fatalf("produce while draining: got %d %s, want 503", code, body)
+	}
+
+	release()
+	if code := <-answered; code != http.StatusAccepted {
+		t.Fatalf("the produce admitted before the flag: got %d, want 202", code)
+	}
+	waitFor(t, func() bool { return tn.n.drainStatus() == drainStatus{Refusing: true} })
+	if got := hwmOf(t, tn, "d"); got != 2 {
+		t.Fatalf("partition 0 once the drain service counts zero: got HWM %d, want 2 (first and held)", got)
+	}
 }

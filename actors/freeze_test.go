@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -296,5 +297,47 @@ func TestTransferChunksStayWithinTheListing(t *testing.T) {
 	}
 	if got != seg.Size {
 		t.Fatalf("chunks: got %d bytes, want the listed %d", got, seg.Size)
+	}
+}
+
+// rule K5 (source side): what a listing and a prepare report of the
+// consumers is the committed offset and the acked-ahead offsets; leases
+// in flight stay out of both (the new owner redelivers them).
+func TestRuleK5TheListingCarriesAcksNotLeases(t *testing.T) {
+	clk := newFakeClock()
+	tn := frozenNode(t, clk)
+	tn.createTopic("f", 3)
+	for i := range 6 {
+		tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", fmt.Appendf(nil, `"r%d"`, i))
+	}
+	wantHWM(t, tn, "f", 6)
+	var leased []*messages.MessageInfo
+	for i := range 4 {
+		m := tn.consume("f", "partition=0&wait=0")
+		if m == nil || m.Offset != int64(i) {
+			t.Fatalf("consume %d: got %+v, want offset %d", i, m, i)
+		}
+		leased = append(leased, m)
+	}
+	for _, i := range []int{0, 2} { // offsets 1 and 3 stay leased
+		tn.must(http.StatusNoContent, "POST", "/v1/topics/f/ack?receipt_handle="+url.QueryEscape(leased[i].ReceiptHandle), nil)
+	}
+	want := messages.ConsumerPosition{Frontier: 0, AckedAhead: []int64{2}}
+	ls := askPartition(t, tn, "f", &messages.ListPartition{}).(*messages.PartitionListing)
+	if ls.Position.Frontier != want.Frontier || !slices.Equal(ls.Position.AckedAhead, want.AckedAhead) {
+		t.Fatalf("listing position with offsets 0 and 2 acked, 1 and 3 leased: got %+v, want %+v", ls.Position, want)
+	}
+	// The prepare waits out the lease drain (rule F2) with 1 and 3 still
+	// out, then reports the same position.
+	in := newInbox(t, tn)
+	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
+	in.settle("f")
+	clk.advance(tn.cfg.LeaseDrainTimeout)
+	r := wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
+	if r.Status != messages.StatusOK || r.Listing == nil {
+		t.Fatalf("prepare: got %+v, want a listing", r)
+	}
+	if got := r.Listing.Position; got.Frontier != want.Frontier || !slices.Equal(got.AckedAhead, want.AckedAhead) {
+		t.Fatalf("prepare's position with offsets 1 and 3 leased: got %+v, want %+v", got, want)
 	}
 }

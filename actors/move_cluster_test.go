@@ -642,3 +642,55 @@ func TestClusterAFlipWhoseLeaderDiesMidProposalCompletes(t *testing.T) {
 	rep := load.finish()
 	t.Logf("flip with its leader killed: %s", rep)
 }
+
+// rule K1: no client request is refused during a move. The move is held
+// under the freeze while every node takes produce to the frozen partition;
+// each answer is counted at the raw HTTP level, with no retry to hide a
+// refusal: every one is 202, and every record lands at the new owner
+// after the flip (rule K2).
+func TestClusterRuleK1ProduceIsAcceptedThroughoutAMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, true) // held under the freeze
+	// A freeze that outlasts the harness's waits: it holds while the test
+	// produces, whatever the machine's load.
+	c := moveTestCluster(t, g, func(_ int, cfg *Config) { cfg.Move.FreezeTTL = 2 * clusterWaitBound })
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3}`))
+	var accepted int64
+	refused := map[string]int{} // answer (status or transport error) -> count
+	produce := func(phase string, perNode int) {
+		for i := range perNode {
+			for n, tn := range c.nodes {
+				code, body, err := tn.attempt("POST", "/v1/topics/m/produce?partition=0", fmt.Appendf(nil, `"%s-n%d-%d"`, phase, n+1, i))
+				switch {
+				case err != nil:
+					refused[fmt.Sprintf("%s: %v", phase, err)]++
+				case code != http.StatusAccepted:
+					refused[fmt.Sprintf("%s: %d %s", phase, code, strings.TrimSpace(string(body)))]++
+				default:
+					accepted++
+				}
+			}
+		}
+	}
+	produce("before", 5)
+	dest := c.destinationFor("m", 0)
+	owner := c.planMove("m", 0, dest)
+	produce("catch-up", 5)
+	<-g.reached // frozen, the first pass under the freeze held
+	if r := askPartition(t, c.node(owner), "m", commitOf(`"probe"`)).(*messages.CommitResult); r.Status != messages.StatusFrozen {
+		t.Fatalf("a commit at the source while the move is held: got status %v, want frozen", r.Status)
+	}
+	produce("frozen", 10)
+	g.release()
+	c.waitForOwner(dest, "m", 0)
+	produce("after", 5)
+	if len(refused) != 0 {
+		t.Fatalf("produce answers other than 202 during a move: got %v (%d accepted), want none", refused, accepted)
+	}
+	c.waitFor(fmt.Sprintf("all %d accepted records at the new owner", accepted), func() bool {
+		hwm, ok := partitionHWM(c.node(dest), "m", 0)
+		return ok && hwm == accepted
+	})
+}

@@ -535,10 +535,13 @@ func (w *moveWorker) install(in installInput) any {
 	if st.Frontier < -1 {
 		st = storage.EmptyConsumerState()
 	}
-	if c, clamped := storage.ClampConsumerState(st, in.hwm); clamped {
+	// The clamped state is installed whether or not the frontier moved:
+	// acked-ahead offsets at or past the HWM are dropped silently.
+	c, clamped := storage.ClampConsumerState(st, in.hwm)
+	if clamped {
 		w.deps.log.Warn("move: consumer position past the copy's high watermark; clamped", "partition", partitionKeyString(w.key), "frontier", st.Frontier, "hwm", in.hwm)
-		st = c
 	}
+	st = c
 	if err := storage.SaveConsumerState(s.Dir(), st, true); err != nil {
 		return move.Installed{Err: err}
 	}

@@ -53,6 +53,8 @@ type Node struct {
 	stopping atomic.Bool
 	keySeq   atomic.Uint64 // suffix of generated keys
 	rotor    atomic.Uint64 // rotating start of queue-mode scans
+	// producing counts the admitted Produce calls not yet returned (rule D6).
+	producing atomic.Int64
 }
 
 // Start opens the node's storage and metastore, starts serving HTTP (health

@@ -157,10 +157,13 @@ func (p *partitionActor) start() {
 		l.Close()
 		panic(fmt.Errorf("load consumer state of %s: %w", p.name, err))
 	}
-	if c, clamped := storage.ClampConsumerState(st, l.HWM()); clamped {
+	// Acked-ahead offsets at or past the HWM are dropped even when the
+	// frontier needs no clamp: records appended there later are new.
+	c, clamped := storage.ClampConsumerState(st, l.HWM())
+	if clamped {
 		p.deps.log.Warn("consumer position past the log end; clamped", "partition", p.name, "frontier", st.Frontier, "hwm", l.HWM())
-		st = c
 	}
+	st = c
 	committer, err := storage.NewOffsetCommitter(p.dir, p.cfg.Consumer)
 	if err != nil {
 		l.Close()

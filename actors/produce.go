@@ -44,6 +44,17 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	if err := n.Admit(); err != nil {
 		return err
 	}
+	// Counted until answered, and the flag read again once counted: the
+	// drain service reads the flag, then this count, so a produce it did
+	// not count is refused here (rule D6).
+	n.producing.Add(1)
+	defer n.producing.Add(-1)
+	if err := n.Admit(); err != nil {
+		return err
+	}
+	if f := n.cfg.faults; f != nil && f.produceAdmitted != nil {
+		f.produceAdmitted(rec.Topic, rec.Body)
+	}
 	if len(rec.Body) > maxRequestBytes {
 		return fmt.Errorf("produce to %s: body of %d bytes: %w", rec.Topic, len(rec.Body), ErrTooLarge)
 	}

@@ -1,0 +1,377 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// workerRig is one move worker, on node n2, moving partition 0 of topic
+// "w" from n1, in an actor system of its own: the source is a fake over a
+// real partition log, the metastore a fake replica whose flip always
+// commits. No NATS, no Raft, no partition actor. Run inside a synctest
+// bubble, the worker's timers (re-arm, retry, tick) run on the bubble's
+// fake clock.
+type workerRig struct {
+	t       *testing.T
+	cfg     Config
+	key     messages.PartitionKey
+	store   *workerStore
+	source  *fakeSource
+	logs    *recordingHandler
+	system  *actor.ActorSystem
+	parent  *actor.PID
+	ended   chan moveEnded
+	holdFin chan struct{} // closed to let the passes under the freeze run
+}
+
+// newWorkerRig builds the source with records records and the rig; start
+// spawns the worker. holdFinal holds every pass under the freeze until
+// releaseFinal.
+func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.DataDir = "n2", t.TempDir()
+	topic := messages.Topic{Name: "w", Incarnation: 7, Partitions: 3, RetentionMs: 3_600_000}
+	r := &workerRig{t: t, cfg: cfg, key: messages.PartitionKey{Topic: topic.Name, Incarnation: topic.Incarnation},
+		store: &workerStore{fakeReplica: newFakeReplica()}, logs: &recordingHandler{},
+		ended: make(chan moveEnded, 1), holdFin: make(chan struct{})}
+	if !holdFinal {
+		close(r.holdFin)
+	}
+	r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) {
+		if final {
+			select {
+			case <-r.holdFin:
+			case <-ctx.Done():
+			}
+		}
+	}}
+	f := r.store.fakeReplica
+	f.topics[topic.Name] = topic
+	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive}
+	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
+	f.assignments[assignmentKey(topic.Incarnation, 0)] = messages.Assignment{Topic: topic.Name, Incarnation: topic.Incarnation, Partition: 0, Owner: "n1", Target: "n2", TargetSince: 41}
+
+	l, err := storage.OpenLog(t.TempDir(), cfg.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	for i := range records {
+		if _, err := l.Append(time.Now(), []storage.Entry{{Key: fmt.Appendf(nil, "k%d", i), Body: []byte(`"body"`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.source = &fakeSource{log: l, ttl: cfg.Move.FreezeTTL, position: messages.ConsumerPosition{Frontier: -1}}
+	return r
+}
+
+// start spawns the worker under a parent that keeps what it reports.
+func (r *workerRig) start() {
+	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
+	d := deps{cfg: r.cfg, log: slog.New(r.logs), metrics: newNodeMetrics("worker-rig-" + r.t.Name()), notifier: newCommitNotifier()}
+	worker := actor.PropsFromProducer(func() actor.Actor { return newMoveWorker(d, r.store, r.source, r.key, "n1", 41) })
+	parent, err := r.system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			ctx.Spawn(worker)
+		case moveEnded:
+			r.ended <- m
+		}
+	}), "mover")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.parent = parent
+}
+
+// stop stops the worker (its parent first stops it) and the system.
+func (r *workerRig) stop() {
+	_ = r.system.Root.StopFuture(r.parent).Wait()
+	r.system.Shutdown()
+}
+
+func (r *workerRig) releaseFinal() { close(r.holdFin) }
+
+// installed is the consumer state at the partition's path.
+func (r *workerRig) installed() storage.ConsumerState {
+	r.t.Helper()
+	st, err := storage.LoadConsumerState(storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition))
+	if err != nil {
+		r.t.Fatalf("installed consumer state: %v", err)
+	}
+	return st
+}
+
+// workerStore is the fake replica with the leader reads and a flip that
+// commits.
+type workerStore struct {
+	*fakeReplica
+	flips []messages.Flip
+}
+
+func (s *workerStore) LeaderMembers(context.Context) ([]messages.Member, error) {
+	return s.Members(), nil
+}
+
+func (s *workerStore) LeaderAssignment(_ context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {
+	a, ok := s.Assignment(incarnation, partition)
+	return a, ok, nil
+}
+
+func (s *workerStore) CatchUp(context.Context) error { return nil }
+
+func (s *workerStore) Flip(_ context.Context, c messages.Flip) (messages.AssignResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flips = append(s.flips, c)
+	k := assignmentKey(c.Incarnation, c.Partition)
+	a := s.assignments[k]
+	a.Owner, a.Target = c.To, ""
+	s.assignments[k] = a
+	return messages.AssignResult{Code: messages.ResultOK}, nil
+}
+
+// fakeSource is a move's source: listings and chunks from a real log, and
+// a handoff freeze that lapses TTL after the last prepare, re-arm or
+// fence it answered, on the caller's clock (the bubble's in a synctest).
+type fakeSource struct {
+	log *storage.Log
+	ttl time.Duration
+
+	mu sync.Mutex
+	// position is what a listing reports before the freeze; frozenAt is
+	// what the prepare's listing reports (the in-memory frontier, rule F4).
+	position, frozenAt messages.ConsumerPosition
+	token              string
+	until              time.Time
+	lapsed             int         // re-arms or fences that found the freeze gone
+	renewals           []time.Time // when each prepare, re-arm and fence arrived
+	rearms             int
+}
+
+func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
+	ls, err := s.log.List(time.Now())
+	if err != nil {
+		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
+	}
+	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock, Position: pos}
+	for _, sg := range ls.Segments {
+		out.Segments = append(out.Segments, messages.SegmentInfo{Name: sg.Name, Base: sg.Base, Size: sg.Size, ModTime: sg.ModTime})
+	}
+	return out
+}
+
+func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	switch m := msg.(type) {
+	case *messages.ListPartition:
+		return s.listing(s.position), nil
+	case *messages.Handoff:
+		switch m.Op {
+		case messages.HandoffPrepare:
+			s.token, s.until = fmt.Sprintf("token-%d", len(s.renewals)), now.Add(s.ttl)
+			s.renewals = append(s.renewals, now)
+			return &messages.HandoffResult{Status: messages.StatusOK, Token: s.token, Listing: s.listing(s.frozenAt)}, nil
+		case messages.HandoffRearm, messages.HandoffFence:
+			if m.Op == messages.HandoffRearm {
+				s.rearms++
+			}
+			if m.Token != s.token || !now.Before(s.until) {
+				s.lapsed++
+				return &messages.HandoffResult{Status: messages.StatusGone, Err: "freeze lapsed"}, nil
+			}
+			s.until = now.Add(s.ttl)
+			s.renewals = append(s.renewals, now)
+			return &messages.HandoffResult{Status: messages.StatusOK, Token: s.token}, nil
+		case messages.HandoffRelease:
+			s.token = ""
+			return &messages.HandoffResult{Status: messages.StatusOK}, nil
+		}
+	}
+	return nil, fmt.Errorf("fake source: unexpected %T", msg)
+}
+
+func (s *fakeSource) readChunk(_ context.Context, _ messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	buf := make([]byte, rc.Max)
+	n, err := s.log.ReadChunk(rc.Segment, rc.Pos, buf)
+	return buf[:n], err
+}
+
+// counts are the fake source's re-arms, lapses and renewal times.
+func (s *fakeSource) counts() (rearms, lapsed int, renewals []time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rearms, s.lapsed, slices.Clone(s.renewals)
+}
+
+// recordingHandler keeps every log record, for tests that check a warning.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// count is how many records at level carry msg.
+func (h *recordingHandler) count(level slog.Level, msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.records {
+		if r.Level == level && r.Message == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// rule F7 (worker side): in Finalize the worker re-arms the freeze every
+// TTL/4 on its own timer, however long a pass takes. A pass under the
+// freeze is held past a whole TTL (moves in the cluster tests end well
+// inside it); the worker's re-arms keep the source's freeze alive
+// throughout, and the move then fences and flips under the same token.
+func TestRuleF7TheWorkerReArmsEveryQuarterTTLThroughALongPass(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, true)
+		ttl := r.cfg.Move.FreezeTTL
+		r.start()
+		defer r.stop()
+		synctest.Wait() // copied, frozen, the first pass under the freeze held
+		_, _, renewals := r.source.counts()
+		if len(renewals) != 1 {
+			t.Fatalf("renewals before the long pass: got %d, want 1 (the prepare)", len(renewals))
+		}
+		frozen := renewals[0]
+
+		time.Sleep(ttl + ttl/8) // one pass, held longer than the TTL
+		synctest.Wait()
+		rearms, lapsed, renewals := r.source.counts()
+		if want := 4; rearms != want || lapsed != 0 {
+			t.Fatalf("during a pass held %s under a %s freeze: got %d re-arms (%d lapsed), want %d (one every TTL/4), none lapsed",
+				time.Since(frozen), ttl, rearms, lapsed, want)
+		}
+		for i := 1; i < len(renewals); i++ {
+			if gap := renewals[i].Sub(renewals[i-1]); gap > ttl/4 {
+				t.Fatalf("renewal %d: got %s after the one before, want at most TTL/4 = %s", i, gap, ttl/4)
+			}
+		}
+
+		r.releaseFinal()
+		synctest.Wait()
+		select {
+		case e := <-r.ended:
+			if !e.flipped {
+				t.Fatalf("the move: got ended without a flip, want flipped")
+			}
+		default:
+			t.Fatalf("the move after the long pass: got no end, want flipped")
+		}
+		if _, lapsed, _ := r.source.counts(); lapsed != 0 {
+			t.Fatalf("re-arms or fences that found the freeze lapsed: got %d, want 0", lapsed)
+		}
+	})
+}
+
+// runInstall moves the rig's partition to the end and returns the
+// consumer state the destination installed.
+func runInstall(t *testing.T, r *workerRig) storage.ConsumerState {
+	t.Helper()
+	r.start()
+	defer r.stop()
+	synctest.Wait()
+	select {
+	case e := <-r.ended:
+		if !e.flipped {
+			t.Fatal("the move: got ended without a flip, want flipped")
+		}
+	default:
+		t.Fatal("the move: got no end, want flipped")
+	}
+	r.store.mu.Lock()
+	flips := slices.Clone(r.store.flips)
+	r.store.mu.Unlock()
+	if len(flips) != 1 || flips[0].HWM == nil || *flips[0].HWM != r.source.log.HWM() || flips[0].TargetSince != 41 {
+		t.Fatalf("flips: got %+v, want one at HWM %d for the move set at index 41", flips, r.source.log.HWM())
+	}
+	return r.installed()
+}
+
+// rule K5 (destination side): the committed consumer offset and the
+// acked-ahead offsets the freeze reported move with the data: the
+// destination installs exactly the prepare's position, not an earlier
+// pass's. (In-flight leases are not in a position at all: the source
+// leaves them out of its listing, TestRuleK5TheListingCarriesAcksNotLeases.)
+func TestRuleK5TheDestinationInstallsTheFrozenPosition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 8, false)
+		r.source.position = messages.ConsumerPosition{Frontier: 0, AckedAhead: []int64{3}}
+		r.source.frozenAt = messages.ConsumerPosition{Frontier: 1, AckedAhead: []int64{3, 5}}
+		got := runInstall(t, r)
+		if want := (storage.ConsumerState{Frontier: 1, AckedAhead: []int64{3, 5}}); !got.Equal(want) {
+			t.Fatalf("installed consumer state: got %+v, want %+v (the prepare's frontier and acked-ahead)", got, want)
+		}
+		if n := r.logs.count(slog.LevelWarn, moveClampedWarning); n != 0 {
+			t.Fatalf("clamp warnings: got %d, want 0 (the position is below the HWM)", n)
+		}
+	})
+}
+
+// moveClampedWarning is what install logs when it lowered a frontier.
+const moveClampedWarning = "move: consumer position past the copy's high watermark; clamped"
+
+// rule K6: the destination installs a frontier of at most HWM-1 and only
+// acked-ahead offsets below the HWM, and warns when it lowered the
+// frontier; acked-ahead offsets it drops are no warning.
+func TestRuleK6TheDestinationClampsThePositionToTheHWM(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pos    messages.ConsumerPosition
+		want   storage.ConsumerState
+		warned int
+	}{
+		{"frontier past the HWM", messages.ConsumerPosition{Frontier: 9, AckedAhead: []int64{11, 12}},
+			storage.ConsumerState{Frontier: 4}, 1},
+		{"frontier at the HWM", messages.ConsumerPosition{Frontier: 5},
+			storage.ConsumerState{Frontier: 4}, 1},
+		{"frontier at HWM-1 is the whole log consumed", messages.ConsumerPosition{Frontier: 4},
+			storage.ConsumerState{Frontier: 4}, 0},
+		{"acked-ahead at and past the HWM", messages.ConsumerPosition{Frontier: 0, AckedAhead: []int64{2, 4, 5, 6}},
+			storage.ConsumerState{Frontier: 0, AckedAhead: []int64{2, 4}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newWorkerRig(t, 5, false) // HWM 5
+				r.source.frozenAt = tc.pos
+				got := runInstall(t, r)
+				if !got.Equal(tc.want) {
+					t.Fatalf("installed consumer state at HWM 5 from %+v: got %+v, want %+v", tc.pos, got, tc.want)
+				}
+				if n := r.logs.count(slog.LevelWarn, moveClampedWarning); n != tc.warned {
+					t.Fatalf("clamp warnings: got %d, want %d", n, tc.warned)
+				}
+			})
+		})
+	}
+}
