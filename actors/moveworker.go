@@ -122,6 +122,11 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 		if e.Err == nil {
 			w.staging = nil // renamed into place: the copy is the partition now
 		}
+	case sourceConfirmed:
+		dead := !e.found || e.member.Status == messages.MemberDead
+		ev = move.Watched(w.state, w.now(), dead, e.member.Heartbeats, true, w.cfg.Membership.DeadTimeout)
+	case nil:
+		return // an effect with nothing to report
 	}
 	w.step(ctx, ev)
 }
@@ -136,12 +141,37 @@ func (w *moveWorker) scheduleTick(ctx actor.Context) {
 	time.AfterFunc(w.cfg.MoveTick, func() { root.Send(self, moveWorkerTick{}) })
 }
 
-// watchSource feeds the source's liveness, as the leader stamps it, to
-// the force-promote gate (rule P2).
+// watchSource feeds the source's liveness, as the leader stamps it and
+// this node's replica has it, to the force-promote gate (rule P2).
 func (w *moveWorker) watchSource(ctx actor.Context) {
 	m, ok := w.store.Member(w.source)
-	dead := !ok || m.Status == messages.MemberDead
-	w.step(ctx, move.Watched(w.state, w.now(), dead, w.cfg.Membership.DeadTimeout))
+	w.step(ctx, move.Watched(w.state, w.now(), !ok || m.Status == messages.MemberDead, m.Heartbeats, false, w.cfg.Membership.DeadTimeout))
+}
+
+// sourceConfirmed is the source's member record read through the leader
+// (move.ConfirmSource); found false: it is no member.
+type sourceConfirmed struct {
+	member messages.Member
+	found  bool
+}
+
+// confirmSource reads the members through the leader: the gate passed on
+// this node's replica, which a cut-off or lagging node may hold stale.
+// No answer, no promote: the next tick asks again.
+func (w *moveWorker) confirmSource(c context.Context) any {
+	c, cancel := context.WithTimeout(c, w.cfg.RequestTimeout)
+	defer cancel()
+	ms, err := w.store.LeaderMembers(c)
+	if err != nil {
+		w.deps.log.Warn("move: confirm the source's death with the leader", "partition", partitionKeyString(w.key), "source", w.source, "err", err)
+		return nil
+	}
+	for _, m := range ms {
+		if m.ID == w.source {
+			return sourceConfirmed{member: m, found: true}
+		}
+	}
+	return sourceConfirmed{}
 }
 
 // step runs the transition and carries out its effects in order.
@@ -334,6 +364,8 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 			w.blocked[e.Reason] = true
 			w.metrics.movesBlocked(e.Reason, 1)
 		}
+	case move.ConfirmSource:
+		w.run(ctx, w.confirmSource)
 	case move.Unblock:
 		if w.blocked[e.Reason] {
 			delete(w.blocked, e.Reason)

@@ -155,6 +155,9 @@ type State struct {
 	SourceDead      bool
 	SourceDeadSince time.Duration
 	BehindLogged    bool
+	// SourceBeats is the source's heartbeat counter when this worker's
+	// clock of its death started.
+	SourceBeats uint64
 	// BlockedReason says why Phase is Blocked.
 	BlockedReason string
 }
@@ -225,10 +228,18 @@ type (
 		Err           error
 	}
 	// SourceSeen is the source's liveness as the leader stamps it: Dead,
-	// and how old the leader's last heartbeat stamp is.
+	// and how old the leader's last heartbeat stamp is. Heartbeats is the
+	// record's heartbeat counter: a counter that moved while the record
+	// read dead throughout means the source was back in between (a replica
+	// that lagged or was cut off missed it), so the worker's own clock
+	// restarts. Leader: read through the leader (a ReadIndex), not from
+	// this node's replica, which may be stale; only such a reading can
+	// promote (rule P2).
 	SourceSeen struct {
-		Dead     bool
-		StampAge time.Duration
+		Dead       bool
+		StampAge   time.Duration
+		Heartbeats uint64
+		Leader     bool
 	}
 	// Retry is the retry timer firing.
 	Retry struct{}
@@ -286,6 +297,10 @@ type (
 	Block struct{ Reason string }
 	// Unblock takes the move out of narad_moves_blocked{reason}.
 	Unblock struct{ Reason string }
+	// ConfirmSource reads the source's member record through the leader
+	// and feeds it back as SourceSeen{Leader: true}: the force-promote
+	// gate passed on this node's replica, which may be stale (rule P2).
+	ConfirmSource struct{}
 )
 
 // Blocked reasons, as in narad_moves_blocked{reason}.
@@ -661,8 +676,10 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 		s.SourceDead, s.BehindLogged = false, false // its own clock restarts (rule P2)
 		return s, fx
 	}
-	if !s.SourceDead {
-		s.SourceDead, s.SourceDeadSince = true, now
+	if !s.SourceDead || e.Heartbeats != s.SourceBeats {
+		// First seen dead, or its counter moved since: it was back in
+		// between, unseen by this node, and its own clock restarts (P2).
+		s.SourceDead, s.SourceDeadSince, s.SourceBeats = true, now, e.Heartbeats
 	}
 	if s.Installed || s.Promote || (s.Phase != CatchUp && s.Phase != Freezing && s.Phase != Finalize) {
 		return s, nil
@@ -683,6 +700,11 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 			Block{Reason: ReasonSourceDeadCopyBehind},
 		}
 	}
+	if !e.Leader {
+		// The gate passed on this node's replica: confirm with the leader
+		// before anything that cannot be undone (rule P2).
+		return s, []any{ConfirmSource{}}
+	}
 	// rule P5: skip the freeze; verify and install at the known HWM, clamped.
 	s.Promote, s.Frozen, s.FinalHWM, s.Phase = true, false, s.KnownHWM, Verifying
 	return s, []any{Log{Level: "warn", Msg: fmt.Sprintf("move: the source has been dead for %s; force-promoting the copy at high watermark %d", c.ForcePromoteAfter, s.KnownHWM)}, Verify{HWM: s.KnownHWM}}
@@ -693,15 +715,17 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 // only after DeadTimeout without a heartbeat on the leader's clock, so its
 // stamp is at least that old when the worker first sees it dead; the
 // worker's own clock adds the time since.
-func Watched(s State, now time.Duration, dead bool, deadTimeout time.Duration) SourceSeen {
+// A record whose counter moved since the worker's clock started counts
+// from now. leader says the record was read through the leader.
+func Watched(s State, now time.Duration, dead bool, heartbeats uint64, leader bool, deadTimeout time.Duration) SourceSeen {
 	if !dead {
-		return SourceSeen{}
+		return SourceSeen{Heartbeats: heartbeats, Leader: leader}
 	}
 	age := deadTimeout
-	if s.SourceDead {
+	if s.SourceDead && heartbeats == s.SourceBeats {
 		age += now - s.SourceDeadSince
 	}
-	return SourceSeen{Dead: true, StampAge: age}
+	return SourceSeen{Dead: true, StampAge: age, Heartbeats: heartbeats, Leader: leader}
 }
 
 // Gone reports a move onto self that is gone (aborted, re-planned, its

@@ -224,7 +224,7 @@ func TestRuleV4ASecondFailedVerifyBlocksWithoutFreezingAgain(t *testing.T) {
 		t.Fatalf("blocked reason: got %q, want %q", sc.s.BlockedReason, ReasonCopyUnverifiable)
 	}
 	// Nothing moves it any more: no freeze, no fetch.
-	for _, ev := range []any{Retry{}, RearmDue{}, Start{}, SourceSeen{Dead: true, StampAge: time.Hour}} {
+	for _, ev := range []any{Retry{}, RearmDue{}, Start{}, SourceSeen{Dead: true, Leader: true, StampAge: time.Hour}} {
 		if _, fx := Step(sc.c, sc.s, sc.now, ev); len(fx) != 0 {
 			t.Fatalf("%T on a blocked move: got effects %#v, want none", ev, fx)
 		}
@@ -428,8 +428,8 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 			// Frozen with a token at 0, then the source dies.
 			toFinalize(t).
 				feed(PassDone{Copied: 40, HWM: 104, CopiedTo: 104}).
-				at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
-				at(2 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(Verifying).
+				at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+				at(2 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(Verifying).
 				feed(Verified{OK: true}).wantFx(Install{HWM: 104, Force: true}).
 				at(time.Hour).feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{})
 		}},
@@ -452,21 +452,21 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 func sourceDead(t *testing.T, copiedTo, hwm int64) *script {
 	return newScript(t).feed(Start{}).
 		feed(PassDone{Copied: 500 * mib, HWM: hwm, CopiedTo: copiedTo}).wantPhase(CatchUp).
-		at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute})
+		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 }
 
 func TestRuleP2PromoteOnlyAfterTwoMinutesByBothClocks(t *testing.T) {
 	// The leader's stamp is old at once (a leaderless period); the
 	// worker's own clock still has to run 2 minutes.
 	sc := sourceDead(t, 100, 100).wantPhase(CatchUp).wantFx().
-		at(119 * time.Second).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).wantFx()
+		at(119 * time.Second).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).wantFx()
 	// Alive again restarts the worker's clock.
 	sc.at(119 * time.Second).feed(SourceSeen{Dead: false}).
-		at(130 * time.Second).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
-		at(249 * time.Second).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
-		at(250 * time.Second).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(Verifying)
+		at(130 * time.Second).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+		at(249 * time.Second).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
+		at(250 * time.Second).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(Verifying)
 	// The worker's clock alone is not enough either.
-	sourceDead(t, 100, 100).at(10 * time.Minute).feed(SourceSeen{Dead: true, StampAge: time.Minute}).wantPhase(CatchUp)
+	sourceDead(t, 100, 100).at(10 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: time.Minute}).wantPhase(CatchUp)
 }
 
 // rule P2: the leader's stamp counts from exactly ForcePromoteAfter: a
@@ -474,8 +474,8 @@ func TestRuleP2PromoteOnlyAfterTwoMinutesByBothClocks(t *testing.T) {
 // moment younger does not.
 func TestRuleP2TheLeadersStampCountsFromExactlyForcePromoteAfter(t *testing.T) {
 	sourceDead(t, 100, 100).
-		at(10*time.Minute).feed(SourceSeen{Dead: true, StampAge: 2*time.Minute - 1}).wantPhase(CatchUp).
-		feed(SourceSeen{Dead: true, StampAge: 2 * time.Minute}).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
+		at(10*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 2*time.Minute - 1}).wantPhase(CatchUp).
+		feed(SourceSeen{Dead: true, Leader: true, StampAge: 2 * time.Minute}).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 }
 
 // rule P2: the gate runs while the move copies or asks for the freeze;
@@ -484,8 +484,8 @@ func TestRuleP2TheLeadersStampCountsFromExactlyForcePromoteAfter(t *testing.T) {
 // promoted under itself.
 func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
 	dead := func(sc *script) *script {
-		return sc.at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
-			at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute})
+		return sc.at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+			at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 	}
 	t.Run("asking for the freeze", func(t *testing.T) {
 		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing)
@@ -511,22 +511,22 @@ func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
 func TestRuleP3NoPromoteWithoutEverReachingTheSource(t *testing.T) {
 	newScript(t).feed(Start{}).
 		feed(PassDone{Err: errNet}).
-		at(0).feed(SourceSeen{Dead: true, StampAge: time.Hour}).
-		at(time.Hour).feed(SourceSeen{Dead: true, StampAge: time.Hour}).wantPhase(CatchUp).wantFx()
+		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: time.Hour}).
+		at(time.Hour).feed(SourceSeen{Dead: true, Leader: true, StampAge: time.Hour}).wantPhase(CatchUp).wantFx()
 }
 
 func TestRuleP4ACopyBehindTheLastHWMWaitsAndSaysSoOncePerDeath(t *testing.T) {
 	sc := sourceDead(t, 90, 100).
-		at(3*time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
+		at(3*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
 		wantLog("error", "cannot force-promote")
 	if fmt.Sprint(sc.fx[1]) != fmt.Sprint(Block{Reason: ReasonSourceDeadCopyBehind}) {
 		t.Fatalf("effects: got %#v, want the move counted as %s", sc.fx, ReasonSourceDeadCopyBehind)
 	}
-	sc.at(4 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 6 * time.Minute}).wantFx()
+	sc.at(4 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 6 * time.Minute}).wantFx()
 	// The source returns: unblocked; dies again: said again.
 	sc.feed(SourceSeen{Dead: false}).wantFx(Unblock{Reason: ReasonSourceDeadCopyBehind}).
-		at(5*time.Minute).feed(SourceSeen{Dead: true, StampAge: 3 * time.Minute}).
-		at(8*time.Minute).feed(SourceSeen{Dead: true, StampAge: 6 * time.Minute}).wantLog("error", "cannot force-promote")
+		at(5*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 3 * time.Minute}).
+		at(8*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 6 * time.Minute}).wantLog("error", "cannot force-promote")
 }
 
 // rule P4: the HWM the copy must reach before a force-promote is the
@@ -568,8 +568,8 @@ func TestRuleP4TheCopyMustReachTheHighestHWMAnyListingReported(t *testing.T) {
 			for _, ev := range tc.events {
 				sc.feed(ev)
 			}
-			sc.at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
-				at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute})
+			sc.at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+				at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 			if tc.promoteAt > 0 {
 				sc.wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: tc.promoteAt})
 				return
@@ -592,14 +592,14 @@ func TestRuleP4AListingWhoseChunksFailedBlocksThePromoteUntilTheSourceReturns(t 
 	sc := newScript(t).feed(Start{}).
 		feed(PassDone{Copied: 500 * mib, HWM: h1, CopiedTo: h1}).wantPhase(CatchUp).
 		feed(PassDone{Listed: true, HWM: h2, Err: errNet}).wantPhase(CatchUp).wantFx(ScheduleRetry{After: time.Second}).
-		at(0).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantFx().
-		at(2*time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
+		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantFx().
+		at(2*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(CatchUp).
 		wantFx(Log{Level: "error"}, Block{Reason: ReasonSourceDeadCopyBehind}).
 		wantLog("error", fmt.Sprintf("copy next offset %d, source high watermark %d", h1, h2))
 	// Still dead, still failing: nothing more is said or done.
 	sc.feed(Retry{}).wantFx(Fetch{}).
 		feed(PassDone{Err: errNet}).
-		at(3 * time.Minute).feed(SourceSeen{Dead: true, StampAge: 6 * time.Minute}).wantPhase(CatchUp).wantFx()
+		at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 6 * time.Minute}).wantPhase(CatchUp).wantFx()
 	if sc.s.Promote || sc.s.KnownHWM != h2 || sc.s.CopiedTo != h1 {
 		t.Fatalf("while the source is dead: got %+v, want no promote, known HWM %d, copy at %d", sc.s, h2, h1)
 	}
@@ -642,7 +642,7 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 			if sc.s.BlockedReason != ReasonSourceHWMRegressed || sc.s.Frozen {
 				t.Fatalf("blocked: got reason %q, frozen %v, want %q, not frozen", sc.s.BlockedReason, sc.s.Frozen, ReasonSourceHWMRegressed)
 			}
-			for _, ev := range []any{Retry{}, RearmDue{}, Fenced{}, Verified{OK: true}, SourceSeen{Dead: true, StampAge: time.Hour}} {
+			for _, ev := range []any{Retry{}, RearmDue{}, Fenced{}, Verified{OK: true}, SourceSeen{Dead: true, Leader: true, StampAge: time.Hour}} {
 				if _, fx := Step(sc.c, sc.s, sc.now, ev); len(fx) != 0 {
 					t.Fatalf("%T on a blocked move: got effects %#v, want none", ev, fx)
 				}
@@ -659,7 +659,7 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 
 func TestRuleP5APromoteSkipsTheFreezeAndInstallsAtTheKnownHWM(t *testing.T) {
 	sourceDead(t, 100, 100).
-		at(2*time.Minute).feed(SourceSeen{Dead: true, StampAge: 5 * time.Minute}).
+		at(2*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
 		wantPhase(Verifying).wantLog("warn", "force-promoting").
 		feed(Verified{OK: true}).wantPhase(Installing).wantFx(Install{HWM: 100, Force: true}).
 		feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{}).

@@ -10,21 +10,60 @@ import (
 func TestWatchedRuleP2(t *testing.T) {
 	const dt = 30 * time.Second
 	seen := New()
-	seen.SourceDead, seen.SourceDeadSince = true, 10*time.Second
+	seen.SourceDead, seen.SourceDeadSince, seen.SourceBeats = true, 10*time.Second, 4
 	for _, tc := range []struct {
-		name string
-		s    State
-		now  time.Duration
-		dead bool
-		want SourceSeen
+		name   string
+		s      State
+		now    time.Duration
+		dead   bool
+		beats  uint64
+		leader bool
+		want   SourceSeen
 	}{
-		{"alive", seen, time.Minute, false, SourceSeen{}},
-		{"first seen dead", New(), time.Minute, true, SourceSeen{Dead: true, StampAge: dt}},
-		{"dead since 10s, now 70s", seen, 70 * time.Second, true, SourceSeen{Dead: true, StampAge: dt + time.Minute}},
-		{"dead since 10s, now 10s", seen, 10 * time.Second, true, SourceSeen{Dead: true, StampAge: dt}},
+		{"alive", seen, time.Minute, false, 5, false, SourceSeen{Heartbeats: 5}},
+		{"first seen dead", New(), time.Minute, true, 4, false, SourceSeen{Dead: true, StampAge: dt, Heartbeats: 4}},
+		{"dead since 10s, now 70s", seen, 70 * time.Second, true, 4, false, SourceSeen{Dead: true, StampAge: dt + time.Minute, Heartbeats: 4}},
+		{"dead since 10s, now 10s", seen, 10 * time.Second, true, 4, false, SourceSeen{Dead: true, StampAge: dt, Heartbeats: 4}},
+		{"its counter moved: back in between", seen, 70 * time.Second, true, 6, false, SourceSeen{Dead: true, StampAge: dt, Heartbeats: 6}},
+		{"through the leader", seen, 70 * time.Second, true, 4, true, SourceSeen{Dead: true, StampAge: dt + time.Minute, Heartbeats: 4, Leader: true}},
 	} {
-		if got := Watched(tc.s, tc.now, tc.dead, dt); got != tc.want {
+		if got := Watched(tc.s, tc.now, tc.dead, tc.beats, tc.leader, dt); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// rule P2, a stale replica: the gate passes on this node's replica, which a
+// cut-off destination holds stale, so it asks the leader before a promote;
+// only the leader's reading promotes, and a heartbeat counter that moved
+// while the record read dead throughout (the source was back, unseen)
+// restarts the worker's clock. Found by the move simulator (seed 12588 of
+// actors/move/sim before the fix).
+func TestRuleP2APromoteIsConfirmedWithTheLeader(t *testing.T) {
+	dead := func(beats uint64, leader bool) SourceSeen {
+		return SourceSeen{Dead: true, StampAge: 5 * time.Minute, Heartbeats: beats, Leader: leader}
+	}
+	start := func(t *testing.T) *script {
+		return newScript(t).feed(Start{}).
+			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).
+			at(0).feed(dead(7, false)).wantFx()
+	}
+	t.Run("the replica's reading asks the leader", func(t *testing.T) {
+		start(t).at(3 * time.Minute).feed(dead(7, false)).wantPhase(CatchUp).wantFx(ConfirmSource{})
+	})
+	t.Run("the leader's reading promotes", func(t *testing.T) {
+		start(t).at(3*time.Minute).feed(dead(7, false)).wantFx(ConfirmSource{}).
+			feed(dead(7, true)).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
+	})
+	t.Run("the leader's counter moved: the clock restarts", func(t *testing.T) {
+		start(t).at(3*time.Minute).feed(dead(7, false)).wantFx(ConfirmSource{}).
+			feed(dead(9, true)).wantPhase(CatchUp).wantFx().
+			at(4*time.Minute + 59*time.Second).feed(dead(9, true)).wantPhase(CatchUp).wantFx().
+			at(5 * time.Minute).feed(dead(9, true)).wantPhase(Verifying)
+	})
+	t.Run("a moved counter on the replica restarts it too", func(t *testing.T) {
+		start(t).at(2*time.Minute).feed(dead(8, false)).wantFx().
+			at(3*time.Minute).feed(dead(8, false)).wantFx().
+			at(4 * time.Minute).feed(dead(8, false)).wantFx(ConfirmSource{})
+	})
 }

@@ -23,7 +23,7 @@ func main() {
 	seeds := flag.Uint64("seeds", 1000, "how many seeds to run")
 	workers := flag.Int("workers", 2, "seeds run in parallel")
 	trace := flag.Bool("trace", false, "print the trace of -seed")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, T1, F2, F7, ABA, Confirm (see sim.Breaks)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Confirm (see sim.Breaks)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -54,12 +54,14 @@ func parseBreaks(s string) (sim.Breaks, error) {
 			b.F2 = true
 		case "F7":
 			b.F7 = true
+		case "P2":
+			b.P2 = true
 		case "ABA":
 			b.ABA = true
 		case "CONFIRM":
 			b.Confirm = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, T1, F2, F7, ABA or Confirm", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA or Confirm", name)
 		}
 	}
 	return b, nil

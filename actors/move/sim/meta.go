@@ -230,6 +230,24 @@ func (m *meta) leaderRead(from *node, alive func() bool, p int, done func(a mess
 	})
 }
 
+// leaderMember reads one member record through the leader.
+func (m *meta) leaderMember(from *node, alive func() bool, id string, done func(member, bool)) {
+	m.w.call(from, nil, alive, func(reply func(any)) {
+		if m.electing() {
+			return
+		}
+		reply(applied{res: *m.members[id], index: len(m.log)})
+	}, func(ans any, ok bool) {
+		if !ok {
+			done(member{}, false)
+			return
+		}
+		ap := ans.(applied)
+		from.replicate(ap.index)
+		done(ap.res.(member), true)
+	})
+}
+
 type leaderAnswer struct {
 	a     messages.Assignment
 	found bool

@@ -68,6 +68,10 @@ type Breaks struct {
 	// reaches the log late commits for a re-planned move to the same
 	// target (the fix of Assignment.TargetSince reverted).
 	ABA bool
+	// P2: the worker promotes on its replica's member record, stale when
+	// the destination is cut off, without reading it through the leader
+	// or looking at its heartbeat counter (that fix reverted).
+	P2 bool
 	// Confirm: a source whose reported freeze lapsed takes commits again
 	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
 	Confirm bool

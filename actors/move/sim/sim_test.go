@@ -88,7 +88,7 @@ func TestBreaksAreFound(t *testing.T) {
 		// Found by the simulator, fixed since: a source cut off right
 		// after the fence took commits once its freeze lapsed, past the
 		// HWM of a flip its replica had not applied.
-		{"Confirm", 3876, Breaks{Confirm: true}, "lost on handover: n1 holds record 1561 at offset 262"},
+		{"Confirm", 5885, Breaks{Confirm: true}, "lost on handover: n3 holds record 144 at offset 37"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Run(Config{Seed: tc.seed, Breaks: tc.breaks})

@@ -115,8 +115,17 @@ func (wk *worker) release() {
 // watchSource feeds the source's liveness from the local replica (rule P2).
 func (wk *worker) watchSource() {
 	m := wk.n.members[wk.source]
-	dead := m == nil || m.status == messages.MemberDead
-	wk.step(move.Watched(wk.state, wk.now(), dead, deadTimeout))
+	var beats uint64
+	if m != nil {
+		beats = m.heartbeats
+	}
+	leader := false
+	if wk.n.w.cfg.Breaks.P2 {
+		// the fix reverted: the replica's record is taken as the leader's,
+		// and its counter is not looked at
+		beats, leader = 0, true
+	}
+	wk.step(move.Watched(wk.state, wk.now(), m == nil || m.status == messages.MemberDead, beats, leader, deadTimeout))
 }
 
 // step runs move.Step and carries out its effects in order.
@@ -307,6 +316,12 @@ func (wk *worker) effect(f any) {
 		wk.after(e.After, move.Retry{})
 	case move.Log:
 		w.notef("worker log", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %s: %s", n.id, wk.p, e.Level, e.Msg)
+	case move.ConfirmSource:
+		w.meta.leaderMember(n, wk.alive, wk.source, func(m member, ok bool) {
+			if ok {
+				wk.step(move.Watched(wk.state, wk.now(), m.status == messages.MemberDead, m.heartbeats, true, deadTimeout))
+			}
+		})
 	case move.Block, move.Unblock:
 		w.notef("worker block", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %T", n.id, wk.p, e)
 	default:
