@@ -56,14 +56,14 @@ func TestRuleP2APromoteIsConfirmedWithTheLeader(t *testing.T) {
 			feed(dead(7, true)).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 	})
 	t.Run("the leader's counter moved: the clock restarts", func(t *testing.T) {
-		start(t).at(3*time.Minute).feed(dead(7, false)).wantFx(ConfirmSource{}).
+		start(t).at(3 * time.Minute).feed(dead(7, false)).wantFx(ConfirmSource{}).
 			feed(dead(9, true)).wantPhase(CatchUp).wantFx().
 			at(4*time.Minute + 59*time.Second).feed(dead(9, true)).wantPhase(CatchUp).wantFx().
 			at(5 * time.Minute).feed(dead(9, true)).wantPhase(Verifying)
 	})
 	t.Run("a moved counter on the replica restarts it too", func(t *testing.T) {
-		start(t).at(2*time.Minute).feed(dead(8, false)).wantFx().
-			at(3*time.Minute).feed(dead(8, false)).wantFx().
+		start(t).at(2 * time.Minute).feed(dead(8, false)).wantFx().
+			at(3 * time.Minute).feed(dead(8, false)).wantFx().
 			at(4 * time.Minute).feed(dead(8, false)).wantFx(ConfirmSource{})
 	})
 }
