@@ -53,14 +53,16 @@ func DefaultConfig() Config {
 
 // Validate reports the first field out of range.
 func (c Config) Validate() error {
-	switch {
-	case c.CatchUpStopBytes < 0:
+	if c.CatchUpStopBytes < 0 {
 		return fmt.Errorf("move config: CatchUpStopBytes %d must not be negative", c.CatchUpStopBytes)
-	case c.MaxCatchUpPasses < 1 || c.MaxPassesWithoutProgress < 1:
+	}
+	if c.MaxCatchUpPasses < 1 || c.MaxPassesWithoutProgress < 1 {
 		return fmt.Errorf("move config: MaxCatchUpPasses %d and MaxPassesWithoutProgress %d must be positive", c.MaxCatchUpPasses, c.MaxPassesWithoutProgress)
-	case c.FreezeTTL < 4*time.Millisecond:
+	}
+	if c.FreezeTTL < 4*time.Millisecond {
 		return fmt.Errorf("move config: FreezeTTL %s must be at least 4ms (it is re-armed every quarter)", c.FreezeTTL)
-	case c.ReproposeFor <= 0 || c.UnknownSettle <= 0 || c.ForcePromoteAfter <= 0 || c.RetryAfter <= 0:
+	}
+	if c.ReproposeFor <= 0 || c.UnknownSettle <= 0 || c.ForcePromoteAfter <= 0 || c.RetryAfter <= 0 {
 		return fmt.Errorf("move config: ReproposeFor, UnknownSettle, ForcePromoteAfter and RetryAfter must be positive")
 	}
 	return nil

@@ -67,12 +67,13 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks the bounds; its errors wrap ErrInvalidConfig.
 func (c Config) Validate() error {
-	switch {
-	case c.DeadTimeout <= 0:
+	if c.DeadTimeout <= 0 {
 		return fmt.Errorf("membership: dead timeout %s: must be positive: %w", c.DeadTimeout, ErrInvalidConfig)
-	case c.HeartbeatInterval <= 0:
+	}
+	if c.HeartbeatInterval <= 0 {
 		return fmt.Errorf("membership: heartbeat interval %s: must be positive: %w", c.HeartbeatInterval, ErrInvalidConfig)
-	case c.HeartbeatInterval > c.DeadTimeout/MinHeartbeatsPerTimeout:
+	}
+	if c.HeartbeatInterval > c.DeadTimeout/MinHeartbeatsPerTimeout {
 		return fmt.Errorf("membership: heartbeat interval %s: must be at most a %dth of the dead timeout %s: %w",
 			c.HeartbeatInterval, MinHeartbeatsPerTimeout, c.DeadTimeout, ErrInvalidConfig)
 	}

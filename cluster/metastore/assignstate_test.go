@@ -333,6 +333,17 @@ func TestAssignStateApplyEntry(t *testing.T) {
 	if _, err := s.applyEntry(newer, 2); err == nil || !strings.Contains(err.Error(), "command version") {
 		t.Errorf("newer version: got error %v, want a command version error", err)
 	}
+	// The version this binary writes is one it applies.
+	current, _ := json.Marshal(putCmd(asg(1, 0, "n1", "")))
+	if r, err := s.applyEntry(current, 3); err != nil || r.Code != messages.ResultOK {
+		t.Errorf("entry of the current version: got (%d, %v), want (ResultOK, nil)", r.Code, err)
+	}
+	if got, ok := s.get(1, 0); !ok || got != asg(1, 0, "n1", "") {
+		t.Errorf("assignment after the current-version entry: got (%+v, %t), want (%+v, true)", got, ok, asg(1, 0, "n1", ""))
+	}
+	if s.appliedIndex() != 3 {
+		t.Errorf("applied index: got %d, want 3", s.appliedIndex())
+	}
 }
 
 // assignHistory is a mixed log for the determinism and snapshot tests.
@@ -422,6 +433,14 @@ func TestAssignStateApplyFlips(t *testing.T) {
 	for i := range tooMany {
 		tooMany[i] = f(i, "n1", "n2")
 	}
+	// A batch of exactly maxFlipsPerEntry: the four set up below, then
+	// partitions that do not exist.
+	atBound := make([]messages.Flip, maxFlipsPerEntry)
+	atBoundCodes := make([]messages.ResultCode, maxFlipsPerEntry)
+	for i := range atBound {
+		atBound[i], atBoundCodes[i] = f(i, "n1", "n2"), messages.ResultNotFound
+	}
+	copy(atBoundCodes, []messages.ResultCode{messages.ResultOK, messages.ResultRefused, messages.ResultOK, messages.ResultOK})
 	setup := putCmd(asg(7, 0, "n1", "n2"), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2"))
 	tests := []struct {
 		name      string
@@ -444,6 +463,13 @@ func TestAssignStateApplyFlips(t *testing.T) {
 			cmd:      flipsCmd(),
 			wantCode: messages.ResultInvalid,
 			wantAll:  []messages.Assignment{asg(7, 0, "n1", "n2"), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")},
+		},
+		{
+			name:      "a batch at the bound applies",
+			cmd:       flipsCmd(atBound...),
+			wantCode:  messages.ResultOK,
+			wantFlips: atBoundCodes,
+			wantAll:   []messages.Assignment{asg(7, 0, "n2", ""), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n2", "")},
 		},
 		{
 			name:     "a batch past the bound is invalid as a whole and changes nothing",

@@ -55,33 +55,40 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
-	switch {
-	case cmd.CreateTopic != nil:
+	if cmd.CreateTopic != nil {
 		return s.createTopic(cmd.CreateTopic.Topic, index)
-	case cmd.DeleteTopic != nil:
+	}
+	if cmd.DeleteTopic != nil {
 		return s.deleteTopic(*cmd.DeleteTopic)
-	case cmd.AlterTopic != nil:
+	}
+	if cmd.AlterTopic != nil {
 		return s.alterTopic(*cmd.AlterTopic)
-	case cmd.PutMember != nil:
+	}
+	if cmd.PutMember != nil {
 		return s.putMember(cmd.PutMember.Member, index)
-	case cmd.Heartbeat != nil:
+	}
+	if cmd.Heartbeat != nil {
 		return s.updateMember(cmd.Heartbeat.ID, func(m *messages.Member) messages.ResultCode {
 			m.Heartbeats++
 			return messages.ResultOK
 		})
-	case cmd.SetMemberStatus != nil:
+	}
+	if cmd.SetMemberStatus != nil {
 		return s.setMemberStatus(*cmd.SetMemberStatus)
-	case cmd.SetDraining != nil:
+	}
+	if cmd.SetDraining != nil {
 		return s.updateMember(cmd.SetDraining.ID, func(m *messages.Member) messages.ResultCode {
 			m.Draining = cmd.SetDraining.Draining
 			return messages.ResultOK
 		})
-	case cmd.SetLeaving != nil:
+	}
+	if cmd.SetLeaving != nil {
 		return s.updateMember(cmd.SetLeaving.ID, func(m *messages.Member) messages.ResultCode {
 			m.Leaving = cmd.SetLeaving.Leaving
 			return messages.ResultOK
 		})
-	case cmd.SetMemberRole != nil:
+	}
+	if cmd.SetMemberRole != nil {
 		if !validRole(cmd.SetMemberRole.Role) {
 			return messages.MetaResult{Code: messages.ResultInvalid}
 		}
@@ -89,9 +96,9 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 			m.Role = cmd.SetMemberRole.Role
 			return messages.ResultOK
 		})
-	default:
-		return s.removeMember(cmd.RemoveMember.ID)
 	}
+	// Exactly one is set (countSet above): RemoveMember.
+	return s.removeMember(cmd.RemoveMember.ID)
 }
 
 func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaResult {
@@ -335,14 +342,17 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	s := newMetaState()
 	s.index = snap.Index
 	var err error
-	if s.names, err = indexSnapshot("topic", snap.Topics, func(t messages.Topic) string { return t.Name }, s.topics); err != nil {
+	if s.names, err = indexSnapshot("topic", snap.Topics, topicKey, s.topics); err != nil {
 		return nil, err
 	}
-	if s.memberIDs, err = indexSnapshot("member", snap.Members, func(m messages.Member) string { return m.ID }, s.members); err != nil {
+	if s.memberIDs, err = indexSnapshot("member", snap.Members, memberKey, s.members); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+func topicKey(t messages.Topic) string   { return t.Name }
+func memberKey(m messages.Member) string { return m.ID }
 
 // indexSnapshot puts a snapshot's list of what (topics, members) into m by
 // key and returns the keys sorted, as metaState keeps them for listings.

@@ -68,6 +68,15 @@ func TestMetaStateApply(t *testing.T) {
 			wantTopics: []messages.Topic{},
 		},
 		{
+			name: "create with retention 0 (records kept forever) is valid",
+			cmd: messages.MetaCommand{Version: messages.CommandVersion, CreateTopic: &messages.CreateTopic{
+				Topic: messages.Topic{Name: "orders", Partitions: 1, CreatedAt: 42},
+			}},
+			wantCode:   messages.ResultOK,
+			wantTopic:  &messages.Topic{Name: "orders", Incarnation: 1, Partitions: 1, CreatedAt: 42},
+			wantTopics: []messages.Topic{{Name: "orders", Incarnation: 1, Partitions: 1, CreatedAt: 42}},
+		},
+		{
 			name:       "create without partitions is invalid",
 			cmd:        createCmd("orders", 0),
 			wantCode:   messages.ResultInvalid,

@@ -1,3 +1,5 @@
+//go:build !noraft
+
 package metastore
 
 import (
@@ -17,6 +19,14 @@ import (
 
 	"github.com/naradmq/narad/messages"
 )
+
+// The tests that open a Dragonboat NodeHost (this file, cluster_test.go,
+// members_test.go, raftmembers_test.go, restart_test.go, bench_test.go)
+// carry the build constraint !noraft. Plain `go test` runs them as always;
+// `go test -tags noraft` leaves out only them, so the mutation runs of
+// `task mutate`, which mutate only the pure state machines, run the
+// state-machine tests in milliseconds instead of the Raft tests for
+// seconds per mutant.
 
 // testLog is process-wide on purpose: Dragonboat's logger is installed
 // once per process, and a logger bound to one test's t would outlive it.

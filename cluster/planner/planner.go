@@ -77,10 +77,9 @@ type Move struct {
 // hundreds of picks over hundreds of thousands of partitions in well
 // under a millisecond (rule B3).
 func Plan(in Input) []Move {
+	// No room (budget <= 0) plans nothing: both pick loops stop before
+	// their first pick.
 	budget := in.MaxInFlight - in.InFlight
-	if budget <= 0 {
-		return nil
-	}
 	type slot struct {
 		node  *Node
 		count int // partitions it will hold: owned + incoming
@@ -158,7 +157,7 @@ func Plan(in Input) []Move {
 	}
 	for _, n := range shed {
 		for _, r := range n.Owned {
-			if len(moves) == budget || !pick(n, r) {
+			if len(moves) >= budget || !pick(n, r) {
 				return moves
 			}
 		}
@@ -177,12 +176,13 @@ func Plan(in Input) []Move {
 	for _, i := range over {
 		n := recv[i].node
 		// Only partitions it owns can leave; incoming ones are in flight.
+		// Its count is not lowered as they leave: it never drops below its
+		// share, so pick, which looks only at deficits, never looks at it.
 		surplus := min(recv[i].count-recv[i].want, len(n.Owned))
 		for _, r := range n.Owned[:surplus] {
-			if len(moves) == budget || !pick(n, r) {
+			if len(moves) >= budget || !pick(n, r) {
 				return moves
 			}
-			recv[i].count--
 		}
 	}
 	return moves
