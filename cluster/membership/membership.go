@@ -32,10 +32,7 @@ import (
 // ErrInvalidConfig is wrapped by Config.Validate's errors.
 var ErrInvalidConfig = errors.New("invalid membership config")
 
-// Defaults of Config.
 const (
-	DefaultDeadTimeout       = 30 * time.Second
-	DefaultHeartbeatInterval = 2 * time.Second
 	// MinHeartbeatsPerTimeout: DeadTimeout must cover at least this many
 	// heartbeat intervals, so one late or lost heartbeat never marks a live
 	// member dead.
@@ -54,13 +51,16 @@ type Config struct {
 	HeartbeatInterval time.Duration
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default: a
+// member is dead after 30 s without a heartbeat, and heartbeats every 2 s.
+// (Written here rather than as constants, so that mutation testing, which
+// cannot see into constants, checks them.)
 func (c Config) WithDefaults() Config {
 	if c.DeadTimeout == 0 {
-		c.DeadTimeout = DefaultDeadTimeout
+		c.DeadTimeout = 30 * time.Second
 	}
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
+		c.HeartbeatInterval = 2 * time.Second
 	}
 	return c
 }
@@ -109,9 +109,9 @@ func (tr Transition) Command() messages.SetMemberStatus {
 // it saw and when (its own clock) it saw it change.
 type Tracker struct {
 	cfg Config
-	// gen numbers the Observe calls; an entry not seen by the latest one
-	// belongs to a removed member.
-	gen     uint64
+	// mark flips at every Observe; an entry whose mark is not the
+	// tracker's was not in the latest list and is forgotten.
+	mark    bool
 	members map[string]*entry
 }
 
@@ -122,7 +122,7 @@ type entry struct {
 	// deadSince is the first observation of the current stretch in which
 	// the record read dead and the counter did not move; zero otherwise.
 	deadSince time.Time
-	gen       uint64
+	mark      bool
 }
 
 // NewTracker returns an empty tracker (a new leader's).
@@ -149,9 +149,8 @@ func (t *Tracker) Config() Config { return t.cfg }
 // compare-and-set is refused). now must be a reading of the leader's
 // monotonic clock (time.Now()), never from a record.
 func (t *Tracker) Observe(now time.Time, members []messages.Member) []Transition {
-	t.gen++
+	t.mark = !t.mark
 	var out []Transition
-	seen := 0
 	for i := range members {
 		m := &members[i]
 		e, known := t.members[m.ID]
@@ -159,10 +158,7 @@ func (t *Tracker) Observe(now time.Time, members []messages.Member) []Transition
 			e = &entry{heartbeats: m.Heartbeats, stamp: now}
 			t.members[m.ID] = e
 		}
-		if e.gen != t.gen {
-			e.gen = t.gen
-			seen++
-		}
+		e.mark = t.mark
 		moved := known && m.Heartbeats != e.heartbeats
 		if moved {
 			e.heartbeats, e.stamp = m.Heartbeats, now
@@ -186,11 +182,9 @@ func (t *Tracker) Observe(now time.Time, members []messages.Member) []Transition
 			e.deadSince = time.Time{}
 		}
 	}
-	if len(t.members) > seen {
-		for id, e := range t.members {
-			if e.gen != t.gen {
-				delete(t.members, id)
-			}
+	for id, e := range t.members {
+		if e.mark != t.mark {
+			delete(t.members, id)
 		}
 	}
 	return out

@@ -347,8 +347,8 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: NewTracker: got %v, want ok %t", tt.name, nerr, tt.ok)
 		}
 	}
-	if got := (Config{}).WithDefaults(); got.DeadTimeout != DefaultDeadTimeout || got.HeartbeatInterval != DefaultHeartbeatInterval {
-		t.Errorf("WithDefaults: got %+v, want %s and %s", got, DefaultDeadTimeout, DefaultHeartbeatInterval)
+	if got := (Config{}).WithDefaults(); got.DeadTimeout != 30*time.Second || got.HeartbeatInterval != 2*time.Second {
+		t.Errorf("WithDefaults: got %+v, want 30s and 2s", got)
 	}
 }
 
