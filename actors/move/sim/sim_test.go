@@ -75,6 +75,10 @@ func TestBreaksAreFound(t *testing.T) {
 		// The P4 fix reverted: a listing whose chunk reads failed does not
 		// count, and the promote is below an HWM the source reported.
 		{"P4", 127, Breaks{P4: true}, "below the hwm 520 n2 reported to this move (rule P4)"},
+		// Found by the simulator, fixed since (rule P2): a destination cut
+		// off with a stale replica promoted a source that had been back in
+		// between, on its own clock and its replica's old verdict.
+		{"P2", 12588, Breaks{P2: true}, "whose heartbeats stopped only 1m12.54788367s before (rule P2)"},
 		// rule T1: a dead destination's target cleared at once.
 		{"T1", 1, Breaks{T1: true}, "under DeadTargetAbortAfter (rule T1)"},
 		// rule F2: reported with leases out before the drain deadline.
