@@ -629,16 +629,8 @@ func (w *moveWorker) readLeader(ctx context.Context) any {
 	if err != nil {
 		return move.LeaderRead{StartedAt: started, Err: err}
 	}
-	name := func(id string) string {
-		switch id {
-		case w.cfg.NodeID:
-			return move.Self
-		case w.source:
-			return move.Source
-		}
-		return id
-	}
-	return move.LeaderRead{StartedAt: started, Found: found, Owner: name(a.Owner), Target: name(a.Target)}
+	return move.LeaderRead{StartedAt: started, Found: found,
+		Owner: move.Named(a.Owner, w.cfg.NodeID, w.source), Target: move.Named(a.Target, w.cfg.NodeID, w.source)}
 }
 
 func toStorageListing(ls *messages.PartitionListing) storage.Listing {

@@ -647,6 +647,18 @@ const (
 	Source = "\x00source"
 )
 
+// Named is a node id as Step knows it in a LeaderRead: Self, Source, or
+// the id itself.
+func Named(id, self, source string) string {
+	switch id {
+	case self:
+		return Self
+	case source:
+		return Source
+	}
+	return id
+}
+
 func retry(c Config, s State) (State, []any) {
 	switch s.Phase {
 	case CatchUp:

@@ -67,3 +67,11 @@ func TestRuleP2APromoteIsConfirmedWithTheLeader(t *testing.T) {
 			at(4 * time.Minute).feed(dead(8, false)).wantFx(ConfirmSource{})
 	})
 }
+
+func TestNamed(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{{"n2", Self}, {"n1", Source}, {"n3", "n3"}, {"", ""}} {
+		if got := Named(tc.id, "n2", "n1"); got != tc.want {
+			t.Errorf("Named(%q, self n2, source n1): got %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}

@@ -329,15 +329,7 @@ func (wk *worker) effect(f any) {
 	}
 }
 
-func (wk *worker) name(id string) string {
-	switch id {
-	case wk.n.id:
-		return move.Self
-	case wk.source:
-		return move.Source
-	}
-	return id
-}
+func (wk *worker) name(id string) string { return move.Named(id, wk.n.id, wk.source) }
 
 func (n *node) stagingOf(p int) *plog {
 	s := n.staging[p]
