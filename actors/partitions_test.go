@@ -23,7 +23,10 @@ import (
 // topics and assignments into it, and change() wakes whoever watches it,
 // as an applied entry would. No Raft, no NATS.
 type fakeReplica struct {
-	mu          sync.Mutex
+	mu sync.Mutex
+	// leaderOwner, when set, is the owner the leader names for every
+	// partition, ahead of this replica (a flip it has not applied yet).
+	leaderOwner string
 	topics      map[string]messages.Topic
 	members     map[string]messages.Member
 	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
@@ -101,10 +104,15 @@ func (f *fakeReplica) Assignment(incarnation uint64, partition int) (messages.As
 	return a, ok
 }
 
-// LeaderAssignment answers from the replica: the fake has no leader apart
-// from it.
+// LeaderAssignment answers from the replica, with leaderOwner as the owner
+// when it is set.
 func (f *fakeReplica) LeaderAssignment(_ context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {
 	a, ok := f.Assignment(incarnation, partition)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leaderOwner != "" {
+		a.Owner, a.Target = f.leaderOwner, ""
+	}
 	return a, ok, nil
 }
 
@@ -168,10 +176,13 @@ type supervisorRig struct {
 	dataDir string
 }
 
-func newSupervisorRig(t *testing.T) *supervisorRig {
+func newSupervisorRig(t *testing.T, tweak ...func(*Config)) *supervisorRig {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })), owned: new(atomic.Int64), dataDir: cfg.DataDir}
 	d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name()), notifier: newCommitNotifier()}
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
@@ -294,5 +305,65 @@ func TestRuleK6AnOpenedPartitionForgetsAckedAheadPastItsHWM(t *testing.T) {
 	}
 	if want := []int64{1, 3, 4, 5, 6}; !slices.Equal(got, want) {
 		t.Fatalf("offsets delivered after an open at HWM 3 with offsets 2 and 5 acked ahead: got %v, want %v (5 was appended after the open)", got, want)
+	}
+}
+
+// A reported freeze that lapses: until the leader confirms this node still
+// owns the partition, commits are refused with nothing appended; while the
+// leader names another owner (a flip this replica has not applied, the
+// source cut off right after the fence) they stay refused. Found by the
+// move simulator (actors/move/sim, break Confirm).
+func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
+	clk := newFakeClock()
+	r := newSupervisorRig(t, func(c *Config) { c.clock = clk })
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	ask := func(msg any) any {
+		t.Helper()
+		res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), msg, 5*time.Second)
+		if err != nil {
+			t.Fatalf("ask %T: %v", msg, err)
+		}
+		return res
+	}
+	commit := func(seq uint64) messages.Status {
+		return ask(&messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
+	}
+	if got := commit(1); got != messages.StatusOK {
+		t.Fatalf("commit before the move: got status %d, want OK", got)
+	}
+	if r, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare}).(*messages.HandoffResult); !ok || r.Status != messages.StatusOK {
+		t.Fatalf("prepare: got %+v, want OK", r)
+	}
+
+	// The leader has flipped the partition away; this replica has not.
+	r.replica.mu.Lock()
+	r.replica.leaderOwner = "n2"
+	r.replica.mu.Unlock()
+	clk.advance(DefaultConfig().Move.FreezeTTL)
+	for seq := uint64(2); seq < 6; seq++ {
+		if got := commit(seq); got != messages.StatusFrozen {
+			t.Fatalf("commit %d after the lapse, the leader naming n2: got status %d, want StatusFrozen (%d)", seq, got, messages.StatusFrozen)
+		}
+		clk.advance(DefaultConfig().Move.RetryAfter) // the confirm's retries
+	}
+
+	// The leader names this node after all (the move was aborted).
+	r.replica.mu.Lock()
+	r.replica.leaderOwner = "n1"
+	r.replica.mu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for commit(9) != messages.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("commit once the leader confirms n1: still refused after 20s")
+		}
+		clk.advance(DefaultConfig().Move.RetryAfter)
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := ask(&messages.GetStats{}).(*messages.PartitionStats)
+	if st.HighWatermark != 2 {
+		t.Fatalf("HWM after the confirm: got %d, want 2 (nothing appended while refused)", st.HighWatermark)
 	}
 }
