@@ -119,9 +119,17 @@ func (r *workerRig) installed() storage.ConsumerState {
 type workerStore struct {
 	*fakeReplica
 	flips []messages.Flip
+	// leaderMembers, when set, is what the leader has, ahead of the replica.
+	leaderMembers []messages.Member
 }
 
 func (s *workerStore) LeaderMembers(context.Context) ([]messages.Member, error) {
+	s.mu.Lock()
+	ms := slices.Clone(s.leaderMembers)
+	s.mu.Unlock()
+	if ms != nil {
+		return ms, nil
+	}
 	return s.Members(), nil
 }
 
@@ -159,6 +167,8 @@ type fakeSource struct {
 	lapsed             int         // re-arms or fences that found the freeze gone
 	renewals           []time.Time // when each prepare, re-arm and fence arrived
 	rearms             int
+	// unreachable: every handoff fails (the source died after the copy).
+	unreachable bool
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -181,6 +191,9 @@ func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 	case *messages.ListPartition:
 		return s.listing(s.position), nil
 	case *messages.Handoff:
+		if s.unreachable {
+			return nil, fmt.Errorf("fake source: unreachable")
+		}
 		switch m.Op {
 		case messages.HandoffPrepare:
 			s.token, s.until = fmt.Sprintf("token-%d", len(s.renewals)), now.Add(s.ttl)
@@ -374,4 +387,48 @@ func TestRuleK6TheDestinationClampsThePositionToTheHWM(t *testing.T) {
 			})
 		})
 	}
+}
+
+// rule P2 on a stale replica: the source died after the copy, came back
+// unseen by this node's replica (its heartbeat counter moved on the
+// leader), and died again. The worker promotes only on the leader's
+// reading and restarts its own clock on the moved counter: no promote
+// while the replica is stale, one two minutes after it caught up. Found by
+// the move simulator (actors/move/sim, break P2).
+func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		r.source.unreachable = true // the pass copies all; the freeze never answers
+		f := r.store.fakeReplica
+		f.mu.Lock()
+		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 5}
+		f.mu.Unlock()
+		r.store.mu.Lock()
+		r.store.leaderMembers = []messages.Member{{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}, {ID: "n2", Status: messages.MemberAlive}}
+		r.store.mu.Unlock()
+		flips := func() []messages.Flip {
+			r.store.mu.Lock()
+			defer r.store.mu.Unlock()
+			return slices.Clone(r.store.flips)
+		}
+		r.start()
+		defer r.stop()
+
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := flips(); len(got) != 0 {
+			t.Fatalf("with the replica's record stale (counter 5, the leader's 9): got flips %+v, want none", got)
+		}
+
+		// The replica catches up: the same death, seen the same by both.
+		f.mu.Lock()
+		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}
+		f.mu.Unlock()
+		time.Sleep(r.cfg.Move.ForcePromoteAfter + 10*time.Second)
+		synctest.Wait()
+		got := flips()
+		if len(got) != 1 || got[0].From != "n1" || got[0].To != "n2" {
+			t.Fatalf("after the replica caught up and ForcePromoteAfter passed: got flips %+v, want one force-promote n1 -> n2", got)
+		}
+	})
 }
