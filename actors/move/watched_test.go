@@ -75,3 +75,30 @@ func TestNamed(t *testing.T) {
 		}
 	}
 }
+
+// rules X1, X6: a stopping worker lifts the freeze before its install, and
+// after it only when the replica shows the move gone; a copy is dropped
+// only when the move is gone.
+func TestGoneAndReleaseOnStop(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		installed, found      bool
+		owner, target         string
+		wantGone, wantRelease bool
+	}{
+		{"still targeted here, not installed", false, true, "n1", "n2", false, true},
+		{"still targeted here, installed", true, true, "n1", "n2", false, false},
+		{"flipped here, installed", true, true, "n2", "", false, false},
+		{"aborted, installed", true, true, "n1", "", true, true},
+		{"re-planned elsewhere, installed", true, true, "n1", "n3", true, true},
+		{"topic deleted, installed", true, false, "", "", true, true},
+		{"aborted, not installed", false, true, "n1", "", true, true},
+	} {
+		if got := Gone(tc.found, tc.owner, tc.target, "n2"); got != tc.wantGone {
+			t.Errorf("%s: Gone: got %v, want %v", tc.name, got, tc.wantGone)
+		}
+		if got := ReleaseOnStop(tc.installed, tc.found, tc.owner, tc.target, "n2"); got != tc.wantRelease {
+			t.Errorf("%s: ReleaseOnStop: got %v, want %v", tc.name, got, tc.wantRelease)
+		}
+	}
+}
