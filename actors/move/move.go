@@ -160,6 +160,10 @@ type State struct {
 	// SourceBeats is the source's heartbeat counter when this worker's
 	// clock of its death started.
 	SourceBeats uint64
+	// Asking: a listing or a prepare is on its way to the source. Its
+	// answer may carry an HWM above KnownHWM, so no promote is decided
+	// until it has come back or failed (rules P2, P4).
+	Asking bool
 	// BlockedReason says why Phase is Blocked.
 	BlockedReason string
 }
@@ -320,6 +324,53 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 	if s.Phase == Done || s.Phase == Ended || s.Phase == Blocked {
 		return s, nil
 	}
+	var heardFx []any
+	switch e := ev.(type) {
+	case PassDone:
+		if s.Phase == CatchUp || s.Phase == Finalize {
+			s.Asking = false
+			if e.Err == nil || e.Listed {
+				s, heardFx = heard(s)
+			}
+		}
+	case Frozen:
+		if s.Phase == Freezing {
+			s.Asking = false
+			if e.Err == nil {
+				s, heardFx = heard(s)
+			}
+		}
+	case Rearmed:
+		if e.Err == nil {
+			s, heardFx = heard(s)
+		}
+	case Fenced:
+		if s.Phase == Fencing && e.Err == nil {
+			s, heardFx = heard(s)
+		}
+	}
+	s, fx := step(c, s, now, ev)
+	for _, f := range fx {
+		switch f.(type) {
+		case Fetch, PrepareHandoff:
+			s.Asking = true
+		}
+	}
+	return s, append(heardFx, fx...)
+}
+
+// heard is an answer from the source: it is alive, whatever its member
+// record says, so the worker's own clock of its death restarts (rule P2).
+func heard(s State) (State, []any) {
+	var fx []any
+	if s.SourceDead && s.BehindLogged {
+		fx = append(fx, Unblock{Reason: ReasonSourceDeadCopyBehind})
+	}
+	s.SourceDead, s.BehindLogged = false, false
+	return s, fx
+}
+
+func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 	switch e := ev.(type) {
 	case Start:
 		return startCopy(s)
@@ -695,7 +746,7 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 		// between, unseen by this node, and its own clock restarts (P2).
 		s.SourceDead, s.SourceDeadSince, s.SourceBeats = true, now, e.Heartbeats
 	}
-	if s.Installed || s.Promote || (s.Phase != CatchUp && s.Phase != Freezing && s.Phase != Finalize) {
+	if s.Installed || s.Promote || s.Asking || (s.Phase != CatchUp && s.Phase != Freezing && s.Phase != Finalize) {
 		return s, nil
 	}
 	if now-s.SourceDeadSince < c.ForcePromoteAfter || e.StampAge < c.ForcePromoteAfter {

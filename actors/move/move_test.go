@@ -427,7 +427,7 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 		{"not for a force-promote", func(t *testing.T) {
 			// Frozen with a token at 0, then the source dies.
 			toFinalize(t).
-				feed(PassDone{Copied: 40, HWM: 104, CopiedTo: 104}).
+				feed(PassDone{Copied: 40, HWM: 104, CopiedTo: 104}).lost().
 				at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
 				at(2 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).wantPhase(Verifying).
 				feed(Verified{OK: true}).wantFx(Install{HWM: 104, Force: true}).
@@ -448,11 +448,26 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 }
 
 // sourceDead runs a move with a copy at copiedTo of a source at hwm, then
-// the source dies at 0 and is seen dead at each of the times.
+// the source dies at 0 (the next pass finds it gone) and is seen dead at
+// each of the times.
 func sourceDead(t *testing.T, copiedTo, hwm int64) *script {
 	return newScript(t).feed(Start{}).
 		feed(PassDone{Copied: 500 * mib, HWM: hwm, CopiedTo: copiedTo}).wantPhase(CatchUp).
+		feed(PassDone{Err: errNet}).
 		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
+}
+
+// lost fails the request a script left on its way to the source: the
+// source died (rules P2, P4: no promote while a listing or a prepare may
+// still bring an HWM back).
+func (sc *script) lost() *script {
+	if !sc.s.Asking {
+		return sc
+	}
+	if sc.s.Phase == Freezing {
+		return sc.feed(Frozen{Err: errNet})
+	}
+	return sc.feed(PassDone{Err: errNet})
 }
 
 func TestRuleP2PromoteOnlyAfterTwoMinutesByBothClocks(t *testing.T) {
@@ -488,7 +503,7 @@ func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
 			at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 	}
 	t.Run("asking for the freeze", func(t *testing.T) {
-		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing)
+		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).lost()
 		dead(sc).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 	})
 	for _, phase := range []Phase{Verifying, Installing, Flipping} {
@@ -568,7 +583,7 @@ func TestRuleP4TheCopyMustReachTheHighestHWMAnyListingReported(t *testing.T) {
 			for _, ev := range tc.events {
 				sc.feed(ev)
 			}
-			sc.at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+			sc.lost().at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
 				at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 			if tc.promoteAt > 0 {
 				sc.wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: tc.promoteAt})

@@ -45,7 +45,7 @@ func TestRuleP2APromoteIsConfirmedWithTheLeader(t *testing.T) {
 	}
 	start := func(t *testing.T) *script {
 		return newScript(t).feed(Start{}).
-			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).
+			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).lost().
 			at(0).feed(dead(7, false)).wantFx()
 	}
 	t.Run("the replica's reading asks the leader", func(t *testing.T) {
@@ -101,4 +101,50 @@ func TestGoneAndReleaseOnStop(t *testing.T) {
 			t.Errorf("%s: ReleaseOnStop: got %v, want %v", tc.name, got, tc.wantRelease)
 		}
 	}
+}
+
+// rules P2, P4: no promote is decided while a listing or a prepare is on
+// its way to the source (its answer may carry a higher HWM, and proves the
+// source alive), and any answer from the source restarts the worker's own
+// clock of its death. Found by the move simulator (seed 5021 before the
+// fix: a source restarted moments before answered a listing above the HWM
+// the promote had just been decided at).
+func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
+	dead := SourceSeen{Dead: true, StampAge: 5 * time.Minute, Leader: true}
+	t.Run("a listing on its way", func(t *testing.T) {
+		newScript(t).feed(Start{}).
+			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).wantFx(Fetch{}).
+			at(0).feed(dead).
+			at(3*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			// it fails: the source is gone after all
+			feed(PassDone{Err: errNet}).wantFx(ScheduleRetry{After: time.Second}).
+			feed(dead).wantPhase(Verifying)
+	})
+	t.Run("a prepare on its way", func(t *testing.T) {
+		newScript(t).feed(Start{}).
+			feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
+			at(0).feed(dead).
+			at(3*time.Minute).feed(dead).wantPhase(Freezing).wantFx().
+			feed(Frozen{Err: errNet}).
+			feed(dead).wantPhase(Verifying)
+	})
+	t.Run("an answer restarts the clock", func(t *testing.T) {
+		newScript(t).feed(Start{}).
+			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).lost().
+			at(0).feed(dead).
+			at(time.Minute).feed(Retry{}).wantFx(Fetch{}).
+			feed(PassDone{Copied: 500 * mib, HWM: 120, CopiedTo: 120}).lost().
+			at(2*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			at(3*time.Minute+59*time.Second).feed(dead).wantPhase(CatchUp).wantFx().
+			at(4*time.Minute).feed(dead).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 120})
+	})
+	t.Run("a listing whose chunks failed is an answer too", func(t *testing.T) {
+		newScript(t).feed(Start{}).
+			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).lost().
+			at(0).feed(dead).
+			at(time.Minute).feed(Retry{}).
+			feed(PassDone{Listed: true, HWM: 100, Err: errNet}).
+			at(2*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			at(4*time.Minute).feed(dead).wantPhase(Verifying)
+	})
 }
