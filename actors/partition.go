@@ -52,6 +52,9 @@ type partitionActor struct {
 	name string
 	// owners answers the gate's ownership checks (freeze.ConfirmOwner).
 	owners ownerReader
+	// moving: a move targeted the partition when the supervisor started
+	// this actor, so it opens frozen (freeze.Reopen).
+	moving bool
 
 	clock     clock
 	log       *storage.Log
@@ -89,8 +92,8 @@ type handedOver struct {
 	hwm int64
 }
 
-func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader) *partitionActor {
-	return &partitionActor{deps: d, key: key, dir: dir, owners: owners, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
+func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader, moving bool) *partitionActor {
+	return &partitionActor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
 		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg)}
 }
 
@@ -177,6 +180,16 @@ func (p *partitionActor) start() {
 	// restart could match a new lease of the same offset: the wall clock,
 	// never a test's fake one, which may read the same at each start.
 	p.nonce = uint64(time.Now().UnixNano())
+	if p.moving {
+		// A freeze this node held before it restarted may be what a flip
+		// still on its way counts on: start frozen (freeze.Reopen).
+		var fx []any
+		p.gate, fx = freeze.Step(p.gateCfg, p.gate, p.clock.Now(), freeze.Reopen{HWM: l.HWM(), Nonce: p.nonce})
+		if len(fx) != 0 {
+			panic(fmt.Sprintf("partition %s: reopen asked for %v", p.name, fx))
+		}
+		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
+	}
 }
 
 // close writes the consumer position durably and closes the log. A

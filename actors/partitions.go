@@ -95,9 +95,10 @@ func (s *partitionsActor) watch(ctx actor.Context) {
 
 func (s *partitionsActor) reconcile(ctx actor.Context) {
 	want := map[messages.PartitionKey]bool{}
+	targeted := map[messages.PartitionKey]bool{}
 	for _, a := range s.store.OwnedBy(s.cfg.NodeID) {
 		if k, ok := currentKey(s.store, a); ok {
-			want[k] = true
+			want[k], targeted[k] = true, a.Target != ""
 		}
 	}
 	for k, pid := range s.children {
@@ -127,8 +128,8 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
 			continue
 		}
-		d, dir, owners := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store)
-		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir, owners) })
+		d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted[k]
+		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir, owners, moving) })
 		pid, err := ctx.SpawnNamed(props, partitionChildName(k))
 		if err != nil {
 			s.deps.log.Error("spawn partition", "partition", k, "err", err)

@@ -154,6 +154,17 @@ type (
 		HWM   int64
 		OK    bool
 	}
+	// Reopen is the partition opening while a move targets it, after a
+	// crash or a restart of this node. A freeze it held before may be what
+	// a flip still on its way counts on, and the freeze did not survive:
+	// the partition starts frozen for a whole TTL at its HWM, as if that
+	// HWM had been reported, so that when it lapses a leader read (which
+	// by then sees any such flip) decides before anything commits. Nonce
+	// makes its token one no destination holds.
+	Reopen struct {
+		HWM   int64
+		Nonce uint64
+	}
 	// OwnerConfirmed is ConfirmOwner's leader read: Owner when the leader
 	// names this node the partition's owner; Err when it could not be read.
 	OwnerConfirmed struct {
@@ -224,6 +235,11 @@ func Step(c Config, s State, now time.Time, ev any) (State, []any) {
 
 func step(c Config, s State, now time.Time, ev any) (State, []any) {
 	switch e := ev.(type) {
+	case Reopen:
+		s.Seq++
+		s.Token = fmt.Sprintf("%x-%x-reopened", e.Nonce, s.Seq)
+		s.Until, s.Reported, s.HWM = now.Add(c.FreezeTTL), true, e.HWM
+		return s, nil
 	case OwnerConfirmed:
 		s.Confirming = false
 		switch {

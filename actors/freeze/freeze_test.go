@@ -362,3 +362,25 @@ func TestALapsedReportedFreezeWaitsForTheOwnerToBeConfirmed(t *testing.T) {
 		prepared(t).feed(Release{Token: "ab-1"}).at(cfg.FreezeTTL).feed(Commit{}).wantFx()
 	})
 }
+
+// A partition that opens while a move targets it (this node crashed or
+// restarted under a freeze) starts frozen for a TTL at its HWM, and then
+// waits for a leader read: a flip the lost freeze was holding may still be
+// on its way. Found by the move simulator (seed 10107 with -aim: a source
+// back a second after a crash took commits as the flip committed).
+func TestAPartitionReopenedUnderAMoveStartsFrozen(t *testing.T) {
+	sc := newScript(t).feed(Reopen{HWM: 7, Nonce: 0xcd}).wantFx().wantHolds(true)
+	sc.feed(Commit{}).wantFx(RefuseCommit{}).
+		feed(Write{}).wantFx(RefuseStash{}).
+		feed(Reserve{}).wantFx(PauseConsume{}).
+		feed(Publish{Awaiting: true}).wantFx(RefusePublish{HWM: 7}).
+		// a token of the freeze before the restart is not this one
+		feed(Rearm{Token: "ab-1"}).wantFx(Gone{Why: "that freeze is no longer active"})
+	// A destination freezing again takes it over as any prepare does.
+	newScript(t).feed(Reopen{HWM: 7, Nonce: 0xcd}).
+		feed(Prepare{Asker: "a", Nonce: 2}).wantFx(RefuseStash{}, Report{Asker: "a", Token: "2-2"})
+	// Unattended, it lapses into a leader read like any reported freeze.
+	sc.at(cfg.FreezeTTL).feed(Commit{}).wantFx(ConfirmOwner{}, RefuseCommit{}).
+		feed(OwnerConfirmed{Owner: true}).wantFx(NotifyConsumers{}).
+		feed(Commit{}).wantFx()
+}
