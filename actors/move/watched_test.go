@@ -115,7 +115,7 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 		newScript(t).feed(Start{}).
 			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).wantFx(Fetch{}).
 			at(0).feed(dead).
-			at(3*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			at(3 * time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
 			// it fails: the source is gone after all
 			feed(PassDone{Err: errNet}).wantFx(ScheduleRetry{After: time.Second}).
 			feed(dead).wantPhase(Verifying)
@@ -124,7 +124,7 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 		newScript(t).feed(Start{}).
 			feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
 			at(0).feed(dead).
-			at(3*time.Minute).feed(dead).wantPhase(Freezing).wantFx().
+			at(3 * time.Minute).feed(dead).wantPhase(Freezing).wantFx().
 			feed(Frozen{Err: errNet}).
 			feed(dead).wantPhase(Verifying)
 	})
@@ -144,7 +144,7 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 			at(0).feed(dead).
 			at(time.Minute).feed(Retry{}).
 			feed(PassDone{Listed: true, HWM: 100, Err: errNet}).
-			at(2*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
-			at(4*time.Minute).feed(dead).wantPhase(Verifying)
+			at(2 * time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			at(4 * time.Minute).feed(dead).wantPhase(Verifying)
 	})
 }
