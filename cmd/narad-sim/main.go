@@ -23,7 +23,8 @@ func main() {
 	seeds := flag.Uint64("seeds", 1000, "how many seeds to run")
 	workers := flag.Int("workers", 2, "seeds run in parallel")
 	trace := flag.Bool("trace", false, "print the trace of -seed")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Confirm (see sim.Breaks)")
+	aim := flag.Bool("aim", false, "add the faults aimed at the protocol's narrowest windows (sim.Config.Aim)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm (see sim.Breaks)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -35,9 +36,9 @@ func main() {
 		os.Exit(2)
 	}
 	if *seed != 0 {
-		os.Exit(one(*seed, b, *trace, *breaks))
+		os.Exit(one(*seed, b, *aim, *trace))
 	}
-	os.Exit(many(*from, *seeds, *workers, b, *breaks))
+	os.Exit(many(*from, *seeds, *workers, b, *aim, *breaks))
 }
 
 func parseBreaks(s string) (sim.Breaks, error) {
@@ -56,19 +57,21 @@ func parseBreaks(s string) (sim.Breaks, error) {
 			b.F7 = true
 		case "P2":
 			b.P2 = true
+		case "REOPEN":
+			b.Reopen = true
 		case "ABA":
 			b.ABA = true
 		case "CONFIRM":
 			b.Confirm = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA or Confirm", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen or Confirm", name)
 		}
 	}
 	return b, nil
 }
 
-func one(seed uint64, b sim.Breaks, trace bool, breaks string) int {
-	cfg := sim.Config{Seed: seed, Breaks: b}
+func one(seed uint64, b sim.Breaks, aim, trace bool) int {
+	cfg := sim.Config{Seed: seed, Breaks: b, Aim: aim}
 	if trace {
 		cfg.Trace = os.Stdout
 	}
@@ -81,7 +84,7 @@ func one(seed uint64, b sim.Breaks, trace bool, breaks string) int {
 	return 0
 }
 
-func many(from, n uint64, workers int, b sim.Breaks, breaks string) int {
+func many(from, n uint64, workers int, b sim.Breaks, aim bool, breaks string) int {
 	start := time.Now()
 	var next, done, failed atomic.Uint64
 	next.Store(from)
@@ -95,14 +98,14 @@ func many(from, n uint64, workers int, b sim.Breaks, breaks string) int {
 				if s >= from+n {
 					return
 				}
-				r := sim.Run(sim.Config{Seed: s, Breaks: b})
+				r := sim.Run(sim.Config{Seed: s, Breaks: b, Aim: aim})
 				done.Add(1)
 				if r.Err != nil {
 					failed.Add(1)
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = r.Err
-						fmt.Printf("FAIL: %v\nreplay: go run ./cmd/narad-sim -seed %d -trace%s\n", r.Err, s, breakFlag(breaks))
+						fmt.Printf("FAIL: %v\nreplay: go run ./cmd/narad-sim -seed %d -trace%s%s\n", r.Err, s, aimFlag(aim), breakFlag(breaks))
 					}
 					mu.Unlock()
 				}
@@ -116,6 +119,13 @@ func many(from, n uint64, workers int, b sim.Breaks, breaks string) int {
 		return 1
 	}
 	return 0
+}
+
+func aimFlag(aim bool) string {
+	if aim {
+		return " -aim"
+	}
+	return ""
 }
 
 func breakFlag(b string) string {

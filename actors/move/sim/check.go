@@ -114,7 +114,7 @@ func (t *truth) publish(n *node, p int, off int64, r rec) {
 func (t *truth) setAside(n *node, p int, hwm int64, recs []rec) {
 	for i := range recs {
 		off := hwm + int64(i)
-		if !t.forfeited[p][off] {
+		if !t.forfeited[p][off] && !t.forfeitedIDs[recs[i].id] {
 			n.w.failf("lost on handover: %s holds record %d at offset %d of partition %d past the flip's HWM %d; it was published and never copied", n.id, recs[i].id, off, p, hwm)
 			return
 		}
@@ -135,7 +135,7 @@ func (w *world) checkFlip(before messages.Assignment, f messages.Flip) {
 	if !force {
 		pa := src.parts[p]
 		switch {
-		case !src.up:
+		case !src.up || !src.started:
 			// Its freeze died with it; what it might commit after its
 			// restart is judged by publish.
 		case pa == nil:

@@ -52,8 +52,13 @@ func (w *world) deliver(a, b endpoint, fn func()) {
 		}
 	}
 	epoch := b.epochOf()
+	extra := time.Duration(0)
+	if a != nil && b == nil && a.slowNext > 0 {
+		// an aimed fault: this node's next message to the metastore is slow
+		extra, a.slowNext = a.slowNext, 0
+	}
 	for range copies {
-		w.at(w.latency(), func() {
+		w.at(w.latency()+extra, func() {
 			if w.reachable(nil, b) && b.epochOf() == epoch {
 				fn()
 			}

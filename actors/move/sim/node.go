@@ -44,6 +44,9 @@ type node struct {
 	epoch int
 	// cutUntil: cut off from every other node and the metastore.
 	cutUntil time.Duration
+	// slowNext, when set, is added to the latency of this node's next
+	// message to the metastore (an aimed fault, Config.Aim).
+	slowNext time.Duration
 	// slowDiskUntil: fsyncs take seconds (a batch stays in flight through
 	// a freeze, the path of rule F3).
 	slowDiskUntil time.Duration
@@ -267,8 +270,13 @@ func (n *node) openPart(p int) {
 		l = &plog{}
 		n.disk[p] = l
 	}
-	n.parts[p] = &partActor{n: n, p: p, log: l, leases: map[int]bool{}}
+	pa := &partActor{n: n, p: p, log: l, leases: map[int]bool{}}
+	n.parts[p] = pa
 	n.w.note("open", int64(n.index), int64(p), l.hwm())
+	if a, _ := n.replica.Get(incarnation, p); a.Target != "" && !n.w.cfg.Breaks.Reopen {
+		n.nonce++
+		pa.step(freeze.Reopen{HWM: l.hwm(), Nonce: n.nonce})
+	}
 }
 
 // handOver closes a partition whose ownership moved away. Records past the

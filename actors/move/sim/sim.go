@@ -45,6 +45,11 @@ type Config struct {
 	Breaks Breaks
 	// Trace, when set, receives one readable line per step.
 	Trace io.Writer
+	// Aim adds faults aimed at the protocol's narrowest windows, drawn
+	// from a stream of their own so that a run without Aim is unchanged:
+	// the source cut off just as a flip is proposed, and a long-dead
+	// source restarted just as a force-promote comes due.
+	Aim bool
 }
 
 // Breaks are deliberate defects, each named by the rule it breaks.
@@ -72,6 +77,9 @@ type Breaks struct {
 	// the destination is cut off, without reading it through the leader
 	// or looking at its heartbeat counter (that fix reverted).
 	P2 bool
+	// Reopen: a partition opened while a move targets it starts unfrozen
+	// (the fix of freeze.Reopen reverted).
+	Reopen bool
 	// Confirm: a source whose reported freeze lapsed takes commits again
 	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
 	Confirm bool
@@ -172,8 +180,10 @@ func (q *queue) Pop() any {
 
 // world is one simulation.
 type world struct {
-	cfg   Config
-	rng   *rand.Rand
+	cfg Config
+	rng *rand.Rand
+	// aim draws the aimed faults (Config.Aim).
+	aim   *rand.Rand
 	now   time.Duration
 	q     queue
 	seq   uint64
@@ -204,7 +214,8 @@ const maxSteps = 5_000_000
 func Run(cfg Config) Result {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	cfg = cfg.withDefaults(rng)
-	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace}
+	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace,
+		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed))}
 	h := fnv.New64a()
 	w.hash = h.Sum64()
 	w.truth.init()
@@ -440,6 +451,64 @@ func (w *world) fault() {
 	default:
 		// a quiet spell
 	}
+}
+
+// aimAtFlip strikes just as a flip is proposed (Config.Aim), one of:
+//   - the source is cut off: if the flip commits, its replica may not see
+//     it before its freeze lapses;
+//   - the proposal is slow and the source crashes and is back a moment
+//     later, its freeze gone, before the flip commits;
+//   - the proposal is slow, and the move is aborted and planned again to
+//     the same destination before it lands.
+func (w *world) aimAtFlip(dest, src *node, p int) {
+	if !w.cfg.Aim || !w.faulty || w.aim.Float64() >= 0.3 || !src.up || src.cutUntil > w.now || w.impaired() >= 2 {
+		return
+	}
+	slow := time.Second + time.Duration(w.aim.Int64N(int64(4*time.Second)))
+	switch w.aim.IntN(3) {
+	case 0:
+		after := time.Duration(w.aim.Int64N(int64(20 * time.Millisecond)))
+		d := 3*time.Second + time.Duration(w.aim.Int64N(int64(60*time.Second)))
+		w.at(after, func() {
+			if src.up && src.cutUntil <= w.now {
+				src.cutUntil = w.now + d
+				w.stats.CutOffs++
+				w.note("aimed cut", int64(src.index), int64(d))
+			}
+		})
+	case 1:
+		dest.slowNext = slow
+		w.note("aimed crash", int64(src.index))
+		src.crash()
+		w.at(time.Duration(w.aim.Int64N(int64(slow))), func() {
+			if !src.up {
+				src.restart()
+			}
+		})
+	case 2:
+		dest.slowNext = slow
+		w.note("aimed abort and re-plan", int64(p))
+		w.at(time.Duration(w.aim.Int64N(int64(slow/2))), func() {
+			a, _ := w.meta.state.Get(incarnation, p)
+			if a.Target == dest.id && !w.meta.electing() && w.meta.setTarget(p, a.Owner, a.Target, "", "aimed abort") {
+				w.meta.setTarget(p, a.Owner, "", dest.id, "aimed re-plan")
+			}
+		})
+	}
+}
+
+// aimAtPromote restarts a crashed source just as a worker's force-promote
+// of it comes due: its first answers race the promote (Config.Aim).
+func (w *world) aimAtPromote(wk *worker) {
+	src := w.byID[wk.source]
+	if !w.cfg.Aim || !w.faulty || src.up || !wk.state.SourceDead {
+		return
+	}
+	if dead := wk.now() - wk.state.SourceDeadSince; dead < moveCfg.ForcePromoteAfter-3*time.Second || w.aim.Float64() >= 0.2 {
+		return
+	}
+	w.note("aimed restart", int64(src.index))
+	src.restart()
 }
 
 // settled: faults over, every node up, every WAL handed over, no move in

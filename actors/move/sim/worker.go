@@ -65,6 +65,7 @@ func (n *node) runMoves() {
 			if wk.gone {
 				return false
 			}
+			w.aimAtPromote(wk)
 			wk.watchSource()
 			return true
 		})
@@ -283,6 +284,7 @@ func (wk *worker) effect(f any) {
 			flip.TargetSince = 0
 		}
 		w.notef("propose flip", []int64{int64(n.index), int64(wk.p), hwm}, "%s proposes the flip of partition %d at hwm %d (force %v)", n.id, wk.p, hwm, wk.state.Promote)
+		w.aimAtFlip(n, wk.src(), wk.p)
 		w.meta.propose(n, wk.alive, entry{assign: &messages.AssignCommand{Version: messages.CommandVersion, Flip: flip}}, func(ans any, ok bool) {
 			if !ok {
 				w.stats.UnknownFlips++
