@@ -148,3 +148,44 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 			at(4 * time.Minute).feed(dead).wantPhase(Verifying)
 	})
 }
+
+// rule P2: which events are answers from the source, restarting the
+// worker's clock of its death (and lifting a copy_behind block), and which
+// are not: failures, and answers out of their phase.
+func TestRuleP2AnswersFromTheSourceRestartTheClock(t *testing.T) {
+	deadIn := func(p Phase) State {
+		s := New()
+		s.Phase, s.SourceDead, s.SourceDeadSince, s.BehindLogged, s.Asking = p, true, time.Second, true, true
+		s.Frozen, s.Fenceable, s.Token = true, true, "tok"
+		return s
+	}
+	unblock := Unblock{Reason: ReasonSourceDeadCopyBehind}
+	for _, tc := range []struct {
+		name  string
+		s     State
+		ev    any
+		heard bool
+	}{
+		{"a listing", deadIn(CatchUp), PassDone{Copied: 1, HWM: 5, CopiedTo: 5}, true},
+		{"a listing whose chunks failed", deadIn(CatchUp), PassDone{Listed: true, HWM: 5, Err: errNet}, true},
+		{"a failed pass", deadIn(CatchUp), PassDone{Err: errNet}, false},
+		{"a listing out of phase", deadIn(Verifying), PassDone{Copied: 1, HWM: 5, CopiedTo: 5}, false},
+		{"a prepare's answer", deadIn(Freezing), Frozen{Token: "t2", HWM: 5}, true},
+		{"a failed prepare", deadIn(Freezing), Frozen{Err: errNet}, false},
+		{"a prepare's answer out of phase", deadIn(CatchUp), Frozen{Token: "t2", HWM: 5}, false},
+		{"a re-arm answered", deadIn(Finalize), Rearmed{}, true},
+		{"a re-arm answered lapsed", deadIn(Finalize), Rearmed{Lapsed: true}, true},
+		{"a re-arm without an answer", deadIn(Finalize), Rearmed{Err: errNet}, false},
+		{"a fence answered", deadIn(Fencing), Fenced{Refused: true}, true},
+		{"a fence without an answer", deadIn(Fencing), Fenced{Err: errNet}, false},
+		{"a fence's answer out of phase", deadIn(Finalize), Fenced{}, false},
+	} {
+		s, fx := Step(DefaultConfig(), tc.s, time.Minute, tc.ev)
+		if got := !s.SourceDead; got != tc.heard {
+			t.Errorf("%s: clock restarted: got %v, want %v", tc.name, got, tc.heard)
+		}
+		if got := len(fx) > 0 && fx[0] == any(unblock); got != tc.heard {
+			t.Errorf("%s: unblocked first: got %v (effects %v), want %v", tc.name, got, fx, tc.heard)
+		}
+	}
+}
