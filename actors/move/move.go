@@ -162,8 +162,10 @@ type State struct {
 	SourceBeats uint64
 	// Asking: a listing or a prepare is on its way to the source. Its
 	// answer may carry an HWM above KnownHWM, so no promote is decided
-	// until it has come back or failed (rules P2, P4).
+	// until it has come back or failed (rules P2, P4); when it fails, the
+	// gate runs again on Seen, the latest liveness reading, at once.
 	Asking bool
+	Seen   SourceSeen
 	// BlockedReason says why Phase is Blocked.
 	BlockedReason string
 }
@@ -325,6 +327,7 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		return s, nil
 	}
 	var heardFx []any
+	asking := s.Asking
 	switch e := ev.(type) {
 	case PassDone:
 		if s.Phase == CatchUp || s.Phase == Finalize {
@@ -350,6 +353,13 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		}
 	}
 	s, fx := step(c, s, now, ev)
+	if asking && !s.Asking && s.Seen.Dead {
+		// The request failed with no answer: the gate it held back runs
+		// now, not a tick later (a retry may be out again by then).
+		var gfx []any
+		s, gfx = sourceSeen(c, s, now, s.Seen)
+		fx = append(fx, gfx...)
+	}
 	for _, f := range fx {
 		switch f.(type) {
 		case Fetch, PrepareHandoff:
@@ -733,6 +743,7 @@ func retry(c Config, s State) (State, []any) {
 // clocks, only for a session that reached it, and only for a copy that
 // holds everything the source made visible.
 func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []any) {
+	s.Seen = e
 	if !e.Dead {
 		var fx []any
 		if s.SourceDead && s.BehindLogged {

@@ -115,28 +115,30 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 		newScript(t).feed(Start{}).
 			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).wantFx(Fetch{}).
 			at(0).feed(dead).
-			at(3 * time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
-			// it fails: the source is gone after all
-			feed(PassDone{Err: errNet}).wantFx(ScheduleRetry{After: time.Second}).
-			feed(dead).wantPhase(Verifying)
+			at(3*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
+			// it fails: the source is gone after all, and the gate it held
+			// back runs at once, not a tick later
+			feed(PassDone{Err: errNet}).wantPhase(Verifying).
+			wantFx(ScheduleRetry{After: time.Second}, Log{Level: "warn"}, Verify{HWM: 100})
 	})
 	t.Run("a prepare on its way", func(t *testing.T) {
 		newScript(t).feed(Start{}).
 			feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
 			at(0).feed(dead).
 			at(3 * time.Minute).feed(dead).wantPhase(Freezing).wantFx().
-			feed(Frozen{Err: errNet}).
-			feed(dead).wantPhase(Verifying)
+			feed(Frozen{Err: errNet}).wantPhase(Verifying)
 	})
 	t.Run("an answer restarts the clock", func(t *testing.T) {
 		newScript(t).feed(Start{}).
 			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).lost().
 			at(0).feed(dead).
 			at(time.Minute).feed(Retry{}).wantFx(Fetch{}).
+			// heard at 1m; the next pass fails at 1m too, and the death
+			// counts from there
 			feed(PassDone{Copied: 500 * mib, HWM: 120, CopiedTo: 120}).lost().
 			at(2*time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
-			at(3*time.Minute+59*time.Second).feed(dead).wantPhase(CatchUp).wantFx().
-			at(4*time.Minute).feed(dead).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 120})
+			at(2*time.Minute+59*time.Second).feed(dead).wantPhase(CatchUp).wantFx().
+			at(3*time.Minute).feed(dead).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 120})
 	})
 	t.Run("a listing whose chunks failed is an answer too", func(t *testing.T) {
 		newScript(t).feed(Start{}).
@@ -145,7 +147,8 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 			at(time.Minute).feed(Retry{}).
 			feed(PassDone{Listed: true, HWM: 100, Err: errNet}).
 			at(2 * time.Minute).feed(dead).wantPhase(CatchUp).wantFx().
-			at(4 * time.Minute).feed(dead).wantPhase(Verifying)
+			at(2*time.Minute + 59*time.Second).feed(dead).wantPhase(CatchUp).wantFx().
+			at(3 * time.Minute).feed(dead).wantPhase(Verifying)
 	})
 }
 
