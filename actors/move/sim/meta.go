@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/naradmq/narad/cluster/membership"
@@ -401,5 +400,3 @@ func b2i(b bool) int64 {
 	}
 	return 0
 }
-
-func (m *meta) String() string { return fmt.Sprintf("meta(log %d)", len(m.log)) }

@@ -10,9 +10,6 @@ import "time"
 // fault here, draw it in deliver from w.rng, and only while w.faulty, so
 // that the world still settles once the faults stop.
 
-// network keeps nothing yet: every fault is drawn per message.
-type network struct{}
-
 // endpoint is a node, or the metastore (nil node).
 type endpoint = *node
 

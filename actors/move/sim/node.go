@@ -312,9 +312,9 @@ func (pa *partActor) step(ev any) (refused bool) {
 	for _, f := range fx {
 		switch f := f.(type) {
 		case freeze.Answer:
-			pa.answer(ev, handoffAnswer{ok: true, token: f.Token})
+			pa.answer(handoffAnswer{ok: true, token: f.Token})
 		case freeze.Gone:
-			pa.answer(ev, handoffAnswer{gone: true})
+			pa.answer(handoffAnswer{gone: true})
 		case freeze.RefuseStash:
 			for _, c := range pa.stash {
 				w.stats.CommitsRefused++
@@ -374,7 +374,7 @@ func (pa *partActor) confirmOwner(after time.Duration) {
 
 // answer replies to the handoff request being stepped (a re-arm, fence
 // or release: a prepare answers through its Asker).
-func (pa *partActor) answer(_ any, a handoffAnswer) {
+func (pa *partActor) answer(a handoffAnswer) {
 	if r := pa.n.w.handoffReply; r != nil {
 		r(a)
 	}

@@ -192,7 +192,6 @@ type world struct {
 	nodes []*node
 	byID  map[string]*node
 	meta  *meta
-	net   network
 	truth truth
 	stats Stats
 
