@@ -125,8 +125,6 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 	case sourceConfirmed:
 		dead := !e.found || e.member.Status == messages.MemberDead
 		ev = move.Watched(w.state, w.now(), dead, e.member.Heartbeats, true, w.cfg.Membership.DeadTimeout)
-	case nil:
-		return // an effect with nothing to report
 	}
 	w.step(ctx, ev)
 }
@@ -157,14 +155,14 @@ type sourceConfirmed struct {
 
 // confirmSource reads the members through the leader: the gate passed on
 // this node's replica, which a cut-off or lagging node may hold stale.
-// No answer, no promote: the next tick asks again.
+// No answer, no promote: SourceUnknown lets the next tick ask again.
 func (w *moveWorker) confirmSource(c context.Context) any {
 	c, cancel := context.WithTimeout(c, w.cfg.RequestTimeout)
 	defer cancel()
 	ms, err := w.store.LeaderMembers(c)
 	if err != nil {
 		w.deps.log.Warn("move: confirm the source's death with the leader", "partition", partitionKeyString(w.key), "source", w.source, "err", err)
-		return nil
+		return move.SourceUnknown{}
 	}
 	for _, m := range ms {
 		if m.ID == w.source {

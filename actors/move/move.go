@@ -166,6 +166,9 @@ type State struct {
 	// gate runs again on Seen, the latest liveness reading, at once.
 	Asking bool
 	Seen   SourceSeen
+	// Confirming: a ConfirmSource is out; its answer is a SourceSeen with
+	// Leader set, or SourceUnknown.
+	Confirming bool
 	// BlockedReason says why Phase is Blocked.
 	BlockedReason string
 }
@@ -249,6 +252,8 @@ type (
 		Heartbeats uint64
 		Leader     bool
 	}
+	// SourceUnknown: ConfirmSource's read through the leader failed.
+	SourceUnknown struct{}
 	// Retry is the retry timer firing.
 	Retry struct{}
 )
@@ -426,7 +431,13 @@ func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 	case LeaderRead:
 		return leaderRead(c, s, now, e)
 	case SourceSeen:
+		if e.Leader {
+			s.Confirming = false
+		}
 		return sourceSeen(c, s, now, e)
+	case SourceUnknown:
+		s.Confirming = false
+		return s, nil
 	case Retry:
 		return retry(c, s)
 	}
@@ -778,7 +789,12 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 	}
 	if !e.Leader {
 		// The gate passed on this node's replica: confirm with the leader
-		// before anything that cannot be undone (rule P2).
+		// before anything that cannot be undone (rule P2), one read at a
+		// time.
+		if s.Confirming {
+			return s, nil
+		}
+		s.Confirming = true
 		return s, []any{ConfirmSource{}}
 	}
 	// rule P5: skip the freeze; verify and install at the known HWM, clamped.

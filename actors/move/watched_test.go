@@ -48,8 +48,12 @@ func TestRuleP2APromoteIsConfirmedWithTheLeader(t *testing.T) {
 			feed(PassDone{Copied: 500 * mib, HWM: 100, CopiedTo: 100}).lost().
 			at(0).feed(dead(7, false)).wantFx()
 	}
-	t.Run("the replica's reading asks the leader", func(t *testing.T) {
-		start(t).at(3 * time.Minute).feed(dead(7, false)).wantPhase(CatchUp).wantFx(ConfirmSource{})
+	t.Run("the replica's reading asks the leader, one read at a time", func(t *testing.T) {
+		start(t).at(3 * time.Minute).feed(dead(7, false)).wantPhase(CatchUp).wantFx(ConfirmSource{}).
+			at(3*time.Minute + time.Second).feed(dead(7, false)).wantFx().
+			// the read failed: the next tick asks again
+			feed(SourceUnknown{}).wantFx().
+			feed(dead(7, false)).wantFx(ConfirmSource{})
 	})
 	t.Run("the leader's reading promotes", func(t *testing.T) {
 		start(t).at(3*time.Minute).feed(dead(7, false)).wantFx(ConfirmSource{}).

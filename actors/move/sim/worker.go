@@ -320,9 +320,11 @@ func (wk *worker) effect(f any) {
 		w.notef("worker log", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %s: %s", n.id, wk.p, e.Level, e.Msg)
 	case move.ConfirmSource:
 		w.meta.leaderMember(n, wk.alive, wk.source, func(m member, ok bool) {
-			if ok {
-				wk.step(move.Watched(wk.state, wk.now(), m.status == messages.MemberDead, m.heartbeats, true, deadTimeout))
+			if !ok {
+				wk.step(move.SourceUnknown{})
+				return
 			}
+			wk.step(move.Watched(wk.state, wk.now(), m.status == messages.MemberDead, m.heartbeats, true, deadTimeout))
 		})
 	case move.Block, move.Unblock:
 		w.notef("worker block", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %T", n.id, wk.p, e)
