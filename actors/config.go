@@ -129,9 +129,39 @@ type Config struct {
 	// forces a scan that often even when nothing changed (30 s).
 	MoveTick          time.Duration
 	MoveFullScanEvery time.Duration
-	// MaxInFlightMoves caps the moves the controller keeps in flight (the
-	// seed's 8): a large rebalance drains gradually.
+	// MaxInFlightMoves caps the moves the controller keeps in flight (rule
+	// B1: seed 003's 512, what a bulk hand-off needs to move a node's
+	// partitions in seconds; the freeze pacing below, not this cap, bounds
+	// how many partitions a move makes unwritable at once).
 	MaxInFlightMoves int
+	// FreezePaceTick, MaxNewFreezesPerTick and MaxFrozenPartitions pace the
+	// freezes a node arms as a move's source (rule B5, seed 003's 4 and
+	// 128): at most MaxNewFreezesPerTick new freezes per tick, and none
+	// while MaxFrozenPartitions of its partitions are frozen, so a bulk
+	// move never makes more than that many partitions refuse writes at once.
+	// The tick is 1 ms: 4 per ms is 4,000 freezes a second, above the
+	// 3,334/s that hand 10,000 partitions off in 3 s, so the frozen cap
+	// (how fast freezes end) is what paces a bulk move, not the tick.
+	FreezePaceTick       time.Duration
+	MaxNewFreezesPerTick int
+	MaxFrozenPartitions  int
+	// FreezeHoldFor is how long a prepare the pacing holds waits at the
+	// source for its turn before it is answered "held" (the destination
+	// asks again after Move.RetryAfter and keeps its place in the line for
+	// FreezeTurnKeepFor). Well below RequestTimeout, so that no freeze is
+	// armed for a request its sender gave up on.
+	FreezeHoldFor     time.Duration
+	FreezeTurnKeepFor time.Duration
+	// ShutdownHandoffTimeout bounds the hand-off at shutdown (rule B9:
+	// 15 s): on the first stop signal the node leaves and waits this long
+	// at most for its partitions to move; 0 skips the hand-off.
+	ShutdownHandoffTimeout time.Duration
+	// FlipBatchWindow and MaxFlipBatch: the flips of moves that finish
+	// together are proposed in one Raft entry per shard (Store.FlipMany);
+	// a flip waits at most FlipBatchWindow for others to join it, and a
+	// batch holds at most MaxFlipBatch.
+	FlipBatchWindow time.Duration
+	MaxFlipBatch    int
 	// DeadTargetAbortAfter is how long a move's destination may be dead,
 	// on the leader's clock, before the controller clears the target (2 min).
 	DeadTargetAbortAfter time.Duration
@@ -231,7 +261,15 @@ func DefaultConfig() Config {
 		LeaseDrainTimeout:       500 * time.Millisecond,
 		MoveTick:                time.Second,
 		MoveFullScanEvery:       30 * time.Second,
-		MaxInFlightMoves:        8,
+		MaxInFlightMoves:        512,
+		FreezePaceTick:          time.Millisecond,
+		MaxNewFreezesPerTick:    4,
+		MaxFrozenPartitions:     128,
+		FreezeHoldFor:           2 * time.Second,
+		FreezeTurnKeepFor:       3 * time.Second,
+		ShutdownHandoffTimeout:  15 * time.Second,
+		FlipBatchWindow:         2 * time.Millisecond,
+		MaxFlipBatch:            512,
 		DeadTargetAbortAfter:    2 * time.Minute,
 		RebalanceInterval:       time.Second,
 		Rebalance:               true,
@@ -302,6 +340,22 @@ func (c Config) Validate() error {
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
 		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
+	case c.FreezePaceTick <= 0 || c.FreezePaceTick > time.Second:
+		return bad("FreezePaceTick", c.FreezePaceTick, "must be within (0, 1s]")
+	case c.MaxNewFreezesPerTick < 1 || c.MaxNewFreezesPerTick > c.MaxFrozenPartitions:
+		return bad("MaxNewFreezesPerTick", c.MaxNewFreezesPerTick, "must be within 1..MaxFrozenPartitions")
+	case c.MaxFrozenPartitions < 1 || c.MaxFrozenPartitions > 100000:
+		return bad("MaxFrozenPartitions", c.MaxFrozenPartitions, "must be within 1..100000")
+	case c.FreezeHoldFor < 0 || c.FreezeHoldFor >= c.RequestTimeout:
+		return bad("FreezeHoldFor", c.FreezeHoldFor, "must be at least 0 and below RequestTimeout")
+	case c.FreezeTurnKeepFor < c.Move.RetryAfter:
+		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it)")
+	case c.ShutdownHandoffTimeout < 0:
+		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	case c.FlipBatchWindow < 0 || c.FlipBatchWindow > time.Second:
+		return bad("FlipBatchWindow", c.FlipBatchWindow, "must be within 0..1s")
+	case c.MaxFlipBatch < 1 || c.MaxFlipBatch > 10000:
+		return bad("MaxFlipBatch", c.MaxFlipBatch, "must be within 1..10000")
 	case c.RebalanceInterval <= 0:
 		return bad("RebalanceInterval", c.RebalanceInterval, "must be positive")
 	case c.DeadTargetAbortAfter <= 0:
