@@ -148,8 +148,9 @@ type Config struct {
 	// FreezeHoldFor is how long a prepare the pacing holds waits at the
 	// source for its turn before it is answered "held" (the destination
 	// asks again after Move.RetryAfter and keeps its place in the line for
-	// FreezeTurnKeepFor). Well below RequestTimeout, so that no freeze is
-	// armed for a request its sender gave up on.
+	// FreezeTurnKeepFor). It is capped at half of RequestTimeout
+	// (freezeHold), so that no freeze is armed for a request its sender
+	// gave up on.
 	FreezeHoldFor     time.Duration
 	FreezeTurnKeepFor time.Duration
 	// ShutdownHandoffTimeout bounds the hand-off at shutdown (rule B9:
@@ -162,13 +163,23 @@ type Config struct {
 	// batch holds at most MaxFlipBatch.
 	FlipBatchWindow time.Duration
 	MaxFlipBatch    int
+	// MaxParallelProposals bounds the target proposals the controller has
+	// out at once in a planning round (64): enough for Dragonboat to carry
+	// a round of picks in a few Raft entries, few enough that a round never
+	// holds hundreds of goroutines.
+	MaxParallelProposals int
 	// DeadTargetAbortAfter is how long a move's destination may be dead,
 	// on the leader's clock, before the controller clears the target (2 min).
 	DeadTargetAbortAfter time.Duration
 	// RebalanceInterval is how often the controller's rebalance pass runs
 	// on the metadata leader (clearing dead targets, planning, the
-	// decommission steps).
-	RebalanceInterval time.Duration
+	// decommission steps) while nothing moves; RebalanceBusyInterval while
+	// moves are in flight or a node sheds its partitions (100 ms): a bulk
+	// move's slots are refilled as its moves end, not a second later. Each
+	// pass is a barrier and a scan of the assignments, a few milliseconds
+	// at 30,000 partitions.
+	RebalanceInterval     time.Duration
+	RebalanceBusyInterval time.Duration
 	// Rebalance lets the controller plan moves; off, it sets no target (it
 	// still clears the targets of dead destinations).
 	Rebalance bool
@@ -213,6 +224,10 @@ type faultHooks struct {
 	// watch the publish guard catch what F3 prevents.
 	reportPastPipeline bool
 }
+
+// freezeHold is how long a paced prepare waits at the source: FreezeHoldFor,
+// at most half the asker's RequestTimeout.
+func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its
 // key and body: more than a log frame's header, so its byte cap is safe.
@@ -270,8 +285,10 @@ func DefaultConfig() Config {
 		ShutdownHandoffTimeout:  15 * time.Second,
 		FlipBatchWindow:         2 * time.Millisecond,
 		MaxFlipBatch:            512,
+		MaxParallelProposals:    64,
 		DeadTargetAbortAfter:    2 * time.Minute,
 		RebalanceInterval:       time.Second,
+		RebalanceBusyInterval:   100 * time.Millisecond,
 		Rebalance:               true,
 	}
 }
@@ -346,20 +363,27 @@ func (c Config) Validate() error {
 		return bad("MaxNewFreezesPerTick", c.MaxNewFreezesPerTick, "must be within 1..MaxFrozenPartitions")
 	case c.MaxFrozenPartitions < 1 || c.MaxFrozenPartitions > 100000:
 		return bad("MaxFrozenPartitions", c.MaxFrozenPartitions, "must be within 1..100000")
-	case c.FreezeHoldFor < 0 || c.FreezeHoldFor >= c.RequestTimeout:
-		return bad("FreezeHoldFor", c.FreezeHoldFor, "must be at least 0 and below RequestTimeout")
-	case c.FreezeTurnKeepFor < c.Move.RetryAfter:
-		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it)")
+	case c.FreezeHoldFor < 0:
+		return bad("FreezeHoldFor", c.FreezeHoldFor, "must not be negative")
+	case c.FreezeTurnKeepFor < c.Move.RetryAfter || c.FreezeTurnKeepFor <= c.FreezeHoldFor:
+		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
 	case c.FlipBatchWindow < 0 || c.FlipBatchWindow > time.Second:
 		return bad("FlipBatchWindow", c.FlipBatchWindow, "must be within 0..1s")
 	case c.MaxFlipBatch < 1 || c.MaxFlipBatch > 10000:
 		return bad("MaxFlipBatch", c.MaxFlipBatch, "must be within 1..10000")
+	case c.MaxParallelProposals < 1 || c.MaxParallelProposals > 1024:
+		return bad("MaxParallelProposals", c.MaxParallelProposals, "must be within 1..1024")
 	case c.RebalanceInterval <= 0:
 		return bad("RebalanceInterval", c.RebalanceInterval, "must be positive")
+	case c.RebalanceBusyInterval <= 0 || c.RebalanceBusyInterval > c.RebalanceInterval:
+		return bad("RebalanceBusyInterval", c.RebalanceBusyInterval, "must be positive and at most RebalanceInterval")
 	case c.DeadTargetAbortAfter <= 0:
 		return bad("DeadTargetAbortAfter", c.DeadTargetAbortAfter, "must be positive")
+	}
+	if err := paceConfig(c).Validate(); err != nil {
+		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Move.Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)

@@ -60,6 +60,13 @@ type controllerActor struct {
 	// lastPlan when the rebalance pass last ran.
 	lastVoterCheck time.Time
 	lastPlan       time.Time
+	// lastLiveness is when liveness last ran: every HeartbeatInterval,
+	// while the tick may run faster for the rebalance.
+	lastLiveness time.Time
+	// busy: the last rebalance pass saw moves in flight, planned some, or
+	// saw a node shedding; the next pass then comes after
+	// RebalanceBusyInterval, so that freed slots fill at once.
+	busy bool
 	// decomBlocked is why each draining member could not progress at the
 	// last pass (narad_decommission_blocked).
 	decomBlocked map[string]string
@@ -84,7 +91,7 @@ func (a *controllerActor) Receive(ctx actor.Context) {
 
 func (a *controllerActor) schedule(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(a.cfg.Membership.HeartbeatInterval, func() { root.Send(self, controllerTick{}) })
+	time.AfterFunc(min(a.cfg.Membership.HeartbeatInterval, a.cfg.RebalanceBusyInterval), func() { root.Send(self, controllerTick{}) })
 }
 
 // leading reports whether this node leads the metadata shard, and resets
@@ -103,11 +110,14 @@ func (a *controllerActor) tick() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Membership.HeartbeatInterval)
 	defer cancel()
-	a.liveness(ctx)
+	now := time.Now()
+	if now.Sub(a.lastLiveness) >= a.cfg.Membership.HeartbeatInterval {
+		a.lastLiveness = now
+		a.liveness(ctx)
+	}
 	if !a.swept {
 		a.swept = a.sweep()
 	}
-	now := time.Now()
 	if now.Sub(a.lastVoterCheck) >= a.cfg.VoterCheckInterval {
 		a.lastVoterCheck = now
 		a.keepVoters()

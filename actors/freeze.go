@@ -35,7 +35,9 @@ func gateConfig(c Config) freeze.Config {
 // reservation, a publish); the caller answers that refusal itself.
 func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 	var fx []any
-	p.gate, fx = freeze.Step(p.gateCfg, p.gate, p.clock.Now(), ev)
+	now := p.clock.Now()
+	p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, ev)
+	p.notePace(now)
 	for _, f := range fx {
 		switch f := f.(type) {
 		case freeze.Answer:
@@ -174,6 +176,10 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	}
 	switch m.Op {
 	case messages.HandoffPrepare:
+		if !p.pacer.ask(p.key) {
+			p.parkPrepare(ctx)
+			return
+		}
 		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.nonce, Partition: p.pipeline()})
 	case messages.HandoffRearm:
 		p.step(ctx, freeze.Rearm{Token: m.Token})
@@ -184,6 +190,63 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	default:
 		ctx.Respond(&messages.HandoffResult{Status: messages.StatusFailed, Err: fmt.Sprintf("unknown handoff op %d", m.Op)})
 	}
+}
+
+// parkPrepare holds a prepare the pacer did not grant (rule B5): it waits
+// here for a freezeTurn, or is answered "held" after FreezeHoldFor. A
+// newer prepare replaces an older one, which is answered "held" now.
+func (p *partitionActor) parkPrepare(ctx actor.Context) {
+	if p.parked != nil {
+		ctx.Send(p.parked, heldResult())
+	}
+	p.parked = ctx.Sender()
+	p.parkSeq++
+	self, root, end := ctx.Self(), ctx.ActorSystem().Root, freezeHoldEnd{seq: p.parkSeq}
+	p.clock.AfterFunc(p.cfg.freezeHold(), func() { root.Send(self, end) })
+}
+
+// freezeTurn is the pacer granting the parked prepare its freeze. With no
+// prepare parked (it was answered held meanwhile) the grant is handed
+// back at once.
+func (p *partitionActor) freezeTurn(ctx actor.Context) {
+	if p.parked == nil || p.log == nil {
+		p.pacer.frozenUntil(p.key, time.Time{})
+		p.pacedUntil = time.Time{}
+		return
+	}
+	asker := p.parked
+	p.parked = nil
+	p.pacedUntil = time.Time{} // the pacer counts the grant; the step below records the freeze
+	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.nonce, Partition: p.pipeline()})
+}
+
+// freezeHoldEnd answers a prepare parked too long "held": its move asks
+// again and keeps its turn meanwhile.
+func (p *partitionActor) freezeHoldEnd(ctx actor.Context, m freezeHoldEnd) {
+	if p.parked == nil || m.seq != p.parkSeq {
+		return
+	}
+	ctx.Send(p.parked, heldResult())
+	p.parked = nil
+	p.pacer.unpark(p.key)
+}
+
+func heldResult() *messages.HandoffResult {
+	return &messages.HandoffResult{Status: messages.StatusHeld, Err: "freeze held by the source's pacing; ask again"}
+}
+
+// notePace tells the pacer when this partition's freeze holds until, each
+// time that changes (rule B5 counts frozen partitions).
+func (p *partitionActor) notePace(now time.Time) {
+	until := time.Time{}
+	if p.gate.Holds(now) {
+		until = p.gate.Until
+	}
+	if until.Equal(p.pacedUntil) {
+		return
+	}
+	p.pacedUntil = until
+	p.pacer.frozenUntil(p.key, until)
 }
 
 // refuseStash answers every commit not yet written: refused by the

@@ -1,6 +1,9 @@
 package actors
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // untilClosed is a context for I/O an actor started on a goroutine of its
 // own and waits for as it stops: closing stop cancels it, so the wait is
@@ -16,3 +19,29 @@ func untilClosed(stop <-chan struct{}) (ctx context.Context, cancel context.Canc
 	}()
 	return ctx, cancel
 }
+
+// changeWatch turns the replica's changes into one message at a time to an
+// actor: a change that arrives while the last message is still unhandled
+// (the actor has not called handled) sends nothing more, since the
+// actor's next pass reads the latest state anyway. A bulk move applies
+// thousands of changes a second; without this, each would queue a full
+// pass behind the others.
+type changeWatch struct{ pending atomic.Bool }
+
+// run sends msg to self at each change until stop is closed.
+func (w *changeWatch) run(store watcher, stop <-chan struct{}, send func()) {
+	for {
+		select {
+		case <-store.Changed():
+			if !w.pending.Swap(true) {
+				send()
+			}
+		case <-stop:
+			return
+		}
+	}
+}
+
+// handled is the actor starting the pass a change asked for: the next
+// change sends again.
+func (w *changeWatch) handled() { w.pending.Store(false) }

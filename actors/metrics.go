@@ -32,13 +32,16 @@ type nodeMetrics struct {
 	commitsTooLarge *metrics.Counter
 	// Moves, on the destination.
 	movesInFlight *metrics.Gauge
-	movesDone     *metrics.Counter
-	moveBytes     *metrics.Counter
-	nonConverged  *metrics.Counter
-	moveSeconds   *metrics.PrometheusHistogram
-	freezeSeconds *metrics.PrometheusHistogram
-	movePasses    *metrics.PrometheusHistogram
-	lastFreeze    *metrics.Gauge
+	// Freeze pacing on a move's source (rule B5).
+	partitionsFrozen *metrics.Gauge
+	movesHeld        *metrics.Gauge
+	movesDone        *metrics.Counter
+	moveBytes        *metrics.Counter
+	nonConverged     *metrics.Counter
+	moveSeconds      *metrics.PrometheusHistogram
+	freezeSeconds    *metrics.PrometheusHistogram
+	movePasses       *metrics.PrometheusHistogram
+	lastFreeze       *metrics.Gauge
 	// Invariant breaks on a move's source: a publish refused because the
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
@@ -50,30 +53,32 @@ type nodeMetrics struct {
 func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	return &nodeMetrics{
-		node:            node,
-		produceSeconds:  metrics.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
-		commitSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:   metrics.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitFailures:  metrics.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:        metrics.GetOrCreateCounter(name("narad_consume_total")),
-		acked:           metrics.GetOrCreateCounter(name("narad_ack_total")),
-		nacked:          metrics.GetOrCreateCounter(name("narad_nack_total")),
-		extended:        metrics.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:     metrics.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:  metrics.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:   metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed: metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:      metrics.GetOrCreateCounter(name("narad_http_panics_total")),
-		beatsWithheld:   metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
-		placed:          metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
-		promoted:        metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
-		commitsTooLarge: metrics.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
-		movesInFlight:   metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
-		movesDone:       metrics.GetOrCreateCounter(name("narad_moves_done_total")),
-		moveBytes:       metrics.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
-		nonConverged:    metrics.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
-		moveSeconds:     metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
-		freezeSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
+		node:             node,
+		produceSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
+		commitSeconds:    metrics.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:    metrics.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitFailures:   metrics.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:         metrics.GetOrCreateCounter(name("narad_consume_total")),
+		acked:            metrics.GetOrCreateCounter(name("narad_ack_total")),
+		nacked:           metrics.GetOrCreateCounter(name("narad_nack_total")),
+		extended:         metrics.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:      metrics.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:   metrics.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:    metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed:  metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:       metrics.GetOrCreateCounter(name("narad_http_panics_total")),
+		beatsWithheld:    metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
+		placed:           metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		promoted:         metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		commitsTooLarge:  metrics.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
+		movesInFlight:    metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
+		movesDone:        metrics.GetOrCreateCounter(name("narad_moves_done_total")),
+		partitionsFrozen: metrics.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
+		movesHeld:        metrics.GetOrCreateGauge(name("narad_moves_held"), nil),
+		moveBytes:        metrics.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
+		nonConverged:     metrics.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
+		moveSeconds:      metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		freezeSeconds:    metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: metrics.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
 		lastFreeze: metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),

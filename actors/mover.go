@@ -41,12 +41,23 @@ type moveProgressUpdate struct {
 // getMoveProgress asks the runner for the progress of every move it runs.
 type getMoveProgress struct{}
 
+// moverChanged is the replica having changed: a target set here starts
+// its worker now, not at the next tick.
+type moverChanged struct{}
+
+// replicaSettled is the runner's first catch-up barrier answering (rule
+// B7): until one succeeds, the runner starts no move.
+type replicaSettled struct{ err error }
+
 type moverActor struct {
 	deps
 	// progress is each running worker's latest report.
 	progress map[messages.PartitionKey]messages.MoveProgress
 	store    moveStore
-	source   sourceClient
+	// flips batches the workers' flips (flipbatch.go); nil: each worker
+	// proposes its own.
+	flips  *flipBatcher
+	source sourceClient
 	// workers are the running workers by partition.
 	workers map[messages.PartitionKey]*actor.PID
 	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
@@ -55,6 +66,12 @@ type moverActor struct {
 	lastScan    time.Time
 	rescan      bool
 	stopped     bool
+	// settled: the local replica caught up with the leaders once since the
+	// runner started (rule B7); settling: that barrier is on its way.
+	settled, settling bool
+	// changes turns the replica's changes into moverChanged; stop ends it.
+	changes changeWatch
+	stop    chan struct{}
 }
 
 const moverName = "mover"
@@ -64,12 +81,23 @@ func (m *moverActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.rescan = true
+		m.settle(ctx)
+		m.watch(ctx)
 		m.schedule(ctx)
 	case *actor.Stopping:
 		m.stopped = true
+		if m.stop != nil {
+			close(m.stop)
+			m.stop = nil
+		}
 	case moverTick:
 		m.tick(ctx)
 		m.schedule(ctx)
+	case moverChanged:
+		m.changes.handled()
+		m.tick(ctx)
+	case replicaSettled:
+		m.settledAnswer(ctx, msg)
 	case moveEnded:
 		m.ended(ctx, msg)
 	case moveProgressUpdate:
@@ -101,10 +129,51 @@ func (m *moverActor) schedule(ctx actor.Context) {
 	time.AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
 }
 
+// watch sends moverChanged at the replica's changes (coalesced: one at a
+// time), so a target set here starts its worker at once; the tick stays
+// as the catch-all scan. The goroutine ends when the runner stops.
+func (m *moverActor) watch(ctx actor.Context) {
+	m.stop = make(chan struct{})
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go m.changes.run(m.store, m.stop, func() { root.Send(self, moverChanged{}) })
+}
+
+// settle runs the catch-up barrier that lets the runner take moves (rule
+// B7): a node whose replica lags would start workers for targets already
+// cleared, or miss ones already set. The goroutine ends with the
+// barrier's timeout.
+func (m *moverActor) settle(ctx actor.Context) {
+	if m.settled || m.settling {
+		return
+	}
+	m.settling = true
+	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, m.store, m.cfg.RequestTimeout
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		root.Send(self, replicaSettled{err: store.CatchUp(c)})
+	}()
+}
+
+func (m *moverActor) settledAnswer(ctx actor.Context, r replicaSettled) {
+	m.settling = false
+	if r.err != nil {
+		m.deps.log.Warn("move runner: the replica has not caught up; no move starts yet", "err", r.err)
+		return // the next tick asks again
+	}
+	m.settled, m.rescan = true, true
+	m.tick(ctx)
+}
+
 // tick scans the partitions targeted here unless nothing changed since the
 // last scan (rule R2); it scans anyway after a worker ended and at least
-// every MoveFullScanEvery (rule R3).
+// every MoveFullScanEvery (rule R3). Before the replica settled (rule B7)
+// it scans nothing.
 func (m *moverActor) tick(ctx actor.Context) {
+	if !m.settled {
+		m.settle(ctx)
+		return
+	}
 	v, now := m.store.AssignmentsVersion(), time.Now()
 	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.cfg.MoveFullScanEvery) {
 		return
@@ -130,11 +199,18 @@ func (m *moverActor) tick(ctx actor.Context) {
 			}
 		}
 	}
+	// A leaving node is never a target (rule B11): the controller clears
+	// the targets aimed at it, and until its replica shows that, it starts
+	// none of them.
+	me, _ := m.store.Member(m.cfg.NodeID)
 	for k, a := range want {
-		if _, running := m.workers[k]; running {
+		if _, running := m.workers[k]; running || me.Leaving {
 			continue
 		}
 		d, store, src, owner, since := m.deps, m.store, m.source, a.Owner, a.TargetSince
+		if m.flips != nil {
+			store = batchedFlips{moveStore: m.store, flips: m.flips}
+		}
 		props := actor.PropsFromProducer(func() actor.Actor {
 			return newMoveWorker(d, store, src, k, owner, since)
 		})

@@ -51,8 +51,11 @@ type Node struct {
 
 	ready    atomic.Bool
 	stopping atomic.Bool
-	keySeq   atomic.Uint64 // suffix of generated keys
-	rotor    atomic.Uint64 // rotating start of queue-mode scans
+	leaving  atomic.Bool // handing off before a stop (rule B8)
+	// flips batches the move workers' flips (flipbatch.go).
+	flips  *flipBatcher
+	keySeq atomic.Uint64 // suffix of generated keys
+	rotor  atomic.Uint64 // rotating start of queue-mode scans
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
 }
@@ -142,6 +145,10 @@ func (n *Node) startActors() error {
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, metrics: n.metrics}
 	owned := new(atomic.Int64)
 	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
+	n.pacer = newFreezePacer(n.cfg, n.metrics)
+	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
+	sys := n.system
+	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps
 	var err error
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
@@ -157,7 +164,7 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &moverActor{deps: d, store: n.store, source: n.route, workers: map[messages.PartitionKey]*actor.PID{},
+		return &moverActor{deps: d, store: n.store, source: n.route, flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
 			progress: map[messages.PartitionKey]messages.MoveProgress{}}
 	}), moverName)
 	if err != nil {
@@ -339,6 +346,9 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 // Stopping is true once Stop began.
 func (n *Node) Stopping() bool { return n.stopping.Load() }
 
+// Leaving is true while HandOff runs.
+func (n *Node) Leaving() bool { return n.leaving.Load() }
+
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
 	return request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
@@ -379,8 +389,10 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.loops.Wait()
 	n.system.Root.StopFuture(n.controller).Wait()
 	n.system.Root.StopFuture(n.mover).Wait()
+	n.flips.close()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
+	n.pacer.close()
 	n.system.Shutdown()
 	if cerr := n.closeStores(); err == nil {
 		err = cerr
@@ -414,6 +426,9 @@ func (n *Node) abortStart() {
 			n.loops.Wait()
 		}
 		n.system.Shutdown()
+	}
+	if n.flips != nil {
+		n.flips.close()
 	}
 	n.server.Close()
 	<-n.serveDone

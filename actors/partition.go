@@ -21,6 +21,9 @@ type deps struct {
 	log      *slog.Logger
 	metrics  *nodeMetrics
 	notifier *commitNotifier
+	// pacer paces the freezes this node arms as a move's source (rule B5,
+	// pacing.go); nil paces nothing.
+	pacer *freezePacer
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -82,6 +85,13 @@ type partitionActor struct {
 	// handover is set when the partition moved to another node and this
 	// actor is about to stop: close checks the HWM against it.
 	handover *handedOver
+	// parked is a prepare the freeze pacer holds (rule B5), answered when
+	// the pacer grants it a turn or after FreezeHoldFor; parkSeq names the
+	// latest park. pacedUntil is the freeze lapse time the pacer was last
+	// told (zero: not frozen).
+	parked     *actor.PID
+	parkSeq    uint64
+	pacedUntil time.Time
 }
 
 // handedOver tells a partition actor, right before the supervisor stops
@@ -126,6 +136,10 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.handoff(ctx, m)
 	case freezePoll:
 		p.pollFreeze(ctx, m)
+	case freezeTurn:
+		p.freezeTurn(ctx)
+	case freezeHoldEnd:
+		p.freezeHoldEnd(ctx, m)
 	case ownerConfirmed:
 		p.ownerConfirmed(ctx, m)
 	case *messages.Retain:
@@ -184,10 +198,12 @@ func (p *partitionActor) start() {
 		// A freeze this node held before it restarted may be what a flip
 		// still on its way counts on: start frozen (freeze.Reopen).
 		var fx []any
-		p.gate, fx = freeze.Step(p.gateCfg, p.gate, p.clock.Now(), freeze.Reopen{HWM: l.HWM(), Nonce: p.nonce})
+		now := p.clock.Now()
+		p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, freeze.Reopen{HWM: l.HWM(), Nonce: p.nonce})
 		if len(fx) != 0 {
 			panic(fmt.Sprintf("partition %s: reopen asked for %v", p.name, fx))
 		}
+		p.notePace(now) // frozen without asking: it counts all the same
 		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
 	}
 }
@@ -196,6 +212,14 @@ func (p *partitionActor) start() {
 // partition handed over to another node checks that it holds nothing past
 // the HWM the new owner's copy ends at.
 func (p *partitionActor) close(ctx actor.Context) {
+	if p.parked != nil {
+		ctx.Send(p.parked, heldResult())
+		p.parked = nil
+	}
+	// A restart or a stop ends the freeze with the actor (a restarted one
+	// opens frozen again if a move still targets it).
+	p.pacer.frozenUntil(p.key, time.Time{})
+	p.pacedUntil = time.Time{}
 	if p.log == nil {
 		return
 	}

@@ -34,6 +34,8 @@ type partitionsActor struct {
 	// they are not respawned until the topic changes (an operator looks).
 	failed map[messages.PartitionKey]bool
 	stop   chan struct{}
+	// changes coalesces the replica's changes into reconciles.
+	changes changeWatch
 	// stopping is set once the supervisor itself stops.
 	stopping bool
 	// owned is read by the partitions-owned gauge at scrape time.
@@ -80,20 +82,11 @@ func (s *partitionsActor) Receive(ctx actor.Context) {
 func (s *partitionsActor) watch(ctx actor.Context) {
 	s.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	stop := s.stop
-	go func() {
-		for {
-			select {
-			case <-s.store.Changed():
-				root.Send(self, reconcilePartitions{})
-			case <-stop:
-				return
-			}
-		}
-	}()
+	go s.changes.run(s.store, s.stop, func() { root.Send(self, reconcilePartitions{}) })
 }
 
 func (s *partitionsActor) reconcile(ctx actor.Context) {
+	s.changes.handled()
 	want := map[messages.PartitionKey]bool{}
 	targeted := map[messages.PartitionKey]bool{}
 	for _, a := range s.store.OwnedBy(s.cfg.NodeID) {

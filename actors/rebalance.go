@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/naradmq/narad/cluster/planner"
@@ -17,7 +19,11 @@ import (
 // after a ReadIndex barrier, at most every RebalanceInterval.
 
 func (a *controllerActor) rebalance(now time.Time) {
-	if now.Sub(a.lastPlan) < a.cfg.RebalanceInterval {
+	every := a.cfg.RebalanceInterval
+	if a.busy {
+		every = a.cfg.RebalanceBusyInterval
+	}
+	if now.Sub(a.lastPlan) < every {
 		return
 	}
 	a.lastPlan = now
@@ -30,7 +36,9 @@ func (a *controllerActor) rebalance(now time.Time) {
 	members := a.store.Members()
 	byID := make(map[string]messages.Member, len(members))
 	pms := make([]planner.Member, 0, len(members))
+	a.busy = false
 	for _, m := range members {
+		a.busy = a.busy || m.Leaving || m.Draining
 		byID[m.ID] = m
 		pms = append(pms, planner.Member{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving})
 	}
@@ -38,10 +46,11 @@ func (a *controllerActor) rebalance(now time.Time) {
 	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
 	for _, t := range a.store.Topics() {
 		for _, as := range a.store.Assignments(t.Incarnation, t.Partitions) {
-			if as.Target != "" && a.targetGone(ctx, as, byID, now) {
-				continue // its slot is free for this pass (rule T1)
+			if as.Target != "" && (a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now)) {
+				continue // its slot is free for this pass (rules B4, B11, T1)
 			}
 			if as.Target != "" {
+				a.busy = true
 				a.noteBlocked(as, byID, blocked)
 			}
 			placements = append(placements, planner.Placement{
@@ -56,15 +65,59 @@ func (a *controllerActor) rebalance(now time.Time) {
 	if !a.cfg.Rebalance {
 		return // moves are planned by hand; dead targets are still cleared
 	}
-	for _, mv := range planner.Plan(planner.NewInput(pms, placements, a.cfg.MaxInFlightMoves)) {
-		r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To})
-		switch {
-		case err != nil:
-			a.deps.log.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", err)
-		case r.Code == messages.ResultOK:
-			a.deps.log.Info("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
-		}
+	moves := planner.Plan(planner.NewInput(pms, placements, a.cfg.MaxInFlightMoves))
+	a.busy = a.busy || len(moves) > 0
+	a.setTargets(ctx, moves)
+}
+
+// setTargets proposes the planned moves, up to MaxParallelProposals at
+// once: each is a compare-and-swap of its own, so their order does not
+// matter, and Dragonboat carries proposals that arrive together in one
+// Raft round. A round of 512 picks proposed one after the other would
+// take a second of round trips.
+func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) {
+	if len(moves) == 0 {
+		return
 	}
+	var planned, failed atomic.Int64
+	sem := make(chan struct{}, a.cfg.MaxParallelProposals)
+	var wg sync.WaitGroup
+	for _, mv := range moves {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To})
+			switch {
+			case err != nil:
+				failed.Add(1)
+				a.deps.log.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", err)
+			case r.Code == messages.ResultOK:
+				planned.Add(1)
+				a.deps.log.Debug("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
+			}
+		})
+	}
+	wg.Wait()
+	a.deps.log.Info("moves planned", "planned", planned.Load(), "failed", failed.Load(), "picks", len(moves))
+}
+
+// targetLeaving clears the target of a move aimed at a node that is
+// leaving (rule B11: a leaving node is never a target, so nodes that stop
+// together do not take each other's partitions) and reports whether it
+// did. The change of eligibility drops the move whether or not it
+// started (rule B4): the source still owns the partition, and the
+// destination's worker stops as for an abort.
+func (a *controllerActor) targetLeaving(ctx context.Context, as messages.Assignment, members map[string]messages.Member) bool {
+	if m, ok := members[as.Target]; !ok || !m.Leaving {
+		return false
+	}
+	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
+	if err != nil || r.Code != messages.ResultOK {
+		a.deps.log.Warn("rebalance: clear the target of a leaving destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "err", err)
+		return false
+	}
+	a.deps.log.Info("move dropped: its destination is leaving", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
+	return true
 }
 
 // targetGone clears the target of a move whose destination is no longer a

@@ -93,6 +93,7 @@ type ownerReader interface {
 // moves, the leaders to confirm them, and the flip.
 type moveStore interface {
 	replica
+	watcher
 	leaderReads
 	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
 }

@@ -34,6 +34,9 @@ const (
 	// records, and only a freeze that outlasts the reroute grace sends them
 	// to a sibling partition (rule K3).
 	StatusFrozen
+	// StatusHeld: a move's prepare the source's freeze pacing held (rule
+	// B5); the destination asks again and keeps its turn.
+	StatusHeld
 )
 
 // CommitRecord is one record the dispatcher asks a partition to commit.

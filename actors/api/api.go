@@ -113,6 +113,10 @@ func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
+	if h.node.Leaving() && !h.node.Stopping() {
+		writeError(w, http.StatusServiceUnavailable, "not ready: handing partitions off before stopping")
+		return
+	}
 	if !h.node.Ready() || h.node.Stopping() {
 		writeError(w, http.StatusServiceUnavailable, "not ready")
 		return

@@ -25,20 +25,21 @@ import (
 
 // fakeNode answers every method with err, or with what its fields hold.
 type fakeNode struct {
-	ready, stopping atomic.Bool
-	admit           error
-	err             error
-	delivery        messages.Delivery
-	found           bool
-	topic           messages.TopicInfo
-	abort           AbortOutcome
-	verdict         DecommissionVerdict
+	ready, stopping, leaving atomic.Bool
+	admit                    error
+	err                      error
+	delivery                 messages.Delivery
+	found                    bool
+	topic                    messages.TopicInfo
+	abort                    AbortOutcome
+	verdict                  DecommissionVerdict
 	// got is the last record produced or handle settled.
 	got any
 }
 
 func (f *fakeNode) Ready() bool    { return f.ready.Load() }
 func (f *fakeNode) Stopping() bool { return f.stopping.Load() }
+func (f *fakeNode) Leaving() bool  { return f.leaving.Load() }
 func (f *fakeNode) Admit() error   { return f.admit }
 func (f *fakeNode) Produce(_ context.Context, rec Record) error {
 	f.got = rec

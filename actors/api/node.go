@@ -24,6 +24,9 @@ type Health interface {
 	Ready() bool
 	// Stopping is true once shutdown began.
 	Stopping() bool
+	// Leaving is true while the node hands its partitions off before it
+	// stops (rule B8): /readyz answers 503, the client API still serves.
+	Leaving() bool
 }
 
 // Data is the produce and consume path.

@@ -38,7 +38,7 @@ Run "narad <command> --help" for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyTwice(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if errors.Is(err, flag.ErrHelp) {
@@ -48,6 +48,48 @@ func main() {
 		fmt.Fprintln(os.Stderr, "narad:", err)
 		os.Exit(1)
 	}
+}
+
+// secondSignalKey carries the channel closed at the second stop signal in
+// the context run gets.
+type secondSignalKey struct{}
+
+// notifyTwice returns a context that ends at the first SIGTERM or SIGINT
+// and carries a channel closed at the second one: a node's hand-off at
+// shutdown ends at once on the second signal (rule B9), which
+// signal.NotifyContext would swallow. stop releases the signals.
+func notifyTwice(parent context.Context) (context.Context, func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(parent)
+	second, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-sigs:
+			case <-done:
+				return
+			}
+			if i == 0 {
+				cancel()
+				continue
+			}
+			close(second)
+			return
+		}
+	}()
+	return context.WithValue(ctx, secondSignalKey{}, (<-chan struct{})(second)), func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+// secondSignal is the channel closed at the second stop signal; nil (never)
+// when ctx does not carry one.
+func secondSignal(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(secondSignalKey{}).(<-chan struct{})
+	return ch
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

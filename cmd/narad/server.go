@@ -151,13 +151,26 @@ func parsePeers(s, self string) (map[uint64]string, uint64, error) {
 }
 
 // serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT),
-// then stops it gracefully.
+// hands its partitions off (rules B8, B9: until it owns nothing, the
+// timeout, or the second signal), then stops it gracefully.
 func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger) error {
 	n, err := actors.Start(ctx, cfg, mcfg, log)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
+	handoff, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-secondSignal(ctx):
+			cancel()
+		case <-handoff.Done():
+		}
+	}()
+	if _, _, err := n.HandOff(handoff, cfg.ShutdownHandoffTimeout); err != nil {
+		log.Warn("hand-off", "err", err)
+	}
 	log.Info("stopping: produce answers 503 while the ingress WAL drains")
 	return n.Stop(context.Background())
 }
