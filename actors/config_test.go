@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/naradmq/narad/cluster/planner"
 )
 
 func TestNodeConfigValidate(t *testing.T) {
@@ -27,5 +29,26 @@ func TestNodeConfigValidate(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s out of range: got %v, want ErrInvalid naming it", field, err)
 		}
+	}
+}
+
+// rule B1: the planner keeps up to 512 moves in flight by default: a node
+// leaving with 10,000 partitions gets 512 moves in the first round, and a
+// round with 500 in flight tops them up to 512.
+func TestRuleB1ThePlannerKeeps512MovesInFlightByDefault(t *testing.T) {
+	max := DefaultConfig().MaxInFlightMoves
+	members := []planner.Member{{ID: "a", Alive: true, Leaving: true}, {ID: "b", Alive: true}, {ID: "c", Alive: true}}
+	var ps []planner.Placement
+	for p := range 10000 {
+		ps = append(ps, planner.Placement{Ref: planner.Ref{Topic: "t", Incarnation: 1, Partition: p}, Owner: "a"})
+	}
+	if got := len(planner.Plan(planner.NewInput(members, ps, max))); got != 512 {
+		t.Fatalf("first round: got %d moves, want 512", got)
+	}
+	for p := range 500 {
+		ps[p].Target = "b"
+	}
+	if got := len(planner.Plan(planner.NewInput(members, ps, max))); got != 12 {
+		t.Fatalf("with 500 in flight: got %d moves, want 12", got)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // handOffResult is what HandOff answered.
@@ -189,4 +192,54 @@ func TestClusterRuleB9ASecondSignalEndsTheHandOff(t *testing.T) {
 	if r := c.waitHandOff(done); r.after == 0 || r.err != nil {
 		t.Fatalf("hand-off ended by a second signal: got %+v, want partitions still owned and no error", r)
 	}
+}
+
+// rule B6: eligibility is per partition: while one partition of a node is
+// in a move's transfer session (frozen, its final pass held), another
+// partition of the same node moves to the same destination and completes;
+// nothing node-wide waits for the first.
+func TestClusterRuleB6ATransferSessionHoldsItsPartitionOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	var held atomic.Pointer[gate] // set once the partition to hold is known
+	c := moveTestCluster(t, nil, func(_ int, cfg *Config) {
+		cfg.faults = &faultHooks{movePass: func(ctx context.Context, k messages.PartitionKey, final bool) {
+			if g := held.Load(); g != nil {
+				g.hook(ctx, k, final)
+			}
+		}}
+	})
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":6}`))
+	// Two partitions of one owner.
+	owners := map[string][]int{}
+	for p := range 6 {
+		a := c.assignmentOf(0, "m", p)
+		owners[a.Owner] = append(owners[a.Owner], p)
+	}
+	var first, second int
+	var owner string
+	for o, ps := range owners {
+		if len(ps) >= 2 {
+			owner, first, second = o, ps[0], ps[1]
+			break
+		}
+	}
+	if owner == "" {
+		t.Fatalf("no node owns two partitions: %v", owners)
+	}
+	var src int
+	fmt.Sscanf(owner, "n%d", &src)
+	dst := src % 3 // the next node, 0-based
+	g := newGate("m", first, true)
+	held.Store(g)
+	c.planMove("m", first, dst)
+	<-g.reached // frozen, its final pass held
+	c.planMove("m", second, dst)
+	c.waitForOwner(dst, "m", second)
+	if a := c.assignmentOf(dst, "m", first); a.Owner != owner || a.Target == "" {
+		t.Fatalf("the held move: got %+v, want still owned by %s and targeted", a, owner)
+	}
+	g.release()
+	c.waitForOwner(dst, "m", first)
 }
