@@ -188,15 +188,31 @@ func (w *writer) fill(ctx context.Context, l layout, phase string, n, conc int) 
 	})
 }
 
+// hwmAttempts bounds the reads of one topic's stats in hwms: every node is
+// up when it runs, so a failure is a moment's 503, not an owner away.
+const hwmAttempts = 5
+
 // hwms reads every partition's high watermark, one topic read at a time
-// per worker; a topic that cannot be read fails it.
+// per worker; a topic that cannot be read in hwmAttempts fails it.
 func hwms(ctx context.Context, b *brokers, l layout, conc int) (map[part]int64, error) {
 	var mu sync.Mutex
 	out := make(map[part]int64, len(l.parts))
 	err := forEach(ctx, l.topics, conc, func(ctx context.Context, t messages.CreateTopicRequest) error {
-		d, err := b.pick().GetTopic(ctx, t.Name)
+		var d messages.TopicDetails
+		var err error
+		for attempt := range hwmAttempts {
+			if d, err = b.pick().GetTopic(ctx, t.Name); err == nil || !client.IsRetryable(err) {
+				break
+			}
+			if perr := pause(ctx, attempt); perr != nil {
+				return perr
+			}
+		}
 		if err != nil {
 			return err
+		}
+		if len(d.PartitionStats) != t.Partitions {
+			return fmt.Errorf("stats of %s: %d partitions of %d answered", t.Name, len(d.PartitionStats), t.Partitions)
 		}
 		mu.Lock()
 		defer mu.Unlock()

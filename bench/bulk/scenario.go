@@ -166,6 +166,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	switch {
 	case errors.Is(err, errTimeout):
 		r.set(handoff, "stop.exit", "timeout after "+seconds(cfg.stopTimeout))
+		r.logf("%s: %s killed after %s\n%s", name, victim.id, seconds(cfg.stopTimeout), tail(victim.proc.logPath))
 	case err != nil:
 		return err
 	default:
