@@ -239,10 +239,12 @@ type marks struct {
 	left   map[string]map[int]int64 // topic, partition: the mark
 	n      int
 	lastAt time.Time // when the last partition reached its mark
+	// unread holds the partitions whose last single read failed.
+	unread map[part]bool
 }
 
 func newMarks(l layout, base map[part]int64, delta int64) *marks {
-	m := &marks{left: map[string]map[int]int64{}, n: len(l.parts)}
+	m := &marks{left: map[string]map[int]int64{}, n: len(l.parts), unread: map[part]bool{}}
 	for _, p := range l.parts {
 		if m.left[p.topic] == nil {
 			m.left[p.topic] = map[int]int64{}
@@ -261,6 +263,7 @@ func (m *marks) seen(topic string, index int, hwm int64) {
 		return
 	}
 	delete(m.left[topic], index)
+	delete(m.unread, part{topic, index})
 	m.n--
 	if m.n == 0 {
 		m.lastAt = time.Now()
@@ -281,16 +284,36 @@ func (m *marks) topics() []string {
 	return out
 }
 
-// short lists, sorted, a topic's partitions short of their mark.
-func (m *marks) short(topic string) []int {
+// shortOf lists the partitions of topics short of their mark, those whose
+// last read failed at the end: an owner that is away answers nothing, and
+// the partitions that can move are read first in each round.
+func (m *marks) shortOf(topics []string) []part {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []int
-	for i := range m.left[topic] {
-		out = append(out, i)
+	var out []part
+	for _, t := range topics {
+		for i := range m.left[t] {
+			out = append(out, part{t, i})
+		}
 	}
-	sort.Ints(out)
+	sort.Slice(out, func(i, j int) bool {
+		fi, fj := m.unread[out[i]], m.unread[out[j]]
+		if fi != fj {
+			return fj
+		}
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].index < out[j].index
+	})
 	return out
+}
+
+// failed records a partition whose stats could not be read.
+func (m *marks) failed(p part) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unread[p] = true
 }
 
 func (m *marks) remaining() (int, time.Time) {
@@ -301,29 +324,41 @@ func (m *marks) remaining() (int, time.Time) {
 
 // waitHWM waits until every partition's high watermark is at least
 // base[p]+delta, reading the stats of each topic still short every
-// interval, for at most timeout from start. A topic whose stats fail (an
-// owner that does not answer) is read partition by partition, so that the
-// partitions on live nodes still count.
+// interval, for at most timeout from start. The partitions of a topic whose
+// stats fail (an owner that does not answer) are read one by one after the
+// topic reads, so that the partitions on live nodes still count.
 func waitHWM(ctx context.Context, b *brokers, l layout, base map[part]int64, delta int64, conc int, interval, timeout time.Duration, start time.Time) waitResult {
 	m := newMarks(l, base, delta)
 	total := len(l.parts)
 	deadline := start.Add(timeout)
 	for {
+		var failed []string
+		var mu sync.Mutex
 		err := forEach(ctx, m.topics(), conc, func(ctx context.Context, t string) error {
 			d, err := b.pick().GetTopic(ctx, t)
-			if err == nil {
-				for _, s := range d.PartitionStats {
-					m.seen(t, s.Index, s.HighWatermark)
-				}
-				return nil
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, t)
+				mu.Unlock()
+				return ctx.Err()
 			}
-			for _, i := range m.short(t) {
-				if s, err := partitionStats(ctx, b.pickBase(), t, i); err == nil {
-					m.seen(t, i, s.HighWatermark)
-				}
+			for _, s := range d.PartitionStats {
+				m.seen(t, s.Index, s.HighWatermark)
 			}
-			return ctx.Err()
+			return nil
 		})
+		if err == nil && len(failed) > 0 {
+			sort.Strings(failed)
+			err = forEach(ctx, m.shortOf(failed), conc, func(ctx context.Context, p part) error {
+				s, err := partitionStats(ctx, b.pickBase(), p.topic, p.index)
+				if err != nil {
+					m.failed(p)
+					return ctx.Err()
+				}
+				m.seen(p.topic, p.index, s.HighWatermark)
+				return nil
+			})
+		}
 		n, lastAt := m.remaining()
 		switch {
 		case n == 0:
