@@ -23,7 +23,10 @@
 // It prints one table (figure | with hand-off | without | seed | goal),
 // stops every process it started (also on error and on Ctrl-C) and removes
 // its temp dir unless -keep. Every wait is bounded by a flag; a figure whose
-// wait ran out prints as "timeout after X".
+// wait ran out prints as "timeout after X". Run it from the module root: it
+// builds ./cmd/narad. Each child runs in a process group of its own and is
+// killed with it; a SIGKILL of this program itself leaves them running (find
+// them by the temp dir in their arguments).
 //
 // Start with run in main.go, then stopScenario and joinScenario
 // (scenario.go); cluster.go starts and stops the processes, load.go writes

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -212,5 +213,52 @@ func TestPeakRSSIsReadFromProc(t *testing.T) {
 	p.sampleRSS()
 	if p.peakRSS() <= 0 {
 		t.Errorf("peak RSS of this test: got %d KiB, want more than 0", p.peakRSS())
+	}
+}
+
+// fakeRecords serves one topic of three partitions: its stats and the
+// replay of the records it holds, by partition and offset.
+type fakeRecords map[int][]string // partition: ids by offset
+
+func (f fakeRecords) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/topics/t-000":
+		d := messages.TopicDetails{TopicInfo: messages.TopicInfo{Name: "t-000", Partitions: 3}}
+		for i := range 3 {
+			d.PartitionStats = append(d.PartitionStats, messages.PartitionInfo{Index: i, HighWatermark: int64(len(f[i]))})
+		}
+		json.NewEncoder(w).Encode(d)
+	case "/v1/topics/t-000/consume":
+		i, _ := strconv.Atoi(r.URL.Query().Get("partition"))
+		off, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+		json.NewEncoder(w).Encode(messages.MessageInfo{Topic: "t-000", Partition: i, Offset: int64(off),
+			Payload: history.MakeBody(f[i][off], 0)})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestAnAcknowledgedRecordNotReadableIsReportedByID(t *testing.T) {
+	srv := httptest.NewServer(fakeRecords{0: {"a"}, 1: {"b", "rerouted"}})
+	t.Cleanup(srv.Close)
+	b, err := newBrokers([]*node{{http: strings.TrimPrefix(srv.URL, "http://")}}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	h := history.New()
+	for _, id := range []string{"a", "b", "rerouted", "lost"} {
+		h.Produced(id)
+	}
+	r := &runner{cfg: config{readConc: 2, pollInterval: time.Millisecond, settleTimeout: 20 * time.Millisecond},
+		log: io.Discard, figures: map[bool]map[string]string{}}
+	if err := r.checkLoss(context.Background(), true, "test", b, h, newLayout("t", 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.figures[true]["history"]; got != "FAILED: 1 lost" {
+		t.Errorf("history figure: got %q, want FAILED: 1 lost", got)
+	}
+	if !slices.Contains(r.losses, "  lost lost") || slices.Contains(r.losses, "  lost rerouted") {
+		t.Errorf("losses: got %q, want the id lost and only it", r.losses)
 	}
 }
