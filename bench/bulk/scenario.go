@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/naradmq/narad/bench/history"
+)
+
+// runner runs the scenarios of every variant and keeps their figures.
+type runner struct {
+	cfg config
+	dir string
+	log io.Writer
+	bin string
+	// figures holds each variant's cells by figure key (table.go).
+	figures map[bool]map[string]string
+	// losses holds the lines naming each record lost, for the report.
+	losses []string
+}
+
+func variantName(handoff bool) string {
+	if handoff {
+		return "on"
+	}
+	return "off"
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.log, "%s bulk: %s\n", time.Now().Format("15:04:05.0"), fmt.Sprintf(format, args...))
+}
+
+func (r *runner) set(handoff bool, key, cell string) {
+	if r.figures[handoff] == nil {
+		r.figures[handoff] = map[string]string{}
+	}
+	r.figures[handoff][key] = cell
+}
+
+// all builds narad once, then runs each variant's scenarios in turn, so
+// that both variants are measured in one invocation on one binary.
+func (r *runner) all(ctx context.Context) error {
+	r.logf("building narad into %s", r.dir)
+	bin, err := buildBinary(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	r.bin = bin
+	for _, v := range r.cfg.variants {
+		if !r.cfg.skipStop {
+			if err := r.stopScenario(ctx, v); err != nil {
+				return fmt.Errorf("stop scenario, hand-off %s: %w", variantName(v), err)
+			}
+		}
+		if !r.cfg.skipJoin {
+			if err := r.joinScenario(ctx, v); err != nil {
+				return fmt.Errorf("join scenario, hand-off %s: %w", variantName(v), err)
+			}
+		}
+	}
+	return nil
+}
+
+// boot starts NATS and the voters of a fresh cluster under dir/name and
+// waits until each voter is ready. The caller closes the cluster.
+func (r *runner) boot(ctx context.Context, name string, handoff bool, total int) (*cluster, error) {
+	dir := filepath.Join(r.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c, err := newCluster(r.bin, dir, 3, total, handoff, r.cfg.rssPoll)
+	if err != nil {
+		return c, err
+	}
+	if err := c.startNATS(ctx, r.cfg.readyTimeout); err != nil {
+		return c, err
+	}
+	for _, n := range c.nodes[:3] {
+		if err := c.startNode(n); err != nil {
+			return c, err
+		}
+	}
+	for _, n := range c.nodes[:3] {
+		if _, err := c.waitReady(ctx, n, r.cfg.readyTimeout); err != nil {
+			return c, err
+		}
+	}
+	r.logf("%s: nats %s, nodes %v up, logs in %s", name, c.natsURL, c.nodes[0].http, dir)
+	return c, nil
+}
+
+// stopScenario measures the stop, the write passes and the restart of one
+// variant, then checks that nothing acknowledged was lost.
+func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
+	cfg := r.cfg
+	name := variantName(handoff) + "-stop"
+	c, err := r.boot(ctx, name, handoff, 3)
+	if c != nil {
+		defer c.close()
+	}
+	if err != nil {
+		return err
+	}
+	all, err := newBrokers(c.nodes, cfg.produceConc)
+	if err != nil {
+		return err
+	}
+	defer all.close()
+	h := history.New()
+	w := &writer{b: all, h: h}
+	l := newLayout("bulk", cfg.topics, cfg.perTopic)
+
+	start := time.Now()
+	fctx, cancel := context.WithTimeout(ctx, cfg.fillTimeout)
+	defer cancel()
+	if err := createTopics(fctx, all, l, cfg.createConc); err != nil {
+		return fmt.Errorf("create %d topics: %w", len(l.topics), err)
+	}
+	created := time.Since(start)
+	r.logf("%s: %d partitions created in %s", name, len(l.parts), seconds(created))
+	if err := w.fill(fctx, l, "fill", cfg.records, cfg.produceConc); err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	filled := waitHWM(fctx, all, l, map[part]int64{}, int64(cfg.records), cfg.readConc, cfg.pollInterval, cfg.fillTimeout, start)
+	if filled.err != nil {
+		return fmt.Errorf("fill: %d of %d partitions show their records: %w", filled.moved, filled.total, filled.err)
+	}
+	r.set(handoff, "create", seconds(created))
+	r.set(handoff, "fill", seconds(filled.took))
+	r.logf("%s: %d records in each partition after %s", name, cfg.records, seconds(filled.took))
+
+	base, err := hwms(ctx, all, l, cfg.readConc)
+	if err != nil {
+		return err
+	}
+	up, err := w.pass(ctx, l, "up", base, cfg.produceConc, cfg.readConc, cfg.pollInterval, cfg.passTimeout)
+	if err != nil {
+		return err
+	}
+	r.set(handoff, "pass.up", waitCell(up.wait, cfg.passTimeout))
+	r.set(handoff, "pass.up.acked", ackedCell(up, cfg.passTimeout))
+	r.logf("%s: write pass, every node up: %s", name, waitCell(up.wait, cfg.passTimeout))
+
+	// The baseline of the pass after the stop is read with every node up,
+	// so that every partition has one.
+	base, err = hwms(ctx, all, l, cfg.readConc)
+	if err != nil {
+		return err
+	}
+	victim, rest := c.nodes[2], c.nodes[:2]
+	live, err := newBrokers(rest, cfg.produceConc)
+	if err != nil {
+		return err
+	}
+	defer live.close()
+	before, err := ownedBy(ctx, rest[0], victim.id)
+	if err != nil {
+		return err
+	}
+	took, err := c.stop(ctx, victim, cfg.stopTimeout)
+	switch {
+	case errors.Is(err, errTimeout):
+		r.set(handoff, "stop.exit", "timeout after "+seconds(cfg.stopTimeout))
+		r.logf("%s: %s killed after %s\n%s", name, victim.id, seconds(cfg.stopTimeout), tail(victim.proc.logPath))
+	case err != nil:
+		return err
+	default:
+		r.set(handoff, "stop.exit", seconds(took))
+	}
+	after, err := ownedBy(ctx, rest[0], victim.id)
+	if err != nil {
+		return err
+	}
+	r.set(handoff, "stop.handed", fmt.Sprintf("%d of %d", before-after, before))
+	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.id, seconds(took), before, after)
+
+	w.b = live
+	down, err := w.pass(ctx, l, "down", base, cfg.produceConc, cfg.readConc, cfg.pollInterval, cfg.passTimeout)
+	if err != nil {
+		return err
+	}
+	w.b = all
+	r.set(handoff, "pass.down", waitCell(down.wait, cfg.passTimeout))
+	r.set(handoff, "pass.down.acked", ackedCell(down, cfg.passTimeout))
+	r.logf("%s: write pass after the stop: %s", name, waitCell(down.wait, cfg.passTimeout))
+
+	if err := c.startNode(victim); err != nil {
+		return err
+	}
+	ready, err := c.waitReady(ctx, victim, cfg.readyTimeout)
+	if err != nil {
+		return err
+	}
+	r.set(handoff, "restart.ready", seconds(ready))
+	share := len(l.parts) / 3
+	err = poll(ctx, cfg.restartTimeout, cfg.pollInterval, victim.proc, func() bool {
+		n, err := ownedBy(ctx, rest[0], victim.id)
+		return err == nil && withinBalance(n, share)
+	})
+	switch {
+	case errors.Is(err, errTimeout):
+		r.set(handoff, "restart.share", "timeout after "+seconds(cfg.restartTimeout))
+	case err != nil:
+		return err
+	default:
+		r.set(handoff, "restart.share", seconds(time.Since(victim.proc.started)))
+	}
+	r.logf("%s: %s restarted: ready %s, its share %s", name, victim.id, seconds(ready), r.figures[handoff]["restart.share"])
+
+	for i, n := range c.nodes {
+		r.set(handoff, fmt.Sprintf("rss.n%d", i+1), fmt.Sprintf("%d MB", n.peakRSS()>>10))
+	}
+	return r.checkLoss(ctx, handoff, name, all, h, l)
+}
+
+// checkLoss waits until the partitions hold at least as many records as
+// were acknowledged (records a node held in its ingress WAL while their
+// owner was away reach a partition later), then replays every partition
+// and looks for every acknowledged id. A record rerouted to a sibling
+// partition is found there.
+func (r *runner) checkLoss(ctx context.Context, handoff bool, name string, b *brokers, h *history.History, l layout) error {
+	cfg := r.cfg
+	want := int64(h.Check().Produced)
+	err := poll(ctx, cfg.settleTimeout, cfg.pollInterval, nil, func() bool {
+		marks, err := hwms(ctx, b, l, cfg.readConc)
+		if err != nil {
+			return false
+		}
+		var sum int64
+		for _, m := range marks {
+			sum += m
+		}
+		return sum >= want
+	})
+	if err != nil && !errors.Is(err, errTimeout) {
+		return err
+	}
+	if err := scan(ctx, b, h, l, cfg.readConc); err != nil {
+		return err
+	}
+	rep := h.Check()
+	r.logf("%s: %s", name, rep.String())
+	if rep.OK() {
+		r.set(handoff, "history", fmt.Sprintf("ok (%d acked)", rep.Produced))
+		return nil
+	}
+	r.set(handoff, "history", fmt.Sprintf("FAILED: %d lost", len(rep.Lost)))
+	r.losses = append(r.losses, fmt.Sprintf("hand-off %s: %s", variantName(handoff), rep.String()))
+	for _, id := range rep.Lost {
+		r.losses = append(r.losses, "  lost "+id)
+	}
+	return nil
+}
+
+// joinScenario measures a 4th node joining a cluster of large partitions,
+// then its decommission.
+func (r *runner) joinScenario(ctx context.Context, handoff bool) error {
+	cfg := r.cfg
+	name := variantName(handoff) + "-join"
+	c, err := r.boot(ctx, name, handoff, 4)
+	if c != nil {
+		defer c.close()
+	}
+	if err != nil {
+		return err
+	}
+	b, err := newBrokers(c.nodes[:3], cfg.produceConc)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	l := newLayout("big", cfg.joinTopics, cfg.joinPerTopic)
+	records := (cfg.joinPartitionBytes + cfg.joinRecordBytes - 1) / cfg.joinRecordBytes
+	// The body is the id's JSON around the padding; a few dozen bytes.
+	w := &writer{b: b, h: history.New(), pad: max(cfg.joinRecordBytes-64, 0)}
+	start := time.Now()
+	fctx, cancel := context.WithTimeout(ctx, cfg.fillTimeout)
+	defer cancel()
+	if err := createTopics(fctx, b, l, cfg.createConc); err != nil {
+		return fmt.Errorf("create %d topics: %w", len(l.topics), err)
+	}
+	// Large records: fewer in flight, so that the ingress WALs stay short.
+	if err := w.fill(fctx, l, "big", records, max(cfg.produceConc/4, 1)); err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	filled := waitHWM(fctx, b, l, map[part]int64{}, int64(records), cfg.readConc, cfg.pollInterval, cfg.fillTimeout, start)
+	if filled.err != nil {
+		return fmt.Errorf("fill: %d of %d partitions show their records: %w", filled.moved, filled.total, filled.err)
+	}
+	r.logf("%s: %d partitions of %d records of %d bytes in %s", name, len(l.parts), records, cfg.joinRecordBytes, seconds(filled.took))
+
+	n4, first := c.nodes[3], c.nodes[0]
+	if err := c.startNode(n4); err != nil {
+		return err
+	}
+	share := len(l.parts) / 4
+	err = poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, n4.proc, func() bool {
+		owned, err := ownedBy(ctx, first, n4.id)
+		if err != nil || !withinBalance(owned, share) {
+			return false
+		}
+		moving, err := movesInFlight(ctx, first.url())
+		return err == nil && moving == 0
+	})
+	switch {
+	case errors.Is(err, errTimeout):
+		r.set(handoff, "join.rebalance", "timeout after "+seconds(cfg.rebalanceTimeout))
+	case err != nil:
+		return fmt.Errorf("rebalance onto %s: %w\n%s", n4.id, err, tail(n4.proc.logPath))
+	default:
+		r.set(handoff, "join.rebalance", seconds(time.Since(n4.proc.started)))
+	}
+	r.logf("%s: rebalance onto %s: %s", name, n4.id, r.figures[handoff]["join.rebalance"])
+
+	if err := decommission(ctx, first.url(), n4.id); err != nil {
+		return err
+	}
+	start = time.Now()
+	// n4 may exit by itself once it left, so it is not watched here.
+	err = poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, nil, func() bool {
+		ms, err := members(ctx, first.url())
+		if err != nil {
+			return false
+		}
+		_, present := ms[n4.id]
+		return !present
+	})
+	switch {
+	case errors.Is(err, errTimeout):
+		r.set(handoff, "join.decommission", "timeout after "+seconds(cfg.rebalanceTimeout))
+	case err != nil:
+		return err
+	default:
+		r.set(handoff, "join.decommission", seconds(time.Since(start)))
+	}
+	r.logf("%s: decommission of %s: %s", name, n4.id, r.figures[handoff]["join.decommission"])
+	return nil
+}
+
+// ownedBy reads how many partitions member id owns, as node at sees it.
+func ownedBy(ctx context.Context, at *node, id string) (int, error) {
+	ms, err := members(ctx, at.url())
+	if err != nil {
+		return 0, err
+	}
+	m, ok := ms[id]
+	if !ok {
+		return 0, fmt.Errorf("%s is not in %s's member list", id, at.id)
+	}
+	return m.OwnedPartitions, nil
+}
+
+// withinBalance reports whether owned is share within 1% (at least one
+// partition either way): "within the balance" of the issue.
+func withinBalance(owned, share int) bool {
+	tol := max(1, (share+99)/100)
+	return owned >= share-tol && owned <= share+tol
+}
