@@ -150,18 +150,33 @@ func (m *meta) commit(e entry) any {
 		}
 		return nil
 	}
-	var before messages.Assignment
-	var had bool
+	var flips []messages.Flip
 	if c := e.assign; c.Flip != nil {
-		before, had = m.state.Get(c.Flip.Incarnation, c.Flip.Partition)
+		flips = []messages.Flip{*c.Flip}
+	} else if c.Flips != nil {
+		flips = c.Flips.Flips
+	}
+	type was struct {
+		a   messages.Assignment
+		had bool
+	}
+	before := make([]was, len(flips))
+	for i, f := range flips {
+		before[i].a, before[i].had = m.state.Get(f.Incarnation, f.Partition)
 	}
 	res, err := m.state.Apply(*e.assign, index)
 	if err != nil {
 		w.failf("assignment shard refused entry %d: %v", index, err)
 		return res
 	}
-	if c := e.assign; c.Flip != nil && had && res.Code == messages.ResultOK && before.Owner != c.Flip.To {
-		w.checkFlip(before, *c.Flip)
+	for i, f := range flips {
+		code := res.Code
+		if e.assign.Flips != nil {
+			code = res.Flips[i].Code
+		}
+		if b := before[i]; b.had && code == messages.ResultOK && b.a.Owner != f.To {
+			w.checkFlip(b.a, f)
+		}
 	}
 	return res
 }

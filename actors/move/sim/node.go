@@ -63,6 +63,12 @@ type node struct {
 
 	parts   map[int]*partActor
 	workers map[int]*worker
+	// pacer paces the freezes this node arms as a source (rule B5), the
+	// node's own freeze.Pacer; a crash forgets it with the freezes.
+	pacer *freeze.Pacer[int]
+	// flips gathers the workers' flips for one batched entry (the node's
+	// flip batcher), proposed flipWindow after the first.
+	flips []pendingFlip
 	// committing: a dispatcher commit is in flight for the partition.
 	committing map[int]bool
 	// nonce makes freeze tokens unique across boots.
@@ -85,6 +91,7 @@ func (n *node) boot() {
 	w := n.w
 	n.up = true
 	n.epoch++
+	n.pacer, n.flips = freeze.NewPacer[int](paceCfg), nil
 	epoch := n.epoch
 	var wait func()
 	wait = func() {
@@ -161,6 +168,7 @@ func (n *node) crash() {
 		wk.gone = true
 	}
 	n.workers = map[int]*worker{}
+	n.flips = nil // their workers are gone: their outcomes are unknown to nobody
 	for _, s := range n.staging {
 		s.recs = s.recs[:min(len(s.recs), s.synced())]
 	}
@@ -264,6 +272,12 @@ type commitAnswer struct {
 
 var gateCfg = freeze.Config{FreezeTTL: 30 * time.Second, LeaseDrainTimeout: leaseDrainTimeout, LeaseDrainPoll: leaseDrainPoll, ConfirmRetry: time.Second}
 
+// paceCfg paces a source's freezes (rule B5) far tighter than a node's
+// defaults (4 a tick, 128 frozen), so that with a handful of partitions
+// the pacing holds moves and they keep their turn.
+var paceCfg = freeze.PaceConfig{Tick: 10 * time.Millisecond, PerTick: 1, MaxFrozen: 2, FreezeTTL: gateCfg.FreezeTTL,
+	KeepTurnFor: 3 * time.Second, MaxLine: 64}
+
 func (n *node) openPart(p int) {
 	l := n.disk[p]
 	if l == nil {
@@ -296,6 +310,7 @@ func (n *node) handOver(p int, a messages.Assignment) {
 func (n *node) closePart(p int, why string) {
 	pa := n.parts[p]
 	pa.closed = true
+	n.pacer.Thaw(p)
 	for _, c := range append(pa.stash, pa.batch...) {
 		c.reply(commitAnswer{})
 	}
@@ -308,7 +323,13 @@ func (n *node) closePart(p int, why string) {
 func (pa *partActor) step(ev any) (refused bool) {
 	w := pa.n.w
 	var fx []any
-	pa.gate, fx = freeze.Step(gateCfg, pa.gate, base.Add(w.now), ev)
+	now := base.Add(w.now)
+	pa.gate, fx = freeze.Step(gateCfg, pa.gate, now, ev)
+	if pa.gate.Holds(now) {
+		pa.n.pacer.Frozen(pa.p, pa.gate.Until)
+	} else {
+		pa.n.pacer.Thaw(pa.p)
+	}
 	for _, f := range fx {
 		switch f := f.(type) {
 		case freeze.Answer:
@@ -559,6 +580,16 @@ func (n *node) serveHandoff(p int, ev any, reply func(any)) {
 	}
 	switch e := ev.(type) {
 	case freeze.Prepare:
+		now := base.Add(n.w.now)
+		if ok, _ := n.pacer.Ask(now, p); !ok {
+			// Held (rule B5): answered at once here rather than parked;
+			// the move asks again after RetryAfter and keeps its turn.
+			n.pacer.Unpark(now, p)
+			n.w.stats.Held++
+			n.w.note("held", int64(n.index), int64(p))
+			reply(handoffAnswer{})
+			return
+		}
 		n.nonce++
 		e.Asker, e.Nonce, e.Partition = reply, n.nonce, pa.pipeline()
 		pa.step(e)

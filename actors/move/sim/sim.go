@@ -126,6 +126,10 @@ type Stats struct {
 	FencesRefused, UnknownFlips      int
 	PublishesRefused, CommitsRefused int
 	Forfeited                        int
+	// Held counts prepares the source's pacing held (rule B5); FlipBatches
+	// the batched flip entries proposed, SharedFlips the flips proposed in
+	// an entry with another.
+	Held, FlipBatches, SharedFlips int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -560,5 +564,8 @@ func (s *Stats) add(o Stats) {
 	s.UnknownFlips += o.UnknownFlips
 	s.PublishesRefused += o.PublishesRefused
 	s.CommitsRefused += o.CommitsRefused
+	s.Held += o.Held
+	s.FlipBatches += o.FlipBatches
+	s.SharedFlips += o.SharedFlips
 	s.Forfeited += o.Forfeited
 }

@@ -285,13 +285,13 @@ func (wk *worker) effect(f any) {
 		}
 		w.notef("propose flip", []int64{int64(n.index), int64(wk.p), hwm}, "%s proposes the flip of partition %d at hwm %d (force %v)", n.id, wk.p, hwm, wk.state.Promote)
 		w.aimAtFlip(n, wk.src(), wk.p)
-		w.meta.propose(n, wk.alive, entry{assign: &messages.AssignCommand{Version: messages.CommandVersion, Flip: flip}}, func(ans any, ok bool) {
+		n.queueFlip(*flip, func(res messages.AssignResult, ok bool) {
 			if !ok {
 				w.stats.UnknownFlips++
 				wk.step(move.FlipAnswered{Err: errNoAnswer})
 				return
 			}
-			switch ans.(messages.AssignResult).Code {
+			switch res.Code {
 			case messages.ResultOK:
 				wk.step(move.FlipAnswered{Code: move.FlipOK})
 			case messages.ResultNotFound:
@@ -397,4 +397,57 @@ func answerErr(ok bool, a handoffAnswer) error {
 		return errNoAnswer
 	}
 	return nil
+}
+
+// pendingFlip is a flip waiting in its node's batch, and whom to answer.
+type pendingFlip struct {
+	flip messages.Flip
+	done func(res messages.AssignResult, ok bool)
+}
+
+// flipWindow is how long the node's flip batcher gathers flips after the
+// first (the node's FlipBatchWindow).
+const flipWindow = 2 * time.Millisecond
+
+// queueFlip adds a flip to the node's batch; the batch is proposed as one
+// entry of flips (messages.Flips, as Store.FlipMany proposes) flipWindow
+// after its first flip, and each flip's own result goes to its worker. A
+// lost entry is an unknown outcome for every flip in it.
+func (n *node) queueFlip(f messages.Flip, done func(messages.AssignResult, bool)) {
+	w := n.w
+	n.flips = append(n.flips, pendingFlip{flip: f, done: done})
+	if len(n.flips) > 1 {
+		return
+	}
+	epoch := n.epoch
+	alive := func() bool { return n.up && n.epoch == epoch }
+	w.at(flipWindow, func() {
+		if !alive() {
+			return
+		}
+		batch := n.flips
+		n.flips = nil
+		flips := make([]messages.Flip, len(batch))
+		for i, pf := range batch {
+			flips[i] = pf.flip
+		}
+		w.stats.FlipBatches++
+		if len(batch) > 1 {
+			w.stats.SharedFlips += len(batch)
+		}
+		w.meta.propose(n, alive, entry{assign: &messages.AssignCommand{Version: messages.CommandVersion, Flips: &messages.Flips{Flips: flips}}}, func(ans any, ok bool) {
+			res, _ := ans.(messages.AssignResult)
+			if ok && len(res.Flips) != len(batch) {
+				w.failf("a batch of %d flips answered %d results", len(batch), len(res.Flips))
+				return
+			}
+			for i, pf := range batch {
+				var r messages.AssignResult
+				if ok {
+					r = res.Flips[i]
+				}
+				pf.done(r, ok)
+			}
+		})
+	})
 }
