@@ -94,7 +94,7 @@ func wantSizes(t *testing.T, f *fakeSyncs, want ...int) {
 func TestSyncLaneJoinsRequestsQueuedDuringASyncIntoTheNextOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(laneConfig(), fake.sync)
+		lane := newTestSyncLane(laneConfig(), fake.sync, fake.sync)
 		defer lane.Close()
 		logs := laneLogs(t, 4)
 		ctx := context.Background()
@@ -140,7 +140,7 @@ func TestSyncLaneJoinsRequestsQueuedDuringASyncIntoTheNextOne(t *testing.T) {
 func TestSyncLaneFailedSyncFailsEveryRequestOfItsBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(laneConfig(), fake.sync)
+		lane := newTestSyncLane(laneConfig(), fake.sync, fake.sync)
 		defer lane.Close()
 		logs := laneLogs(t, 4)
 		ctx := context.Background()
@@ -172,7 +172,7 @@ func TestSyncLaneBatchesAtMostMaxBatchRequests(t *testing.T) {
 		cfg := laneConfig()
 		cfg.MaxBatchRequests = 2
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(cfg, fake.sync)
+		lane := newTestSyncLane(cfg, fake.sync, fake.sync)
 		defer lane.Close()
 		logs := laneLogs(t, 6)
 		ctx := context.Background()
@@ -205,7 +205,7 @@ func TestSyncLaneFullQueueBlocksUntilRoomOrContextEnds(t *testing.T) {
 		cfg := laneConfig()
 		cfg.MaxQueuedRequests, cfg.MaxBatchRequests = 2, 2
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(cfg, fake.sync)
+		lane := newTestSyncLane(cfg, fake.sync, fake.sync)
 		defer lane.Close()
 		logs := laneLogs(t, 5)
 		ctx := context.Background()
@@ -250,7 +250,7 @@ func TestSyncLaneFirstRequestWaitsAtMostMaxWait(t *testing.T) {
 		cfg := laneConfig()
 		cfg.MaxWait, cfg.MaxBatchRequests = 5*time.Millisecond, 3
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(cfg, fake.sync)
+		lane := newTestSyncLane(cfg, fake.sync, fake.sync)
 		defer lane.Close()
 		logs := laneLogs(t, 5)
 		ctx := context.Background()
@@ -296,7 +296,7 @@ func TestSyncLaneFirstRequestWaitsAtMostMaxWait(t *testing.T) {
 func TestSyncLaneCloseEndsTheLaneAndFailsWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFakeSyncs()
-		lane := newTestSyncLane(laneConfig(), fake.sync)
+		lane := newTestSyncLane(laneConfig(), fake.sync, fake.sync)
 		logs := laneLogs(t, 3)
 		ctx := context.Background()
 
@@ -344,6 +344,7 @@ func TestSyncLaneMakesWritesDurable(t *testing.T) {
 			dir := t.TempDir()
 			cfg := DefaultSyncLaneConfig()
 			cfg.PerFileSync = perFile
+			cfg.SyncFSMinRequests = 1 // every batch through syncfs unless perFile
 			lane, err := OpenSyncLane(dir, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -456,6 +457,67 @@ func TestSyncLaneConfigValidate(t *testing.T) {
 		edit(&c)
 		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestSyncLaneSyncsABatchOfSyncFSMinRequestsWithOneSyncfsAndASmallerOneFileByFile(t *testing.T) {
+	for _, perFile := range []bool{false, true} {
+		t.Run("perfile="+strconv.FormatBool(perFile), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := laneConfig()
+				cfg.SyncFSMinRequests, cfg.PerFileSync = 3, perFile
+				all, each := newFakeSyncs(), newFakeSyncs()
+				lane := newTestSyncLane(cfg, all.sync, each.sync)
+				defer lane.Close()
+				logs := laneLogs(t, 4)
+				ctx := context.Background()
+
+				first := syncAsync(ctx, lane, logs[0])
+				synctest.Wait()
+				var big []<-chan error
+				for _, l := range logs[1:] {
+					big = append(big, syncAsync(ctx, lane, l))
+				}
+				synctest.Wait()
+				each.release <- nil // the batch of one, file by file
+				synctest.Wait()
+				if perFile {
+					each.release <- nil
+				} else {
+					all.release <- nil
+				}
+				for _, c := range append(big, first) {
+					if err := <-c; err != nil {
+						t.Fatalf("got %v, want nil", err)
+					}
+				}
+				if perFile {
+					wantSizes(t, all)
+					wantSizes(t, each, 1, 3)
+				} else {
+					wantSizes(t, all, 3)
+					wantSizes(t, each, 1)
+				}
+			})
+		})
+	}
+}
+
+// A syncfs that fails cannot say which file's writeback failed, so every
+// request of its batch fails.
+func TestSyncLaneFailedSyncfsFailsEveryFileOfItsBatch(t *testing.T) {
+	dir, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir.Close() // its syncfs fails
+	lane := &SyncLane{dir: dir}
+	errs := make([]error, 3)
+	lane.syncFilesystem(make([]*os.File, 3), errs)
+	for i, err := range errs {
+		if err == nil {
+			t.Fatalf("file %d of a batch whose syncfs failed: got nil, want the error", i)
 		}
 	}
 }
