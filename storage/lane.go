@@ -99,6 +99,14 @@ type SyncLane struct {
 	// syncAll and syncEach make files durable and set errs[i] for
 	// files[i]: one syncfs, or file by file. Tests replace them.
 	syncAll, syncEach func(files []*os.File, errs []error)
+	// syncFSFailed is set by the first failed syncfs, after which every
+	// batch gets the per-file round. That syncfs may have consumed the
+	// writeback error of a file whose request sits in a later batch (its
+	// dirty pages written back, and failed, during the sync), and the
+	// kernel reports the error to the lane's descriptor only once, so a
+	// later syncfs would answer that request with success. Each log's own
+	// descriptor still holds the error for its fdatasync.
+	syncFSFailed atomic.Bool
 
 	queue   chan *syncRequest
 	closing chan struct{}
@@ -164,8 +172,9 @@ func (s *SyncLane) start(cfg SyncLaneConfig) {
 }
 
 // PerFile reports whether the lane syncs every batch file by file
-// (fdatasync), never with syncfs.
-func (s *SyncLane) PerFile() bool { return s.cfg.PerFileSync }
+// (fdatasync), never with syncfs: by its config, on a system whose syncfs
+// cannot be trusted, or since a syncfs failed.
+func (s *SyncLane) PerFile() bool { return s.cfg.PerFileSync || s.syncFSFailed.Load() }
 
 // Stats reads the lane's counters.
 func (s *SyncLane) Stats() SyncLaneStats {
@@ -259,8 +268,11 @@ func (s *SyncLane) run() {
 			files = append(files, r.file)
 			errs = append(errs, nil)
 		}
-		if !s.cfg.PerFileSync && len(files) >= s.cfg.SyncFSMinRequests {
+		if !s.cfg.PerFileSync && !s.syncFSFailed.Load() && len(files) >= s.cfg.SyncFSMinRequests {
 			s.syncAll(files, errs)
+			if errs[0] != nil { // a syncfs fails its whole batch alike
+				s.syncFSFailed.Store(true)
+			}
 		} else {
 			s.syncEach(files, errs)
 		}

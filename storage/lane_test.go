@@ -521,3 +521,40 @@ func TestSyncLaneFailedSyncfsFailsEveryFileOfItsBatch(t *testing.T) {
 		}
 	}
 }
+
+// A failed syncfs may have consumed the writeback error of a file queued
+// for a later batch; only that file's own fdatasync still reports it, so
+// the lane never trusts syncfs again.
+func TestSyncLaneAfterAFailedSyncfsSyncsEveryBatchFileByFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := laneConfig()
+		cfg.SyncFSMinRequests = 1
+		all, each := newFakeSyncs(), newFakeSyncs()
+		lane := newTestSyncLane(cfg, all.sync, each.sync)
+		defer lane.Close()
+		logs := laneLogs(t, 3)
+		ctx := context.Background()
+
+		failed := syncAsync(ctx, lane, logs[0])
+		synctest.Wait()
+		later := []<-chan error{syncAsync(ctx, lane, logs[1]), syncAsync(ctx, lane, logs[2])}
+		synctest.Wait()
+		eio := errors.New("input/output error")
+		all.release <- eio
+		if err := <-failed; !errors.Is(err, eio) {
+			t.Fatalf("the failed syncfs's request: got %v, want %v", err, eio)
+		}
+		synctest.Wait()
+		wantSizes(t, all, 1)
+		wantSizes(t, each, 2) // the batch queued during the failed syncfs
+		if !lane.PerFile() {
+			t.Fatal("PerFile after a failed syncfs: got false, want true")
+		}
+		each.release <- nil
+		for i, c := range later {
+			if err := <-c; err != nil {
+				t.Fatalf("request %d: got %v, want nil", i, err)
+			}
+		}
+	})
+}
