@@ -44,7 +44,7 @@ func BenchmarkWritePass(b *testing.B) {
 		b.Fatal(err)
 	}
 	big := min(30000, int(lim.Cur)-512)
-	for _, n := range []int{12, 1000, big} {
+	for _, n := range []int{12, 100, 300, 1000, big} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			logs := make([]*Log, n)
