@@ -278,8 +278,9 @@ func (s *SyncLane) run() {
 		}
 		for i, r := range batch {
 			r.answer <- errs[i]
-			batch[i] = nil
 		}
+		clear(batch) // nothing pinned (files of closed logs) until the next batch
+		clear(files)
 		s.batches.Add(1)
 		s.requests.Add(uint64(len(batch)))
 	}
