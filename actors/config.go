@@ -28,6 +28,9 @@ type Config struct {
 	Log      storage.LogConfig
 	WAL      storage.WALConfig
 	Consumer storage.ConsumerConfig
+	// SyncLane batches the partitions' fsyncs into few syncs (DESIGN.md
+	// "Disk I/O"); Disabled gives each partition its own fsync again.
+	SyncLane storage.SyncLaneConfig
 
 	// TopicDefaultPartitions is used when a create names none (the API's 3).
 	TopicDefaultPartitions int
@@ -247,6 +250,7 @@ func DefaultConfig() Config {
 		Log:                     storage.DefaultLogConfig(),
 		WAL:                     wal,
 		Consumer:                storage.DefaultConsumerConfig(),
+		SyncLane:                storage.DefaultSyncLaneConfig(),
 		TopicDefaultPartitions:  3,
 		TopicMaxPartitions:      108,
 		TopicDefaultRetention:   7 * 24 * time.Hour,
@@ -395,6 +399,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.WAL.Validate(); err != nil {
+		return err
+	}
+	if err := c.SyncLane.Validate(); err != nil {
 		return err
 	}
 	return c.Consumer.Validate()

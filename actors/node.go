@@ -83,8 +83,16 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
 	}
+	if !cfg.SyncLane.Disabled {
+		// Before any partition opens; closeStores closes it after they closed.
+		if n.lane, err = storage.OpenSyncLane(cfg.DataDir, cfg.SyncLane); err != nil {
+			n.wal.Close()
+			return nil, fmt.Errorf("open sync lane: %w", err)
+		}
+	}
 	if n.store, err = metastore.Open(mcfg, log); err != nil {
 		n.wal.Close()
+		n.closeLane()
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -438,5 +446,15 @@ func (n *Node) abortStart() {
 func (n *Node) closeStores() error {
 	err := n.wal.Close()
 	n.store.Close()
+	if cerr := n.closeLane(); err == nil {
+		err = cerr
+	}
 	return err
+}
+
+func (n *Node) closeLane() error {
+	if n.lane == nil {
+		return nil
+	}
+	return n.lane.Close()
 }

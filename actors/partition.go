@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,9 @@ type deps struct {
 	// pacer paces the freezes this node arms as a move's source (rule B5,
 	// pacing.go); nil paces nothing.
 	pacer *freezePacer
+	// lane batches the fsyncs of every partition's writes (nil when
+	// Config.SyncLane.Disabled: each partition fsyncs its own log).
+	lane *storage.SyncLane
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -47,7 +51,8 @@ type synced struct {
 // consumer state: commits, reservations, acks, replay reads and stats all
 // arrive as messages, one at a time. The one exception is the fsync of a
 // write, which runs on a goroutine of its own (kick) so that consumes are
-// served meanwhile; Log.Sync is safe beside the actor's reads.
+// served meanwhile, through the node's SyncLane or Log.Sync; both are safe
+// beside the actor's reads.
 type partitionActor struct {
 	deps
 	key  messages.PartitionKey
@@ -322,13 +327,20 @@ func (p *partitionActor) kick(ctx actor.Context) {
 		return
 	}
 	p.syncing = b
-	self, root, l, k := ctx.Self(), ctx.ActorSystem().Root, p.log, p.key
+	self, root, l, k, lane := ctx.Self(), ctx.ActorSystem().Root, p.log, p.key, p.lane
 	var hold func(messages.PartitionKey)
 	if f := p.cfg.faults; f != nil {
 		hold = f.partitionSynced
 	}
 	p.syncer.Go(func() {
-		err := l.Sync()
+		var err error
+		if lane != nil {
+			// Ends when a sync that started after this write covers it, or
+			// fails, or the lane closes (after every partition closed).
+			err = lane.Sync(context.Background(), l)
+		} else {
+			err = l.Sync()
+		}
 		if hold != nil {
 			hold(k)
 		}

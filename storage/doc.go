@@ -4,7 +4,8 @@
 // marker, install and quarantine).
 //
 // It is plain Go: no actors, no network, no goroutines except the WAL's one
-// group-commit writer, which ends on Close. Callers (the partition actors)
+// group-commit writer and the SyncLane's (with its per-file round's
+// helpers), which end on Close. Callers (the partition actors)
 // serialise access to a Log; the WAL is safe for concurrent producers.
 //
 // Where to start: log.go (Open, Append, Read, the high watermark), then

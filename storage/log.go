@@ -404,6 +404,20 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// syncFile is the active segment, for a SyncLane to sync: read under the
+// lock, so that a log closed meanwhile is refused rather than synced.
+func (l *Log) syncFile() (*os.File, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
+	}
+	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
+		return nil, fmt.Errorf("sync batch: %w", err)
+	}
+	return l.active, nil
+}
+
 // Publish reads a durable write back and checks that the file holds exactly
 // the frames written. Then the batch whose commit frame led the write
 // becomes visible, and b awaits its own commit frame (the next Write or
