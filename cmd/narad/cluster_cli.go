@@ -346,8 +346,11 @@ func bytesPerSecond(window []moveSample) (float64, bool) {
 // timeLeft estimates how long the remaining listed moves take at the
 // completion rate over the window, rounded to the second. Moves not yet
 // planned are unknown, so it is a floor when more will be planned. False
-// while no move finished in the window (no rate yet).
+// while no move finished in the window (no rate yet) and some are listed.
 func timeLeft(window []moveSample, remaining int) (time.Duration, bool) {
+	if remaining == 0 {
+		return 0, true
+	}
 	n := len(window)
 	if n < 2 {
 		return 0, false

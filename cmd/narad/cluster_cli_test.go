@@ -178,6 +178,7 @@ func TestMoveRatesAndTimeLeft(t *testing.T) {
 		// The byte rate is the last interval's, the done rate the window's.
 		{"rate over the window", []moveSample{at(0, 0, 0), at(1, 6, 10), at(2, 6, 30), at(4, 8, 30)}, 6, 0, true, 3 * time.Second, true},
 		{"nothing left", []moveSample{at(0, 0, 0), at(1, 4, 10)}, 0, 10, true, 0, true},
+		{"nothing left, no rate", []moveSample{at(0, 4, 10)}, 0, 0, false, 0, true},
 		{"no time passed", []moveSample{at(1, 0, 0), at(1, 4, 10)}, 3, 0, false, 0, false},
 		{"rounded to the second", []moveSample{at(0, 0, 0), at(1, 3, 0)}, 2, 0, true, time.Second, true},
 	} {
@@ -258,7 +259,7 @@ func TestClusterMovesAsksForTheSummary(t *testing.T) {
 	if !sameJSON(asked, `{"detail":false,"summary":true}`) {
 		t.Errorf("request: got %s, want the summary asked for", asked)
 	}
-	want := "done 7, in flight 0, held 0, frozen 0, - MiB/s, eta -\nno moves: every partition is where the placement wants it\n"
+	want := "done 7, in flight 0, held 0, frozen 0, - MiB/s, eta 0s\nno moves: every partition is where the placement wants it\n"
 	if out.String() != want {
 		t.Errorf("output: got %q, want %q", out.String(), want)
 	}
