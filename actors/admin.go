@@ -172,6 +172,9 @@ func (n *Node) serveAdmin(t *transport.Transport) error {
 			return n.adminMembersView(ctx), nil
 		}),
 		transport.HandleAdminJSON(t, "moves", func(ctx context.Context, _ string, in messages.MovesRequest) (messages.MoveList, error) {
+			if in.Summary {
+				return n.movesWithSummary(ctx, in.Detail), nil
+			}
 			return n.Moves(ctx, in.Detail), nil
 		}),
 		transport.HandleAdminJSON(t, "decommission", n.adminDecommission),

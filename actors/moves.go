@@ -16,7 +16,8 @@ import (
 // then partition: what GET /v1/cluster/moves and the admin "moves" verb
 // answer. A target of an earlier incarnation of a topic name is left out:
 // that topic is gone. With detail, each destination is asked for its
-// workers' progress (a request per destination).
+// workers' progress (a request per destination). The admin verb adds the
+// summary when asked (movesWithSummary); the /v1 answer has none.
 func (n *Node) Moves(ctx context.Context, detail bool) messages.MoveList {
 	out := messages.MoveList{Moves: []messages.MoveInfo{}}
 	for _, a := range n.store.Moving() {
@@ -93,13 +94,13 @@ func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgres
 const movesService = "moves"
 
 func (n *Node) serveMoves() error {
-	return transport.HandleJSON(n.nats, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
+	return errors.Join(transport.HandleJSON(n.nats, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
 		res, err := n.request(ctx, n.mover, getMoveProgress{})
 		if err != nil {
 			return nil, transport.Errorf(transport.StatusTimeout, "move progress: %v", err)
 		}
 		return res.([]messages.MoveProgress), nil
-	})
+	}), n.serveMoveCounts())
 }
 
 // AbortMove gives up on the move of one partition (rules T3, T4): the same
@@ -145,5 +146,14 @@ func (n *Node) AbortMove(ctx context.Context, topic string, partition int, targe
 	}
 	n.log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", after.Target, "outcome", "refused")
 	out.Result, out.Reason = api.AbortRefused, fmt.Sprintf("owner %s, target %q", after.Owner, after.Target)
+	return out
+}
+
+// movesWithSummary is Moves with its summary line (moves_summary.go): the
+// admin "moves" verb's answer when the request asks for the summary.
+func (n *Node) movesWithSummary(ctx context.Context, detail bool) messages.MoveList {
+	out := n.Moves(ctx, detail)
+	sum := n.moveSummary(ctx, len(out.Moves))
+	out.Summary = &sum
 	return out
 }

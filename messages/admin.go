@@ -8,9 +8,11 @@ package messages
 // Members, status and topics take an empty request ({}).
 
 // MovesRequest asks the "moves" verb for the listing, with each
-// destination's progress when Detail is set; the answer is a MoveList.
+// destination's progress when Detail is set and the summary (a request
+// per live member) when Summary is; the answer is a MoveList.
 type MovesRequest struct {
-	Detail bool `json:"detail"`
+	Detail  bool `json:"detail"`
+	Summary bool `json:"summary,omitempty"`
 }
 
 // AbortMoveRequest asks the "moves-abort" verb to give up on the move of

@@ -174,6 +174,38 @@ type MoveInfo struct {
 // sorted by topic then partition; moves is [] when nothing moves.
 type MoveList struct {
 	Moves []MoveInfo `json:"moves"`
+	// Summary is beyond the contract: only the admin "moves" verb fills
+	// it, when asked (MovesRequest.Summary), since it costs a request per
+	// member; the /v1 answer stays as the contract has it.
+	Summary *MoveSummary `json:"summary,omitempty"`
+}
+
+// MoveSummary is the line `narad cluster moves --watch` prints above the
+// rows. Done and BytesCopied are counters summed over the nodes that
+// answered (each counts what it did as a destination since it started:
+// narad_moves_done_total and narad_move_bytes_copied_total), so a watcher
+// takes rates from their differences; Frozen and Held are the nodes'
+// freeze pacers' figures now (narad_partitions_frozen, narad_moves_held);
+// InFlight is the moves listed. Nodes counts the members whose figures are
+// in; Missing names the live ones that did not answer in time, whose
+// share is left out.
+type MoveSummary struct {
+	Done        int64    `json:"done"`
+	InFlight    int      `json:"in_flight"`
+	Held        int      `json:"held"`
+	Frozen      int      `json:"frozen"`
+	BytesCopied int64    `json:"bytes_copied"`
+	Nodes       int      `json:"nodes"`
+	Missing     []string `json:"missing,omitempty"`
+}
+
+// MoveCounts is one node's share of a MoveSummary, as its "move-counts"
+// service answers it to the node that gathers the summary.
+type MoveCounts struct {
+	Done        int64 `json:"done"`
+	BytesCopied int64 `json:"bytes_copied"`
+	Held        int   `json:"held"`
+	Frozen      int   `json:"frozen"`
 }
 
 // AbortMoveReply answers an abort, over HTTP and the admin "moves-abort"

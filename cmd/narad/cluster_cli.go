@@ -28,8 +28,10 @@ node answers):
   members                          members, their role and partitions
   status                           metadata leader, each shard's leader (JSON)
   topics                           topics, owners and unplaced partitions
-  moves [--detail] [--watch D]     partitions being moved; --detail adds each
-                                   destination's progress, --watch redraws every D
+  moves [--detail] [--watch D]     partitions being moved under a summary line
+                                   (done, in flight, held, frozen, MiB/s, eta);
+                                   --detail adds each destination's progress,
+                                   --watch redraws every D (the rates need two)
   moves abort <topic> <partition> [--target ID]
                                    give up on a move (202 when it is gone)
   decommission <id> [--dry-run] [--cancel]
@@ -79,7 +81,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	body := []byte("{}")
 	switch verb {
 	case "moves":
-		body, _ = json.Marshal(messages.MovesRequest{Detail: *detail})
+		body, _ = json.Marshal(messages.MovesRequest{Detail: *detail, Summary: true})
 	case "moves-abort":
 		if len(positional) != 2 {
 			return errors.New("cluster moves abort: want <topic> <partition>")
@@ -104,12 +106,14 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("connect to %s: %w", *url, err)
 	}
 	defer nc.Close()
+	var watched moveWatch
 	for {
 		data, err := adminRequest(ctx, nc, subject, body, *timeout)
 		if err != nil {
 			return err
 		}
-		if err := printAnswer(stdout, verb, subject, data, *asJSON); err != nil {
+		watched.now = time.Now()
+		if err := printAnswer(stdout, verb, subject, data, *asJSON, &watched); err != nil {
 			return err
 		}
 		if verb != "moves" || *watch <= 0 {
@@ -160,7 +164,8 @@ func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byt
 	return msg.Data, nil
 }
 
-func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool) error {
+// printAnswer prints one answer; mw carries a --watch's earlier summaries.
+func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool, mw *moveWatch) error {
 	if asJSON || verb == "status" || verb == "moves-abort" || verb == "decommission" {
 		var out bytes.Buffer
 		if err := json.Indent(&out, data, "", "  "); err != nil {
@@ -173,7 +178,7 @@ func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool) er
 	case "topics":
 		return printTopics(w, subject, data)
 	case "moves":
-		return printMoves(w, subject, data)
+		return printMoves(w, subject, data, mw)
 	}
 	return printMembers(w, subject, data)
 }
@@ -214,11 +219,15 @@ func printTopics(w io.Writer, subject string, data []byte) error {
 }
 
 // printMoves prints the admin "moves" answer as a table, with each
-// destination's progress when it came with the answer.
-func printMoves(w io.Writer, subject string, data []byte) error {
+// destination's progress when it came with the answer, under the summary
+// line when the node sent one (an older node does not).
+func printMoves(w io.Writer, subject string, data []byte, mw *moveWatch) error {
 	reply, err := decodeAnswer[messages.MoveList](subject, data)
 	if err != nil {
 		return err
+	}
+	if s := reply.Summary; s != nil {
+		fmt.Fprintln(w, mw.line(*s))
 	}
 	if len(reply.Moves) == 0 {
 		fmt.Fprintln(w, "no moves: every partition is where the placement wants it")
@@ -265,3 +274,92 @@ func newTable(w io.Writer, header string) *tabwriter.Writer {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// moveSample is one summary of a watch, at the time its answer arrived.
+type moveSample struct {
+	at          time.Time
+	done, bytes int64
+}
+
+// etaWindowSamples bounds the summaries a watch keeps to estimate the time
+// left: the rate is the recent one (the last dozen redraws), not the
+// average since the watch began, and the memory a long watch holds stays
+// fixed.
+const etaWindowSamples = 12
+
+// moveWatch is what a --watch remembers between redraws: the recent
+// samples, oldest first, and now, the time of the answer being printed.
+type moveWatch struct {
+	now     time.Time
+	samples []moveSample
+}
+
+// line is the summary line of s, with the rates a watch has seen so far.
+func (mw *moveWatch) line(s messages.MoveSummary) string {
+	mw.samples = addSample(mw.samples, moveSample{at: mw.now, done: s.Done, bytes: s.BytesCopied})
+	out := fmt.Sprintf("done %d, in flight %d, held %d, frozen %d", s.Done, s.InFlight, s.Held, s.Frozen)
+	if bps, ok := bytesPerSecond(mw.samples); ok {
+		out += fmt.Sprintf(", %s/s", mib(int64(bps)))
+	} else {
+		out += ", - MiB/s"
+	}
+	if eta, ok := timeLeft(mw.samples, s.InFlight); ok {
+		out += ", eta " + eta.String()
+	} else {
+		out += ", eta -"
+	}
+	if len(s.Missing) > 0 {
+		out += fmt.Sprintf(" (without %s: no answer)", strings.Join(s.Missing, ","))
+	}
+	return out
+}
+
+// addSample appends cur to the window. Done and bytes are counters summed
+// over the nodes: one that fell means a node restarted or went missing,
+// so the samples before it say nothing about the rate and are dropped.
+func addSample(window []moveSample, cur moveSample) []moveSample {
+	if n := len(window); n > 0 && (cur.done < window[n-1].done || cur.bytes < window[n-1].bytes) {
+		window = window[:0]
+	}
+	window = append(window, cur)
+	if len(window) > etaWindowSamples {
+		window = slices.Delete(window, 0, len(window)-etaWindowSamples)
+	}
+	return window
+}
+
+// bytesPerSecond is the copy rate between the last two samples; false
+// before there are two, or when no time passed between them.
+func bytesPerSecond(window []moveSample) (float64, bool) {
+	n := len(window)
+	if n < 2 {
+		return 0, false
+	}
+	prev, cur := window[n-2], window[n-1]
+	dt := cur.at.Sub(prev.at).Seconds()
+	if dt <= 0 {
+		return 0, false
+	}
+	return float64(cur.bytes-prev.bytes) / dt, true
+}
+
+// timeLeft estimates how long the remaining listed moves take at the
+// completion rate over the window, rounded to the second. Moves not yet
+// planned are unknown, so it is a floor when more will be planned. False
+// while no move finished in the window (no rate yet) and some are listed.
+func timeLeft(window []moveSample, remaining int) (time.Duration, bool) {
+	if remaining == 0 {
+		return 0, true
+	}
+	n := len(window)
+	if n < 2 {
+		return 0, false
+	}
+	first, last := window[0], window[n-1]
+	dt, done := last.at.Sub(first.at), last.done-first.done
+	if dt <= 0 || done <= 0 {
+		return 0, false
+	}
+	perMove := dt / time.Duration(done)
+	return (perMove * time.Duration(remaining)).Round(time.Second), true
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -154,4 +155,112 @@ func fakeAdminFunc(t *testing.T, verb string, answer func([]byte) []byte) string
 	}
 	nc.Flush()
 	return s.ClientURL()
+}
+
+func TestMoveRatesAndTimeLeft(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	at := func(s float64, done, bytes int64) moveSample {
+		return moveSample{at: t0.Add(time.Duration(s * float64(time.Second))), done: done, bytes: bytes}
+	}
+	for _, tc := range []struct {
+		name      string
+		window    []moveSample
+		remaining int
+		bps       float64
+		bpsOK     bool
+		eta       time.Duration
+		etaOK     bool
+	}{
+		{"no sample", nil, 10, 0, false, 0, false},
+		{"one sample: no rate yet", []moveSample{at(0, 5, 100)}, 10, 0, false, 0, false},
+		{"copying, nothing done yet", []moveSample{at(0, 5, 0), at(2, 5, 4<<20)}, 10, 2 << 20, true, 0, false},
+		{"two done in 2s, 10 left", []moveSample{at(0, 5, 0), at(2, 7, 2<<20)}, 10, 1 << 20, true, 10 * time.Second, true},
+		// The byte rate is the last interval's, the done rate the window's.
+		{"rate over the window", []moveSample{at(0, 0, 0), at(1, 6, 10), at(2, 6, 30), at(4, 8, 30)}, 6, 0, true, 3 * time.Second, true},
+		{"nothing left", []moveSample{at(0, 0, 0), at(1, 4, 10)}, 0, 10, true, 0, true},
+		{"nothing left, no rate", []moveSample{at(0, 4, 10)}, 0, 0, false, 0, true},
+		{"no time passed", []moveSample{at(1, 0, 0), at(1, 4, 10)}, 3, 0, false, 0, false},
+		{"rounded to the second", []moveSample{at(0, 0, 0), at(1, 3, 0)}, 2, 0, true, time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if bps, ok := bytesPerSecond(tc.window); ok != tc.bpsOK || bps != tc.bps {
+				t.Errorf("bytesPerSecond: got %v, %v, want %v, %v", bps, ok, tc.bps, tc.bpsOK)
+			}
+			if eta, ok := timeLeft(tc.window, tc.remaining); ok != tc.etaOK || eta != tc.eta {
+				t.Errorf("timeLeft(%d): got %v, %v, want %v, %v", tc.remaining, eta, ok, tc.eta, tc.etaOK)
+			}
+		})
+	}
+}
+
+func TestMoveWatchWindowDropsSamplesBeforeACounterReset(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	var w []moveSample
+	for i := range etaWindowSamples + 5 {
+		w = addSample(w, moveSample{at: t0.Add(time.Duration(i) * time.Second), done: int64(i), bytes: int64(i)})
+	}
+	if len(w) != etaWindowSamples || w[0].done != 5 {
+		t.Fatalf("window of %d: got %d samples from done %d, want %d from done 5", etaWindowSamples+5, len(w), w[0].done, etaWindowSamples)
+	}
+	// A node restarted: its counters start again from 0.
+	w = addSample(w, moveSample{at: t0.Add(time.Hour), done: 3, bytes: 100})
+	if len(w) != 1 || w[0].done != 3 {
+		t.Fatalf("after a reset: got %d samples from done %d, want only the new one (done 3)", len(w), w[0].done)
+	}
+	if _, ok := timeLeft(w, 5); ok {
+		t.Fatal("timeLeft right after a reset: got a rate, want none")
+	}
+}
+
+// A watch prints the summary above the rows, and its rates from one
+// redraw to the next.
+func TestMovesWatchPrintsASummaryLineWithRates(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	answer := func(done, bytes int64, missing string) []byte {
+		s := fmt.Sprintf(`{"moves":[{"topic":"orders","partition":4,"from":"n1","to":"n4"},{"topic":"orders","partition":5,"from":"n1","to":"n4"}],`+
+			`"summary":{"done":%d,"in_flight":2,"held":1,"frozen":3,"bytes_copied":%d,"nodes":3%s}}`, done, bytes, missing)
+		return []byte(s)
+	}
+	var mw moveWatch
+	for _, tc := range []struct {
+		at   time.Duration
+		data []byte
+		want string
+	}{
+		{0, answer(10, 0, ""), "done 10, in flight 2, held 1, frozen 3, - MiB/s, eta -"},
+		{2 * time.Second, answer(10, 4<<20, ""), "done 10, in flight 2, held 1, frozen 3, 2.0 MiB/s, eta -"},
+		{4 * time.Second, answer(14, 6<<20, `,"missing":["n3"]`), "done 14, in flight 2, held 1, frozen 3, 1.0 MiB/s, eta 2s (without n3: no answer)"},
+	} {
+		mw.now = t0.Add(tc.at)
+		var out bytes.Buffer
+		if err := printMoves(&out, "narad.prod.admin.moves", tc.data, &mw); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if lines[0] != tc.want {
+			t.Errorf("at %v: got %q, want %q", tc.at, lines[0], tc.want)
+		}
+		if len(lines) != 4 || !strings.HasPrefix(lines[1], "TOPIC") {
+			t.Errorf("at %v: got %q, want the summary, the header and two rows", tc.at, lines)
+		}
+	}
+}
+
+func TestClusterMovesAsksForTheSummary(t *testing.T) {
+	var asked string
+	url := fakeAdminFunc(t, "moves", func(body []byte) []byte {
+		asked = string(body)
+		return []byte(`{"moves":[],"summary":{"done":7,"in_flight":0,"held":0,"frozen":0,"bytes_copied":0,"nodes":1}}`)
+	})
+	var out, errOut bytes.Buffer
+	if err := runCluster(context.Background(), []string{"moves", "--nats", url, "--cluster", "prod"}, &out, &errOut); err != nil {
+		t.Fatalf("cluster moves: %v (%s)", err, errOut.String())
+	}
+	if !sameJSON(asked, `{"detail":false,"summary":true}`) {
+		t.Errorf("request: got %s, want the summary asked for", asked)
+	}
+	want := "done 7, in flight 0, held 0, frozen 0, - MiB/s, eta 0s\nno moves: every partition is where the placement wants it\n"
+	if out.String() != want {
+		t.Errorf("output: got %q, want %q", out.String(), want)
+	}
 }

@@ -28,15 +28,8 @@ func env(name, def string) string {
 	return def
 }
 
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-	}
-	return def
-}
-
+// envInt is the default of a flag named in strictEnv, which refuses a
+// value that does not parse.
 func envInt(name string, def int) int {
 	if v, ok := os.LookupEnv(name); ok {
 		if i, err := strconv.Atoi(v); err == nil {
@@ -52,30 +45,6 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log level %q: %w", level, err)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
-}
-
-// nodeFlags are the flags every way of running a node shares.
-type nodeFlags struct {
-	logLevel         string
-	maxConsumeWait   time.Duration
-	defaultParts     int
-	defaultRetention time.Duration
-	drainTimeout     time.Duration
-}
-
-func (f *nodeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.logLevel, "log-level", env("NARAD_LOG_LEVEL", "info"), "log level: debug, info, warn, error (NARAD_LOG_LEVEL)")
-	fs.DurationVar(&f.maxConsumeWait, "max-consume-wait", envDuration("NARAD_HTTP_MAX_CONSUME_WAIT", 10*time.Second), "cap on a consume's long poll (NARAD_HTTP_MAX_CONSUME_WAIT)")
-	fs.IntVar(&f.defaultParts, "topic-default-partitions", envInt("NARAD_TOPIC_DEFAULT_PARTITIONS", 3), "partitions of a topic created without a count (NARAD_TOPIC_DEFAULT_PARTITIONS)")
-	fs.DurationVar(&f.defaultRetention, "topic-default-retention", time.Duration(envInt("NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", 7*24*3600*1000))*time.Millisecond, "retention of a topic created with retention_ms 0 (NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS, in ms)")
-	fs.DurationVar(&f.drainTimeout, "shutdown-drain-timeout", envDuration("NARAD_SHUTDOWN_DRAIN_TIMEOUT", 30*time.Second), "how long a stopping node commits what its ingress WAL holds (NARAD_SHUTDOWN_DRAIN_TIMEOUT)")
-}
-
-func (f *nodeFlags) apply(cfg *actors.Config) {
-	cfg.MaxConsumeWait = f.maxConsumeWait
-	cfg.TopicDefaultPartitions = f.defaultParts
-	cfg.TopicDefaultRetention = f.defaultRetention
-	cfg.ShutdownDrainTimeout = f.drainTimeout
 }
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
@@ -96,7 +65,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, nf.logLevel)
@@ -188,7 +157,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver and security off.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
 	if *nodes < 1 || *nodes > 9 {

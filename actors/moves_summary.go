@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+)
+
+// pacingCounts is wired to the freeze pacer by the lead at merge.
+func (n *Node) pacingCounts() (frozen, held int) { return 0, 0 }
+
+// moveCounts is this node's share of the moves summary: its counters as a
+// destination since it started, and its freeze pacer's figures now.
+func (n *Node) moveCounts() messages.MoveCounts {
+	frozen, held := n.pacingCounts()
+	return messages.MoveCounts{Done: int64(n.metrics.movesDone.Get()), BytesCopied: int64(n.metrics.moveBytes.Get()),
+		Frozen: frozen, Held: held}
+}
+
+// moveCountsService answers a node's moveCounts to the node that gathers
+// a summary.
+const moveCountsService = "move-counts"
+
+func (n *Node) serveMoveCounts() error {
+	return transport.HandleJSON(n.nats, moveCountsService, func(context.Context, string, struct{}) (messages.MoveCounts, error) {
+		return n.moveCounts(), nil
+	})
+}
+
+// moveSummary sums the figures of every member not marked dead (a dead
+// one's counters are out of reach and its pacer arms nothing), asking
+// them all at once. It spends at most half of what is left of the
+// caller's budget (and RequestTimeout), so that a member that hangs costs
+// the summary its share, named in Missing, not the listing its answer.
+func (n *Node) moveSummary(ctx context.Context, inFlight int) messages.MoveSummary {
+	counts := map[string]messages.MoveCounts{n.cfg.NodeID: n.moveCounts()}
+	var asked []string
+	if n.nats != nil {
+		for _, m := range n.store.Members() {
+			if m.ID != n.cfg.NodeID && m.Status != messages.MemberDead {
+				asked = append(asked, m.ID)
+			}
+		}
+	}
+	if len(asked) > 0 {
+		budget := n.cfg.RequestTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			budget = min(budget, time.Until(dl)/2)
+		}
+		ctx, cancel := context.WithTimeout(ctx, budget)
+		defer cancel()
+		type answer struct {
+			id     string
+			counts messages.MoveCounts
+			err    error
+		}
+		// One request per member, each ending with ctx at the latest; all
+		// are waited for.
+		answers := make(chan answer, len(asked))
+		for _, id := range asked {
+			go func() {
+				var c messages.MoveCounts
+				err := transport.RequestJSON(ctx, n.nats, id, moveCountsService, struct{}{}, &c)
+				answers <- answer{id, c, err}
+			}()
+		}
+		for range asked {
+			if a := <-answers; a.err == nil {
+				counts[a.id] = a.counts
+			}
+		}
+	}
+	return sumMoveCounts(counts, asked, inFlight)
+}
+
+// sumMoveCounts adds up the nodes' counts; asked are the members other
+// than this node that were asked, and those missing from counts did not
+// answer.
+func sumMoveCounts(counts map[string]messages.MoveCounts, asked []string, inFlight int) messages.MoveSummary {
+	s := messages.MoveSummary{InFlight: inFlight, Nodes: len(counts)}
+	for _, c := range counts {
+		s.Done += c.Done
+		s.BytesCopied += c.BytesCopied
+		s.Frozen += c.Frozen
+		s.Held += c.Held
+	}
+	for _, id := range asked {
+		if _, ok := counts[id]; !ok {
+			s.Missing = append(s.Missing, id)
+		}
+	}
+	slices.Sort(s.Missing)
+	return s
+}

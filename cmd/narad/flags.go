@@ -1,0 +1,323 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/naradmq/narad/actors"
+)
+
+// errBadEnv marks a NARAD_* variable whose value does not parse: a typo in
+// a deployment must stop the node, not fall back to a default unseen.
+var errBadEnv = errors.New("bad environment variable")
+
+// setting is one field of actors.Config that every way of running a node
+// takes as a flag and as a NARAD_* variable.
+type setting struct {
+	flag string // kebab-case
+	// env is the variable; empty derives it from the flag
+	// (move-tick: NARAD_MOVE_TICK).
+	env string
+	// fields are the names Config.Validate (and the Validate of the
+	// config it embeds) gives the field, so that a refusal names the flag.
+	fields []string
+	usage  string // says the unit
+	// ptr points into the config the flags fill: *time.Duration, *int,
+	// *int64 or *bool.
+	ptr any
+	// skipSpellings: a duration for which 0, unlimited, disabled and none
+	// all mean 0 (the hand-off timeout, rule B9).
+	skipSpellings bool
+	// fromEnv turns the variable's value into the flag's syntax; nil when
+	// they are the same.
+	fromEnv func(string) (string, error)
+}
+
+func (s setting) envName() string {
+	if s.env != "" {
+		return s.env
+	}
+	return "NARAD_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+}
+
+// settings are the flags of c's fields, in the order --help lists them.
+// The move constants of seeds 000 and 003 are all here (issue 12).
+func settings(c *actors.Config) []setting {
+	return []setting{
+		{flag: "max-consume-wait", env: "NARAD_HTTP_MAX_CONSUME_WAIT", fields: []string{"MaxConsumeWait"}, ptr: &c.MaxConsumeWait,
+			usage: "cap on a consume's long poll, below the HTTP write timeout"},
+		{flag: "topic-default-partitions", fields: []string{"TopicDefaultPartitions"}, ptr: &c.TopicDefaultPartitions,
+			usage: "partitions of a topic created without a count"},
+		{flag: "topic-default-retention", env: "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", fields: []string{"TopicDefaultRetention"}, ptr: &c.TopicDefaultRetention,
+			usage: "retention of a topic created with retention_ms 0 (the variable is in ms)", fromEnv: millisToDuration},
+		{flag: "shutdown-drain-timeout", fields: []string{"ShutdownDrainTimeout"}, ptr: &c.ShutdownDrainTimeout,
+			usage: "how long a stopping node commits what its ingress WAL holds"},
+		{flag: "shutdown-handoff-timeout", fields: []string{"ShutdownHandoffTimeout"}, ptr: &c.ShutdownHandoffTimeout, skipSpellings: true,
+			usage: "how long a stopping node waits at most for its partitions to move to other nodes before the WAL drain, a `duration`; " +
+				`0s, 0, unlimited, disabled and none all skip the hand-off (seed 003 reads "unlimited" as zero, like "disabled")`},
+
+		// The move worker (move.Config: seed 000's constants table).
+		{flag: "move-catch-up-stop-bytes", fields: []string{"Move.CatchUpStopBytes", "CatchUpStopBytes"}, ptr: &c.Move.CatchUpStopBytes,
+			usage: "pre-copy stops once a pass copies this many bytes or fewer"},
+		{flag: "move-max-catch-up-passes", fields: []string{"Move.MaxCatchUpPasses", "MaxCatchUpPasses"}, ptr: &c.Move.MaxCatchUpPasses,
+			usage: "pre-copy passes, a count, after which a move freezes anyway"},
+		{flag: "move-max-passes-without-progress", fields: []string{"Move.MaxPassesWithoutProgress", "MaxPassesWithoutProgress"}, ptr: &c.Move.MaxPassesWithoutProgress,
+			usage: "pre-copy passes in a row that gain nothing, a count, after which a move freezes anyway"},
+		{flag: "move-freeze-ttl", fields: []string{"Move.FreezeTTL", "FreezeTTL"}, ptr: &c.Move.FreezeTTL,
+			usage: "how long a freeze holds unless re-armed (re-armed every quarter of it)"},
+		{flag: "move-repropose-for", fields: []string{"Move.ReproposeFor", "ReproposeFor"}, ptr: &c.Move.ReproposeFor,
+			usage: "how long a flip of unknown outcome is proposed again"},
+		{flag: "move-unknown-settle", fields: []string{"Move.UnknownSettle", "UnknownSettle"}, ptr: &c.Move.UnknownSettle,
+			usage: "how long after the last unknown proposal a leader read proves a flip did not commit"},
+		{flag: "move-force-promote-after", fields: []string{"Move.ForcePromoteAfter", "ForcePromoteAfter"}, ptr: &c.Move.ForcePromoteAfter,
+			usage: "how long a move's source must be dead before its copy is promoted"},
+		{flag: "move-retry-after", fields: []string{"Move.RetryAfter", "RetryAfter"}, ptr: &c.Move.RetryAfter,
+			usage: "pause before a move retries a failed step"},
+
+		// Move I/O, the runner and the planner.
+		{flag: "move-chunk-bytes", fields: []string{"MoveChunkBytes"}, ptr: &c.MoveChunkBytes,
+			usage: "bytes of one chunk read of a copy (4 KiB to 900 KiB: a chunk is one NATS message)"},
+		{flag: "move-chunk-window", fields: []string{"MoveChunkWindow"}, ptr: &c.MoveChunkWindow,
+			usage: "chunk reads of one move in flight, a count (1 to 64)"},
+		{flag: "lease-drain-timeout", fields: []string{"LeaseDrainTimeout"}, ptr: &c.LeaseDrainTimeout,
+			usage: "how long a freeze waits for leases out before it reports"},
+		{flag: "move-tick", fields: []string{"MoveTick"}, ptr: &c.MoveTick,
+			usage: "the move runner's tick"},
+		{flag: "move-full-scan-every", fields: []string{"MoveFullScanEvery"}, ptr: &c.MoveFullScanEvery,
+			usage: "the move runner scans the metastore at least this often, at least --move-tick"},
+		{flag: "max-in-flight-moves", fields: []string{"MaxInFlightMoves"}, ptr: &c.MaxInFlightMoves,
+			usage: "moves the controller keeps in flight, a count (1 to 100000)"},
+		{flag: "dead-target-abort-after", fields: []string{"DeadTargetAbortAfter"}, ptr: &c.DeadTargetAbortAfter,
+			usage: "how long a move's destination may be dead before the controller clears the move"},
+		{flag: "rebalance-interval", fields: []string{"RebalanceInterval"}, ptr: &c.RebalanceInterval,
+			usage: "how often the metadata leader plans moves"},
+		{flag: "rebalance", fields: []string{"Rebalance"}, ptr: &c.Rebalance,
+			usage: "let the controller plan moves (true or false; off, it still clears moves to dead nodes)"},
+
+		// Pacing, flips and the hand-off (seed 003).
+		{flag: "freeze-pace-tick", fields: []string{"FreezePaceTick"}, ptr: &c.FreezePaceTick,
+			usage: "the freeze pacer's tick, up to 1s"},
+		{flag: "max-new-freezes-per-tick", fields: []string{"MaxNewFreezesPerTick"}, ptr: &c.MaxNewFreezesPerTick,
+			usage: "new freezes a node arms per --freeze-pace-tick, a count (at most --max-frozen-partitions)"},
+		{flag: "max-frozen-partitions", fields: []string{"MaxFrozenPartitions"}, ptr: &c.MaxFrozenPartitions,
+			usage: "frozen partitions past which a node arms no new freeze, a count"},
+		{flag: "freeze-hold-for", fields: []string{"FreezeHoldFor"}, ptr: &c.FreezeHoldFor,
+			usage: "how long a freeze request waits for its turn before it is answered held"},
+		{flag: "freeze-turn-keep-for", fields: []string{"FreezeTurnKeepFor"}, ptr: &c.FreezeTurnKeepFor,
+			usage: "how long a held move keeps its place in line, at least --move-retry-after"},
+		{flag: "flip-batch-window", fields: []string{"FlipBatchWindow"}, ptr: &c.FlipBatchWindow,
+			usage: "how long a flip waits for others to share its Raft entry, up to 1s"},
+		{flag: "max-flip-batch", fields: []string{"MaxFlipBatch"}, ptr: &c.MaxFlipBatch,
+			usage: "flips in one Raft entry, a count (1 to 10000)"},
+
+		// Liveness (cluster/membership).
+		{flag: "heartbeat-interval", fields: []string{"Membership.HeartbeatInterval", "HeartbeatInterval", "heartbeat interval"}, ptr: &c.Membership.HeartbeatInterval,
+			usage: "how often a node heartbeats into the metastore"},
+		{flag: "dead-timeout", fields: []string{"Membership.DeadTimeout", "DeadTimeout", "dead timeout"}, ptr: &c.Membership.DeadTimeout,
+			usage: "how long without a heartbeat before the leader marks a member dead"},
+	}
+}
+
+// strictEnv are variables of serve's own flags that parse as the flag
+// does; their flags read them as defaults, and loadEnv refuses a bad one.
+var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID"}
+
+// nodeFlags are the flags every way of running a node shares.
+type nodeFlags struct {
+	logLevel string
+	// cfg holds what the flags set; apply copies the settings' fields.
+	cfg actors.Config
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.logLevel, "log-level", env("NARAD_LOG_LEVEL", "info"), "log level: debug, info, warn, error (NARAD_LOG_LEVEL)")
+	f.cfg = actors.DefaultConfig()
+	for _, s := range settings(&f.cfg) {
+		usage := fmt.Sprintf("%s (%s)", s.usage, s.envName())
+		switch p := s.ptr.(type) {
+		case *time.Duration:
+			if s.skipSpellings {
+				fs.Var((*handoffTimeout)(p), s.flag, usage)
+			} else {
+				fs.DurationVar(p, s.flag, *p, usage)
+			}
+		case *int:
+			fs.IntVar(p, s.flag, *p, usage)
+		case *int64:
+			fs.Int64Var(p, s.flag, *p, usage)
+		case *bool:
+			fs.BoolVar(p, s.flag, *p, usage)
+		default:
+			panic(fmt.Sprintf("setting %s: unsupported field type %T", s.flag, p))
+		}
+	}
+}
+
+// parse reads the NARAD_* variables, then the command line (which wins),
+// and checks the result with Config.Validate so that a bad value fails
+// before anything starts.
+func (f *nodeFlags) parse(fs *flag.FlagSet, args []string) error {
+	if err := loadEnv(fs, settings(&f.cfg), os.LookupEnv); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return validate(f.cfg, set)
+}
+
+// apply copies what the flags set into cfg.
+func (f *nodeFlags) apply(cfg *actors.Config) {
+	from := settings(&f.cfg)
+	for i, s := range settings(cfg) {
+		switch p := s.ptr.(type) {
+		case *time.Duration:
+			*p = *from[i].ptr.(*time.Duration)
+		case *int:
+			*p = *from[i].ptr.(*int)
+		case *int64:
+			*p = *from[i].ptr.(*int64)
+		case *bool:
+			*p = *from[i].ptr.(*bool)
+		}
+	}
+}
+
+// loadEnv sets each flag in fs whose variable is set; an unparsable value
+// is an error naming the variable and the value.
+func loadEnv(fs *flag.FlagSet, ss []setting, lookup func(string) (string, bool)) error {
+	type bound struct{ flag, env string }
+	var all []bound
+	for _, s := range ss {
+		all = append(all, bound{s.flag, s.envName()})
+	}
+	for _, name := range slices.Sorted(maps.Keys(strictEnv)) {
+		all = append(all, bound{name, strictEnv[name]})
+	}
+	conv := map[string]func(string) (string, error){}
+	for _, s := range ss {
+		conv[s.flag] = s.fromEnv
+	}
+	for _, b := range all {
+		raw, ok := lookup(b.env)
+		fl := fs.Lookup(b.flag)
+		if !ok || fl == nil {
+			continue
+		}
+		v := raw
+		var err error
+		if c := conv[b.flag]; c != nil {
+			v, err = c(raw)
+		}
+		if err == nil {
+			err = fs.Set(b.flag, v)
+		}
+		if err != nil {
+			return fmt.Errorf("%w %s=%q (--%s): want %s", errBadEnv, b.env, raw, b.flag, kindOf(fl))
+		}
+	}
+	return nil
+}
+
+// kindOf says what a flag's value must look like.
+func kindOf(fl *flag.Flag) string {
+	switch fl.Value.(type) {
+	case *handoffTimeout:
+		return "a duration such as 15s, or 0, unlimited, disabled or none"
+	}
+	switch fl.Value.(flag.Getter).Get().(type) {
+	case time.Duration:
+		return "a duration such as 1s or 500ms"
+	case bool:
+		return "true or false"
+	case int, int64, uint64:
+		return "a whole number"
+	}
+	return "a value " + fl.Name + " takes"
+}
+
+func millisToDuration(s string) (string, error) {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return "", err
+	}
+	return (time.Duration(ms) * time.Millisecond).String(), nil
+}
+
+// handoffTimeout is --shutdown-handoff-timeout (rule B9): a duration, where
+// "unlimited" means 0 like "disabled" and "none" (seed 003's reading): the
+// node skips the hand-off.
+type handoffTimeout time.Duration
+
+func (h *handoffTimeout) String() string {
+	if h == nil {
+		return "0s"
+	}
+	return time.Duration(*h).String()
+}
+
+func (h *handoffTimeout) Set(s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "0", "0s", "unlimited", "disabled", "none":
+		*h = 0
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration, 0, unlimited, disabled or none", s)
+	}
+	*h = handoffTimeout(d)
+	return nil
+}
+
+func (h *handoffTimeout) Get() any { return time.Duration(*h) }
+
+// fieldName is a word of a Validate message that may name a field:
+// MoveTick/MoveFullScanEvery holds two, 1..MaxFrozenPartitions one.
+var fieldName = regexp.MustCompile(`[A-Za-z][A-Za-z0-9.]*`)
+
+// validate runs Config.Validate and names the flags of the fields its
+// refusal mentions: those of them that were set (by a flag or a variable)
+// when there are any, since a refusal may name several fields.
+func validate(cfg actors.Config, set map[string]bool) error {
+	err := cfg.Validate()
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	words := fieldName.FindAllString(msg, -1)
+	var named, setNamed []string
+	for _, s := range settings(&cfg) {
+		for _, f := range s.fields {
+			hit := slices.Contains(words, f)
+			if strings.Contains(f, " ") {
+				hit = strings.Contains(msg, f)
+			}
+			if hit {
+				name := "--" + s.flag + " (" + s.envName() + ")"
+				named = append(named, name)
+				if set[s.flag] {
+					setNamed = append(setNamed, name)
+				}
+				break
+			}
+		}
+	}
+	if len(setNamed) > 0 {
+		named = setNamed
+	}
+	if len(named) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; set by %s", err, strings.Join(named, ", "))
+}
