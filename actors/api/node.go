@@ -24,6 +24,10 @@ type Health interface {
 	Ready() bool
 	// Stopping is true once shutdown began.
 	Stopping() bool
+	// LeftReason is "" while the node is a member of its cluster, else why
+	// it no longer is (decommissioned, removed): every /v1 call and
+	// /readyz answer 503 with it.
+	LeftReason() string
 }
 
 // Data is the produce and consume path.
