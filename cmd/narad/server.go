@@ -115,6 +115,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return errors.New("--join asks the cluster over --nats and takes no --peers")
 		}
 		mcfg.Join, mcfg.InitialMembers = true, nil
+		if !replicaIDGiven(fs) {
+			// The cluster allocates one (or the data dir holds it).
+			mcfg.ReplicaID = 0
+		}
 	}
 	if *peersFlag != "" {
 		members, self, err := parsePeers(*peersFlag, *id)
@@ -127,6 +131,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	return serveUntilSignal(ctx, cfg, mcfg, log)
+}
+
+// replicaIDGiven reports whether --replica-id or NARAD_REPLICA_ID names an
+// id, rather than the flag holding its default.
+func replicaIDGiven(fs *flag.FlagSet) bool {
+	_, given := os.LookupEnv("NARAD_REPLICA_ID")
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "replica-id" })
+	return given
 }
 
 // parsePeers reads id=raftaddr,... into replica ids (positions from 1) and
@@ -150,15 +162,19 @@ func parsePeers(s, self string) (map[uint64]string, uint64, error) {
 	return members, mine, nil
 }
 
-// serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT),
-// then stops it gracefully.
+// serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT)
+// or it left the cluster, then stops it gracefully.
 func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger) error {
 	n, err := actors.Start(ctx, cfg, mcfg, log)
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	log.Info("stopping: produce answers 503 while the ingress WAL drains")
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: produce answers 503 while the ingress WAL drains")
+	case <-n.Left():
+		log.Warn("stopping: this node left the cluster, so the process exits", "why", n.LeftReason())
+	}
 	return n.Stop(context.Background())
 }
 
