@@ -41,16 +41,17 @@ func (h heartbeatLog) WithGroup(g string) slog.Handler {
 	return heartbeatLog{h.Handler.WithGroup(g), h.mu, h.beats}
 }
 
-// startJoiner starts node c.nodes[i]'s config as a joiner with replicaID
-// (0: ask the cluster) on dataDir, logging to log, and returns the node or
+// startJoiner starts the first node's config as joiner id with replicaID
+// (0: ask the cluster) on dataDir and raftAddr (the same on a restart: a
+// metastore dir is bound to it), logging to log, and returns the node or
 // the error of Start. It is not added to c: the test stops it.
-func startJoiner(c *testCluster, id string, replicaID uint64, dataDir string, log *slog.Logger) (*Node, error) {
+func startJoiner(c *testCluster, id string, replicaID uint64, dataDir, raftAddr string, log *slog.Logger) (*Node, error) {
 	c.t.Helper()
 	first := c.nodes[0]
 	cfg := first.cfg
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = id, dataDir, freeAddr(c.t)
 	mcfg := first.mcfg
-	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = id, replicaID, freeAddr(c.t)
+	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = id, replicaID, raftAddr
 	mcfg.Dir, mcfg.InitialMembers, mcfg.Join = filepath.Join(dataDir, "raft"), nil, true
 	ctx, cancel := context.WithTimeout(context.Background(), clusterWaitBound)
 	defer cancel()
@@ -76,7 +77,7 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 	)
 	log := slog.New(heartbeatLog{testLogger(t).Handler(), &mu, &beats})
 	dir4 := t.TempDir()
-	n4, err := startJoiner(c, "n4", 0, dir4, log)
+	n4, err := startJoiner(c, "n4", 0, dir4, freeAddr(t), log)
 	if err != nil {
 		t.Fatalf("start n4 without a replica id: %v", err)
 	}
@@ -153,13 +154,13 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 	}
 
 	// Its id can never be used again: by hand ...
-	_, err = startJoiner(c, "n5", 4, t.TempDir(), testLogger(t))
+	_, err = startJoiner(c, "n5", 4, t.TempDir(), freeAddr(t), testLogger(t))
 	if want := "replica id 4 was used by a removed node and can never rejoin; start without --replica-id to get a fresh one"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("join with the removed --replica-id 4: got %v, want an error saying %q", err, want)
 	}
 	// ... nor by handing it out: a fresh joiner gets the next.
-	dir5 := t.TempDir()
-	n5, err := startJoiner(c, "n5", 0, dir5, testLogger(t))
+	dir5, raft5 := t.TempDir(), freeAddr(t)
+	n5, err := startJoiner(c, "n5", 0, dir5, raft5, testLogger(t))
 	if err != nil {
 		t.Fatalf("start n5 without a replica id: %v", err)
 	}
@@ -168,6 +169,26 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 	}
 	if err := n5.Stop(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Started again, it reads its id back from the data dir and asks for
+	// none (the next allocation is still 6), and a flag naming another is
+	// refused before anything opens.
+	_, err = startJoiner(c, "n5", 9, dir5, raft5, testLogger(t))
+	if want := "belongs to replica id 5, not --replica-id 9"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("restart of n5 with --replica-id 9: got %v, want an error saying %q", err, want)
+	}
+	n5, err = startJoiner(c, "n5", 0, dir5, raft5, testLogger(t))
+	if err != nil {
+		t.Fatalf("restart n5: %v", err)
+	}
+	defer n5.Stop(context.Background())
+	if got := n5.Store().ReplicaID(); got != 5 {
+		t.Errorf("n5's replica id after a restart: got %d, want 5", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWaitBound)
+	defer cancel()
+	if got, err := c.node(0).n.Store().AllocateReplicaID(ctx); err != nil || got != 6 {
+		t.Errorf("allocation after n5's restart: got (%d, %v), want 6 (the restart asked for none)", got, err)
 	}
 	if err := os.Remove(filepath.Join(dir5, replicaIDFile+".tmp")); !os.IsNotExist(err) {
 		t.Errorf("temporary replica id file: got %v, want none left", err)
