@@ -76,8 +76,8 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 		beats int
 	)
 	log := slog.New(heartbeatLog{testLogger(t).Handler(), &mu, &beats})
-	dir4 := t.TempDir()
-	n4, err := startJoiner(c, "n4", 0, dir4, freeAddr(t), log)
+	dir4, raft4 := t.TempDir(), freeAddr(t)
+	n4, err := startJoiner(c, "n4", 0, dir4, raft4, log)
 	if err != nil {
 		t.Fatalf("start n4 without a replica id: %v", err)
 	}
@@ -153,7 +153,16 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 		t.Errorf("heartbeats after n4 left: got %d more log lines and %d more withheld, want none", l-logged, w-withheld)
 	}
 
-	// Its id can never be used again: by hand ...
+	// Its id can never be used again: not by the node started again on
+	// its data dir ...
+	if err := n4.Stop(context.Background()); err != nil {
+		t.Errorf("stop n4 after it left: %v", err)
+	}
+	_, err = startJoiner(c, "n4", 0, dir4, raft4, testLogger(t))
+	if want := "this data dir belongs to a node that left"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("restart of n4 on its data dir: got %v, want an error saying %q", err, want)
+	}
+	// ... nor by hand ...
 	_, err = startJoiner(c, "n5", 4, t.TempDir(), freeAddr(t), testLogger(t))
 	if want := "replica id 4 was used by a removed node and can never rejoin; start without --replica-id to get a fresh one"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("join with the removed --replica-id 4: got %v, want an error saying %q", err, want)
