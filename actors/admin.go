@@ -92,48 +92,79 @@ func (n *Node) adminTopicsView() messages.AdminTopicList {
 }
 
 // admit adds a joining node's replicas to every shard as non-voters. It is
-// idempotent, so a joining node retries until it is answered.
+// idempotent, so a joining node retries until it is answered. A request
+// without a replica id is answered with a fresh one (allocateReplica),
+// admitting nothing yet: the joiner keeps it, opens its metastore with it
+// and asks again with it.
 func (n *Node) admit(ctx context.Context, _ string, in messages.JoinRequest) (messages.JoinReply, error) {
 	if !n.ready.Load() {
 		// The verb is registered just before the node reads ready; a
 		// member that is ready answers the joiner's retry.
 		return messages.JoinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
 	}
-	if in.NodeID == "" || in.ReplicaID == 0 || in.RaftAddr == "" {
-		return messages.JoinReply{}, transport.Errorf(400, "join needs node_id, replica_id and raft_addr")
+	if in.NodeID == "" || in.RaftAddr == "" {
+		return messages.JoinReply{}, transport.Errorf(400, "join needs node_id and raft_addr")
+	}
+	if in.ReplicaID == 0 {
+		return n.allocateReplica(ctx, in)
+	}
+	why, err := n.refuseReplica(ctx, in)
+	if err != nil {
+		return messages.JoinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
+	}
+	if why != "" {
+		return messages.JoinReply{}, transport.Errorf(409, "%s", why)
 	}
 	if err := n.store.AddNonVoter(ctx, in.ReplicaID, in.RaftAddr); err != nil {
 		if errors.Is(err, metastore.ErrRefused) || errors.Is(err, metastore.ErrInvalid) {
-			return messages.JoinReply{}, transport.Errorf(409, "join of %s refused: %v", in.NodeID, err)
+			return messages.JoinReply{}, transport.Errorf(409, "replica id %d cannot join: %v", in.ReplicaID, err)
 		}
 		return messages.JoinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
 	}
 	n.log.Info("admitted a node as a non-voter", "joining", in.NodeID, "replica", in.ReplicaID, "raft", in.RaftAddr)
-	return messages.JoinReply{Admitted: true}, nil
+	return messages.JoinReply{Admitted: true, ReplicaID: in.ReplicaID}, nil
 }
 
-// requestJoin asks the running cluster to admit this node, retrying while
-// nobody answers or the outcome is unknown, until ctx ends. A refusal (the
-// replica id was used before, the address is taken) is final.
-func (n *Node) requestJoin(ctx context.Context) error {
-	if n.nats == nil {
-		return fmt.Errorf("join needs NATS to reach the cluster: %w", ErrInvalid)
+// requestJoin asks the running cluster to admit this node with its replica
+// id (which came from src). A refusal says what to do about it.
+func (n *Node) requestJoin(ctx context.Context, src replicaSource) error {
+	_, err := n.askJoin(ctx, messages.JoinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr})
+	var refused *joinRefusal
+	if errors.As(err, &refused) {
+		return fmt.Errorf("join refused: %s; %s: %w", refused.why, src.remedy(), ErrInvalid)
 	}
-	req := messages.JoinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr}
+	return err
+}
+
+// joinRefusal is the join verb's final refusal, in the member's words.
+type joinRefusal struct{ why string }
+
+func (r *joinRefusal) Error() string { return "join refused: " + r.why }
+func (r *joinRefusal) Unwrap() error { return ErrInvalid }
+
+// askJoin sends req to the join verb, retrying while nobody answers or the
+// outcome is unknown, until ctx ends: admitted when req names a replica
+// id, else answered with one. A refusal (the replica id was used before or
+// is taken, the address is taken; 400 from a member too old to allocate)
+// is final.
+func (n *Node) askJoin(ctx context.Context, req messages.JoinRequest) (messages.JoinReply, error) {
+	if n.nats == nil {
+		return messages.JoinReply{}, fmt.Errorf("join needs NATS to reach the cluster: %w", ErrInvalid)
+	}
 	for {
 		var rep messages.JoinReply
 		err := transport.RequestAdminJSON(ctx, n.nats, "join", req, &rep)
 		var re *transport.RemoteError
 		switch {
-		case err == nil && rep.Admitted:
-			return nil
-		case errors.As(err, &re) && re.Status == 409:
-			return fmt.Errorf("join refused: %s: %w", re.Msg, ErrInvalid)
+		case err == nil && (rep.Admitted || req.ReplicaID == 0 && rep.ReplicaID != 0):
+			return rep, nil
+		case errors.As(err, &re) && (re.Status == 409 || re.Status == 400):
+			return messages.JoinReply{}, &joinRefusal{why: re.Msg}
 		}
 		n.log.Warn("join: not admitted yet; retrying", "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("join: %w", ctx.Err())
+			return messages.JoinReply{}, fmt.Errorf("join: %w", ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -142,18 +173,14 @@ func (n *Node) requestJoin(ctx context.Context) error {
 // connectNATS connects the node's transport and serves the ping its
 // heartbeat sends itself and the status verb; the rest is served once the
 // actors run (serveNATS).
+// A joiner that asks for its replica id has connected already (dialNATS).
 func (n *Node) connectNATS(ctx context.Context) error {
-	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID,
-		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout}, n.log)
-	if err != nil {
-		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
+	if n.nats == nil {
+		if err := n.dialNATS(ctx); err != nil {
+			return err
+		}
 	}
-	n.nats = t
-	// A server too small for the partition protocol is refused before this
-	// node registers, so a refused node never shows as a member.
-	if err := n.checkPayload(); err != nil {
-		return err
-	}
+	t := n.nats
 	// The status verb reads only the replica, open by now: a node that is
 	// still starting answers it too, with ready false, so that `narad
 	// cluster status` says something during a cold start.
@@ -163,6 +190,19 @@ func (n *Node) connectNATS(ctx context.Context) error {
 			return n.statusView(), nil
 		}),
 	)
+}
+
+// dialNATS connects the node's transport, serving nothing yet.
+func (n *Node) dialNATS(ctx context.Context) error {
+	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID,
+		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout}, n.log)
+	if err != nil {
+		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
+	}
+	n.nats = t
+	// A server too small for the partition protocol is refused before this
+	// node registers, so a refused node never shows as a member.
+	return n.checkPayload()
 }
 
 // serveAdmin registers the admin verbs.

@@ -9,8 +9,9 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// pacingCounts is wired to the freeze pacer by the lead at merge.
-func (n *Node) pacingCounts() (frozen, held int) { return 0, 0 }
+// pacingCounts is the freeze pacer's figures: partitions frozen here as a
+// move's source, and prepares it holds (rule B5).
+func (n *Node) pacingCounts() (frozen, held int) { return n.pacer.counts() }
 
 // moveCounts is this node's share of the moves summary: its counters as a
 // destination since it started, and its freeze pacer's figures now.

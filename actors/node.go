@@ -58,6 +58,11 @@ type Node struct {
 	rotor  atomic.Uint64 // rotating start of queue-mode scans
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
+	// left is closed once this node is no longer a member (leave); leftWhy
+	// says why, for every answer it gives from then on.
+	left     chan struct{}
+	leftOnce sync.Once
+	leftWhy  atomic.Pointer[string]
 }
 
 // Start opens the node's storage and metastore, starts serving HTTP (health
@@ -78,7 +83,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	log = log.With("node", cfg.NodeID)
 	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier()},
-		serveDone: make(chan error, 1)}
+		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
@@ -90,9 +95,16 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			return nil, fmt.Errorf("open sync lane: %w", err)
 		}
 	}
+	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
+	var idFrom replicaSource
+	if mcfg.Join {
+		if mcfg.ReplicaID, idFrom, err = n.joinerReplicaID(ctx, mcfg.ReplicaID); err != nil {
+			n.closeEarly()
+			return nil, err
+		}
+	}
 	if n.store, err = metastore.Open(mcfg, log); err != nil {
-		n.wal.Close()
-		n.closeLane()
+		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
 	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
@@ -103,7 +115,6 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n.server = &http.Server{Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
-	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	if cfg.NATSURL != "" {
 		if err := n.connectNATS(ctx); err != nil {
 			n.abortStart()
@@ -113,14 +124,21 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if mcfg.Join {
 		// A joining node's replicas wait until a member adds them: ask for
 		// that over NATS, then catch up like any node.
-		if err := n.requestJoin(ctx); err != nil {
+		if err := n.requestJoin(ctx, idFrom); err != nil {
 			n.abortStart()
 			return nil, err
 		}
+		if idFrom == fromFlag {
+			// Admitted: later starts need no flag.
+			if err := writeReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+				n.abortStart()
+				return nil, err
+			}
+		}
 	}
-	if err := n.store.WaitReady(ctx); err != nil {
+	if err := n.waitReady(ctx); err != nil {
 		n.abortStart()
-		return nil, fmt.Errorf("metastore not ready: %w", err)
+		return nil, err
 	}
 	if err := n.register(ctx); err != nil {
 		n.abortStart()
@@ -141,6 +159,41 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n.ready.Store(true)
 	log.Info("node ready", "http", n.Addr())
 	return n, nil
+}
+
+// closeEarly undoes a start that failed before the metastore opened.
+func (n *Node) closeEarly() {
+	if n.nats != nil {
+		n.nats.Close()
+	}
+	n.wal.Close()
+	n.closeLane()
+}
+
+// waitReady waits until the metastore replica caught up. A replica that
+// applies its own removal meanwhile (the data dir of a node that left,
+// started again) never will: that is said at once.
+func (n *Node) waitReady(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-n.store.Removed():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := n.store.WaitReady(wctx)
+	select {
+	case <-n.store.Removed():
+		return fmt.Errorf("the metastore removed replica id %d: this data dir belongs to a node that left the cluster; start with an empty data dir (and without --replica-id) to join again: %w",
+			n.store.ReplicaID(), ErrInvalid)
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("metastore not ready: %w", err)
+	}
+	return nil
 }
 
 // startActors spawns the actor tree and starts the node's loops; a spawn
@@ -200,6 +253,13 @@ func (n *Node) startActors() error {
 		}
 	})
 	n.loops.Go(func() { n.heartbeat(loops) })
+	n.loops.Go(func() {
+		select {
+		case <-n.store.Removed():
+			n.leave(n.removedWhy())
+		case <-loops.Done():
+		}
+	})
 	return nil
 }
 
@@ -268,6 +328,8 @@ func (n *Node) heartbeat(ctx context.Context) {
 		case <-t.C:
 		case <-ctx.Done():
 			return
+		case <-n.left:
+			return
 		}
 		beat, cancel := context.WithTimeout(ctx, n.cfg.Membership.HeartbeatInterval)
 		if err := n.pingBus(beat); err != nil {
@@ -289,10 +351,14 @@ func (n *Node) heartbeat(ctx context.Context) {
 			silentSince = time.Time{}
 		}
 		err := n.store.Heartbeat(beat, n.cfg.NodeID)
-		if errors.Is(err, metastore.ErrNotFound) {
-			err = n.register(beat)
-		}
 		cancel()
+		if errors.Is(err, metastore.ErrNotFound) {
+			// The leader applied the beat and found no record: this node
+			// registered before its loops started, so only a removal
+			// explains it, and a node removed does not let itself back in.
+			n.leave("removed from the member list")
+			return
+		}
 		if err != nil {
 			n.log.Warn("heartbeat", "err", err)
 		}
@@ -345,6 +411,48 @@ func (n *Node) registerGauges() {
 			return float64(term)
 		})
 	}
+}
+
+// removedWhy names why the metastore removed this node's replica: a
+// decommission when its last record (the replica's own, which stopped
+// applying at the removal) shows it draining.
+func (n *Node) removedWhy() string {
+	if m, ok := n.store.Member(n.cfg.NodeID); ok && m.Draining {
+		return "decommissioned"
+	}
+	return "removed from the metastore's Raft group"
+}
+
+// leave makes this node stop being one, once: it reads not ready, every
+// client call and /readyz answer that it left and why (api.LeftReason),
+// its heartbeat ends, and its NATS connection closes, which takes it out
+// of the admin verbs' queue group and of the peer services, so no request
+// waits on a node that serves nothing. Left is closed last, so whoever
+// waits on it (narad serve, which then exits) sees all of that done.
+func (n *Node) leave(why string) {
+	n.leftOnce.Do(func() {
+		n.leftWhy.Store(&why)
+		n.ready.Store(false)
+		n.log.Warn("this node left the cluster; it serves nothing from now on", "why", why)
+		if n.nats != nil {
+			n.nats.Close()
+		}
+		close(n.left)
+	})
+}
+
+// Left is closed once this node left the cluster: decommissioned, or
+// removed from the members or from the metastore's Raft group by any path.
+func (n *Node) Left() <-chan struct{} { return n.left }
+
+// LeftReason is "" while the node is a member, else the sentence every
+// answer gives.
+func (n *Node) LeftReason() string {
+	why := n.leftWhy.Load()
+	if why == nil {
+		return ""
+	}
+	return fmt.Sprintf("node %s left the cluster (%s); it serves nothing", n.cfg.NodeID, *why)
 }
 
 // Ready is true once the node serves: its metastore replica caught up and

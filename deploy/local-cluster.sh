@@ -5,7 +5,9 @@
 #   deploy/local-cluster.sh up | down | status | add | kill <node> | restart <node>
 #
 # Node i serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i);
-# n1..n3 are the initial voters, `add` starts n4, which joins as a non-voter.
+# n1..n3 are the initial voters, `add` starts n4, which joins as a non-voter
+# with a replica id the cluster hands it (kept in its data dir). An n4 that
+# left (decommissioned: it exits by itself) is started afresh by `add`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CLUSTER_DIR:-.cluster}
@@ -17,7 +19,7 @@ build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
 
 start_node() {
   local id=$1 i=${1#n} how
-  if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join --replica-id "$i"); fi
+  if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join); fi
   "$bin" serve --id "$id" --data "$dir/$id" --http "127.0.0.1:$((7941 + i))" \
     --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" "${how[@]}" \
     >>"$dir/$id.log" 2>&1 &
@@ -45,6 +47,18 @@ case "${1:-}" in
     echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
     ;;
   add)
+    if [ -f "$dir/n4.pid" ] && kill -0 "$(cat "$dir/n4.pid")" 2>/dev/null; then
+      echo "n4 is running" >&2
+      exit 1
+    fi
+    # Its removed replica id can never rejoin: a node that left needs a new
+    # data dir, and gets a new id. Its log is kept aside, and only a left
+    # recorded since its data dir was made counts.
+    if [ -d "$dir/n4" ] && grep -q "left the cluster" "$dir/n4.log" 2>/dev/null; then
+      rm -rf "$dir/n4"
+      mv "$dir/n4.log" "$dir/n4.log.old"
+      echo "n4 had left the cluster: starting it with a fresh data dir"
+    fi
     start_node n4
     ;;
   down)

@@ -98,14 +98,18 @@ type ShardStatus struct {
 
 // JoinRequest asks the "join" verb to add a starting node's metastore
 // replicas as non-voters. A node sends it until a ready member answers
-// JoinReply{Admitted: true}: the verb is idempotent.
+// JoinReply{Admitted: true}: the verb is idempotent. Without a ReplicaID
+// (0) it asks for one instead: the answer carries an id never used in the
+// cluster and admits nothing; the node keeps it and asks again with it.
 type JoinRequest struct {
 	NodeID    string `json:"node_id"`
 	ReplicaID uint64 `json:"replica_id"`
 	RaftAddr  string `json:"raft_addr"`
 }
 
-// JoinReply answers JoinRequest.
+// JoinReply answers JoinRequest: Admitted with the request's ReplicaID, or
+// a fresh ReplicaID for a request without one.
 type JoinReply struct {
-	Admitted bool `json:"admitted"`
+	Admitted  bool   `json:"admitted"`
+	ReplicaID uint64 `json:"replica_id,omitempty"`
 }

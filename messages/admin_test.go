@@ -20,6 +20,9 @@ func TestAdminBodiesExtendTheV1Ones(t *testing.T) {
 		{"a decommission", DecommissionRequest{ID: "n2", DryRun: true}, `{"id":"n2","dry_run":true,"cancel":false}`},
 		{"moves with progress", MovesRequest{Detail: true}, `{"detail":true}`},
 		{"a join", JoinRequest{NodeID: "n4", ReplicaID: 4, RaftAddr: "a:3"}, `{"node_id":"n4","replica_id":4,"raft_addr":"a:3"}`},
+		{"a join asking for a replica id", JoinRequest{NodeID: "n4", RaftAddr: "a:3"}, `{"node_id":"n4","replica_id":0,"raft_addr":"a:3"}`},
+		{"a replica id handed out", JoinReply{ReplicaID: 7}, `{"admitted":false,"replica_id":7}`},
+		{"an admission", JoinReply{Admitted: true, ReplicaID: 7}, `{"admitted":true,"replica_id":7}`},
 	} {
 		if got := encode(t, c.body); got != c.want+"\n" {
 			t.Errorf("%s:\n got %s want %s", c.what, got, c.want)

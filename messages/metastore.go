@@ -120,6 +120,7 @@ type MetaCommand struct {
 	SetLeaving      *SetLeaving      `json:"set_leaving,omitempty"`
 	SetMemberRole   *SetMemberRole   `json:"set_member_role,omitempty"`
 	RemoveMember    *RemoveMember    `json:"remove_member,omitempty"`
+	AllocateReplica *AllocateReplica `json:"allocate_replica,omitempty"`
 }
 
 // CreateTopic creates a topic if the name is free. The state machine sets
@@ -208,6 +209,17 @@ type MetaResult struct {
 	Code   ResultCode `json:"code"`
 	Topic  *Topic     `json:"topic,omitempty"`
 	Member *Member    `json:"member,omitempty"`
+	// ReplicaID answers AllocateReplica.
+	ReplicaID uint64 `json:"replica_id,omitempty"`
+}
+
+// AllocateReplica hands out a Raft replica id that was never handed out
+// nor registered before, for a joining node. Floor is the smallest id the
+// proposer may accept: one above every id it saw in the shards' Raft
+// configurations (voters, non-voters and removed), which the initial
+// members took without ever allocating.
+type AllocateReplica struct {
+	Floor uint64 `json:"floor"`
 }
 
 // AssignCommand is one entry of an assignment shard's log. Exactly one field is set.

@@ -67,8 +67,14 @@ func Handler(node Node, opts Options) http.Handler {
 // untilReady answers the client API 503 until node is ready: HTTP serves
 // from process start (so /healthz answers during recovery), but the
 // metastore replica may still be catching up and the actors not running.
+// A node that left the cluster answers why, so a client that still has
+// its address learns to drop it rather than retry.
 func untilReady(node Health, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := node.LeftReason(); why != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+			writeError(w, http.StatusServiceUnavailable, why)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, "/v1/") && !node.Ready() && !node.Stopping() {
 			writeError(w, http.StatusServiceUnavailable, "node is starting; retry later")
 			return
@@ -113,6 +119,10 @@ func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
+	if why := h.node.LeftReason(); why != "" {
+		writeError(w, http.StatusServiceUnavailable, why)
+		return
+	}
 	if h.node.Leaving() && !h.node.Stopping() {
 		writeError(w, http.StatusServiceUnavailable, "not ready: handing partitions off before stopping")
 		return

@@ -33,14 +33,16 @@ type fakeNode struct {
 	topic                    messages.TopicInfo
 	abort                    AbortOutcome
 	verdict                  DecommissionVerdict
+	left                     string
 	// got is the last record produced or handle settled.
 	got any
 }
 
-func (f *fakeNode) Ready() bool    { return f.ready.Load() }
-func (f *fakeNode) Stopping() bool { return f.stopping.Load() }
-func (f *fakeNode) Leaving() bool  { return f.leaving.Load() }
-func (f *fakeNode) Admit() error   { return f.admit }
+func (f *fakeNode) Ready() bool        { return f.ready.Load() }
+func (f *fakeNode) Stopping() bool     { return f.stopping.Load() }
+func (f *fakeNode) Leaving() bool      { return f.leaving.Load() }
+func (f *fakeNode) LeftReason() string { return f.left }
+func (f *fakeNode) Admit() error       { return f.admit }
 func (f *fakeNode) Produce(_ context.Context, rec Record) error {
 	f.got = rec
 	return f.err
@@ -125,6 +127,30 @@ func TestAHandlerPanicIs500WithAFixedBodyWithoutNewline(t *testing.T) {
 
 // HTTP serves from process start, but the client API waits for readiness:
 // before it the metastore may lag and the actors are not running.
+// A node that left its cluster answers every /v1 call and /readyz 503
+// with the reason, even while it still reads ready, and /healthz as before.
+func TestANodeThatLeftAnswers503WithTheReason(t *testing.T) {
+	f := &fakeNode{left: "node n4 left the cluster (decommissioned); it serves nothing"}
+	f.ready.Store(true)
+	h := Handler(f, Options{})
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		body         string
+	}{
+		{"GET", "/readyz", http.StatusServiceUnavailable, `{"error":"node n4 left the cluster (decommissioned); it serves nothing"}` + "\n"},
+		{"POST", "/v1/topics/t/produce", http.StatusServiceUnavailable, `{"error":"node n4 left the cluster (decommissioned); it serves nothing"}` + "\n"},
+		{"GET", "/v1/cluster/members", http.StatusServiceUnavailable, `{"error":"node n4 left the cluster (decommissioned); it serves nothing"}` + "\n"},
+		{"GET", "/healthz", http.StatusOK, `{"status":"ok"}` + "\n"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader("x")))
+		if rec.Code != tc.code || rec.Body.String() != tc.body {
+			t.Errorf("%s %s: got %d %q, want %d %q", tc.method, tc.path, rec.Code, rec.Body.String(), tc.code, tc.body)
+		}
+	}
+}
+
 func TestTheClientAPIAnswers503UntilTheNodeIsReady(t *testing.T) {
 	f := &fakeNode{}
 	h := untilReady(f, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))

@@ -27,6 +27,10 @@ type Health interface {
 	// Leaving is true while the node hands its partitions off before it
 	// stops (rule B8): /readyz answers 503, the client API still serves.
 	Leaving() bool
+	// LeftReason is "" while the node is a member of its cluster, else why
+	// it no longer is (decommissioned, removed): every /v1 call and
+	// /readyz answer 503 with it.
+	LeftReason() string
 }
 
 // Data is the produce and consume path.

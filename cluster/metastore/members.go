@@ -138,3 +138,35 @@ func (s *Store) LeaderMembers(ctx context.Context) ([]messages.Member, error) {
 	}
 	return v.([]messages.Member), nil
 }
+
+// AllocateReplicaID hands out a Raft replica id for a joining node: one
+// never handed out nor registered before, and above every id the shards'
+// Raft configurations hold or ever removed (read through the leaders), so
+// it is free in Raft too. Each call allocates anew: an id whose answer was
+// lost is simply never used.
+func (s *Store) AllocateReplicaID(ctx context.Context) (uint64, error) {
+	var floor uint64
+	for _, shard := range s.Shards() {
+		m, err := s.RaftMembership(ctx, shard)
+		if err != nil {
+			return 0, fmt.Errorf("metastore: allocate a replica id: %w", err)
+		}
+		for _, ids := range []map[uint64]string{m.Voters, m.NonVoters} {
+			for id := range ids {
+				floor = max(floor, id+1)
+			}
+		}
+		for id := range m.Removed {
+			floor = max(floor, id+1)
+		}
+	}
+	op := "allocate a replica id"
+	r, err := s.proposeMeta(ctx, op, messages.MetaCommand{AllocateReplica: &messages.AllocateReplica{Floor: floor}})
+	if err != nil {
+		return 0, err
+	}
+	if r.Code != messages.ResultOK {
+		return 0, codeError(op, r.Code)
+	}
+	return r.ReplicaID, nil
+}

@@ -24,6 +24,10 @@ type metaState struct {
 	members map[string]messages.Member
 	// memberIDs are the member ids, sorted.
 	memberIDs []string
+	// nextReplica is above every replica id allocated or registered so
+	// far: Raft refuses a removed id forever, so an id is never handed out
+	// twice (0 until the first allocation or registration).
+	nextReplica uint64
 }
 
 func newMetaState() *metaState {
@@ -52,7 +56,7 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	s.index = index
 	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil,
 		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
-		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil) != 1 {
+		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	if cmd.CreateTopic != nil {
@@ -97,8 +101,18 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 			return messages.ResultOK
 		})
 	}
+	if cmd.AllocateReplica != nil {
+		return s.allocateReplica(*cmd.AllocateReplica)
+	}
 	// Exactly one is set (countSet above): RemoveMember.
 	return s.removeMember(cmd.RemoveMember.ID)
+}
+
+// allocateReplica hands out the next replica id, at least a.Floor.
+func (s *metaState) allocateReplica(a messages.AllocateReplica) messages.MetaResult {
+	id := max(s.nextReplica, a.Floor, 1)
+	s.nextReplica = id + 1
+	return messages.MetaResult{Code: messages.ResultOK, ReplicaID: id}
 }
 
 func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaResult {
@@ -182,6 +196,8 @@ func (s *metaState) putMember(m messages.Member, index uint64) messages.MetaResu
 		rec.Heartbeats++
 	}
 	rec.ReplicaID, rec.HTTPAddr, rec.RaftAddr = m.ReplicaID, m.HTTPAddr, m.RaftAddr
+	// An id passed by hand (--replica-id) is used too: never allocate it.
+	s.nextReplica = max(s.nextReplica, m.ReplicaID+1)
 	if m.Role != "" {
 		rec.Role = m.Role
 	}
@@ -322,13 +338,15 @@ type metaSnapshot struct {
 	Index   uint64            `json:"index"`
 	Topics  []messages.Topic  `json:"topics"`
 	Members []messages.Member `json:"members,omitempty"`
+	// NextReplicaID is metaState.nextReplica; omitted while 0, like Members.
+	NextReplicaID uint64 `json:"next_replica_id,omitempty"`
 }
 
 // snapshotFormat is the version of both snapshot encodings.
 const snapshotFormat = 1
 
 func (s *metaState) save(w io.Writer) error {
-	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList()})
+	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList(), NextReplicaID: s.nextReplica})
 }
 
 func loadMetaState(r io.Reader) (*metaState, error) {
@@ -341,6 +359,7 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	}
 	s := newMetaState()
 	s.index = snap.Index
+	s.nextReplica = snap.NextReplicaID
 	var err error
 	if s.names, err = indexSnapshot("topic", snap.Topics, topicKey, s.topics); err != nil {
 		return nil, err

@@ -214,6 +214,11 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 	wantErr(t, "TransferLeadership to a non-voter", stores[0].TransferLeadership(ctx, MetaShard, 4), ErrRefused)
 	wantErr(t, "TransferLeadership asked of a non-voter", n4.TransferLeadership(ctx, MetaShard, 1), ErrInvalid)
 
+	// Replica ids handed out for joiners are above every id in Raft.
+	if got, err := stores[2].AllocateReplicaID(ctx); err != nil || got != 5 {
+		t.Errorf("AllocateReplicaID with replicas 1-4: got (%d, %v), want 5", got, err)
+	}
+
 	// Promote.
 	wantErr(t, "PromoteToVoter at another address", stores[0].PromoteToVoter(ctx, 4, "127.0.0.1:1"), ErrRefused)
 	if err := stores[0].PromoteToVoter(ctx, 4, addr4); err != nil {
@@ -256,6 +261,24 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 		}
 	}
 	wantErr(t, "AddNonVoter of a removed id", asker.AddNonVoter(ctx, leaderID, freeAddr(t)), ErrRefused)
+	// The removed replica learns it (it applied its own removal); no other does.
+	select {
+	case <-stores[leaderID-1].Removed():
+	case <-ctx.Done():
+		t.Fatalf("replica %d: Removed not closed after its removal", leaderID)
+	}
+	for _, s := range append(stores, n4) {
+		select {
+		case <-s.Removed():
+			if s.ReplicaID() != leaderID {
+				t.Errorf("replica %d: Removed closed, want open (replica %d was removed)", s.ReplicaID(), leaderID)
+			}
+		default:
+		}
+	}
+	if got, err := asker.AllocateReplicaID(ctx); err != nil || got != 6 {
+		t.Errorf("AllocateReplicaID after a removal: got (%d, %v), want 6", got, err)
+	}
 	stores[leaderID-1].Close()
 
 	// The remaining three voters (two initial, one promoted) keep going.

@@ -46,6 +46,7 @@ type Store struct {
 	// exactly-once client sessions).
 	sessions  map[uint64]*client.Session
 	changes   notifier
+	removal   *removal
 	metrics   *storeMetrics
 	closeOnce sync.Once
 }
@@ -80,13 +81,15 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		log = slog.Default()
 	}
 	installLogger(log)
+	removed := newRemoval(cfg.ReplicaID)
 	nhc := config.NodeHostConfig{
 		NodeHostDir:    cfg.Dir,
 		RTTMillisecond: cfg.RTTMillisecond,
 		RaftAddress:    cfg.RaftAddr,
 		// The default LogDB config reserves gigabytes of memtables; the
 		// metastore's write rate needs a few megabytes.
-		Expert: config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+		Expert:              config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+		SystemEventListener: removed,
 	}
 	if cfg.InMemory {
 		nhc.Expert.FS = vfs.NewMem()
@@ -102,6 +105,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		nh:       nh,
 		sessions: make(map[uint64]*client.Session, len(shards)),
 		metrics:  newStoreMetrics(cfg.NodeID, shards),
+		removal:  removed,
 	}
 	s.meta = newFSM(MetaShard, newMetaState(), loadMetaState, s.applied)
 	for _, shard := range shards[1:] {

@@ -84,6 +84,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return errors.New("--join asks the cluster over --nats and takes no --peers")
 		}
 		mcfg.Join, mcfg.InitialMembers = true, nil
+		if !replicaIDGiven(fs) {
+			// The cluster allocates one (or the data dir holds it).
+			mcfg.ReplicaID = 0
+		}
 	}
 	if *peersFlag != "" {
 		members, self, err := parsePeers(*peersFlag, *id)
@@ -96,6 +100,14 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	return serveUntilSignal(ctx, cfg, mcfg, log)
+}
+
+// replicaIDGiven reports whether --replica-id or NARAD_REPLICA_ID names an
+// id, rather than the flag holding its default.
+func replicaIDGiven(fs *flag.FlagSet) bool {
+	_, given := os.LookupEnv("NARAD_REPLICA_ID")
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "replica-id" })
+	return given
 }
 
 // parsePeers reads id=raftaddr,... into replica ids (positions from 1) and
@@ -119,28 +131,33 @@ func parsePeers(s, self string) (map[uint64]string, uint64, error) {
 	return members, mine, nil
 }
 
-// serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT),
-// hands its partitions off (rules B8, B9: until it owns nothing, the
-// timeout, or the second signal), then stops it gracefully.
+// serveUntilSignal runs a node until ctx ends (the first SIGTERM/SIGINT)
+// or it left the cluster. At the signal it hands its partitions off
+// (rules B8, B9: until it owns nothing, the timeout, or the second
+// signal); then it stops gracefully.
 func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger) error {
 	n, err := actors.Start(ctx, cfg, mcfg, log)
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	handoff, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-secondSignal(ctx):
-			cancel()
-		case <-handoff.Done():
+	select {
+	case <-ctx.Done():
+		handoff, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-secondSignal(ctx):
+				cancel()
+			case <-handoff.Done():
+			}
+		}()
+		if _, _, err := n.HandOff(handoff, cfg.ShutdownHandoffTimeout); err != nil {
+			log.Warn("hand-off", "err", err)
 		}
-	}()
-	if _, _, err := n.HandOff(handoff, cfg.ShutdownHandoffTimeout); err != nil {
-		log.Warn("hand-off", "err", err)
+		log.Info("stopping: produce answers 503 while the ingress WAL drains")
+	case <-n.Left():
+		log.Warn("stopping: this node left the cluster, so the process exits", "why", n.LeftReason())
 	}
-	log.Info("stopping: produce answers 503 while the ingress WAL drains")
 	return n.Stop(context.Background())
 }
 
