@@ -62,16 +62,34 @@ case "${1:-}" in
     start_node n4
     ;;
   down)
-    for id in n1 n2 n3 n4; do stop_pid "$dir/$id.pid" TERM; done
-    sleep 2
+    # Every node stops at once: each hands off only to a node that is not
+    # leaving, so none waits for its hand-off timeout (rule B11). The nodes
+    # still drain their WALs over NATS, which stops once they exited.
+    pids=()
+    for id in n1 n2 n3 n4; do
+      [ -f "$dir/$id.pid" ] && pids+=("$(cat "$dir/$id.pid")")
+      stop_pid "$dir/$id.pid" TERM
+    done
+    for _ in $(seq 1 600); do
+      alive=0
+      for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
     stop_pid "$dir/nats.pid" TERM
     ;;
   kill)
     stop_pid "$dir/${2:?which node}.pid" KILL
     ;;
   restart)
-    stop_pid "$dir/${2:?which node}.pid" TERM
-    sleep 1
+    # A graceful restart: the node hands its partitions off on SIGTERM
+    # (rule B8), so every partition stays writable; wait for it to exit.
+    pid=$(cat "$dir/${2:?which node}.pid" 2>/dev/null || true)
+    stop_pid "$dir/$2.pid" TERM
+    for _ in $(seq 1 600); do
+      [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
     start_node "$2"
     ;;
   status)

@@ -275,7 +275,7 @@ var gateCfg = freeze.Config{FreezeTTL: 30 * time.Second, LeaseDrainTimeout: leas
 // paceCfg paces a source's freezes (rule B5) far tighter than a node's
 // defaults (4 a tick, 128 frozen), so that with a handful of partitions
 // the pacing holds moves and they keep their turn.
-var paceCfg = freeze.PaceConfig{Tick: 10 * time.Millisecond, PerTick: 1, MaxFrozen: 2, FreezeTTL: gateCfg.FreezeTTL,
+var paceCfg = freeze.PaceConfig{Tick: 100 * time.Millisecond, PerTick: 1, MaxFrozen: 1, FreezeTTL: gateCfg.FreezeTTL,
 	KeepTurnFor: 3 * time.Second, MaxLine: 64}
 
 func (n *node) openPart(p int) {

@@ -143,7 +143,7 @@ const (
 	deadTargetAbortAfter = 2 * time.Minute
 	leaseDrainTimeout    = 500 * time.Millisecond
 	leaseDrainPoll       = 10 * time.Millisecond
-	maxInFlightMoves     = 2
+	maxInFlightMoves     = 4
 	// catchUpStopBytes is small so that pre-copy takes several passes at
 	// the simulated produce rates.
 	catchUpStopBytes = 2000

@@ -407,7 +407,7 @@ type pendingFlip struct {
 
 // flipWindow is how long the node's flip batcher gathers flips after the
 // first (the node's FlipBatchWindow).
-const flipWindow = 2 * time.Millisecond
+const flipWindow = time.Second
 
 // queueFlip adds a flip to the node's batch; the batch is proposed as one
 // entry of flips (messages.Flips, as Store.FlipMany proposes) flipWindow
