@@ -22,6 +22,11 @@ var errNotLeader = fmt.Errorf("not the metadata leader: %w", ErrUnavailable)
 // controllerTick is the controller's own timer.
 type controllerTick struct{}
 
+// controllerChanged is the replica having changed (a member leaving,
+// draining or registering, a move ending): the leader plans at the busy
+// cadence rather than waiting out RebalanceInterval.
+type controllerChanged struct{}
+
 // controllerAsk carries a ControllerRequest to the local controller; the
 // answer is a controllerAnswer. The work it starts ends by deadline, the
 // asker's, so that nothing outlives the request.
@@ -64,9 +69,14 @@ type controllerActor struct {
 	// while the tick may run faster for the rebalance.
 	lastLiveness time.Time
 	// busy: the last rebalance pass saw moves in flight, planned some, or
-	// saw a node shedding; the next pass then comes after
-	// RebalanceBusyInterval, so that freed slots fill at once.
+	// saw a node shedding, or the replica changed since; the next pass then
+	// comes after RebalanceBusyInterval, so that freed slots fill at once
+	// and a node that starts leaving is shed within it.
 	busy bool
+	// changes turns the replica's changes into controllerChanged; stop
+	// ends it.
+	changes changeWatch
+	stop    chan struct{}
 	// decomBlocked is why each draining member could not progress at the
 	// last pass (narad_decommission_blocked).
 	decomBlocked map[string]string
@@ -80,7 +90,21 @@ func (a *controllerActor) Receive(ctx actor.Context) {
 	defer logPanic(a.deps.log, controllerName)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		a.stop = make(chan struct{})
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		go a.changes.run(a.store, a.stop, func() { root.Send(self, controllerChanged{}) })
 		a.schedule(ctx)
+	case *actor.Stopping:
+		if a.stop != nil {
+			close(a.stop)
+			a.stop = nil
+		}
+	case controllerChanged:
+		a.changes.handled()
+		if a.leading() {
+			a.busy = true
+			a.rebalance(time.Now())
+		}
 	case controllerTick:
 		a.tick()
 		a.schedule(ctx)

@@ -102,6 +102,7 @@ type moveStore interface {
 // watch: it is the one writer of topics, placements and liveness.
 type controllerStore interface {
 	replica
+	watcher
 	leaderReads
 	assignCommands
 	metaCommands
