@@ -46,6 +46,7 @@ func (n *Node) HandOff(ctx context.Context, timeout time.Duration) (before, afte
 		owned := len(n.store.OwnedBy(n.cfg.NodeID))
 		if owned == 0 {
 			n.log.Info("hand-off done: this node owns nothing", "handed_off", before, "took", time.Since(start).Round(time.Millisecond))
+			n.handLeadershipOff(ctx)
 			return before, 0, nil
 		}
 		if !n.anyReceiver() {
@@ -66,6 +67,19 @@ func (n *Node) HandOff(ctx context.Context, timeout time.Duration) (before, afte
 			return before, owned, nil
 		case <-time.After(handoffPoll):
 		}
+	}
+}
+
+// handLeadershipOff moves the leadership of the metastore shards this node
+// leads to other voters before it stops: otherwise each waits out an
+// election after the stop, and reads sent to the old leader meanwhile are
+// dropped (the restart's catch-up and the controller's barrier among
+// them). Best effort, bounded by a second: a stop never waits on it.
+func (n *Node) handLeadershipOff(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := n.store.TransferAllLeadership(ctx, n.store.ReplicaID()); err != nil {
+		n.log.Warn("hand-off: move metastore leadership away", "err", err)
 	}
 }
 

@@ -188,7 +188,7 @@ func (s *Store) WaitReady(ctx context.Context) error {
 				err = lerr
 			} else if !ok {
 				err = errors.New("no leader known")
-			} else if _, err = s.read(ctx, shard, appliedQuery{}); err == nil {
+			} else if err = s.readyRead(ctx, shard); err == nil {
 				break
 			}
 			if werr := b.wait(ctx, s.tick()); werr != nil {
@@ -199,13 +199,40 @@ func (s *Store) WaitReady(ctx context.Context) error {
 	return nil
 }
 
+// readyRead is WaitReady's linearizable read of one shard, bounded by an
+// election timeout rather than ProposalTimeout: a replica that just
+// restarted may send its first ReadIndex to a leader it has not heard
+// from yet, and Dragonboat drops such a read without an answer, so the
+// read would otherwise hold a restart for the whole ProposalTimeout.
+func (s *Store) readyRead(ctx context.Context, shard uint64) error {
+	rctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
+	defer cancel()
+	_, err := s.read(rctx, shard, appliedQuery{})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("ready read of shard %d: %w", shard, err)
+	}
+	return err
+}
+
 // CatchUp returns once this replica has applied, on every shard, what was
 // committed before the call (a ReadIndex barrier per shard), so that local
 // reads after it reflect a change another replica just made.
+//
+// Each read is tried for an election timeout at a time, until ctx ends: a
+// ReadIndex that reached a leader as it lost its leadership is dropped
+// unanswered, and waiting out ProposalTimeout for it would hold every
+// caller (the controller's planning pass among them) for seconds.
 func (s *Store) CatchUp(ctx context.Context) error {
 	for _, shard := range s.Shards() {
-		if _, err := s.read(ctx, shard, appliedQuery{}); err != nil {
-			return fmt.Errorf("metastore: catch up shard %d: %w", shard, err)
+		var b backoff
+		for {
+			err := s.readyRead(ctx, shard)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil || !errors.Is(err, ErrUnavailable) || b.wait(ctx, s.tick()) != nil {
+				return fmt.Errorf("metastore: catch up shard %d: %w", shard, err)
+			}
 		}
 	}
 	return nil

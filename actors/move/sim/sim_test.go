@@ -96,7 +96,7 @@ func TestBreaksAreFound(t *testing.T) {
 		// Found by the simulator, fixed since (rule P2): a destination cut
 		// off with a stale replica promoted a source that had been back in
 		// between, on its own clock and its replica's old verdict.
-		{"P2", 15787, false, Breaks{P2: true}, []string{"(rule P2)"}},
+		{"P2", 5614, false, Breaks{P2: true}, []string{"(rule P2)"}},
 		// Found by the simulator, fixed since: a flip proposal delayed
 		// past an abort and a re-plan to the same target committed for
 		// the new move after the old worker released the freeze.
