@@ -363,3 +363,39 @@ func TestFilesUnderConcurrentWritesSyncsAndReads(t *testing.T) {
 		t.Fatalf("got %d open and %d evictions, want at most %d open and some evictions", st.Open, st.Evictions, limit)
 	}
 }
+
+// BenchmarkAppendAcrossLogs appends one record to each of 256 logs in turn:
+// every file held (the baseline) against a cache of 32, where each append
+// reopens its log's file and closes another's.
+//
+// On tmpfs (TMPDIR=/dev/shm) the fsyncs cost nothing and what is left is
+// the reopen and the close.
+//
+//	go test ./storage -run '^$' -bench AppendAcrossLogs -count 3 | go run ./bench/ratio -base held
+func BenchmarkAppendAcrossLogs(b *testing.B) {
+	const logs = 256
+	for _, c := range []struct {
+		name  string
+		limit int
+	}{{"held", logs}, {"evicting", logs / 8}} {
+		limit := c.limit
+		b.Run(c.name, func(b *testing.B) {
+			fs := newTestFiles(b, limit)
+			root := b.TempDir()
+			ls := make([]*Log, logs)
+			for i := range ls {
+				ls[i] = openCachedLog(b, fs, filepath.Join(root, fmt.Sprint(i)))
+			}
+			entries := entriesFrom(0, 1)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := ls[i%logs].Append(t0, entries); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			st := fs.Stats()
+			b.ReportMetric(float64(st.Evictions)/float64(b.N), "evictions/op")
+		})
+	}
+}
