@@ -1,3 +1,5 @@
+//go:build linux
+
 package actors
 
 import (
@@ -30,7 +32,10 @@ const (
 
 // A node with 5,000 partitions runs under RLIMIT_NOFILE 1,024: produce two
 // records to every partition, read each back. Without the bound on active
-// segment files (MaxOpenSegmentFiles at 5,000) the partitions cannot open.
+// segment files the partitions cannot open: run the child alone with
+// MaxOpenSegmentFiles at 5,000 to watch it fail,
+//
+//	go test -c -o /tmp/a.test ./actors && NARAD_TEST_FD_LIMIT_CHILD=unbounded /tmp/a.test -test.run '^TestFiveThousand'
 func TestFiveThousandPartitionsUnderADescriptorLimitOf1024(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: 5,000 partitions in a child process")
