@@ -85,6 +85,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier()},
 		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
+	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
+		return nil, err
+	}
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
 	}

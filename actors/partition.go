@@ -28,6 +28,9 @@ type deps struct {
 	// lane batches the fsyncs of every partition's writes (nil when
 	// Config.SyncLane.Disabled: each partition fsyncs its own log).
 	lane *storage.SyncLane
+	// files bounds the active segment files the node's partitions hold
+	// open (nil in rigs: each log holds its own).
+	files *storage.Files
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -166,7 +169,7 @@ func (p *partitionActor) start() {
 			panic(fmt.Errorf("open partition %s: %w", p.name, err))
 		}
 	}
-	l, err := storage.OpenLog(p.dir, p.cfg.Log)
+	l, err := p.files.OpenLog(p.dir, p.cfg.Log)
 	if err != nil {
 		panic(fmt.Errorf("open partition %s: %w", p.name, err))
 	}

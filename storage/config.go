@@ -25,18 +25,27 @@ type LogConfig struct {
 	// file at once; larger windows mean fewer system calls. A frame larger
 	// than the window is read whole on its own.
 	ReadBufferBytes int
+	// MaxOpenSegmentFiles is node-wide, not per log: the active segment
+	// files the node's logs hold open at once (NewFiles); idle ones close
+	// and reopen at their next write. 2,048 is half of 4,096, the smallest
+	// hard RLIMIT_NOFILE in common use (Go raises the soft limit to the
+	// hard one), leaving the other half to the WAL, the metastore, sockets
+	// and the files reads open for a call. A log opened alone (OpenLog)
+	// holds its own file and ignores it.
+	MaxOpenSegmentFiles int
 }
 
 // DefaultLogConfig is the configuration a node uses unless told otherwise.
 func DefaultLogConfig() LogConfig {
 	return LogConfig{
-		SegmentMaxBytes:    64 << 20,
-		MaxBodyBytes:       1 << 20,
-		MaxKeyBytes:        64 << 10,
-		MaxBatchRecords:    4096,
-		MaxBatchBytes:      16 << 20,
-		IndexIntervalBytes: 4 << 10,
-		ReadBufferBytes:    256 << 10,
+		SegmentMaxBytes:     64 << 20,
+		MaxBodyBytes:        1 << 20,
+		MaxKeyBytes:         64 << 10,
+		MaxBatchRecords:     4096,
+		MaxBatchBytes:       16 << 20,
+		IndexIntervalBytes:  4 << 10,
+		ReadBufferBytes:     256 << 10,
+		MaxOpenSegmentFiles: 2048,
 	}
 }
 
@@ -62,6 +71,9 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("log config: IndexIntervalBytes %d below 64: %w", c.IndexIntervalBytes, ErrInvalid)
 	case c.ReadBufferBytes < 4<<10:
 		return fmt.Errorf("log config: ReadBufferBytes %d below 4 KiB: %w", c.ReadBufferBytes, ErrInvalid)
+	case c.MaxOpenSegmentFiles < 1 || c.MaxOpenSegmentFiles > 1<<20:
+		// 1<<20 is Linux's default ceiling on any process's descriptors (nr_open).
+		return fmt.Errorf("log config: MaxOpenSegmentFiles %d outside 1..1048576: %w", c.MaxOpenSegmentFiles, ErrInvalid)
 	}
 	return nil
 }

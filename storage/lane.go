@@ -193,9 +193,13 @@ func (s *SyncLane) Stats() SyncLaneStats {
 // bounds the wait; an error (ctx done, the lane closed, a failed sync)
 // means nothing is known durable, and the caller aborts the write.
 func (s *SyncLane) Sync(ctx context.Context, l *Log) error {
-	f, err := l.syncFile()
+	f, release, err := l.syncFile()
 	if err != nil {
 		return err
+	}
+	defer release()
+	if f == nil {
+		return nil // the cache closed it, synced: nothing to sync
 	}
 	if !s.cfg.PerFileSync && !s.testing {
 		if dev, err := fileDevice(f); err != nil || dev != s.dev {

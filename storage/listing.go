@@ -48,8 +48,8 @@ func (ls Listing) Bytes() int64 {
 func (l *Log) List(now time.Time) (Listing, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed {
-		return Listing{}, fmt.Errorf("list %s: %w", l.dir, ErrClosed)
+	if err := l.readableLocked(); err != nil {
+		return Listing{}, fmt.Errorf("list: %w", err)
 	}
 	ls := Listing{HWM: l.hwm, Clock: now, Segments: make([]SegmentInfo, 0, len(l.segs))}
 	for _, s := range l.segs {
@@ -79,10 +79,10 @@ func (l *Log) ReadChunk(name string, pos int64, p []byte) (int, error) {
 			limit = s.size
 		}
 	}
-	closed := l.closed
+	unreadable := l.readableLocked()
 	l.mu.RUnlock()
-	if closed {
-		return 0, fmt.Errorf("read chunk of %s: %w", l.dir, ErrClosed)
+	if unreadable != nil {
+		return 0, fmt.Errorf("read chunk: %w", unreadable)
 	}
 	if limit < 0 {
 		return 0, fmt.Errorf("segment %s of %s: %w", name, l.dir, ErrNotFound)

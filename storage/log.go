@@ -2,7 +2,9 @@ package storage
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -76,13 +78,19 @@ type segment struct {
 //
 // One goroutine (the partition's actor) writes; reads, listings and chunk
 // reads are safe from any goroutine.
+//
+// The active segment's file is held in a Files (files.go), which may close
+// it while the log is idle; the log reopens it on its next write.
 type Log struct {
-	dir string
-	cfg LogConfig
+	dir   string
+	cfg   LogConfig
+	files *Files
+	slot  fileSlot // the active segment's file, guarded by files.mu
 
 	mu       sync.RWMutex
-	segs     []*segment // ascending base; the last one is active
-	active   *os.File   // the active segment, open read-write
+	segs     []*segment  // ascending base; the last one is active
+	activeID os.FileInfo // the active segment as created or opened, to know it again
+	lost     error       // the active segment on disk is not the one written: no reads either
 	hwm      int64
 	awaiting *Batch // durable, verified frames whose commit frame is not yet written
 	pending  *Batch // written, not yet synced and read back
@@ -122,25 +130,30 @@ func (b *Batch) Next() int64 { return b.next }
 // OpenLog opens (creating if needed) the log in dir and recovers it: the HWM is
 // the last commit frame of the active segment, and everything after that
 // frame (a torn write, or frames whose commit never became durable) is cut.
+// The log holds its active segment open until Close; Files.OpenLog opens
+// one whose file a node-wide cache may close while it is idle.
 func OpenLog(dir string, cfg LogConfig) (*Log, error) {
+	return (*Files)(nil).OpenLog(dir, cfg)
+}
+
+func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := mkdirAllSync(dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg}
+	l := &Log{dir: dir, cfg: cfg, files: files}
 	bases, err := listSegmentBases(dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(bases) == 0 {
-		f, err := createSegment(dir, 0)
-		if err != nil {
+		if _, err := files.pin(l, func() (*os.File, error) { return l.createActive(0) }); err != nil {
 			return nil, err
 		}
+		files.unpin(l)
 		l.segs = []*segment{{base: 0, indexed: true}}
-		l.active = f
 		return l, nil
 	}
 	for _, b := range bases[:len(bases)-1] {
@@ -151,36 +164,114 @@ func OpenLog(dir string, cfg LogConfig) (*Log, error) {
 		l.segs = append(l.segs, &segment{base: b, size: st.Size()})
 	}
 	last := bases[len(bases)-1]
-	f, err := os.OpenFile(filepath.Join(dir, segmentName(last)), os.O_RDWR, 0o644)
+	f, err := files.pin(l, func() (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(dir, segmentName(last)), os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open active segment: %w", err)
+		}
+		if l.activeID, err = f.Stat(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("stat active segment: %w", err)
+		}
+		return f, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open active segment: %w", err)
+		return nil, err
+	}
+	if err := l.recoverActive(f, last); err != nil {
+		files.release(l)
+		return nil, err
+	}
+	files.unpin(l)
+	return l, nil
+}
+
+// recoverActive walks the active segment at open and cuts what was never
+// visible.
+func (l *Log) recoverActive(f *os.File, last int64) error {
+	size := l.activeID.Size()
+	sc, err := scanSegment(f, size, last, l.cfg)
+	if err != nil {
+		return fmt.Errorf("recover %s: %w", segmentName(last), err)
+	}
+	if sc.committed < size {
+		// A torn tail or frames whose commit frame never became durable:
+		// they were never visible, so they go, and their offsets are free.
+		if err := f.Truncate(sc.committed); err != nil {
+			return fmt.Errorf("cut tail of %s: %w", segmentName(last), err)
+		}
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync cut tail of %s: %w", segmentName(last), err)
+		}
+	}
+	l.segs = append(l.segs, &segment{base: last, size: sc.committed, index: sc.index, indexed: true})
+	l.hwm = sc.hwm
+	return nil
+}
+
+// createActive creates the segment at base as the active one.
+func (l *Log) createActive(base int64) (*os.File, error) {
+	f, err := createSegment(l.dir, base)
+	if err != nil {
+		return nil, err
+	}
+	if l.activeID, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat new segment: %w", err)
+	}
+	return f, nil
+}
+
+// fileLocked pins the active segment's file, reopening it if its Files
+// closed it; the caller unpins it (l.files.unpin).
+func (l *Log) fileLocked() (*os.File, error) {
+	return l.files.pin(l, l.reopenLocked)
+}
+
+// reopenLocked opens the active segment again. It must be the file the log
+// created or opened (same device and inode) and end exactly at the log's
+// tail: the log wrote nothing to it that was not synced before it closed,
+// so anything else means the file was replaced or changed under the log,
+// and serving it would serve records the log never wrote.
+func (l *Log) reopenLocked() (*os.File, error) {
+	path := filepath.Join(l.dir, segmentName(l.segs[len(l.segs)-1].base))
+	f, err := os.OpenFile(path, os.O_RDWR, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, l.loseLocked(fmt.Errorf("active segment %s is gone", path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reopen active segment: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat active segment: %w", err)
+		return nil, fmt.Errorf("stat reopened segment: %w", err)
 	}
-	sc, err := scanSegment(f, st.Size(), last, cfg)
-	if err != nil {
+	if tail := l.tailLocked(); !os.SameFile(st, l.activeID) || st.Size() != tail {
 		f.Close()
-		return nil, fmt.Errorf("recover %s: %w", segmentName(last), err)
+		return nil, l.loseLocked(fmt.Errorf("active segment %s reopened as another file or at %d bytes, log tail at %d", path, st.Size(), tail))
 	}
-	if sc.committed < st.Size() {
-		// A torn tail or frames whose commit frame never became durable:
-		// they were never visible, so they go, and their offsets are free.
-		if err := f.Truncate(sc.committed); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("cut tail of %s: %w", segmentName(last), err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("sync cut tail of %s: %w", segmentName(last), err)
-		}
+	return f, nil
+}
+
+// loseLocked marks the log failed for writes and reads alike; reopening
+// the log recovers whatever the directory holds.
+func (l *Log) loseLocked(cause error) error {
+	l.lost = fmt.Errorf("%v: %w", cause, ErrBroken)
+	l.broken = l.lost
+	return fmt.Errorf("log %s: %w", l.dir, l.lost)
+}
+
+// readableLocked refuses reads of a closed log or one whose active segment
+// was lost.
+func (l *Log) readableLocked() error {
+	if l.closed {
+		return fmt.Errorf("log %s: %w", l.dir, ErrClosed)
 	}
-	l.segs = append(l.segs, &segment{base: last, size: sc.committed, index: sc.index, indexed: true})
-	l.active = f
-	l.hwm = sc.hwm
-	return l, nil
+	if l.lost != nil {
+		return fmt.Errorf("log %s: %w", l.dir, l.lost)
+	}
+	return nil
 }
 
 func listSegmentBases(dir string) ([]int64, error) {
@@ -341,11 +432,18 @@ func (l *Log) tailLocked() int64 {
 	return l.segs[len(l.segs)-1].size
 }
 
+// writeLocked writes b as the pending write. Its pin of the file lasts
+// until Publish or Abort clear the pending write, so a file with an unsynced
+// write is never closed.
 func (l *Log) writeLocked(b *Batch) error {
+	f, err := l.fileLocked()
+	if err != nil {
+		return err
+	}
 	l.pending = b
-	err := l.hook(func(h *logHooks) func() error { return h.write })
+	err = l.hook(func(h *logHooks) func() error { return h.write })
 	if err == nil {
-		_, err = l.active.WriteAt(b.buf, b.start)
+		_, err = f.WriteAt(b.buf, b.start)
 	}
 	if err != nil {
 		return l.abortLocked(fmt.Errorf("write batch: %w", err))
@@ -375,28 +473,39 @@ func (l *Log) writableLocked() error {
 
 // rollLocked seals the active segment and starts a new one at the HWM. It
 // runs only with nothing awaiting, so a sealed segment ends in a commit frame.
+// The sealed segment's file closes first: were the create to fail, the
+// sealed one stays active and is reopened at its next write.
 func (l *Log) rollLocked() error {
-	f, err := createSegment(l.dir, l.hwm)
-	if err != nil {
-		return err
-	}
-	if err := l.active.Close(); err != nil {
-		f.Close()
+	if err := l.files.drop(l); err != nil {
 		return fmt.Errorf("close sealed segment: %w", err)
 	}
-	l.active = f
+	if _, err := l.files.pin(l, func() (*os.File, error) { return l.createActive(l.hwm) }); err != nil {
+		return err
+	}
+	l.files.unpin(l)
 	l.segs = append(l.segs, &segment{base: l.hwm, indexed: true})
 	return nil
 }
 
 // Sync makes everything written durable. Callers that batch syncs across
 // many partitions may use their own barrier instead (syncfs), then Publish.
+//
+// A file its Files closed holds nothing unsynced, so it is not reopened.
 func (l *Log) Sync() error {
 	l.mu.RLock()
-	f := l.active
+	f, err := l.files.pin(l, nil)
 	l.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("sync batch: %w", err)
+	}
+	if f != nil {
+		defer l.files.unpin(l)
+	}
 	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
 		return fmt.Errorf("sync batch: %w", err)
+	}
+	if f == nil {
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("sync batch: %w", err)
@@ -404,18 +513,28 @@ func (l *Log) Sync() error {
 	return nil
 }
 
-// syncFile is the active segment, for a SyncLane to sync: read under the
-// lock, so that a log closed meanwhile is refused rather than synced.
-func (l *Log) syncFile() (*os.File, error) {
+// syncFile is the active segment, for a SyncLane to sync: pinned under
+// the lock (a log closed meanwhile is refused rather than synced), so that
+// the open-file cache cannot close it under the sync; release unpins it.
+// A nil file with no error is one the cache had closed: a closed file
+// holds no unsynced bytes (a write pending keeps its pin), so there is
+// nothing to sync.
+func (l *Log) syncFile() (f *os.File, release func(), err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return nil, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
+		return nil, nil, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
 	}
 	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
-		return nil, fmt.Errorf("sync batch: %w", err)
+		return nil, nil, fmt.Errorf("sync batch: %w", err)
 	}
-	return l.active, nil
+	if f, err = l.files.pin(l, nil); err != nil {
+		return nil, nil, fmt.Errorf("sync batch: %w", err)
+	}
+	if f == nil {
+		return nil, func() {}, nil
+	}
+	return f, func() { l.files.unpin(l) }, nil
 }
 
 // Publish reads a durable write back and checks that the file holds exactly
@@ -439,7 +558,8 @@ func (l *Log) publishLocked(b *Batch) error {
 	if a := b.commitFor; a != nil {
 		l.makeVisibleLocked(a, b.framesStart)
 	}
-	l.pending, l.awaiting = nil, nil
+	l.clearPendingLocked()
+	l.awaiting = nil
 	if b.next > b.first {
 		l.awaiting = b // records whose own commit frame comes next
 	}
@@ -467,7 +587,7 @@ func (l *Log) flushLocked(ts int64) error {
 	}
 	err = l.hook(func(h *logHooks) func() error { return h.sync })
 	if err == nil {
-		err = l.active.Sync()
+		err = l.syncPendingLocked()
 	}
 	if err != nil {
 		return l.abortLocked(fmt.Errorf("sync commit frame: %w", err))
@@ -523,7 +643,13 @@ func (l *Log) readBackLocked(b *Batch) error {
 		l.readBuf = make([]byte, len(b.buf))
 	}
 	got := l.readBuf[:len(b.buf)]
-	if _, err := l.active.ReadAt(got, b.start); err != nil {
+	f, err := l.fileLocked() // open: the pending write pins it
+	if err != nil {
+		return fmt.Errorf("read back batch: %w", err)
+	}
+	_, err = f.ReadAt(got, b.start)
+	l.files.unpin(l)
+	if err != nil {
 		return fmt.Errorf("read back batch: %w", err)
 	}
 	if l.hooks != nil && l.hooks.readBack != nil {
@@ -555,20 +681,45 @@ func (l *Log) Abort(cause error) error {
 // write must not leave a stale frame reachable. If the truncation fails the
 // log refuses writes until it is reopened (recovery cuts the same bytes).
 func (l *Log) abortLocked(cause error) error {
-	l.pending, l.awaiting = nil, nil
+	// The file is pinned before the pending write's pin ends: closed in
+	// between, it would reopen longer than the tail and look replaced.
+	f, err := l.fileLocked()
+	l.clearPendingLocked()
+	l.awaiting = nil
 	boundary := l.segs[len(l.segs)-1].size
-	err := l.hook(func(h *logHooks) func() error { return h.truncate })
 	if err == nil {
-		err = l.active.Truncate(boundary)
+		defer l.files.unpin(l)
+		err = l.hook(func(h *logHooks) func() error { return h.truncate })
 	}
 	if err == nil {
-		err = l.active.Sync()
+		err = f.Truncate(boundary)
+	}
+	if err == nil {
+		err = f.Sync()
 	}
 	if err != nil {
 		l.broken = fmt.Errorf("truncate failed commit at %d: %v: %w", boundary, err, ErrBroken)
 		return fmt.Errorf("%w (and %w)", cause, l.broken)
 	}
 	return cause
+}
+
+// clearPendingLocked ends the pending write and its pin of the file.
+func (l *Log) clearPendingLocked() {
+	if l.pending != nil {
+		l.pending = nil
+		l.files.unpin(l)
+	}
+}
+
+// syncPendingLocked fsyncs the file the pending write pins.
+func (l *Log) syncPendingLocked() error {
+	f, err := l.fileLocked()
+	if err != nil {
+		return err
+	}
+	defer l.files.unpin(l)
+	return f.Sync()
 }
 
 // Read returns up to maxRecords records (and about maxBytes of keys and
@@ -645,9 +796,9 @@ type location struct {
 // building a sealed segment's index on first use.
 func (l *Log) locate(offset int64) (location, error) {
 	l.mu.RLock()
-	if l.closed {
+	if err := l.readableLocked(); err != nil {
 		l.mu.RUnlock()
-		return location{}, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
+		return location{}, err
 	}
 	if offset < l.segs[0].base {
 		l.mu.RUnlock()
@@ -738,5 +889,5 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	return l.active.Close()
+	return l.files.release(l)
 }

@@ -459,13 +459,14 @@ func TestLogConfigValidate(t *testing.T) {
 		t.Fatalf("default config: %v", err)
 	}
 	bad := map[string]func(*LogConfig){
-		"SegmentMaxBytes":    func(c *LogConfig) { c.SegmentMaxBytes = 100 },
-		"MaxBodyBytes":       func(c *LogConfig) { c.MaxBodyBytes = 2 << 20 },
-		"MaxKeyBytes":        func(c *LogConfig) { c.MaxKeyBytes = -1 },
-		"MaxBatchRecords":    func(c *LogConfig) { c.MaxBatchRecords = 0 },
-		"MaxBatchBytes":      func(c *LogConfig) { c.MaxBatchBytes = 1000 },
-		"IndexIntervalBytes": func(c *LogConfig) { c.IndexIntervalBytes = 1 },
-		"ReadBufferBytes":    func(c *LogConfig) { c.ReadBufferBytes = 10 },
+		"SegmentMaxBytes":     func(c *LogConfig) { c.SegmentMaxBytes = 100 },
+		"MaxBodyBytes":        func(c *LogConfig) { c.MaxBodyBytes = 2 << 20 },
+		"MaxKeyBytes":         func(c *LogConfig) { c.MaxKeyBytes = -1 },
+		"MaxBatchRecords":     func(c *LogConfig) { c.MaxBatchRecords = 0 },
+		"MaxBatchBytes":       func(c *LogConfig) { c.MaxBatchBytes = 1000 },
+		"IndexIntervalBytes":  func(c *LogConfig) { c.IndexIntervalBytes = 1 },
+		"ReadBufferBytes":     func(c *LogConfig) { c.ReadBufferBytes = 10 },
+		"MaxOpenSegmentFiles": func(c *LogConfig) { c.MaxOpenSegmentFiles = 0 },
 	}
 	for field, mutate := range bad {
 		c := ok
