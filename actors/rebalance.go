@@ -108,15 +108,22 @@ func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) 
 // started (rule B4): the source still owns the partition, and the
 // destination's worker stops as for an abort.
 func (a *controllerActor) targetLeaving(ctx context.Context, as messages.Assignment, members map[string]messages.Member) bool {
-	if m, ok := members[as.Target]; !ok || !m.Leaving {
-		return false
-	}
-	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
-	if err != nil || r.Code != messages.ResultOK {
-		a.deps.log.Warn("rebalance: clear the target of a leaving destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "err", err)
+	if m, ok := members[as.Target]; !ok || !m.Leaving || !a.clearTarget(ctx, as, "leaving") {
 		return false
 	}
 	a.deps.log.Info("move dropped: its destination is leaving", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
+	return true
+}
+
+// clearTarget clears as's target with a compare-and-swap and reports
+// whether it did; a refusal (the move ended or changed meanwhile) or an
+// error is logged, and the next pass looks again.
+func (a *controllerActor) clearTarget(ctx context.Context, as messages.Assignment, why string) bool {
+	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
+	if err != nil || r.Code != messages.ResultOK {
+		a.deps.log.Warn("rebalance: clear the target of a "+why+" destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "code", r.Code, "err", err)
+		return false
+	}
 	return true
 }
 
@@ -129,12 +136,7 @@ func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment
 	if a.tracker != nil {
 		deadFor = a.tracker.DeadFor(as.Target, now)
 	}
-	if !planner.TargetGone(ok, m.Status == messages.MemberDead, deadFor, a.cfg.DeadTargetAbortAfter) {
-		return false
-	}
-	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
-	if err != nil || r.Code != messages.ResultOK {
-		a.deps.log.Warn("rebalance: clear the target of a dead destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "err", err)
+	if !planner.TargetGone(ok, m.Status == messages.MemberDead, deadFor, a.cfg.DeadTargetAbortAfter) || !a.clearTarget(ctx, as, "dead") {
 		return false
 	}
 	a.deps.log.Error("move cleared: its destination is dead or gone", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
