@@ -238,6 +238,9 @@ func heldResult() *messages.HandoffResult {
 // notePace tells the pacer when this partition's freeze holds until, each
 // time that changes (rule B5 counts frozen partitions).
 func (p *partitionActor) notePace(now time.Time) {
+	if p.closing {
+		return
+	}
 	until := time.Time{}
 	if p.gate.Holds(now) {
 		until = p.gate.Until

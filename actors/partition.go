@@ -100,6 +100,8 @@ type partitionActor struct {
 	parked     *actor.PID
 	parkSeq    uint64
 	pacedUntil time.Time
+	// closing: close began; the pacer was told the freeze ended.
+	closing bool
 }
 
 // handedOver tells a partition actor, right before the supervisor stops
@@ -225,7 +227,10 @@ func (p *partitionActor) close(ctx actor.Context) {
 		p.parked = nil
 	}
 	// A restart or a stop ends the freeze with the actor (a restarted one
-	// opens frozen again if a move still targets it).
+	// opens frozen again if a move still targets it). The pacer hears of
+	// it once, here: the drain below still steps the gate, which must not
+	// count the partition frozen again.
+	p.closing = true
 	p.pacer.frozenUntil(p.key, time.Time{})
 	p.pacedUntil = time.Time{}
 	if p.log == nil {
