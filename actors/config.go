@@ -166,6 +166,12 @@ type Config struct {
 	// batch holds at most MaxFlipBatch.
 	FlipBatchWindow time.Duration
 	MaxFlipBatch    int
+	// InstallBatchWindow and MaxInstallBatch: the installs of moves that
+	// reach their install together share one syncfs per step
+	// (storage.InstallBatch); an install waits at most InstallBatchWindow
+	// for others, and a batch holds at most MaxInstallBatch copies.
+	InstallBatchWindow time.Duration
+	MaxInstallBatch    int
 	// MaxParallelProposals bounds the target proposals the controller has
 	// out at once in a planning round (64): enough for Dragonboat to carry
 	// a round of picks in a few Raft entries, few enough that a round never
@@ -289,6 +295,8 @@ func DefaultConfig() Config {
 		ShutdownHandoffTimeout:  15 * time.Second,
 		FlipBatchWindow:         2 * time.Millisecond,
 		MaxFlipBatch:            512,
+		InstallBatchWindow:      2 * time.Millisecond,
+		MaxInstallBatch:         256,
 		MaxParallelProposals:    64,
 		DeadTargetAbortAfter:    2 * time.Minute,
 		RebalanceInterval:       time.Second,
@@ -377,6 +385,10 @@ func (c Config) Validate() error {
 		return bad("FlipBatchWindow", c.FlipBatchWindow, "must be within 0..1s")
 	case c.MaxFlipBatch < 1 || c.MaxFlipBatch > 10000:
 		return bad("MaxFlipBatch", c.MaxFlipBatch, "must be within 1..10000")
+	case c.InstallBatchWindow < 0 || c.InstallBatchWindow > time.Second:
+		return bad("InstallBatchWindow", c.InstallBatchWindow, "must be within 0..1s")
+	case c.MaxInstallBatch < 1 || c.MaxInstallBatch > 10000:
+		return bad("MaxInstallBatch", c.MaxInstallBatch, "must be within 1..10000")
 	case c.MaxParallelProposals < 1 || c.MaxParallelProposals > 1024:
 		return bad("MaxParallelProposals", c.MaxParallelProposals, "must be within 1..1024")
 	case c.RebalanceInterval <= 0:

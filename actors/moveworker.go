@@ -583,7 +583,7 @@ func (w *moveWorker) install(in installInput) any {
 	if err := prepareTopicDir(w.cfg.DataDir, w.key, w.deps.log); err != nil {
 		return move.Installed{Err: err}
 	}
-	res, err := s.Install(w.installDir, storage.InstallOptions{
+	res, err := w.installs.install(s, w.installDir, storage.InstallOptions{
 		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source},
 		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs)})
 	if err != nil {

@@ -211,6 +211,7 @@ func (n *Node) startActors() error {
 	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.pacer = newFreezePacer(n.cfg, n.metrics)
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
+	n.installs = newInstallBatcher(n.cfg)
 	sys := n.system
 	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps
@@ -509,6 +510,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.system.Root.StopFuture(n.controller).Wait()
 	n.system.Root.StopFuture(n.mover).Wait()
 	n.flips.close()
+	n.installs.close()
 	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	n.pacer.close()
@@ -549,6 +551,7 @@ func (n *Node) abortStart() {
 	if n.flips != nil {
 		n.flips.close()
 	}
+	n.installs.close()
 	n.server.Close()
 	<-n.serveDone
 	n.closeStores()
