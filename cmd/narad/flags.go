@@ -98,7 +98,11 @@ func settings(c *actors.Config) []setting {
 		{flag: "dead-target-abort-after", fields: []string{"DeadTargetAbortAfter"}, ptr: &c.DeadTargetAbortAfter,
 			usage: "how long a move's destination may be dead before the controller clears the move"},
 		{flag: "rebalance-interval", fields: []string{"RebalanceInterval"}, ptr: &c.RebalanceInterval,
-			usage: "how often the metadata leader plans moves"},
+			usage: "how often the metadata leader plans moves while nothing moves"},
+		{flag: "rebalance-busy-interval", fields: []string{"RebalanceBusyInterval"}, ptr: &c.RebalanceBusyInterval,
+			usage: "how often it plans while moves run or a node sheds, at most --rebalance-interval"},
+		{flag: "max-parallel-proposals", fields: []string{"MaxParallelProposals"}, ptr: &c.MaxParallelProposals,
+			usage: "move targets the controller proposes at once, a count (1 to 1024)"},
 		{flag: "rebalance", fields: []string{"Rebalance"}, ptr: &c.Rebalance,
 			usage: "let the controller plan moves (true or false; off, it still clears moves to dead nodes)"},
 
@@ -117,6 +121,10 @@ func settings(c *actors.Config) []setting {
 			usage: "how long a flip waits for others to share its Raft entry, up to 1s"},
 		{flag: "max-flip-batch", fields: []string{"MaxFlipBatch"}, ptr: &c.MaxFlipBatch,
 			usage: "flips in one Raft entry, a count (1 to 10000)"},
+		{flag: "install-batch-window", fields: []string{"InstallBatchWindow"}, ptr: &c.InstallBatchWindow,
+			usage: "how long a move's install waits for others to share its syncs, up to 1s"},
+		{flag: "max-install-batch", fields: []string{"MaxInstallBatch"}, ptr: &c.MaxInstallBatch,
+			usage: "installs sharing one set of syncs, a count (1 to 10000)"},
 
 		// Liveness (cluster/membership).
 		{flag: "heartbeat-interval", fields: []string{"Membership.HeartbeatInterval", "HeartbeatInterval", "heartbeat interval"}, ptr: &c.Membership.HeartbeatInterval,

@@ -61,6 +61,8 @@ var nodeFlagCases = []struct {
 	{"max-in-flight-moves", "NARAD_MAX_IN_FLIGHT_MOVES", "64", "", func(c actors.Config) any { return c.MaxInFlightMoves }, 64},
 	{"dead-target-abort-after", "NARAD_DEAD_TARGET_ABORT_AFTER", "5m", "", func(c actors.Config) any { return c.DeadTargetAbortAfter }, 5 * time.Minute},
 	{"rebalance-interval", "NARAD_REBALANCE_INTERVAL", "3s", "", func(c actors.Config) any { return c.RebalanceInterval }, 3 * time.Second},
+	{"rebalance-busy-interval", "NARAD_REBALANCE_BUSY_INTERVAL", "200ms", "", func(c actors.Config) any { return c.RebalanceBusyInterval }, 200 * time.Millisecond},
+	{"max-parallel-proposals", "NARAD_MAX_PARALLEL_PROPOSALS", "16", "", func(c actors.Config) any { return c.MaxParallelProposals }, 16},
 	{"rebalance", "NARAD_REBALANCE", "false", "", func(c actors.Config) any { return c.Rebalance }, false},
 	{"freeze-pace-tick", "NARAD_FREEZE_PACE_TICK", "5ms", "", func(c actors.Config) any { return c.FreezePaceTick }, 5 * time.Millisecond},
 	{"max-new-freezes-per-tick", "NARAD_MAX_NEW_FREEZES_PER_TICK", "8", "", func(c actors.Config) any { return c.MaxNewFreezesPerTick }, 8},
@@ -69,6 +71,8 @@ var nodeFlagCases = []struct {
 	{"freeze-turn-keep-for", "NARAD_FREEZE_TURN_KEEP_FOR", "4s", "", func(c actors.Config) any { return c.FreezeTurnKeepFor }, 4 * time.Second},
 	{"flip-batch-window", "NARAD_FLIP_BATCH_WINDOW", "5ms", "", func(c actors.Config) any { return c.FlipBatchWindow }, 5 * time.Millisecond},
 	{"max-flip-batch", "NARAD_MAX_FLIP_BATCH", "100", "", func(c actors.Config) any { return c.MaxFlipBatch }, 100},
+	{"install-batch-window", "NARAD_INSTALL_BATCH_WINDOW", "5ms", "", func(c actors.Config) any { return c.InstallBatchWindow }, 5 * time.Millisecond},
+	{"max-install-batch", "NARAD_MAX_INSTALL_BATCH", "64", "", func(c actors.Config) any { return c.MaxInstallBatch }, 64},
 	{"heartbeat-interval", "NARAD_HEARTBEAT_INTERVAL", "1s", "", func(c actors.Config) any { return c.Membership.HeartbeatInterval }, time.Second},
 	{"dead-timeout", "NARAD_DEAD_TIMEOUT", "45s", "", func(c actors.Config) any { return c.Membership.DeadTimeout }, 45 * time.Second},
 }
