@@ -215,12 +215,19 @@ func (s *assignState) targetedAt(node string) []messages.Assignment {
 }
 
 func (s *assignState) collect(keys map[partKey]struct{}) []messages.Assignment {
+	out := s.gather(keys)
+	sortAssignments(out)
+	return out
+}
+
+// gather returns the assignments of keys in no order, for a caller that
+// merges shards and sorts once.
+func (s *assignState) gather(keys map[partKey]struct{}) []messages.Assignment {
 	out := make([]messages.Assignment, 0, len(keys))
 	for k := range keys {
 		a, _ := s.get(k.incarnation, k.partition)
 		out = append(out, a)
 	}
-	sortAssignments(out)
 	return out
 }
 

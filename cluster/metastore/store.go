@@ -535,14 +535,14 @@ func (s *Store) Assignments(incarnation uint64, partitions int) []messages.Assig
 // OwnedBy lists, from this replica, every assignment whose Owner is node,
 // across shards, sorted by (incarnation, partition).
 func (s *Store) OwnedBy(node string) []messages.Assignment {
-	return s.collect(func(st *assignState) []messages.Assignment { return st.ownedBy(node) })
+	return s.collect(func(st *assignState) []messages.Assignment { return st.gather(st.owned[node]) })
 }
 
 // TargetedAt lists, from this replica, every assignment whose Target is
 // node (the moves this node should run), sorted by (incarnation,
 // partition).
 func (s *Store) TargetedAt(node string) []messages.Assignment {
-	return s.collect(func(st *assignState) []messages.Assignment { return st.targetedAt(node) })
+	return s.collect(func(st *assignState) []messages.Assignment { return st.gather(st.targeted[node]) })
 }
 
 // Moving lists, from this replica, every assignment with a target: the
