@@ -38,15 +38,20 @@ const changePassEvery = 20 * time.Millisecond
 
 // run sends msg to self at each change, at most every changePassEvery,
 // until stop is closed.
+//
+// The next change's channel is taken as soon as one fired, before the
+// send and the pause: a change during them closes it, so none is missed.
 func (w *changeWatch) run(store watcher, stop <-chan struct{}, send func()) {
+	next := store.Changed()
 	for {
 		select {
-		case <-store.Changed():
-			if !w.pending.Swap(true) {
-				send()
-			}
+		case <-next:
 		case <-stop:
 			return
+		}
+		next = store.Changed()
+		if !w.pending.Swap(true) {
+			send()
 		}
 		select {
 		case <-time.After(changePassEvery):

@@ -87,33 +87,27 @@ func (s *partitionsActor) watch(ctx actor.Context) {
 
 func (s *partitionsActor) reconcile(ctx actor.Context) {
 	s.changes.handled()
-	want := map[messages.PartitionKey]bool{}
-	targeted := map[messages.PartitionKey]bool{}
-	for _, a := range s.store.OwnedBy(s.cfg.NodeID) {
+	owned := s.store.OwnedByAnyOrder(s.cfg.NodeID)
+	// want maps each partition this node owns to whether a move targets it.
+	want := make(map[messages.PartitionKey]bool, len(owned))
+	for _, a := range owned {
 		if k, ok := currentKey(s.store, a); ok {
-			want[k], targeted[k] = true, a.Target != ""
+			want[k] = a.Target != ""
 		}
 	}
-	for k, pid := range s.children {
-		if want[k] {
-			continue
-		}
-		s.tellHandover(ctx, k, pid)
-		// Stop and wait: its log must be closed before its files go.
-		if err := ctx.StopFuture(pid).Wait(); err != nil {
-			s.deps.log.Error("stop partition", "partition", k, "err", err)
-		}
-		delete(s.children, k)
-		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
-			s.purge(k)
+	var leaving []messages.PartitionKey
+	for k := range s.children {
+		if _, ok := want[k]; !ok {
+			leaving = append(leaving, k)
 		}
 	}
+	s.handOver(ctx, leaving)
 	for k := range s.failed {
-		if !want[k] {
+		if _, ok := want[k]; !ok {
 			delete(s.failed, k)
 		}
 	}
-	for k := range want {
+	for k, targeted := range want {
 		if _, running := s.children[k]; running || s.failed[k] {
 			continue
 		}
@@ -121,7 +115,7 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
 			continue
 		}
-		d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted[k]
+		d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted
 		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir, owners, moving) })
 		pid, err := ctx.SpawnNamed(props, partitionChildName(k))
 		if err != nil {
@@ -134,18 +128,53 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 	s.owned.Store(int64(len(s.children)))
 }
 
-// tellHandover tells the actor of a partition that moved away from this
-// node, by a flip that named the new owner's HWM, what that HWM is, before
-// it stops: records past it would exist nowhere else. It waits for the
-// answer, since the stop is a system message and would overtake it.
-func (s *partitionsActor) tellHandover(ctx actor.Context, k messages.PartitionKey, pid *actor.PID) {
-	a, ok := s.store.Assignment(k.Incarnation, k.Partition)
-	if !ok || a.Owner == s.cfg.NodeID || a.FlippedFrom != s.cfg.NodeID {
+// handOver stops the actors of partitions this node no longer owns, all
+// at once: a bulk move hands hundreds over in one pass, and each close
+// waits for its own fsyncs. Each is first told, when a flip took it away,
+// the HWM its new owner's copy ends at (records past it would exist
+// nowhere else); the answers are awaited, since a stop is a system message
+// and would overtake the telling. Then every stop is awaited: a log must be
+// closed before a deleted topic's files go.
+func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionKey) {
+	if len(keys) == 0 {
 		return
 	}
-	if _, err := ctx.RequestFuture(pid, handedOver{to: a.Owner, hwm: a.FlippedAtHWM}, s.cfg.RequestTimeout).Result(); err != nil {
-		s.deps.log.Error("tell a handed-over partition its flipped HWM; it closes unchecked", "partition", k, "err", err)
+	told := make([]*actor.Future, len(keys))
+	for i, k := range keys {
+		told[i] = s.tellHandover(ctx, k, s.children[k])
 	}
+	for i, f := range told {
+		if f == nil {
+			continue
+		}
+		if _, err := f.Result(); err != nil {
+			s.deps.log.Error("tell a handed-over partition its flipped HWM; it closes unchecked", "partition", keys[i], "err", err)
+		}
+	}
+	stopped := make([]*actor.Future, len(keys))
+	for i, k := range keys {
+		stopped[i] = ctx.StopFuture(s.children[k])
+	}
+	for i, k := range keys {
+		if err := stopped[i].Wait(); err != nil {
+			s.deps.log.Error("stop partition", "partition", k, "err", err)
+		}
+		delete(s.children, k)
+		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
+			s.purge(k)
+		}
+	}
+}
+
+// tellHandover tells the actor of a partition that moved away from this
+// node, by a flip that named the new owner's HWM, what that HWM is; nil
+// when no flip by this node's hand took it (nothing to check).
+func (s *partitionsActor) tellHandover(ctx actor.Context, k messages.PartitionKey, pid *actor.PID) *actor.Future {
+	a, ok := s.store.Assignment(k.Incarnation, k.Partition)
+	if !ok || a.Owner == s.cfg.NodeID || a.FlippedFrom != s.cfg.NodeID {
+		return nil
+	}
+	return ctx.RequestFuture(pid, handedOver{to: a.Owner, hwm: a.FlippedAtHWM}, s.cfg.RequestTimeout)
 }
 
 // terminated handles a child that stopped. A child the supervisor gave up

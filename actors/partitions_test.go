@@ -144,6 +144,8 @@ func (f *fakeReplica) OwnedBy(node string) []messages.Assignment {
 	return f.collect(func(a messages.Assignment) bool { return a.Owner == node })
 }
 
+func (f *fakeReplica) OwnedByAnyOrder(node string) []messages.Assignment { return f.OwnedBy(node) }
+
 func (f *fakeReplica) TargetedAt(node string) []messages.Assignment {
 	return f.collect(func(a messages.Assignment) bool { return a.Target == node })
 }

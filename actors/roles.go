@@ -78,6 +78,8 @@ type raftAdmin interface {
 // partitions this node owns, and when that may have changed.
 type partitionsStore interface {
 	replica
+	// OwnedByAnyOrder is OwnedBy unsorted.
+	OwnedByAnyOrder(node string) []messages.Assignment
 	watcher
 	ownerReader
 }
