@@ -251,3 +251,30 @@ func TestClusterRuleB6ATransferSessionHoldsItsPartitionOnly(t *testing.T) {
 	g.release()
 	c.waitForOwner(dst, "m", first)
 }
+
+// rule B4: a change of eligibility drops the moves planned to a node: a
+// move under way to a node that starts leaving has its target cleared
+// (the source keeps the partition), while a move to another node runs on.
+func TestClusterRuleB4AMoveToANodeThatStartsLeavingIsDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	g := newGate("m", 0, false) // holds partition 0's catch-up on its destination
+	c := moveTestCluster(t, g)
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3}`))
+	owner := c.assignmentOf(0, "m", 0).Owner
+	var src int
+	fmt.Sscanf(owner, "n%d", &src)
+	dst := src % 3
+	c.planMove("m", 0, dst)
+	<-g.reached // the move to dst runs, held in its copy
+	dstID := fmt.Sprintf("n%d", dst+1)
+	if err := c.node(dst).n.Store().SetLeaving(t.Context(), dstID, true); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor("the move to leaving "+dstID+" dropped", func() bool {
+		a := c.assignmentOf(0, "m", 0)
+		return a.Target == "" && a.Owner == owner
+	})
+	g.release()
+}
