@@ -29,7 +29,14 @@ func (a *controllerActor) rebalance(now time.Time) {
 	a.lastPlan = now
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ControllerTimeout)
 	defer cancel()
-	if err := a.store.CatchUp(ctx); err != nil { // rule L4: plan on the latest state
+	// The barrier gets a heartbeat interval at most: the controller is one
+	// actor, and a shard without a leader must not hold the asks queued
+	// behind this pass (topic creates, decommissions) for the whole
+	// ControllerTimeout; the next pass tries again.
+	bctx, bcancel := context.WithTimeout(ctx, a.cfg.Membership.HeartbeatInterval)
+	err := a.store.CatchUp(bctx)
+	bcancel()
+	if err != nil { // rule L4: plan on the latest state
 		a.deps.log.Warn("rebalance: barrier", "err", err)
 		return
 	}
