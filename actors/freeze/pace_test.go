@@ -169,3 +169,36 @@ func BenchmarkPacerPump512Waiting(b *testing.B) {
 		p.Pump(now)
 	}
 }
+
+// The smallest valid limits are valid: one freeze a tick, as many frozen
+// as armed per tick, a line of one.
+func TestPaceConfigAcceptsItsSmallestLimits(t *testing.T) {
+	c := paceCfg()
+	c.PerTick, c.MaxFrozen, c.MaxLine = 1, 1, 1
+	if err := c.Validate(); err != nil {
+		t.Fatalf("%+v: %v, want valid", c, err)
+	}
+	c.PerTick, c.MaxFrozen = 4, 4
+	if err := c.Validate(); err != nil {
+		t.Fatalf("%+v: %v, want valid (max frozen equal to per tick)", c, err)
+	}
+}
+
+// A partition that closes while it waits gives up its place: the next in
+// line is served, never the one that left.
+func TestPacerThawOfAWaitingPartitionGivesUpItsPlace(t *testing.T) {
+	c := paceCfg()
+	c.PerTick, c.MaxFrozen = 1, 1
+	p := NewPacer[int](c)
+	p.Ask(p0, 0)
+	p.Ask(p0, 1) // head of the line
+	p.Ask(p0, 2)
+	p.Thaw(1)
+	if _, held := p.Counts(p0); held != 1 {
+		t.Fatalf("held after the head left: got %d, want 1", held)
+	}
+	p.Thaw(0)
+	if got, want := p.Pump(p0.Add(time.Millisecond)), []int{2}; !slices.Equal(got, want) {
+		t.Fatalf("pump: got %v, want %v", got, want)
+	}
+}
