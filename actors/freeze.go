@@ -41,9 +41,9 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 	for _, f := range fx {
 		switch f := f.(type) {
 		case freeze.Answer:
-			ctx.Respond(&messages.HandoffResult{Status: messages.StatusOK, Token: f.Token})
+			p.answerHandoff(ctx, &messages.HandoffResult{Status: messages.StatusOK, Token: f.Token})
 		case freeze.Gone:
-			ctx.Respond(&messages.HandoffResult{Status: messages.StatusGone, Err: f.Why})
+			p.answerHandoff(ctx, &messages.HandoffResult{Status: messages.StatusGone, Err: f.Why})
 		case freeze.RefuseStash:
 			p.refuseStash(ctx)
 		case freeze.RefuseCommit, freeze.PauseConsume, freeze.RefusePublish:
@@ -177,10 +177,10 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	switch m.Op {
 	case messages.HandoffPrepare:
 		if !p.pacer.ask(p.key) {
-			p.parkPrepare(ctx)
+			p.parkPrepare(ctx, m.From)
 			return
 		}
-		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.nonce, Partition: p.pipeline()})
+		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.nonce, From: m.From, Partition: p.pipeline()})
 	case messages.HandoffRearm:
 		p.step(ctx, freeze.Rearm{Token: m.Token})
 	case messages.HandoffFence:
@@ -195,11 +195,11 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 // parkPrepare holds a prepare the pacer did not grant (rule B5): it waits
 // here for a freezeTurn, or is answered "held" after FreezeHoldFor. A
 // newer prepare replaces an older one, which is answered "held" now.
-func (p *partitionActor) parkPrepare(ctx actor.Context) {
+func (p *partitionActor) parkPrepare(ctx actor.Context, from string) {
 	if p.parked != nil {
 		ctx.Send(p.parked, heldResult())
 	}
-	p.parked = ctx.Sender()
+	p.parked, p.parkedFrom = ctx.Sender(), from
 	p.parkSeq++
 	self, root, end := ctx.Self(), ctx.ActorSystem().Root, freezeHoldEnd{seq: p.parkSeq}
 	p.clock.AfterFunc(p.cfg.freezeHold(), func() { root.Send(self, end) })
@@ -217,7 +217,11 @@ func (p *partitionActor) freezeTurn(ctx actor.Context) {
 	asker := p.parked
 	p.parked = nil
 	p.pacedUntil = time.Time{} // the pacer counts the grant; the step below records the freeze
-	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.nonce, Partition: p.pipeline()})
+	// Its answer, if the gate answers at once (a refusal), goes to the
+	// parked asker: this message has no sender.
+	p.replyTo = asker
+	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.nonce, From: p.parkedFrom, Partition: p.pipeline()})
+	p.replyTo = nil
 }
 
 // freezeHoldEnd answers a prepare parked too long "held": its move asks
@@ -229,6 +233,16 @@ func (p *partitionActor) freezeHoldEnd(ctx actor.Context, m freezeHoldEnd) {
 	ctx.Send(p.parked, heldResult())
 	p.parked = nil
 	p.pacer.unpark(p.key)
+}
+
+// answerHandoff answers the handoff request being stepped: the sender of
+// the message, or the parked asker a freezeTurn runs for.
+func (p *partitionActor) answerHandoff(ctx actor.Context, r *messages.HandoffResult) {
+	if p.replyTo != nil {
+		ctx.Send(p.replyTo, r)
+		return
+	}
+	ctx.Respond(r)
 }
 
 func heldResult() *messages.HandoffResult {

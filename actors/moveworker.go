@@ -493,7 +493,7 @@ func (w *moveWorker) readChunks(ctx context.Context, reqs []messages.ReadChunk) 
 }
 
 func (w *moveWorker) prepare(ctx context.Context, sent time.Duration) any {
-	r, err := w.handoff(ctx, messages.Handoff{Op: messages.HandoffPrepare})
+	r, err := w.handoff(ctx, messages.Handoff{Op: messages.HandoffPrepare, From: w.cfg.NodeID})
 	switch {
 	case err != nil:
 		return move.Frozen{Err: err}

@@ -101,7 +101,11 @@ type partitionActor struct {
 	// latest park. pacedUntil is the freeze lapse time the pacer was last
 	// told (zero: not frozen).
 	parked     *actor.PID
+	parkedFrom string
 	parkSeq    uint64
+	// replyTo, while a parked prepare is stepped, is whom the gate's
+	// immediate answer goes to.
+	replyTo    *actor.PID
 	pacedUntil time.Time
 	// closing: close began; the pacer was told the freeze ended.
 	closing bool

@@ -73,6 +73,9 @@ type Handoff struct {
 	Op    HandoffOp `json:"op"`
 	Token string    `json:"token,omitempty"`
 	HWM   int64     `json:"hwm,omitempty"`
+	// From is the destination asking (a prepare): the source keeps a
+	// reported freeze for the destination that armed it.
+	From string `json:"from,omitempty"`
 }
 
 // HandoffResult answers Handoff. Status StatusGone is the 409 of the seed:

@@ -75,6 +75,9 @@ type State struct {
 	// is pinned while the freeze holds.
 	Reported bool
 	HWM      int64
+	// Holder is the destination whose prepare armed the freeze: while a
+	// reported freeze holds, only it may prepare again (Prepare.From).
+	Holder string
 	// Unconfirmed: a freeze that reported an HWM lapsed without a release.
 	// A flip at that HWM may have committed while this node's replica
 	// has not applied it (the node was cut off from the metastore, or its
@@ -117,6 +120,14 @@ type (
 	Prepare struct {
 		Asker any
 		Nonce uint64
+		// From names the destination asking. While a freeze another
+		// destination was reported holds, the prepare is refused: that
+		// move may have fenced and proposed its flip, which counts on
+		// this freeze holding until it commits, and a prepare of a move
+		// aborted meanwhile (its destination cut off, unaware) would take
+		// the freeze over and release it. "" is a destination that does
+		// not say (an older release): it takes over, as before.
+		From string
 		Partition
 	}
 	// Rearm presents a token to extend its freeze (rule F6).
@@ -258,6 +269,9 @@ func step(c Config, s State, now time.Time, ev any) (State, []any) {
 		s.Unconfirmed = false
 		return s, []any{NotifyConsumers{}}
 	case Prepare:
+		if s.Reported && s.Holds(now) && e.From != "" && s.Holder != "" && e.From != s.Holder {
+			return s, []any{Gone{Why: "frozen for another destination's move"}}
+		}
 		return prepare(c, s, now, e)
 	case Rearm:
 		// Presenting a token extends the freeze it names and never arms a
@@ -333,7 +347,7 @@ func prepare(c Config, s State, now time.Time, e Prepare) (State, []any) {
 	s.Until = now.Add(c.FreezeTTL)
 	// A poll scheduled for an earlier prepare is ignored by its token.
 	s.Reported, s.Polling = false, false
-	s.Waiting, s.Asker = true, e.Asker
+	s.Waiting, s.Asker, s.Holder = true, e.Asker, e.From
 	s.Deadline = now.Add(min(c.LeaseDrainTimeout, c.FreezeTTL/4))
 	s, fx := report(c, s, now, e.Partition)
 	return s, append([]any{RefuseStash{}}, fx...)

@@ -384,3 +384,34 @@ func TestAPartitionReopenedUnderAMoveStartsFrozen(t *testing.T) {
 		feed(OwnerConfirmed{Owner: true}).wantFx(NotifyConsumers{}).
 		feed(Commit{}).wantFx()
 }
+
+// rule F9: the fence promises the destination that the freeze holds until
+// its flip commits, so while a reported freeze holds only the destination
+// that armed it may prepare again; another's prepare (a move aborted
+// while its destination was cut off, unaware) is refused and takes
+// nothing over. A destination that names nobody (an older release) takes
+// over as before.
+func TestRuleF9APrepareOfAnotherDestinationNeverTakesAReportedFreezeOver(t *testing.T) {
+	c := cfg
+	s, _ := Step(c, State{}, t0, Prepare{Asker: "n1", Nonce: 1, From: "n1"})
+	s, _ = Step(c, s, t0, Reported{Token: s.Token, HWM: 7, OK: true})
+	held := s.Token
+	s2, fx := Step(c, s, t0.Add(time.Second), Prepare{Asker: "n3", Nonce: 1, From: "n3"})
+	if s2.Token != held || len(fx) != 1 {
+		t.Fatalf("another destination's prepare: got token %q effects %v, want %q kept and one refusal", s2.Token, fx, held)
+	}
+	if g, ok := fx[0].(Gone); !ok {
+		t.Fatalf("another destination's prepare: got %T, want Gone", fx[0])
+	} else if g.Why == "" {
+		t.Fatal("the refusal says nothing")
+	}
+	if again, _ := Step(c, s, t0.Add(time.Second), Prepare{Asker: "n1", Nonce: 1, From: "n1"}); again.Token == held {
+		t.Fatal("the holder's own prepare: kept the old token, want a fresh freeze")
+	}
+	if old, _ := Step(c, s, t0.Add(time.Second), Prepare{Asker: "x", Nonce: 1}); old.Token == held {
+		t.Fatal("a prepare naming nobody: kept the old token, want it to take over")
+	}
+	if lapsed, _ := Step(c, s, s.Until, Prepare{Asker: "n3", Nonce: 1, From: "n3"}); lapsed.Token == held || lapsed.Holder != "n3" {
+		t.Fatalf("another destination's prepare once the freeze lapsed: got token %q holder %q, want a fresh freeze held by n3", lapsed.Token, lapsed.Holder)
+	}
+}

@@ -24,7 +24,7 @@ func main() {
 	workers := flag.Int("workers", 2, "seeds run in parallel")
 	trace := flag.Bool("trace", false, "print the trace of -seed")
 	aim := flag.Bool("aim", false, "add the faults aimed at the protocol's narrowest windows (sim.Config.Aim)")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm (see sim.Breaks)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder (see sim.Breaks)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -63,8 +63,10 @@ func parseBreaks(s string) (sim.Breaks, error) {
 			b.ABA = true
 		case "CONFIRM":
 			b.Confirm = true
+		case "HOLDER":
+			b.Holder = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen or Confirm", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm or Holder", name)
 		}
 	}
 	return b, nil

@@ -592,7 +592,9 @@ func (n *node) serveHandoff(p int, ev any, reply func(any)) {
 		}
 		n.nonce++
 		e.Asker, e.Nonce, e.Partition = reply, n.nonce, pa.pipeline()
+		n.w.handoffReply = reply // a refusal is answered at once
 		pa.step(e)
+		n.w.handoffReply = nil
 	case freeze.Fence:
 		e.LogHWM = pa.log.hwm()
 		n.w.handoffReply = reply

@@ -54,6 +54,11 @@ type Config struct {
 
 // Breaks are deliberate defects, each named by the rule it breaks.
 type Breaks struct {
+	// Holder: destinations do not name themselves in a prepare, so a
+	// prepare of an aborted move (its destination cut off, unaware) takes
+	// over the freeze that a fenced move's flip in flight counts on, and
+	// releases it (the fix of freeze.State.Holder reverted).
+	Holder bool
 	// F3: the source reports its HWM without waiting for the batches
 	// already written, and publishes past the HWM it reported (the F3 fix
 	// and its assertion reverted).

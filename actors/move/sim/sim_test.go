@@ -109,6 +109,11 @@ func TestBreaksAreFound(t *testing.T) {
 		// the fence and was back a moment later, its freeze gone, as the
 		// flip committed (freeze.Reopen).
 		{"Reopen", 3, true, Breaks{Reopen: true}, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		// Found by the simulator, fixed since: the prepare of a move
+		// aborted while its destination was cut off took over the freeze
+		// of the move that had fenced and proposed its flip, then
+		// released it, and the flip committed unfrozen (freeze.State.Holder).
+		{"Holder", 13860, false, Breaks{Holder: true}, []string{"freeze does not hold", "two committers", "lost on handover"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := tc.seed; seed < tc.seed+searchSeeds; seed++ {

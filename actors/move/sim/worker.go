@@ -207,7 +207,11 @@ func (wk *worker) effect(f any) {
 		sent := wk.now()
 		src := wk.src()
 		w.call(n, src, wk.alive, func(reply func(any)) {
-			src.serveHandoff(wk.p, freeze.Prepare{}, reply)
+			from := n.id
+			if w.cfg.Breaks.Holder {
+				from = ""
+			}
+			src.serveHandoff(wk.p, freeze.Prepare{From: from}, reply)
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
 			if !ok || !a.ok {
