@@ -49,7 +49,7 @@ func bulkTestCluster(t *testing.T) *testCluster {
 	})
 }
 
-// rules B8, B10: on the first stop signal a node marks itself leaving,
+// rule B8, rule B10: on the first stop signal a node marks itself leaving,
 // answers /readyz 503, and hands every partition it owns to the others
 // while producers and consumers keep going; the stop that follows drains
 // the WAL as before; restarted, it is no longer leaving and takes its
@@ -103,7 +103,7 @@ func TestClusterRuleB8AStoppingNodeHandsItsPartitionsOffFirst(t *testing.T) {
 	t.Logf("hand-off then restart of %s: %s", id, rep)
 }
 
-// rules B9, B11: nodes that stop at the same time never take each other's
+// rule B9, rule B11: nodes that stop at the same time never take each other's
 // partitions: both hand everything to the one node that stays, and a node
 // left with no one to hand to ends its hand-off at once instead of waiting
 // for the timeout. A zero timeout skips the hand-off; a second signal ends
