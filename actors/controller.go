@@ -94,7 +94,8 @@ func (a *controllerActor) Receive(ctx actor.Context) {
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		go a.changes.run(a.store, a.stop, func() { root.Send(self, controllerChanged{}) })
 		a.schedule(ctx)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restarted instance starts a watch of its own.
 		if a.stop != nil {
 			close(a.stop)
 			a.stop = nil

@@ -86,10 +86,9 @@ func (m *moverActor) Receive(ctx actor.Context) {
 		m.schedule(ctx)
 	case *actor.Stopping:
 		m.stopped = true
-		if m.stop != nil {
-			close(m.stop)
-			m.stop = nil
-		}
+		m.endWatch()
+	case *actor.Restarting:
+		m.endWatch() // the restarted instance starts its own
 	case moverTick:
 		m.tick(ctx)
 		m.schedule(ctx)
@@ -136,6 +135,14 @@ func (m *moverActor) watch(ctx actor.Context) {
 	m.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go m.changes.run(m.store, m.stop, func() { root.Send(self, moverChanged{}) })
+}
+
+// endWatch ends the watch goroutine.
+func (m *moverActor) endWatch() {
+	if m.stop != nil {
+		close(m.stop)
+		m.stop = nil
+	}
 }
 
 // settle runs the catch-up barrier that lets the runner take moves (rule
