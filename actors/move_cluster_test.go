@@ -331,11 +331,22 @@ func (c *testCluster) planMove(topic string, partition, to int) int {
 
 // waitForOwner waits until node i owns topic/partition with no move left
 // on it, as node i's replica has it: the move's flip committed.
+//
+// It also waits until node i serves the partition: the supervisor opens it
+// a pass after its replica applied the flip, and until then the API
+// answers 503 (retry later), as clients expect.
 func (c *testCluster) waitForOwner(i int, topic string, partition int) {
 	c.t.Helper()
-	c.waitFor(fmt.Sprintf("n%d owning %s/%d", i+1, topic, partition), func() bool {
+	c.waitFor(fmt.Sprintf("n%d owning and serving %s/%d", i+1, topic, partition), func() bool {
 		a := c.assignmentOf(i, topic, partition)
-		return a.Owner == fmt.Sprintf("n%d", i+1) && a.Target == ""
+		if a.Owner != fmt.Sprintf("n%d", i+1) || a.Target != "" {
+			return false
+		}
+		n := c.node(i).n
+		k := messages.PartitionKey{Topic: topic, Incarnation: a.Incarnation, Partition: partition}
+		res, err := n.system.Root.RequestFuture(partitionPID(n.system, k), &messages.GetStats{}, time.Second).Result()
+		_, serving := res.(*messages.PartitionStats)
+		return err == nil && serving
 	})
 }
 
