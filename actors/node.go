@@ -82,7 +82,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	log = log.With("node", cfg.NodeID)
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier()},
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards()},
 		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {

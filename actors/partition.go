@@ -34,6 +34,10 @@ type deps struct {
 	// files bounds the active segment files the node's partitions hold
 	// open (nil in rigs: each log holds its own).
 	files *storage.Files
+	// guards is the node's topic open guard (storage.Guards, rules V9,
+	// V10, S6): every open, install, rename back and reclaim of a
+	// partition's directory runs under its topic's lock.
+	guards *storage.Guards
 }
 
 // flushConsumerState is a partition's own timer message: write the

@@ -1,0 +1,110 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Guards is a node's topic open guard (rules V9, V10, S6, S7): one lock per
+// topic name, held by everything that opens, installs, renames back,
+// reclaims or removes a directory under the topic's path. A topic deleted
+// and recreated under the same name keeps its name, and so its guard: the
+// holder re-reads the topic directory's incarnation marker under the lock
+// and acts only while it names the incarnation it means to act on, so a
+// move or a sweep of a deleted incarnation never touches its successor's
+// directory.
+//
+// The table holds an entry only while someone holds or waits for its lock,
+// so it is bounded by the node's concurrent directory operations.
+type Guards struct {
+	mu    sync.Mutex
+	locks map[string]*topicLock
+}
+
+type topicLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; the entry goes when it reaches zero
+}
+
+// NewGuards returns an empty guard table.
+func NewGuards() *Guards { return &Guards{locks: map[string]*topicLock{}} }
+
+// Lock takes the topic's guard and returns its release. A nil Guards
+// guards nothing (a test rig without a node).
+func (g *Guards) Lock(topic string) (unlock func()) {
+	if g == nil {
+		return func() {}
+	}
+	g.mu.Lock()
+	l := g.locks[topic]
+	if l == nil {
+		l = &topicLock{}
+		g.locks[topic] = l
+	}
+	l.refs++
+	g.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		g.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(g.locks, topic)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// LockAll takes the guards of every named topic, in name order so that two
+// batches never wait for each other, and returns their release.
+func (g *Guards) LockAll(topics []string) (unlock func()) {
+	names := slices.Clone(topics)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	unlocks := make([]func(), 0, len(names))
+	for _, t := range names {
+		unlocks = append(unlocks, g.Lock(t))
+	}
+	return func() {
+		for i := len(unlocks) - 1; i >= 0; i-- {
+			unlocks[i]()
+		}
+	}
+}
+
+// TopicIncarnation reads the incarnation marker of the topic's directory.
+// found is false when the directory has no marker (or does not exist); a
+// marker that does not parse is ErrCorrupt.
+func TopicIncarnation(dataDir, topic string) (inc uint64, found bool, err error) {
+	b, err := os.ReadFile(filepath.Join(TopicPath(dataDir, topic), incarnationFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read incarnation of topic %s: %w", topic, err)
+	}
+	inc, err = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("incarnation marker of topic %s %q: %w", topic, b, ErrCorrupt)
+	}
+	return inc, true, nil
+}
+
+// MarkerNames reports whether the topic directory's marker names inc, or,
+// when absentOK, is absent (a reclaim of a copy whose topic directory lost
+// its marker acts on it all the same, rule S6).
+func MarkerNames(dataDir, topic string, inc uint64, absentOK bool) (bool, error) {
+	got, found, err := TopicIncarnation(dataDir, topic)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return absentOK, nil
+	}
+	return got == inc, nil
+}
