@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/planner"
 	"github.com/naradmq/narad/messages"
 )
@@ -50,10 +51,11 @@ func (a *controllerActor) rebalance(now time.Time) {
 		pms = append(pms, planner.Member{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving})
 	}
 	var placements []planner.Placement
+	inRaft := a.raftConfig(ctx)
 	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
 	for _, t := range a.store.Topics() {
 		for _, as := range a.store.Assignments(t.Incarnation, t.Partitions) {
-			if as.Target != "" && (a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now)) {
+			if as.Target != "" && (a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now, inRaft)) {
 				continue // its slot is free for this pass (rules B4, B11, T1)
 			}
 			if as.Target != "" {
@@ -135,19 +137,50 @@ func (a *controllerActor) clearTarget(ctx context.Context, as messages.Assignmen
 }
 
 // targetGone clears the target of a move whose destination is no longer a
-// member, or has been dead longer than DeadTargetAbortAfter on this
-// leader's own clock (rule T1), and reports whether it did.
-func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment, members map[string]messages.Member, now time.Time) bool {
+// member, has been dead longer than DeadTargetAbortAfter on this leader's
+// own clock, or is out of the Raft configuration while dead or draining
+// (rule T1), and reports whether it did. inRaft reads the configuration,
+// only for a destination that is dead or draining.
+func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment, members map[string]messages.Member, now time.Time, inRaft func(messages.Member) bool) bool {
 	m, ok := members[as.Target]
-	var deadFor time.Duration
+	d := planner.Destination{Member: ok, Dead: m.Status == messages.MemberDead, Draining: m.Draining, InRaft: true}
 	if a.tracker != nil {
-		deadFor = a.tracker.DeadFor(as.Target, now)
+		d.DeadFor = a.tracker.DeadFor(as.Target, now)
 	}
-	if !planner.TargetGone(ok, m.Status == messages.MemberDead, deadFor, a.cfg.DeadTargetAbortAfter) || !a.clearTarget(ctx, as, "dead") {
+	if ok && (d.Dead || d.Draining) {
+		d.InRaft = inRaft(m)
+	}
+	if !planner.TargetGone(d, a.cfg.DeadTargetAbortAfter) || !a.clearTarget(ctx, as, "dead") {
 		return false
 	}
-	a.deps.log.Error("move cleared: its destination is dead or gone", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
+	a.deps.log.Error("move cleared: its destination is dead, gone or out of the Raft configuration", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
 	return true
+}
+
+// raftConfig reads the metadata shard's Raft configuration once per pass,
+// and only when asked: most passes have no dead or draining destination.
+// A failed read counts every destination in it: nothing is cleared on a
+// guess, and the next pass reads again.
+func (a *controllerActor) raftConfig(ctx context.Context) func(messages.Member) bool {
+	var rm *metastore.RaftMembership
+	failed := false
+	return func(m messages.Member) bool {
+		if rm == nil && !failed {
+			r, err := a.store.RaftMembership(ctx, metastore.MetaShard)
+			if err != nil {
+				failed = true
+				a.deps.log.Warn("rebalance: read the Raft configuration", "err", err)
+			} else {
+				rm = &r
+			}
+		}
+		if rm == nil {
+			return true
+		}
+		_, voter := rm.Voters[m.ReplicaID]
+		_, waiting := rm.NonVoters[m.ReplicaID]
+		return voter || waiting
+	}
 }
 
 // noteBlocked counts a move whose source or destination reads dead (rule

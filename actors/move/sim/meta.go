@@ -311,7 +311,8 @@ func (m *meta) rebalance() {
 			r, ok := m.members[a.Target]
 			dead := ok && r.status == messages.MemberDead
 			deadFor := m.tracker.DeadFor(a.Target, now)
-			gone := planner.TargetGone(ok, dead, deadFor, deadTargetAbortAfter)
+			// The simulated nodes never leave the Raft configuration.
+			gone := planner.TargetGone(planner.Destination{Member: ok, Dead: dead, Draining: r.draining, DeadFor: deadFor, InRaft: true}, deadTargetAbortAfter)
 			if w.cfg.Breaks.T1 {
 				gone = !ok || dead
 			}
