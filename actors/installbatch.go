@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 
+	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
@@ -21,30 +22,65 @@ type installOutcome struct {
 	err error
 }
 
-type installBatcher struct {
-	b *batcher[storage.InstallItem, installOutcome]
+// guardedInstall is one copy to install at its partition's path.
+type guardedInstall struct {
+	key  messages.PartitionKey
+	item storage.InstallItem
 }
 
-func newInstallBatcher(c Config) *installBatcher {
-	return &installBatcher{b: newBatcher(c.InstallBatchWindow, c.MaxInstallBatch, installsInFlight, func(items []storage.InstallItem) []installOutcome {
-		res, errs := storage.InstallBatch(items)
-		out := make([]installOutcome, len(items))
-		for i := range items {
-			out[i] = installOutcome{res: res[i], err: errs[i]}
-		}
-		return out
+type installBatcher struct {
+	b *batcher[guardedInstall, installOutcome]
+}
+
+// newInstallBatcher batches installs for the node of d. Each batch runs
+// under the guards of its topics (rule V9), taken in name order.
+func newInstallBatcher(d deps) *installBatcher {
+	return &installBatcher{b: newBatcher(d.cfg.InstallBatchWindow, d.cfg.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
+		return installGuarded(d, batch, storage.InstallBatch)
 	})}
 }
 
-// install installs s at target in the next batch. It takes no context on
+// installGuarded installs the copies under their topics' guards: a copy
+// whose topic directory's marker no longer names its incarnation, or whose
+// path has a log open, is refused and left staged (the move retries).
+// install is storage.InstallBatch, or each copy's own Install.
+func installGuarded(d deps, batch []guardedInstall, install func([]storage.InstallItem) ([]storage.InstallResult, []error)) []installOutcome {
+	out := make([]installOutcome, len(batch))
+	topics := make([]string, len(batch))
+	for i, g := range batch {
+		topics[i] = g.key.Topic
+	}
+	unlock := d.guards.LockAll(topics)
+	defer unlock()
+	var items []storage.InstallItem
+	var at []int
+	for i, g := range batch {
+		if err := pathFree(d, g.key, false); err != nil {
+			out[i].err = fmt.Errorf("install: %w", err)
+			continue
+		}
+		items, at = append(items, g.item), append(at, i)
+	}
+	res, errs := install(items)
+	for j, i := range at {
+		out[i] = installOutcome{res: res[j], err: errs[j]}
+	}
+	return out
+}
+
+// install installs s at k's path in the next batch. It takes no context on
 // purpose: once queued, the install runs to its end, and the worker waits
 // for it, so that a worker that stops never clears a copy an install is
-// still renaming (its stop waits for its I/O).
-func (ib *installBatcher) install(s *storage.Staging, target string, opts storage.InstallOptions) (storage.InstallResult, error) {
+// still renaming (its stop waits for its I/O). A nil batcher installs the
+// copy alone, under the guard all the same.
+func (ib *installBatcher) install(d deps, k messages.PartitionKey, s *storage.Staging, opts storage.InstallOptions) (storage.InstallResult, error) {
+	target := storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)
+	g := guardedInstall{key: k, item: storage.InstallItem{Staging: s, Target: target, Options: opts}}
 	if ib == nil {
-		return s.Install(target, opts)
+		o := installGuarded(d, []guardedInstall{g}, installEach)[0]
+		return o.res, o.err
 	}
-	done, ok := ib.b.submit(storage.InstallItem{Staging: s, Target: target, Options: opts})
+	done, ok := ib.b.submit(g)
 	if !ok {
 		return storage.InstallResult{}, fmt.Errorf("install at %s: the node is stopping: %w", target, ErrUnavailable)
 	}
@@ -57,4 +93,13 @@ func (ib *installBatcher) close() {
 	if ib != nil {
 		ib.b.close()
 	}
+}
+
+// installEach installs each copy with its own syncs (no batcher).
+func installEach(items []storage.InstallItem) ([]storage.InstallResult, []error) {
+	res, errs := make([]storage.InstallResult, len(items)), make([]error, len(items))
+	for i, it := range items {
+		res[i], errs[i] = it.Staging.Install(it.Target, it.Options)
+	}
+	return res, errs
 }

@@ -48,6 +48,9 @@ type nodeMetrics struct {
 	frozenPublishRefused *metrics.Counter
 	handoverSetAside     *metrics.Counter
 	handoverSetAsideRecs *metrics.Counter
+	// stagingSetAside counts staging copies a move that ended without
+	// its flip set aside instead of removing (rules X6, X9).
+	stagingSetAside *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -86,6 +89,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		frozenPublishRefused: metrics.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
 		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
 		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
+		stagingSetAside:      metrics.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),
 	}
 }
 

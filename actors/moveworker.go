@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -51,6 +52,14 @@ type moveWorker struct {
 	copied, listed int64
 	// released: the source's freeze was lifted (release).
 	released bool
+	// installed is the directory this worker's install put at the
+	// partition's path (a rename back moves only that one).
+	installed os.FileInfo
+	// tookInstallOff: a rename back took this worker's install off the
+	// path (rule X6 keeps the copy then, if this node owns the partition).
+	tookInstallOff bool
+	// prepareWarned: the refused preparation was logged (once per move).
+	prepareWarned bool
 }
 
 // moveWorkerTick is the worker's own timer: it watches the source's
@@ -118,10 +127,17 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 			w.position = e.position // rule F4: the in-memory frontier
 		}
 		ev = e.frozen
-	case move.Installed:
+	case installDone:
 		if e.Err == nil {
 			w.staging = nil // renamed into place: the copy is the partition now
+			w.installed = e.installed
 		}
+		if e.prepareRefused && !w.prepareWarned {
+			w.prepareWarned = true
+			w.deps.log.Warn("move: the topic directory's preparation was refused; retrying until the replica catches up or the move is re-planned",
+				"partition", partitionKeyString(w.key), "err", e.Err)
+		}
+		ev = e.Installed
 	case sourceConfirmed:
 		dead := !e.found || e.member.Status == messages.MemberDead
 		ev = move.Watched(w.state, w.now(), dead, e.member.Heartbeats, true, w.cfg.Membership.DeadTimeout)
@@ -231,7 +247,11 @@ func (w *moveWorker) finish(ctx actor.Context, flipped bool) {
 }
 
 // stop ends the worker: it waits for the effect in flight, lifts a freeze
-// it still holds, and leaves the staging copy for a later attempt.
+// it still holds, and leaves the staging copy for a later attempt while the
+// move still targets this node; a move gone, or one whose partition this
+// node owns by now, decides the copy's fate as a refused one does (rules
+// X6, X9). An install whose flip is unconfirmed stays where it is for the
+// stale-copy sweep to judge.
 func (w *moveWorker) stop() {
 	if w.stopping != nil {
 		close(w.stopping)
@@ -241,9 +261,15 @@ func (w *moveWorker) stop() {
 	if w.state.Phase != move.Done && releaseOnStop(w.state.Installed, a, found, w.cfg.NodeID) {
 		w.release()
 	}
-	if !w.state.Installed && w.state.Phase != move.Done && moveGone(a, found, w.cfg.NodeID) {
-		w.dropAbandonedCopy(a, found)
-	} else if w.staging != nil {
+	ownsIt := found && a.Owner == w.cfg.NodeID
+	switch {
+	case w.state.Installed || w.state.Phase == move.Done || w.state.Phase == move.Ended:
+		if w.staging != nil {
+			w.staging.Close()
+		}
+	case moveGone(a, found, w.cfg.NodeID) || ownsIt:
+		w.endCopy(a, found)
+	case w.staging != nil:
 		w.staging.Close()
 	}
 	for reason := range w.blocked {
@@ -329,7 +355,7 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 		in, err := w.installInput(e.HWM, e.Force)
 		w.run(ctx, func(context.Context) any {
 			if err != nil {
-				return move.Installed{Err: err}
+				return installDone{Installed: move.Installed{Err: err}}
 			}
 			return w.install(in)
 		})
@@ -339,13 +365,18 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	case move.ReadLeader:
 		w.run(ctx, w.readLeader)
 	case move.RenameBack:
-		if err := storage.RenameBack(w.installDir, storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition)); err != nil {
-			// Left in place: such a copy can confirm a flip, never undo one.
+		if err := renameBackUnderGuard(w.deps, w.key, w.installed); err != nil {
+			// Left in place: such a copy can confirm a flip, never undo
+			// one; refused by the guard, it went with its incarnation's
+			// directory and the sweep judges it (rule V9).
 			w.deps.log.Error("move: rename the install back to staging", "partition", partitionKeyString(w.key), "err", err)
+		} else {
+			w.tookInstallOff = true
 		}
-		w.staging = nil
+		w.staging, w.installed = nil, nil
 	case move.RemoveStaging:
-		w.discard()
+		a, found := w.assignment()
+		w.endCopy(a, found)
 	case move.ScheduleRetry:
 		w.after(ctx, e.After, move.Retry{})
 	case move.Log:
@@ -381,12 +412,24 @@ func (w *moveWorker) openStaging() (*storage.Staging, error) {
 	if w.staging != nil {
 		return w.staging, nil
 	}
-	s, err := storage.OpenStaging(storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition), w.cfg.Log)
+	s, cleared, err := storage.OpenStaging(storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition), w.cfg.Log, w.moveName())
+	if cleared {
+		// rule T2: an earlier move's copy (its target cleared while this
+		// node was away) is never resumed.
+		w.deps.log.Info("move: cleared the staging copy an earlier move left", "partition", partitionKeyString(w.key), "move", w.moveName())
+	}
 	if err != nil {
 		return nil, err
 	}
 	w.staging = s
 	return s, nil
+}
+
+// moveName names this move in its staging copy: a restart of the same move
+// resumes the copy, another move of the partition clears it (rule T2). The
+// target's TargetSince tells two moves from the same source apart.
+func (w *moveWorker) moveName() string {
+	return fmt.Sprintf("%d/%d %s>%s since %d", w.key.Incarnation, w.key.Partition, w.source, w.cfg.NodeID, w.since)
 }
 
 func (w *moveWorker) discard() {
@@ -580,19 +623,33 @@ func (w *moveWorker) install(in installInput) any {
 			w.deps.log.Warn("move: stamp segment ages", "partition", partitionKeyString(w.key), "err", err)
 		}
 	}
-	if err := prepareTopicDir(w.cfg.DataDir, w.key, w.deps.log); err != nil {
-		return move.Installed{Err: err}
+	if err := prepareTopicDir(w.deps, w.store, w.key); err != nil {
+		return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}
 	}
-	res, err := w.installs.install(s, w.installDir, storage.InstallOptions{
+	res, err := w.installs.install(w.deps, w.key, s, storage.InstallOptions{
 		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source},
 		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs)})
 	if err != nil {
-		return move.Installed{Err: err}
+		return installDone{Installed: move.Installed{Err: err}}
 	}
 	if res.Quarantined != "" {
 		w.deps.log.Error("move: an earlier copy at the partition's path held unexpired records; set aside", "partition", partitionKeyString(w.key), "quarantine", res.Quarantined)
 	}
-	return move.Installed{}
+	// What the path names now: a rename back moves only this directory.
+	info, err := os.Stat(w.installDir)
+	if err != nil {
+		w.deps.log.Error("move: stat the install", "partition", partitionKeyString(w.key), "err", err)
+	}
+	return installDone{installed: info}
+}
+
+// installDone is an install's outcome with the directory it put at the
+// partition's path (nil when it failed), and whether the topic directory's
+// preparation refused it (rule V10: warned once per move).
+type installDone struct {
+	move.Installed
+	installed      os.FileInfo
+	prepareRefused bool
 }
 
 // flip proposes the ownership change, naming the HWM the copy ends at so
@@ -661,34 +718,44 @@ func (w *moveWorker) assignment() (messages.Assignment, bool) {
 	return w.store.Assignment(t.Incarnation, w.key.Partition)
 }
 
-// dropAbandonedCopy removes the staging copy of a move that is gone,
-// unless the partition's owner reads dead or is no member and the copy
-// holds records: it may be the only copy left, so it is set aside and
-// logged at error (rule X9). An install whose flip is unconfirmed stays
-// where it is for the stale-copy sweep to judge.
+// endCopy decides what becomes of the staging copy of a move that ends
+// without its flip (move.EndCopy, rules X6, X9) and carries it out: it
+// removes the copy, or sets it aside as a quarantine and logs it at error
+// when it may hold the only copy of its records.
 //
-// a and found are the partition's assignment as stop read it.
-func (w *moveWorker) dropAbandonedCopy(a messages.Assignment, found bool) {
+// a and found are the partition's assignment in the local replica.
+func (w *moveWorker) endCopy(a messages.Assignment, found bool) {
+	if _, err := os.Stat(storage.StagingPath(w.cfg.DataDir, w.key.Topic, w.key.Partition)); errors.Is(err, os.ErrNotExist) && w.staging == nil {
+		return // nothing staged
+	}
 	s, err := w.openStaging()
 	if err != nil {
-		w.deps.log.Error("move: open the abandoned staging copy", "partition", partitionKeyString(w.key), "err", err)
+		w.deps.log.Error("move: open the staging copy of a move that ended", "partition", partitionKeyString(w.key), "err", err)
 		return
 	}
+	w.staging = nil
 	owner := w.source
 	if found {
 		owner = a.Owner
 	}
 	m, member := w.store.Member(owner)
-	holds := false
-	for _, size := range s.Staged() {
-		holds = holds || size > 0
+	c := move.CopyEnd{OwnsIt: found && a.Owner == w.cfg.NodeID, TookInstallOff: w.tookInstallOff,
+		OwnerDeadOrGone: !member || m.Status == messages.MemberDead}
+	if mk, err := storage.ReadMarker(w.installDir); err == nil && mk.SourceNode == w.source {
+		c.PathHoldsSourceInstall = true
 	}
-	if holds && (!member || m.Status == messages.MemberDead) {
+	for _, size := range s.Staged() {
+		c.HoldsRecords = c.HoldsRecords || size > 0
+	}
+	fate, why := move.EndCopy(c)
+	if fate == move.SetAsideCopy {
 		dir, err := s.Quarantine()
-		w.deps.log.Error("move abandoned while its source is dead: the staging copy may be the only one; set aside", "partition", partitionKeyString(w.key), "owner", owner, "quarantine", dir, "err", err)
+		w.metrics.stagingSetAside.Inc()
+		w.deps.log.Error("move ended without its flip, and its staging copy may hold the only copy of its records; set aside for an operator",
+			"partition", partitionKeyString(w.key), "owner", owner, "why", why, "quarantine", dir, "err", err)
 		return
 	}
 	if err := s.Remove(); err != nil {
-		w.deps.log.Error("move: remove the abandoned staging copy", "partition", partitionKeyString(w.key), "err", err)
+		w.deps.log.Error("move: remove the staging copy of a move that ended", "partition", partitionKeyString(w.key), "why", why, "err", err)
 	}
 }

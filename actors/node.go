@@ -211,7 +211,7 @@ func (n *Node) startActors() error {
 	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.pacer = newFreezePacer(n.cfg, n.metrics)
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
-	n.installs = newInstallBatcher(n.cfg)
+	n.installs = newInstallBatcher(n.deps)
 	sys := n.system
 	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps

@@ -182,8 +182,14 @@ func (p *partitionActor) start() {
 			panic(fmt.Errorf("open partition %s: %w", p.name, err))
 		}
 	}
+	// Under the guard (rule V9): no install or reclaim acts on the path
+	// while the log is open.
+	if err := openUnderGuard(p.deps, p.key); err != nil {
+		panic(err)
+	}
 	l, err := p.files.OpenLog(p.dir, p.cfg.Log)
 	if err != nil {
+		closedUnderGuard(p.deps, p.key)
 		panic(fmt.Errorf("open partition %s: %w", p.name, err))
 	}
 	st, err := storage.LoadConsumerState(p.dir)
@@ -193,6 +199,7 @@ func (p *partitionActor) start() {
 		p.deps.log.Error("consumer state damaged; redelivering from the oldest record", "partition", p.name, "err", err)
 	} else if err != nil {
 		l.Close()
+		closedUnderGuard(p.deps, p.key)
 		panic(fmt.Errorf("load consumer state of %s: %w", p.name, err))
 	}
 	// Acked-ahead offsets at or past the HWM are dropped even when the
@@ -205,6 +212,7 @@ func (p *partitionActor) start() {
 	committer, err := storage.NewOffsetCommitter(p.dir, p.cfg.Consumer)
 	if err != nil {
 		l.Close()
+		closedUnderGuard(p.deps, p.key)
 		panic(fmt.Errorf("consumer state of %s: %w", p.name, err))
 	}
 	p.log = l
@@ -260,6 +268,7 @@ func (p *partitionActor) close(ctx actor.Context) {
 	if h := p.handover; h != nil && hwm > h.hwm {
 		p.setAside(h, hwm)
 	}
+	closedUnderGuard(p.deps, p.key)
 }
 
 // setAside quarantines a handed-over copy that holds records past the HWM

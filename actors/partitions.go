@@ -1,9 +1,9 @@
 package actors
 
 import (
-	"log/slog"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -38,6 +38,8 @@ type partitionsActor struct {
 	changes changeWatch
 	// stopping is set once the supervisor itself stops.
 	stopping bool
+	// retrying: a reconcile is scheduled after a failed preparation.
+	retrying bool
 	// owned is read by the partitions-owned gauge at scrape time.
 	owned *atomic.Int64
 }
@@ -87,6 +89,7 @@ func (s *partitionsActor) watch(ctx actor.Context) {
 
 func (s *partitionsActor) reconcile(ctx actor.Context) {
 	s.changes.handled()
+	s.retrying = false
 	owned := s.store.OwnedByAnyOrder(s.cfg.NodeID)
 	// want maps each partition this node owns to whether a move targets it.
 	want := make(map[messages.PartitionKey]bool, len(owned))
@@ -111,8 +114,12 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		if _, running := s.children[k]; running || s.failed[k] {
 			continue
 		}
-		if err := prepareTopicDir(s.cfg.DataDir, k, s.deps.log); err != nil {
+		if err := prepareTopicDir(s.deps, s.store, k); err != nil {
+			// Refused under the guard (a partition of the deleted
+			// incarnation still closing, a record not caught up) or
+			// failed: try again shortly, a change may not come.
 			s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
+			s.retryLater(ctx)
 			continue
 		}
 		d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted
@@ -126,6 +133,17 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		s.children[k] = pid
 	}
 	s.owned.Store(int64(len(s.children)))
+}
+
+// retryLater reconciles again after a MoveTick, once however many
+// partitions asked for it.
+func (s *partitionsActor) retryLater(ctx actor.Context) {
+	if s.retrying {
+		return
+	}
+	s.retrying = true
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(s.cfg.MoveTick, func() { root.Send(self, reconcilePartitions{}) })
 }
 
 // handOver stops the actors of partitions this node no longer owns, all
@@ -199,18 +217,6 @@ func (s *partitionsActor) retain(ctx actor.Context) {
 			ctx.Send(pid, &messages.Retain{MaxAge: msDuration(t.RetentionMs)})
 		}
 	}
-}
-
-// prepareTopicDir makes the topic's directory belong to the incarnation
-// about to be served (storage.PrepareTopicDir) and says so when it removed
-// another incarnation's data. The partitions supervisor calls it before it
-// opens a partition, and a move before it installs one (rule V10).
-func prepareTopicDir(dataDir string, k messages.PartitionKey, log *slog.Logger) error {
-	res, err := storage.PrepareTopicDir(dataDir, k.Topic, k.Incarnation)
-	if res.Removed {
-		log.Warn("removed a topic directory that was not this incarnation's", "topic", k.Topic, "found", res.Found, "serving", k.Incarnation)
-	}
-	return err
 }
 
 // purge removes a deleted topic's partition data, and the topic directory

@@ -235,7 +235,7 @@ func benchCopyPartition(src *Log, cfg LogConfig, staging, target string, buf []b
 	if err != nil {
 		return err
 	}
-	st, err := OpenStaging(staging, cfg)
+	st, _, err := OpenStaging(staging, cfg, "bench")
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 		stage := func(b *testing.B, root string) []InstallItem {
 			items := make([]InstallItem, parts)
 			for i := range items {
-				st, err := OpenStaging(StagingPath(root, "t", i), cfg)
+				st, _, err := OpenStaging(StagingPath(root, "t", i), cfg, "bench")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -25,6 +25,16 @@ import (
 type Guards struct {
 	mu    sync.Mutex
 	locks map[string]*topicLock
+	// open holds the partitions whose log is open: an install, a rename
+	// back or a reclaim never acts under an open log (rule V9), and a
+	// topic directory is never set aside while any partition of another
+	// incarnation is open in it. Bounded by the partitions this node runs.
+	open map[string]map[openPartition]bool // by topic name
+}
+
+type openPartition struct {
+	incarnation uint64
+	partition   int
 }
 
 type topicLock struct {
@@ -33,7 +43,9 @@ type topicLock struct {
 }
 
 // NewGuards returns an empty guard table.
-func NewGuards() *Guards { return &Guards{locks: map[string]*topicLock{}} }
+func NewGuards() *Guards {
+	return &Guards{locks: map[string]*topicLock{}, open: map[string]map[openPartition]bool{}}
+}
 
 // Lock takes the topic's guard and returns its release. A nil Guards
 // guards nothing (a test rig without a node).
@@ -75,6 +87,66 @@ func (g *Guards) LockAll(topics []string) (unlock func()) {
 			unlocks[i]()
 		}
 	}
+}
+
+// MarkOpen records the partition's log open; the caller holds the topic's
+// guard and checked the directory's marker under it. MarkClosed, once the
+// log is closed, takes it off.
+func (g *Guards) MarkOpen(topic string, inc uint64, partition int) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	if g.open[topic] == nil {
+		g.open[topic] = map[openPartition]bool{}
+	}
+	g.open[topic][openPartition{inc, partition}] = true
+	g.mu.Unlock()
+}
+
+// MarkClosed records the partition's log closed.
+func (g *Guards) MarkClosed(topic string, inc uint64, partition int) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	delete(g.open[topic], openPartition{inc, partition})
+	if len(g.open[topic]) == 0 {
+		delete(g.open, topic)
+	}
+	g.mu.Unlock()
+}
+
+// PartitionOpen reports whether a log of the topic's partition is open, of
+// any incarnation: its path is not free for an install or a reclaim.
+func (g *Guards) PartitionOpen(topic string, partition int) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.open[topic] {
+		if k.partition == partition {
+			return true
+		}
+	}
+	return false
+}
+
+// OtherIncarnationOpen reports whether a partition of another incarnation
+// of the topic is open: its directory must not be set aside yet.
+func (g *Guards) OtherIncarnationOpen(topic string, inc uint64) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.open[topic] {
+		if k.incarnation != inc {
+			return true
+		}
+	}
+	return false
 }
 
 // TopicIncarnation reads the incarnation marker of the topic's directory.

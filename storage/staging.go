@@ -38,15 +38,45 @@ type Staging struct {
 	done   bool            // installed or removed
 }
 
-// OpenStaging opens the staging directory dir, creating it or resuming what
-// an earlier attempt staged there.
-func OpenStaging(dir string, cfg LogConfig) (*Staging, error) {
+// stagingMoveFile names the move a staging directory belongs to.
+const stagingMoveFile = "staging.move"
+
+// OpenStaging opens the staging directory dir for the move named move,
+// creating it or resuming what an earlier attempt of the same move staged
+// there. A copy left by another move (one whose target was cleared while
+// this node was away, rule T2), or by a release that did not name its
+// moves, is cleared first: cleared reports it. Resuming it could install
+// the segments of a source that no longer has them.
+func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bool, err error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if move == "" {
+		return nil, false, fmt.Errorf("open staging %s: no move name: %w", dir, ErrInvalid)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, stagingMoveFile)); err == nil && string(b) == move {
+		s, err := resumeStaging(dir, cfg)
+		return s, false, err
+	} else if _, serr := os.Lstat(dir); serr == nil {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, false, fmt.Errorf("clear the staging copy of another move at %s: %w", dir, err)
+		}
+		cleared = true
 	}
 	if err := mkdirAllSync(dir); err != nil {
-		return nil, err
+		return nil, cleared, err
 	}
+	// Not synced here: the install syncs every file of the copy, and a
+	// name lost to a crash before that only clears a copy of the same move.
+	if err := os.WriteFile(filepath.Join(dir, stagingMoveFile), []byte(move), 0o644); err != nil {
+		return nil, cleared, fmt.Errorf("name the move of staging %s: %w", dir, err)
+	}
+	s, err = resumeStaging(dir, cfg)
+	return s, cleared, err
+}
+
+// resumeStaging opens an existing staging directory as it is.
+func resumeStaging(dir string, cfg LogConfig) (*Staging, error) {
 	s := &Staging{dir: dir, cfg: cfg, limits: map[string]int64{}, sizes: map[string]int64{},
 		files: map[string]*os.File{}, synced: map[string]bool{}}
 	bases, err := listSegmentBases(dir)

@@ -48,7 +48,7 @@ func copyPass(t testing.TB, src *Log, st *Staging, now time.Time) (Listing, int6
 
 func openTestStaging(t testing.TB, dir string) *Staging {
 	t.Helper()
-	st, err := OpenStaging(dir, smallLogConfig())
+	st, _, err := OpenStaging(dir, smallLogConfig(), "test-move")
 	if err != nil {
 		t.Fatalf("open staging: %v", err)
 	}

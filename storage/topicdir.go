@@ -16,23 +16,32 @@ const incarnationFile = "incarnation"
 
 // TopicDirPrepared says what PrepareTopicDir found at the topic's path.
 type TopicDirPrepared struct {
-	// Removed is set when a directory of another incarnation (Found), or
-	// one without an incarnation marker holding files, was removed. It
-	// stays false when the removal failed.
-	Removed bool
-	// Found is the incarnation the directory to remove named ("" when it
-	// had no marker), whether or not its removal succeeded.
+	// SetAside is where a directory of another incarnation (Found), or one
+	// without an incarnation marker holding files, was moved; "" when
+	// nothing was, or the move failed.
+	SetAside string
+	// Found is the incarnation the directory set aside named ("" when it
+	// had no marker), whether or not setting it aside succeeded.
 	Found string
 }
+
+// StalePath is where topic directories set aside by PrepareTopicDir go:
+// <data>/.stale/<topic>@<incarnation>, or <topic>@unmarked for one without
+// a marker, with .2, .3, ... when the name is taken. A topic name never
+// holds '@', so these never collide with a topic.
+func StalePath(dataDir string) string { return filepath.Join(dataDir, ".stale") }
 
 // TopicPath is where a topic's partitions live.
 func TopicPath(dataDir, topic string) string { return filepath.Join(dataDir, "topics", topic) }
 
 // PrepareTopicDir makes the topic's directory belong to incarnation before
-// a partition of it is opened or installed: a directory left by a deleted
+// a partition of it is opened or installed: a directory left by another
 // incarnation (this node was down when it was deleted), or one without a
-// marker, is removed first; then the directory and its marker are made
-// durable.
+// marker that holds files, is set aside under StalePath, never deleted
+// (rule V10: it may be the successor's, if the caller's view is stale, or
+// hold records nobody else has); then the directory and its marker are made
+// durable. The caller holds the topic's guard (Guards) and has re-read the
+// topic record under it, and no partition of the directory is open.
 func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepared, error) {
 	dir := TopicPath(dataDir, topic)
 	want := strconv.FormatUint(incarnation, 10)
@@ -43,22 +52,47 @@ func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepare
 		return out, nil
 	case err == nil || !errors.Is(err, os.ErrNotExist):
 		out.Found = strings.TrimSpace(string(b))
-		if err := os.RemoveAll(dir); err != nil {
-			return out, fmt.Errorf("remove stale topic dir %s: %w", dir, err)
+		if err != nil {
+			out.Found = "unreadable"
 		}
-		out.Removed = true
+		if out.SetAside, err = setAsideTopicDir(dataDir, topic, out.Found); err != nil {
+			return out, err
+		}
 	default:
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			if err := os.RemoveAll(dir); err != nil {
-				return out, fmt.Errorf("remove unmarked topic dir %s: %w", dir, err)
+			if out.SetAside, err = setAsideTopicDir(dataDir, topic, "unmarked"); err != nil {
+				return out, err
 			}
-			out.Removed = true
 		}
 	}
 	if err := mkdirAllSync(dir); err != nil {
 		return out, fmt.Errorf("create topic dir: %w", err)
 	}
 	return out, writeFileSync(filepath.Join(dir, incarnationFile), []byte(want+"\n"))
+}
+
+// setAsideTopicDir moves the topic's directory to the first free
+// StalePath name for what its marker said, durably.
+func setAsideTopicDir(dataDir, topic, found string) (string, error) {
+	if err := mkdirAllSync(StalePath(dataDir)); err != nil {
+		return "", fmt.Errorf("set aside topic dir %s: %w", topic, err)
+	}
+	base := filepath.Join(StalePath(dataDir), topic+"@"+found)
+	to := base
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		to = base + "." + strconv.Itoa(i)
+	}
+	dir := TopicPath(dataDir, topic)
+	if err := os.Rename(dir, to); err != nil {
+		return "", fmt.Errorf("set aside topic dir %s: %w", dir, err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return to, err
+	}
+	return to, syncDir(StalePath(dataDir))
 }
 
 // PurgePartition removes a deleted topic's partition data, and the topic

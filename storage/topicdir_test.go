@@ -6,7 +6,10 @@ import (
 	"testing"
 )
 
-func TestPrepareTopicDirKeepsItsIncarnationAndRemovesAnyOther(t *testing.T) {
+// rule V10: a directory of another incarnation, or one without a marker
+// that holds files, is set aside, never deleted: the preparation may act on
+// a stale view, and the data may be the only copy.
+func TestRuleV10PrepareTopicDirKeepsItsIncarnationAndSetsAnyOtherAside(t *testing.T) {
 	data := t.TempDir()
 	part := PartitionPath(data, "t", 0)
 	mustWrite := func(path string) {
@@ -21,29 +24,44 @@ func TestPrepareTopicDirKeepsItsIncarnationAndRemovesAnyOther(t *testing.T) {
 	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
 
 	// A fresh directory is created and marked.
-	if res, err := PrepareTopicDir(data, "t", 7); err != nil || res.Removed {
-		t.Fatalf("fresh: got %+v, %v, want nothing removed", res, err)
+	if res, err := PrepareTopicDir(data, "t", 7); err != nil || res.SetAside != "" {
+		t.Fatalf("fresh: got %+v, %v, want nothing set aside", res, err)
 	}
 	mustWrite(filepath.Join(part, "seg"))
 	// The same incarnation keeps its data.
-	if res, err := PrepareTopicDir(data, "t", 7); err != nil || res.Removed || !exists(filepath.Join(part, "seg")) {
+	if res, err := PrepareTopicDir(data, "t", 7); err != nil || res.SetAside != "" || !exists(filepath.Join(part, "seg")) {
 		t.Fatalf("same incarnation: got %+v, %v, data kept %v; want it kept", res, err, exists(filepath.Join(part, "seg")))
 	}
-	// Another incarnation's directory goes, and says whose it was.
-	if res, err := PrepareTopicDir(data, "t", 8); err != nil || !res.Removed || res.Found != "7" || exists(part) {
-		t.Fatalf("other incarnation: got %+v, %v, partition left %v; want incarnation 7 removed", res, err, exists(part))
+	// Another incarnation's directory is set aside with its data, named.
+	res, err := PrepareTopicDir(data, "t", 8)
+	want := filepath.Join(StalePath(data), "t@7")
+	if err != nil || res.SetAside != want || res.Found != "7" || exists(part) {
+		t.Fatalf("other incarnation: got %+v, %v, partition left %v; want incarnation 7 set aside at %s", res, err, exists(part), want)
 	}
-	// A directory with files and no marker goes too.
+	if !exists(filepath.Join(want, "0", "seg")) {
+		t.Fatalf("other incarnation: its segment is not at %s", want)
+	}
+	// A directory with files and no marker is set aside too.
 	if err := os.Remove(filepath.Join(TopicPath(data, "t"), incarnationFile)); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(filepath.Join(part, "seg"))
-	if res, err := PrepareTopicDir(data, "t", 8); err != nil || !res.Removed || res.Found != "" || exists(part) {
-		t.Fatalf("unmarked: got %+v, %v, partition left %v; want it removed", res, err, exists(part))
+	res, err = PrepareTopicDir(data, "t", 8)
+	want = filepath.Join(StalePath(data), "t@unmarked")
+	if err != nil || res.SetAside != want || res.Found != "" || exists(part) || !exists(filepath.Join(want, "0", "seg")) {
+		t.Fatalf("unmarked: got %+v, %v, partition left %v; want it set aside at %s", res, err, exists(part), want)
 	}
 	b, err := os.ReadFile(filepath.Join(TopicPath(data, "t"), incarnationFile))
 	if err != nil || string(b) != "8\n" {
 		t.Fatalf("marker: got %q, %v, want 8", b, err)
+	}
+	// A second set-aside of the same name never overwrites the first.
+	if err := os.WriteFile(filepath.Join(TopicPath(data, "t"), incarnationFile), []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = PrepareTopicDir(data, "t", 8)
+	if want := filepath.Join(StalePath(data), "t@7.2"); err != nil || res.SetAside != want {
+		t.Fatalf("second set-aside of incarnation 7: got %+v, %v, want %s", res, err, want)
 	}
 }
 
@@ -71,28 +89,22 @@ func TestPurgePartitionRemovesTheTopicDirWithItsLastPartition(t *testing.T) {
 	}
 }
 
-func TestPrepareTopicDirDoesNotClaimARemovalThatFailed(t *testing.T) {
+func TestPrepareTopicDirDoesNotClaimASetAsideThatFailed(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root removes files in a read-only directory")
+		t.Skip("root renames in a read-only directory")
 	}
 	data := t.TempDir()
 	if _, err := PrepareTopicDir(data, "t", 7); err != nil {
 		t.Fatal(err)
 	}
-	part := PartitionPath(data, "t", 0)
-	if err := os.MkdirAll(part, 0o755); err != nil {
+	// A read-only topics directory keeps the topic from being renamed.
+	topics := filepath.Dir(TopicPath(data, "t"))
+	if err := os.Chmod(topics, 0o555); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(part, "seg"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A read-only partition directory keeps its segment from RemoveAll.
-	if err := os.Chmod(part, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(part, 0o755) })
+	t.Cleanup(func() { os.Chmod(topics, 0o755) })
 	res, err := PrepareTopicDir(data, "t", 8)
-	if err == nil || res.Removed || res.Found != "7" {
-		t.Fatalf("failed removal: got %+v, %v; want an error, Found 7 and Removed false", res, err)
+	if err == nil || res.SetAside != "" || res.Found != "7" {
+		t.Fatalf("failed set-aside: got %+v, %v; want an error, Found 7 and nothing set aside", res, err)
 	}
 }

@@ -841,3 +841,57 @@ func Gone(found bool, owner, target, self string) bool {
 func ReleaseOnStop(installed, found bool, owner, target, self string) bool {
 	return !installed || Gone(found, owner, target, self)
 }
+
+// CopyEnd is what the worker knows of its staging copy when the move ends
+// without a flip of its own: refused by the leader, or stopped while gone.
+type CopyEnd struct {
+	// OwnsIt: this node owns the partition by then (an earlier attempt's
+	// flip committed).
+	OwnsIt bool
+	// TookInstallOff: this move renamed its install back off the path.
+	TookInstallOff bool
+	// PathHoldsSourceInstall: the partition's path holds a copy installed
+	// from the move's source (its move marker names the source).
+	PathHoldsSourceInstall bool
+	// OwnerDeadOrGone: the partition's owner reads dead or has no member
+	// record.
+	OwnerDeadOrGone bool
+	// HoldsRecords: the staging copy holds records.
+	HoldsRecords bool
+}
+
+// CopyFate is what becomes of the staging copy.
+type CopyFate int
+
+const (
+	// RemoveCopy deletes it: every record it holds is elsewhere.
+	RemoveCopy CopyFate = iota
+	// SetAsideCopy renames it to a quarantine and logs it at error: it
+	// may be the only copy of its records.
+	SetAsideCopy
+)
+
+// EndCopy decides the fate of the staging copy of a move that ends without
+// its flip (rules X6, X9). If this node owns the partition by then, the copy
+// is kept when it may hold records the partition's path lacks: the move took
+// its install off the path, or no copy installed from the source is there;
+// when the path holds the source's install and the move took nothing off
+// it, the flip that committed was an earlier attempt's, and this copy, a
+// re-copy, goes. Otherwise the copy goes unless the owner reads dead or is
+// no member: then it may be the only copy left. A copy without records is
+// never worth keeping.
+func EndCopy(c CopyEnd) (CopyFate, string) {
+	switch {
+	case !c.HoldsRecords:
+		return RemoveCopy, "holds no records"
+	case c.OwnsIt && c.TookInstallOff:
+		return SetAsideCopy, "this node owns the partition, and the move took its install off the path"
+	case c.OwnsIt && !c.PathHoldsSourceInstall:
+		return SetAsideCopy, "this node owns the partition, and its path holds no copy installed from the source"
+	case c.OwnsIt:
+		return RemoveCopy, "the partition's path holds an earlier attempt's install, which flipped"
+	case c.OwnerDeadOrGone:
+		return SetAsideCopy, "the owner reads dead or is no member: the copy may be the only one"
+	}
+	return RemoveCopy, "the owner holds the partition"
+}

@@ -736,3 +736,35 @@ func BenchmarkStepAWholeMove(b *testing.B) {
 		}
 	}
 }
+
+// rules X6, X9: a move that ends without its flip removes its staging
+// copy unless it may hold the only copy of its records.
+func TestEndCopyRulesX6X9(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    CopyEnd
+		want CopyFate
+	}{
+		// rule X6
+		{"refused, owner alive", CopyEnd{HoldsRecords: true}, RemoveCopy},
+		{"refused, this node owns it by then, install taken off", CopyEnd{OwnsIt: true, TookInstallOff: true, PathHoldsSourceInstall: true, HoldsRecords: true}, SetAsideCopy},
+		{"refused, this node owns it, no source install at the path", CopyEnd{OwnsIt: true, HoldsRecords: true}, SetAsideCopy},
+		{"refused, this node owns it through an earlier attempt's install", CopyEnd{OwnsIt: true, PathHoldsSourceInstall: true, HoldsRecords: true}, RemoveCopy},
+		{"this node owns it, the copy is empty", CopyEnd{OwnsIt: true, TookInstallOff: true, HoldsRecords: false}, RemoveCopy},
+		// rule X9
+		{"ended, owner dead, copy holds records", CopyEnd{OwnerDeadOrGone: true, HoldsRecords: true}, SetAsideCopy},
+		{"ended, owner dead, copy empty", CopyEnd{OwnerDeadOrGone: true}, RemoveCopy},
+		{"ended, owner alive", CopyEnd{HoldsRecords: true, PathHoldsSourceInstall: true}, RemoveCopy},
+	} {
+		if got, why := EndCopy(tc.c); got != tc.want {
+			t.Errorf("%s: EndCopy(%+v) = %v (%s), want %v", tc.name, tc.c, got, why, tc.want)
+		}
+	}
+}
+
+func BenchmarkEndCopy(b *testing.B) {
+	c := CopyEnd{OwnsIt: true, PathHoldsSourceInstall: true, HoldsRecords: true}
+	for b.Loop() {
+		EndCopy(c)
+	}
+}

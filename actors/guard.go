@@ -1,0 +1,121 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// Every act on a partition's directory runs under its topic's open guard
+// (storage.Guards, one per node in deps; rules V9, V10, S6): the partition
+// actor's open, the preparation of the topic directory, a move's install
+// and rename back, and the sweep's reclaim. Under the guard each re-checks
+// what it relies on (the topic record, the directory's incarnation
+// marker, that no log is open at the path) and refuses otherwise: a topic
+// deleted and recreated under the same name meanwhile keeps its name and
+// so its guard, and its successor's directory is never moved, stamped or
+// removed by an act meant for the deleted incarnation.
+
+// errGuardRefused is an act the guard's checks refused; the caller retries
+// or gives up, and nothing was changed.
+var errGuardRefused = errors.New("refused under the topic guard")
+
+// topicRecords is what the guard re-reads of the topic record.
+type topicRecords interface {
+	Topic(name string) (messages.Topic, bool)
+}
+
+// prepareTopicDir makes the topic's directory belong to k's incarnation
+// (storage.PrepareTopicDir) under the guard: only while the local replica's
+// record still names that incarnation, re-read under the guard (rule V10),
+// and while no partition of another incarnation is open in it. A directory
+// of another incarnation, or one without a marker holding files, is set
+// aside, never deleted, and logged. The partitions supervisor calls it
+// before it opens a partition, and a move before it installs one.
+func prepareTopicDir(d deps, topics topicRecords, k messages.PartitionKey) error {
+	unlock := d.guards.Lock(k.Topic)
+	defer unlock()
+	if t, ok := topics.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
+		return fmt.Errorf("prepare the directory of topic %s for incarnation %d: the topic record names %d (found %v): %w",
+			k.Topic, k.Incarnation, t.Incarnation, ok, errGuardRefused)
+	}
+	if d.guards.OtherIncarnationOpen(k.Topic, k.Incarnation) {
+		return fmt.Errorf("prepare the directory of topic %s for incarnation %d: a partition of another incarnation is still open in it: %w",
+			k.Topic, k.Incarnation, errGuardRefused)
+	}
+	res, err := storage.PrepareTopicDir(d.cfg.DataDir, k.Topic, k.Incarnation)
+	if res.SetAside != "" {
+		d.log.Warn("set aside a topic directory that was not this incarnation's", "topic", k.Topic, "found", res.Found, "serving", k.Incarnation, "set_aside", res.SetAside)
+	}
+	if err != nil {
+		return fmt.Errorf("prepare the directory of topic %s: %w", k.Topic, err)
+	}
+	return nil
+}
+
+// openUnderGuard marks k's partition open, under the guard, once the topic
+// directory's marker names k's incarnation; the caller opens the log next
+// and calls closedUnderGuard once it closed. A directory that is not k's
+// incarnation's (its preparation lost a race) is refused.
+func openUnderGuard(d deps, k messages.PartitionKey) error {
+	unlock := d.guards.Lock(k.Topic)
+	defer unlock()
+	ok, err := storage.MarkerNames(d.cfg.DataDir, k.Topic, k.Incarnation, false)
+	if err != nil {
+		return fmt.Errorf("open partition %s: %w", partitionKeyString(k), err)
+	}
+	if !ok {
+		return fmt.Errorf("open partition %s: the topic directory's marker does not name incarnation %d: %w",
+			partitionKeyString(k), k.Incarnation, errGuardRefused)
+	}
+	d.guards.MarkOpen(k.Topic, k.Incarnation, k.Partition)
+	return nil
+}
+
+// closedUnderGuard records k's log closed.
+func closedUnderGuard(d deps, k messages.PartitionKey) {
+	d.guards.MarkClosed(k.Topic, k.Incarnation, k.Partition)
+}
+
+// pathFree is the check an install, a rename back and a reclaim make under
+// the guard (rule V9): the topic directory's marker names k's incarnation
+// (or is absent, when absentOK) and no log is open at the partition's path.
+func pathFree(d deps, k messages.PartitionKey, absentOK bool) error {
+	ok, err := storage.MarkerNames(d.cfg.DataDir, k.Topic, k.Incarnation, absentOK)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("partition %s: the topic directory's marker does not name incarnation %d: %w",
+			partitionKeyString(k), k.Incarnation, errGuardRefused)
+	case d.guards.PartitionOpen(k.Topic, k.Partition):
+		return fmt.Errorf("partition %s: a log is open at its path: %w", partitionKeyString(k), errGuardRefused)
+	}
+	return nil
+}
+
+// renameBackUnderGuard takes a move's install off the partition's path
+// back to staging (storage.RenameBack), under the guard: only while the
+// marker names the move's incarnation, no log is open there, and the path
+// still names the directory the install put there (installed, as stat'ed
+// right after the install). Refused, it moves nothing: the copy went with
+// its incarnation's directory when that was set aside.
+func renameBackUnderGuard(d deps, k messages.PartitionKey, installed os.FileInfo) error {
+	unlock := d.guards.Lock(k.Topic)
+	defer unlock()
+	if err := pathFree(d, k, false); err != nil {
+		return fmt.Errorf("rename back: %w", err)
+	}
+	path := storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)
+	now, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("rename back %s: %w", path, err)
+	}
+	if installed == nil || !os.SameFile(now, installed) {
+		return fmt.Errorf("rename back %s: the path no longer names the directory the install put there: %w", path, errGuardRefused)
+	}
+	return storage.RenameBack(path, storage.StagingPath(d.cfg.DataDir, k.Topic, k.Partition))
+}
