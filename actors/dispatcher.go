@@ -80,7 +80,12 @@ type dispatcherActor struct {
 	owners owners
 	// reported are the owners a backlog gauge was set for.
 	reported map[string]bool
-	queues   map[messages.PartitionKey]*partitionQueue
+	// dropWarned are the topic incarnations whose dropped records were
+	// logged, so a deleted topic's backlog is one warning, not one per
+	// record; at most maxDropWarned, then forgotten (a repeated warning
+	// costs less than a set that grows with every delete).
+	dropWarned map[topicIncarnation]bool
+	queues     map[messages.PartitionKey]*partitionQueue
 	// clock is when retries and the reroute grace fall due.
 	clock clock
 	// remote are the commits in flight to peers, each on its own goroutine
@@ -91,6 +96,29 @@ type dispatcherActor struct {
 }
 
 const dispatcherName = "dispatcher"
+
+// maxDropWarned bounds dispatcherActor.dropWarned. It is no knob: past it a
+// warning is logged again, nothing else changes.
+const maxDropWarned = 1024
+
+// topicIncarnation names one life of a topic; incarnation 0 is a record
+// that does not know its own (written by an older node).
+type topicIncarnation struct {
+	topic       string
+	incarnation uint64
+}
+
+// Why the dispatcher drops a record instead of committing it, the reason
+// label of narad_wal_records_dropped_total.
+const (
+	// dropTopicDeleted: the topic incarnation the produce was validated
+	// against is gone (deleted, perhaps recreated under the same name).
+	dropTopicDeleted = "topic_deleted"
+	// dropNoPartition: the incarnation is current but has no such
+	// partition. Partitions never shrink, so only an older node's record
+	// (incarnation 0) of a topic recreated with fewer partitions gets here.
+	dropNoPartition = "no_partition"
+)
 
 func (d *dispatcherActor) Receive(ctx actor.Context) {
 	defer logPanic(d.deps.log, dispatcherName)
@@ -138,22 +166,31 @@ func (d *dispatcherActor) replay(ctx actor.Context) {
 	}
 }
 
-func (d *dispatcherActor) keyOf(r storage.WALRecord) (messages.PartitionKey, bool) {
+// keyOf is the partition r commits to: its own topic incarnation's, never
+// another's. A record with incarnation 0 predates incarnations in the WAL
+// and takes the topic's current one. The reason is "" when there is one.
+func (d *dispatcherActor) keyOf(r storage.WALRecord) (messages.PartitionKey, string) {
 	t, ok := d.store.Topic(r.Topic)
-	if !ok || int(r.Partition) >= t.Partitions || r.Partition < 0 {
-		return messages.PartitionKey{}, false
+	switch {
+	case !ok, r.Incarnation != 0 && r.Incarnation != t.Incarnation:
+		return messages.PartitionKey{}, dropTopicDeleted
+	case int(r.Partition) >= t.Partitions, r.Partition < 0:
+		return messages.PartitionKey{}, dropNoPartition
 	}
-	return messages.PartitionKey{Topic: r.Topic, Incarnation: t.Incarnation, Partition: int(r.Partition)}, true
+	return messages.PartitionKey{Topic: r.Topic, Incarnation: t.Incarnation, Partition: int(r.Partition)}, ""
 }
 
 func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
-	k, ok := d.keyOf(r)
-	if !ok {
-		// The topic was deleted after the produce: nobody can commit it.
-		d.deps.log.Warn("dropping a record of a deleted topic", "topic", r.Topic, "seq", r.Seq)
-		d.release(r.Seq)
+	k, why := d.keyOf(r)
+	if why != "" {
+		// Nobody may commit it: the contract deletes a topic's data with
+		// it, and a recreated topic starts empty.
+		d.drop(topicIncarnation{r.Topic, r.Incarnation}, why, []storage.WALRecord{r})
 		return
 	}
+	// Pinned, so a record that took the current incarnation (one an older
+	// node wrote) keeps it through retries and reroutes.
+	r.Incarnation = k.Incarnation
 	q := d.queues[k]
 	if q == nil {
 		q = &partitionQueue{}
@@ -275,6 +312,25 @@ func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time
 	}
 }
 
+// drop releases records that will never be committed, as if committed, so
+// the WAL's watermark passes them; counted, and logged once per topic
+// incarnation.
+func (d *dispatcherActor) drop(ti topicIncarnation, why string, recs []storage.WALRecord) {
+	for _, r := range recs {
+		d.release(r.Seq)
+	}
+	d.metrics.walRecordsDropped(why, len(recs))
+	if d.dropWarned[ti] {
+		return
+	}
+	if d.dropWarned == nil || len(d.dropWarned) >= maxDropWarned {
+		d.dropWarned = map[topicIncarnation]bool{}
+	}
+	d.dropWarned[ti] = true
+	d.deps.log.Warn("dropping ingress WAL records: their topic incarnation is gone or has no such partition",
+		"topic", ti.topic, "incarnation", ti.incarnation, "reason", why, "records", len(recs), "first_seq", recs[0].Seq)
+}
+
 func (d *dispatcherActor) release(seq uint64) {
 	if err := d.wal.MarkCommitted(seq); err != nil {
 		d.deps.log.Error("release WAL record", "seq", seq, "err", err)
@@ -283,9 +339,14 @@ func (d *dispatcherActor) release(seq uint64) {
 
 func (d *dispatcherActor) tick(ctx actor.Context) {
 	for k, q := range d.queues {
+		// A queue outlives its topic incarnation when the delete came after
+		// the enqueue; its owner refuses commits (no actor of that
+		// incarnation: 503), and a reroute would find no sibling. A commit
+		// in flight is waited for: it may land in the old incarnation,
+		// never a newer one (the partition actors are named by it).
 		if t, ok := d.store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && q.inFlight == 0 {
-			for _, r := range q.recs {
-				d.release(r.Seq)
+			if len(q.recs) > 0 {
+				d.drop(topicIncarnation{k.Topic, k.Incarnation}, dropTopicDeleted, q.recs)
 			}
 			delete(d.queues, k)
 			continue

@@ -19,14 +19,16 @@ import (
 // commitAttempt is one commit the fake owners saw.
 type commitAttempt struct {
 	partition int
-	seqs      []uint64
+	// incarnation is the topic incarnation the commit named.
+	incarnation uint64
+	seqs        []uint64
 	// bytes counts the records as the dispatcher's caps count them.
 	bytes int
 	at    time.Time
 }
 
 func (a commitAttempt) String() string {
-	return fmt.Sprintf("partition %d seqs %v (%d bytes) at %s", a.partition, a.seqs, a.bytes, a.at.Format("15:04:05.000"))
+	return fmt.Sprintf("partition %d (incarnation %d) seqs %v (%d bytes) at %s", a.partition, a.incarnation, a.seqs, a.bytes, a.at.Format("15:04:05.000"))
 }
 
 // fakeOwners stands in for every partition's owner: each partition answers
@@ -47,7 +49,7 @@ func (f *fakeOwners) ask(_ context.Context, k messages.PartitionKey, msg any) (a
 		size += len(r.Key) + len(r.Body) + recordOverheadBytes
 	}
 	f.mu.Lock()
-	f.attempts = append(f.attempts, commitAttempt{partition: k.Partition, seqs: seqs, bytes: size, at: f.clock.Now()})
+	f.attempts = append(f.attempts, commitAttempt{partition: k.Partition, incarnation: k.Incarnation, seqs: seqs, bytes: size, at: f.clock.Now()})
 	answer := f.answers[k.Partition]
 	f.mu.Unlock()
 	return answer(c)

@@ -123,6 +123,12 @@ func (m *nodeMetrics) dispatcherBacklog(owner string, records int) {
 	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_backlog_records{node=%q,destination=%q}`, m.node, owner), nil).Set(float64(records))
 }
 
+// walRecordsDropped counts ingress WAL records released without a commit,
+// by why (dispatcher.go's drop reasons).
+func (m *nodeMetrics) walRecordsDropped(why string, n int) {
+	metrics.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, m.node, why)).Add(n)
+}
+
 // gauge registers a gauge whose value is read from fn at scrape time. A
 // second node in the process with the same id reuses the first one's gauge.
 func gauge(node, base string, fn func() float64) {

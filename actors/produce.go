@@ -81,7 +81,9 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	if partition < 0 {
 		partition = n.route.livePartition(t, partitionForKey(key, t.Partitions))
 	}
-	wr := storage.WALRecord{Topic: t.Name, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
+	// The incarnation validated against: the dispatcher commits the record
+	// to it or to nothing, never to a topic recreated meanwhile.
+	wr := storage.WALRecord{Topic: t.Name, Incarnation: t.Incarnation, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
 	// Detached from the request: a client that goes away must not leave a
 	// record durable in the WAL that the dispatcher never heard of (it would
 	// hold the WAL's watermark until the next restart).
@@ -96,7 +98,15 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 		return fmt.Errorf("produce to %s: ingress WAL append: %w", t.Name, err)
 	}
 	wr.Seq = seq
+	// Dispatched either way: the dispatcher releases the seq of a record it
+	// drops.
 	n.system.Root.Send(n.dispatcher, &dispatch{rec: wr})
+	if now, ok := n.store.Topic(t.Name); !ok || now.Incarnation != t.Incarnation {
+		// The topic was deleted while the record was written: it will never
+		// be consumable, so the producer hears what the contract answers a
+		// produce to a deleted topic, not 202.
+		return fmt.Errorf("produce to %s: topic deleted while writing: %w", t.Name, ErrNotFound)
+	}
 	received := rec.Received
 	if received.IsZero() {
 		received = time.Now()

@@ -26,19 +26,28 @@ import (
 
 // On-disk format of a WAL frame, little-endian:
 //
-//	0   uint32 length     bytes after the crc field (seq through body)
+//	0   uint32 length     bytes after the crc field (seq to the end)
 //	4   uint32 crc        CRC-32C over bytes 0..3 and 8..8+length
 //	8   uint64 seq
 //	16  uint16 topic length, then the topic
 //	    int32  partition  (-1: pick by key)
 //	    uint32 key length, then the key
 //	    uint32 body length, then the body
+//	    uint64 incarnation, only when it is not 0
 //
 // The crc covers the length so that a damaged length cannot make a reader
 // trust a frame of the wrong size.
+//
+// The incarnation came later. Frames written before it end at the body and
+// read as incarnation 0, which the dispatcher takes as the topic's current
+// incarnation, so a WAL left by an older node still replays. A record with
+// incarnation 0 is written the old way too, and a trailer holding 0 is
+// refused: one record has exactly one frame, which the fuzz target checks.
 const (
 	walHeaderBytes = 8
 	walFixedBytes  = 8 + 2 + 4 + 4 + 4
+	// walIncarnationBytes is the optional trailer after the body.
+	walIncarnationBytes = 8
 	// walMaxFrameBytes is a format limit, not a tunable: readers refuse
 	// lengths above it before allocating, whatever the config says, so that a
 	// config change can never turn old, valid frames into "corrupt" ones.
@@ -113,7 +122,7 @@ func DefaultWALConfig() WALConfig {
 
 // maxFrameBytes is the encoded size of the largest record the config admits.
 func (c WALConfig) maxFrameBytes() int64 {
-	return walFrameBytes(c.MaxTopicBytes, c.MaxKeyBytes, c.MaxBodyBytes)
+	return walFrameBytes(c.MaxTopicBytes, c.MaxKeyBytes, c.MaxBodyBytes, math.MaxUint64)
 }
 
 // Validate reports the first field that is out of range, wrapping ErrInvalid.
@@ -164,6 +173,12 @@ type WALRecord struct {
 	Seq uint64
 	// Topic is the record's topic; it must not be empty.
 	Topic string
+	// Incarnation is the incarnation of the topic record the produce was
+	// validated against, so that a record outliving a delete of its topic
+	// is never committed to a topic recreated under the same name. 0 is
+	// unknown: a record written before the WAL carried incarnations, which
+	// the dispatcher commits to the topic's current incarnation.
+	Incarnation uint64
 	// Partition is the target partition, or -1 to pick one by Key.
 	Partition int32
 	// Key is the optional partition key.
@@ -472,7 +487,7 @@ func (w *WAL) Append(ctx context.Context, rec WALRecord) (uint64, error) {
 	if err := w.checkRecord(rec); err != nil {
 		return 0, err
 	}
-	frame := walEncodeUnsealed(make([]byte, 0, walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body))), rec)
+	frame := walEncodeUnsealed(make([]byte, 0, walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body), rec.Incarnation)), rec)
 	return w.enqueue(ctx, frame)
 }
 
@@ -1027,15 +1042,20 @@ func (s *walCommitSet) jump(t uint64) {
 	s.through = t
 }
 
-// walFrameBytes is the encoded size of a record with these field sizes.
-func walFrameBytes(topic, key, body int) int64 {
-	return int64(walHeaderBytes + walFixedBytes + topic + key + body)
+// walFrameBytes is the encoded size of a record with these field sizes and
+// this incarnation (whose trailer is there only when it is not 0).
+func walFrameBytes(topic, key, body int, incarnation uint64) int64 {
+	n := int64(walHeaderBytes + walFixedBytes + topic + key + body)
+	if incarnation != 0 {
+		n += walIncarnationBytes
+	}
+	return n
 }
 
 // walEncodeUnsealed appends rec's frame with seq and crc left zero; the
 // writer seals it once the seq is known.
 func walEncodeUnsealed(dst []byte, rec WALRecord) []byte {
-	length := walFixedBytes + len(rec.Topic) + len(rec.Key) + len(rec.Body)
+	length := int(walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body), rec.Incarnation)) - walHeaderBytes
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(length))
 	dst = binary.LittleEndian.AppendUint32(dst, 0) // crc
 	dst = binary.LittleEndian.AppendUint64(dst, 0) // seq
@@ -1046,6 +1066,9 @@ func walEncodeUnsealed(dst []byte, rec WALRecord) []byte {
 	dst = append(dst, rec.Key...)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(rec.Body)))
 	dst = append(dst, rec.Body...)
+	if rec.Incarnation != 0 {
+		dst = binary.LittleEndian.AppendUint64(dst, rec.Incarnation)
+	}
 	return dst
 }
 
@@ -1070,14 +1093,15 @@ func walEncodeFrame(dst []byte, rec WALRecord) []byte {
 // walFrameView is a verified frame; its slices alias the bytes it was
 // parsed from.
 type walFrameView struct {
-	seq       uint64
-	topic     []byte
-	partition int32
-	key, body []byte
+	seq         uint64
+	topic       []byte
+	incarnation uint64
+	partition   int32
+	key, body   []byte
 }
 
 func (v walFrameView) record() WALRecord {
-	rec := WALRecord{Seq: v.seq, Topic: string(v.topic), Partition: v.partition}
+	rec := WALRecord{Seq: v.seq, Topic: string(v.topic), Incarnation: v.incarnation, Partition: v.partition}
 	if len(v.key) > 0 {
 		rec.Key = slices.Clone(v.key)
 	}
@@ -1136,10 +1160,17 @@ func walParseFrame(b []byte) (walFrameView, int, error) {
 	v.key, p = p[:keyLen], p[keyLen:]
 	bodyLen := uint64(binary.LittleEndian.Uint32(p))
 	p = p[4:]
-	if uint64(len(p)) != bodyLen {
+	switch uint64(len(p)) {
+	case bodyLen: // no incarnation: a frame of an older node, or incarnation 0
+		v.body = p
+	case bodyLen + walIncarnationBytes:
+		v.body, p = p[:bodyLen], p[bodyLen:]
+		if v.incarnation = binary.LittleEndian.Uint64(p); v.incarnation == 0 {
+			return v, 0, fmt.Errorf("wal frame incarnation trailer holds 0: %w", ErrCorrupt)
+		}
+	default:
 		return v, 0, fmt.Errorf("wal frame body length %d does not fill the frame: %w", bodyLen, ErrCorrupt)
 	}
-	v.body = p
 	// Checks the writer guarantees; a frame breaking them was not written by
 	// this WAL, whatever its checksum says.
 	if v.seq == 0 || v.seq > walMaxSeq || topicLen == 0 || v.partition < -1 {

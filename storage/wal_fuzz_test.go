@@ -19,6 +19,10 @@ const walFuzzSealedBase = 1 << 20
 // present verbatim, in increasing seq order.
 func FuzzWALReplay(f *testing.F) {
 	f.Add(walEncodeFrame(nil, WALRecord{Seq: 1, Topic: "t", Partition: -1, Body: []byte("b")}), []byte{}, false)
+	// A frame with its topic's incarnation, after one without (as an older
+	// node wrote it).
+	f.Add(walEncodeFrame(walEncodeFrame(nil, WALRecord{Seq: 1, Topic: "t", Partition: 0, Body: []byte("b")}),
+		WALRecord{Seq: 2, Topic: "t", Incarnation: 9, Partition: 1, Key: []byte("k"), Body: []byte("b")}), []byte{}, false)
 	f.Add([]byte("garbage"), []byte("garbage"), true)
 	f.Fuzz(func(t *testing.T, seg, pos []byte, sealed bool) {
 		// The decoder on its own: what it accepts re-encodes to the same

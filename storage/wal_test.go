@@ -67,6 +67,10 @@ func walTestRecord(i int) WALRecord {
 	if i%2 == 0 {
 		rec.Key = []byte(fmt.Sprintf("key-%d", i))
 	}
+	// Every third record has no incarnation, as an older node wrote them.
+	if i%3 != 0 {
+		rec.Incarnation = uint64(i) << 40
+	}
 	return rec
 }
 
@@ -126,7 +130,7 @@ func walSameRecords(t *testing.T, what string, got, want []WALRecord) {
 }
 
 func walRecordEqual(a, b WALRecord) bool {
-	return a.Seq == b.Seq && a.Topic == b.Topic && a.Partition == b.Partition &&
+	return a.Seq == b.Seq && a.Topic == b.Topic && a.Incarnation == b.Incarnation && a.Partition == b.Partition &&
 		bytes.Equal(a.Key, b.Key) && bytes.Equal(a.Body, b.Body)
 }
 
@@ -1198,7 +1202,7 @@ func TestWALFrameRoundTripsAndRejectsEveryTruncation(t *testing.T) {
 	for i := range 20 {
 		rec := walWithSeq(walTestRecord(i), uint64(i)+1)
 		frame := walEncodeFrame(nil, rec)
-		if want := walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body)); int64(len(frame)) != want {
+		if want := walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body), rec.Incarnation); int64(len(frame)) != want {
 			t.Fatalf("frame size: got %d, want %d", len(frame), want)
 		}
 		got, n, err := walDecodeFrame(append(frame, 0xAA)) // trailing bytes are the next frame's
