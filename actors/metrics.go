@@ -48,6 +48,13 @@ type nodeMetrics struct {
 	frozenPublishRefused *metrics.Counter
 	handoverSetAside     *metrics.Counter
 	handoverSetAsideRecs *metrics.Counter
+	// Copies set aside (rule S8) and topic directories without a marker
+	// (rule S7), as of the node's last inventory (quarantine.go); bytes
+	// the stale-copy sweep reclaimed.
+	quarantinedCopies *metrics.Gauge
+	quarantinedBytes  *metrics.Gauge
+	orphanTopicDirs   *metrics.Gauge
+	sweepReclaimed    *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -86,6 +93,11 @@ func newNodeMetrics(node string) *nodeMetrics {
 		frozenPublishRefused: metrics.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
 		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
 		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
+
+		quarantinedCopies: metrics.GetOrCreateGauge(name("narad_quarantined_copies"), nil),
+		quarantinedBytes:  metrics.GetOrCreateGauge(name("narad_quarantined_bytes"), nil),
+		orphanTopicDirs:   metrics.GetOrCreateGauge(name("narad_orphan_topic_dirs"), nil),
+		sweepReclaimed:    metrics.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
 	}
 }
 
