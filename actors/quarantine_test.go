@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -393,5 +394,15 @@ func TestQuarantineOverTheClusterGathersEveryMember(t *testing.T) {
 	defer c.cutOff(2, false)
 	if got := figures(); got["n3"] != "null/null" || got["n2"] != wantN2 || len(got) != 3 {
 		t.Fatalf("members with n3 cut off: got %v, want n3 null/null and the rest as before", got)
+	}
+}
+
+func TestQuarantineListMaxCopiesIsBounded(t *testing.T) {
+	for _, n := range []int{0, -1, 10001} {
+		c := DefaultConfig()
+		c.QuarantineListMaxCopies = n
+		if err := c.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "QuarantineListMaxCopies") {
+			t.Errorf("QuarantineListMaxCopies %d: got %v, want ErrInvalid naming it", n, err)
+		}
 	}
 }
