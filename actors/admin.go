@@ -64,7 +64,7 @@ func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 		byID[m.ID] = i
 	}
 	out := messages.AdminMemberList{Members: []messages.AdminMemberInfo{}}
-	for _, v := range n.Members() {
+	for _, v := range n.Members(ctx) {
 		e := messages.AdminMemberInfo{MemberInfo: v}
 		if i, ok := byID[v.ID]; ok {
 			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
@@ -205,7 +205,8 @@ func (n *Node) dialNATS(ctx context.Context) error {
 	return n.checkPayload()
 }
 
-// serveAdmin registers the admin verbs.
+// serveAdmin registers the admin verbs, and the node services the
+// quarantine verbs gather from.
 func (n *Node) serveAdmin(t *transport.Transport) error {
 	return errors.Join(
 		transport.HandleAdminJSON(t, "members", func(ctx context.Context, _ string, _ struct{}) (messages.AdminMemberList, error) {
@@ -223,6 +224,9 @@ func (n *Node) serveAdmin(t *transport.Transport) error {
 			return n.adminTopicsView(), nil
 		}),
 		transport.HandleAdminJSON(t, "join", n.admit),
+		transport.HandleAdminJSON(t, "quarantine", n.adminQuarantine),
+		transport.HandleAdminJSON(t, "quarantine-release", n.adminQuarantineRelease),
+		n.serveQuarantine(),
 	)
 }
 

@@ -192,6 +192,12 @@ type Config struct {
 	// Rebalance lets the controller plan moves; off, it sets no target (it
 	// still clears the targets of dead destinations).
 	Rebalance bool
+	// QuarantineListMaxCopies bounds the copies set aside (and orphan
+	// topic directories) one node lists in an answer of the "quarantine"
+	// verb (1,000): the answer is one NATS message, and a node may hold
+	// a set-aside copy per partition after a disk-wide failure. Its totals
+	// still count every copy.
+	QuarantineListMaxCopies int
 
 	// clock is the time partition actors (the handoff freeze, leases, the
 	// consumer-flush timer) and the dispatcher (retries, reroute grace)
@@ -298,6 +304,7 @@ func DefaultConfig() Config {
 		InstallBatchWindow:      2 * time.Millisecond,
 		MaxInstallBatch:         256,
 		MaxParallelProposals:    64,
+		QuarantineListMaxCopies: 1000,
 		DeadTargetAbortAfter:    2 * time.Minute,
 		RebalanceInterval:       time.Second,
 		RebalanceBusyInterval:   100 * time.Millisecond,
@@ -359,6 +366,8 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
+	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:
+		return bad("QuarantineListMaxCopies", c.QuarantineListMaxCopies, "must be within 1..10000 (an answer is one NATS message)")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
 		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..900 KiB (a chunk travels in one 1 MiB NATS message)")
 	case c.MoveChunkWindow < 1 || c.MoveChunkWindow > 64:

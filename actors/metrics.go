@@ -51,6 +51,13 @@ type nodeMetrics struct {
 	// stagingSetAside counts staging copies a move that ended without
 	// its flip set aside instead of removing (rules X6, X9).
 	stagingSetAside *metrics.Counter
+	// Copies set aside (rule S8) and topic directories without a marker
+	// (rule S7), as of the node's last inventory (quarantine.go); bytes
+	// the stale-copy sweep reclaimed.
+	quarantinedCopies *metrics.Gauge
+	quarantinedBytes  *metrics.Gauge
+	orphanTopicDirs   *metrics.Gauge
+	sweepReclaimed    *metrics.Counter
 }
 
 func newNodeMetrics(node string) *nodeMetrics {
@@ -90,6 +97,11 @@ func newNodeMetrics(node string) *nodeMetrics {
 		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
 		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
 		stagingSetAside:      metrics.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),
+
+		quarantinedCopies: metrics.GetOrCreateGauge(name("narad_quarantined_copies"), nil),
+		quarantinedBytes:  metrics.GetOrCreateGauge(name("narad_quarantined_bytes"), nil),
+		orphanTopicDirs:   metrics.GetOrCreateGauge(name("narad_orphan_topic_dirs"), nil),
+		sweepReclaimed:    metrics.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
 	}
 }
 

@@ -52,6 +52,8 @@ type Node struct {
 	ready    atomic.Bool
 	stopping atomic.Bool
 	leaving  atomic.Bool // handing off before a stop (rule B8)
+	// quarantine is the inventory of the copies set aside (quarantine.go).
+	quarantine *quarantineBook
 	// flips batches the move workers' flips (flipbatch.go).
 	flips  *flipBatcher
 	keySeq atomic.Uint64 // suffix of generated keys
@@ -98,6 +100,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			return nil, fmt.Errorf("open sync lane: %w", err)
 		}
 	}
+	// Rule S8: before anything serves, every copy set aside is listed.
+	n.quarantine = takeQuarantineAtStart(log, cfg.DataDir, n.metrics)
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	var idFrom replicaSource
 	if mcfg.Join {

@@ -113,3 +113,78 @@ type JoinReply struct {
 	Admitted  bool   `json:"admitted"`
 	ReplicaID uint64 `json:"replica_id,omitempty"`
 }
+
+// QuarantineRequest asks the "quarantine" verb for the copies set aside on
+// member Node, or on every member not marked dead when Node is empty; the
+// answer is a QuarantineList.
+type QuarantineRequest struct {
+	Node string `json:"node,omitempty"`
+}
+
+// QuarantinedCopy is one copy a node set aside instead of deleting it: it
+// may hold records no other node has, so only an operator releases it.
+type QuarantinedCopy struct {
+	// Path is relative to the node's data dir: what a release names.
+	Path string `json:"path"`
+	// Kind is partition, staging, stale_topic or unmarked_topic.
+	Kind        string `json:"kind"`
+	Topic       string `json:"topic"`
+	Partition   int    `json:"partition"` // -1 for a whole topic directory
+	Incarnation uint64 `json:"incarnation,omitempty"`
+	Bytes       int64  `json:"bytes"`
+	// ModifiedMs is the last write into the copy (Unix ms); AgeMs is how
+	// long before the answer that was, on the node's own clock, so that
+	// a caller's clock does not skew it.
+	ModifiedMs int64 `json:"modified_ms"`
+	AgeMs      int64 `json:"age_ms"`
+}
+
+// NodeQuarantine is one node's copies set aside, sorted by path. Copies
+// stops at the node's QuarantineListMaxCopies; the totals count them all.
+type NodeQuarantine struct {
+	Node        string            `json:"node"`
+	Copies      []QuarantinedCopy `json:"copies"`
+	TotalCopies int               `json:"total_copies"`
+	TotalBytes  int64             `json:"total_bytes"`
+	// OrphanTopicDirs are topic directories with files but no incarnation
+	// marker (rule S7), cut at the same bound.
+	OrphanTopicDirs []string `json:"orphan_topic_dirs,omitempty"`
+	// ReclaimedBytes is what the stale-copy sweep reclaimed since the node
+	// started.
+	ReclaimedBytes int64 `json:"reclaimed_bytes"`
+}
+
+// QuarantineList answers the "quarantine" verb, sorted by node; Errors
+// names the members asked that gave no listing, and why.
+type QuarantineList struct {
+	Nodes  []NodeQuarantine  `json:"nodes"`
+	Errors map[string]string `json:"errors,omitempty"`
+}
+
+// QuarantineReleaseRequest asks the "quarantine-release" verb to remove the
+// copy at Path (as listed) on member Node, or only to say what it would
+// remove (DryRun); the answer is a QuarantineReleaseReply.
+type QuarantineReleaseRequest struct {
+	Node   string `json:"node"`
+	Path   string `json:"path"`
+	DryRun bool   `json:"dry_run"`
+}
+
+// QuarantineReleaseReply says which copy a release removed (Released), or
+// would remove (a dry run), and its size.
+type QuarantineReleaseReply struct {
+	Node     string `json:"node"`
+	Path     string `json:"path"`
+	Kind     string `json:"kind"`
+	Bytes    int64  `json:"bytes"`
+	DryRun   bool   `json:"dry_run"`
+	Released bool   `json:"released"`
+}
+
+// QuarantineCounts is one node's share of the members listing: the bytes
+// it holds set aside, as of its last inventory, and the bytes its sweep
+// reclaimed since it started.
+type QuarantineCounts struct {
+	QuarantinedBytes int64 `json:"quarantined_bytes"`
+	ReclaimedBytes   int64 `json:"reclaimed_bytes"`
+}

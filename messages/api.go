@@ -145,6 +145,12 @@ type MemberInfo struct {
 	OwnedPartitions int    `json:"owned_partitions"`
 	// OutboundMoves counts the owned partitions that have a target.
 	OutboundMoves int `json:"outbound_moves"`
+	// Beyond the contract: the bytes the member's stale-copy sweep
+	// reclaimed since it started, and those it holds set aside. Each
+	// member reports its own; absent, never 0, when it did not answer
+	// (or reads dead).
+	ReclaimedBytes   *int64 `json:"reclaimed_bytes,omitempty"`
+	QuarantinedBytes *int64 `json:"quarantined_bytes,omitempty"`
 }
 
 // MemberList answers GET /v1/cluster/members, sorted by id.

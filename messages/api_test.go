@@ -56,6 +56,8 @@ func TestWireBodiesEncodeAsTheContractSays(t *testing.T) {
 
 		{"members", MemberList{Members: []MemberInfo{{ID: "n1", Addr: "127.0.0.1:7942", Status: "alive", OwnedPartitions: 3}}},
 			`{"members":[{"id":"n1","addr":"127.0.0.1:7942","status":"alive","draining":false,"owned_partitions":3,"outbound_moves":0}]}`},
+		{"a member's quarantine figures, beyond the contract", MemberInfo{ID: "n1", ReclaimedBytes: new(int64(0)), QuarantinedBytes: new(int64(4096))},
+			`{"id":"n1","addr":"","status":"","draining":false,"owned_partitions":0,"outbound_moves":0,"reclaimed_bytes":0,"quarantined_bytes":4096}`},
 		{"no moves", MoveList{Moves: []MoveInfo{}}, `{"moves":[]}`},
 		{"a move as the contract has it", MoveInfo{Topic: "t", Partition: 2, From: "n1", To: "n4"},
 			`{"topic":"t","partition":2,"from":"n1","to":"n4"}`},

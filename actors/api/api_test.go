@@ -74,7 +74,7 @@ func (f *fakeNode) TopicsAfter(string, int) ([]messages.TopicInfo, bool) { retur
 func (f *fakeNode) PartitionStats(context.Context, string, int) ([]messages.PartitionInfo, error) {
 	return nil, f.err
 }
-func (f *fakeNode) Members() []messages.MemberInfo                { return nil }
+func (f *fakeNode) Members(context.Context) []messages.MemberInfo { return nil }
 func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort

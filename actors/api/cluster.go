@@ -8,8 +8,8 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-func (h *handlers) members(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, messages.MemberList{Members: h.node.Members()})
+func (h *handlers) members(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, messages.MemberList{Members: h.node.Members(r.Context())})
 }
 
 func (h *handlers) moves(w http.ResponseWriter, r *http.Request) {

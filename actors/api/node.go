@@ -78,8 +78,9 @@ type Topics interface {
 
 // Cluster is membership and moves.
 type Cluster interface {
-	// Members is every member with the partitions it owns, by id.
-	Members() []messages.MemberInfo
+	// Members is every member with the partitions it owns, by id; ctx
+	// bounds what it asks the other members.
+	Members(ctx context.Context) []messages.MemberInfo
 	// Moves is every partition with a target, by topic then partition,
 	// with each destination's progress when detail is set.
 	Moves(ctx context.Context, detail bool) messages.MoveList

@@ -36,6 +36,10 @@ node answers):
                                    give up on a move (202 when it is gone)
   decommission <id> [--dry-run] [--cancel]
                                    drain a member and remove it from the cluster
+  quarantine [--node ID]           the copies each node set aside (may hold the
+                                   only copy of some records), with totals
+  quarantine release --node ID --path REL [--dry-run]
+                                   remove one of them for good
 
 Flags:
 `
@@ -59,9 +63,12 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(args) == 0 {
 		fs.Usage()
-		return errors.New("cluster: want members, status, topics, moves or decommission")
+		return errors.New("cluster: want members, status, topics, moves, decommission or quarantine")
 	}
 	verb, rest := args[0], args[1:]
+	if verb == "quarantine" {
+		return runQuarantine(ctx, rest, stdout, stderr)
+	}
 	var positional []string
 	switch verb {
 	case "members", "status", "topics":
@@ -150,7 +157,11 @@ func dropPositional(args []string, n int) []string {
 func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byte, timeout time.Duration) ([]byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg, err := nc.RequestWithContext(rctx, subject, body)
+	// The budget travels with the request, so that a node that asks the
+	// other members for its answer gives up on a silent one in time.
+	req := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
+	req.Header.Set(messages.HeaderTimeoutMs, strconv.FormatInt(timeout.Milliseconds(), 10))
+	msg, err := nc.RequestMsgWithContext(rctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", subject, err)
 	}
@@ -362,4 +373,160 @@ func timeLeft(window []moveSample, remaining int) (time.Duration, bool) {
 	}
 	perMove := dt / time.Duration(done)
 	return (perMove * time.Duration(remaining)).Round(time.Second), true
+}
+
+const quarantineUsage = `Usage: narad cluster quarantine [--node ID] [flags]
+
+Lists the copies each member not marked dead set aside instead of deleting
+them: a partition copy an install, a handover or the sweep met, a move's
+staging copy, a topic directory of another incarnation. Each may hold the
+only copy of some records. One row per copy: node, path (relative to the
+node's data dir, what a release takes), kind, size, age; then the totals.
+
+Flags:
+`
+
+const quarantineReleaseUsage = `Usage: narad cluster quarantine release --node ID --path REL [--dry-run] [flags]
+
+Removes one copy set aside, as "narad cluster quarantine" lists it, from the
+node's disk, for good: whatever records only it held are lost. --dry-run
+says what would be removed and its size, and removes nothing.
+
+Flags:
+`
+
+// runQuarantine is `narad cluster quarantine [release] ...`.
+func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	release := len(args) > 0 && args[0] == "release"
+	if release {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("cluster quarantine", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
+	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
+	node := fs.String("node", "", "the member whose copies to list (all when empty) or release (required)")
+	var path *string
+	var dryRun *bool
+	usage := quarantineUsage
+	if release {
+		usage = quarantineReleaseUsage
+		path = fs.String("path", "", "the copy's path as listed (required)")
+		dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
+	}
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("cluster quarantine: unexpected argument %q", fs.Arg(0))
+	}
+	verb, body := "quarantine", []byte("{}")
+	if release {
+		if *node == "" || *path == "" {
+			fs.Usage()
+			return errors.New("cluster quarantine release: want --node and --path")
+		}
+		verb = "quarantine-release"
+		body, _ = json.Marshal(messages.QuarantineReleaseRequest{Node: *node, Path: *path, DryRun: *dryRun})
+	} else if *node != "" {
+		body, _ = json.Marshal(messages.QuarantineRequest{Node: *node})
+	}
+	subject, err := transport.AdminSubject(*cluster, verb)
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(*url, nats.Timeout(*timeout))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", *url, err)
+	}
+	defer nc.Close()
+	data, err := adminRequest(ctx, nc, subject, body, *timeout)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printAnswer(stdout, verb, subject, data, true, nil)
+	}
+	if release {
+		return printRelease(stdout, subject, data)
+	}
+	return printQuarantine(stdout, subject, data)
+}
+
+// printQuarantine prints the "quarantine" answer as a table with totals;
+// members that gave no listing are named, and make it an error: the
+// totals leave them out.
+func printQuarantine(w io.Writer, subject string, data []byte) error {
+	reply, err := decodeAnswer[messages.QuarantineList](subject, data)
+	if err != nil {
+		return err
+	}
+	var copies int
+	var bytes int64
+	tw := newTable(w, "NODE\tPATH\tKIND\tBYTES\tAGE")
+	for _, n := range reply.Nodes {
+		for _, c := range n.Copies {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, c.Path, c.Kind, sizeText(c.Bytes), (time.Duration(c.AgeMs) * time.Millisecond).Round(time.Second))
+		}
+		copies += n.TotalCopies
+		bytes += n.TotalBytes
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range reply.Nodes {
+		if len(n.Copies) < n.TotalCopies {
+			fmt.Fprintf(w, "%s: %d of its %d copies listed\n", n.Node, len(n.Copies), n.TotalCopies)
+		}
+		if len(n.OrphanTopicDirs) > 0 {
+			fmt.Fprintf(w, "%s: topic directories without an incarnation marker: %s\n", n.Node, strings.Join(n.OrphanTopicDirs, " "))
+		}
+	}
+	fmt.Fprintf(w, "total: %d copies, %s, on %d nodes\n", copies, sizeText(bytes), len(reply.Nodes))
+	if len(reply.Errors) == 0 {
+		return nil
+	}
+	var silent []string
+	for _, id := range slices.Sorted(maps.Keys(reply.Errors)) {
+		silent = append(silent, fmt.Sprintf("%s (%s)", id, reply.Errors[id]))
+	}
+	return fmt.Errorf("no listing from %s", strings.Join(silent, ", "))
+}
+
+// printRelease says what a release removed, or would remove.
+func printRelease(w io.Writer, subject string, data []byte) error {
+	r, err := decodeAnswer[messages.QuarantineReleaseReply](subject, data)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s on %s (%s, %s)", r.Path, r.Node, r.Kind, sizeText(r.Bytes))
+	switch {
+	case r.DryRun:
+		fmt.Fprintf(w, "dry run: would remove %s; nothing removed\n", what)
+	case r.Released:
+		fmt.Fprintf(w, "removed %s\n", what)
+	default:
+		return fmt.Errorf("%s: %s not removed", subject, what)
+	}
+	return nil
+}
+
+// sizeText is a byte count as people read it: exact below a KiB.
+func sizeText(b int64) string {
+	switch {
+	case b < 1<<10:
+		return fmt.Sprintf("%d B", b)
+	case b < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	case b < 1<<30:
+		return mib(b)
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }

@@ -30,7 +30,7 @@ Usage:
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
-  narad cluster members|status|topics|moves|decommission
+  narad cluster members|status|topics|moves|decommission|quarantine
                                       ask the cluster over NATS (--nats, --cluster);
                                       moves abort <topic> <partition> gives up a move
 

@@ -1,0 +1,408 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// seedSetAside writes copies set aside (and live data beside them) into a
+// data dir as earlier runs of a node would have left them; it returns the
+// bytes set aside.
+func seedSetAside(t testing.TB, dataDir string) int64 {
+	t.Helper()
+	files := map[string]int{
+		"topics/gone/incarnation":              2,
+		"topics/gone/0.quarantine/00000.log":   100,
+		"topics/gone/0.quarantine/consumer":    24,
+		".stale/old@3/0/00000.log":             50,
+		".moves/gone-1.quarantine/00000.log":   26,
+		"topics/orphan/0/00000.log":            7, // no marker: an orphan, not a copy
+		"topics/gone/0.quarantine.x/00000.log": 1, // not a name a set-aside takes
+	}
+	for rel, size := range files {
+		p := filepath.Join(dataDir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return 100 + 24 + 50 + 26
+}
+
+// rule S8, rule S7
+func TestQuarantineBookSetsTheGaugesFromTheInventory(t *testing.T) {
+	dir := t.TempDir()
+	want := seedSetAside(t, dir)
+	m := newNodeMetrics(t.Name())
+	b := newQuarantineBook(m)
+	if s := b.snapshot(); s.taken {
+		t.Fatalf("before a refresh: got %+v, want nothing taken", s)
+	}
+	if err := b.refresh(dir); err != nil {
+		t.Fatal(err)
+	}
+	s := b.snapshot()
+	if !s.taken || len(s.copies) != 3 || s.bytes != want || !reflect.DeepEqual(s.orphans, []string{"topics/orphan"}) {
+		t.Fatalf("snapshot: got %+v, want 3 copies of %d bytes and topics/orphan", s, want)
+	}
+	if got := [3]float64{m.quarantinedCopies.Get(), m.quarantinedBytes.Get(), m.orphanTopicDirs.Get()}; got != [3]float64{3, float64(want), 1} {
+		t.Fatalf("gauges copies, bytes, orphans: got %v, want [3 %d 1]", got, want)
+	}
+	if err := storage.ReleaseQuarantined(dir, ".stale/old@3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.refresh(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := [2]float64{m.quarantinedCopies.Get(), m.quarantinedBytes.Get()}; got != [2]float64{2, float64(want - 50)} {
+		t.Fatalf("gauges after a release: got %v, want [2 %d]", got, want-50)
+	}
+	b.reclaimed(4096)
+	b.reclaimed(10)
+	if got := b.reclaimedBytes(); got != 4106 {
+		t.Fatalf("reclaimed: got %d, want 4106", got)
+	}
+}
+
+// The sweep refreshes the book on its goroutine while admin reads it: run
+// under -race.
+func TestQuarantineBookIsSafeForConcurrentUse(t *testing.T) {
+	dir := t.TempDir()
+	want := seedSetAside(t, dir)
+	b := newQuarantineBook(newNodeMetrics(t.Name()))
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20 {
+				if err := b.refresh(dir); err != nil {
+					t.Error(err)
+				}
+				b.reclaimed(1)
+			}
+		})
+		wg.Go(func() {
+			for range 50 {
+				if s := b.snapshot(); s.taken && s.bytes != want {
+					t.Errorf("snapshot bytes: got %d, want %d", s.bytes, want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := b.reclaimedBytes(); got != 80 {
+		t.Fatalf("reclaimed: got %d, want 80", got)
+	}
+}
+
+// logRecords is a slog handler that keeps every record.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+func recordAttrs(r slog.Record) map[string]string {
+	out := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { out[a.Key] = a.Value.String(); return true })
+	return out
+}
+
+// rule S8: every copy set aside is listed at error at startup, one line
+// each with its path, kind, bytes and age, and one summary line.
+func TestEveryCopySetAsideIsLoggedAtErrorAtStart(t *testing.T) {
+	dir := t.TempDir()
+	want := seedSetAside(t, dir)
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{".stale/old@3", ".stale/old@3/0", ".stale/old@3/0/00000.log"} {
+		if err := os.Chtimes(filepath.Join(dir, p), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &logRecords{}
+	b := takeQuarantineAtStart(slog.New(h), dir, newNodeMetrics(t.Name()))
+	if s := b.snapshot(); len(s.copies) != 3 {
+		t.Fatalf("book: got %d copies, want 3", len(s.copies))
+	}
+	byPath := map[string]map[string]string{}
+	var summaries []map[string]string
+	for _, r := range h.recs {
+		a := recordAttrs(r)
+		switch {
+		case r.Level != slog.LevelError:
+			t.Errorf("got %v %q, want every line at error", r.Level, r.Message)
+		case a["path"] != "":
+			byPath[a["path"]] = a
+		default:
+			summaries = append(summaries, a)
+		}
+	}
+	for path, kind := range map[string]string{"topics/gone/0.quarantine": "partition", ".stale/old@3": "stale_topic", ".moves/gone-1.quarantine": "staging"} {
+		a, ok := byPath[path]
+		if !ok {
+			t.Errorf("%s: no line at error; got %v", path, byPath)
+			continue
+		}
+		if a["kind"] != kind || a["bytes"] == "" || a["age"] == "" {
+			t.Errorf("%s: got %v, want kind %s, bytes and age", path, a, kind)
+		}
+	}
+	if a := byPath[".stale/old@3"]; a["age"] != "2h0m0s" || a["bytes"] != "50" {
+		t.Errorf(".stale/old@3: got age %s and %s bytes, want 2h0m0s and 50", a["age"], a["bytes"])
+	}
+	if len(byPath) != 3 || len(summaries) != 1 {
+		t.Fatalf("got %d copy lines and %d summaries, want 3 and 1", len(byPath), len(summaries))
+	}
+	if s := summaries[0]; s["copies"] != "3" || s["bytes"] != fmt.Sprint(want) || s["orphan_topic_dirs"] != "1" {
+		t.Errorf("summary: got %v, want 3 copies, %d bytes, 1 orphan", s, want)
+	}
+
+	// Nothing set aside: one line, not at error.
+	h = &logRecords{}
+	takeQuarantineAtStart(slog.New(h), t.TempDir(), newNodeMetrics(t.Name()+"/empty"))
+	if len(h.recs) != 1 || h.recs[0].Level != slog.LevelInfo {
+		t.Fatalf("an empty data dir: got %d lines, want one at info", len(h.recs))
+	}
+}
+
+func TestNodeQuarantineListsAtMostTheBoundAndCountsEverything(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	c := func(p string, b int64) storage.QuarantinedCopy {
+		return storage.QuarantinedCopy{Path: p, Kind: storage.KindPartition, Topic: "t", Partition: 0, Bytes: b, Modified: now.Add(-time.Minute)}
+	}
+	s := quarantineSnapshot{taken: true, copies: []storage.QuarantinedCopy{c("a", 1), c("b", 2), c("c", 3)}, orphans: []string{"topics/x", "topics/y"}, bytes: 6}
+	for _, tc := range []struct {
+		limit   int
+		copies  int
+		orphans int
+	}{{1, 1, 1}, {2, 2, 2}, {5, 3, 2}} {
+		got := nodeQuarantineOf("n1", s, 9, tc.limit, now)
+		if len(got.Copies) != tc.copies || len(got.OrphanTopicDirs) != tc.orphans || got.TotalCopies != 3 || got.TotalBytes != 6 || got.ReclaimedBytes != 9 {
+			t.Errorf("limit %d: got %d copies, %d orphans, totals %d/%d, reclaimed %d; want %d, %d, 3/6, 9",
+				tc.limit, len(got.Copies), len(got.OrphanTopicDirs), got.TotalCopies, got.TotalBytes, got.ReclaimedBytes, tc.copies, tc.orphans)
+		}
+	}
+	got := nodeQuarantineOf("n1", s, 0, 1, now).Copies[0]
+	want := messages.QuarantinedCopy{Path: "a", Kind: "partition", Topic: "t", Bytes: 1, ModifiedMs: now.Add(-time.Minute).UnixMilli(), AgeMs: 60000}
+	if got != want {
+		t.Errorf("copy: got %+v, want %+v", got, want)
+	}
+}
+
+// adminAsk sends one admin request over plain NATS and decodes the answer;
+// an error reply comes back as the status it carries.
+func adminAsk(t *testing.T, nc *nats.Conn, verb string, in, out any) (status string) {
+	t.Helper()
+	body, _ := json.Marshal(in)
+	msg, err := nc.Request("narad.test.admin."+verb, body, 10*time.Second)
+	if err != nil {
+		t.Fatalf("admin %s: %v", verb, err)
+	}
+	if st := msg.Header.Get(messages.HeaderStatus); st != "" {
+		return st
+	}
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		t.Fatalf("admin %s body %s: %v", verb, msg.Data, err)
+	}
+	return ""
+}
+
+// rule S8: a node started on a data dir with copies set aside counts them
+// in its gauges before it serves, lists them over the "quarantine" verb,
+// and releases one only when an operator names it exactly.
+func TestQuarantineVerbsListAndReleaseTheCopiesSetAside(t *testing.T) {
+	ns := startTestNATS(t)
+	var seeded int64
+	tn := newTestNode(t, func(c *Config) {
+		c.NATSURL, c.Cluster = ns.ClientURL(), "test"
+		seeded = seedSetAside(t, c.DataDir)
+	})
+	if got := [3]float64{tn.n.metrics.quarantinedCopies.Get(), tn.n.metrics.quarantinedBytes.Get(), tn.n.metrics.orphanTopicDirs.Get()}; got != [3]float64{3, float64(seeded), 1} {
+		t.Fatalf("gauges after start: got %v, want [3 %d 1]", got, seeded)
+	}
+	tn.createTopic("t", 3)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	var list messages.QuarantineList
+	if st := adminAsk(t, nc, "quarantine", messages.QuarantineRequest{}, &list); st != "" {
+		t.Fatalf("quarantine: status %s", st)
+	}
+	if len(list.Nodes) != 1 || list.Nodes[0].Node != "n1" || list.Nodes[0].TotalCopies != 3 || list.Nodes[0].TotalBytes != seeded || len(list.Errors) != 0 {
+		t.Fatalf("quarantine: got %+v, want n1 with 3 copies of %d bytes", list, seeded)
+	}
+	var paths []string
+	for _, c := range list.Nodes[0].Copies {
+		paths = append(paths, c.Path)
+	}
+	if want := []string{".moves/gone-1.quarantine", ".stale/old@3", "topics/gone/0.quarantine"}; !reflect.DeepEqual(paths, want) {
+		t.Fatalf("paths: got %q, want %q", paths, want)
+	}
+	if st := adminAsk(t, nc, "quarantine", messages.QuarantineRequest{Node: "n9"}, &list); st != "404" {
+		t.Fatalf("quarantine of n9: got status %q, want 404", st)
+	}
+
+	var rep messages.QuarantineReleaseReply
+	for _, tc := range []struct{ node, path, want string }{
+		{"n9", "topics/gone/0.quarantine", "404"},
+		{"n1", "topics/t/0", "400"}, // a live partition
+		{"n1", "topics/t", "400"},   // a live topic
+		{"n1", "../escape", "400"},  // out of the data dir
+		{"n1", "topics/t/0.quarantine", "404"},
+		{"n1", "", "400"},
+	} {
+		if st := adminAsk(t, nc, "quarantine-release", messages.QuarantineReleaseRequest{Node: tc.node, Path: tc.path}, &rep); st != tc.want {
+			t.Errorf("release %s on %s: got status %q, want %s", tc.path, tc.node, st, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tn.cfg.DataDir, "topics/t/0")); err != nil {
+		t.Fatalf("the live partition after refused releases: %v", err)
+	}
+
+	in := messages.QuarantineReleaseRequest{Node: "n1", Path: "topics/gone/0.quarantine", DryRun: true}
+	if st := adminAsk(t, nc, "quarantine-release", in, &rep); st != "" {
+		t.Fatalf("dry run: status %s", st)
+	}
+	if want := (messages.QuarantineReleaseReply{Node: "n1", Path: in.Path, Kind: "partition", Bytes: 124, DryRun: true}); rep != want {
+		t.Fatalf("dry run: got %+v, want %+v", rep, want)
+	}
+	if _, err := os.Stat(filepath.Join(tn.cfg.DataDir, in.Path)); err != nil {
+		t.Fatalf("after a dry run: %v, want the copy kept", err)
+	}
+	in.DryRun = false
+	if st := adminAsk(t, nc, "quarantine-release", in, &rep); st != "" {
+		t.Fatalf("release: status %s", st)
+	}
+	if want := (messages.QuarantineReleaseReply{Node: "n1", Path: in.Path, Kind: "partition", Bytes: 124, Released: true}); rep != want {
+		t.Fatalf("release: got %+v, want %+v", rep, want)
+	}
+	if _, err := os.Stat(filepath.Join(tn.cfg.DataDir, in.Path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after release: stat got %v, want it gone", err)
+	}
+	if got := [2]float64{tn.n.metrics.quarantinedCopies.Get(), tn.n.metrics.quarantinedBytes.Get()}; got != [2]float64{2, float64(seeded - 124)} {
+		t.Fatalf("gauges after release: got %v, want [2 %d]", got, seeded-124)
+	}
+	if st := adminAsk(t, nc, "quarantine-release", in, &rep); st != "404" {
+		t.Fatalf("a second release: got status %q, want 404", st)
+	}
+
+	// The members listing carries the node's figures.
+	var members messages.MemberList
+	if err := json.Unmarshal(tn.must(200, "GET", "/v1/cluster/members", nil), &members); err != nil {
+		t.Fatal(err)
+	}
+	if m := members.Members[0]; m.QuarantinedBytes == nil || *m.QuarantinedBytes != seeded-124 || m.ReclaimedBytes == nil {
+		t.Fatalf("member: got %+v, want quarantined_bytes %d and reclaimed_bytes", m, seeded-124)
+	}
+}
+
+// Over three nodes: the listing gathers every member's copies, a release
+// reaches the member named through whichever node answers, and the members
+// listing shows each member's own figures, absent for one that does not
+// answer.
+func TestQuarantineOverTheClusterGathersEveryMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	var seeded int64
+	c := newTestCluster(t, 3, func(i int, cfg *Config) {
+		if i == 1 {
+			seeded = seedSetAside(t, cfg.DataDir)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n1 := c.nodes[0].n
+	list, err := n1.adminQuarantine(ctx, "", messages.QuarantineRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range list.Nodes {
+		got = append(got, fmt.Sprintf("%s:%d:%d", l.Node, l.TotalCopies, l.TotalBytes))
+	}
+	if want := []string{"n1:0:0", fmt.Sprintf("n2:3:%d", seeded), "n3:0:0"}; !reflect.DeepEqual(got, want) || len(list.Errors) != 0 {
+		t.Fatalf("listing: got %q (errors %v), want %q", got, list.Errors, want)
+	}
+	one, err := n1.adminQuarantine(ctx, "", messages.QuarantineRequest{Node: "n2"})
+	if err != nil || len(one.Nodes) != 1 || one.Nodes[0].Node != "n2" {
+		t.Fatalf("listing of n2: got %+v, %v, want n2's alone", one, err)
+	}
+
+	// Released on n2, asked of n1.
+	rep, err := n1.adminQuarantineRelease(ctx, "", messages.QuarantineReleaseRequest{Node: "n2", Path: ".stale/old@3"})
+	if err != nil || !rep.Released || rep.Node != "n2" || rep.Bytes != 50 {
+		t.Fatalf("release on n2 through n1: got %+v, %v, want 50 bytes released by n2", rep, err)
+	}
+	if _, err := os.Stat(filepath.Join(c.nodes[1].cfg.DataDir, ".stale/old@3")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("n2's copy after release: stat got %v, want it gone", err)
+	}
+	_, err = n1.adminQuarantineRelease(ctx, "", messages.QuarantineReleaseRequest{Node: "n2", Path: "topics/gone"})
+	if re, ok := errors.AsType[*transport.RemoteError](err); !ok || re.Status != 400 {
+		t.Fatalf("release of a topic dir on n2: got %v, want n2's 400", err)
+	}
+
+	c.nodes[1].n.quarantine.reclaimed(77)
+	figures := func() map[string]string {
+		out := map[string]string{}
+		for _, m := range n1.Members(ctx) {
+			q, r := "null", "null"
+			if m.QuarantinedBytes != nil {
+				q = fmt.Sprint(*m.QuarantinedBytes)
+			}
+			if m.ReclaimedBytes != nil {
+				r = fmt.Sprint(*m.ReclaimedBytes)
+			}
+			out[m.ID] = q + "/" + r
+		}
+		return out
+	}
+	wantN2 := fmt.Sprintf("%d/%d", seeded-50, c.nodes[1].n.quarantine.reclaimedBytes())
+	if got := figures(); got["n2"] != wantN2 || got["n1"] == "null/null" || got["n3"] == "null/null" {
+		t.Fatalf("members: got %v, want n2 %s and figures for n1 and n3", got, wantN2)
+	}
+	c.cutOff(2, true)
+	defer c.cutOff(2, false)
+	if got := figures(); got["n3"] != "null/null" || got["n2"] != wantN2 || len(got) != 3 {
+		t.Fatalf("members with n3 cut off: got %v, want n3 null/null and the rest as before", got)
+	}
+}
+
+func TestQuarantineListMaxCopiesIsBounded(t *testing.T) {
+	for _, n := range []int{0, -1, 10001} {
+		c := DefaultConfig()
+		c.QuarantineListMaxCopies = n
+		if err := c.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "QuarantineListMaxCopies") {
+			t.Errorf("QuarantineListMaxCopies %d: got %v, want ErrInvalid naming it", n, err)
+		}
+	}
+}
