@@ -97,6 +97,14 @@ type Config struct {
 	// PartitionRestartBackoff is the first restart delay; each further
 	// failure in the window waits one more of it.
 	PartitionRestartBackoff time.Duration
+	// WorkerMaxRestarts, WorkerRestartWindow and WorkerRestartBackoff are
+	// the same for a move worker: past the limit the worker is stopped and
+	// the runner starts a new one on a later tick, keeping its verify
+	// count (rule V4). The back-off keeps a worker failing on a bad disk
+	// from hammering the source.
+	WorkerMaxRestarts    int
+	WorkerRestartWindow  time.Duration
+	WorkerRestartBackoff time.Duration
 
 	// Membership: HeartbeatInterval (how often this node heartbeats into
 	// the metadata shard) and DeadTimeout (how long the metadata leader
@@ -132,6 +140,16 @@ type Config struct {
 	// forces a scan that often even when nothing changed (30 s).
 	MoveTick          time.Duration
 	MoveFullScanEvery time.Duration
+	// SweepEveryTicks is how many runner ticks, skipped or not, lie
+	// between two stale-copy sweeps (rule R5: the seed's 30). A sweep asks
+	// the owner of every copy it judges for a listing, so it is rare.
+	SweepEveryTicks int
+	// MaxSweepCopiesPerPass bounds the copies one sweep judges (the rest
+	// wait for the next one, in turn), and SweepParallelAsks the owners it
+	// asks at once: after a bulk move a node holds thousands of copies, and
+	// a sweep must not flood the owners or hold the disk for long.
+	MaxSweepCopiesPerPass int
+	SweepParallelAsks     int
 	// MaxInFlightMoves caps the moves the controller keeps in flight (rule
 	// B1: seed 003's 512, what a bulk hand-off needs to move a node's
 	// partitions in seconds; the freeze pacing below, not this cap, bounds
@@ -282,6 +300,9 @@ func DefaultConfig() Config {
 		PartitionMaxRestarts:    5,
 		PartitionRestartWindow:  time.Minute,
 		PartitionRestartBackoff: 200 * time.Millisecond,
+		WorkerMaxRestarts:       5,
+		WorkerRestartWindow:     time.Minute,
+		WorkerRestartBackoff:    time.Second,
 		Membership:              membership.Config{}.WithDefaults(),
 		MetastoreVoters:         3,
 		VoterCheckInterval:      time.Second,
@@ -292,6 +313,9 @@ func DefaultConfig() Config {
 		LeaseDrainTimeout:       500 * time.Millisecond,
 		MoveTick:                time.Second,
 		MoveFullScanEvery:       30 * time.Second,
+		SweepEveryTicks:         30,
+		MaxSweepCopiesPerPass:   4096,
+		SweepParallelAsks:       16,
 		MaxInFlightMoves:        512,
 		FreezePaceTick:          time.Millisecond,
 		MaxNewFreezesPerTick:    4,
@@ -358,6 +382,8 @@ func (c Config) Validate() error {
 		return bad("RetentionInterval", c.RetentionInterval, "must be positive")
 	case c.ShutdownDrainTimeout < 0:
 		return bad("ShutdownDrainTimeout", c.ShutdownDrainTimeout, "must not be negative")
+	case c.WorkerMaxRestarts < 0 || c.WorkerRestartWindow <= 0 || c.WorkerRestartBackoff <= 0:
+		return bad("WorkerMaxRestarts/WorkerRestartWindow/WorkerRestartBackoff", fmt.Sprint(c.WorkerMaxRestarts, c.WorkerRestartWindow, c.WorkerRestartBackoff), "must be non-negative, positive, positive")
 	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
 		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
 	case c.MetastoreVoters < 1 || c.MetastoreVoters > 7:
@@ -374,6 +400,12 @@ func (c Config) Validate() error {
 		return bad("MoveChunkWindow", c.MoveChunkWindow, "must be within 1..64")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
+	case c.SweepEveryTicks < 1 || c.SweepEveryTicks > 100000:
+		return bad("SweepEveryTicks", c.SweepEveryTicks, "must be 1 to 100000")
+	case c.MaxSweepCopiesPerPass < 1 || c.MaxSweepCopiesPerPass > 1000000:
+		return bad("MaxSweepCopiesPerPass", c.MaxSweepCopiesPerPass, "must be 1 to 1000000")
+	case c.SweepParallelAsks < 1 || c.SweepParallelAsks > 1024:
+		return bad("SweepParallelAsks", c.SweepParallelAsks, "must be 1 to 1024")
 	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:

@@ -147,7 +147,23 @@ func (p *partitionActor) listing() *messages.PartitionListing {
 	for i, s := range ls.Segments {
 		out.Segments[i] = messages.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
 	}
+	out.Marker = p.moveMarker(ls.Clock)
 	return out
+}
+
+// moveMarker is the copy's move marker as a listing reports it, read once
+// when the log opened (nothing rewrites it while the log is open).
+func (p *partitionActor) moveMarker(now time.Time) *messages.MoveMarker {
+	if p.marker == nil {
+		return nil
+	}
+	m := p.marker.m
+	at := m.DurableAt
+	if at.IsZero() {
+		at = p.marker.modTime
+	}
+	return &messages.MoveMarker{PromotedHWM: m.PromotedHWM, ForcePromoted: m.ForcePromoted, SourceNode: m.SourceNode,
+		Durable: !m.DurableAt.IsZero(), InstallAgeMs: now.Sub(at).Milliseconds()}
 }
 
 // readChunk reads committed bytes only (rule C4), at most MoveChunkBytes.

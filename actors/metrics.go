@@ -51,6 +51,9 @@ type nodeMetrics struct {
 	// stagingSetAside counts staging copies a move that ended without
 	// its flip set aside instead of removing (rules X6, X9).
 	stagingSetAside *metrics.Counter
+	// workerRestarts and workersStopped count the move workers the
+	// runner's supervision restarted and gave up on.
+	workerRestarts, workersStopped *metrics.Counter
 	// Copies set aside (rule S8) and topic directories without a marker
 	// (rule S7), as of the node's last inventory (quarantine.go); bytes
 	// the stale-copy sweep reclaimed.
@@ -97,6 +100,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
 		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
 		stagingSetAside:      metrics.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),
+		workerRestarts:       metrics.GetOrCreateCounter(name("narad_move_worker_restarts_total")),
+		workersStopped:       metrics.GetOrCreateCounter(name("narad_move_workers_stopped_total")),
 
 		quarantinedCopies: metrics.GetOrCreateGauge(name("narad_quarantined_copies"), nil),
 		quarantinedBytes:  metrics.GetOrCreateGauge(name("narad_quarantined_bytes"), nil),

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -69,6 +70,17 @@ type moverActor struct {
 	// settled: the local replica caught up with the leaders once since the
 	// runner started (rule B7); settling: that barrier is on its way.
 	settled, settling bool
+	// carries keep what a move's worker must not forget across its
+	// restarts and respawns (its verify count, rule V4), by partition.
+	carries map[messages.PartitionKey]*workerCarry
+	// partitions is the partitions supervisor, which a worker asks to drop
+	// an earlier ownership's state around its install (rule K7); nil in
+	// rigs without one.
+	partitions *actor.PID
+	// sweeper hears every SweepEveryTicks'th tick (rule R5); ticks counts
+	// them, skipped scans or not. nil in rigs without a sweep.
+	sweeper *actor.PID
+	ticks   int
 	// changes turns the replica's changes into moverChanged; stop ends it.
 	changes changeWatch
 	stop    chan struct{}
@@ -90,6 +102,7 @@ func (m *moverActor) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		m.endWatch() // the restarted instance starts its own
 	case moverTick:
+		m.countTick(ctx)
 		m.tick(ctx)
 		m.schedule(ctx)
 	case moverChanged:
@@ -172,6 +185,19 @@ func (m *moverActor) settledAnswer(ctx actor.Context, r replicaSettled) {
 	m.tick(ctx)
 }
 
+// countTick counts the runner's ticks for the stale-copy sweep, which runs
+// every SweepEveryTicks'th whatever the tick does (rule R5): a tick that
+// skips its scan, or comes before the replica settled, counts all the same.
+func (m *moverActor) countTick(ctx actor.Context) {
+	m.ticks++
+	if sweepTurn(m.ticks, m.cfg.SweepEveryTicks) && m.sweeper != nil {
+		ctx.Send(m.sweeper, sweepDue{})
+	}
+}
+
+// sweepTurn reports whether the tick'th tick is a sweep's (rule R5).
+func sweepTurn(tick, every int) bool { return tick%every == 0 }
+
 // tick scans the partitions targeted here unless nothing changed since the
 // last scan (rule R2); it scans anyway after a worker ended and at least
 // every MoveFullScanEvery (rule R3). Before the replica settled (rule B7)
@@ -201,6 +227,7 @@ func (m *moverActor) tick(ctx actor.Context) {
 			ctx.Stop(pid)
 			delete(m.workers, k)
 			delete(m.progress, k)
+			delete(m.carries, k)
 			if a, ok := m.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == m.cfg.NodeID {
 				m.metrics.movesDone.Inc()
 			}
@@ -218,8 +245,16 @@ func (m *moverActor) tick(ctx actor.Context) {
 		if m.flips != nil {
 			store = batchedFlips{moveStore: m.store, flips: m.flips}
 		}
+		carry := m.carries[k]
+		if carry == nil || carry.since != since || carry.source != owner {
+			carry = &workerCarry{since: since, source: owner}
+			m.carries[k] = carry
+		}
+		parts := m.partitions
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return newMoveWorker(d, store, src, k, owner, since)
+			w := newMoveWorker(d, store, src, k, owner, since)
+			w.carry, w.partitions = carry, parts
+			return w
 		})
 		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
 		if err != nil {
@@ -232,6 +267,17 @@ func (m *moverActor) tick(ctx actor.Context) {
 		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", owner, "to", m.cfg.NodeID)
 	}
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+}
+
+// workerCarry is what a move's worker keeps across its restarts (the
+// supervision's fresh instance) and respawns (after it was given up on):
+// the verify failures of rule V4, so that a copy that cannot be verified
+// never freezes the source more than twice whatever the worker's fate.
+// Only the worker of that move touches it, one instance at a time.
+type workerCarry struct {
+	since          uint64
+	source         string
+	verifyFailures atomic.Int64
 }
 
 // scanDue decides whether a runner tick reads the metastore: only when the
@@ -249,6 +295,7 @@ func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
 		delete(m.workers, e.key)
 	}
 	delete(m.progress, e.key)
+	delete(m.carries, e.key)
 	m.rescan = true
 	m.metrics.movesInFlight.Set(float64(len(m.workers)))
 	if e.flipped && running { // a tick that saw the flip first counted it

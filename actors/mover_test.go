@@ -67,7 +67,7 @@ func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
 		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
 		mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &moverActor{deps: d, store: store, source: r.source, workers: map[messages.PartitionKey]*actor.PID{},
+			return &moverActor{deps: d, store: store, source: r.source, workers: map[messages.PartitionKey]*actor.PID{}, carries: map[messages.PartitionKey]*workerCarry{},
 				progress: map[messages.PartitionKey]messages.MoveProgress{}}
 		}), moverName)
 		if err != nil {

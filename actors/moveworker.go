@@ -60,6 +60,11 @@ type moveWorker struct {
 	tookInstallOff bool
 	// prepareWarned: the refused preparation was logged (once per move).
 	prepareWarned bool
+	// carry outlives this instance (the V4 count); nil in rigs: a fresh
+	// one. partitions is the supervisor asked to drop an earlier
+	// ownership's state around the install (rule K7); nil: none runs.
+	carry      *workerCarry
+	partitions *actor.PID
 }
 
 // moveWorkerTick is the worker's own timer: it watches the source's
@@ -94,6 +99,11 @@ func (w *moveWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.born, w.stopping = time.Now(), make(chan struct{})
+		if w.carry == nil {
+			w.carry = &workerCarry{}
+		}
+		// rule V4: a restarted or respawned worker keeps the count.
+		w.state.VerifyFailures = int(w.carry.verifyFailures.Load())
 		w.step(ctx, move.Start{})
 		w.scheduleTick(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -193,6 +203,7 @@ func (w *moveWorker) step(ctx actor.Context, ev any) {
 	before := w.state.Phase
 	var fx []any
 	w.state, fx = move.Step(w.cfg.Move, w.state, w.now(), ev)
+	w.carry.verifyFailures.Store(int64(w.state.VerifyFailures))
 	for _, f := range fx {
 		w.effect(ctx, f)
 	}
@@ -352,7 +363,7 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	case move.DiscardCopy:
 		w.discard()
 	case move.Install:
-		in, err := w.installInput(e.HWM, e.Force)
+		in, err := w.installInput(ctx, e.HWM, e.Force)
 		w.run(ctx, func(context.Context) any {
 			if err != nil {
 				return installDone{Installed: move.Installed{Err: err}}
@@ -590,13 +601,36 @@ type installInput struct {
 	lastList *messages.PartitionListing
 	listedAt time.Time
 	topic    messages.Topic
+	// dropEarlier asks the partitions supervisor to drop an earlier
+	// ownership's state (rule K7).
+	dropEarlier func() error
 }
 
-func (w *moveWorker) installInput(hwm int64, force bool) (installInput, error) {
+func (w *moveWorker) installInput(ctx actor.Context, hwm int64, force bool) (installInput, error) {
 	s, err := w.openStaging()
 	t, _ := w.store.Topic(w.key.Topic)
 	return installInput{staging: s, hwm: hwm, force: force, position: w.position,
-		lastList: w.lastList, listedAt: w.listedAt, topic: t}, err
+		lastList: w.lastList, listedAt: w.listedAt, topic: t, dropEarlier: w.dropper(ctx)}, err
+}
+
+// dropper is the install's request to the partitions supervisor (rule
+// K7), made from the install's goroutine; without a supervisor (a rig)
+// there is no state to drop.
+func (w *moveWorker) dropper(ctx actor.Context) func() error {
+	parts, root, k, timeout := w.partitions, ctx.ActorSystem().Root, w.key, w.cfg.RequestTimeout
+	return func() error {
+		if parts == nil {
+			return nil
+		}
+		res, err := root.RequestFuture(parts, dropEarlier{key: k}, timeout).Result()
+		if err != nil {
+			return fmt.Errorf("drop an earlier ownership's state of %s: %w", partitionKeyString(k), err)
+		}
+		if d, ok := res.(droppedEarlier); ok && d.stopped {
+			w.deps.log.Info("move: stopped an earlier ownership's partition actor before the install", "partition", partitionKeyString(k))
+		}
+		return nil
+	}
 }
 
 // install writes the consumer position clamped to the HWM (rule K6),
@@ -623,6 +657,11 @@ func (w *moveWorker) install(in installInput) any {
 			w.deps.log.Warn("move: stamp segment ages", "partition", partitionKeyString(w.key), "err", err)
 		}
 	}
+	// rule K7: no state of an earlier ownership of this partition on this
+	// node survives into the install, before it and again after it.
+	if err := in.dropEarlier(); err != nil {
+		return installDone{Installed: move.Installed{Err: err}}
+	}
 	if err := prepareTopicDir(w.deps, w.store, w.key); err != nil {
 		return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}
 	}
@@ -634,6 +673,11 @@ func (w *moveWorker) install(in installInput) any {
 	}
 	if res.Quarantined != "" {
 		w.deps.log.Error("move: an earlier copy at the partition's path held unexpired records; set aside", "partition", partitionKeyString(w.key), "quarantine", res.Quarantined)
+	}
+	if err := in.dropEarlier(); err != nil {
+		// The copy is installed; an actor started since (it cannot own
+		// the partition before the flip) is stopped by the reconcile.
+		w.deps.log.Warn("move: drop an earlier ownership's state after the install", "partition", partitionKeyString(w.key), "err", err)
 	}
 	// What the path names now: a rename back moves only this directory.
 	info, err := os.Stat(w.installDir)

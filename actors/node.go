@@ -37,6 +37,7 @@ type Node struct {
 	dispatcher *actor.PID
 	controller *actor.PID
 	mover      *actor.PID
+	sweeper    *actor.PID
 	raftAddr   string
 	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
@@ -100,7 +101,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			return nil, fmt.Errorf("open sync lane: %w", err)
 		}
 	}
-	// Rule S8: before anything serves, every copy set aside is listed.
+	// Rule S7: before anything serves, topic directories without a
+	// marker go; rule S8: then every copy set aside is listed.
+	sweepOrphansAtStart(log, cfg.DataDir)
 	n.quarantine = takeQuarantineAtStart(log, cfg.DataDir, n.metrics)
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	var idFrom replicaSource
@@ -210,7 +213,9 @@ func (n *Node) startActors() error {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
 	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
-		backoff: n.cfg.PartitionRestartBackoff, log: n.log, metrics: n.metrics}
+		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
+	workers := &restartStrategy{maxRestarts: n.cfg.WorkerMaxRestarts, window: n.cfg.WorkerRestartWindow,
+		backoff: n.cfg.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.pacer = newFreezePacer(n.cfg, n.metrics)
@@ -232,10 +237,17 @@ func (n *Node) startActors() error {
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
+	n.sweeper, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &sweeperActor{deps: d, store: n.store, owners: n.route, book: n.quarantine}
+	}), sweeperName)
+	if err != nil {
+		return fmt.Errorf("spawn sweeper: %w", err)
+	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &moverActor{deps: d, store: n.store, source: n.route, flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
-			progress: map[messages.PartitionKey]messages.MoveProgress{}}
-	}), moverName)
+			progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]*workerCarry{},
+			sweeper: n.sweeper, partitions: n.partitions}
+	}, actor.WithSupervisor(workers)), moverName)
 	if err != nil {
 		return fmt.Errorf("spawn mover: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -68,6 +70,9 @@ type partitionActor struct {
 	key  messages.PartitionKey
 	dir  string
 	name string
+	// marker is the copy's move marker, read at open; nil without one (a
+	// damaged one reads as none: the asking sweep then quarantines).
+	marker *openedMarker
 	// owners answers the gate's ownership checks (freeze.ConfirmOwner).
 	owners ownerReader
 	// moving: a move targeted the partition when the supervisor started
@@ -217,6 +222,7 @@ func (p *partitionActor) start() {
 	}
 	p.log = l
 	p.committer = committer
+	p.marker = readOpenedMarker(p.dir, p.deps.log)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
 	p.maxServed = -1
 	// A nonce must not repeat across restarts, or a handle from before the
@@ -235,6 +241,28 @@ func (p *partitionActor) start() {
 		p.notePace(now) // frozen without asking: it counts all the same
 		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
 	}
+}
+
+// openedMarker is a move marker and its file's modification time.
+type openedMarker struct {
+	m       storage.Marker
+	modTime time.Time
+}
+
+func readOpenedMarker(dir string, log *slog.Logger) *openedMarker {
+	m, err := storage.ReadMarker(dir)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		log.Error("move marker unreadable; the partition reports none", "dir", dir, "err", err)
+		return nil
+	}
+	st, err := os.Stat(filepath.Join(dir, storage.MarkerFile))
+	if err != nil {
+		return &openedMarker{m: m}
+	}
+	return &openedMarker{m: m, modTime: st.ModTime()}
 }
 
 // close writes the consumer position durably and closes the log. A

@@ -19,6 +19,16 @@ type reconcilePartitions struct{}
 // partitions owned here as of the local replica have running actors.
 type reconciled struct{}
 
+// dropEarlier asks the supervisor to drop whatever in-memory consumer
+// state an earlier ownership of the partition left on this node (rule K7):
+// a move's destination asks before its install and again after it. The
+// supervisor stops the partition's actor if one still runs while the node
+// does not own the partition; the answer is droppedEarlier.
+type dropEarlier struct{ key messages.PartitionKey }
+
+// droppedEarlier answers dropEarlier; stopped says an actor was stopped.
+type droppedEarlier struct{ stopped bool }
+
 // retentionTick asks every partition to apply its topic's retention.
 type retentionTick struct{}
 
@@ -74,6 +84,8 @@ func (s *partitionsActor) Receive(ctx actor.Context) {
 		}
 	case retentionTick:
 		s.retain(ctx)
+	case dropEarlier:
+		ctx.Respond(s.dropEarlier(ctx, m.key))
 	case *actor.Terminated:
 		s.terminated(m)
 	}
@@ -133,6 +145,21 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		s.children[k] = pid
 	}
 	s.owned.Store(int64(len(s.children)))
+}
+
+// dropEarlier stops k's actor when it still runs and this node does not
+// own k: the state of an earlier ownership, leases and acks in memory,
+// must not survive into the one an install starts (rule K7).
+func (s *partitionsActor) dropEarlier(ctx actor.Context, k messages.PartitionKey) droppedEarlier {
+	if _, running := s.children[k]; !running {
+		return droppedEarlier{}
+	}
+	if a, ok := s.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == s.cfg.NodeID {
+		return droppedEarlier{} // served now: not an earlier ownership
+	}
+	s.handOver(ctx, []messages.PartitionKey{k})
+	s.owned.Store(int64(len(s.children)))
+	return droppedEarlier{stopped: true}
 }
 
 // retryLater reconciles again after a MoveTick, once however many

@@ -235,7 +235,8 @@ func adminAsk(t *testing.T, nc *nats.Conn, verb string, in, out any) (status str
 
 // rule S8: a node started on a data dir with copies set aside counts them
 // in its gauges before it serves, lists them over the "quarantine" verb,
-// and releases one only when an operator names it exactly.
+// and releases one only when an operator names it exactly. rule S7: the
+// startup sweep removed the topic directory without a marker first.
 func TestQuarantineVerbsListAndReleaseTheCopiesSetAside(t *testing.T) {
 	ns := startTestNATS(t)
 	var seeded int64
@@ -243,8 +244,11 @@ func TestQuarantineVerbsListAndReleaseTheCopiesSetAside(t *testing.T) {
 		c.NATSURL, c.Cluster = ns.ClientURL(), "test"
 		seeded = seedSetAside(t, c.DataDir)
 	})
-	if got := [3]float64{tn.n.metrics.quarantinedCopies.Get(), tn.n.metrics.quarantinedBytes.Get(), tn.n.metrics.orphanTopicDirs.Get()}; got != [3]float64{3, float64(seeded), 1} {
-		t.Fatalf("gauges after start: got %v, want [3 %d 1]", got, seeded)
+	if got := [3]float64{tn.n.metrics.quarantinedCopies.Get(), tn.n.metrics.quarantinedBytes.Get(), tn.n.metrics.orphanTopicDirs.Get()}; got != [3]float64{3, float64(seeded), 0} {
+		t.Fatalf("gauges after start: got %v, want [3 %d 0]", got, seeded)
+	}
+	if _, err := os.Stat(filepath.Join(tn.n.cfg.DataDir, "topics", "orphan")); !os.IsNotExist(err) {
+		t.Fatalf("the topic directory without a marker after start: got %v, want it removed by the startup sweep", err)
 	}
 	tn.createTopic("t", 3)
 	nc, err := nats.Connect(ns.ClientURL())

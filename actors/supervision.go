@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -19,7 +20,8 @@ type restartStrategy struct {
 	window      time.Duration
 	backoff     time.Duration
 	log         *slog.Logger
-	metrics     *nodeMetrics
+	// restarts counts the restarts, stopped the children given up on.
+	restarts, stopped *metrics.Counter
 }
 
 func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason interface{}, message interface{}) {
@@ -30,13 +32,13 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	n := rs.NumberOfFailures(s.window)
 	if n > s.maxRestarts {
 		s.log.Error("actor keeps failing; stopped", "actor", child.Id, "failures", n, "window", s.window, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
-		s.metrics.partitionFailed.Inc()
+		s.stopped.Inc()
 		sup.StopChildren(child)
 		return
 	}
 	delay := time.Duration(n) * s.backoff
 	s.log.Error("actor failed; restarting", "actor", child.Id, "failures", n, "after", delay, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
-	s.metrics.actorRestarts.Inc()
+	s.restarts.Inc()
 	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
 }
 

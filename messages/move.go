@@ -36,6 +36,22 @@ type PartitionListing struct {
 	HWM      int64            `json:"hwm"`
 	Clock    time.Time        `json:"clock"`
 	Position ConsumerPosition `json:"position"`
+	// Marker is the move marker of the owner's copy, nil when it has none:
+	// the old owner's stale-copy sweep asks for it before reclaiming its
+	// own copy (rule S1).
+	Marker *MoveMarker `json:"marker,omitempty"`
+}
+
+// MoveMarker is a copy's move marker as its owner reports it.
+type MoveMarker struct {
+	PromotedHWM   int64  `json:"promoted_hwm"`
+	ForcePromoted bool   `json:"force_promoted,omitempty"`
+	SourceNode    string `json:"source_node"`
+	// Durable: the marker carries a durability stamp (rule S4).
+	Durable bool `json:"durable"`
+	// InstallAgeMs is how long ago the install happened, on the owner's
+	// clock (its stamp, or the marker file's time without one).
+	InstallAgeMs int64 `json:"install_age_ms"`
 }
 
 // ReadChunk asks for committed bytes of one segment from Pos, at most Max.

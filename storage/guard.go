@@ -149,6 +149,16 @@ func (g *Guards) OtherIncarnationOpen(topic string, inc uint64) bool {
 	return false
 }
 
+// TopicOpen reports whether any partition of the topic name is open.
+func (g *Guards) TopicOpen(topic string) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.open[topic]) > 0
+}
+
 // TopicIncarnation reads the incarnation marker of the topic's directory.
 // found is false when the directory has no marker (or does not exist); a
 // marker that does not parse is ErrCorrupt.

@@ -388,6 +388,13 @@ func heard(s State) (State, []any) {
 func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 	switch e := ev.(type) {
 	case Start:
+		if s.VerifyFailures >= 2 {
+			// rule V4: a worker restarted or respawned after the copy
+			// failed verification twice keeps the verdict (the runner
+			// carries the count): the source is never frozen again.
+			s.Phase, s.BlockedReason = Blocked, ReasonCopyUnverifiable
+			return s, []any{Log{Level: "error", Msg: "move: staged copy cannot be verified (twice before a restart); not freezing the source again"}, Block{Reason: ReasonCopyUnverifiable}}
+		}
 		return startCopy(s)
 	case PassDone:
 		return passDone(c, s, e)

@@ -200,6 +200,30 @@ func TestRuleF11ASourceWithoutTokensIsNotFencedAndWarns(t *testing.T) {
 		feed(Verified{OK: true}).wantPhase(Installing).wantLog("warn", "no freeze token")
 }
 
+// rule V4: a worker that starts again (a restart, or a respawn after its
+// supervisor gave up) with the two failed verifies its runner carried
+// blocks at once: the source is never frozen again for this move. One
+// failure carried still copies, and blocks at the next.
+func TestRuleV4TheVerifyCountOutlivesTheWorker(t *testing.T) {
+	s := New()
+	s.VerifyFailures = 2
+	s, fx := Step(DefaultConfig(), s, 0, Start{})
+	if s.Phase != Blocked || s.BlockedReason != ReasonCopyUnverifiable {
+		t.Fatalf("start with 2 failed verifies: got phase %s (%q), want blocked as copy unverifiable", s.Phase, s.BlockedReason)
+	}
+	for _, f := range fx {
+		switch f.(type) {
+		case Fetch, PrepareHandoff:
+			t.Fatalf("start with 2 failed verifies: got effect %#v, want no copy and no freeze", f)
+		}
+	}
+	s = New()
+	s.VerifyFailures = 1
+	if s, _ = Step(DefaultConfig(), s, 0, Start{}); s.Phase != CatchUp {
+		t.Fatalf("start with 1 failed verify: got phase %s, want catch-up", s.Phase)
+	}
+}
+
 func TestRuleV3AFailedVerifyRecopiesFromScratchOnce(t *testing.T) {
 	sc := toFinalize(t).
 		feed(PassDone{Copied: 0, HWM: 104}).

@@ -1,0 +1,140 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What a node holds on disk, for the stale-copy sweep: the topic
+// directories under topics/ with the partitions in them, and the topic
+// directories set aside under StalePath.
+
+// TopicDir is one directory under topics/.
+type TopicDir struct {
+	Name string
+	// Incarnation is what its marker names; Marked is false without one
+	// (an orphan, rule S7), and Corrupt when the marker does not parse.
+	Incarnation     uint64
+	Marked, Corrupt bool
+	// Partitions are the partition directories in it (numeric names; a
+	// quarantined copy's name is not one).
+	Partitions []int
+}
+
+// TopicDirs lists the topic directories of a node's data dir.
+func TopicDirs(dataDir string) ([]TopicDir, error) {
+	root := filepath.Join(dataDir, "topics")
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list topic dirs: %w", err)
+	}
+	var out []TopicDir
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		td := TopicDir{Name: e.Name()}
+		inc, found, err := TopicIncarnation(dataDir, e.Name())
+		td.Incarnation, td.Marked, td.Corrupt = inc, found && err == nil, errors.Is(err, ErrCorrupt)
+		parts, err := os.ReadDir(filepath.Join(root, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list topic dir %s: %w", e.Name(), err)
+		}
+		for _, p := range parts {
+			if n, err := strconv.Atoi(p.Name()); err == nil && p.IsDir() && n >= 0 && strconv.Itoa(n) == p.Name() {
+				td.Partitions = append(td.Partitions, n)
+			}
+		}
+		out = append(out, td)
+	}
+	return out, nil
+}
+
+// StaleDir is a topic directory PrepareTopicDir set aside under StalePath.
+type StaleDir struct {
+	Path  string
+	Topic string
+	// Incarnation is what its name says; Marked is false for one set aside
+	// without a marker (<topic>@unmarked) or with an unreadable one.
+	Incarnation uint64
+	Marked      bool
+}
+
+// StaleDirs lists the topic directories set aside under StalePath.
+func StaleDirs(dataDir string) ([]StaleDir, error) {
+	ents, err := os.ReadDir(StalePath(dataDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list set-aside topic dirs: %w", err)
+	}
+	var out []StaleDir
+	for _, e := range ents {
+		topic, rest, ok := strings.Cut(e.Name(), "@")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		d := StaleDir{Path: filepath.Join(StalePath(dataDir), e.Name()), Topic: topic}
+		inc, _, _ := strings.Cut(rest, ".")
+		if n, err := strconv.ParseUint(inc, 10, 64); err == nil {
+			d.Incarnation, d.Marked = n, true
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// HoldsUnexpiredRecords reports whether the closed partition at dir holds
+// a record in a segment retention (an age, 0 for none) has not expired.
+// Anything it cannot read counts as holding records: nothing is deleted on
+// a guess.
+func HoldsUnexpiredRecords(dir string, cfg LogConfig, now time.Time, retention time.Duration) bool {
+	return holdsUnexpiredRecords(dir, cfg, now, retention)
+}
+
+// RemoveDir removes a directory set aside or reclaimed, durably (its
+// parent is synced), and returns the bytes it held.
+func RemoveDir(dir string) (int64, error) {
+	n, err := DirBytes(dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return 0, fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return n, syncDir(filepath.Dir(dir))
+}
+
+// SweepOrphanTopicDir is the startup sweep's act on a topic directory
+// without an incarnation marker (rule S7), run before the node accepts
+// topic creates: the directory is removed, unless it holds a copy set aside
+// (a name with ".quarantine"), which is never deleted: then the directory
+// is set aside whole under StalePath as <topic>@unmarked. It returns where
+// it went ("" when removed) and the bytes removed.
+func SweepOrphanTopicDir(dataDir, topic string) (setAside string, removed int64, err error) {
+	dir := TopicPath(dataDir, topic)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", 0, fmt.Errorf("sweep orphan topic dir %s: %w", topic, err)
+	}
+	for _, e := range ents {
+		if e.Name() == incarnationFile {
+			return "", 0, fmt.Errorf("sweep orphan topic dir %s: it has a marker: %w", topic, ErrInvalid)
+		}
+		if strings.Contains(e.Name(), ".quarantine") {
+			to, err := setAsideTopicDir(dataDir, topic, "unmarked")
+			return to, 0, err
+		}
+	}
+	n, err := RemoveDir(dir)
+	return "", n, err
+}
