@@ -33,6 +33,9 @@ type workerRig struct {
 	parent  *actor.PID
 	ended   chan moveEnded
 	holdFin chan struct{} // closed to let the passes under the freeze run
+	// partitions, when set, spawns the stand-in partitions supervisor the
+	// worker asks around its install (rule K7).
+	partitions func(*actor.ActorSystem) *actor.PID
 }
 
 // newWorkerRig builds the source with records records and the rig; start
@@ -80,8 +83,15 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 // start spawns the worker under a parent that keeps what it reports.
 func (r *workerRig) start() {
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
-	d := deps{cfg: r.cfg, log: slog.New(r.logs), metrics: newNodeMetrics("worker-rig-" + r.t.Name()), notifier: newCommitNotifier()}
-	worker := actor.PropsFromProducer(func() actor.Actor { return newMoveWorker(d, r.store, r.source, r.key, "n1", 41) })
+	d := deps{cfg: r.cfg, log: slog.New(r.logs), metrics: newNodeMetrics("worker-rig-" + r.t.Name()), notifier: newCommitNotifier(), guards: storage.NewGuards()}
+	parts := r.partitions
+	worker := actor.PropsFromProducer(func() actor.Actor {
+		w := newMoveWorker(d, r.store, r.source, r.key, "n1", 41)
+		if parts != nil {
+			w.partitions = parts(r.system)
+		}
+		return w
+	})
 	parent, err := r.system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *actor.Started:
@@ -121,6 +131,10 @@ type workerStore struct {
 	flips []messages.Flip
 	// leaderMembers, when set, is what the leader has, ahead of the replica.
 	leaderMembers []messages.Member
+	// refuse: every flip is refused; ownedBy, when set, is who the
+	// assignment then names as owner (an earlier attempt's flip).
+	refuse  bool
+	ownedBy string
 }
 
 func (s *workerStore) LeaderMembers(context.Context) ([]messages.Member, error) {
@@ -146,6 +160,13 @@ func (s *workerStore) Flip(_ context.Context, c messages.Flip) (messages.AssignR
 	s.flips = append(s.flips, c)
 	k := assignmentKey(c.Incarnation, c.Partition)
 	a := s.assignments[k]
+	if s.refuse {
+		if s.ownedBy != "" {
+			a.Owner, a.Target = s.ownedBy, ""
+			s.assignments[k] = a
+		}
+		return messages.AssignResult{Code: messages.ResultRefused}, nil
+	}
 	a.Owner, a.Target = c.To, ""
 	s.assignments[k] = a
 	return messages.AssignResult{Code: messages.ResultOK}, nil

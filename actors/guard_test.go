@@ -1,0 +1,184 @@
+package actors
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// guardRig is a data dir with a topic directory prepared for one
+// incarnation and a staged copy of its partition 0, and the deps of a node.
+type guardRig struct {
+	t       *testing.T
+	d       deps
+	key     messages.PartitionKey
+	staging *storage.Staging
+}
+
+func newGuardRig(t *testing.T) *guardRig {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	r := &guardRig{t: t, d: deps{cfg: cfg, log: testLogger(t), guards: storage.NewGuards()},
+		key: messages.PartitionKey{Topic: "g", Incarnation: 7, Partition: 0}}
+	if _, err := storage.PrepareTopicDir(cfg.DataDir, "g", 7); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := storage.OpenStaging(storage.StagingPath(cfg.DataDir, "g", 0), cfg.Log, "a move")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.staging = s
+	return r
+}
+
+func (r *guardRig) install() error {
+	_, err := (*installBatcher)(nil).install(r.d, r.key, r.staging, storage.InstallOptions{Now: time.Now()})
+	return err
+}
+
+func (r *guardRig) path() string {
+	return storage.PartitionPath(r.d.cfg.DataDir, r.key.Topic, r.key.Partition)
+}
+
+// rule V9: the install acts on the partition's path only under the topic's
+// guard, while the topic directory's marker names the incarnation the move
+// prepared it for and no log is open there; refused, it changes nothing
+// and the copy stays staged for the next attempt.
+func TestRuleV9TheInstallRunsOnlyUnderTheGuardsChecks(t *testing.T) {
+	t.Run("the marker names another incarnation", func(t *testing.T) {
+		r := newGuardRig(t)
+		if _, err := storage.PrepareTopicDir(r.d.cfg.DataDir, "g", 8); err != nil { // deleted and recreated
+			t.Fatal(err)
+		}
+		if err := r.install(); !errors.Is(err, errGuardRefused) {
+			t.Fatalf("install of incarnation 7 under incarnation 8's marker: got %v, want refused", err)
+		}
+		if _, err := os.Stat(r.path()); !os.IsNotExist(err) {
+			t.Fatalf("the path after a refused install: got %v, want nothing there", err)
+		}
+		if _, err := os.Stat(r.staging.Dir()); err != nil {
+			t.Fatalf("the staged copy after a refused install: got %v, want it kept", err)
+		}
+	})
+	t.Run("a log is open at the path", func(t *testing.T) {
+		r := newGuardRig(t)
+		r.d.guards.MarkOpen("g", 7, 0)
+		if err := r.install(); !errors.Is(err, errGuardRefused) {
+			t.Fatalf("install under an open log: got %v, want refused", err)
+		}
+		r.d.guards.MarkClosed("g", 7, 0)
+		if err := r.install(); err != nil {
+			t.Fatalf("install once the log closed: %v", err)
+		}
+		if _, err := os.Stat(r.path()); err != nil {
+			t.Fatalf("the path after the install: %v", err)
+		}
+	})
+	t.Run("the install waits for the guard", func(t *testing.T) {
+		r := newGuardRig(t)
+		unlock := r.d.guards.Lock("g")
+		done := make(chan error, 1)
+		go func() { done <- r.install() }()
+		select {
+		case err := <-done:
+			unlock()
+			t.Fatalf("install while another holds the guard: got %v before the release, want it to wait", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		unlock()
+		if err := <-done; err != nil {
+			t.Fatalf("install after the release: %v", err)
+		}
+	})
+}
+
+// rule V9: the rename back moves the install off the path only while the
+// marker names its incarnation and the path still names the directory the
+// install put there; refused, it moves nothing.
+func TestRuleV9TheRenameBackMovesOnlyTheDirectoryTheInstallPutThere(t *testing.T) {
+	r := newGuardRig(t)
+	if err := r.install(); err != nil {
+		t.Fatal(err)
+	}
+	installed, err := os.Stat(r.path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The path now names another directory (the copy went with its
+	// incarnation's directory, and a successor's partition sits there).
+	if err := os.Rename(r.path(), r.path()+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(r.path(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := renameBackUnderGuard(r.d, r.key, installed); !errors.Is(err, errGuardRefused) {
+		t.Fatalf("rename back of a path naming another directory: got %v, want refused", err)
+	}
+	if _, err := os.Stat(r.path()); err != nil {
+		t.Fatalf("the path after a refused rename back: %v, want it untouched", err)
+	}
+	// Back as the install left it, but under another incarnation's marker.
+	os.Remove(r.path())
+	if err := os.Rename(r.path()+".moved", r.path()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(storage.TopicPath(r.d.cfg.DataDir, "g")+"/incarnation", []byte("8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := renameBackUnderGuard(r.d, r.key, installed); !errors.Is(err, errGuardRefused) {
+		t.Fatalf("rename back under incarnation 8's marker: got %v, want refused", err)
+	}
+	if err := os.WriteFile(storage.TopicPath(r.d.cfg.DataDir, "g")+"/incarnation", []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := renameBackUnderGuard(r.d, r.key, installed); err != nil {
+		t.Fatalf("rename back of the install itself: %v", err)
+	}
+	if _, err := os.Stat(storage.StagingPath(r.d.cfg.DataDir, "g", 0)); err != nil {
+		t.Fatalf("staging after the rename back: %v", err)
+	}
+}
+
+// staticTopics is a topic record table for prepareTopicDir.
+type staticTopics map[string]messages.Topic
+
+func (s staticTopics) Topic(name string) (messages.Topic, bool) { t, ok := s[name]; return t, ok }
+
+// rule V10: the preparation re-reads the topic record under the guard and
+// refuses unless it names the incarnation the move read, and refuses while
+// a partition of another incarnation is open in the directory; otherwise
+// it sets a deleted incarnation's directory aside and stamps its own.
+func TestRuleV10ThePreparationRereadsTheRecordUnderTheGuard(t *testing.T) {
+	r := newGuardRig(t)
+	k8 := messages.PartitionKey{Topic: "g", Incarnation: 8, Partition: 0}
+	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 9}}, k8); !errors.Is(err, errGuardRefused) {
+		t.Fatalf("prepare for 8 with the record naming 9: got %v, want refused", err)
+	}
+	if err := prepareTopicDir(r.d, staticTopics{}, k8); !errors.Is(err, errGuardRefused) {
+		t.Fatalf("prepare for 8 with no record: got %v, want refused", err)
+	}
+	r.d.guards.MarkOpen("g", 7, 1)
+	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 8}}, k8); !errors.Is(err, errGuardRefused) {
+		t.Fatalf("prepare for 8 with a partition of 7 open: got %v, want refused", err)
+	}
+	if inc, _, _ := storage.TopicIncarnation(r.d.cfg.DataDir, "g"); inc != 7 {
+		t.Fatalf("the marker after refused preparations: got %d, want 7 untouched", inc)
+	}
+	r.d.guards.MarkClosed("g", 7, 1)
+	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 8}}, k8); err != nil {
+		t.Fatalf("prepare for 8 with the record naming 8: %v", err)
+	}
+	if inc, _, _ := storage.TopicIncarnation(r.d.cfg.DataDir, "g"); inc != 8 {
+		t.Fatalf("the marker after the preparation: got %d, want 8", inc)
+	}
+	stale, err := storage.StaleDirs(r.d.cfg.DataDir)
+	if err != nil || len(stale) != 1 || stale[0].Incarnation != 7 {
+		t.Fatalf("set aside: got %+v (%v), want incarnation 7's directory", stale, err)
+	}
+}

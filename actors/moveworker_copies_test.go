@@ -1,0 +1,268 @@
+package actors
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// The copies a move leaves when it ends without its flip (rules X6, X9),
+// the staging copy of an earlier move (T2), the state of an earlier
+// ownership (K7) and the topic directory's preparation (V10), on the
+// worker rig of moveworker_test.go.
+
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Stat(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// runToEnd starts the rig and waits, in the bubble, for the worker's end.
+func runToEnd(t *testing.T, r *workerRig) moveEnded {
+	t.Helper()
+	r.start()
+	synctest.Wait()
+	select {
+	case e := <-r.ended:
+		return e
+	default:
+		t.Fatal("the move: got no end")
+	}
+	return moveEnded{}
+}
+
+func (r *workerRig) stagingPath() string {
+	return storage.StagingPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
+}
+
+func (r *workerRig) partitionPath() string {
+	return storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
+}
+
+// rule X6: a flip the leader refuses ends the move; with the owner alive
+// and the partition not this node's, the install goes back off the path
+// and the staging copy is removed: nothing of the move is left.
+func TestRuleX6ARefusedFlipRemovesTheCopyWhenThisNodeDoesNotOwnThePartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		r.store.refuse = true
+		e := runToEnd(t, r)
+		defer r.stop()
+		if e.flipped {
+			t.Fatal("the move: got flipped, want ended without a flip")
+		}
+		if exists(t, r.stagingPath()) || exists(t, r.partitionPath()) || exists(t, r.stagingPath()+".quarantine") {
+			t.Fatalf("after a refused flip: staging %v, partition path %v, quarantine %v; want nothing left",
+				exists(t, r.stagingPath()), exists(t, r.partitionPath()), exists(t, r.stagingPath()+".quarantine"))
+		}
+	})
+}
+
+// rule X6: a refused flip while this node owns the partition by then (an
+// earlier attempt's flip committed) keeps the copy the move took off the
+// path: set aside, logged at error, never removed.
+func TestRuleX6ARefusedFlipKeepsTheCopyWhenThisNodeOwnsThePartitionByThen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		r.store.refuse, r.store.ownedBy = true, "n2"
+		e := runToEnd(t, r)
+		defer r.stop()
+		if e.flipped {
+			t.Fatal("the move: got flipped, want ended without a flip")
+		}
+		q := r.stagingPath() + ".quarantine"
+		if !exists(t, q) || exists(t, r.stagingPath()) {
+			t.Fatalf("after a refused flip on a partition this node owns: quarantine %v, staging %v; want the copy set aside", exists(t, q), exists(t, r.stagingPath()))
+		}
+		if ls, err := storage.ListClosed(q, r.cfg.Log, time.Now()); err != nil || ls.HWM != 5 {
+			t.Fatalf("the copy set aside: got HWM %d (%v), want the move's 5 records", ls.HWM, err)
+		}
+		if n := r.logs.count(slog.LevelError, "move ended without its flip, and its staging copy may hold the only copy of its records; set aside for an operator"); n != 1 {
+			t.Fatalf("error logs of the copy set aside: got %d, want 1", n)
+		}
+	})
+}
+
+// stopGone stops the rig once the move is gone from the replica: its
+// target cleared, its source alive or dead.
+func stopGone(t *testing.T, r *workerRig, sourceDead bool) {
+	t.Helper()
+	f := r.store.fakeReplica
+	f.mu.Lock()
+	a := f.assignments[assignmentKey(r.key.Incarnation, r.key.Partition)]
+	a.Target = ""
+	f.assignments[assignmentKey(r.key.Incarnation, r.key.Partition)] = a
+	if sourceDead {
+		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead}
+	}
+	f.mu.Unlock()
+	r.stop()
+}
+
+// rule X9: a move that ends without a flip (its target cleared while it
+// copied) removes its staging copy, unless the owner reads dead and the
+// copy holds records: then it may be the only copy left, and it is set
+// aside and logged at error.
+func TestRuleX9AMoveGoneWhileItsSourceIsDeadSetsItsCopyAside(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		sourceDead bool
+		setAside   bool
+	}{{"source alive", false, false}, {"source dead", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newWorkerRig(t, 5, true) // held in Finalize, the copy staged
+				r.start()
+				synctest.Wait()
+				if !exists(t, r.stagingPath()) {
+					t.Fatal("before the stop: got no staging copy, want one")
+				}
+				stopGone(t, r, tc.sourceDead)
+				r.releaseFinal()
+				q := r.stagingPath() + ".quarantine"
+				if exists(t, q) != tc.setAside || exists(t, r.stagingPath()) {
+					t.Fatalf("after the stop: quarantine %v, staging %v; want quarantine %v and no staging", exists(t, q), exists(t, r.stagingPath()), tc.setAside)
+				}
+			})
+		})
+	}
+}
+
+// rule T2: a staging copy left by an earlier move of the partition (its
+// target cleared while this node was away) is cleared by the next move,
+// never resumed: its sealed segments, which no verify proves, would be
+// installed as they are.
+func TestRuleT2ALaterMoveClearsAnEarlierMovesStagingCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 0, false)
+		small := r.cfg.Log
+		small.SegmentMaxBytes = 4 << 10
+		r.cfg.Log = small
+		l, err := storage.OpenLog(t.TempDir(), small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for i := range 200 {
+			if _, err := l.Append(time.Now(), []storage.Entry{{Body: fmt.Appendf(nil, `"record %03d with some padding to fill segments"`, i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.source.log = l
+		ls, err := l.List(time.Now())
+		if err != nil || len(ls.Segments) < 2 {
+			t.Fatalf("source: got %d segments (%v), want at least 2", len(ls.Segments), err)
+		}
+		sealed := ls.Segments[0]
+		// The earlier move's copy: the first sealed segment at its full
+		// size, every byte wrong.
+		old, _, err := storage.OpenStaging(r.stagingPath(), small, "7/0 n3>n2 since 12")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := old.Reconcile(storage.Listing{HWM: ls.HWM, Segments: ls.Segments[:1]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := old.WriteChunk(sealed.Name, 0, bytes.Repeat([]byte{0xee}, int(sealed.Size))); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+
+		got := runInstall(t, r)
+		_ = got
+		want := make([]byte, sealed.Size)
+		n, err := l.ReadChunk(sealed.Name, 0, want)
+		if err != nil || int64(n) != sealed.Size {
+			t.Fatalf("read the source's segment: %d bytes, %v", n, err)
+		}
+		installed, err := os.ReadFile(filepath.Join(r.partitionPath(), sealed.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(installed, want) {
+			t.Fatalf("installed sealed segment %s: got the earlier move's bytes, want the source's", sealed.Name)
+		}
+		if n := r.logs.count(slog.LevelInfo, "move: cleared the staging copy an earlier move left"); n != 1 {
+			t.Fatalf("logs of the cleared copy: got %d, want 1", n)
+		}
+	})
+}
+
+// rule K7: the destination asks the partitions supervisor to drop any
+// state of an earlier ownership of the partition before its install and
+// again after it.
+func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		var asks atomic.Int32
+		var installedAtFirst, installedAtSecond atomic.Bool
+		r.partitions = func(sys *actor.ActorSystem) *actor.PID {
+			return sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+				if m, ok := ctx.Message().(dropEarlier); ok {
+					n := asks.Add(1)
+					on := exists(t, storage.PartitionPath(r.cfg.DataDir, m.key.Topic, m.key.Partition))
+					if n == 1 {
+						installedAtFirst.Store(on)
+					} else {
+						installedAtSecond.Store(on)
+					}
+					ctx.Respond(droppedEarlier{})
+				}
+			}))
+		}
+		runInstall(t, r)
+		if got := asks.Load(); got != 2 || installedAtFirst.Load() || !installedAtSecond.Load() {
+			t.Fatalf("drops asked: got %d (installed at the first: %v, at the second: %v), want 2: one before the install, one after",
+				got, installedAtFirst.Load(), installedAtSecond.Load())
+		}
+	})
+}
+
+// rule V10: the install's preparation re-reads the topic record; while it
+// names another incarnation (deleted and recreated since the move read
+// it) the preparation refuses, the attempt fails and is retried, and the
+// warning is logged once per move, not once per attempt.
+func TestRuleV10ARefusedPreparationFailsTheAttemptAndWarnsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		f := r.store.fakeReplica
+		r.start()
+		defer r.stop()
+		f.mu.Lock()
+		t8 := f.topics["w"]
+		t8.Incarnation = 8
+		f.topics["w"] = t8
+		f.mu.Unlock()
+		time.Sleep(10 * r.cfg.Move.RetryAfter)
+		synctest.Wait()
+		if exists(t, r.partitionPath()) {
+			t.Fatal("with the record naming incarnation 8: got an install of incarnation 7, want none")
+		}
+		if inc, found, _ := storage.TopicIncarnation(r.cfg.DataDir, "w"); found {
+			t.Fatalf("with the record naming incarnation 8: got the topic directory stamped %d, want it left alone", inc)
+		}
+		if n := r.logs.count(slog.LevelWarn, "move: the topic directory's preparation was refused; retrying until the replica catches up or the move is re-planned"); n != 1 {
+			t.Fatalf("warnings of the refused preparation after several attempts: got %d, want 1", n)
+		}
+		r.store.mu.Lock()
+		flips := len(r.store.flips)
+		r.store.mu.Unlock()
+		if flips != 0 {
+			t.Fatalf("flips: got %d, want none", flips)
+		}
+	})
+}
