@@ -42,6 +42,19 @@ func TestMovesSummaryOverTheAdminVerbSumsEveryLiveNode(t *testing.T) {
 		t.Skip("starts a 3-node cluster")
 	}
 	c := newTestCluster(t, 3)
+	// Each node sums the members its replica has: under load a replica
+	// may not have the last registration yet.
+	for _, tn := range c.nodes {
+		waitFor(t, func() bool {
+			alive := 0
+			for _, m := range tn.n.store.Members() {
+				if m.Status == messages.MemberAlive {
+					alive++
+				}
+			}
+			return alive == 3
+		})
+	}
 	// The counters are the process's, by node label: earlier tests' nodes
 	// of the same names count into them, so the want is read back.
 	c.nodes[1].n.metrics.movesDone.Add(5)
