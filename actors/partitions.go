@@ -248,7 +248,22 @@ func (s *partitionsActor) retain(ctx actor.Context) {
 
 // purge removes a deleted topic's partition data, and the topic directory
 // once no partition is left in it.
+//
+// It runs under the topic's guard, and only while the topic directory's
+// marker still names the deleted incarnation: a successor's move may have
+// set that directory aside and installed its own partition at the same
+// path meanwhile (rule V9); the copy set aside is the sweep's then.
 func (s *partitionsActor) purge(k messages.PartitionKey) {
+	unlock := s.guards.Lock(k.Topic)
+	defer unlock()
+	ok, err := storage.MarkerNames(s.cfg.DataDir, k.Topic, k.Incarnation, false)
+	switch {
+	case err != nil:
+		s.deps.log.Error("purge deleted partition: read the topic directory's marker", "partition", k, "err", err)
+		return
+	case !ok || s.guards.PartitionOpen(k.Topic, k.Partition):
+		return
+	}
 	if err := storage.PurgePartition(s.cfg.DataDir, k.Topic, k.Partition); err != nil {
 		s.deps.log.Error("purge deleted partition", "partition", k, "err", err)
 	}

@@ -280,13 +280,15 @@ func (s *SyncLane) run() {
 		} else {
 			s.syncEach(files, errs)
 		}
+		// Counted before the answers: a caller answered sees its batch in
+		// Stats.
+		s.batches.Add(1)
+		s.requests.Add(uint64(len(batch)))
 		for i, r := range batch {
 			r.answer <- errs[i]
 		}
 		clear(batch) // nothing pinned (files of closed logs) until the next batch
 		clear(files)
-		s.batches.Add(1)
-		s.requests.Add(uint64(len(batch)))
 	}
 }
 
