@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
@@ -32,6 +33,36 @@ func (s *t1Store) SetTarget(_ context.Context, st messages.SetTarget) (messages.
 	defer s.mu.Unlock()
 	s.cleared = append(s.cleared, st)
 	return messages.AssignResult{Code: messages.ResultOK}, nil
+}
+
+// rule T1: the seed's threshold, 2 minutes of death on the leader's own
+// clock, is the node's default, and it is what the controller applies: a
+// destination seen dead a moment less keeps its move, one seen dead that
+// long loses it.
+func TestRuleT1TheDefaultThresholdIsTwoMinutes(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.DeadTargetAbortAfter != 2*time.Minute {
+		t.Fatalf("DeadTargetAbortAfter: got %s, want the seed's 2m", cfg.DeadTargetAbortAfter)
+	}
+	for _, tc := range []struct {
+		deadFor time.Duration
+		cleared bool
+	}{{2*time.Minute - time.Millisecond, false}, {2 * time.Minute, true}} {
+		s := &t1Store{rm: metastore.RaftMembership{Voters: map[uint64]string{3: "a3"}}}
+		tracker, err := membership.NewTracker(cfg.Membership)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberDead}
+		seen := time.Now()
+		tracker.Observe(seen, []messages.Member{target}) // this leader first sees it dead
+		a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t)}, store: s, tracker: tracker}
+		as := messages.Assignment{Topic: "t", Incarnation: 7, Partition: 1, Owner: "n1", Target: "n3"}
+		ctx := context.Background()
+		if got := a.targetGone(ctx, as, map[string]messages.Member{"n3": target}, seen.Add(tc.deadFor), a.raftConfig(ctx)); got != tc.cleared {
+			t.Fatalf("destination dead %s by the leader's clock: got cleared %v, want %v", tc.deadFor, got, tc.cleared)
+		}
+	}
 }
 
 // rule T1: the controller clears the target of a move whose destination is

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// rule T1
+// rule T1 (the threshold: the seed's DeadTargetAbortAfter is 2 minutes;
+// the node's default is checked against it in actors' T1 test)
 func TestTargetGoneRuleT1(t *testing.T) {
 	const after = 2 * time.Minute
 	alive := Destination{Member: true, InRaft: true}
