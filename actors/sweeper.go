@@ -56,6 +56,9 @@ type sweepReport struct {
 type sweeperStore interface {
 	routeReader
 	LeaderTopic(ctx context.Context, name string) (messages.Topic, bool, error)
+	// CatchUp returns once the local replica applied everything the
+	// leaders had committed when it was called.
+	CatchUp(ctx context.Context) error
 }
 
 // ownerAsker reaches a partition's owner (*router).
@@ -132,7 +135,19 @@ type copyToJudge struct {
 
 // pass is one sweep, on the pass goroutine: it touches no actor state.
 func (s *sweeperActor) pass(ctx context.Context, from int) sweepReport {
-	r := sweepReport{judged: map[sweep.Action]int{}}
+	r := sweepReport{judged: map[sweep.Action]int{}, next: from}
+	// The pass judges on a replica at least as new as the leaders were
+	// when it started: a lagging one could name the old owner of a
+	// partition flipped to this node, whose copy here is then the live
+	// one (its actor not yet started). A flip committed later needs a
+	// target here, which the pass skips.
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	err := s.store.CatchUp(bctx)
+	cancel()
+	if err != nil {
+		s.deps.log.Warn("stale-copy sweep: the replica has not caught up; no sweep this turn", "err", err)
+		return r
+	}
 	dirs, err := storage.TopicDirs(s.cfg.DataDir)
 	if err != nil {
 		s.deps.log.Error("stale-copy sweep: list the topic directories", "err", err)
