@@ -112,22 +112,6 @@ func TestQuarantineBookIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
-// logRecords is a slog handler that keeps every record.
-type logRecords struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, r.Clone())
-	return nil
-}
-func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logRecords) WithGroup(string) slog.Handler      { return h }
-
 func recordAttrs(r slog.Record) map[string]string {
 	out := map[string]string{}
 	r.Attrs(func(a slog.Attr) bool { out[a.Key] = a.Value.String(); return true })
@@ -145,14 +129,14 @@ func TestEveryCopySetAsideIsLoggedAtErrorAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := &logRecords{}
+	h := &recordingHandler{}
 	b := takeQuarantineAtStart(slog.New(h), dir, newNodeMetrics(t.Name()))
 	if s := b.snapshot(); len(s.copies) != 3 {
 		t.Fatalf("book: got %d copies, want 3", len(s.copies))
 	}
 	byPath := map[string]map[string]string{}
 	var summaries []map[string]string
-	for _, r := range h.recs {
+	for _, r := range h.records {
 		a := recordAttrs(r)
 		switch {
 		case r.Level != slog.LevelError:
@@ -184,10 +168,10 @@ func TestEveryCopySetAsideIsLoggedAtErrorAtStart(t *testing.T) {
 	}
 
 	// Nothing set aside: one line, not at error.
-	h = &logRecords{}
+	h = &recordingHandler{}
 	takeQuarantineAtStart(slog.New(h), t.TempDir(), newNodeMetrics(t.Name()+"/empty"))
-	if len(h.recs) != 1 || h.recs[0].Level != slog.LevelInfo {
-		t.Fatalf("an empty data dir: got %d lines, want one at info", len(h.recs))
+	if len(h.records) != 1 || h.records[0].Level != slog.LevelInfo {
+		t.Fatalf("an empty data dir: got %d lines, want one at info", len(h.records))
 	}
 }
 

@@ -104,13 +104,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		body, _ = json.Marshal(messages.DecommissionRequest{ID: positional[0], DryRun: *dryRun, Cancel: *cancelDrain})
 	}
-	subject, err := transport.AdminSubject(*cluster, verb)
+	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout)
 	if err != nil {
 		return err
-	}
-	nc, err := nats.Connect(*url, nats.Timeout(*timeout))
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", *url, err)
 	}
 	defer nc.Close()
 	var watched moveWatch
@@ -438,13 +434,9 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	} else if *node != "" {
 		body, _ = json.Marshal(messages.QuarantineRequest{Node: *node})
 	}
-	subject, err := transport.AdminSubject(*cluster, verb)
+	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout)
 	if err != nil {
 		return err
-	}
-	nc, err := nats.Connect(*url, nats.Timeout(*timeout))
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", *url, err)
 	}
 	defer nc.Close()
 	data, err := adminRequest(ctx, nc, subject, body, *timeout)
@@ -529,4 +521,18 @@ func sizeText(b int64) string {
 		return mib(b)
 	}
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+}
+
+// dialAdmin connects to NATS at url and names the admin subject of verb in
+// cluster.
+func dialAdmin(url, cluster, verb string, timeout time.Duration) (*nats.Conn, string, error) {
+	subject, err := transport.AdminSubject(cluster, verb)
+	if err != nil {
+		return nil, "", err
+	}
+	nc, err := nats.Connect(url, nats.Timeout(timeout))
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to %s: %w", url, err)
+	}
+	return nc, subject, nil
 }
