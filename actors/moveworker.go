@@ -667,7 +667,8 @@ func (w *moveWorker) install(in installInput) any {
 	}
 	res, err := w.installs.install(w.deps, w.key, s, storage.InstallOptions{
 		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source},
-		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs)})
+		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs),
+		Vouched: vouchedBy(in.lastList, w.cfg.NodeID, w.cfg.Log, msDuration(in.topic.RetentionMs), w.deps.log)})
 	if err != nil {
 		return installDone{Installed: move.Installed{Err: err}}
 	}

@@ -266,3 +266,56 @@ func TestRuleV10ARefusedPreparationFailsTheAttemptAndWarnsOnce(t *testing.T) {
 		}
 	})
 }
+
+// The copy an install meets at the partition's path: this node's own from
+// an earlier ownership, which the sweep has not judged yet (the partition
+// was planned back first, as every partition a node takes back after a
+// hand-off is). The install asks what the sweep would (rules S1-S3, P6):
+// removed when the move's source, the owner, vouches for it; set aside on
+// every other verdict.
+func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		oldRecords  int
+		marker      *messages.MoveMarker
+		quarantined bool
+	}{
+		// rule S1, rule S3: the owner got the partition from this node at
+		// 3, and holds everything the old copy has.
+		{"vouched for", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n2", Durable: true}, false},
+		// rule S2: the owner's copy came from another node.
+		{"the owner's marker names another node", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n3", Durable: true}, true},
+		// rule S2: the owner has no marker.
+		{"the owner has no marker", 3, nil, true},
+		// rule P6: the old copy runs past the HWM the owner was promoted at.
+		{"past the promoted HWM", 4, &messages.MoveMarker{PromotedHWM: 3, ForcePromoted: true, SourceNode: "n2", Durable: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newWorkerRig(t, 5, false)
+				r.source.marker = tc.marker
+				if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "w", 7); err != nil {
+					t.Fatal(err)
+				}
+				old, err := storage.OpenLog(r.partitionPath(), r.cfg.Log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range tc.oldRecords {
+					if _, err := old.Append(time.Now(), []storage.Entry{{Body: fmt.Appendf(nil, `"old %d"`, i)}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				old.Close()
+				runInstall(t, r)
+				q := r.partitionPath() + ".quarantine"
+				if exists(t, q) != tc.quarantined {
+					t.Fatalf("the old copy: got quarantined %v, want %v", exists(t, q), tc.quarantined)
+				}
+				if ls, err := storage.ListClosed(r.partitionPath(), r.cfg.Log, time.Now()); err != nil || ls.HWM != 5 {
+					t.Fatalf("the installed copy: got HWM %d (%v), want the source's 5", ls.HWM, err)
+				}
+			})
+		})
+	}
+}

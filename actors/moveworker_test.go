@@ -190,6 +190,8 @@ type fakeSource struct {
 	rearms             int
 	// unreachable: every handoff fails (the source died after the copy).
 	unreachable bool
+	// marker is the move marker its listings report (nil: none).
+	marker *messages.MoveMarker
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -197,7 +199,7 @@ func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionL
 	if err != nil {
 		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
 	}
-	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock, Position: pos}
+	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock, Position: pos, Marker: s.marker}
 	for _, sg := range ls.Segments {
 		out.Segments = append(out.Segments, messages.SegmentInfo{Name: sg.Name, Base: sg.Base, Size: sg.Size, ModTime: sg.ModTime})
 	}

@@ -256,8 +256,10 @@ func (s *sweeperActor) judgeAll(ctx context.Context, copies []copyToJudge, from 
 func (s *sweeperActor) judge(ctx context.Context, c copyToJudge) (sweep.Verdict, int64, bool) {
 	dir := storage.PartitionPath(s.cfg.DataDir, c.key.Topic, c.key.Partition)
 	in := sweep.Copy{Self: s.cfg.NodeID}
-	s.listLocal(dir, c.retention, &in)
-	s.askOwner(ctx, c, &in)
+	if err := localSide(dir, s.cfg.Log, c.retention, &in); err != nil {
+		s.deps.log.Warn("stale-copy sweep: list the local copy", "dir", dir, "err", err)
+	}
+	ownerSide(s.askOwner(ctx, c), &in)
 	v := sweep.Judge(in)
 	switch v.Action {
 	case sweep.Reclaim, sweep.Quarantine:
@@ -272,35 +274,46 @@ func (s *sweeperActor) judge(ctx context.Context, c copyToJudge) (sweep.Verdict,
 	return v, 0, false
 }
 
-// listLocal fills in the local copy's side of the judgement.
-func (s *sweeperActor) listLocal(dir string, retention time.Duration, in *sweep.Copy) {
+// localSide fills in the local copy's side of a judgement: Listed stays
+// false when the copy cannot be listed (the error says why).
+func localSide(dir string, cfg storage.LogConfig, retention time.Duration, in *sweep.Copy) error {
 	now := time.Now()
-	ls, err := storage.ListClosed(dir, s.cfg.Log, now)
+	ls, err := storage.ListClosed(dir, cfg, now)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		// No segments: nothing of the partition's records is here.
 		in.Listed = true
-		in.HoldsUnexpired = storage.HoldsUnexpiredRecords(dir, s.cfg.Log, now, retention)
-		return
+		in.HoldsUnexpired = storage.HoldsUnexpiredRecords(dir, cfg, now, retention)
+		return nil
 	case err != nil:
-		s.deps.log.Warn("stale-copy sweep: list the local copy", "dir", dir, "err", err)
-		return
+		return err
 	}
 	in.Listed, in.HWM = true, ls.HWM
-	in.HoldsUnexpired = storage.HoldsUnexpiredRecords(dir, s.cfg.Log, now, retention)
+	in.HoldsUnexpired = storage.HoldsUnexpiredRecords(dir, cfg, now, retention)
 	in.Segments = sweepSegments(ls.Segments, func(i int) (string, int64, int64) {
 		return ls.Segments[i].Name, ls.Segments[i].Base, ls.Segments[i].Size
 	})
+	return nil
 }
 
-// askOwner fills in the owner's side: its listing and move marker (S1).
-func (s *sweeperActor) askOwner(ctx context.Context, c copyToJudge, in *sweep.Copy) {
+// askOwner asks the partition's owner for its listing and move marker
+// (S1); nil when it cannot be asked or does not answer.
+func (s *sweeperActor) askOwner(ctx context.Context, c copyToJudge) *messages.PartitionListing {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.owners.ask(ctx, c.key, &messages.ListPartition{})
 	ls, ok := res.(*messages.PartitionListing)
 	if err != nil || !ok || ls.Status != messages.StatusOK {
-		return // deferred: the owner cannot be asked (S3)
+		return nil
+	}
+	return ls
+}
+
+// ownerSide fills in the owner's side of a judgement from its listing;
+// nil leaves the owner unanswered (the verdict defers, S3).
+func ownerSide(ls *messages.PartitionListing, in *sweep.Copy) {
+	if ls == nil || ls.Status != messages.StatusOK {
+		return
 	}
 	in.OwnerAnswered, in.OwnerHWM = true, ls.HWM
 	in.OwnerSegments = sweepSegments(ls.Segments, func(i int) (string, int64, int64) {
@@ -309,6 +322,29 @@ func (s *sweeperActor) askOwner(ctx context.Context, c copyToJudge, in *sweep.Co
 	if m := ls.Marker; m != nil {
 		in.OwnerMarker = &sweep.Marker{PromotedHWM: m.PromotedHWM, ForcePromoted: m.ForcePromoted, SourceNode: m.SourceNode,
 			Durable: m.Durable, InstallAge: time.Duration(m.InstallAgeMs) * time.Millisecond}
+	}
+}
+
+// vouchedBy is an install's question about the copy it meets at the
+// partition's path (storage.InstallOptions.Vouched): this node's own copy
+// from an earlier ownership, which the sweep has not judged yet because
+// the partition was planned back first. The move's source is the owner
+// the sweep would ask, and its listing, taken under the freeze (or by the
+// last pass of a force-promote), is the answer it would get; the copy is
+// removed only on the verdict that would reclaim it, and quarantined on
+// every other (a copy left past a force-promote, one the owner lacks
+// segments of). Without it, every partition a node takes back after a
+// hand-off would be quarantined.
+func vouchedBy(owner *messages.PartitionListing, self string, cfg storage.LogConfig, retention time.Duration, log *slog.Logger) func(dir string) bool {
+	return func(dir string) bool {
+		in := sweep.Copy{Self: self}
+		if err := localSide(dir, cfg, retention, &in); err != nil {
+			return false
+		}
+		ownerSide(owner, &in)
+		v := sweep.Judge(in)
+		log.Info("move: the copy at the partition's path, judged as the sweep would", "dir", dir, "verdict", v.Action, "reason", v.Reason, "vouched", v.Vouched)
+		return v.Action == sweep.Reclaim
 	}
 }
 

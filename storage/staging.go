@@ -402,6 +402,11 @@ type InstallOptions struct {
 	// RetentionAge is the topic's age retention: segments at the path older
 	// than this hold only expired records. Zero keeps every record.
 	RetentionAge time.Duration
+	// Vouched, when set, reports whether the partition's owner vouches for
+	// the copy found at the path (the stale-copy sweep's judgement, rules
+	// S1-S3): such a copy holds nothing the owner lacks and is removed
+	// rather than quarantined. It runs with the copy closed.
+	Vouched func(dir string) bool
 }
 
 // InstallResult says what the install met at the partition's path.
@@ -420,8 +425,8 @@ type InstallResult struct {
 //  2. the move marker is written with its durability stamp and fsynced, and
 //     the staging directory is synced, so the copy's names are durable;
 //  3. whatever sits at target is set aside: quarantined when it holds
-//     unexpired records (it may hold records nobody else has), removed when
-//     empty (rule V8);
+//     unexpired records (it may hold records nobody else has) the owner
+//     does not vouch for, removed when empty or vouched for (rule V8);
 //  4. the staging directory is renamed to target, and both parent
 //     directories are synced, so the install is durable before it returns
 //     and before anyone proposes the ownership flip.
@@ -491,15 +496,16 @@ func (s *Staging) closeFiles() error {
 }
 
 // setAside clears target for an install: a copy with unexpired records is
-// renamed to a free <target>.quarantine name, anything else is removed. A
-// copy that cannot be judged is quarantined: nothing is deleted on a guess.
+// renamed to a free <target>.quarantine name unless the owner vouches for
+// it (opts.Vouched), anything else is removed. A copy that cannot be
+// judged is quarantined: nothing is deleted on a guess.
 func setAside(target string, cfg LogConfig, opts InstallOptions) (InstallResult, error) {
 	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
 		return InstallResult{}, nil
 	} else if err != nil {
 		return InstallResult{}, fmt.Errorf("install: %w", err)
 	}
-	if holdsUnexpiredRecords(target, cfg, opts.Now, opts.RetentionAge) {
+	if holdsUnexpiredRecords(target, cfg, opts.Now, opts.RetentionAge) && (opts.Vouched == nil || !opts.Vouched(target)) {
 		q, err := quarantine(target)
 		return InstallResult{Quarantined: q}, err
 	}
