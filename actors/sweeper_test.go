@@ -41,6 +41,14 @@ type sweepReplica struct {
 	leader    map[string]messages.Topic
 	leaderErr error
 	onLeader  func()
+	// catchUpErr, when set, fails every catch-up barrier.
+	catchUpErr error
+}
+
+func (r *sweepReplica) CatchUp(context.Context) error {
+	r.lmu.Lock()
+	defer r.lmu.Unlock()
+	return r.catchUpErr
 }
 
 func (r *sweepReplica) LeaderTopic(_ context.Context, name string) (messages.Topic, bool, error) {
@@ -107,7 +115,7 @@ type sweepRig struct {
 	cfg     Config
 	replica *sweepReplica
 	owners  *sweepOwners
-	logs    *logRecords
+	logs    *recordingHandler
 	metrics *nodeMetrics
 	guards  *storage.Guards
 	s       *sweeperActor
@@ -126,7 +134,7 @@ func newSweepRig(t *testing.T, tweak ...func(*Config)) *sweepRig {
 		t.Fatal(err)
 	}
 	r := &sweepRig{t: t, cfg: cfg, replica: &sweepReplica{fakeReplica: newFakeReplica(), leader: map[string]messages.Topic{}},
-		owners: &sweepOwners{listings: map[messages.PartitionKey]*messages.PartitionListing{}}, logs: &logRecords{},
+		owners: &sweepOwners{listings: map[messages.PartitionKey]*messages.PartitionListing{}}, logs: &recordingHandler{},
 		metrics: newNodeMetrics(fmt.Sprintf("sweep-rig-%s-%d", t.Name(), sweepRigs.Add(1))), guards: storage.NewGuards()}
 	d := deps{cfg: cfg, log: slog.New(r.logs), metrics: r.metrics, notifier: newCommitNotifier(), guards: r.guards}
 	r.s = &sweeperActor{deps: d, store: r.replica, owners: r.owners, book: newQuarantineBook(r.metrics)}
@@ -241,7 +249,7 @@ func (r *sweepRig) errorsWith(key, value string) int {
 	r.logs.mu.Lock()
 	defer r.logs.mu.Unlock()
 	n := 0
-	for _, rec := range r.logs.recs {
+	for _, rec := range r.logs.records {
 		if rec.Level == slog.LevelError && recordAttrs(rec)[key] == value {
 			n++
 		}
@@ -291,6 +299,26 @@ func TestRuleS1S3AVouchedCopyIsReclaimed(t *testing.T) {
 	}
 	if pathExists(t, storage.PartitionPath(r.cfg.DataDir, "orders", 0)+".quarantine") {
 		t.Fatal("a vouched copy: got it quarantined, want it reclaimed")
+	}
+}
+
+// A pass judges on a replica caught up with the leaders: one that lags
+// could name the old owner of a partition flipped here, whose copy is then
+// the live one. While the barrier fails, the pass judges nothing.
+func TestSweepJudgesNothingUntilTheReplicaCaughtUp(t *testing.T) {
+	r := newSweepRig(t)
+	r.topic(sweepOrders, "n2")
+	ls := r.copyOf(sweepOrders0, 10)
+	r.owners.answer(sweepOrders0, movedFromHere(ls, ls.HWM, ls.HWM))
+	r.replica.catchUpErr = errors.New("no leader")
+	rep := r.pass(0)
+	if len(r.owners.askedKeys()) != 0 || len(rep.judged) != 0 || !pathExists(t, r.path(sweepOrders0)) {
+		t.Fatalf("a pass whose catch-up failed: got asked %v, judged %v, copy kept %v; want nothing asked, judged or removed",
+			r.owners.askedKeys(), rep.judged, pathExists(t, r.path(sweepOrders0)))
+	}
+	r.replica.catchUpErr = nil
+	if r.pass(0); pathExists(t, r.path(sweepOrders0)) {
+		t.Fatal("the next pass, caught up: got the copy kept, want it reclaimed")
 	}
 }
 
