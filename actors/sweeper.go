@@ -164,8 +164,9 @@ func (s *sweeperActor) pass(ctx context.Context, from int) sweepReport {
 		// incarnation's assignment with the successor's directory.
 		t, ok := s.store.Topic(td.Name)
 		if !ok || t.Incarnation != td.Incarnation {
-			if s.removeDeletedTopic(ctx, td.Name, td.Incarnation, storage.TopicPath(s.cfg.DataDir, td.Name), true) {
+			if n, ok := s.removeDeletedTopic(ctx, td.Name, td.Incarnation, storage.TopicPath(s.cfg.DataDir, td.Name), true); ok {
 				r.deletedTopics++
+				r.reclaimedBytes += n
 			}
 			continue
 		}
@@ -181,8 +182,12 @@ func (s *sweeperActor) pass(ctx context.Context, from int) sweepReport {
 		s.deps.log.Error("stale-copy sweep: list the set-aside topic directories", "err", err)
 	}
 	for _, d := range stale {
-		if d.Marked && s.removeDeletedTopic(ctx, d.Topic, d.Incarnation, d.Path, false) {
+		if !d.Marked {
+			continue
+		}
+		if n, ok := s.removeDeletedTopic(ctx, d.Topic, d.Incarnation, d.Path, false); ok {
 			r.deletedTopics++
+			r.reclaimedBytes += n
 		}
 	}
 	s.judgeAll(ctx, copies, from, &r)
@@ -413,38 +418,38 @@ func (s *sweeperActor) stillAsJudged(c copyToJudge, v sweep.Verdict, dir string)
 // S7): once the leader confirms the incarnation is not the topic's, and
 // re-checked under the guard, where the local record must still not name
 // it, its marker must be unchanged (underTopics: the directory at the
-// topic's path) and no partition of it may be open.
-func (s *sweeperActor) removeDeletedTopic(ctx context.Context, topic string, inc uint64, dir string, underTopics bool) bool {
+// topic's path) and no partition of it may be open. It returns the bytes
+// removed.
+func (s *sweeperActor) removeDeletedTopic(ctx context.Context, topic string, inc uint64, dir string, underTopics bool) (int64, bool) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	t, found, err := s.store.LeaderTopic(ctx, topic)
 	if err != nil || (found && t.Incarnation == inc) {
-		return false // not confirmed gone: the replica may lag
+		return 0, false // not confirmed gone: the replica may lag
 	}
 	unlock := s.guards.Lock(topic)
 	defer unlock()
 	if t, ok := s.store.Topic(topic); ok && t.Incarnation == inc {
-		return false
+		return 0, false
 	}
 	if underTopics {
 		if ok, err := storage.MarkerNames(s.cfg.DataDir, topic, inc, false); err != nil || !ok {
-			return false
+			return 0, false
 		}
 	}
 	if underTopics && s.guards.TopicOpen(topic) {
 		// Some partition of the name is open: only a live incarnation's
 		// can be (a partition opens under its own marker), so the
 		// directory is not a deleted one's after all.
-		return false
+		return 0, false
 	}
 	n, err := storage.RemoveDir(dir)
 	if err != nil {
 		s.deps.log.Error("stale-copy sweep: remove a deleted topic's directory", "topic", topic, "incarnation", inc, "dir", dir, "err", err)
-		return false
+		return 0, false
 	}
-	s.book.reclaimed(n)
 	s.deps.log.Info("stale-copy sweep: removed a deleted topic's directory", "topic", topic, "incarnation", inc, "dir", dir, "bytes", n)
-	return true
+	return n, true
 }
 
 // sweepOrphansAtStart is the startup sweep (rule S7): before the node
