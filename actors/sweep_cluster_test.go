@@ -32,24 +32,33 @@ func sweepTestCluster(t *testing.T, tweak ...func(int, *Config)) *testCluster {
 	}}, tweak...)...)
 }
 
+// gatePhase is where an incGate holds its move.
+type gatePhase int
+
+const (
+	atCatchUp gatePhase = iota // before a catch-up copy pass
+	atFinal                    // before a copy pass under the freeze
+	atFlip                     // after the install, before the flip
+)
+
 // incGate holds one move of one partition of one topic incarnation in a
-// phase (a copy pass, or the flip) until it is opened or its worker stops.
-// Unlike gate it names the incarnation, so a recreated topic's moves of the
-// same partition number pass.
+// phase until it is opened or its worker stops. Unlike gate it names the
+// incarnation, so a recreated topic's moves of the same partition pass.
 type incGate struct {
 	key     messages.PartitionKey
+	at      gatePhase
 	open    chan struct{}
 	reached chan struct{}
 	once    sync.Once
 	close   sync.Once
 }
 
-func newIncGate(k messages.PartitionKey) *incGate {
-	return &incGate{key: k, open: make(chan struct{}), reached: make(chan struct{})}
+func newIncGate(k messages.PartitionKey, at gatePhase) *incGate {
+	return &incGate{key: k, at: at, open: make(chan struct{}), reached: make(chan struct{})}
 }
 
-func (g *incGate) hold(ctx context.Context, k messages.PartitionKey) {
-	if k != g.key {
+func (g *incGate) hold(ctx context.Context, k messages.PartitionKey, at gatePhase) {
+	if k != g.key || at != g.at {
 		return
 	}
 	g.once.Do(func() { close(g.reached) })
@@ -61,35 +70,47 @@ func (g *incGate) hold(ctx context.Context, k messages.PartitionKey) {
 
 func (g *incGate) release() { g.close.Do(func() { close(g.open) }) }
 
-// gateHooks is what the nodes' fault hooks call; the test fills it in once
-// the topic exists (the hooks are set before the nodes start).
+func (g *incGate) wasReached() bool {
+	select {
+	case <-g.reached:
+		return true
+	default:
+		return false
+	}
+}
+
+// gateHooks is what the nodes' fault hooks call; the test sets its gates
+// once the topic exists (the hooks are set before the nodes start).
 type gateHooks struct {
-	mu          sync.Mutex
-	pass, final *incGate // a catch-up pass, a pass under the freeze
-	flip        *incGate // right before the flip, after the install
+	mu    sync.Mutex
+	gates []*incGate
+}
+
+func (h *gateHooks) set(gates ...*incGate) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gates = gates
+}
+
+func (h *gateHooks) hold(ctx context.Context, k messages.PartitionKey, at gatePhase) {
+	h.mu.Lock()
+	gates := h.gates
+	h.mu.Unlock()
+	for _, g := range gates {
+		g.hold(ctx, k, at)
+	}
 }
 
 func (h *gateHooks) faults() *faultHooks {
 	return &faultHooks{
 		movePass: func(ctx context.Context, k messages.PartitionKey, final bool) {
-			h.mu.Lock()
-			g := h.pass
+			at := atCatchUp
 			if final {
-				g = h.final
+				at = atFinal
 			}
-			h.mu.Unlock()
-			if g != nil {
-				g.hold(ctx, k)
-			}
+			h.hold(ctx, k, at)
 		},
-		moveFlip: func(ctx context.Context, k messages.PartitionKey) {
-			h.mu.Lock()
-			g := h.flip
-			h.mu.Unlock()
-			if g != nil {
-				g.hold(ctx, k)
-			}
-		},
+		moveFlip: func(ctx context.Context, k messages.PartitionKey) { h.hold(ctx, k, atFlip) },
 	}
 }
 
@@ -114,6 +135,7 @@ type recreateLoad struct {
 	c     *testCluster
 	topic string
 	phase atomic.Int32
+	up    []atomic.Bool    // the nodes clients go to
 	h     *history.History // the new incarnation's history
 	mu    sync.Mutex
 	// certainOld holds the old ids answered 202 before the delete was sent.
@@ -130,7 +152,10 @@ type recreateLoad struct {
 
 func startRecreateLoad(c *testCluster, topic string, producers, newPerProducer int) *recreateLoad {
 	l := &recreateLoad{t: c.t, c: c, topic: topic, h: history.New(), certainOld: map[string]bool{},
-		stop: make(chan struct{}), consStop: make(chan struct{})}
+		stop: make(chan struct{}), consStop: make(chan struct{}), up: make([]atomic.Bool, len(c.nodes))}
+	for i := range l.up {
+		l.up[i].Store(true)
+	}
 	for p := range producers {
 		l.newWG.Go(func() { l.produce(p, newPerProducer) })
 	}
@@ -157,7 +182,7 @@ func (l *recreateLoad) produce(p, newPerProducer int) {
 				l.h.ProduceFailed(id)
 				break
 			}
-			code, _, err := l.c.node((p+i+attempt)%len(l.c.nodes)).attempt("POST", "/v1/topics/"+l.topic+"/produce", history.MakeBody(id, 64))
+			code, _, err := l.pick(p+i+attempt).attempt("POST", "/v1/topics/"+l.topic+"/produce", history.MakeBody(id, 64))
 			if err == nil && code == http.StatusAccepted {
 				switch {
 				case ph == phaseNew:
@@ -193,7 +218,7 @@ func (l *recreateLoad) consume(k int, ph int32) {
 			return
 		default:
 		}
-		tn := l.c.node((k + n) % len(l.c.nodes))
+		tn := l.pick(k + n)
 		code, b, err := tn.attempt("GET", "/v1/topics/"+l.topic+"/consume?wait=300ms", nil)
 		if err != nil || code != http.StatusOK {
 			continue
@@ -216,8 +241,22 @@ func (l *recreateLoad) consume(k int, ph int32) {
 	}
 }
 
+// pick is a node that is up, as a load balancer would choose.
+func (l *recreateLoad) pick(k int) *testNode {
+	n := len(l.c.nodes)
+	for j := range n {
+		if i := (k + j) % n; l.up[i].Load() {
+			return l.c.node(i)
+		}
+	}
+	return l.c.node(0)
+}
+
 // toMid ends the old-phase consumers and marks every later produce as
 // maybe; toNew starts the new incarnation's consumers.
+func (l *recreateLoad) down(i int) { l.up[i].Store(false) }
+func (l *recreateLoad) back(i int) { l.up[i].Store(true) }
+
 func (l *recreateLoad) toMid() {
 	l.phase.Store(phaseMid)
 	close(l.consStop)
@@ -248,16 +287,19 @@ func (l *recreateLoad) finish() history.Report {
 	return l.h.Check()
 }
 
-// rule V10, rule S7: a topic is deleted and recreated under the
-// same name while moves of its partitions are in flight (one held in a
-// catch-up pass, one under the freeze with records held in the ingress
-// WALs, one installed and held before its flip, one done), under produce
-// and consume load; the recreated topic's partitions move too. Every
-// record accepted for the new incarnation is consumed from it, no record
-// accepted for the old one is ever in it, every node's topic directory
-// names the new incarnation, and the deleted incarnation's directories
-// are gone from every node (set aside, then removed by the sweep once the
-// leader confirms the incarnation gone).
+// rule V10, rule S7: a topic is deleted and recreated under the same name
+// while moves of its partitions are in flight, under produce and consume
+// load: one move held under the freeze (records wait for it in the ingress
+// WALs), one installed and held before its flip, one done, and one held
+// under the freeze on a node that is then killed, so the delete never
+// reaches it and it comes back with the deleted incarnation's directory
+// and a staging copy. The recreated topic's partitions move too, one onto
+// that staging copy's node. Every record accepted for the new incarnation
+// is consumed from it, no record accepted for the old one is in it or
+// anywhere under its path, every node's topic directory names the new
+// incarnation, and the deleted incarnation's directories are gone from
+// every node (set aside, then removed by the sweep once the leader
+// confirms the incarnation gone).
 func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
@@ -265,7 +307,7 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 	hooks := &gateHooks{}
 	c := sweepTestCluster(t, func(_ int, cfg *Config) {
 		cfg.faults = hooks.faults()
-		// Records held for the frozen partition stay held until the
+		// Records held for the frozen partitions stay held until the
 		// delete, rather than reroute to a sibling.
 		cfg.RerouteGrace = 2 * clusterWaitBound
 	})
@@ -275,10 +317,8 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 	key := func(inc uint64, p int) messages.PartitionKey {
 		return messages.PartitionKey{Topic: topic, Incarnation: inc, Partition: p}
 	}
-	hooks.mu.Lock()
-	hooks.final, hooks.pass, hooks.flip = newIncGate(key(old, 0)), newIncGate(key(old, 1)), newIncGate(key(old, 2))
-	gates := []*incGate{hooks.final, hooks.pass, hooks.flip}
-	hooks.mu.Unlock()
+	gates := []*incGate{newIncGate(key(old, 0), atFinal), newIncGate(key(old, 1), atFinal), newIncGate(key(old, 2), atFlip)}
+	hooks.set(gates...)
 	defer func() {
 		for _, g := range gates {
 			g.release()
@@ -294,17 +334,10 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 	}
 	c.waitForOwner(dest[3], topic, 3)
 	for _, g := range gates {
-		c.waitFor(fmt.Sprintf("the move of %s held", partitionKeyString(g.key)), func() bool {
-			select {
-			case <-g.reached:
-				return true
-			default:
-				return false
-			}
-		})
+		c.waitFor(fmt.Sprintf("the move of %s held", partitionKeyString(g.key)), g.wasReached)
 	}
-	// Partition 0 is frozen: what is produced to it now waits in the
-	// ingress WALs when the delete lands.
+	// Partitions 0 and 1 are frozen: what is produced to them now waits in
+	// the ingress WALs when the delete lands.
 	c.waitFor("records held in an ingress WAL", func() bool {
 		var held int64
 		for _, tn := range c.nodes {
@@ -313,9 +346,19 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 		}
 		return held >= 5
 	})
+	// Partition 1's destination goes down holding its staging copy: the
+	// delete never reaches it.
+	down := dest[1]
+	if !stagingExists(c.node(down), topic, 1) {
+		t.Fatalf("staging copy of %s on n%d before the kill: got none, want the held move's", partitionKeyString(key(old, 1)), down+1)
+	}
+	load.down(down)
+	c.kill(down)
 
 	load.toMid()
-	inc := c.node(1).recreate(topic, parts)
+	inc := recreateRetrying(t, c.node((down+1)%len(c.nodes)), topic, parts)
+	c.restart(down)
+	load.back(down)
 	c.waitFor("every replica naming the new incarnation", func() bool {
 		for _, tn := range c.nodes {
 			if tp, ok := tn.n.store.Topic(topic); !ok || tp.Incarnation != inc {
@@ -325,10 +368,13 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 		return true
 	})
 	load.toNew()
-	// The new incarnation's partition 2 goes where the old one's install
-	// waits for its flip, and 0 where the frozen move copied to; then the
-	// old moves may go on, and must find nothing of theirs to act on.
-	for _, p := range []int{0, 2} {
+	for _, g := range gates {
+		g.release()
+	}
+	// The new incarnation's partitions go where the old ones' moves went:
+	// 0 where the frozen move copied to, 2 where the old install waited for
+	// its flip, 1 onto the old staging copy left on the node that was down.
+	for _, p := range []int{0, 2, 1} {
 		a := c.assignmentOf(dest[p], topic, p)
 		t.Logf("new incarnation %d's partition %d: placed on %s; the old one's move went to n%d", inc, p, a.Owner, dest[p]+1)
 		if a.Owner != fmt.Sprintf("n%d", dest[p]+1) {
@@ -336,11 +382,6 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 		}
 		c.waitForOwner(dest[p], topic, p)
 	}
-	for _, g := range gates {
-		g.release()
-	}
-	p := 1
-	c.planMove(topic, p, c.destinationFor(topic, p))
 	c.waitFor("no move of the new incarnation in flight", func() bool { _, moving := c.owned(0, topic); return moving == 0 })
 
 	rep := load.finish()
@@ -437,6 +478,58 @@ func certainOldIDsUnder(dir string, certain map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// recreateRetrying deletes the topic and creates it again under the same
+// name, retrying while the metastore has no leader (a node was just
+// killed), and returns the new incarnation.
+func recreateRetrying(t *testing.T, tn *testNode, topic string, partitions int) uint64 {
+	t.Helper()
+	old := tn.incarnationOf(topic)
+	deadline := time.Now().Add(clusterWaitBound)
+	for attempt := 0; ; attempt++ {
+		code, b, err := tn.attempt("DELETE", "/v1/topics/"+topic, nil)
+		if err == nil && (code == http.StatusNoContent || (code == http.StatusNotFound && attempt > 0)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delete %s: got %d %s (%v), want 204", topic, code, b, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	body := []byte(fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":2000}`, topic, partitions))
+	for attempt := 0; ; attempt++ {
+		code, b, err := tn.attempt("POST", "/v1/topics", body)
+		if err == nil && (code == http.StatusCreated || (code == http.StatusConflict && attempt > 0)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create %s again: got %d %s (%v), want 201", topic, code, b, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var inc uint64
+	ok := eventuallyWithin(clusterWaitBound, func() bool {
+		tp, found := tn.n.store.Topic(topic)
+		inc = tp.Incarnation
+		return found && inc != old
+	})
+	if !ok {
+		t.Fatalf("recreated %s: the replica still names incarnation %d", topic, old)
+	}
+	return inc
+}
+
+// eventuallyWithin polls cond until it holds or d passes.
+func eventuallyWithin(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // diskFigures is what a node's topics/ holds, by what each entry is.
