@@ -125,8 +125,8 @@ const (
 var phaseNames = [...]string{phaseOld: "old", phaseMid: "mid", phaseNew: "new"}
 
 // recreateLoad produces to a topic across a delete and recreate. A record
-// of the old phase whose 202 came back before the delete was sent is
-// certainly the old incarnation's (certainOld); one produced in the new
+// of the old phase whose first attempt's 202 came back before the delete
+// was sent is certainly the old incarnation's (certainOld); one produced in the new
 // phase was validated against the new incarnation by whichever node took
 // it, since a replica never goes back. Whatever was produced in between
 // may have landed in either, and counts as maybe.
@@ -138,16 +138,17 @@ type recreateLoad struct {
 	up    []atomic.Bool    // the nodes clients go to
 	h     *history.History // the new incarnation's history
 	mu    sync.Mutex
-	// certainOld holds the old ids answered 202 before the delete was sent.
+	// certainOld holds the old ids answered 202 at their first attempt
+	// before the delete was sent.
 	certainOld map[string]bool
 	// oldInNew lists certainly-old ids delivered from the new incarnation.
 	oldInNew []string
 	oldAcked atomic.Int64
-	stop     chan struct{} // producers and consumers end
-	consStop chan struct{} // the old-phase consumers end
-	wg       sync.WaitGroup
-	consWG   sync.WaitGroup
-	newWG    sync.WaitGroup
+	stop     chan struct{}  // producers and consumers end
+	consStop chan struct{}  // the old-phase consumers end
+	consWG   sync.WaitGroup // the new-phase consumers
+	oldWG    sync.WaitGroup // the old-phase consumers
+	prodWG   sync.WaitGroup
 }
 
 func startRecreateLoad(c *testCluster, topic string, producers, newPerProducer int) *recreateLoad {
@@ -157,10 +158,10 @@ func startRecreateLoad(c *testCluster, topic string, producers, newPerProducer i
 		l.up[i].Store(true)
 	}
 	for p := range producers {
-		l.newWG.Go(func() { l.produce(p, newPerProducer) })
+		l.prodWG.Go(func() { l.produce(p, newPerProducer) })
 	}
 	for k := range 2 {
-		l.consWG.Go(func() { l.consume(k, phaseOld) })
+		l.oldWG.Go(func() { l.consume(k, phaseOld) })
 	}
 	return l
 }
@@ -188,7 +189,9 @@ func (l *recreateLoad) produce(p, newPerProducer int) {
 				case ph == phaseNew:
 					l.h.Produced(id)
 					accepted++
-				case ph == phaseOld && l.phase.Load() == phaseOld:
+				case ph == phaseOld && l.phase.Load() == phaseOld && attempt == 0:
+					// A failed earlier attempt could have landed later,
+					// anywhere: only a first attempt is certain.
 					l.mu.Lock()
 					l.certainOld[id] = true
 					l.mu.Unlock()
@@ -260,13 +263,13 @@ func (l *recreateLoad) back(i int) { l.up[i].Store(true) }
 func (l *recreateLoad) toMid() {
 	l.phase.Store(phaseMid)
 	close(l.consStop)
-	l.consWG.Wait()
+	l.oldWG.Wait()
 }
 
 func (l *recreateLoad) toNew() {
 	l.phase.Store(phaseNew)
 	for k := range 3 {
-		l.wg.Go(func() { l.consume(k, phaseNew) })
+		l.consWG.Go(func() { l.consume(k, phaseNew) })
 	}
 }
 
@@ -274,7 +277,7 @@ func (l *recreateLoad) toNew() {
 // consumed (for as long as deliveries go on), and returns the history.
 func (l *recreateLoad) finish() history.Report {
 	l.t.Helper()
-	l.newWG.Wait()
+	l.prodWG.Wait()
 	last, moved := l.h.Outstanding(), time.Now()
 	for last > 0 && time.Since(moved) < clusterWaitBound {
 		time.Sleep(20 * time.Millisecond)
@@ -283,7 +286,7 @@ func (l *recreateLoad) finish() history.Report {
 		}
 	}
 	close(l.stop)
-	l.wg.Wait()
+	l.consWG.Wait()
 	return l.h.Check()
 }
 
