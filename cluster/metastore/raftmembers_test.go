@@ -98,10 +98,14 @@ func membershipsOf(t *testing.T, ctx context.Context, s *Store) []RaftMembership
 	t.Helper()
 	var ms []RaftMembership
 	for _, shard := range s.Shards() {
-		m, err := s.RaftMembership(ctx, shard)
-		if err != nil {
-			t.Fatalf("RaftMembership of shard %d via replica %d: %v", shard, s.ReplicaID(), err)
-		}
+		// A replica just restarted may not know its leader yet, longer
+		// than one ProposalTimeout on a loaded machine: unavailable is
+		// asked again, until the test's guard.
+		var m RaftMembership
+		retry(t, ctx, fmt.Sprintf("RaftMembership of shard %d via replica %d", shard, s.ReplicaID()), func() (err error) {
+			m, err = s.RaftMembership(ctx, shard)
+			return err
+		})
 		ms = append(ms, m)
 	}
 	return ms
