@@ -319,3 +319,27 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 		})
 	}
 }
+
+// rule V4 across workers: a worker started for a move whose earlier
+// workers failed verification twice (the runner's carry) neither copies
+// nor freezes the source.
+func TestRuleV4AWorkerStartedWithTwoFailedVerifiesCarriedNeverFreezes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		r.carry = &workerCarry{since: 41, source: "n1"}
+		r.carry.verifyFailures.Store(2)
+		r.start()
+		defer r.stop()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, _, renewals := r.source.counts(); len(renewals) != 0 {
+			t.Fatalf("freezes of the source: got %d, want none", len(renewals))
+		}
+		if exists(t, r.stagingPath()) {
+			t.Fatal("staging: got a copy, want none")
+		}
+		if got := r.carry.verifyFailures.Load(); got != 2 {
+			t.Fatalf("the carried count: got %d, want 2 kept", got)
+		}
+	})
+}

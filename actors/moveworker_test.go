@@ -36,6 +36,9 @@ type workerRig struct {
 	// partitions, when set, spawns the stand-in partitions supervisor the
 	// worker asks around its install (rule K7).
 	partitions func(*actor.ActorSystem) *actor.PID
+	// carry, when set, is what the runner kept of the move's earlier
+	// workers.
+	carry *workerCarry
 }
 
 // newWorkerRig builds the source with records records and the rig; start
@@ -87,6 +90,7 @@ func (r *workerRig) start() {
 	parts := r.partitions
 	worker := actor.PropsFromProducer(func() actor.Actor {
 		w := newMoveWorker(d, r.store, r.source, r.key, "n1", 41)
+		w.carry = r.carry
 		if parts != nil {
 			w.partitions = parts(r.system)
 		}
