@@ -239,3 +239,39 @@ type DecommissionReply struct {
 	Reason          string `json:"reason,omitempty"`
 	OwnedPartitions int    `json:"owned_partitions"`
 }
+
+// Grant is one permission of a user (§11): Action is produce, consume,
+// create or admin; Patterns are exact topic names or prefixes ending in
+// "*", and are left out for admin.
+type Grant struct {
+	Action   string   `json:"action"`
+	Patterns []string `json:"patterns,omitempty"`
+}
+
+// UserInfo is a user as /v1/users shows it: never the password hash.
+type UserInfo struct {
+	Username    string  `json:"username"`
+	Grants      []Grant `json:"grants,omitempty"`
+	Root        bool    `json:"root,omitempty"`
+	CreatedAtMs int64   `json:"created_at_ms,omitempty"`
+	UpdatedAtMs int64   `json:"updated_at_ms,omitempty"`
+}
+
+// CreateUserRequest is the body of POST /v1/users.
+type CreateUserRequest struct {
+	Username string  `json:"username"`
+	Password string  `json:"password"`
+	Grants   []Grant `json:"grants,omitempty"`
+}
+
+// GrantsRequest is the body of PUT /v1/users/{username}/grants.
+type GrantsRequest struct {
+	Grants []Grant `json:"grants"`
+}
+
+// PasswordRequest is the body of PUT /v1/users/{username}/password;
+// CurrentPassword is what a user changing their own password must send.
+type PasswordRequest struct {
+	NewPassword     string `json:"new_password"`
+	CurrentPassword string `json:"current_password,omitempty"`
+}

@@ -23,6 +23,23 @@ type Topic struct {
 	CreatedAt int64 `json:"created_at"`
 	// Schemas are the registered JSON Schema versions, latest last.
 	Schemas []json.RawMessage `json:"schemas,omitempty"`
+	// Owner is the username of the creator; empty while security is off.
+	Owner string `json:"owner,omitempty"`
+}
+
+// User is a user's record in the metadata shard. The proposer hashes the
+// password and stamps the times: the state machine reads no clock and
+// draws no randomness.
+type User struct {
+	Username string `json:"username"`
+	// PasswordHash is the slow hash of the password (bcrypt); it never
+	// leaves the node.
+	PasswordHash string  `json:"password_hash"`
+	Grants       []Grant `json:"grants,omitempty"`
+	// Root allows everything, and only root may give admin.
+	Root        bool  `json:"root,omitempty"`
+	CreatedAtMs int64 `json:"created_at_ms"`
+	UpdatedAtMs int64 `json:"updated_at_ms"`
 }
 
 // Assignment says which node serves a partition now (Owner) and where it
@@ -121,6 +138,36 @@ type MetaCommand struct {
 	SetMemberRole   *SetMemberRole   `json:"set_member_role,omitempty"`
 	RemoveMember    *RemoveMember    `json:"remove_member,omitempty"`
 	AllocateReplica *AllocateReplica `json:"allocate_replica,omitempty"`
+	CreateUser      *CreateUser      `json:"create_user,omitempty"`
+	DeleteUser      *DeleteUser      `json:"delete_user,omitempty"`
+	SetUserGrants   *SetUserGrants   `json:"set_user_grants,omitempty"`
+	SetUserPassword *SetUserPassword `json:"set_user_password,omitempty"`
+}
+
+// CreateUser creates the user if the name is free (ResultExists with the
+// existing record otherwise, so a retry can tell its own create by the
+// hash). ResultInvalid without a username or a password hash.
+type CreateUser struct {
+	User User `json:"user"`
+}
+
+// DeleteUser removes a user; the result carries the removed record.
+type DeleteUser struct {
+	Username string `json:"username"`
+}
+
+// SetUserGrants replaces a user's grants and stamps UpdatedAtMs.
+type SetUserGrants struct {
+	Username    string  `json:"username"`
+	Grants      []Grant `json:"grants,omitempty"`
+	UpdatedAtMs int64   `json:"updated_at_ms"`
+}
+
+// SetUserPassword replaces a user's password hash and stamps UpdatedAtMs.
+type SetUserPassword struct {
+	Username     string `json:"username"`
+	PasswordHash string `json:"password_hash"`
+	UpdatedAtMs  int64  `json:"updated_at_ms"`
 }
 
 // CreateTopic creates a topic if the name is free. The state machine sets
@@ -211,6 +258,9 @@ type MetaResult struct {
 	Member *Member    `json:"member,omitempty"`
 	// ReplicaID answers AllocateReplica.
 	ReplicaID uint64 `json:"replica_id,omitempty"`
+	// User is the user's record after a user command (the removed one
+	// after DeleteUser, the existing one on ResultExists).
+	User *User `json:"user,omitempty"`
 }
 
 // AllocateReplica hands out a Raft replica id that was never handed out

@@ -28,10 +28,14 @@ type metaState struct {
 	// far: Raft refuses a removed id forever, so an id is never handed out
 	// twice (0 until the first allocation or registration).
 	nextReplica uint64
+	users       map[string]messages.User
+	// usernames are the user names, sorted.
+	usernames []string
 }
 
 func newMetaState() *metaState {
-	return &metaState{topics: make(map[string]messages.Topic), members: make(map[string]messages.Member)}
+	return &metaState{topics: make(map[string]messages.Topic), members: make(map[string]messages.Member),
+		users: make(map[string]messages.User)}
 }
 
 // applyEntry decodes and applies one log entry. An entry that does not
@@ -56,7 +60,8 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	s.index = index
 	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil,
 		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
-		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil) != 1 {
+		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil,
+		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	if cmd.CreateTopic != nil {
@@ -103,6 +108,27 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	}
 	if cmd.AllocateReplica != nil {
 		return s.allocateReplica(*cmd.AllocateReplica)
+	}
+	if cmd.CreateUser != nil {
+		return s.createUser(cmd.CreateUser.User)
+	}
+	if cmd.DeleteUser != nil {
+		return s.deleteUser(cmd.DeleteUser.Username)
+	}
+	if cmd.SetUserGrants != nil {
+		c := cmd.SetUserGrants
+		return s.updateUser(c.Username, func(u *messages.User) {
+			u.Grants, u.UpdatedAtMs = cloneGrants(c.Grants), c.UpdatedAtMs
+		})
+	}
+	if cmd.SetUserPassword != nil {
+		c := cmd.SetUserPassword
+		if c.PasswordHash == "" {
+			return messages.MetaResult{Code: messages.ResultInvalid}
+		}
+		return s.updateUser(c.Username, func(u *messages.User) {
+			u.PasswordHash, u.UpdatedAtMs = c.PasswordHash, c.UpdatedAtMs
+		})
 	}
 	// Exactly one is set (countSet above): RemoveMember.
 	return s.removeMember(cmd.RemoveMember.ID)
@@ -250,6 +276,78 @@ func (s *metaState) removeMember(id string) messages.MetaResult {
 	return messages.MetaResult{Code: messages.ResultOK, Member: &m}
 }
 
+func (s *metaState) createUser(u messages.User) messages.MetaResult {
+	if u.Username == "" || u.PasswordHash == "" {
+		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	if old, ok := s.users[u.Username]; ok {
+		return messages.MetaResult{Code: messages.ResultExists, User: cloneUser(old)}
+	}
+	u.Grants = cloneGrants(u.Grants)
+	s.users[u.Username] = u
+	at, _ := slices.BinarySearch(s.usernames, u.Username)
+	s.usernames = slices.Insert(s.usernames, at, u.Username)
+	return messages.MetaResult{Code: messages.ResultOK, User: cloneUser(u)}
+}
+
+func (s *metaState) deleteUser(name string) messages.MetaResult {
+	u, ok := s.users[name]
+	if !ok {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	delete(s.users, name)
+	if at, found := slices.BinarySearch(s.usernames, name); found {
+		s.usernames = slices.Delete(s.usernames, at, at+1)
+	}
+	return messages.MetaResult{Code: messages.ResultOK, User: cloneUser(u)}
+}
+
+// updateUser applies fn to a copy of the user's record and keeps it.
+func (s *metaState) updateUser(name string, fn func(*messages.User)) messages.MetaResult {
+	u, ok := s.users[name]
+	if !ok {
+		return messages.MetaResult{Code: messages.ResultNotFound}
+	}
+	fn(&u)
+	s.users[name] = u
+	return messages.MetaResult{Code: messages.ResultOK, User: cloneUser(u)}
+}
+
+// user returns a copy of the user's record.
+func (s *metaState) user(name string) (messages.User, bool) {
+	u, ok := s.users[name]
+	if !ok {
+		return messages.User{}, false
+	}
+	return *cloneUser(u), true
+}
+
+// userList returns copies of every user, sorted by name.
+func (s *metaState) userList() []messages.User {
+	out := make([]messages.User, 0, len(s.usernames))
+	for _, name := range s.usernames {
+		out = append(out, *cloneUser(s.users[name]))
+	}
+	return out
+}
+
+// cloneUser copies u so that a caller never aliases the state's grants.
+func cloneUser(u messages.User) *messages.User {
+	u.Grants = cloneGrants(u.Grants)
+	return &u
+}
+
+func cloneGrants(gs []messages.Grant) []messages.Grant {
+	if len(gs) == 0 {
+		return nil
+	}
+	out := make([]messages.Grant, len(gs))
+	for i, g := range gs {
+		out[i] = messages.Grant{Action: g.Action, Patterns: slices.Clone(g.Patterns)}
+	}
+	return out
+}
+
 // member returns the member's record (a Member holds no slices: a copy).
 func (s *metaState) member(id string) (messages.Member, bool) {
 	m, ok := s.members[id]
@@ -294,7 +392,14 @@ type (
 	topicsQuery  struct{}
 	memberQuery  struct{ id string }
 	membersQuery struct{}
+	userQuery    struct{ name string }
 )
+
+// userAnswer is the answer to a userQuery.
+type userAnswer struct {
+	user  messages.User
+	found bool
+}
 
 // memberAnswer is the answer to a memberQuery.
 type memberAnswer struct {
@@ -320,6 +425,9 @@ func (s *metaState) lookup(q any) (any, error) {
 		return memberAnswer{member: m, found: ok}, nil
 	case membersQuery:
 		return s.memberList(), nil
+	case userQuery:
+		u, ok := s.user(q.name)
+		return userAnswer{user: u, found: ok}, nil
 	case appliedQuery:
 		return s.index, nil
 	default:
@@ -340,13 +448,15 @@ type metaSnapshot struct {
 	Members []messages.Member `json:"members,omitempty"`
 	// NextReplicaID is metaState.nextReplica; omitted while 0, like Members.
 	NextReplicaID uint64 `json:"next_replica_id,omitempty"`
+	// Users is omitted when empty, like Members.
+	Users []messages.User `json:"users,omitempty"`
 }
 
 // snapshotFormat is the version of both snapshot encodings.
 const snapshotFormat = 1
 
 func (s *metaState) save(w io.Writer) error {
-	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList(), NextReplicaID: s.nextReplica})
+	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList(), NextReplicaID: s.nextReplica, Users: s.userList()})
 }
 
 func loadMetaState(r io.Reader) (*metaState, error) {
@@ -367,11 +477,15 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	if s.memberIDs, err = indexSnapshot("member", snap.Members, memberKey, s.members); err != nil {
 		return nil, err
 	}
+	if s.usernames, err = indexSnapshot("user", snap.Users, userKey, s.users); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 func topicKey(t messages.Topic) string   { return t.Name }
 func memberKey(m messages.Member) string { return m.ID }
+func userKey(u messages.User) string     { return u.Username }
 
 // indexSnapshot puts a snapshot's list of what (topics, members) into m by
 // key and returns the keys sorted, as metaState keeps them for listings.
