@@ -59,6 +59,7 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 		cfg.DataDir = t.TempDir()
 		cfg.HTTPAddr = freeAddr(t)
 		cfg.Cluster = "test"
+		cfg.SecurityEnabled = false // a test with security on says so
 		cfg.NATSURL = ns.ClientURL()
 		cfg.MaxConsumeWait = 2 * time.Second
 		cfg.CommitRetryInterval = 100 * time.Millisecond

@@ -43,6 +43,26 @@ type Config struct {
 	MaxConsumeWait time.Duration
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
+	// SecurityEnabled turns on HTTP Basic, users and grants (§2.1 of the
+	// API contract) and seeds the root user admin; off, every request acts
+	// as root (§2.2, narad dev).
+	SecurityEnabled bool
+	// AdminPassword is the seeded admin's password; "" generates one and
+	// logs it once at WARN.
+	AdminPassword string
+	// PasswordHashCost is bcrypt's cost: each step doubles the work of a
+	// login that misses the credential cache (10 is about 50 ms here).
+	PasswordHashCost int
+	// MaxCachedCredentials bounds the verified credentials kept, so that a
+	// produce pays the slow hash once per user and password, not per
+	// request; past it the cache forgets one at random.
+	MaxCachedCredentials int
+	// MaxPasswordChecksInFlight bounds the slow hashes running at once, so
+	// a flood of wrong passwords cannot take every core.
+	MaxPasswordChecksInFlight int
+	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
+	// remembered for the 429 limit.
+	MaxAuthFailureUsers int
 
 	// RequestTimeout bounds one request to a partition, a local actor's or
 	// a peer's (the transport's own bound is set to it): a partition busy
@@ -273,66 +293,71 @@ func DefaultConfig() Config {
 	// that matters, so the WAL must not be stricter.
 	wal.MaxKeyBytes = storage.DefaultLogConfig().MaxKeyBytes
 	return Config{
-		NodeID:                  "n1",
-		DataDir:                 "data",
-		HTTPAddr:                "127.0.0.1:7942",
-		Cluster:                 "narad",
-		Log:                     storage.DefaultLogConfig(),
-		WAL:                     wal,
-		Consumer:                storage.DefaultConsumerConfig(),
-		SyncLane:                storage.DefaultSyncLaneConfig(),
-		TopicDefaultPartitions:  3,
-		TopicMaxPartitions:      108,
-		TopicDefaultRetention:   7 * 24 * time.Hour,
-		MaxConsumeWait:          10 * time.Second,
-		HTTPWriteTimeout:        30 * time.Second,
-		RequestTimeout:          10 * time.Second,
-		CommitRetryInterval:     time.Second,
-		RerouteGrace:            3 * time.Second,
-		MaxCommitBatchRecords:   1024,
-		MaxCommitBatchBytes:     4 << 20,
-		MaxRemoteCommitBytes:    2 << 20,
-		MaxCommitsInFlight:      2,
-		MaxBacklogRecords:       1 << 20,
-		ConsumerFlushInterval:   100 * time.Millisecond,
-		RetentionInterval:       time.Minute,
-		ShutdownDrainTimeout:    30 * time.Second,
-		PartitionMaxRestarts:    5,
-		PartitionRestartWindow:  time.Minute,
-		PartitionRestartBackoff: 200 * time.Millisecond,
-		WorkerMaxRestarts:       5,
-		WorkerRestartWindow:     time.Minute,
-		WorkerRestartBackoff:    time.Second,
-		Membership:              membership.Config{}.WithDefaults(),
-		MetastoreVoters:         3,
-		VoterCheckInterval:      time.Second,
-		ControllerTimeout:       10 * time.Second,
-		Move:                    move.DefaultConfig(),
-		MoveChunkBytes:          768 << 10,
-		MoveChunkWindow:         4,
-		LeaseDrainTimeout:       500 * time.Millisecond,
-		MoveTick:                time.Second,
-		MoveFullScanEvery:       30 * time.Second,
-		SweepEveryTicks:         30,
-		MaxSweepCopiesPerPass:   4096,
-		SweepParallelAsks:       16,
-		MaxInFlightMoves:        512,
-		FreezePaceTick:          time.Millisecond,
-		MaxNewFreezesPerTick:    4,
-		MaxFrozenPartitions:     128,
-		FreezeHoldFor:           2 * time.Second,
-		FreezeTurnKeepFor:       3 * time.Second,
-		ShutdownHandoffTimeout:  15 * time.Second,
-		FlipBatchWindow:         2 * time.Millisecond,
-		MaxFlipBatch:            512,
-		InstallBatchWindow:      2 * time.Millisecond,
-		MaxInstallBatch:         256,
-		MaxParallelProposals:    64,
-		QuarantineListMaxCopies: 1000,
-		DeadTargetAbortAfter:    2 * time.Minute,
-		RebalanceInterval:       time.Second,
-		RebalanceBusyInterval:   100 * time.Millisecond,
-		Rebalance:               true,
+		NodeID:                    "n1",
+		DataDir:                   "data",
+		HTTPAddr:                  "127.0.0.1:7942",
+		Cluster:                   "narad",
+		Log:                       storage.DefaultLogConfig(),
+		WAL:                       wal,
+		Consumer:                  storage.DefaultConsumerConfig(),
+		SyncLane:                  storage.DefaultSyncLaneConfig(),
+		TopicDefaultPartitions:    3,
+		TopicMaxPartitions:        108,
+		TopicDefaultRetention:     7 * 24 * time.Hour,
+		MaxConsumeWait:            10 * time.Second,
+		HTTPWriteTimeout:          30 * time.Second,
+		SecurityEnabled:           true,
+		PasswordHashCost:          10,
+		MaxCachedCredentials:      10000,
+		MaxPasswordChecksInFlight: 4,
+		MaxAuthFailureUsers:       10000,
+		RequestTimeout:            10 * time.Second,
+		CommitRetryInterval:       time.Second,
+		RerouteGrace:              3 * time.Second,
+		MaxCommitBatchRecords:     1024,
+		MaxCommitBatchBytes:       4 << 20,
+		MaxRemoteCommitBytes:      2 << 20,
+		MaxCommitsInFlight:        2,
+		MaxBacklogRecords:         1 << 20,
+		ConsumerFlushInterval:     100 * time.Millisecond,
+		RetentionInterval:         time.Minute,
+		ShutdownDrainTimeout:      30 * time.Second,
+		PartitionMaxRestarts:      5,
+		PartitionRestartWindow:    time.Minute,
+		PartitionRestartBackoff:   200 * time.Millisecond,
+		WorkerMaxRestarts:         5,
+		WorkerRestartWindow:       time.Minute,
+		WorkerRestartBackoff:      time.Second,
+		Membership:                membership.Config{}.WithDefaults(),
+		MetastoreVoters:           3,
+		VoterCheckInterval:        time.Second,
+		ControllerTimeout:         10 * time.Second,
+		Move:                      move.DefaultConfig(),
+		MoveChunkBytes:            768 << 10,
+		MoveChunkWindow:           4,
+		LeaseDrainTimeout:         500 * time.Millisecond,
+		MoveTick:                  time.Second,
+		MoveFullScanEvery:         30 * time.Second,
+		SweepEveryTicks:           30,
+		MaxSweepCopiesPerPass:     4096,
+		SweepParallelAsks:         16,
+		MaxInFlightMoves:          512,
+		FreezePaceTick:            time.Millisecond,
+		MaxNewFreezesPerTick:      4,
+		MaxFrozenPartitions:       128,
+		FreezeHoldFor:             2 * time.Second,
+		FreezeTurnKeepFor:         3 * time.Second,
+		ShutdownHandoffTimeout:    15 * time.Second,
+		FlipBatchWindow:           2 * time.Millisecond,
+		MaxFlipBatch:              512,
+		InstallBatchWindow:        2 * time.Millisecond,
+		MaxInstallBatch:           256,
+		MaxParallelProposals:      64,
+		QuarantineListMaxCopies:   1000,
+		DeadTargetAbortAfter:      2 * time.Minute,
+		RebalanceInterval:         time.Second,
+		RebalanceBusyInterval:     100 * time.Millisecond,
+		Rebalance:                 true,
 	}
 }
 
@@ -356,6 +381,14 @@ func (c Config) Validate() error {
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
+	case c.PasswordHashCost < 4 || c.PasswordHashCost > 31:
+		return bad("PasswordHashCost", c.PasswordHashCost, "must be within 4..31 (bcrypt's costs)")
+	case c.MaxCachedCredentials < 1 || c.MaxCachedCredentials > 1000000:
+		return bad("MaxCachedCredentials", c.MaxCachedCredentials, "must be within 1..1000000")
+	case c.MaxPasswordChecksInFlight < 1 || c.MaxPasswordChecksInFlight > 1024:
+		return bad("MaxPasswordChecksInFlight", c.MaxPasswordChecksInFlight, "must be within 1..1024")
+	case c.MaxAuthFailureUsers < 1 || c.MaxAuthFailureUsers > 1000000:
+		return bad("MaxAuthFailureUsers", c.MaxAuthFailureUsers, "must be within 1..1000000")
 	case c.CommitRetryInterval <= 0:
 		return bad("CommitRetryInterval", c.CommitRetryInterval, "must be positive")
 	case c.RerouteGrace < c.CommitRetryInterval:

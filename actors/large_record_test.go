@@ -111,6 +111,7 @@ func startNodeOn(t *testing.T, url string, tweak func(*Config)) (*testNode, erro
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.HTTPAddr, cfg.NATSURL, cfg.Cluster = t.TempDir(), freeAddr(t), url, "test"
+	cfg.SecurityEnabled = false // a test with security on says so
 	tweak(&cfg)
 	mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: 1, RaftAddr: freeAddr(t), RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -39,6 +39,7 @@ type Node struct {
 	mover      *actor.PID
 	sweeper    *actor.PID
 	raftAddr   string
+	creds      *credentials // verified passwords (users.go)
 	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
 	server     *http.Server
@@ -121,7 +122,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeStores()
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics})
+	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight)
+	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled,
+		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
 	n.server = &http.Server{Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
 		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
@@ -273,6 +276,9 @@ func (n *Node) startActors() error {
 		}
 	})
 	n.loops.Go(func() { n.heartbeat(loops) })
+	if n.cfg.SecurityEnabled {
+		n.loops.Go(func() { n.seedAdmin(loops) })
+	}
 	n.loops.Go(func() {
 		select {
 		case <-n.store.Removed():

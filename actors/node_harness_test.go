@@ -76,6 +76,7 @@ func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
+	cfg.SecurityEnabled = false // a test with security on says so
 	cfg.HTTPAddr = freeAddr(t)
 	cfg.MaxConsumeWait = 2 * time.Second
 	cfg.CommitRetryInterval = 100 * time.Millisecond

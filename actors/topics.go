@@ -36,7 +36,7 @@ func validTopicName(s string) bool { return topicNameRE.MatchString(s) && s != "
 func topicOf(t messages.Topic) messages.TopicInfo {
 	return messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
 		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Role: "standalone"}
+		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Owner: t.Owner, Role: "standalone"}
 }
 
 // Topic is the topic's record on the local replica.
@@ -127,7 +127,8 @@ func (n *Node) CreateTopic(ctx context.Context, req messages.CreateTopicRequest)
 func (n *Node) resolveCreate(req messages.CreateTopicRequest) (messages.Topic, string) {
 	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: orZero(req.RetentionMs),
 		VisibilityTimeoutMs: orZero(req.VisibilityTimeoutMs), MaxInFlightPerPartition: orZero(req.MaxInFlightPerPartition),
-		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix()}
+		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix(),
+		Owner: req.Owner} // the API put the caller there, never the client's value
 	delay := orZero(req.FanoutDelayMs)
 	switch {
 	case !validTopicName(req.Name):

@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -32,6 +33,14 @@ type Options struct {
 	Log *slog.Logger
 	// Panics counts handler panics; nil counts nothing.
 	Panics *metrics.Counter
+	// Security turns on HTTP Basic and the permission checks of §2.1; off,
+	// every request acts as root (§2.2).
+	Security bool
+	// Now is the clock of the failed-attempt limit; nil is the wall clock.
+	Now func() time.Time
+	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
+	// remembered (at least 1).
+	MaxAuthFailureUsers int
 }
 
 // handlers serve the routes of one node.
@@ -48,20 +57,37 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
 	mux.HandleFunc("GET /metrics", writeMetrics)
+	// The permission of §2.1 wraps each route; the create's name is in
+	// its body, so createTopic checks it.
 	mux.HandleFunc("POST /v1/topics", h.createTopic)
 	mux.HandleFunc("GET /v1/topics", h.listTopics)
 	mux.HandleFunc("GET /v1/topics/{topic}", h.getTopic)
-	mux.HandleFunc("PATCH /v1/topics/{topic}", h.alterTopic)
-	mux.HandleFunc("DELETE /v1/topics/{topic}", h.deleteTopic)
-	mux.HandleFunc("POST /v1/topics/{topic}/produce", h.produce)
-	mux.HandleFunc("GET /v1/topics/{topic}/consume", h.consume)
-	mux.HandleFunc("POST /v1/topics/{topic}/ack", h.ack)
+	mux.HandleFunc("PATCH /v1/topics/{topic}", h.ownerOrAdmin(h.alterTopic))
+	mux.HandleFunc("DELETE /v1/topics/{topic}", h.ownerOrAdmin(h.deleteTopic))
+	mux.HandleFunc("POST /v1/topics/{topic}/produce", need(ActionProduce, h.produce))
+	mux.HandleFunc("GET /v1/topics/{topic}/consume", need(ActionConsume, h.consume))
+	mux.HandleFunc("POST /v1/topics/{topic}/ack", need(ActionConsume, h.ack))
+	mux.HandleFunc("POST /v1/users", needAdmin(h.createUser))
+	mux.HandleFunc("GET /v1/users", needAdmin(h.listUsers))
+	mux.HandleFunc("GET /v1/users/{username}", needAdmin(h.getUser))
+	mux.HandleFunc("DELETE /v1/users/{username}", needAdmin(h.deleteUser))
+	mux.HandleFunc("PUT /v1/users/{username}/grants", needAdmin(h.setGrants))
+	mux.HandleFunc("PUT /v1/users/{username}/password", h.setPassword)
 	mux.HandleFunc("GET /v1/cluster/members", h.members)
 	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
-	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", h.abortMove)
-	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", h.decommission)
-	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", h.cancelDecommission)
-	return recoverPanics(opts, untilReady(node, mux))
+	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
+	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))
+	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission))
+	var routes http.Handler = mux
+	if opts.Security {
+		now := opts.Now
+		if now == nil {
+			now = time.Now
+		}
+		// Auth runs before the mux, so an unknown path answers 401 (§1).
+		routes = authenticate(node, newAttempts(now, max(opts.MaxAuthFailureUsers, 1)), mux)
+	}
+	return recoverPanics(opts, untilReady(node, routes))
 }
 
 // untilReady answers the client API 503 until node is ready: HTTP serves

@@ -15,6 +15,7 @@ type Node interface {
 	Data
 	Topics
 	Cluster
+	Users
 }
 
 // Health is where a node is in its life.

@@ -39,6 +39,16 @@ func (h *handlers) createTopic(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
+	caller := principal(r)
+	if !Allowed(caller, ActionCreate, req.Name) {
+		writeError(w, http.StatusForbidden, ActionCreate+" not allowed on this topic")
+		return
+	}
+	if req.Parent != "" && !h.mayModify(caller, req.Parent) {
+		writeError(w, http.StatusForbidden, textOwnerRequired)
+		return
+	}
+	req.Owner = caller.Username // the client's owner is discarded
 	t, err := h.node.CreateTopic(r.Context(), req)
 	if err != nil {
 		topicFailed(w, err, "create topic")
