@@ -39,7 +39,7 @@ type Node struct {
 	mover      *actor.PID
 	sweeper    *actor.PID
 	raftAddr   string
-	creds      *credentials // verified passwords (users.go)
+	creds      *credentials         // verified passwords (users.go)
 	joined     bool                 // started with Join: a non-voter until promoted
 	nats       *transport.Transport // nil without NATSURL
 	server     *http.Server
