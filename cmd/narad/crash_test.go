@@ -84,7 +84,7 @@ func newChildNode(t *testing.T, dir string) *childNode {
 	}
 	t.Cleanup(func() { logf.Close() })
 	c := &childNode{t: t, base: "http://" + httpAddr, logTo: logf,
-		args: []string{"serve", "--id", "n1", "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--raft", raftAddr, "--log-level", "warn"}}
+		args: []string{"serve", "--id", "n1", "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--raft", raftAddr, "--log-level", "warn", "--security-enabled=false"}}
 	t.Cleanup(func() {
 		if c.cmd != nil {
 			c.cmd.Process.Kill()

@@ -58,6 +58,8 @@ func settings(c *actors.Config) []setting {
 			usage: "partitions of a topic created without a count"},
 		{flag: "topic-default-retention", env: "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", fields: []string{"TopicDefaultRetention"}, ptr: &c.TopicDefaultRetention,
 			usage: "retention of a topic created with retention_ms 0 (the variable is in ms)", fromEnv: millisToDuration},
+		{flag: "security-enabled", fields: []string{"SecurityEnabled"}, ptr: &c.SecurityEnabled,
+			usage: "HTTP Basic, users and grants on the client API (true or false); the root user admin is seeded with NARAD_ADMIN_PASSWORD, or a generated password logged once"},
 		{flag: "shutdown-drain-timeout", fields: []string{"ShutdownDrainTimeout"}, ptr: &c.ShutdownDrainTimeout,
 			usage: "how long a stopping node commits what its ingress WAL holds"},
 		{flag: "shutdown-handoff-timeout", fields: []string{"ShutdownHandoffTimeout"}, ptr: &c.ShutdownHandoffTimeout, skipSpellings: true,

@@ -76,6 +76,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = *id, *data, *httpAddr
 	cfg.NATSURL, cfg.Cluster = *natsURL, *cluster
 	nf.apply(&cfg)
+	// Not a flag: a password on the command line shows in ps.
+	cfg.AdminPassword = os.Getenv("NARAD_ADMIN_PASSWORD")
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
@@ -166,6 +168,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	var nf nodeFlags
 	nf.register(fs)
+	fs.Lookup("security-enabled").Usage = "ignored: narad dev always runs with security off (NARAD_SECURITY_ENABLED)"
 	data := fs.String("data", "./data/dev", "data directory, kept across restarts")
 	fresh := fs.Bool("fresh", false, "start with an empty data directory")
 	httpBase := fs.String("http-base", "127.0.0.1:7942", "HTTP address of the first node; further nodes take the next ports")
@@ -217,6 +220,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = id, filepath.Join(*data, id), net.JoinHostPort(host, strconv.Itoa(p+i-1))
 		cfg.NATSURL = ns.ClientURL()
 		nf.apply(&cfg)
+		cfg.SecurityEnabled = false // §2.2: anonymous requests act as root
 		mcfg := metastore.Config{NodeID: id, ReplicaID: uint64(i), RaftAddr: peers[uint64(i)], InitialMembers: peers}
 		// The metastore needs a quorum to become ready, so every node starts
 		// at once.
@@ -262,6 +266,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range started[1:] {
 		fmt.Fprintf(stdout, "  also http://%s\n", n.Addr())
 	}
+	fmt.Fprintln(stdout, "Security is off: no credentials are needed (one sent is ignored), every request acts as root, /v1/users is open. Use narad serve for a secured node.")
 	fmt.Fprintf(stdout, `
 Try it:
   curl -s -X POST %s/v1/topics -d '{"name":"orders"}'
