@@ -55,3 +55,52 @@ func TestIssue14SchemaRefsResolveOnlyInsideTheDocument(t *testing.T) {
 	ctProduce(t, tn, "inner", "", []byte(`{"id":1}`))
 	ctWantError(t, "produce against an internal ref", ctDo(t, tn, "POST", "/v1/topics/inner/produce", []byte(`{"id":"one"}`)), http.StatusBadRequest, "invalid argument: ...")
 }
+
+// Issue 14 item 4: a receipt handle's nonce cannot be guessed from another.
+// Having seen its own handle, a consumer tries the next lease's offset with
+// its own nonce and each of the 1,000 on either side: every try is a 410,
+// and the other consumer's lease is untouched (its own handle still acks).
+// The issue's broker answered 204 to the nonce one up.
+func TestIssue14AReceiptHandleCannotBeGuessedFromAnother(t *testing.T) {
+	tn := ctNode(t)
+	tn.createTopic("guess", 3)
+	ctProduce(t, tn, "guess", "partition=0", []byte("a"))
+	ctProduce(t, tn, "guess", "partition=0", []byte("b"))
+	ctWaitCommitted(t, tn, "guess", 0, 1)
+	seen := ctConsume(t, tn, "guess", "partition=0")
+	other := ctConsume(t, tn, "guess", "partition=0")
+	if seen == nil || other == nil || seen.Offset != 0 || other.Offset != 1 {
+		t.Fatalf("two leases: got %+v and %+v, want offsets 0 and 1", seen, other)
+	}
+	var nonce uint64
+	if _, err := fmt.Sscanf(seen.ReceiptHandle, "0:0:%d", &nonce); err != nil {
+		t.Fatalf("handle %q: %v, want 0:0:<nonce>", seen.ReceiptHandle, err)
+	}
+	for d := -1000; d <= 1000; d++ {
+		guess := fmt.Sprintf("0:1:%d", nonce+uint64(d))
+		r := ctAck(t, tn, "guess", guess, "")
+		if r.code == http.StatusBadRequest && nonce+uint64(d) == 0 {
+			continue // 0 is no nonce at all
+		}
+		ctWantError(t, "ack of guessed handle "+guess, r, http.StatusGone, errStale)
+	}
+	ctWantEmpty(t, "ack by the lease's holder", ctAck(t, tn, "guess", other.ReceiptHandle, ""), http.StatusNoContent)
+	ctWantEmpty(t, "ack of the handle seen", ctAck(t, tn, "guess", seen.ReceiptHandle, ""), http.StatusNoContent)
+}
+
+// Issue 14 item 4: a lease after a restart never matches a handle from
+// before it, though it leases the same offset.
+func TestIssue14AHandleFromBeforeARestartMatchesNoLeaseAfterIt(t *testing.T) {
+	tn := ctNode(t)
+	tn.createTopic("reboot", 3)
+	ctProduce(t, tn, "reboot", "partition=0", []byte("a"))
+	ctWaitCommitted(t, tn, "reboot", 0, 0)
+	before := ctConsume(t, tn, "reboot", "partition=0")
+	tn.restart()
+	after := ctConsume(t, tn, "reboot", "partition=0&wait=5s")
+	if before == nil || after == nil || after.Offset != before.Offset {
+		t.Fatalf("leases around a restart: got %+v and %+v, want the same offset twice", before, after)
+	}
+	ctWantError(t, "ack of the handle from before the restart", ctAck(t, tn, "reboot", before.ReceiptHandle, ""), http.StatusGone, errStale)
+	ctWantEmpty(t, "ack of the handle after", ctAck(t, tn, "reboot", after.ReceiptHandle, ""), http.StatusNoContent)
+}
