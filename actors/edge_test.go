@@ -1,14 +1,21 @@
 package actors
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // Issue 14 item 4: a schema's $ref resolves inside the schema document
@@ -103,4 +110,105 @@ func TestIssue14AHandleFromBeforeARestartMatchesNoLeaseAfterIt(t *testing.T) {
 	}
 	ctWantError(t, "ack of the handle from before the restart", ctAck(t, tn, "reboot", before.ReceiptHandle, ""), http.StatusGone, errStale)
 	ctWantEmpty(t, "ack of the handle after", ctAck(t, tn, "reboot", after.ReceiptHandle, ""), http.StatusNoContent)
+}
+
+// pipeListener serves net.Pipe connections, so an http.Server runs inside
+// a synctest bubble on its fake clock.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial hands the server one end of a new pipe and returns the other.
+func (l *pipeListener) dial() net.Conn {
+	server, client := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// Issue 14 item 4: the client API's server cuts off a client that has not
+// sent its headers within HTTPReadHeaderTimeout, well before the read
+// timeout, while a prompt request is served. On synctest's clock.
+func TestIssue14TheHTTPServerCutsOffAClientThatTricklesItsHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.HTTPReadHeaderTimeout = time.Second
+		srv := httpServer(cfg, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }), testLogger(t))
+		l := newPipeListener()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(l) }()
+		defer srv.Close() // a failure below still ends the bubble's goroutines
+
+		slow := l.dial()
+		defer slow.Close()
+		if _, err := io.WriteString(slow, "GET /healthz HTTP/1.1\r\nHost: narad\r\n"); err != nil {
+			t.Fatalf("slow client's first header: %v", err)
+		}
+		var closed atomic.Bool
+		go func() {
+			io.Copy(io.Discard, slow) // ends when the server closes its end
+			closed.Store(true)
+		}()
+		time.Sleep(2 * cfg.HTTPReadHeaderTimeout)
+		synctest.Wait()
+		if !closed.Load() {
+			t.Fatalf("slow client after %v without its headers: got the connection open, want it closed (read timeout %v)", 2*cfg.HTTPReadHeaderTimeout, httpReadTimeout)
+		}
+		prompt := l.dial()
+		go io.WriteString(prompt, "GET /healthz HTTP/1.1\r\nHost: narad\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(prompt), nil)
+		if err != nil || resp.StatusCode != http.StatusTeapot {
+			t.Fatalf("prompt client: got %v, %v, want 418", resp, err)
+		}
+		resp.Body.Close()
+		prompt.Close()
+
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Fatalf("Serve: got %v, want ErrServerClosed", err)
+		}
+	})
+}
+
+// Issue 14 item 4: HTTPReadHeaderTimeout is required, and bounded by the
+// read timeout it sits within.
+func TestIssue14HTTPReadHeaderTimeoutIsValidated(t *testing.T) {
+	for _, v := range []time.Duration{0, -time.Second, httpReadTimeout + time.Nanosecond} {
+		cfg := DefaultConfig()
+		cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
+		cfg.HTTPReadHeaderTimeout = v
+		if err := cfg.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "HTTPReadHeaderTimeout") {
+			t.Errorf("HTTPReadHeaderTimeout %v: got %v, want an ErrInvalid naming it", v, err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
+	if cfg.HTTPReadHeaderTimeout != 5*time.Second {
+		t.Errorf("default HTTPReadHeaderTimeout: got %v, want 5s", cfg.HTTPReadHeaderTimeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("default config: got %v, want valid", err)
+	}
 }
