@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // Issue 14 item 4: a schema's $ref resolves inside the schema document
@@ -210,5 +212,32 @@ func TestIssue14HTTPReadHeaderTimeoutIsValidated(t *testing.T) {
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("default config: got %v, want valid", err)
+	}
+}
+
+// Issue 14 item 4, on a real node: dry_run=true judges and leaves the
+// member as it was; a key that is not UTF-8 writes nothing.
+func TestIssue14DryRunTrueAndNonUTF8KeysOnANode(t *testing.T) {
+	tn := ctNode(t)
+	id := tn.n.cfg.NodeID
+	var v messages.DecommissionReply
+	ctWantJSON(t, "dry_run=true", ctDo(t, tn, "POST", "/v1/cluster/members/"+id+"/decommission?dry_run=true", nil), http.StatusOK, &v)
+	if v.Member != id || v.Verdict == "draining" {
+		t.Fatalf("dry_run=true: got %+v, want a verdict on %s that started nothing", v, id)
+	}
+	ctWantError(t, "dry_run=yes", ctDo(t, tn, "POST", "/v1/cluster/members/"+id+"/decommission?dry_run=yes", nil), http.StatusBadRequest, "invalid argument: dry_run must be true, 1, false or 0")
+	var members messages.MemberList
+	ctWantJSON(t, "members", ctDo(t, tn, "GET", "/v1/cluster/members", nil), http.StatusOK, &members)
+	for _, m := range members.Members {
+		if m.Draining {
+			t.Fatalf("member %s: got draining after dry runs, want not", m.ID)
+		}
+	}
+
+	tn.createTopic("keys", 3)
+	ctWantError(t, "key %ff%fe", ctDo(t, tn, "POST", "/v1/topics/keys/produce?key=%ff%fe", []byte("x")), http.StatusBadRequest, "invalid argument: key is not valid UTF-8")
+	ctSettle(t, tn)
+	if n := ctRecords(t, tn, "keys"); n != 0 {
+		t.Fatalf("records after a refused key: got %d, want 0", n)
 	}
 }
