@@ -55,6 +55,8 @@ given is left out of the request, so the broker's default applies.
 
 Flags:
   --server URL            broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME             username for HTTP Basic (default $NARAD_USER)
+  --password PW           its password (default $NARAD_PASSWORD)
   --partitions N          number of partitions (broker default: 3)
   --retention DURATION    how long messages are kept, e.g. 168h (broker default: 7 days)
   --visibility DURATION   lease of a consumed message before redelivery, e.g. 30s
@@ -69,6 +71,8 @@ List every topic, sorted by name, one per line.
 
 Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME    username for HTTP Basic (default $NARAD_USER)
+  --password PW  its password (default $NARAD_PASSWORD)
   --limit N      topics fetched per request (default 100, broker maximum 1000)
   --json         print each topic record as one JSON line instead of a table
 `
@@ -79,6 +83,8 @@ Print a topic's record and its partition_stats as JSON.
 
 Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME    username for HTTP Basic (default $NARAD_USER)
+  --password PW  its password (default $NARAD_PASSWORD)
 `
 
 const topicsDeleteUsage = `usage: narad topics delete [flags] <name>
@@ -87,6 +93,8 @@ Delete a topic, its messages and its in-flight leases.
 
 Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME    username for HTTP Basic (default $NARAD_USER)
+  --password PW  its password (default $NARAD_PASSWORD)
 `
 
 const produceUsage = `usage: narad produce [flags] <topic> [body]
@@ -98,6 +106,8 @@ must be 1 byte to 1 MiB. Prints nothing on success (the broker answered
 
 Flags:
   --server URL     broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME      username for HTTP Basic (default $NARAD_USER)
+  --password PW    its password (default $NARAD_PASSWORD)
   --key KEY        partition key (default: the broker makes one up)
   --partition N    send to this partition, overriding the key
   --file FILE      read the body from FILE ("-" for standard input)
@@ -117,6 +127,8 @@ once its visibility timeout runs out.
 
 Flags:
   --server URL         broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME          username for HTTP Basic (default $NARAD_USER)
+  --password PW        its password (default $NARAD_PASSWORD)
   --ack                ack each message after printing it
   --wait DURATION      how long the broker may hold a request open waiting
                        for a message (default 5s; the broker caps it)
@@ -133,7 +145,21 @@ func serverFlag(fs *flag.FlagSet) *string {
 	if v := os.Getenv("NARAD_SERVER"); v != "" {
 		def = v
 	}
+	fs.String("user", os.Getenv("NARAD_USER"), "username for HTTP Basic")
+	fs.String("password", os.Getenv("NARAD_PASSWORD"), "password for HTTP Basic")
 	return fs.String("server", def, "broker URL")
+}
+
+// credentials are the --user and --password that serverFlag registered
+// (NARAD_USER, NARAD_PASSWORD by default); no user sends none.
+func credentials(fs *flag.FlagSet) (user, password string) {
+	if f := fs.Lookup("user"); f != nil {
+		user = f.Value.String()
+	}
+	if f := fs.Lookup("password"); f != nil {
+		password = f.Value.String()
+	}
+	return user, password
 }
 
 // newCommandFlags returns a flag set that prints usage to stderr and
@@ -172,7 +198,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // connect returns a client for the broker at server; an error names the
 // command.
 func connect(fs *flag.FlagSet, server string) (*client.Broker, error) {
-	c, err := client.New(server, client.Options{})
+	user, password := credentials(fs)
+	c, err := client.New(server, client.Options{User: user, Password: password})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fs.Name(), err)
 	}

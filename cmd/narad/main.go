@@ -30,6 +30,9 @@ Usage:
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
+  narad users create|list|grant|passwd|delete
+                                      manage users over HTTP (--user, --password or
+                                      NARAD_USER, NARAD_PASSWORD on every HTTP command)
   narad cluster members|status|topics|moves|decommission|quarantine
                                       ask the cluster over NATS (--nats, --cluster);
                                       moves abort <topic> <partition> gives up a move
@@ -112,6 +115,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runConsume(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return runCluster(ctx, args[1:], stdout, stderr)
+	case "users":
+		return runUsers(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
