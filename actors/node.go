@@ -122,7 +122,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeStores()
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
-	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight)
+	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
 	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
 	n.server = httpServer(cfg, handler, log)

@@ -31,10 +31,14 @@ const seedInterval = time.Second
 // password, and it holds the hash it was verified against: a new password
 // (a new salted hash) or a deleted and recreated user misses.
 type credentials struct {
-	key []byte
-	max int
+	key  []byte
+	max  int
+	cost int
 	// slots bounds the slow hashes running at once.
 	slots chan struct{}
+
+	unknownOnce sync.Once
+	unknownHash string
 
 	mu       sync.RWMutex
 	verified map[credentialKey]string
@@ -45,10 +49,10 @@ type credentialKey struct {
 	mac  [sha256.Size]byte
 }
 
-func newCredentials(maxEntries, inFlight int) *credentials {
+func newCredentials(maxEntries, inFlight, cost int) *credentials {
 	key := make([]byte, 32)
 	rand.Read(key) // never fails (crypto/rand)
-	return &credentials{key: key, max: maxEntries, slots: make(chan struct{}, inFlight),
+	return &credentials{key: key, max: maxEntries, cost: cost, slots: make(chan struct{}, inFlight),
 		verified: make(map[credentialKey]string)}
 }
 
@@ -90,15 +94,20 @@ func (c *credentials) check(ctx context.Context, hash, password string) error {
 	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
 }
 
-// unknownUserHash is compared against for a user that does not exist, so
-// an unknown name costs what a wrong password does.
-var unknownUserHash = func() string {
-	h, err := bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.MinCost)
-	if err != nil {
-		panic(err) // only a cost out of range fails
-	}
-	return string(h)
-}()
+// unknownUser is the hash compared against for a user that does not
+// exist, made at the node's cost the first time it is needed, so an
+// unknown name costs what a wrong password does and its answer does not
+// come sooner.
+func (c *credentials) unknownUser() string {
+	c.unknownOnce.Do(func() {
+		h, err := bcrypt.GenerateFromPassword([]byte("no such user"), c.cost)
+		if err != nil {
+			panic(err) // only a cost out of range fails, and Validate refuses it
+		}
+		c.unknownHash = string(h)
+	})
+	return c.unknownHash
+}
 
 // Authenticate checks name and password against the local replica's
 // record: api.ErrUnauthenticated for an unknown user and a wrong password
@@ -109,9 +118,11 @@ func (n *Node) Authenticate(ctx context.Context, name, password string) (message
 	if ok && n.creds.known(k, u.PasswordHash) {
 		return userInfo(u), nil
 	}
-	hash := unknownUserHash
+	var hash string
 	if ok {
 		hash = u.PasswordHash
+	} else {
+		hash = n.creds.unknownUser()
 	}
 	err := n.creds.check(ctx, hash, password)
 	switch {

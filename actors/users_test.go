@@ -198,7 +198,7 @@ func TestCredentialCacheForgetsAChangedPassword(t *testing.T) {
 
 // The cache is bounded.
 func TestCredentialCacheIsBounded(t *testing.T) {
-	c := newCredentials(3, 1)
+	c := newCredentials(3, 1, bcrypt.MinCost)
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		c.remember(c.keyOf(name, "pw"), "hash")
 		if len(c.verified) > 3 {

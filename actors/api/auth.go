@@ -89,7 +89,9 @@ func authenticate(users Users, limits *attempts, next http.Handler) http.Handler
 			return
 		}
 		name, password, ok := r.BasicAuth()
-		if !ok {
+		if !ok || !usernamePattern.MatchString(name) {
+			// A name no user can have is refused before the slow hash
+			// and kept out of the attempt table, whose keys stay short.
 			unauthorized(w)
 			return
 		}

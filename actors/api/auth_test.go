@@ -42,6 +42,8 @@ type userBook struct {
 	// storeDown makes Authenticate fail as a broken user store does.
 	storeDown bool
 	created   messages.CreateTopicRequest
+	// checks counts the Authenticate calls.
+	checks int
 }
 
 func newUserBook() *userBook {
@@ -58,6 +60,7 @@ func (b *userBook) add(u messages.UserInfo, password string) {
 func (b *userBook) Authenticate(_ context.Context, name, password string) (messages.UserInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.checks++
 	if b.storeDown {
 		return messages.UserInfo{}, fmt.Errorf("user store: %w", ErrUnavailable)
 	}
@@ -201,6 +204,18 @@ func TestAuthIsRequiredOnEveryPathButTheExemptOnes(t *testing.T) {
 	wantAnswer(t, "unknown user", a.do("nobody", "rootpw", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	if rec := a.do("admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
 		t.Fatalf("GET /v1/topics as admin: got %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// A name no user can have (§1's username rule) is 401 without a password
+// check, so it never costs a slow hash nor a place in the attempt table.
+func TestAuthRefusesAnImpossibleUsernameWithoutChecking(t *testing.T) {
+	a := newAuthRig(t)
+	for _, name := range []string{strings.Repeat("a", 65), "a b", "é"} {
+		wantAnswer(t, "username "+name, a.do(name, "pw", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
+	}
+	if a.book.checks != 0 {
+		t.Fatalf("got %d password checks, want 0", a.book.checks)
 	}
 }
 
