@@ -87,8 +87,16 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		default:
 		}
 	}
-	nc, err := nats.Connect(strings.Join(cfg.URLs, ","),
+	auth, err := cfg.Auth.Options()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(auth,
 		nats.Name("narad-"+cfg.Cluster+"-"+cfg.NodeID),
+		// Replies to this node land under a prefix only nodes may
+		// subscribe to (RolePermissions), not on the shared _INBOX.
+		nats.CustomInboxPrefix(nodeInboxPrefix(cfg.Cluster)),
 		nats.Timeout(cfg.ConnectTimeout),
 		nats.ReconnectWait(cfg.ReconnectWait),
 		nats.MaxReconnects(cfg.MaxReconnects),
@@ -113,7 +121,7 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 			log.Error("nats async error", "subject", subj, "err", err)
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { close(t.connClosed) }),
-	)
+	)...)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("transport: connect %v: %w", cfg.URLs, err)
