@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/move"
-	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
