@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/naradmq/narad/internal/testpki"
 )
 
 // securedServer runs an embedded NATS server that authenticates with
@@ -203,11 +205,11 @@ func waitErr(t testing.TB, errs <-chan error) error {
 }
 
 func TestTLSRefusesAClientWithoutAValidCertificate(t *testing.T) {
-	ca := newTestPKI(t, "cluster")
-	s, creds := securedServer(t, ca.issue(t, "server"))
+	ca := testpki.New(t, "cluster")
+	s, creds := securedServer(t, TLSFiles(ca.Issue(t, "server")))
 	seed := creds.File(RoleNode)
 
-	good := ca.issue(t, "n1")
+	good := TLSFiles(ca.Issue(t, "n1"))
 	cfg := func(files TLSFiles) Config {
 		return Config{Cluster: "test", NodeID: "n1", URLs: []string{s.ClientURL()},
 			Auth: Auth{CredsFile: seed, TLS: files}}
@@ -223,8 +225,8 @@ func TestTLSRefusesAClientWithoutAValidCertificate(t *testing.T) {
 	if _, err := rawClient(t, s, Auth{CredsFile: seed}, nil); err == nil {
 		t.Fatal("connect without TLS: got nil error, want a refusal")
 	}
-	stranger := newTestPKI(t, "stranger")
-	forged := stranger.issue(t, "n1")
+	stranger := testpki.New(t, "stranger")
+	forged := TLSFiles(stranger.Issue(t, "n1"))
 	forged.CAFile = good.CAFile // trusts the server, presents a foreign cert
 	if _, err := rawClient(t, s, Auth{CredsFile: seed, TLS: forged}, nil); err == nil {
 		t.Fatal("connect with a certificate of another CA: got nil error, want a refusal")
@@ -275,5 +277,23 @@ func TestEnsureCredentialsKeepsTheSeedsOfAnEarlierStart(t *testing.T) {
 	}
 	if first.Public[RoleNode] == first.Public[RoleAdmin] {
 		t.Fatal("node and admin share a key")
+	}
+}
+
+func TestUserAndPasswordAuthenticateANode(t *testing.T) {
+	o := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
+		Users: []*server.User{{Username: "n1", Password: "right"}}}
+	s, err := server.NewServer(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(liveness) {
+		t.Fatalf("nats server not ready after %s", liveness)
+	}
+	t.Cleanup(s.Shutdown)
+	newNode(t, s, "n1", func(c *Config) { c.Auth = Auth{User: "n1", Password: "right"} })
+	if _, err := rawClient(t, s, Auth{User: "n1", Password: "wrong"}, nil); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("a wrong password: got %v, want %v", err, nats.ErrAuthorization)
 	}
 }

@@ -62,6 +62,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
+	var raftTLS [3]string
+	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (NARAD_RAFT_TLS_CA)")
+	fs.StringVar(&raftTLS[1], "raft-tls-cert", env("NARAD_RAFT_TLS_CERT", ""), "certificate file this node presents to its Raft peers (NARAD_RAFT_TLS_CERT)")
+	fs.StringVar(&raftTLS[2], "raft-tls-key", env("NARAD_RAFT_TLS_KEY", ""), "key file of --raft-tls-cert (NARAD_RAFT_TLS_KEY)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
@@ -80,6 +84,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
+	mcfg.TLSCAFile, mcfg.TLSCertFile, mcfg.TLSKeyFile = raftTLS[0], raftTLS[1], raftTLS[2]
 	if *join {
 		if *peersFlag != "" || cfg.NATSURL == "" {
 			return errors.New("--join asks the cluster over --nats and takes no --peers")

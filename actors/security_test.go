@@ -2,7 +2,11 @@ package actors
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/internal/testpki"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -162,4 +167,42 @@ func TestASecuredClusterForwardsCommitsBetweenNodes(t *testing.T) {
 		got++
 	}
 
+}
+
+// TestTheClientAPIServesHTTPSFromItsCertificateFlags: a client that trusts
+// the test's CA gets answers; one that does not, or that speaks plain
+// HTTP, gets none.
+func TestTheClientAPIServesHTTPSFromItsCertificateFlags(t *testing.T) {
+	ca := testpki.New(t, "api")
+	f := ca.Issue(t, "n1")
+	tn := newTestNode(t, func(c *Config) { c.HTTPTLSCertFile, c.HTTPTLSKeyFile = f.CertFile, f.KeyFile })
+	pem, err := os.ReadFile(f.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	trusting := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	defer trusting.CloseIdleConnections()
+	url := "https://" + tn.cfg.HTTPAddr + "/healthz"
+	resp, err := trusting.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s trusting the CA: %v", url, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s trusting the CA: got %d, want 200", url, resp.StatusCode)
+	}
+
+	stranger := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := stranger.Get(url); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET %s without the CA: got %d, want a certificate error", url, resp.StatusCode)
+	}
+	if resp, err := stranger.Get("http://" + tn.cfg.HTTPAddr + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plain HTTP to the HTTPS API: got 200, want a refusal")
+		}
+	}
 }

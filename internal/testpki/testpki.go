@@ -1,4 +1,7 @@
-package transport
+// Package testpki is a throwaway certificate authority for tests: a CA of
+// the test's own and loopback certificates it signs, as PEM files in a
+// temp dir, so that TLS tests need no fixture that expires.
+package testpki
 
 import (
 	"crypto/ecdsa"
@@ -15,17 +18,21 @@ import (
 	"time"
 )
 
-// testPKI is a CA of the test's own and the files of one certificate it
-// signed, valid for loopback as a server and as a client.
-type testPKI struct {
+// Files are a CA file and a certificate with its key, PEM.
+type Files struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// CA is a certificate authority of one test.
+type CA struct {
 	ca   *x509.Certificate
 	key  *ecdsa.PrivateKey
 	dir  string
 	name string
 }
 
-// newTestPKI makes a CA named name whose files land in a temp dir.
-func newTestPKI(t testing.TB, name string) *testPKI {
+// New makes a CA named name whose files land in a temp dir.
+func New(t testing.TB, name string) *CA {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -45,14 +52,14 @@ func newTestPKI(t testing.TB, name string) *testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &testPKI{ca: ca, key: key, dir: t.TempDir(), name: name}
+	p := &CA{ca: ca, key: key, dir: t.TempDir(), name: name}
 	writePEM(t, filepath.Join(p.dir, "ca.pem"), "CERTIFICATE", der)
 	return p
 }
 
-// issue signs a loopback certificate named cn and returns its files, with
-// this CA's file as TLSFiles.CAFile.
-func (p *testPKI) issue(t testing.TB, cn string) TLSFiles {
+// Issue signs a certificate named cn, valid for 127.0.0.1 and localhost as
+// a server and as a client, and returns its files with this CA's.
+func (p *CA) Issue(t testing.TB, cn string) Files {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -73,7 +80,7 @@ func (p *testPKI) issue(t testing.TB, cn string) TLSFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := TLSFiles{CAFile: filepath.Join(p.dir, "ca.pem"),
+	f := Files{CAFile: filepath.Join(p.dir, "ca.pem"),
 		CertFile: filepath.Join(p.dir, cn+".pem"), KeyFile: filepath.Join(p.dir, cn+".key")}
 	writePEM(t, f.CertFile, "CERTIFICATE", der)
 	writePEM(t, f.KeyFile, "EC PRIVATE KEY", kder)
