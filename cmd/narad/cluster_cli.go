@@ -160,6 +160,9 @@ func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byt
 	req.Header.Set(messages.HeaderTimeoutMs, strconv.FormatInt(timeout.Milliseconds(), 10))
 	msg, err := nc.RequestMsgWithContext(rctx, req)
 	if err != nil {
+		if le := nc.LastError(); errors.Is(le, nats.ErrPermissionViolation) {
+			return nil, fmt.Errorf("%s: these NATS credentials may not call it (the mutating verbs need admin.nk): %w", subject, le)
+		}
 		return nil, fmt.Errorf("%s: %w", subject, err)
 	}
 	if st := msg.Header.Get(messages.HeaderStatus); st != "" {
@@ -550,7 +553,10 @@ func dialAdmin(url, cluster, verb string, timeout time.Duration, auth transport.
 	if err != nil {
 		return nil, "", err
 	}
-	nc, err := nats.Connect(url, append(opts, nats.Timeout(timeout))...)
+	// A refusal of the server (a verb these credentials may not call)
+	// is told by adminRequest from LastError, not printed by nats.go.
+	nc, err := nats.Connect(url, append(opts, nats.Timeout(timeout),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to %s: %w", url, err)
 	}
