@@ -297,3 +297,24 @@ func TestUserAndPasswordAuthenticateANode(t *testing.T) {
 		t.Fatalf("a wrong password: got %v, want %v", err, nats.ErrAuthorization)
 	}
 }
+
+// TestAConnectThatCannotAuthenticateSaysWhy: a seed offered to a server
+// that takes no nkeys never connects; Connect's error names the cause.
+func TestAConnectThatCannotAuthenticateSaysWhy(t *testing.T) {
+	s := startServer(t)
+	creds, _, err := EnsureCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	tr, err := Connect(ctx, Config{Cluster: "test", NodeID: "n1", URLs: []string{s.ClientURL()},
+		Auth: Auth{CredsFile: creds.File(RoleNode)}}, nil)
+	if err == nil {
+		tr.Close()
+		t.Fatal("connect with a seed to a server without nkeys: got nil error, want a refusal")
+	}
+	if !errors.Is(err, ErrNotConnected) || !strings.Contains(err.Error(), "last error") {
+		t.Fatalf("connect: got %v, want %v naming the last error", err, ErrNotConnected)
+	}
+}

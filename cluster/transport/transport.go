@@ -132,16 +132,27 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		case <-up:
 		case <-t.connClosed:
 			cancel()
-			return nil, fmt.Errorf("transport: connect %v: gave up reconnecting: %w", cfg.URLs, ErrNotConnected)
+			return nil, fmt.Errorf("transport: connect %v: gave up reconnecting%s: %w", cfg.URLs, lastError(nc), ErrNotConnected)
 		case <-ctx.Done():
+			// Why the attempts failed (refused credentials, a server that
+			// takes no nkeys, a certificate) is the operator's clue.
+			why := lastError(nc)
 			nc.Close()
 			<-t.connClosed
 			cancel()
-			return nil, fmt.Errorf("transport: connect %v: %w: %w", cfg.URLs, ErrNotConnected, ctx.Err())
+			return nil, fmt.Errorf("transport: connect %v%s: %w: %w", cfg.URLs, why, ErrNotConnected, ctx.Err())
 		}
 	}
 	log.Info("nats connected", "url", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())
 	return t, nil
+}
+
+// lastError is ", last error: ..." for a connection that has one.
+func lastError(nc *nats.Conn) string {
+	if err := nc.LastError(); err != nil {
+		return ", last error: " + err.Error()
+	}
+	return ""
 }
 
 // NodeID is this transport's node id.
