@@ -123,3 +123,17 @@ func TestDevSecuresItsNATSAndSaysWhereTheCredentialsAre(t *testing.T) {
 		t.Fatalf("decommission --dry-run with the admin seed: %v, want an answer from a node", err)
 	}
 }
+
+// TestServeRefusesAPartialRaftTLSSet: --raft-tls-* reach the metastore,
+// whose Validate wants all three files or none.
+func TestServeRefusesAPartialRaftTLSSet(t *testing.T) {
+	// Cancelled: were the files not to reach the metastore, the node
+	// would give up starting instead of serving until a signal.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := runServe(ctx, []string{"--data", t.TempDir(), "--http", "127.0.0.1:0",
+		"--raft", "127.0.0.1:0", "--raft-tls-ca", "ca.pem", "--log-level", "error"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "TLSCAFile \"ca.pem\"") || !strings.Contains(err.Error(), "want all three or none") {
+		t.Fatalf("serve --raft-tls-ca alone: got %v, want the metastore's refusal naming TLSCAFile", err)
+	}
+}
