@@ -51,6 +51,10 @@ type Config struct {
 	MaxConsumeWait time.Duration
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
+	// HTTPReadHeaderTimeout bounds reading a request's headers, so that a
+	// client sending them a byte at a time cannot hold connections open
+	// (slowloris). Within the read timeout, which covers the body too.
+	HTTPReadHeaderTimeout time.Duration
 
 	// RequestTimeout bounds one request to a partition, a local actor's or
 	// a peer's (the transport's own bound is set to it): a partition busy
@@ -294,6 +298,7 @@ func DefaultConfig() Config {
 		TopicDefaultRetention:   7 * 24 * time.Hour,
 		MaxConsumeWait:          10 * time.Second,
 		HTTPWriteTimeout:        30 * time.Second,
+		HTTPReadHeaderTimeout:   5 * time.Second,
 		RequestTimeout:          10 * time.Second,
 		CommitRetryInterval:     time.Second,
 		RerouteGrace:            3 * time.Second,
@@ -366,6 +371,8 @@ func (c Config) Validate() error {
 		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
+	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
+		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.CommitRetryInterval <= 0:

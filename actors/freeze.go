@@ -196,7 +196,7 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 			p.parkPrepare(ctx, m.From)
 			return
 		}
-		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.nonce, From: m.From, Partition: p.pipeline()})
+		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.boot, From: m.From, Partition: p.pipeline()})
 	case messages.HandoffRearm:
 		p.step(ctx, freeze.Rearm{Token: m.Token})
 	case messages.HandoffFence:
@@ -236,7 +236,7 @@ func (p *partitionActor) freezeTurn(ctx actor.Context) {
 	// Its answer, if the gate answers at once (a refusal), goes to the
 	// parked asker: this message has no sender.
 	p.replyTo = asker
-	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.nonce, From: p.parkedFrom, Partition: p.pipeline()})
+	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.boot, From: p.parkedFrom, Partition: p.pipeline()})
 	p.replyTo = nil
 }
 

@@ -123,8 +123,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics})
-	n.server = &http.Server{Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: cfg.HTTPWriteTimeout,
-		IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	n.server = httpServer(cfg, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
 	if cfg.NATSURL != "" {
 		if err := n.connectNATS(ctx); err != nil {
@@ -609,4 +608,20 @@ func listenHTTP(cfg Config) (net.Listener, error) {
 		ln = tls.NewListener(ln, tc)
 	}
 	return ln, nil
+}
+
+// httpReadTimeout bounds reading one request, body included (the
+// contract's read timeout); httpIdleTimeout, how long a keep-alive
+// connection waits for its next request.
+const (
+	httpReadTimeout = 10 * time.Second
+	httpIdleTimeout = 60 * time.Second
+)
+
+// httpServer is the client API's server. ReadHeaderTimeout cuts off a
+// client that trickles its headers: without it, one holds a connection
+// for the whole read timeout on a few bytes.
+func httpServer(cfg Config, handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: handler, ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,7 +85,10 @@ type partitionActor struct {
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
-	nonce     uint64
+	// boot tells this actor's freezes apart from those of its earlier
+	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
+	// apart (leaseNonce).
+	boot uint64
 	// The commit pipeline: stash holds commits that arrived while a write
 	// was syncing; writing are the commits of the write being synced;
 	// awaiting are the commits whose frames are durable and whose commit
@@ -225,16 +230,15 @@ func (p *partitionActor) start() {
 	p.marker = readOpenedMarker(p.dir, p.deps.log)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
 	p.maxServed = -1
-	// A nonce must not repeat across restarts, or a handle from before the
-	// restart could match a new lease of the same offset: the wall clock,
-	// never a test's fake one, which may read the same at each start.
-	p.nonce = uint64(time.Now().UnixNano())
+	// A freeze token must not repeat across restarts: the wall clock, never
+	// a test's fake one, which may read the same at each start.
+	p.boot = uint64(time.Now().UnixNano())
 	if p.moving {
 		// A freeze this node held before it restarted may be what a flip
 		// still on its way counts on: start frozen (freeze.Reopen).
 		var fx []any
 		now := p.clock.Now()
-		p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, freeze.Reopen{HWM: l.HWM(), Nonce: p.nonce})
+		p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, freeze.Reopen{HWM: l.HWM(), Nonce: p.boot})
 		if len(fx) != 0 {
 			panic(fmt.Sprintf("partition %s: reopen asked for %v", p.name, fx))
 		}
@@ -528,15 +532,15 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 	now := p.clock.Now()
 	lim := p.limits(m.Limits)
 	for {
-		p.nonce++
-		off, ok := p.table.reserve(now, lim, p.nonce)
+		nonce := leaseNonce()
+		off, ok := p.table.reserve(now, lim, nonce)
 		if !ok {
 			return &messages.Reserved{Status: messages.StatusEmpty}
 		}
 		p.dirty = true
 		recs, err := p.log.Read(off, 1, 1)
 		if err != nil && !errors.Is(err, storage.ErrOutOfRange) {
-			p.table.nack(now, off, p.nonce)
+			p.table.nack(now, off, nonce)
 			return &messages.Reserved{Status: messages.StatusFailed, Err: err.Error()}
 		}
 		if len(recs) == 0 || recs[0].Offset != off || recs[0].Corrupt {
@@ -552,7 +556,23 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 		p.maxServed = max(p.maxServed, off)
 		r := recs[0]
 		return &messages.Reserved{Status: messages.StatusOK, Delivery: messages.Delivery{
-			Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time, Nonce: p.nonce}}
+			Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time, Nonce: nonce}}
+	}
+}
+
+// leaseNonce draws the nonce of a lease's receipt handle: 64 random bits,
+// never 0 (§10 refuses it). A counter would let a client who saw one
+// handle name the next lease's, and a neighbour offset's, and settle
+// another consumer's record; random nonces also never repeat for an offset
+// across restarts, but by a 2^-64 chance. The actor draws it so that the
+// reservation table stays pure.
+func leaseNonce() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:]) // never fails: it aborts the program first
+		if n := binary.LittleEndian.Uint64(b[:]); n != 0 {
+			return n
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -23,6 +24,10 @@ func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("schema is not JSON: %v", err)
 	}
 	c := jsonschema.NewCompiler()
+	// The default loader reads file:// URLs: a client's $ref would read the
+	// server's files (and show their first bytes in the error). Only the
+	// document itself, and the metaschemas the library embeds, resolve.
+	c.UseLoader(noLoads{})
 	// An absolute URL: a relative one resolves against the working
 	// directory, which would show up in error messages.
 	const url = "urn:narad:topic-schema"
@@ -30,11 +35,22 @@ func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("schema: %v", err)
 	}
 	s, err := c.Compile(url)
+	if le, ok := errors.AsType[*jsonschema.LoadURLError](err); ok {
+		return nil, fmt.Errorf("schema does not compile: %q is outside the schema document; a $ref may only point inside it (such as \"#/$defs/name\")", le.URL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema does not compile: %v", err)
 	}
 	return s, nil
 }
+
+// errOutsideSchema is a load the compiler asked for: never done.
+var errOutsideSchema = errors.New("outside the schema document")
+
+// noLoads is the compiler's loader: it loads nothing.
+type noLoads struct{}
+
+func (noLoads) Load(string) (any, error) { return nil, errOutsideSchema }
 
 func (c *schemaCache) get(incarnation uint64, version int, doc json.RawMessage) (*jsonschema.Schema, error) {
 	key := strconv.FormatUint(incarnation, 10) + "/" + strconv.Itoa(version)

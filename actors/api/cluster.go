@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/naradmq/narad/messages"
@@ -13,7 +14,12 @@ func (h *handlers) members(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) moves(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.node.Moves(r.Context(), r.URL.Query().Get("detail") == "1"))
+	detail, bad := queryFlag(r.URL.Query(), "detail")
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.node.Moves(r.Context(), detail))
 }
 
 // abortStatus is the status of each abort result (rules T3, T4).
@@ -50,10 +56,20 @@ func (h *handlers) abortMove(w http.ResponseWriter, r *http.Request) {
 
 // decommission answers 204 once draining started, 200 with the verdict
 // for a dry run, and 409 for a decommission that could never complete
-// (rule D8).
+// (rule D8). The query is parsed strictly: a dry_run lost to bad escaping
+// would decommission for real.
 func (h *handlers) decommission(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	dryRun := r.URL.Query().Get("dry_run") == "1"
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid argument: "+err.Error())
+		return
+	}
+	dryRun, bad := queryFlag(q, "dry_run")
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
 	v, err := h.node.Decommission(r.Context(), id, dryRun)
 	switch {
 	case errors.Is(err, ErrNotFound):

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -51,6 +52,11 @@ func readRecord(r *http.Request) (Record, *badRequest) {
 	key, _, err := singleQuery(r, "key")
 	if err != nil {
 		return rec, invalidRequest(err.Error())
+	}
+	if !utf8.ValidString(key) {
+		// A key is a string to consumers (§9's "key"): bytes that are not
+		// UTF-8 would read back as U+FFFD, not as sent.
+		return rec, invalidRequest("invalid argument: key is not valid UTF-8")
 	}
 	rec.Key = key
 	partStr, hasPart, err := singleQuery(r, "partition")
@@ -157,7 +163,11 @@ func readConsume(r *http.Request) (consumeQuery, *badRequest) {
 	if err != nil {
 		return c, invalidRequest(err.Error())
 	}
-	if q.Get("local_only") != "1" {
+	local, bad := queryFlag(q, "local_only")
+	if bad != nil {
+		return c, bad
+	}
+	if !local {
 		c.wait = wait
 	}
 	return c, nil
@@ -219,13 +229,16 @@ func readSettle(r *http.Request) (Handle, messages.LeaseAction, *badRequest) {
 	if !ok {
 		return Handle{}, 0, invalidRequest("receipt handle is malformed")
 	}
-	switch q.Get("extend") {
-	case "", "false":
-		return handle, messages.LeaseAck, nil
-	case "true", "1":
-		return handle, messages.LeaseExtend, nil
-	case "0":
+	// extend takes the spellings of every flag, but §10 gives "" the
+	// meaning of false, and 0 (unlike false) its own: nack.
+	v := q.Get("extend")
+	switch on, ok := flagSpelling(v); {
+	case v == "0":
 		return handle, messages.LeaseNack, nil
+	case v == "" || (ok && !on):
+		return handle, messages.LeaseAck, nil
+	case ok:
+		return handle, messages.LeaseExtend, nil
 	}
 	return Handle{}, 0, invalidRequest("invalid argument: extend must be true, 1, 0 or false")
 }

@@ -38,7 +38,8 @@ func checkLoopback(server string) (*url.URL, error) {
 // newBroker returns a client for server, which validate has checked, that
 // keeps conns connections: every worker keeps one busy, and without enough
 // idle slots the transport would close and reopen connections on every
-// request and the run would measure handshakes.
-func newBroker(server string, conns int) (*client.Broker, error) {
-	return client.New(server, client.Options{Conns: conns, Timeout: requestTimeout})
+// request and the run would measure handshakes. user and password, when
+// user is set, are sent with every request (a broker with security on).
+func newBroker(server string, conns int, user, password string) (*client.Broker, error) {
+	return client.New(server, client.Options{Conns: conns, Timeout: requestTimeout, User: user, Password: password})
 }

@@ -88,6 +88,9 @@ type config struct {
 	drain      time.Duration
 	wait       time.Duration
 	json       bool
+	// user and password are sent as HTTP Basic credentials when user is
+	// set.
+	user, password string
 	// progressEvery is how often the progress line is redrawn.
 	progressEvery time.Duration
 }
@@ -129,6 +132,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.create, "create", false, "create the topic first (an existing topic is used as it is)")
 	fs.DurationVar(&c.drain, "drain", 30*time.Second, "after producing stops, consume for at most this long")
 	fs.DurationVar(&c.wait, "wait", time.Second, "consume long-poll wait")
+	fs.StringVar(&c.user, "user", os.Getenv("NARAD_USER"), "user for HTTP Basic authentication, for a broker with security on (default from $NARAD_USER)")
+	fs.StringVar(&c.password, "password", os.Getenv("NARAD_PASSWORD"), "that user's password (default from $NARAD_PASSWORD)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout (the text summary goes to stderr)")
 	c.progressEvery = 250 * time.Millisecond
 	if err := fs.Parse(args); err != nil {
@@ -260,7 +265,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}()
 	for _, server := range cfg.servers {
-		b, err := newBroker(server, cfg.producers+cfg.consumers+2)
+		b, err := newBroker(server, cfg.producers+cfg.consumers+2, cfg.user, cfg.password)
 		if err != nil {
 			return err
 		}

@@ -58,6 +58,7 @@ var nodeFlagCases = []struct {
 	{"lease-drain-timeout", "NARAD_LEASE_DRAIN_TIMEOUT", "100ms", "", func(c actors.Config) any { return c.LeaseDrainTimeout }, 100 * time.Millisecond},
 	{"move-tick", "NARAD_MOVE_TICK", "2s", "", func(c actors.Config) any { return c.MoveTick }, 2 * time.Second},
 	{"move-full-scan-every", "NARAD_MOVE_FULL_SCAN_EVERY", "1m", "", func(c actors.Config) any { return c.MoveFullScanEvery }, time.Minute},
+	{"http-read-header-timeout", "NARAD_HTTP_READ_HEADER_TIMEOUT", "3s", "", func(c actors.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
 	{"sweep-every-ticks", "NARAD_SWEEP_EVERY_TICKS", "60", "", func(c actors.Config) any { return c.SweepEveryTicks }, 60},
 	{"max-sweep-copies-per-pass", "NARAD_MAX_SWEEP_COPIES_PER_PASS", "100", "", func(c actors.Config) any { return c.MaxSweepCopiesPerPass }, 100},
 	{"sweep-parallel-asks", "NARAD_SWEEP_PARALLEL_ASKS", "4", "", func(c actors.Config) any { return c.SweepParallelAsks }, 4},

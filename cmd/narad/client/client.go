@@ -34,6 +34,9 @@ type Options struct {
 	// broker that accepts a connection and never answers cannot hang the
 	// caller; 0 is 30 s, the server's own write timeout.
 	Timeout time.Duration
+	// User and Password, when User is set, go with every request as HTTP
+	// Basic credentials (a broker with security on wants them).
+	User, Password string
 }
 
 // Broker talks to one broker over HTTP. It is safe for concurrent use.
@@ -41,6 +44,8 @@ type Broker struct {
 	base    string // scheme://host[:port][/path], no trailing slash
 	http    *http.Client
 	timeout time.Duration
+	// user and password are the Basic credentials; none when user is "".
+	user, password string
 }
 
 // ParseServer parses server, a URL such as http://127.0.0.1:7942, and
@@ -97,6 +102,7 @@ func New(server string, opts Options) (*Broker, error) {
 		base:    BaseURL(u),
 		http:    &http.Client{Transport: t},
 		timeout: timeout,
+		user:    opts.User, password: opts.Password,
 	}, nil
 }
 

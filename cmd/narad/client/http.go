@@ -77,6 +77,9 @@ func (b *Broker) do(ctx context.Context, method, path string, q url.Values, body
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	if b.user != "" {
+		req.SetBasicAuth(b.user, b.password)
+	}
 	resp, err := b.http.Do(req)
 	if err != nil {
 		// *url.Error repeats the method and the whole URL; keep its cause.

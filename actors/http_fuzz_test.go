@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzTheHTTPEdge sends arbitrary requests (method, target with path and
+// query, one header, body) to the real router of a single-node broker, as
+// the HTTP server would hand them over (parsed by http.ReadRequest; what
+// does not parse never reaches the router). Each answer must be one the
+// contract allows: no panic (the API counts them), no 5xx but the
+// documented 503, and every produce answered 202 committed: the topic's
+// high watermarks reach the count of its 202s.
+//
+//	go test ./actors -run '^$' -fuzz FuzzTheHTTPEdge -fuzztime 10m
+func FuzzTheHTTPEdge(f *testing.F) {
+	tn := newTestNode(f, func(c *Config) { c.MaxConsumeWait = 5 * time.Millisecond })
+	tn.createTopic("f", 3)
+	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"s","partitions":3,"schema":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}}`))
+	e := &edgeBook{handler: tn.n.server.Handler, accepted: map[string]int64{"f": 0, "s": 0}}
+
+	for _, s := range []struct {
+		method, target, hname, hval, body string
+	}{
+		{"POST", "/v1/topics/f/produce?key=k1", "Content-Type", "application/json", `{"id":1}`},
+		{"POST", "/v1/topics/f/produce?partition=2", "", "", "raw bytes"},
+		{"POST", "/v1/topics/s/produce", "", "", `{"id":7}`},
+		{"POST", "/v1/topics/s/produce", "", "", `{"id":"x"}`},
+		{"POST", "/v1/topics/f/produce?key=%ff%fe", "", "", `x`},
+		{"GET", "/v1/topics/f/consume?wait=1ms", "", "", ""},
+		{"GET", "/v1/topics/f/consume?partition=0&offset=0", "", "", ""},
+		{"POST", "/v1/topics/f/ack?receipt_handle=0:0:1", "", "", ""},
+		{"POST", "/v1/topics/f/ack?receipt_handle=0:0:1&extend=0", "", "", ""},
+		{"GET", "/v1/topics", "", "", ""},
+		{"GET", "/v1/topics/f", "", "", ""},
+		{"POST", "/v1/topics", "Content-Type", "application/json", `{"name":"g","partitions":3}`},
+		{"PATCH", "/v1/topics/f", "", "", `{"retention_ms":60000}`},
+		{"DELETE", "/v1/topics/g", "", "", ""},
+		{"GET", "/v1/cluster/members", "", "", ""},
+		{"GET", "/v1/cluster/moves?detail=1", "", "", ""},
+		{"POST", "/v1/cluster/members/n9/decommission?dry_run=1", "", "", ""},
+		{"GET", "/v1/users", "Authorization", "Basic YWRtaW46eA==", ""},
+		{"GET", "/healthz", "", "", ""},
+		{"GET", "/readyz", "", "", ""},
+		{"OPTIONS", "/v1/topics/f/produce", "", "", ""},
+	} {
+		f.Add(s.method, s.target, s.hname, s.hval, []byte(s.body))
+	}
+	handler := tn.n.server.Handler
+	f.Fuzz(func(t *testing.T, method, target, hname, hval string, body []byte) {
+		req := edgeRequest(method, target, hname, hval, body)
+		if req == nil {
+			return // the server answers 400 before any router sees it
+		}
+		panics := tn.n.metrics.httpPanics.Get()
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if got := tn.n.metrics.httpPanics.Get(); got != panics {
+			t.Fatalf("%s %s: the handler panicked (answered %d %q)", req.Method, req.URL, rec.Code, rec.Body.String())
+		}
+		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%s %s: got %d %q, want no 5xx but 503", req.Method, req.URL, rec.Code, rec.Body.String())
+		}
+		e.after(t, req, rec.Code, body)
+	})
+}
+
+// edgeRequest builds the request the HTTP server would hand the router,
+// or nil when the server itself would refuse it.
+func edgeRequest(method, target, hname, hval string, body []byte) *http.Request {
+	var raw strings.Builder
+	fmt.Fprintf(&raw, "%s %s HTTP/1.1\r\nHost: fuzz\r\n", method, target)
+	if hname != "" {
+		fmt.Fprintf(&raw, "%s: %s\r\n", hname, hval)
+	}
+	fmt.Fprintf(&raw, "Content-Length: %d\r\n\r\n", len(body))
+	raw.Write(body)
+	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw.String())))
+	if err != nil || strings.ContainsAny(target, "\r\n ") {
+		return nil
+	}
+	req.RemoteAddr = "127.0.0.1:1"
+	return req
+}
+
+// edgeBook keeps, per topic, how many produces were answered 202 since
+// the topic was last created, and checks they all committed.
+type edgeBook struct {
+	handler  http.Handler
+	accepted map[string]int64
+}
+
+// do sends one request straight to the router (the test node's helpers
+// report to the fuzz test's F, which a fuzz target must not use).
+func (e *edgeBook) do(method, path string) (int, []byte) {
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec.Code, rec.Body.Bytes()
+}
+
+// maxFuzzTopics bounds the topics the fuzzer may leave behind: each one
+// holds open files and actors.
+const maxFuzzTopics = 16
+
+func (e *edgeBook) after(t *testing.T, req *http.Request, code int, body []byte) {
+	seg := pathSegments(req.URL)
+	switch {
+	case code == http.StatusAccepted && len(seg) == 4 && seg[0] == "v1" && seg[1] == "topics" && seg[3] == "produce":
+		e.accepted[seg[2]]++
+		e.waitCommitted(t, seg[2])
+	case code == http.StatusNoContent && req.Method == "DELETE" && len(seg) == 3 && seg[0] == "v1" && seg[1] == "topics":
+		delete(e.accepted, seg[2])
+	case code == http.StatusCreated && req.Method == "POST" && len(seg) == 2 && seg[0] == "v1" && seg[1] == "topics":
+		var created struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(body, &created); err == nil {
+			e.accepted[created.Name] = 0
+		}
+		e.trim(t)
+	}
+}
+
+// pathSegments splits the path the way the router matches it: on the
+// escaped path, each segment unescaped.
+func pathSegments(u *url.URL) []string {
+	parts := strings.Split(strings.Trim(u.EscapedPath(), "/"), "/")
+	for i, p := range parts {
+		if s, err := url.PathUnescape(p); err == nil {
+			parts[i] = s
+		}
+	}
+	return parts
+}
+
+// waitCommitted polls the topic's stats until its high watermarks add up
+// to every produce answered 202 (the commit is asynchronous: WAL, then
+// the dispatcher, then the partition).
+func (e *edgeBook) waitCommitted(t *testing.T, topic string) {
+	want := e.accepted[topic]
+	deadline := time.Now().Add(30 * time.Second)
+	var got int64
+	for time.Now().Before(deadline) {
+		code, b := e.do("GET", "/v1/topics/"+url.PathEscape(topic))
+		if code == http.StatusNotFound {
+			delete(e.accepted, topic) // deleted meanwhile: its records went with it
+			return
+		}
+		var st struct {
+			Stats []struct {
+				HWM int64 `json:"high_watermark"`
+			} `json:"partition_stats"`
+		}
+		if code == http.StatusOK && json.Unmarshal(b, &st) == nil {
+			got = 0
+			for _, p := range st.Stats {
+				got += p.HWM
+			}
+			if got >= want {
+				return
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("topic %s: got %d records committed, want the %d answered 202", topic, got, want)
+}
+
+// trim deletes topics the fuzzer created beyond maxFuzzTopics.
+func (e *edgeBook) trim(t *testing.T) {
+	if len(e.accepted) <= maxFuzzTopics {
+		return
+	}
+	for name := range e.accepted {
+		if name == "f" || name == "s" {
+			continue
+		}
+		if code, b := e.do("DELETE", "/v1/topics/"+url.PathEscape(name)); code != http.StatusNoContent && code != http.StatusNotFound {
+			t.Fatalf("delete fuzz topic %s: got %d %s", name, code, b)
+		}
+		delete(e.accepted, name)
+		if len(e.accepted) <= maxFuzzTopics {
+			return
+		}
+	}
+}
