@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/cluster/transport"
-	"github.com/naradmq/narad/internal/testpki"
+	"github.com/naradmq/narad/cluster/transport/testpki"
 	"github.com/naradmq/narad/messages"
 )
 

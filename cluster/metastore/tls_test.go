@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/naradmq/narad/internal/testpki"
+	"github.com/naradmq/narad/cluster/transport/testpki"
 	"github.com/naradmq/narad/messages"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/naradmq/narad/internal/testpki"
+	"github.com/naradmq/narad/cluster/transport/testpki"
 )
 
 // securedServer runs an embedded NATS server that authenticates with
