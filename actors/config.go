@@ -7,6 +7,7 @@ import (
 
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -24,6 +25,13 @@ type Config struct {
 	// NATSURL is the NATS server nodes talk through; empty runs the node
 	// without NATS (no admin subjects).
 	NATSURL string
+	// NATSAuth is how the node proves itself to NATS (an nkey seed or
+	// .creds file, or user and password) and the TLS files it connects
+	// with; zero only reaches an open server (tests).
+	NATSAuth transport.Auth
+	// HTTPTLSCertFile and HTTPTLSKeyFile, PEM files, serve the client API
+	// over TLS: both or neither.
+	HTTPTLSCertFile, HTTPTLSKeyFile string
 
 	Log      storage.LogConfig
 	WAL      storage.WALConfig
@@ -378,6 +386,10 @@ func (c Config) Validate() error {
 		return bad("NodeID", `""`, "must be set")
 	case c.DataDir == "":
 		return bad("DataDir", `""`, "must be set")
+	case c.NATSAuth.Validate() != nil:
+		return fmt.Errorf("node config: NATSAuth: %w: %w", c.NATSAuth.Validate(), ErrInvalid)
+	case (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == ""):
+		return bad("HTTPTLSCertFile/HTTPTLSKeyFile", fmt.Sprintf("%q/%q", c.HTTPTLSCertFile, c.HTTPTLSKeyFile), "must be both set or both empty")
 	case c.TopicDefaultPartitions < 3 || c.TopicDefaultPartitions > c.TopicMaxPartitions:
 		return bad("TopicDefaultPartitions", c.TopicDefaultPartitions, "must be within 3..TopicMaxPartitions")
 	case c.TopicMaxPartitions < 3 || c.TopicMaxPartitions > 10000:

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,9 +119,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
-	if n.listener, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	if n.listener, err = listenHTTP(cfg); err != nil {
 		n.closeStores()
-		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+		return nil, err
 	}
 	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
 	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled,
@@ -592,6 +593,27 @@ func (n *Node) closeLane() error {
 		return nil
 	}
 	return n.lane.Close()
+}
+
+// listenHTTP listens for the client API, over TLS when the config names a
+// certificate. The certificate is loaded here, so a bad one stops the start.
+func listenHTTP(cfg Config) (net.Listener, error) {
+	var tc *tls.Config
+	if cfg.HTTPTLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("http tls: %w", err)
+		}
+		tc = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	return ln, nil
 }
 
 // httpReadTimeout bounds reading one request, body included (the

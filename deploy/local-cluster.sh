@@ -14,6 +14,8 @@ dir=${CLUSTER_DIR:-.cluster}
 nats_url=nats://127.0.0.1:4222
 peers=n1=127.0.0.1:7952,n2=127.0.0.1:7953,n3=127.0.0.1:7954
 bin=$dir/narad
+# narad nats writes the NATS credentials here at its first start.
+creds=$dir/nats
 
 build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
 
@@ -21,7 +23,7 @@ start_node() {
   local id=$1 i=${1#n} how
   if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join); fi
   "$bin" serve --id "$id" --data "$dir/$id" --http "127.0.0.1:$((7941 + i))" \
-    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" "${how[@]}" \
+    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
     --security-enabled=false `# until the CLI and scripts send credentials (issue 14, item 2)` \
     >>"$dir/$id.log" 2>&1 &
   echo $! >"$dir/$id.pid"
@@ -36,8 +38,12 @@ stop_pid() { # stop_pid <file> <signal>
 case "${1:-}" in
   up)
     build
-    "$bin" nats --listen 127.0.0.1:4222 >>"$dir/nats.log" 2>&1 &
+    "$bin" nats --listen 127.0.0.1:4222 --data "$creds" >>"$dir/nats.log" 2>&1 &
     echo $! >"$dir/nats.pid"
+    for _ in $(seq 1 300); do
+      [ -f "$creds/viewer.nk" ] && break
+      sleep 0.1
+    done
     for id in n1 n2 n3; do start_node "$id"; done
     for i in 1 2 3; do
       for _ in $(seq 1 300); do
@@ -46,6 +52,7 @@ case "${1:-}" in
       done
     done
     echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
+    echo "NATS admin: $bin cluster members --nats $nats_url --nats-creds $creds/admin.nk"
     ;;
   add)
     if [ -f "$dir/n4.pid" ] && kill -0 "$(cat "$dir/n4.pid")" 2>/dev/null; then
@@ -94,8 +101,8 @@ case "${1:-}" in
     start_node "$2"
     ;;
   status)
-    "$bin" cluster members --nats "$nats_url"
-    "$bin" cluster status --nats "$nats_url"
+    "$bin" cluster members --nats "$nats_url" --nats-creds "$creds/viewer.nk"
+    "$bin" cluster status --nats "$nats_url" --nats-creds "$creds/viewer.nk"
     ;;
   *)
     echo "usage: $0 up | down | status | add | kill <node> | restart <node>" >&2

@@ -240,7 +240,7 @@ func (c *cluster) nodeEnv() []string {
 // startNATS starts narad nats and waits until it accepts connections.
 func (c *cluster) startNATS(ctx context.Context, timeout time.Duration) error {
 	addr := strings.TrimPrefix(c.natsURL, "nats://")
-	p, err := c.start("nats", os.Environ(), "nats", "--listen", addr)
+	p, err := c.start("nats", os.Environ(), "nats", "--listen", addr, "--data", c.natsCreds())
 	if err != nil {
 		return err
 	}
@@ -258,6 +258,9 @@ func (c *cluster) startNATS(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
+// natsCreds is where narad nats writes the credentials, before it listens.
+func (c *cluster) natsCreds() string { return filepath.Join(c.dir, "nats") }
+
 // peers is the --peers value of the voters.
 func (c *cluster) peers() string {
 	var s []string
@@ -272,7 +275,7 @@ func (c *cluster) peers() string {
 // startNode starts one node as deploy/local-cluster.sh does.
 func (c *cluster) startNode(n *node) error {
 	args := []string{"serve", "--id", n.id, "--data", filepath.Join(c.dir, n.id), "--http", n.http,
-		"--raft", n.raft, "--nats", c.natsURL,
+		"--raft", n.raft, "--nats", c.natsURL, "--nats-creds", filepath.Join(c.natsCreds(), "node.nk"),
 		// Until the bench clients send credentials (issue 14, item 2).
 		"--security-enabled=false"}
 	if n.joiner {

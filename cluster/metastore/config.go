@@ -64,7 +64,15 @@ type Config struct {
 	// ProposalTimeout bounds each proposal and leader read (on top of the
 	// caller's context): past it the outcome is unknown (ErrUnavailable).
 	ProposalTimeout time.Duration
+	// TLSCAFile, TLSCertFile and TLSKeyFile (PEM) turn on Dragonboat's
+	// MutualTLS for Raft traffic: every replica presents the certificate
+	// and accepts only peers whose certificate chains to the CA, so a host
+	// that reaches the Raft port cannot pose as a replica. All three or none.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
 }
+
+// MutualTLS reports whether Raft traffic runs over mutual TLS.
+func (c Config) MutualTLS() bool { return c.TLSCAFile != "" }
 
 // Defaults of Config's tuning fields, for a LAN.
 const (
@@ -163,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.CompactionOverhead >= c.SnapshotEntries {
 		bad("CompactionOverhead %d must be below SnapshotEntries %d", c.CompactionOverhead, c.SnapshotEntries)
+	}
+	if set := c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != ""; set && (c.TLSCAFile == "" || c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		bad("TLSCAFile %q, TLSCertFile %q, TLSKeyFile %q: want all three or none", c.TLSCAFile, c.TLSCertFile, c.TLSKeyFile)
 	}
 	if c.ProposalTimeout < time.Duration(c.RTTMillisecond)*time.Millisecond {
 		bad("ProposalTimeout %s is below one tick (%d ms)", c.ProposalTimeout, c.RTTMillisecond)

@@ -52,6 +52,8 @@ func TestConfigValidate(t *testing.T) {
 		{"election too short", func(c *Config) { c.ElectionRTT, c.HeartbeatRTT = 4, 2 }, "ElectionRTT 4"},
 		{"overhead above snapshot", func(c *Config) { c.SnapshotEntries, c.CompactionOverhead = 10, 10 }, "CompactionOverhead 10"},
 		{"timeout below a tick", func(c *Config) { c.ProposalTimeout = time.Microsecond }, "ProposalTimeout"},
+		{"raft tls without a key", func(c *Config) { c.TLSCAFile, c.TLSCertFile = "ca.pem", "n1.pem" }, "want all three or none"},
+		{"raft tls key only", func(c *Config) { c.TLSKeyFile = "n1.key" }, "TLSKeyFile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

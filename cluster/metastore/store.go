@@ -90,6 +90,10 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		// metastore's write rate needs a few megabytes.
 		Expert:              config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
 		SystemEventListener: removed,
+		MutualTLS:           cfg.MutualTLS(),
+		CAFile:              cfg.TLSCAFile,
+		CertFile:            cfg.TLSCertFile,
+		KeyFile:             cfg.TLSKeyFile,
 	}
 	if cfg.InMemory {
 		nhc.Expert.FS = vfs.NewMem()

@@ -85,3 +85,50 @@ func BenchmarkRawNATS(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSecuredRequest: BenchmarkRequest's 1 KiB round trip on an open
+// server (the baseline, "open") beside one that authenticates nkeys and
+// checks the role permissions on every message ("secured"), in one run:
+//
+//	go test ./cluster/transport -run '^$' -bench SecuredRequest -count 5 | go run ./bench/ratio -base open
+func BenchmarkSecuredRequest(b *testing.B) {
+	open := startServer(b)
+	secured, creds := securedServer(b, TLSFiles{})
+	for _, callers := range []int{1, 16} {
+		for _, mode := range []string{"open", "secured"} {
+			s, auth := open, Auth{}
+			if mode == "secured" {
+				s, auth = secured, Auth{CredsFile: creds.File(RoleNode)}
+			}
+			b.Run(fmt.Sprintf("callers=%d/%s", callers, mode), func(b *testing.B) {
+				withAuth := func(c *Config) { c.Auth = auth }
+				caller := newNode(b, s, "a-"+mode, withAuth)
+				server := newNode(b, s, "b-"+mode, withAuth)
+				reply := make([]byte, 1024)
+				must(b, server.Handle("echo", func(context.Context, string, []byte) ([]byte, error) { return reply, nil }))
+				req := make([]byte, 1024)
+				b.SetBytes(int64(len(req) + len(reply)))
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for c := range callers {
+					n := b.N / callers
+					if c < b.N%callers {
+						n++
+					}
+					wg.Go(func() {
+						for range n {
+							if _, err := caller.Request(context.Background(), "b-"+mode, "echo", req); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				caller.Close()
+				server.Close()
+			})
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Config struct {
 	// DrainTimeout bounds Close's drain of subscriptions and pending
 	// publishes before the connection is closed anyway.
 	DrainTimeout time.Duration
+	// Auth is the node's NATS credentials and TLS; zero connects to an open
+	// server only.
+	Auth Auth
 }
 
 // Defaults of Config's tuning fields, for a LAN where a request/reply takes
@@ -141,6 +144,9 @@ func (c Config) Validate() error {
 	if c.ConnectTimeout < 0 || c.ReconnectWait < 0 || c.DrainTimeout < 0 {
 		bad("ConnectTimeout %s, ReconnectWait %s, DrainTimeout %s: none may be negative",
 			c.ConnectTimeout, c.ReconnectWait, c.DrainTimeout)
+	}
+	if err := c.Auth.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("transport config: %w", err))
 	}
 	if c.MaxReconnects < -1 {
 		bad("MaxReconnects %d, want -1 (forever) or >= 0", c.MaxReconnects)

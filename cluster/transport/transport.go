@@ -87,8 +87,16 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		default:
 		}
 	}
-	nc, err := nats.Connect(strings.Join(cfg.URLs, ","),
+	auth, err := cfg.Auth.Options()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(auth,
 		nats.Name("narad-"+cfg.Cluster+"-"+cfg.NodeID),
+		// Replies to this node land under a prefix only nodes may
+		// subscribe to (RolePermissions), not on the shared _INBOX.
+		nats.CustomInboxPrefix(nodeInboxPrefix(cfg.Cluster)),
 		nats.Timeout(cfg.ConnectTimeout),
 		nats.ReconnectWait(cfg.ReconnectWait),
 		nats.MaxReconnects(cfg.MaxReconnects),
@@ -113,7 +121,7 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 			log.Error("nats async error", "subject", subj, "err", err)
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { close(t.connClosed) }),
-	)
+	)...)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("transport: connect %v: %w", cfg.URLs, err)
@@ -124,16 +132,27 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		case <-up:
 		case <-t.connClosed:
 			cancel()
-			return nil, fmt.Errorf("transport: connect %v: gave up reconnecting: %w", cfg.URLs, ErrNotConnected)
+			return nil, fmt.Errorf("transport: connect %v: gave up reconnecting%s: %w", cfg.URLs, lastError(nc), ErrNotConnected)
 		case <-ctx.Done():
+			// Why the attempts failed (refused credentials, a server that
+			// takes no nkeys, a certificate) is the operator's clue.
+			why := lastError(nc)
 			nc.Close()
 			<-t.connClosed
 			cancel()
-			return nil, fmt.Errorf("transport: connect %v: %w: %w", cfg.URLs, ErrNotConnected, ctx.Err())
+			return nil, fmt.Errorf("transport: connect %v%s: %w: %w", cfg.URLs, why, ErrNotConnected, ctx.Err())
 		}
 	}
 	log.Info("nats connected", "url", nc.ConnectedUrlRedacted(), "max_payload", nc.MaxPayload())
 	return t, nil
+}
+
+// lastError is ", last error: ..." for a connection that has one.
+func lastError(nc *nats.Conn) string {
+	if err := nc.LastError(); err != nil {
+		return ", last error: " + err.Error()
+	}
+	return ""
 }
 
 // NodeID is this transport's node id.

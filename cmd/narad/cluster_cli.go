@@ -50,6 +50,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
+	auth := adminAuthFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
 	detail := fs.Bool("detail", false, "moves: add each destination's progress")
@@ -104,7 +105,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		body, _ = json.Marshal(messages.DecommissionRequest{ID: positional[0], DryRun: *dryRun, Cancel: *cancelDrain})
 	}
-	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout)
+	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout, *auth)
 	if err != nil {
 		return err
 	}
@@ -159,6 +160,9 @@ func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byt
 	req.Header.Set(messages.HeaderTimeoutMs, strconv.FormatInt(timeout.Milliseconds(), 10))
 	msg, err := nc.RequestMsgWithContext(rctx, req)
 	if err != nil {
+		if le := nc.LastError(); errors.Is(le, nats.ErrPermissionViolation) {
+			return nil, fmt.Errorf("%s: these NATS credentials may not call it (the mutating verbs need admin.nk): %w", subject, le)
+		}
 		return nil, fmt.Errorf("%s: %w", subject, err)
 	}
 	if st := msg.Header.Get(messages.HeaderStatus); st != "" {
@@ -401,6 +405,7 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
+	auth := adminAuthFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
 	node := fs.String("node", "", "the member whose copies to list (all when empty) or release (required)")
@@ -434,7 +439,7 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	} else if *node != "" {
 		body, _ = json.Marshal(messages.QuarantineRequest{Node: *node})
 	}
-	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout)
+	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout, *auth)
 	if err != nil {
 		return err
 	}
@@ -523,14 +528,35 @@ func sizeText(b int64) string {
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
 
+// adminAuthFlags registers the NATS credential and TLS flags of the
+// cluster commands, with the variables serve reads. The mutating verbs
+// need the admin seed; the viewer's asks only the read verbs.
+func adminAuthFlags(fs *flag.FlagSet) *transport.Auth {
+	a := &transport.Auth{}
+	fs.StringVar(&a.CredsFile, "nats-creds", env("NARAD_NATS_CREDS", ""), "NATS nkey seed or .creds file: admin.nk, or viewer.nk for the read verbs (NARAD_NATS_CREDS)")
+	fs.StringVar(&a.User, "nats-user", env("NARAD_NATS_USER", ""), "NATS user, instead of --nats-creds (NARAD_NATS_USER)")
+	fs.StringVar(&a.Password, "nats-password", env("NARAD_NATS_PASSWORD", ""), "NATS password of --nats-user (NARAD_NATS_PASSWORD)")
+	fs.StringVar(&a.TLS.CAFile, "nats-tls-ca", env("NARAD_NATS_TLS_CA", ""), "CA file the NATS server's certificate must chain to (NARAD_NATS_TLS_CA)")
+	fs.StringVar(&a.TLS.CertFile, "nats-tls-cert", env("NARAD_NATS_TLS_CERT", ""), "client certificate file for NATS (NARAD_NATS_TLS_CERT)")
+	fs.StringVar(&a.TLS.KeyFile, "nats-tls-key", env("NARAD_NATS_TLS_KEY", ""), "key file of --nats-tls-cert (NARAD_NATS_TLS_KEY)")
+	return a
+}
+
 // dialAdmin connects to NATS at url and names the admin subject of verb in
 // cluster.
-func dialAdmin(url, cluster, verb string, timeout time.Duration) (*nats.Conn, string, error) {
+func dialAdmin(url, cluster, verb string, timeout time.Duration, auth transport.Auth) (*nats.Conn, string, error) {
 	subject, err := transport.AdminSubject(cluster, verb)
 	if err != nil {
 		return nil, "", err
 	}
-	nc, err := nats.Connect(url, nats.Timeout(timeout))
+	opts, err := auth.Options()
+	if err != nil {
+		return nil, "", err
+	}
+	// A refusal of the server (a verb these credentials may not call)
+	// is told by adminRequest from LastError, not printed by nats.go.
+	nc, err := nats.Connect(url, append(opts, nats.Timeout(timeout),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to %s: %w", url, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,7 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -321,8 +325,9 @@ func TestNatsCommandServesUntilStopped(t *testing.T) {
 		t.Skip("runs a child process")
 	}
 	addr := freePort(t)
+	creds := t.TempDir()
 	var out bytes.Buffer
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "nats", "--listen", addr)
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "nats", "--listen", addr, "--data", creds)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -340,6 +345,26 @@ func TestNatsCommandServesUntilStopped(t *testing.T) {
 			t.Fatalf("nats did not listen on %s: %s", addr, out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// It wrote the credentials before listening; only they connect.
+	if nc, err := nats.Connect("nats://"+addr, nats.NoReconnect()); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Errorf("connect without credentials: got %v, want %v", err, nats.ErrAuthorization)
+	}
+	for _, role := range transport.Roles {
+		seed := transport.Credentials{Dir: creds}.File(role)
+		opt, err := nats.NkeyOptionFromSeed(seed)
+		if err != nil {
+			t.Fatalf("%s seed: %v", role, err)
+		}
+		nc, err := nats.Connect("nats://"+addr, opt, nats.NoReconnect())
+		if err != nil {
+			t.Errorf("connect with %s: %v", seed, err)
+			continue
+		}
+		nc.Close()
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

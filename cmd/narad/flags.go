@@ -31,7 +31,7 @@ type setting struct {
 	fields []string
 	usage  string // says the unit
 	// ptr points into the config the flags fill: *time.Duration, *int,
-	// *int64 or *bool.
+	// *int64, *bool or *string.
 	ptr any
 	// skipSpellings: a duration for which 0, unlimited, disabled and none
 	// all mean 0 (the hand-off timeout, rule B9).
@@ -141,6 +141,24 @@ func settings(c *actors.Config) []setting {
 			usage: "how often a node heartbeats into the metastore"},
 		{flag: "dead-timeout", fields: []string{"Membership.DeadTimeout", "DeadTimeout", "dead timeout"}, ptr: &c.Membership.DeadTimeout,
 			usage: "how long without a heartbeat before the leader marks a member dead"},
+
+		// NATS credentials and TLS (cluster/transport.Auth), the client API's TLS.
+		{flag: "nats-creds", fields: []string{"NATSAuth.CredsFile", "CredsFile"}, ptr: &c.NATSAuth.CredsFile,
+			usage: "NATS nkey seed or .creds file of the node identity (narad nats writes node.nk)"},
+		{flag: "nats-user", fields: []string{"NATSAuth.User", "User"}, ptr: &c.NATSAuth.User,
+			usage: "NATS user, instead of --nats-creds"},
+		{flag: "nats-password", fields: []string{"NATSAuth.Password", "Password"}, ptr: &c.NATSAuth.Password,
+			usage: "NATS password of --nats-user (prefer the variable: a flag shows in ps)"},
+		{flag: "nats-tls-ca", fields: []string{"NATSAuth.TLS.CAFile", "CAFile"}, ptr: &c.NATSAuth.TLS.CAFile,
+			usage: "CA file the NATS server's certificate must chain to (with --nats-tls-cert and --nats-tls-key)"},
+		{flag: "nats-tls-cert", fields: []string{"NATSAuth.TLS.CertFile", "CertFile"}, ptr: &c.NATSAuth.TLS.CertFile,
+			usage: "certificate file the node presents to NATS"},
+		{flag: "nats-tls-key", fields: []string{"NATSAuth.TLS.KeyFile", "KeyFile"}, ptr: &c.NATSAuth.TLS.KeyFile,
+			usage: "key file of --nats-tls-cert"},
+		{flag: "http-tls-cert", fields: []string{"HTTPTLSCertFile"}, ptr: &c.HTTPTLSCertFile,
+			usage: "certificate file: the client API serves HTTPS (with --http-tls-key)"},
+		{flag: "http-tls-key", fields: []string{"HTTPTLSKeyFile"}, ptr: &c.HTTPTLSKeyFile,
+			usage: "key file of --http-tls-cert"},
 	}
 }
 
@@ -173,6 +191,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 			fs.Int64Var(p, s.flag, *p, usage)
 		case *bool:
 			fs.BoolVar(p, s.flag, *p, usage)
+		case *string:
+			fs.StringVar(p, s.flag, *p, usage)
 		default:
 			panic(fmt.Sprintf("setting %s: unsupported field type %T", s.flag, p))
 		}
@@ -207,6 +227,8 @@ func (f *nodeFlags) apply(cfg *actors.Config) {
 			*p = *from[i].ptr.(*int64)
 		case *bool:
 			*p = *from[i].ptr.(*bool)
+		case *string:
+			*p = *from[i].ptr.(*string)
 		}
 	}
 }

@@ -80,6 +80,25 @@ var nodeFlagCases = []struct {
 	{"max-install-batch", "NARAD_MAX_INSTALL_BATCH", "64", "", func(c actors.Config) any { return c.MaxInstallBatch }, 64},
 	{"heartbeat-interval", "NARAD_HEARTBEAT_INTERVAL", "1s", "", func(c actors.Config) any { return c.Membership.HeartbeatInterval }, time.Second},
 	{"dead-timeout", "NARAD_DEAD_TIMEOUT", "45s", "", func(c actors.Config) any { return c.Membership.DeadTimeout }, 45 * time.Second},
+	{"nats-creds", "NARAD_NATS_CREDS", "node.nk", "", func(c actors.Config) any { return c.NATSAuth.CredsFile }, "node.nk"},
+	{"nats-user", "NARAD_NATS_USER", "n1", "", func(c actors.Config) any { return c.NATSAuth.User }, "n1"},
+	{"nats-password", "NARAD_NATS_PASSWORD", "secret", "", func(c actors.Config) any { return c.NATSAuth.Password }, "secret"},
+	{"nats-tls-ca", "NARAD_NATS_TLS_CA", "ca.pem", "", func(c actors.Config) any { return c.NATSAuth.TLS.CAFile }, "ca.pem"},
+	{"nats-tls-cert", "NARAD_NATS_TLS_CERT", "n1.pem", "", func(c actors.Config) any { return c.NATSAuth.TLS.CertFile }, "n1.pem"},
+	{"nats-tls-key", "NARAD_NATS_TLS_KEY", "n1.key", "", func(c actors.Config) any { return c.NATSAuth.TLS.KeyFile }, "n1.key"},
+	{"http-tls-cert", "NARAD_HTTP_TLS_CERT", "api.pem", "", func(c actors.Config) any { return c.HTTPTLSCertFile }, "api.pem"},
+	{"http-tls-key", "NARAD_HTTP_TLS_KEY", "api.key", "", func(c actors.Config) any { return c.HTTPTLSKeyFile }, "api.key"},
+}
+
+// companions are the flags a case's flag is valid only with (Validate
+// wants all of a set or none), given beside a value other than the default.
+var companions = map[string][]string{
+	"nats-password": {"--nats-user=u"},
+	"nats-tls-ca":   {"--nats-tls-cert=c", "--nats-tls-key=k"},
+	"nats-tls-cert": {"--nats-tls-ca=a", "--nats-tls-key=k"},
+	"nats-tls-key":  {"--nats-tls-ca=a", "--nats-tls-cert=c"},
+	"http-tls-cert": {"--http-tls-key=k"},
+	"http-tls-key":  {"--http-tls-cert=c"},
 }
 
 func TestEveryNodeFlagAndVariableReachesItsField(t *testing.T) {
@@ -90,7 +109,7 @@ func TestEveryNodeFlagAndVariableReachesItsField(t *testing.T) {
 			t.Fatalf("%s: the case's value %v is the default; it would prove nothing", tc.flag, got)
 		}
 		t.Run(tc.flag, func(t *testing.T) {
-			cfg, err := parseNode(t, "--"+tc.flag+"="+tc.value)
+			cfg, err := parseNode(t, append([]string{"--" + tc.flag + "=" + tc.value}, companions[tc.flag]...)...)
 			if err != nil {
 				t.Fatalf("--%s %s: %v", tc.flag, tc.value, err)
 			}
@@ -103,7 +122,7 @@ func TestEveryNodeFlagAndVariableReachesItsField(t *testing.T) {
 				v = tc.value
 			}
 			t.Setenv(tc.env, v)
-			cfg, err = parseNode(t)
+			cfg, err = parseNode(t, companions[tc.flag]...)
 			if err != nil {
 				t.Fatalf("%s=%s: %v", tc.env, v, err)
 			}
@@ -234,8 +253,8 @@ func TestHelpListsEveryNodeFlagWithItsVariableAndRealDefault(t *testing.T) {
 				t.Errorf("%s --help, -%s: got %q, want it listed with (%s)", cmd, tc.flag, u, tc.env)
 			}
 			want := fmt.Sprintf("(default %v)", tc.get(def))
-			if tc.get(def) == false {
-				want = "" // flag prints no default for a false bool
+			if tc.get(def) == false || tc.get(def) == "" {
+				want = "" // flag prints no default for a false bool or an empty string
 			}
 			if !strings.HasSuffix(u, want) {
 				t.Errorf("%s --help, -%s: got %q, want it to end in %q", cmd, tc.flag, u, want)
@@ -260,6 +279,10 @@ func TestAValueValidateRefusesFailsAtParseNamingTheFlag(t *testing.T) {
 		{args: []string{"--max-consume-wait", "1m"}, wantNamed: "--max-consume-wait"},
 		{env: "NARAD_FREEZE_PACE_TICK", val: "2s", wantNamed: "--freeze-pace-tick (NARAD_FREEZE_PACE_TICK)"},
 		{env: "NARAD_MOVE_MAX_CATCH_UP_PASSES", val: "0", wantNamed: "--move-max-catch-up-passes"},
+		{args: []string{"--nats-tls-ca", "ca.pem"}, wantNamed: "--nats-tls-ca"},
+		{args: []string{"--nats-password", "p"}, wantNamed: "--nats-password"},
+		{args: []string{"--http-tls-key", "api.key"}, wantNamed: "--http-tls-key"},
+		{env: "NARAD_NATS_TLS_KEY", val: "n1.key", wantNamed: "--nats-tls-key (NARAD_NATS_TLS_KEY)"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+tc.env, func(t *testing.T) {
 			if tc.env != "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/naradmq/narad/actors"
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
 )
 
 // env returns the NARAD_* variable name or def when it is unset.
@@ -61,6 +62,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
+	var raftTLS [3]string
+	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (NARAD_RAFT_TLS_CA)")
+	fs.StringVar(&raftTLS[1], "raft-tls-cert", env("NARAD_RAFT_TLS_CERT", ""), "certificate file this node presents to its Raft peers (NARAD_RAFT_TLS_CERT)")
+	fs.StringVar(&raftTLS[2], "raft-tls-key", env("NARAD_RAFT_TLS_KEY", ""), "key file of --raft-tls-cert (NARAD_RAFT_TLS_KEY)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
@@ -81,6 +86,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	var mcfg metastore.Config
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
+	mcfg.TLSCAFile, mcfg.TLSCertFile, mcfg.TLSKeyFile = raftTLS[0], raftTLS[1], raftTLS[2]
 	if *join {
 		if *peersFlag != "" || cfg.NATSURL == "" {
 			return errors.New("--join asks the cluster over --nats and takes no --peers")
@@ -200,7 +206,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || p <= 0 || p+*nodes > 55535 {
 		return fmt.Errorf("--http-base %q: needs a port below %d", *httpBase, 55536-*nodes)
 	}
-	ns, err := startNATS(host)
+	// The embedded NATS server authenticates like a production one: the
+	// nodes get the node seed, the banner names the admin's.
+	cluster := actors.DefaultConfig().Cluster
+	sec, created, err := natsSecurityIn(filepath.Join(*data, "nats"), cluster, transport.TLSFiles{})
+	if err != nil {
+		return err
+	}
+	ns, err := startNATS(host, sec)
 	if err != nil {
 		return err
 	}
@@ -220,6 +233,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = id, filepath.Join(*data, id), net.JoinHostPort(host, strconv.Itoa(p+i-1))
 		cfg.NATSURL = ns.ClientURL()
 		nf.apply(&cfg)
+		cfg.Cluster = cluster
+		cfg.NATSAuth = transport.Auth{CredsFile: sec.creds.File(transport.RoleNode)}
 		cfg.SecurityEnabled = false // §2.2: anonymous requests act as root
 		mcfg := metastore.Config{NodeID: id, ReplicaID: uint64(i), RaftAddr: peers[uint64(i)], InitialMembers: peers}
 		// The metastore needs a quorum to become ready, so every node starts
@@ -266,17 +281,18 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, n := range started[1:] {
 		fmt.Fprintf(stdout, "  also http://%s\n", n.Addr())
 	}
-	fmt.Fprintln(stdout, "Security is off: no credentials are needed (one sent is ignored), every request acts as root, /v1/users is open. Use narad serve for a secured node.")
+	fmt.Fprintln(stdout, "HTTP API security is off: no credentials are needed (one sent is ignored), every request acts as root, /v1/users is open. Use narad serve for a secured API.")
+	printCredentials(stdout, sec.creds, created)
 	fmt.Fprintf(stdout, `
 Try it:
   curl -s -X POST %s/v1/topics -d '{"name":"orders"}'
   curl -s -X POST %s/v1/topics/orders/produce -d '{"id":1}'
   curl -s '%s/v1/topics/orders/consume?wait=5s'
   curl -s -X POST '%s/v1/topics/orders/ack?receipt_handle=<receipt_handle from the consume>'
-  go run ./cmd/narad cluster members --nats %s
+  go run ./cmd/narad cluster members --nats %s --nats-creds %s
 
 Stop with Ctrl-C.
-`, base, base, base, base, ns.ClientURL())
+`, base, base, base, base, ns.ClientURL(), sec.creds.File(transport.RoleAdmin))
 	<-ctx.Done()
 	return stopAll()
 }
@@ -284,8 +300,43 @@ Stop with Ctrl-C.
 // startNATS starts the embedded NATS server nodes talk through on host and
 // a random port. NoSigs: without it the server exits the process on SIGTERM
 // itself, before the node could stop gracefully.
-func startNATS(host string) (*natsserver.Server, error) {
-	return startNATSAt(strings.Trim(host, "[]"), natsserver.RANDOM_PORT)
+func startNATS(host string, sec natsSecurity) (*natsserver.Server, error) {
+	return startNATSAt(strings.Trim(host, "[]"), natsserver.RANDOM_PORT, sec)
+}
+
+// natsSecurity is how a NATS server narad runs authenticates clients: the
+// seeds of its roles under one cluster's permissions, and TLS when files
+// are set.
+type natsSecurity struct {
+	cluster string
+	creds   transport.Credentials
+	tls     transport.TLSFiles
+}
+
+// natsSecurityIn reads the seeds kept in dir, generating the missing ones
+// (created reports it).
+func natsSecurityIn(dir, cluster string, files transport.TLSFiles) (natsSecurity, bool, error) {
+	if err := files.Validate(); err != nil {
+		return natsSecurity{}, false, fmt.Errorf("nats tls: %w", err)
+	}
+	creds, created, err := transport.EnsureCredentials(dir)
+	if err != nil {
+		return natsSecurity{}, false, err
+	}
+	return natsSecurity{cluster: cluster, creds: creds, tls: files}, created, nil
+}
+
+// printCredentials says where the seeds are and which takes what.
+func printCredentials(w io.Writer, c transport.Credentials, created bool) {
+	how := "kept from an earlier start"
+	if created {
+		how = "generated now"
+	}
+	fmt.Fprintf(w, `NATS credentials in %s (%s); a client without one cannot connect:
+  nodes:  narad serve --nats-creds %s
+  admin:  narad cluster ... --nats-creds %s   (nats CLI: --nkey %s)
+  viewer: %s (read verbs only: members, status, topics, moves, quarantine)
+`, c.Dir, how, c.File(transport.RoleNode), c.File(transport.RoleAdmin), c.File(transport.RoleAdmin), c.File(transport.RoleViewer))
 }
 
 // natsMaxPayloadBytes is the max_payload of the NATS server narad embeds.
@@ -296,8 +347,12 @@ func startNATS(host string) (*natsserver.Server, error) {
 // is the most NATS takes without warning of poor performance.
 const natsMaxPayloadBytes = 8 << 20
 
-func startNATSAt(host string, port int) (*natsserver.Server, error) {
-	s, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes})
+func startNATSAt(host string, port int, sec natsSecurity) (*natsserver.Server, error) {
+	o := &natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes}
+	if err := transport.SecureServer(o, sec.cluster, sec.creds, sec.tls); err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	s, err := natsserver.NewServer(o)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
@@ -315,8 +370,14 @@ func runNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", env("NARAD_NATS_LISTEN", "127.0.0.1:4222"), "address to listen on (NARAD_NATS_LISTEN)")
+	data := fs.String("data", env("NARAD_NATS_DATA", "./data/nats"), "directory of the credentials, generated at the first start and kept (NARAD_NATS_DATA)")
+	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name the subject permissions are for (NARAD_CLUSTER)")
+	var files transport.TLSFiles
+	fs.StringVar(&files.CAFile, "tls-ca", env("NARAD_NATS_SERVER_TLS_CA", ""), "CA file clients' certificates must chain to; with --tls-cert and --tls-key the server requires TLS (NARAD_NATS_SERVER_TLS_CA)")
+	fs.StringVar(&files.CertFile, "tls-cert", env("NARAD_NATS_SERVER_TLS_CERT", ""), "the server's certificate file (NARAD_NATS_SERVER_TLS_CERT)")
+	fs.StringVar(&files.KeyFile, "tls-key", env("NARAD_NATS_SERVER_TLS_KEY", ""), "key file of --tls-cert (NARAD_NATS_SERVER_TLS_KEY)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: narad nats [flags]\n\nRuns a standalone NATS server for a local cluster.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: narad nats [flags]\n\nRuns a standalone NATS server for a local cluster. Clients authenticate with\nthe nkey seeds it writes into --data: node.nk for nodes, admin.nk and viewer.nk\nfor the cluster commands.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -330,11 +391,16 @@ func runNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("--listen %q: bad port", *listen)
 	}
-	s, err := startNATSAt(host, p)
+	sec, created, err := natsSecurityIn(*data, *cluster, files)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "narad nats: listening on %s\n", s.ClientURL())
+	s, err := startNATSAt(host, p, sec)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "narad nats: listening on %s for cluster %s\n", s.ClientURL(), *cluster)
+	printCredentials(stdout, sec.creds, created)
 	<-ctx.Done()
 	s.Shutdown()
 	s.WaitForShutdown()
