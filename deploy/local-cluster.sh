@@ -16,15 +16,25 @@ peers=n1=127.0.0.1:7952,n2=127.0.0.1:7953,n3=127.0.0.1:7954
 bin=$dir/narad
 # narad nats writes the NATS credentials here at its first start.
 creds=$dir/nats
+# The nodes run secured (HTTP Basic, users and grants): the root user admin
+# is seeded with this password at the cluster's first start, made once.
+admin_password_file=$dir/admin.password
 
 build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
+
+admin_password() {
+  if [ ! -s "$admin_password_file" ]; then
+    (umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$admin_password_file")
+  fi
+  cat "$admin_password_file"
+}
 
 start_node() {
   local id=$1 i=${1#n} how
   if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join); fi
-  "$bin" serve --id "$id" --data "$dir/$id" --http "127.0.0.1:$((7941 + i))" \
-    --raft "127.0.0.1:$((7951 + i))" --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
-    --security-enabled=false `# until the CLI and scripts send credentials (issue 14, item 2)` \
+  NARAD_ADMIN_PASSWORD=$(admin_password) "$bin" serve --id "$id" --data "$dir/$id" \
+    --http "127.0.0.1:$((7941 + i))" --raft "127.0.0.1:$((7951 + i))" \
+    --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
     >>"$dir/$id.log" 2>&1 &
   echo $! >"$dir/$id.pid"
 }
@@ -51,7 +61,18 @@ case "${1:-}" in
         sleep 0.1
       done
     done
+    # The metadata leader seeds admin in the background after its
+    # election: wait until admin can log in (CONTRACT.md §2.1).
+    pw=$(admin_password)
+    for _ in $(seq 1 300); do
+      code=$(curl -s -o /dev/null -w '%{http_code}' -u "admin:$pw" http://127.0.0.1:7942/v1/users || true)
+      [ "$code" = 200 ] && break
+      sleep 0.1
+    done
     echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
+    echo "secured: log in as admin with the password in $admin_password_file:"
+    echo "  export NARAD_USER=admin NARAD_PASSWORD=\$(cat $admin_password_file)"
+    echo "  curl -u \"admin:\$NARAD_PASSWORD\" http://127.0.0.1:7942/v1/users"
     echo "NATS admin: $bin cluster members --nats $nats_url --nats-creds $creds/admin.nk"
     ;;
   add)
