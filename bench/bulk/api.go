@@ -5,6 +5,8 @@ package main
 // POSTs here, decoded into the server's own wire types.
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,12 +29,29 @@ const maxAPIBytes = 16 << 20
 
 var apiClient = &http.Client{Timeout: apiTimeout}
 
+// The nodes run secured (HTTP Basic, users and grants, as narad serve does
+// by default): the harness is the root user admin, seeded with a password
+// made for the run.
+const benchUser = "admin"
+
+var benchPassword = func() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}()
+
+// authorize adds the harness's credentials to a request.
+func authorize(req *http.Request) { req.SetBasicAuth(benchUser, benchPassword) }
+
 // getJSON GETs base+path and decodes a 200 answer into v.
 func getJSON(ctx context.Context, base, path string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
 	}
+	authorize(req)
 	resp, err := apiClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
@@ -94,6 +113,7 @@ func decommission(ctx context.Context, base, id string) error {
 	if err != nil {
 		return fmt.Errorf("decommission %s: %w", id, err)
 	}
+	authorize(req)
 	resp, err := apiClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("decommission %s: %w", id, err)

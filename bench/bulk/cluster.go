@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -227,14 +228,34 @@ func (c *cluster) start(name string, env []string, args ...string) (*proc, error
 func (c *cluster) nodeEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, handoffEnv+"=") {
+		if !strings.HasPrefix(kv, handoffEnv+"=") && !strings.HasPrefix(kv, "NARAD_ADMIN_PASSWORD=") {
 			env = append(env, kv)
 		}
 	}
 	if !c.handoff {
 		env = append(env, handoffEnv+"=0s")
 	}
-	return env
+	// The first metadata leader seeds admin with it (CONTRACT.md §2.1).
+	return append(env, "NARAD_ADMIN_PASSWORD="+benchPassword)
+}
+
+// waitAdmin waits until admin can log in: the metadata leader seeds it in
+// the background after its election, so /readyz can answer 200 first.
+func (c *cluster) waitAdmin(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var users []json.RawMessage
+		err := getJSON(ctx, c.nodes[0].url(), "/v1/users", &users)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("admin cannot log in: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // startNATS starts narad nats and waits until it accepts connections.
@@ -275,9 +296,7 @@ func (c *cluster) peers() string {
 // startNode starts one node as deploy/local-cluster.sh does.
 func (c *cluster) startNode(n *node) error {
 	args := []string{"serve", "--id", n.id, "--data", filepath.Join(c.dir, n.id), "--http", n.http,
-		"--raft", n.raft, "--nats", c.natsURL, "--nats-creds", filepath.Join(c.natsCreds(), "node.nk"),
-		// Until the bench clients send credentials (issue 14, item 2).
-		"--security-enabled=false"}
+		"--raft", n.raft, "--nats", c.natsURL, "--nats-creds", filepath.Join(c.natsCreds(), "node.nk")}
 	if n.joiner {
 		args = append(args, "--join", "--replica-id", strconv.Itoa(n.replica))
 	} else {

@@ -85,7 +85,7 @@ type brokers struct {
 func newBrokers(nodes []*node, conns int) (*brokers, error) {
 	b := &brokers{}
 	for _, n := range nodes {
-		c, err := client.New(n.url(), client.Options{Conns: conns, Timeout: apiTimeout})
+		c, err := client.New(n.url(), client.Options{Conns: conns, Timeout: apiTimeout, User: benchUser, Password: benchPassword})
 		if err != nil {
 			return nil, err
 		}

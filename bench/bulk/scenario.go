@@ -90,6 +90,9 @@ func (r *runner) boot(ctx context.Context, name string, handoff bool, total int)
 			return c, err
 		}
 	}
+	if err := c.waitAdmin(ctx, r.cfg.readyTimeout); err != nil {
+		return c, err
+	}
 	r.logf("%s: nats %s, nodes %v up, logs in %s", name, c.natsURL, c.nodes[0].http, dir)
 	return c, nil
 }
