@@ -87,6 +87,25 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 	return c
 }
 
+// secureCluster is a newTestCluster tweak that runs every node secured
+// (CONTRACT.md §2.1), the root user admin seeded with password.
+func secureCluster(password string) func(int, *Config) {
+	return func(_ int, c *Config) { c.SecurityEnabled, c.AdminPassword = true, password }
+}
+
+// loginAs makes every node's requests carry user's credentials, once admin
+// can log in (the metadata leader seeds it after its election).
+func (c *testCluster) loginAs(user, password string) {
+	c.t.Helper()
+	for _, tn := range c.nodes {
+		tn.user, tn.password = user, password
+	}
+	c.waitFor("admin can log in", func() bool {
+		code, _, err := c.nodes[0].attempt("GET", "/v1/users", nil)
+		return err == nil && code == http.StatusOK
+	})
+}
+
 // join starts one more node that asks the running cluster to admit it
 // (its metastore replicas become non-voters) and returns its index.
 func (c *testCluster) join() int {
@@ -265,6 +284,7 @@ func (tn *testNode) attempt(method, path string, body []byte) (int, []byte, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	tn.authorize(req)
 	resp, err := tn.http.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -20,7 +20,30 @@ func TestClusterHistoryWithANodeKilledAndRestartedMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := newTestCluster(t, 3)
+	clusterHistoryRun(t, newTestCluster(t, 3))
+}
+
+// The same run with security on (issue 14: the cluster tests pass with it):
+// every request carries the admin's credentials, and the nodes check them.
+func TestClusterHistoryWithSecurityOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three nodes")
+	}
+	c := newTestCluster(t, 3, secureCluster("history-secret"))
+	c.loginAs("admin", "history-secret")
+	if code, _, err := c.node(1).attempt("GET", "/v1/topics", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("an authenticated list: got %d (%v), want 200", code, err)
+	}
+	anon := *c.node(1)
+	anon.user = ""
+	if code, _, err := anon.attempt("GET", "/v1/topics", nil); err != nil || code != http.StatusUnauthorized {
+		t.Fatalf("an anonymous list on a secured node: got %d (%v), want 401", code, err)
+	}
+	clusterHistoryRun(t, c)
+}
+
+// clusterHistoryRun is the killed-and-restarted run on c.
+func clusterHistoryRun(t *testing.T, c *testCluster) {
 	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"h","partitions":6,"visibility_timeout_ms":2000}`))
 	c.waitFor("the topic on every node", func() bool {

@@ -28,6 +28,16 @@ type testNode struct {
 	n    *Node
 	base string
 	http *http.Client
+	// user and password, when user is set, go with every request as HTTP
+	// Basic credentials (a node with security on: secured).
+	user, password string
+}
+
+// authorize adds the node's test credentials, if any, to a request.
+func (tn *testNode) authorize(req *http.Request) {
+	if tn.user != "" {
+		req.SetBasicAuth(tn.user, tn.password)
+	}
 }
 
 // freeAddr returns a loopback address with a free port that no earlier
@@ -129,6 +139,7 @@ func (tn *testNode) do(method, path string, body []byte) (int, []byte) {
 	if err != nil {
 		tn.t.Fatal(err)
 	}
+	tn.authorize(req)
 	resp, err := tn.http.Do(req)
 	if err != nil {
 		tn.t.Fatalf("%s %s: %v", method, path, err)
