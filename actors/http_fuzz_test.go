@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,13 +22,46 @@ import (
 // high watermarks reach the count of its 202s.
 //
 //	go test ./actors -run '^$' -fuzz FuzzTheHTTPEdge -fuzztime 10m
-func FuzzTheHTTPEdge(f *testing.F) {
-	tn := newTestNode(f, func(c *Config) { c.MaxConsumeWait = 5 * time.Millisecond })
+func FuzzTheHTTPEdge(f *testing.F) { fuzzTheEdge(f, false) }
+
+// FuzzTheSecuredHTTPEdge is the same on a node with security on: the
+// seeds carry the admin's, a user's, a wrong and no credentials, so the
+// fuzzer works the authentication and the permission checks too.
+//
+//	go test ./actors -run '^$' -fuzz FuzzTheSecuredHTTPEdge -fuzztime 10m
+func FuzzTheSecuredHTTPEdge(f *testing.F) { fuzzTheEdge(f, true) }
+
+// fuzzAdminPassword is the secured fuzz node's admin password.
+const fuzzAdminPassword = "fuzz-admin"
+
+func fuzzTheEdge(f *testing.F, secured bool) {
+	tn := newTestNode(f, func(c *Config) {
+		c.MaxConsumeWait = 5 * time.Millisecond
+		c.SecurityEnabled, c.AdminPassword = secured, fuzzAdminPassword
+	})
+	auth := func(user, password string) string {
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+	}
+	admin := auth("admin", fuzzAdminPassword)
+	if secured {
+		tn.user, tn.password = "admin", fuzzAdminPassword
+		deadline := time.Now().Add(30 * time.Second)
+		for code, _ := tn.do("GET", "/v1/users", nil); code != http.StatusOK; code, _ = tn.do("GET", "/v1/users", nil) {
+			if time.Now().After(deadline) {
+				f.Fatalf("the seeded admin: got %d, want 200 within 30 s", code)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		tn.must(http.StatusCreated, "POST", "/v1/users", []byte(`{"username":"pat","password":"pw","grants":[{"action":"produce","patterns":["f"]},{"action":"consume","patterns":["f*"]}]}`))
+	}
 	tn.createTopic("f", 3)
 	tn.must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"s","partitions":3,"schema":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}}`))
 	e := &edgeBook{handler: tn.n.server.Handler, accepted: map[string]int64{"f": 0, "s": 0}}
+	if secured {
+		e.authorization = admin
+	}
 
-	for _, s := range []struct {
+	seeds := []struct {
 		method, target, hname, hval, body string
 	}{
 		{"POST", "/v1/topics/f/produce?key=k1", "Content-Type", "application/json", `{"id":1}`},
@@ -47,12 +81,20 @@ func FuzzTheHTTPEdge(f *testing.F) {
 		{"GET", "/v1/cluster/members", "", "", ""},
 		{"GET", "/v1/cluster/moves?detail=1", "", "", ""},
 		{"POST", "/v1/cluster/members/n9/decommission?dry_run=1", "", "", ""},
-		{"GET", "/v1/users", "Authorization", "Basic YWRtaW46eA==", ""},
+		{"GET", "/v1/users", "", "", ""},
+		{"POST", "/v1/users", "", "", `{"username":"u","password":"p","grants":[{"action":"create","patterns":["x*"]}]}`},
+		{"PUT", "/v1/users/pat/password", "", "", `{"new_password":"q","current_password":"pw"}`},
 		{"GET", "/healthz", "", "", ""},
 		{"GET", "/readyz", "", "", ""},
 		{"OPTIONS", "/v1/topics/f/produce", "", "", ""},
-	} {
+	}
+	for _, s := range seeds {
 		f.Add(s.method, s.target, s.hname, s.hval, []byte(s.body))
+		if secured {
+			for _, a := range []string{admin, auth("pat", "pw"), auth("admin", "wrong"), "Basic !!"} {
+				f.Add(s.method, s.target, "Authorization", a, []byte(s.body))
+			}
+		}
 	}
 	handler := tn.n.server.Handler
 	f.Fuzz(func(t *testing.T, method, target, hname, hval string, body []byte) {
@@ -96,13 +138,20 @@ func edgeRequest(method, target, hname, hval string, body []byte) *http.Request 
 type edgeBook struct {
 	handler  http.Handler
 	accepted map[string]int64
+	// authorization is the header the book's own reads send (a secured
+	// node's admin), "" for none.
+	authorization string
 }
 
 // do sends one request straight to the router (the test node's helpers
 // report to the fuzz test's F, which a fuzz target must not use).
 func (e *edgeBook) do(method, path string) (int, []byte) {
 	rec := httptest.NewRecorder()
-	e.handler.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	req := httptest.NewRequest(method, path, nil)
+	if e.authorization != "" {
+		req.Header.Set("Authorization", e.authorization)
+	}
+	e.handler.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes()
 }
 
@@ -118,6 +167,14 @@ func (e *edgeBook) after(t *testing.T, req *http.Request, code int, body []byte)
 		e.waitCommitted(t, seg[2])
 	case code == http.StatusNoContent && req.Method == "DELETE" && len(seg) == 3 && seg[0] == "v1" && seg[1] == "topics":
 		delete(e.accepted, seg[2])
+	case code == http.StatusNoContent && req.Method == "PUT" && len(seg) == 4 && seg[1] == "users" && seg[2] == "admin" && seg[3] == "password":
+		// The fuzzer changed the admin's password: the book's reads follow.
+		var pw struct {
+			New string `json:"new_password"`
+		}
+		if err := json.Unmarshal(body, &pw); err == nil && e.authorization != "" {
+			e.authorization = "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:"+pw.New))
+		}
 	case code == http.StatusCreated && req.Method == "POST" && len(seg) == 2 && seg[0] == "v1" && seg[1] == "topics":
 		var created struct {
 			Name string `json:"name"`
