@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +106,7 @@ func fuzzTheEdge(f *testing.F, secured bool) {
 		}
 		panics := tn.n.metrics.httpPanics.Get()
 		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, req)
+		answerWithin(t, edgeAnswerBound, req.Method+" "+req.URL.String(), func() { handler.ServeHTTP(rec, req) })
 		if got := tn.n.metrics.httpPanics.Get(); got != panics {
 			t.Fatalf("%s %s: the handler panicked (answered %d %q)", req.Method, req.URL, rec.Code, rec.Body.String())
 		}
@@ -203,7 +205,7 @@ func pathSegments(u *url.URL) []string {
 // the dispatcher, then the partition).
 func (e *edgeBook) waitCommitted(t *testing.T, topic string) {
 	want := e.accepted[topic]
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(edgeAnswerBound)
 	var got int64
 	for time.Now().Before(deadline) {
 		code, b := e.do("GET", "/v1/topics/"+url.PathEscape(topic))
@@ -227,7 +229,39 @@ func (e *edgeBook) waitCommitted(t *testing.T, topic string) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	t.Fatalf("topic %s: got %d records committed, want the %d answered 202", topic, got, want)
+	t.Fatalf("topic %s: got %d records committed, want the %d answered 202 (goroutines in %s)", topic, got, want, dumpGoroutines())
+}
+
+// edgeAnswerBound bounds one request of the fuzz target, and the commit of
+// a produce answered 202: the longest documented wait is a consume's
+// MaxConsumeWait (5 ms here) and a metastore proposal's timeout, so an
+// answer this late is a hang. It stays below the fuzz engine's own hang
+// detection, so that the goroutines are dumped and the input named.
+const edgeAnswerBound = 8 * time.Second
+
+// answerWithin runs fn and fails the test, with every goroutine's stack dumped
+// to a file, if it takes longer than d.
+func answerWithin(t *testing.T, d time.Duration, what string, fn func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: no answer within %s (goroutines in %s)", what, d, dumpGoroutines())
+	}
+}
+
+// dumpGoroutines writes every goroutine's stack to a temp file and names it.
+func dumpGoroutines() string {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	f, err := os.CreateTemp("", "narad-fuzz-hang-*.txt")
+	if err != nil {
+		return "(no dump: " + err.Error() + ")"
+	}
+	defer f.Close()
+	f.Write(buf)
+	return f.Name()
 }
 
 // trim deletes topics the fuzzer created beyond maxFuzzTopics.
