@@ -5,9 +5,9 @@ package main
 // POSTs here, decoded into the server's own wire types.
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
