@@ -31,20 +31,7 @@ func userFailed(w http.ResponseWriter, err error, op string) {
 // readUserJSON reads a user request body strictly into v; the user routes
 // answer a body past 1 MiB with 400, not 413 (§1).
 func readUserJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, tooLarge, err := readBody(r)
-	switch {
-	case tooLarge:
-		writeError(w, http.StatusBadRequest, "invalid json: "+textTooLarge)
-	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
-	default:
-		if err := decodeStrict(body, v); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return false
-		}
-		return true
-	}
-	return false
+	return readJSONOr(w, r, v, http.StatusBadRequest, "invalid json: "+textTooLarge)
 }
 
 // grantsProblem says what is wrong with grants ("" when nothing is).

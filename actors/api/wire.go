@@ -66,10 +66,16 @@ func readBody(r *http.Request) (body []byte, tooLarge bool, err error) {
 // readJSON reads a topic request body strictly into v; on false it has
 // answered 413 (past 1 MiB) or 400.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, tooLarge, err := readBody(r)
+	return readJSONOr(w, r, v, http.StatusRequestEntityTooLarge, textTooLarge)
+}
+
+// readJSONOr reads a request body strictly into v; on false it has
+// answered 400, or tooLarge with tooLargeText for a body past 1 MiB.
+func readJSONOr(w http.ResponseWriter, r *http.Request, v any, tooLarge int, tooLargeText string) bool {
+	body, over, err := readBody(r)
 	switch {
-	case tooLarge:
-		writeError(w, http.StatusRequestEntityTooLarge, textTooLarge)
+	case over:
+		writeError(w, tooLarge, tooLargeText)
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "invalid json: "+err.Error())
 	default:
