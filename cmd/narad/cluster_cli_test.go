@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 )
 
 func TestClusterMembersAsksTheAdminSubjectAndPrintsATable(t *testing.T) {
@@ -135,26 +132,7 @@ func sameJSON(a, b string) bool {
 // fakeAdminFunc is fakeAdmin answering with answer(body).
 func fakeAdminFunc(t *testing.T, verb string, answer func([]byte) []byte) string {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		MaxPayload: natsMaxPayloadBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if _, err := nc.QueueSubscribe("narad.prod.admin."+verb, "admin", func(m *nats.Msg) { m.Respond(answer(m.Data)) }); err != nil {
-		t.Fatal(err)
-	}
-	nc.Flush()
-	return s.ClientURL()
+	return fakeAdminReplies(t, func(_ string, body []byte) ([]byte, string) { return answer(body), "" }, verb)
 }
 
 func TestMoveRatesAndTimeLeft(t *testing.T) {
