@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -46,33 +45,9 @@ func (n *Node) moveSummary(ctx context.Context, inFlight int) messages.MoveSumma
 			}
 		}
 	}
-	if len(asked) > 0 {
-		budget := n.cfg.RequestTimeout
-		if dl, ok := ctx.Deadline(); ok {
-			budget = min(budget, time.Until(dl)/2)
-		}
-		ctx, cancel := context.WithTimeout(ctx, budget)
-		defer cancel()
-		type answer struct {
-			id     string
-			counts messages.MoveCounts
-			err    error
-		}
-		// One request per member, each ending with ctx at the latest; all
-		// are waited for.
-		answers := make(chan answer, len(asked))
-		for _, id := range asked {
-			go func() {
-				var c messages.MoveCounts
-				err := transport.RequestJSON(ctx, n.nats, id, moveCountsService, struct{}{}, &c)
-				answers <- answer{id, c, err}
-			}()
-		}
-		for range asked {
-			if a := <-answers; a.err == nil {
-				counts[a.id] = a.counts
-			}
-		}
+	answers, _ := askMembers[messages.MoveCounts](ctx, n.nats, asked, moveCountsService, struct{}{}, n.fanOutBudget(ctx))
+	for id, c := range answers {
+		counts[id] = c
 	}
 	return sumMoveCounts(counts, asked, inFlight)
 }
