@@ -66,6 +66,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (NARAD_RAFT_TLS_CA)")
 	fs.StringVar(&raftTLS[1], "raft-tls-cert", env("NARAD_RAFT_TLS_CERT", ""), "certificate file this node presents to its Raft peers (NARAD_RAFT_TLS_CERT)")
 	fs.StringVar(&raftTLS[2], "raft-tls-key", env("NARAD_RAFT_TLS_KEY", ""), "key file of --raft-tls-cert (NARAD_RAFT_TLS_KEY)")
+	pprofAddr := fs.String("pprof", env("NARAD_PPROF", ""), "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty (NARAD_PPROF)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
@@ -75,6 +76,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, err := newLogger(stderr, nf.logLevel)
 	if err != nil {
+		return err
+	}
+	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
 		return err
 	}
 	cfg := actors.DefaultConfig()
@@ -179,6 +183,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fresh := fs.Bool("fresh", false, "start with an empty data directory")
 	httpBase := fs.String("http-base", "127.0.0.1:7942", "HTTP address of the first node; further nodes take the next ports")
 	nodes := fs.Int("nodes", 1, "number of nodes, each a voter of the metastore (1 to 9)")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver and security off.\n\nFlags:")
 		fs.PrintDefaults()
@@ -191,6 +196,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log, err := newLogger(stderr, nf.logLevel)
 	if err != nil {
+		return err
+	}
+	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
 		return err
 	}
 	if *fresh {
