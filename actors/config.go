@@ -284,6 +284,9 @@ type faultHooks struct {
 	// (the node was not draining) and before it is appended to the ingress
 	// WAL; it may block to hold the produce there.
 	produceAdmitted func(topic string, body []byte)
+	// noSpace, while it returns true, fails the WAL's appends and the
+	// write probe as a full disk does (ENOSPC).
+	noSpace func() bool
 	// reportPastPipeline makes a prepare report without waiting for the
 	// batches already written: rule F3 broken on purpose, so a test can
 	// watch the publish guard catch what F3 prevents.

@@ -39,13 +39,15 @@ type Node struct {
 	controller *actor.PID
 	mover      *actor.PID
 	sweeper    *actor.PID
-	raftAddr   string
-	creds      *credentials         // verified passwords (users.go)
-	joined     bool                 // started with Join: a non-voter until promoted
-	nats       *transport.Transport // nil without NATSURL
-	server     *http.Server
-	listener   net.Listener
-	serveDone  chan error
+	// writes is the node's verdict on its disk (diskfull.go).
+	writes    writeHealth
+	raftAddr  string
+	creds     *credentials         // verified passwords (users.go)
+	joined    bool                 // started with Join: a non-voter until promoted
+	nats      *transport.Transport // nil without NATSURL
+	server    *http.Server
+	listener  net.Listener
+	serveDone chan error
 	// stopLoops ends the node's own loops (heartbeat, retention) and what
 	// they are waiting on; loops lets Stop wait until they have ended.
 	stopLoops context.CancelFunc
@@ -221,6 +223,12 @@ func (n *Node) startActors() error {
 		backoff: n.cfg.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
+	gauge(n.cfg.NodeID, "narad_disk_full", func() float64 {
+		if n.writes.full.Load() {
+			return 1
+		}
+		return 0
+	})
 	n.pacer = newFreezePacer(n.cfg, n.metrics)
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
 	n.installs = newInstallBatcher(n.deps)
@@ -276,6 +284,7 @@ func (n *Node) startActors() error {
 		}
 	})
 	n.loops.Go(func() { n.heartbeat(loops) })
+	n.loops.Go(func() { n.probeWrites(loops) })
 	if n.cfg.SecurityEnabled {
 		n.loops.Go(func() { n.seedAdmin(loops) })
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
@@ -84,20 +85,21 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	// The incarnation validated against: the dispatcher commits the record
 	// to it or to nothing, never to a topic recreated meanwhile.
 	wr := storage.WALRecord{Topic: t.Name, Incarnation: t.Incarnation, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
-	// Detached from the request: a client that goes away must not leave a
-	// record durable in the WAL that the dispatcher never heard of (it would
-	// hold the WAL's watermark until the next restart).
-	seq, err := n.wal.Append(context.WithoutCancel(ctx), wr)
+	seq, err := n.appendWAL(ctx, wr)
 	switch {
 	case errors.Is(err, storage.ErrFull):
 		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrIngressFull)
 	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrInvalid):
 		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
+	case errors.Is(err, syscall.ENOSPC):
+		n.writes.failed(err, n.log)
+		return fmt.Errorf("produce to %s: ingress WAL append: %v: %w", t.Name, err, api.ErrNoSpace)
 	case err != nil:
 		n.log.Error("ingress WAL append", "err", err)
 		return fmt.Errorf("produce to %s: ingress WAL append: %w", t.Name, err)
 	}
 	wr.Seq = seq
+	n.writes.succeeded(n.log)
 	// Dispatched either way: the dispatcher releases the seq of a record it
 	// drops.
 	n.system.Root.Send(n.dispatcher, &dispatch{rec: wr})

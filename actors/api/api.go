@@ -157,6 +157,10 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "not ready")
 		return
 	}
+	if why := h.node.WriteFailure(); why != "" {
+		writeError(w, http.StatusServiceUnavailable, "not ready: "+why)
+		return
+	}
 	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ready"})
 }
 

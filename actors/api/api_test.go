@@ -34,15 +34,17 @@ type fakeNode struct {
 	abort                    AbortOutcome
 	verdict                  DecommissionVerdict
 	left                     string
+	writeFailure             string
 	// got is the last record produced or handle settled.
 	got any
 }
 
-func (f *fakeNode) Ready() bool        { return f.ready.Load() }
-func (f *fakeNode) Stopping() bool     { return f.stopping.Load() }
-func (f *fakeNode) Leaving() bool      { return f.leaving.Load() }
-func (f *fakeNode) LeftReason() string { return f.left }
-func (f *fakeNode) Admit() error       { return f.admit }
+func (f *fakeNode) Ready() bool          { return f.ready.Load() }
+func (f *fakeNode) Stopping() bool       { return f.stopping.Load() }
+func (f *fakeNode) Leaving() bool        { return f.leaving.Load() }
+func (f *fakeNode) LeftReason() string   { return f.left }
+func (f *fakeNode) WriteFailure() string { return f.writeFailure }
+func (f *fakeNode) Admit() error         { return f.admit }
 func (f *fakeNode) Produce(_ context.Context, rec Record) error {
 	f.got = rec
 	return f.err

@@ -88,6 +88,7 @@ var produceAnswers = []answer{
 	{ErrDraining, http.StatusServiceUnavailable, "node is being decommissioned; produce to another node"},
 	{ErrStopping, http.StatusServiceUnavailable, "node is shutting down"},
 	{ErrBacklogFull, http.StatusServiceUnavailable, "ingress backlog full; retry later"},
+	{ErrNoSpace, http.StatusServiceUnavailable, "no space left on this node's disk; produce to another node"},
 	{ErrIngressFull, http.StatusServiceUnavailable, "ingress queue full; retry later"},
 	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
 	{ErrNoSuchPartition, http.StatusBadRequest, "invalid argument: partition out of range"},

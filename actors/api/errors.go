@@ -38,6 +38,9 @@ var (
 	ErrDraining = fmt.Errorf("node is being decommissioned: %w", ErrUnavailable)
 	// ErrStopping is a produce to a node that is shutting down.
 	ErrStopping = fmt.Errorf("node is shutting down: %w", ErrUnavailable)
+	// ErrNoSpace is a produce the node's disk had no space for: the record
+	// is not accepted, another node may take it.
+	ErrNoSpace = fmt.Errorf("no space left on the node's disk: %w", ErrUnavailable)
 	// ErrBacklogFull is a produce while the node holds more accepted
 	// records than it may before their owners commit them.
 	ErrBacklogFull = fmt.Errorf("ingress backlog full: %w", ErrUnavailable)

@@ -28,6 +28,10 @@ type Health interface {
 	// Leaving is true while the node hands its partitions off before it
 	// stops (rule B8): /readyz answers 503, the client API still serves.
 	Leaving() bool
+	// WriteFailure is "" while the node's disk takes writes, else why it
+	// does not (no space left): produce answers 503 naming it, /readyz
+	// reports it, until a write succeeds again.
+	WriteFailure() string
 	// LeftReason is "" while the node is a member of its cluster, else why
 	// it no longer is (decommissioned, removed): every /v1 call and
 	// /readyz answer 503 with it.
