@@ -134,6 +134,20 @@ func (l *testLoad) waitProduced(n int64) {
 	l.c.waitFor(fmt.Sprintf("%d records produced", n), func() bool { return l.produced.Load() >= n })
 }
 
+// waitDelivered waits until h has nothing outstanding, for as long as
+// deliveries go on: it gives up once none came for clusterWaitBound, and
+// returns what is outstanding then.
+func waitDelivered(h *history.History) int {
+	last, moved := h.Outstanding(), time.Now()
+	for last > 0 && time.Since(moved) < clusterWaitBound {
+		time.Sleep(20 * time.Millisecond)
+		if n := h.Outstanding(); n < last {
+			last, moved = n, time.Now()
+		}
+	}
+	return last
+}
+
 // finish waits for the producers, then for every accepted record to be
 // consumed, and fails the test unless the history is clean. It waits for
 // as long as deliveries go on (a loaded machine drains slowly) and gives
@@ -142,13 +156,7 @@ func (l *testLoad) waitProduced(n int64) {
 func (l *testLoad) finish() history.Report {
 	l.t.Helper()
 	l.prodWG.Wait()
-	last, moved := l.h.Outstanding(), time.Now()
-	for last > 0 && time.Since(moved) < clusterWaitBound {
-		time.Sleep(20 * time.Millisecond)
-		if n := l.h.Outstanding(); n < last {
-			last, moved = n, time.Now()
-		}
-	}
+	last := waitDelivered(l.h)
 	close(l.stop)
 	l.consWG.Wait()
 	rep := l.h.Check()

@@ -278,13 +278,7 @@ func (l *recreateLoad) toNew() {
 func (l *recreateLoad) finish() history.Report {
 	l.t.Helper()
 	l.prodWG.Wait()
-	last, moved := l.h.Outstanding(), time.Now()
-	for last > 0 && time.Since(moved) < clusterWaitBound {
-		time.Sleep(20 * time.Millisecond)
-		if n := l.h.Outstanding(); n < last {
-			last, moved = n, time.Now()
-		}
-	}
+	waitDelivered(l.h)
 	close(l.stop)
 	l.consWG.Wait()
 	return l.h.Check()

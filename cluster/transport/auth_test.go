@@ -28,19 +28,7 @@ func securedServer(t testing.TB, files TLSFiles) (*server.Server, Credentials) {
 	if err := SecureServer(o, "test", creds, files); err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.NewServer(o)
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(liveness) {
-		t.Fatalf("nats server not ready after %s", liveness)
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s, creds
+	return runServer(t, o), creds
 }
 
 // rawClient connects a plain nats.go client with auth, as the nats CLI

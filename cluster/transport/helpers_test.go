@@ -22,7 +22,13 @@ const liveness = 10 * time.Second
 // process on SIGTERM.
 func startServer(t testing.TB) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true})
+	return runServer(t, &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true})
+}
+
+// runServer runs an embedded NATS server with o until the test ends.
+func runServer(t testing.TB, o *server.Options) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(o)
 	if err != nil {
 		t.Fatalf("nats server: %v", err)
 	}
