@@ -20,8 +20,11 @@
 #   restart  RESTART_TOPICS topics making RESTART_PARTITIONS partitions
 #            (600) over the nodes, RESTART_RECORDS records into each topic
 #            (bench/load), VmRSS of each node idle at that size, then SIGTERM
-#            node RESTART_NODE (2), wait for it to exit, start it again and
-#            time to its /readyz 200 (polled every 20 ms).
+#            (RESTART_SIG=KILL: SIGKILL) node RESTART_NODE (2), wait for it
+#            to exit, start it again and time to its /readyz 200 (polled
+#            every 20 ms). A SIGTERM hands the node's partitions off first
+#            (rule B8), so the restarted node may own fewer than before; a
+#            SIGKILL restarts it with its share.
 #   kill     TOPICS loads of KILL_COUNT records in all (30000: about 10 s
 #   term     here), SIGKILL (or SIGTERM, waiting for the exit) node
 #            RESTART_NODE KILL_AFTER seconds (3) into the load, start it
@@ -33,7 +36,7 @@
 # TOPICS (3), PARTITIONS (6), SIZE (1024 bytes a body), PRODUCERS and
 # CONSUMERS (8 each, per load process), DRAIN (60s: -drain of each load),
 # RESTART_TOPICS (6), RESTART_PARTITIONS (600), RESTART_RECORDS (200 a
-# topic), RESTART_NODE (2), KILL_COUNT (30000), KILL_AFTER (3 s), LOAD_REV
+# topic), RESTART_NODE (2), RESTART_SIG (TERM), KILL_COUNT (30000), KILL_AFTER (3 s), LOAD_REV
 # (new: the new rev's bench/load drives both sides, so that the client is
 # the same and reports the same fields; own: each side its own),
 # AB_DIR (/tmp/ab), KEEP_BIN (0).
@@ -69,6 +72,7 @@ RESTART_TOPICS=${RESTART_TOPICS:-6}
 RESTART_PARTITIONS=${RESTART_PARTITIONS:-600}
 RESTART_RECORDS=${RESTART_RECORDS:-200}
 RESTART_NODE=${RESTART_NODE:-2}
+RESTART_SIG=${RESTART_SIG:-TERM}
 KILL_COUNT=${KILL_COUNT:-30000}
 KILL_AFTER=${KILL_AFTER:-3}
 LOAD_REV=${LOAD_REV:-new}
@@ -76,6 +80,7 @@ AB_DIR=${AB_DIR:-/tmp/ab}
 
 case $MODE in load | restart | kill | term) ;; *) echo "ab3: MODE is load, restart, kill or term, not $MODE" >&2; exit 2 ;; esac
 case $LOAD_REV in new | own) ;; *) echo "ab3: LOAD_REV is new or own, not $LOAD_REV" >&2; exit 2 ;; esac
+case $RESTART_SIG in TERM | KILL) ;; *) echo "ab3: RESTART_SIG is TERM or KILL" >&2; exit 2 ;; esac
 case $RESTART_NODE in 2 | 3) ;; *) echo "ab3: RESTART_NODE is 2 or 3 (node 1 creates the topics and reads the watermarks)" >&2; exit 2 ;; esac
 if (( RESTART_PARTITIONS % RESTART_TOPICS )) || (( RESTART_PARTITIONS / RESTART_TOPICS > 108 )); then
   echo "ab3: RESTART_PARTITIONS must split evenly over RESTART_TOPICS, at most 108 a topic" >&2; exit 2
@@ -310,16 +315,17 @@ run_load() {
   case $tag in warmup*) return ;; esac
   jq -rs --arg tag "$tag" --arg side "$side" --arg idle "$idle" --arg peak "$peak" '
     def sum(f): map(f // 0) | add;
+    def r(n): if . == null then null else (. * pow(10; n) | round) / pow(10; n) end;
     def mx(f): if any(.[]; f == null) then null else map(f) | max end;
     (sum(.produce_msgs_per_sec)) as $pr | (mx(.consume_ack_msgs_per_sec)) as $has |
     (if $has == null then null else sum(.consume_ack_msgs_per_sec) end) as $ca |
     (if any(.[]; .first_produce_unix_ns == null) then null
      else (map(.last_ack_unix_ns) | max) - (map(.first_produce_unix_ns | select(. > 0)) | min) end) as $span |
-    [$tag, $side, sum(.produced), $pr, $ca, (if $ca == null or $pr == 0 then null else $ca / $pr end),
-     (if $span == null or $span <= 0 then null else sum(.acked) / ($span / 1e9) end),
-     mx(.end_to_end_latency_while_producing.p50_ms), mx(.end_to_end_latency_while_producing.p99_ms),
+    [$tag, $side, sum(.produced), ($pr | r(0)), ($ca | r(0)), (if $ca == null or $pr == 0 then null else $ca / $pr end | r(3)),
+     (if $span == null or $span <= 0 then null else sum(.acked) / ($span / 1e9) end | r(0)),
+     (mx(.end_to_end_latency_while_producing.p50_ms) | r(1)), (mx(.end_to_end_latency_while_producing.p99_ms) | r(1)),
      all(.[]; .history.ok), sum(.history.lost), sum(.history.duplicates), sum(.history.duplicate_records),
-     (($idle | split(" ") | map(select(. != "") | tonumber) | max) / 1024), (($peak | tonumber) / 1024),
+     (($idle | split(" ") | map(select(. != "") | tonumber) | max) / 1024 | r(1)), (($peak | tonumber) / 1024 | r(1)),
      sum(.produce_failed_attempts)] | map(if . == null then "" else . end) | @tsv' "$out".t*.json >>"$tmp/rows"
 }
 
@@ -337,8 +343,8 @@ run_restart() {
   local p t0 t1 t2
   p=$(npid "$RESTART_NODE")
   t0=$(now_ms)
-  kill -TERM "$p"
-  wait "$p" || echo "ab3: note: $side n$RESTART_NODE exited $? on SIGTERM ($tag)" >&2
+  kill "-$RESTART_SIG" "$p"
+  wait "$p" || [ "$RESTART_SIG" != TERM ] || echo "ab3: note: $side n$RESTART_NODE exited non-zero on SIGTERM ($tag)" >&2
   t1=$(now_ms)
   start_node "$RESTART_NODE"
   wait_ready "$RESTART_NODE" 0.02
@@ -349,7 +355,8 @@ run_restart() {
   stop_all
   case $tag in warmup*) return ;; esac
   printf '%s\t%s\t%d\t%d\t%s\t%s\t%s\n' "$tag" "$side" $((t2 - t1)) $((t1 - t0)) \
-    "$(awk '{ print $1 / 1024 }' <<<"$idle")" "$(awk '{ print $NF / 1024 }' <<<"$idle")" "$((after / 1024))" >>"$tmp/rows"
+    "$(awk '{ printf "%.1f", $1 / 1024 }' <<<"$idle")" "$(awk '{ printf "%.1f", $NF / 1024 }' <<<"$idle")" \
+    "$(awk -v k="$after" 'BEGIN { printf "%.1f", k / 1024 }')" >>"$tmp/rows"
 }
 
 run_kill() {
@@ -361,6 +368,10 @@ run_kill() {
   start_loads k "$TOPICS" $(( (KILL_COUNT + TOPICS - 1) / TOPICS )) "$P" "$C"
   sleep "$KILL_AFTER"
   local p t1 t2
+  for k in $(seq 1 "$TOPICS"); do
+    kill -0 "$(cat "$cdir/load$k.pid")" 2>/dev/null && continue
+    echo "ab3: WARNING: load k$k had ended before the SIG$sig ($side, $tag): not under load; raise KILL_COUNT" >&2
+  done
   p=$(npid "$RESTART_NODE")
   kill "-$sig" "$p"
   wait "$p" 2>/dev/null || true
@@ -441,11 +452,11 @@ case $MODE in
     echo "the worst load's; rss the highest node's VmRSS: idle with the topics made, peak under the load."
     ;;
   restart)
-    echo "3 nodes, $RESTART_TOPICS topics making $RESTART_PARTITIONS partitions, $RESTART_RECORDS records a topic; SIGTERM n$RESTART_NODE and start it again"
+    echo "3 nodes, $RESTART_TOPICS topics making $RESTART_PARTITIONS partitions, $RESTART_RECORDS records a topic; SIG$RESTART_SIG n$RESTART_NODE and start it again"
     echo
     table $'round\trev\tready_ms\tstop_ms\trss_min_MB\trss_max_MB\trss_restarted_MB'
     echo
-    medians "restart->ready ms:3:%.0f" "SIGTERM->exit ms:4:%.0f" "rss 600p min MB:5:%.1f" "rss 600p max MB:6:%.1f"
+    medians "restart->ready ms:3:%.0f" "SIG$RESTART_SIG->exit ms:4:%.0f" "rss 600p min MB:5:%.1f" "rss 600p max MB:6:%.1f"
     echo
     echo "ready_ms: from the restarted process's start to its /readyz 200 (polled every 20 ms); rss: VmRSS of"
     echo "the nodes idle at $RESTART_PARTITIONS partitions before the restart (lowest and highest node), and of the restarted one once ready."
