@@ -203,6 +203,7 @@ wait_ready() {
 # start_cluster: NATS, three nodes, every /readyz 200 and admin able to log in.
 start_cluster() {
   base=$(free_base)
+  [ -n "$base" ] || exit 2
   cdir=$tmp/data-$tag-$side
   mkdir -p "$cdir"
   pw=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
@@ -232,12 +233,14 @@ create_topic() {
   done
   echo "ab3: create topic $1: still 503 after 100 tries" >&2; exit 1
 }
-# loads PREFIX NTOPICS COUNT_EACH P C: one bench/load a topic, in parallel,
-# JSON in $out.PREFIXk.json; sets load_rc (the first non-zero exit).
+# start_loads PREFIX NTOPICS TOTAL P C: one bench/load a topic, in
+# parallel, TOTAL records split over them, JSON in $out.PREFIXk.json, pids in
+# $cdir/loadk.pid; wait_loads NTOPICS sets load_rc (the first non-zero exit).
 start_loads() {
   local k
   for k in $(seq 1 "$2"); do
-    "$bin/load" -server "$servers" -topic "$1$k" -producers "$4" -consumers "$5" -count "$3" -size "$SIZE" \
+    "$bin/load" -server "$servers" -topic "$1$k" -producers "$4" -consumers "$5" \
+      -count $(( $3 / $2 + (k <= $3 % $2 ? 1 : 0) )) -size "$SIZE" \
       -drain "$DRAIN" -json -user admin -password "$pw" >"$out.$1$k.json" 2>"$out.$1$k.load.log" &
     echo $! >"$cdir/load$k.pid"
   done
@@ -303,7 +306,7 @@ run_load() {
   local idle
   idle=$(idle_rss)
   sampler "$out.rss" & spid=$!
-  start_loads t "$TOPICS" $(( (COUNT + TOPICS - 1) / TOPICS )) "$P" "$C"
+  start_loads t "$TOPICS" "$COUNT" "$P" "$C"
   wait_loads "$TOPICS"
   kill "$spid"; wait "$spid" 2>/dev/null || true; spid=
   check_history t "$TOPICS"
@@ -333,7 +336,7 @@ run_restart() {
   start_cluster
   local k each=$((RESTART_PARTITIONS / RESTART_TOPICS))
   for k in $(seq 1 "$RESTART_TOPICS"); do create_topic "r$k" "$each"; done
-  start_loads r "$RESTART_TOPICS" "$RESTART_RECORDS" 2 2
+  start_loads r "$RESTART_TOPICS" $((RESTART_RECORDS * RESTART_TOPICS)) 2 2
   wait_loads "$RESTART_TOPICS"
   check_history r "$RESTART_TOPICS"
   [ "$load_rc" = 0 ] || [ "$lost_any" = 1 ] || { echo "ab3: a $side load ($tag) exited $load_rc; see $out.r*.load.log" >&2; exit 1; }
@@ -365,7 +368,7 @@ run_kill() {
   local k
   for k in $(seq 1 "$TOPICS"); do create_topic "k$k" "$PARTITIONS"; done
   sleep 1
-  start_loads k "$TOPICS" $(( (KILL_COUNT + TOPICS - 1) / TOPICS )) "$P" "$C"
+  start_loads k "$TOPICS" "$KILL_COUNT" "$P" "$C"
   sleep "$KILL_AFTER"
   local p t1 t2
   for k in $(seq 1 "$TOPICS"); do
