@@ -26,7 +26,7 @@
 #            (rule B8), so the restarted node may own fewer than before; a
 #            SIGKILL restarts it with its share.
 #   kill     TOPICS loads of KILL_COUNT records in all (30000: about 10 s
-#   term     here), SIGKILL (or SIGTERM, waiting for the exit) node
+#   term     at 3,000 msg/s; raise it on a faster machine), SIGKILL (or SIGTERM, waiting for the exit) node
 #            RESTART_NODE KILL_AFTER seconds (3) into the load, start it
 #            again at once, let the consumers drain: records acknowledged
 #            (202), lost, duplicate deliveries and duplicate records (second
@@ -347,7 +347,7 @@ run_restart() {
   p=$(npid "$RESTART_NODE")
   t0=$(now_ms)
   kill "-$RESTART_SIG" "$p"
-  wait "$p" || [ "$RESTART_SIG" != TERM ] || echo "ab3: note: $side n$RESTART_NODE exited non-zero on SIGTERM ($tag)" >&2
+  wait "$p" 2>/dev/null || [ "$RESTART_SIG" != TERM ] || echo "ab3: note: $side n$RESTART_NODE exited non-zero on SIGTERM ($tag)" >&2
   t1=$(now_ms)
   start_node "$RESTART_NODE"
   wait_ready "$RESTART_NODE" 0.02
