@@ -249,6 +249,14 @@ type loadRun struct {
 	consumeErrors  atomic.Int64
 	foreign        atomic.Int64 // messages of other runs, acked and ignored
 
+	// producersDone is set once every producer returned: an ack or a
+	// delivery before it happened while producing, which is what the
+	// consume rate and end-to-end latency of a queue that keeps up are
+	// about (once producing stops, draining a backlog is fast and would
+	// hide a lag).
+	producersDone       atomic.Bool
+	ackedWhileProducing atomic.Int64
+
 	firstProduce   atomic.Int64 // unix ns of the first produce's start
 	lastProduceEnd atomic.Int64 // unix ns of the last 202
 	lastAck        atomic.Int64 // unix ns of the last ack of this run's messages
@@ -284,7 +292,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 
 	l := &loadRun{cfg: cfg, bs: bs, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
-	prodLat, e2eLat, runErr := l.execute(ctx, stderr)
+	prodLat, e2eLat, e2eProducing, runErr := l.execute(ctx, stderr)
 
 	// A high watermark read after the consumers stopped bounds every
 	// offset they were served. Zero stats are skipped: in cluster mode a
@@ -304,7 +312,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		watermarks = "not checked: interrupted"
 	}
 
-	s := l.summarize(prodLat, e2eLat, watermarks, ctx.Err() != nil)
+	s := l.summarize(prodLat, e2eLat, e2eProducing, watermarks, ctx.Err() != nil)
 	text := stdout
 	if cfg.json {
 		text = stderr
@@ -334,13 +342,15 @@ func newRunID() string {
 }
 
 // execute runs the producers and consumers to their end and returns their
-// latency samples, and the first worker error if one stopped the run.
-func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLat [][]time.Duration, err error) {
+// latency samples (end-to-end ones also of the deliveries made while
+// producing), and the first worker error if one stopped the run.
+func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLat, e2eProducing [][]time.Duration, err error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	prodLat = make([][]time.Duration, l.cfg.producers)
 	e2eLat = make([][]time.Duration, l.cfg.consumers)
+	e2eProducing = make([][]time.Duration, l.cfg.consumers)
 	producersDone := make(chan struct{})
 	produceUntil := time.Now().Add(l.cfg.duration)
 
@@ -361,8 +371,8 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	var producers, consumers sync.WaitGroup
 	for i := range l.cfg.consumers {
 		consumers.Go(func() {
-			lat, err := l.consumer(runCtx, consumeCtx, l.bs[i%len(l.bs)], stopConsuming, producersDone)
-			e2eLat[i] = lat
+			lat, latProducing, err := l.consumer(runCtx, consumeCtx, i, stopConsuming, producersDone)
+			e2eLat[i], e2eProducing[i] = lat, latProducing
 			if err != nil {
 				cancel(err)
 			}
@@ -370,7 +380,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	}
 	for i := range l.cfg.producers {
 		producers.Go(func() {
-			lat, err := l.producer(runCtx, i, l.bs[i%len(l.bs)], produceUntil)
+			lat, err := l.producer(runCtx, i, produceUntil)
 			prodLat[i] = lat
 			if err != nil {
 				cancel(err)
@@ -378,6 +388,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 		})
 	}
 	producers.Wait()
+	l.producersDone.Store(true)
 	close(producersDone)
 	drainTimer := time.AfterFunc(l.cfg.drain, stopConsuming)
 	consumers.Wait()
@@ -388,19 +399,18 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	// A worker's error is the cause; the caller's own cancellation is
 	// reported by the caller.
 	if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil {
-		return prodLat, e2eLat, cause
+		return prodLat, e2eLat, e2eProducing, cause
 	}
-	return prodLat, e2eLat, nil
+	return prodLat, e2eLat, e2eProducing, nil
 }
 
 // maxAttempts bounds the tries of one produce or ack that the broker
 // answers with a retryable error.
 const maxAttempts = 4
 
-// producer sends messages to b until the count is used up, until is
-// passed, or ctx is done. A produce answered 4xx ends the run: it will not
-// get better.
-func (l *loadRun) producer(ctx context.Context, index int, b *client.Broker, until time.Time) ([]time.Duration, error) {
+// producer sends messages until the count is used up, until is passed, or
+// ctx is done. A produce answered 4xx ends the run: it will not get better.
+func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]time.Duration, error) {
 	var lat []time.Duration
 	for ctx.Err() == nil && time.Now().Before(until) {
 		n := l.next.Add(1)
@@ -413,7 +423,7 @@ func (l *loadRun) producer(ctx context.Context, index int, b *client.Broker, unt
 		// The body keeps the first attempt's time, so that end-to-end
 		// latency includes the retries.
 		body := makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad)
-		ok, err := l.produceOne(ctx, b, id, body)
+		ok, err := l.produceOne(ctx, index, id, body)
 		if err != nil {
 			return lat, err
 		}
@@ -428,10 +438,15 @@ func (l *loadRun) producer(ctx context.Context, index int, b *client.Broker, unt
 	return lat, nil
 }
 
-// produceOne sends one message with bounded retries. It reports whether the
-// broker answered 202; err is set only for an error that ends the run.
-func (l *loadRun) produceOne(ctx context.Context, b *client.Broker, id string, body []byte) (bool, error) {
+// produceOne sends one message with bounded retries. The first attempt
+// goes to the producer's own server (index mod n), each retry to the next
+// one, so that a node that died or restarts under the load costs its
+// producers one failed attempt a message rather than every attempt. It
+// reports whether the broker answered 202; err is set only for an error
+// that ends the run.
+func (l *loadRun) produceOne(ctx context.Context, index int, id string, body []byte) (bool, error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		b := l.bs[(index+attempt-1)%len(l.bs)]
 		err := b.Produce(ctx, l.cfg.topic, body, "", nil)
 		if err == nil {
 			l.hist.Produced(id)
@@ -452,13 +467,17 @@ func (l *loadRun) produceOne(ctx context.Context, b *client.Broker, id string, b
 	return false, nil
 }
 
-// consumer pulls from b and acks there until the producers are done and
-// everything they got accepted was delivered (it then calls stopConsuming,
-// which ends the other consumers' long-polls too), or until consumeCtx is
-// done: the drain deadline passed or the run was stopped. Acks use ctx.
-func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *client.Broker, stopConsuming func(), producersDone <-chan struct{}) ([]time.Duration, error) {
-	var lat []time.Duration
+// consumer pulls from its server (index mod n) and acks a message on the
+// server that delivered it, until the producers are done and everything
+// they got accepted was delivered (it then calls stopConsuming, which ends
+// the other consumers' long-polls too), or until consumeCtx is done: the
+// drain deadline passed or the run was stopped. Acks use ctx. After a
+// failed consume it moves on to the next server, as producers do on a
+// retry. It returns the end-to-end latencies of every delivery and of
+// those made while producers ran.
+func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsuming func(), producersDone <-chan struct{}) (lat, latProducing []time.Duration, err error) {
 	failures := 0
+	server := index
 	// The loop ends: producers end (count and duration bound them), then
 	// the drain timer cancels consumeCtx; every request has a timeout.
 	for consumeCtx.Err() == nil {
@@ -466,20 +485,22 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *client.Broker, st
 		case <-producersDone:
 			if l.hist.Outstanding() == 0 {
 				stopConsuming()
-				return lat, nil
+				return lat, latProducing, nil
 			}
 		default:
 		}
+		b := l.bs[server%len(l.bs)]
 		d, err := b.Consume(consumeCtx, l.cfg.topic, client.ConsumeOptions{Wait: l.cfg.wait})
 		if err != nil {
 			if consumeCtx.Err() != nil {
-				return lat, nil
+				return lat, latProducing, nil
 			}
 			if !client.IsRetryable(err) {
-				return lat, err
+				return lat, latProducing, err
 			}
 			l.consumeErrors.Add(1)
 			failures++
+			server++
 			client.Sleep(consumeCtx, backoff(failures))
 			continue
 		}
@@ -493,23 +514,30 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, b *client.Broker, st
 		if mine {
 			l.hist.Consumed(id, d.Topic, d.Partition, d.Offset)
 			l.deliveries.Add(1)
-			lat = append(lat, received.Sub(time.Unix(0, sent)))
+			e2e := received.Sub(time.Unix(0, sent))
+			lat = append(lat, e2e)
+			if !l.producersDone.Load() {
+				latProducing = append(latProducing, e2e)
+			}
 		} else {
 			l.foreign.Add(1)
 		}
 		acked, err := l.ackOne(ctx, b, d)
 		if err != nil {
-			return lat, err
+			return lat, latProducing, err
 		}
 		// A message whose ack failed is not recorded as acked: its
 		// redelivery will be.
 		if acked && mine {
 			l.hist.Acked(id)
 			l.acked.Add(1)
+			if !l.producersDone.Load() {
+				l.ackedWhileProducing.Add(1)
+			}
 			raiseTo(&l.lastAck, time.Now().UnixNano())
 		}
 	}
-	return lat, nil
+	return lat, latProducing, nil
 }
 
 // ackOne acks d on b with bounded retries and reports whether the broker took

@@ -625,3 +625,87 @@ func TestRunSpreadsWorkersOverEveryServer(t *testing.T) {
 		sl.mu.Unlock()
 	}
 }
+
+// gateProduce holds the produce of the message numbered n (by its id's
+// suffix) until the queue has taken want acks, so that those acks happen
+// while a producer is still running.
+func gateProduce(q *fakeQueue, n, want int, h http.Handler) http.Handler {
+	suffix := fmt.Sprintf("-%07d", n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/produce") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if id, _, ok := parseLoadBody(body); ok && strings.HasSuffix(id, suffix) {
+				for {
+					q.mu.Lock()
+					acks := q.acks
+					q.mu.Unlock()
+					if acks >= want || r.Context().Err() != nil {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func TestRunCountsTheAcksMadeWhileProducing(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	srv := httptest.NewServer(gateProduce(q, 400, 100, q.handler(t)))
+	t.Cleanup(srv.Close)
+	cfg := testConfig(srv.URL)
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.AckedWhileProducing < 100 || s.AckedWhileProducing > s.Acked {
+		t.Errorf("got %d acked while producing of %d acked, want 100 to %d", s.AckedWhileProducing, s.Acked, s.Acked)
+	}
+	if got, want := s.ConsumeAckMsgsPerSec, float64(s.AckedWhileProducing)/s.ProduceSeconds; got != want {
+		t.Errorf("got consume+ack rate %.1f msgs/s, want %.1f (acked while producing / produce seconds)", got, want)
+	}
+	if s.EndToEndWhileProducing.Count < 100 || s.EndToEndWhileProducing.Count > s.EndToEndLatency.Count {
+		t.Errorf("got %d end-to-end samples while producing of %d, want 100 to %d",
+			s.EndToEndWhileProducing.Count, s.EndToEndLatency.Count, s.EndToEndLatency.Count)
+	}
+	if s.FirstProduceUnixNs == 0 || s.LastProduceUnixNs < s.FirstProduceUnixNs || s.LastAckUnixNs < s.FirstProduceUnixNs {
+		t.Errorf("got bounds first %d, last produce %d, last ack %d, want first set and the others after it",
+			s.FirstProduceUnixNs, s.LastProduceUnixNs, s.LastAckUnixNs)
+	}
+}
+
+func TestRunGoesOnWithOneServerDown(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	up := q.serve(t)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close() // its port now refuses connections, as a killed node's does
+	cfg := testConfig(up.URL)
+	cfg.servers = []string{up.URL, down.URL}
+	cfg.json = true
+	var stdout, stderr bytes.Buffer
+
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	// Producer 1 and consumer 1 start on the dead server: each failed
+	// attempt moves them to the live one, so nothing is given up.
+	if s.Produced != 500 || s.ProduceGaveUp != 0 || s.Acked != 500 || !s.History.OK {
+		t.Errorf("got %d produced, %d given up, %d acked, history %+v, want 500, 0, 500 and OK",
+			s.Produced, s.ProduceGaveUp, s.Acked, s.History)
+	}
+	if s.ProduceFailures == 0 {
+		t.Errorf("got 0 failed produce attempts, want some: a producer started on the dead server")
+	}
+}

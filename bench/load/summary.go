@@ -34,12 +34,27 @@ type summary struct {
 	Foreign        int64   `json:"foreign"`
 	FlowSeconds    float64 `json:"flow_seconds"`
 	FlowMsgsPerSec float64 `json:"flow_msgs_per_sec"`
+	// AckedWhileProducing counts the acks taken before every producer
+	// returned; ConsumeAckMsgsPerSec is that over ProduceSeconds, the
+	// rate to hold against ProduceMsgsPerSec: a queue whose consumers keep
+	// up acks about as fast as it is produced to.
+	AckedWhileProducing  int64   `json:"acked_while_producing"`
+	ConsumeAckMsgsPerSec float64 `json:"consume_ack_msgs_per_sec"`
+	// The run's bounds in unix ns (0 when there was none), so that the
+	// runs of several load processes against one cluster at once can be
+	// added up over their common wall time.
+	FirstProduceUnixNs int64 `json:"first_produce_unix_ns"`
+	LastProduceUnixNs  int64 `json:"last_produce_unix_ns"`
+	LastAckUnixNs      int64 `json:"last_ack_unix_ns"`
 
-	ProduceLatency  latencies   `json:"produce_latency"`
-	EndToEndLatency latencies   `json:"end_to_end_latency"`
-	Watermarks      string      `json:"watermarks"`
-	History         historyJSON `json:"history"`
-	historyReport   history.Report
+	ProduceLatency  latencies `json:"produce_latency"`
+	EndToEndLatency latencies `json:"end_to_end_latency"`
+	// EndToEndWhileProducing is EndToEndLatency of the deliveries made
+	// before every producer returned.
+	EndToEndWhileProducing latencies   `json:"end_to_end_latency_while_producing"`
+	Watermarks             string      `json:"watermarks"`
+	History                historyJSON `json:"history"`
+	historyReport          history.Report
 }
 
 type historyJSON struct {
@@ -59,7 +74,7 @@ type historyJSON struct {
 // lostSample bounds the lost ids put in the JSON summary.
 const lostSample = 20
 
-func (l *loadRun) summarize(prodLat, e2eLat [][]time.Duration, watermarks string, interrupted bool) summary {
+func (l *loadRun) summarize(prodLat, e2eLat, e2eProducing [][]time.Duration, watermarks string, interrupted bool) summary {
 	first := l.firstProduce.Load()
 	span := func(endNs int64) time.Duration {
 		if first == 0 || endNs < first {
@@ -95,9 +110,17 @@ func (l *loadRun) summarize(prodLat, e2eLat [][]time.Duration, watermarks string
 		FlowSeconds:    flowTime.Seconds(),
 		FlowMsgsPerSec: rate(l.acked.Load(), flowTime),
 
+		AckedWhileProducing:  l.ackedWhileProducing.Load(),
+		ConsumeAckMsgsPerSec: rate(l.ackedWhileProducing.Load(), produceTime),
+		FirstProduceUnixNs:   first,
+		LastProduceUnixNs:    l.lastProduceEnd.Load(),
+		LastAckUnixNs:        l.lastAck.Load(),
+
 		ProduceLatency:  summarizeLatencies(prodLat),
 		EndToEndLatency: summarizeLatencies(e2eLat),
-		Watermarks:      watermarks,
+
+		EndToEndWhileProducing: summarizeLatencies(e2eProducing),
+		Watermarks:             watermarks,
 		History: historyJSON{
 			OK:               r.OK(),
 			Produced:         r.Produced,
@@ -130,12 +153,16 @@ func (s summary) writeText(w io.Writer) {
 		s.Produced, s.ProduceSeconds, s.ProduceMsgsPerSec, s.ProduceMiBPerSec, s.ProduceFailures, s.ProduceGaveUp)
 	fmt.Fprintf(&b, "full flow:          %d acked in %.2fs: %.0f msgs/s (first produce to last ack)\n",
 		s.Acked, s.FlowSeconds, s.FlowMsgsPerSec)
+	fmt.Fprintf(&b, "while producing:    %d acked: %.0f msgs/s (%.2f of the produce rate)\n",
+		s.AckedWhileProducing, s.ConsumeAckMsgsPerSec, ratioOf(s.ConsumeAckMsgsPerSec, s.ProduceMsgsPerSec))
 	fmt.Fprintf(&b, "consume:            %d deliveries, %d acks refused, %d consume errors, %d foreign messages acked\n",
 		s.Deliveries, s.AcksRefused, s.ConsumeErrors, s.Foreign)
 	fmt.Fprintf(&b, "produce latency:    p50 %s  p99 %s  max %s\n",
 		fmtMs(s.ProduceLatency.P50Ms), fmtMs(s.ProduceLatency.P99Ms), fmtMs(s.ProduceLatency.MaxMs))
 	fmt.Fprintf(&b, "end-to-end latency: p50 %s  p99 %s  max %s (produce start to delivery)\n",
 		fmtMs(s.EndToEndLatency.P50Ms), fmtMs(s.EndToEndLatency.P99Ms), fmtMs(s.EndToEndLatency.MaxMs))
+	fmt.Fprintf(&b, "  while producing:  p50 %s  p99 %s  max %s (%d deliveries)\n",
+		fmtMs(s.EndToEndWhileProducing.P50Ms), fmtMs(s.EndToEndWhileProducing.P99Ms), fmtMs(s.EndToEndWhileProducing.MaxMs), s.EndToEndWhileProducing.Count)
 	fmt.Fprintf(&b, "high watermarks:    %s\n", s.Watermarks)
 	b.WriteString(s.historyReport.String())
 	b.WriteString("\n")
@@ -144,4 +171,12 @@ func (s summary) writeText(w io.Writer) {
 
 func fmtMs(ms float64) string {
 	return (time.Duration(ms * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
+}
+
+// ratioOf is a/b, or 0 when b is not positive.
+func ratioOf(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
 }
