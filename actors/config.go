@@ -49,6 +49,25 @@ type Config struct {
 	// MaxConsumeWait caps a long poll; it must stay below the HTTP write
 	// timeout or the poll is cut off mid-response.
 	MaxConsumeWait time.Duration
+	// ConsumeLocalFirstFor is how long a partition owned by another node
+	// may wait, believed to have records, while a queue-mode consume here
+	// serves this node's own partitions first (a local consume and its ack
+	// cost no NATS round trip). Past it, that owner is asked first, so a
+	// consumer talking to one node still drains every partition; each
+	// node then asks each such partition at most once per this interval.
+	// 0 asks in plain rotation. At most 10 s.
+	ConsumeLocalFirstFor time.Duration
+	// ConsumeRescanInterval is how long a long poll sleeps without looking
+	// again when no notice wakes it: a lease that expires makes a record
+	// deliverable without a commit. ConsumeFullScanInterval is how often a
+	// long poll asks every partition, whatever the ready book believes (a
+	// commit notice may be lost). Each within 1ms..1min.
+	ConsumeRescanInterval, ConsumeFullScanInterval time.Duration
+	// CommitNoticeInterval is the least time between two commit notices
+	// this node sends its peers (notify.go): a busy node names every
+	// partition committed meanwhile in one. A peer's long poll wakes up to
+	// this much later than a local one. Within 100µs..1s.
+	CommitNoticeInterval time.Duration
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
 	// SecurityEnabled turns on HTTP Basic, users and grants (§2.1 of the
@@ -320,6 +339,10 @@ func DefaultConfig() Config {
 		TopicMaxPartitions:      108,
 		TopicDefaultRetention:   7 * 24 * time.Hour,
 		MaxConsumeWait:          10 * time.Second,
+		ConsumeLocalFirstFor:    100 * time.Millisecond,
+		CommitNoticeInterval:    time.Millisecond,
+		ConsumeRescanInterval:   200 * time.Millisecond,
+		ConsumeFullScanInterval: time.Second,
 		HTTPWriteTimeout:        30 * time.Second,
 		HTTPReadHeaderTimeout:   5 * time.Second,
 		RequestTimeout:          10 * time.Second,
@@ -401,6 +424,14 @@ func (c Config) Validate() error {
 		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
+	case c.ConsumeLocalFirstFor < 0 || c.ConsumeLocalFirstFor > 10*time.Second:
+		return bad("ConsumeLocalFirstFor", c.ConsumeLocalFirstFor, "must be within 0..10s")
+	case c.ConsumeRescanInterval < time.Millisecond || c.ConsumeRescanInterval > time.Minute:
+		return bad("ConsumeRescanInterval", c.ConsumeRescanInterval, "must be within 1ms..1m")
+	case c.ConsumeFullScanInterval < time.Millisecond || c.ConsumeFullScanInterval > time.Minute:
+		return bad("ConsumeFullScanInterval", c.ConsumeFullScanInterval, "must be within 1ms..1m")
+	case c.CommitNoticeInterval < 100*time.Microsecond || c.CommitNoticeInterval > time.Second:
+		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:

@@ -59,14 +59,14 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 	return messages.Delivery{}, false, fmt.Errorf("replay %s/%d@%d: status %v: %s", topic, partition, offset, rr.Status, rr.Err)
 }
 
-// pollRescan bounds how long a long poll sleeps without looking again: a
-// lease that expires makes a record deliverable without any commit.
-const pollRescan = 200 * time.Millisecond
-
-// Consume is queue mode: it reserves one record from the first partition,
-// in a rotating order, that has one, and waits for a commit to the topic
-// (notify.go) up to wait, at most MaxConsumeWait. A partition that cannot
-// be asked is skipped: another may have a record.
+// Consume is queue mode: it leases one record from a partition that has
+// one, asking first those the ready book (ready.go) believes have records,
+// local ones first (consumePlan), at most one request per owner; and it
+// waits for a commit to the topic at any owner (notify.go) up to wait, at
+// most MaxConsumeWait, looking again every ConsumeRescanInterval and asking
+// every partition every ConsumeFullScanInterval (a lease that expires, a
+// notice lost). A partition or owner that cannot be asked is
+// skipped: another may have a record.
 func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Duration) (messages.Delivery, bool, error) {
 	t, err := n.partitionOf(topic, only)
 	if err != nil {
@@ -74,16 +74,18 @@ func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Du
 	}
 	deadline := time.Now().Add(min(max(wait, 0), n.cfg.MaxConsumeWait))
 	limits := limitsOf(t)
-	for {
+	ti := topicIncarnation{t.Name, t.Incarnation}
+	for first := true; ; first = false {
 		woken := n.notifier.wait(t.Name)
-		if d, ok := n.reserveAny(ctx, t, only, limits); ok {
+		full := first && wait <= 0 || only < 0 && n.notifier.ready.fullScanDue(ti, t.Partitions, n.cfg.ConsumeFullScanInterval)
+		if d, ok := n.reserveAny(ctx, t, only, limits, full); ok {
 			return d, true, nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return messages.Delivery{}, false, nil
 		}
-		timer := time.NewTimer(min(left, pollRescan))
+		timer := time.NewTimer(min(left, n.cfg.ConsumeRescanInterval))
 		select {
 		case <-woken:
 		case <-timer.C:
@@ -95,25 +97,78 @@ func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Du
 	}
 }
 
-// reserveAny asks partition only, or every partition of t from a rotating
-// start, to lease a record, and returns the first leased.
-func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limits messages.ConsumeLimits) (messages.Delivery, bool) {
-	parts := []int{only}
-	if only < 0 {
-		start := int(n.rotor.Add(1) % uint64(t.Partitions))
-		parts = make([]int, t.Partitions)
-		for i := range parts {
-			parts[i] = (start + i) % t.Partitions
+// reserveAny leases a record of partition only, or of any partition of t
+// in the order consumePlan gives (every partition when full), and returns
+// the first leased.
+func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limits messages.ConsumeLimits, full bool) (messages.Delivery, bool) {
+	ti := topicIncarnation{t.Name, t.Incarnation}
+	if only >= 0 {
+		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: only}
+		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
+		rr, ok := res.(*messages.Reserved)
+		if err != nil || !ok {
+			return messages.Delivery{}, false
+		}
+		n.observeReserved(ti, t.Partitions, only, rr)
+		return rr.Delivery, rr.Status == messages.StatusOK
+	}
+	parts, now := n.notifier.ready.snapshot(ti, t.Partitions)
+	owners := make([]string, t.Partitions)
+	for p := range owners {
+		owners[p], _ = n.route.owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
+	}
+	start := int(n.rotor.Add(1) % uint64(t.Partitions))
+	for _, g := range consumePlan(parts, owners, n.cfg.NodeID, start, now, full, n.cfg.ConsumeLocalFirstFor) {
+		if d, ok := n.reserveFrom(ctx, t, g, limits); ok {
+			return d, true
 		}
 	}
-	for _, p := range parts {
+	return messages.Delivery{}, false
+}
+
+// reserveFrom asks one owner's partitions of g in order: each partition
+// actor in turn when they are local, one ReserveAny request when the owner
+// is a peer.
+func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, limits messages.ConsumeLimits) (messages.Delivery, bool) {
+	ti := topicIncarnation{t.Name, t.Incarnation}
+	if g.owner != n.cfg.NodeID {
+		rr, err := n.route.reserveAny(ctx, g.owner, messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation},
+			&messages.ReserveAny{Partitions: g.parts, Limits: limits})
+		if err != nil {
+			return messages.Delivery{}, false
+		}
+		for p, expiresIn := range rr.Empty {
+			n.notifier.ready.observe(ti, t.Partitions, p, false, false, expiresIn)
+		}
+		if rr.Status != messages.StatusOK {
+			return messages.Delivery{}, false
+		}
+		n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, rr)
+		return rr.Delivery, true
+	}
+	for _, p := range g.parts {
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
-		if rr, ok := res.(*messages.Reserved); err == nil && ok && rr.Status == messages.StatusOK {
+		res, err := n.route.local(ctx, k, &messages.Reserve{Limits: limits})
+		rr, ok := res.(*messages.Reserved)
+		if err != nil || !ok {
+			continue
+		}
+		n.observeReserved(ti, t.Partitions, p, rr)
+		if rr.Status == messages.StatusOK {
 			return rr.Delivery, true
 		}
 	}
 	return messages.Delivery{}, false
+}
+
+// observeReserved tells the ready book what a reserve of partition p found.
+func (n *Node) observeReserved(ti topicIncarnation, partitions, p int, rr *messages.Reserved) {
+	switch rr.Status {
+	case messages.StatusOK:
+		n.notifier.ready.observe(ti, partitions, p, true, rr.More, rr.ExpiresIn)
+	case messages.StatusEmpty:
+		n.notifier.ready.observe(ti, partitions, p, false, false, rr.ExpiresIn)
+	}
 }
 
 // Settle acks, extends or nacks the lease h names. A handle naming a

@@ -54,7 +54,7 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 		case freeze.Report:
 			p.reportHandoff(ctx, f)
 		case freeze.NotifyConsumers:
-			p.notifier.notify(p.key.Topic) // consumes may resume here
+			p.notifier.notify(p.key) // consumes may resume here
 		case freeze.ConfirmOwner:
 			p.confirmOwner(ctx, f.After)
 		default:

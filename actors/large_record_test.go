@@ -103,6 +103,38 @@ func TestClusterLargestRecordsLandInTheirNamedPartitionThroughAnyNode(t *testing
 			}
 		}
 	}
+	// Leased consumes hand out the largest records whole through a node
+	// that does not own their partition (issue 15): pinned, one per
+	// partition; then in queue mode through node 0, which leases at least
+	// two of the three left from partitions other nodes own.
+	checkBody := func(how string, tn *testNode, m *messages.MessageInfo) {
+		t.Helper()
+		if m == nil {
+			t.Fatalf("leased consume of big (%s) through %s: got 204, want a 1 MiB record", how, tn.cfg.NodeID)
+		}
+		var body []byte
+		if err := json.Unmarshal(m.Payload, &body); err != nil {
+			t.Fatalf("leased consume of big (%s) through %s: payload: %v", how, tn.cfg.NodeID, err)
+		}
+		for _, b := range sent[m.Partition] {
+			if bytes.Equal(b, body) {
+				return
+			}
+		}
+		t.Fatalf("leased consume of big (%s) through %s: got %d bytes of partition %d matching no record produced to it", how, tn.cfg.NodeID, len(body), m.Partition)
+	}
+	for p := range sent {
+		owner := c.assignmentOf(0, "big", p).Owner
+		for i := range c.nodes {
+			if tn := c.node(i); tn.cfg.NodeID != owner {
+				checkBody(fmt.Sprintf("partition=%d", p), tn, tn.consume("big", fmt.Sprintf("partition=%d", p)))
+				break
+			}
+		}
+	}
+	for range sent {
+		checkBody("queue mode", c.node(0), c.node(0).consume("big", "wait=0"))
+	}
 }
 
 // startNodeOn starts a one-node cluster talking through the NATS server at

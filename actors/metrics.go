@@ -24,9 +24,12 @@ type nodeMetrics struct {
 	actorRestarts   *metrics.Counter
 	partitionFailed *metrics.Counter
 	httpPanics      *metrics.Counter
-	beatsWithheld   *metrics.Counter
-	placed          *metrics.Counter
-	promoted        *metrics.Counter
+	// noticesLost counts commit notices not sent or not understood
+	// (notify.go): each one may delay a peer's long poll until its rescan.
+	noticesLost   *metrics.Counter
+	beatsWithheld *metrics.Counter
+	placed        *metrics.Counter
+	promoted      *metrics.Counter
 	// commitsTooLarge counts dispatcher commits refused before sending as
 	// larger than the NATS max payload: their records wait, never rerouted.
 	commitsTooLarge *metrics.Counter
@@ -80,6 +83,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		actorRestarts:    metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
 		partitionFailed:  metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
 		httpPanics:       metrics.GetOrCreateCounter(name("narad_http_panics_total")),
+		noticesLost:      metrics.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
 		beatsWithheld:    metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:           metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		promoted:         metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),

@@ -283,6 +283,11 @@ func (n *Node) startActors() error {
 			}
 		}
 	})
+	if n.nats != nil {
+		n.loops.Go(func() {
+			n.notifier.sendNotices(loops, n.nats, n.cfg.CommitNoticeInterval, func(error) { n.metrics.noticesLost.Inc() })
+		})
+	}
 	n.loops.Go(func() { n.heartbeat(loops) })
 	n.loops.Go(func() { n.probeWrites(loops) })
 	if n.cfg.SecurityEnabled {
@@ -307,7 +312,12 @@ func (n *Node) serveNATS() error {
 	if n.nats == nil {
 		return nil
 	}
-	if err := errors.Join(n.route.serve(), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveAdmin(n.nats)); err != nil {
+	heard := func(_ string, body []byte) {
+		if n.notifier.heardNotice(body) != nil {
+			n.metrics.noticesLost.Inc()
+		}
+	}
+	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil

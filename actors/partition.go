@@ -107,6 +107,10 @@ type partitionActor struct {
 	// maxServed is the highest offset delivered since the actor started; a
 	// delivery at or below it is a redelivery (for the metric).
 	maxServed int64
+	// starved: a reserve found nothing to lease while records waited past
+	// the frontier; the next ack or nack announces the partition again
+	// (commitNotifier), since a slot may have opened.
+	starved bool
 	// handover is set when the partition moved to another node and this
 	// actor is about to stop: close checks the HWM against it.
 	handover *handedOver
@@ -244,6 +248,13 @@ func (p *partitionActor) start() {
 		}
 		p.notePace(now) // frozen without asking: it counts all the same
 		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
+	}
+	if l.HWM() > st.Frontier+1 {
+		// Records not yet acked are deliverable without any commit here (a
+		// restart, or a move: leases do not survive either): say so, or a
+		// node that believes the partition empty asks it only at its next
+		// full scan.
+		p.notifier.notify(p.key)
 	}
 }
 
@@ -455,7 +466,7 @@ func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) 
 		}
 	}
 	if err == nil {
-		p.notifier.notify(p.key.Topic)
+		p.notifier.notify(p.key)
 	}
 }
 
@@ -535,7 +546,11 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 		nonce := leaseNonce()
 		off, ok := p.table.reserve(now, lim, nonce)
 		if !ok {
-			return &messages.Reserved{Status: messages.StatusEmpty}
+			// Records wait past the frontier while none could be leased
+			// (max_in_flight, the acked-ahead set full, or all leased):
+			// the next ack or nack announces the partition again.
+			p.starved = lim.HWM > p.table.frontier+1
+			return &messages.Reserved{Status: messages.StatusEmpty, ExpiresIn: p.expiresIn(now)}
 		}
 		p.dirty = true
 		recs, err := p.log.Read(off, 1, 1)
@@ -556,8 +571,18 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 		p.maxServed = max(p.maxServed, off)
 		r := recs[0]
 		return &messages.Reserved{Status: messages.StatusOK, Delivery: messages.Delivery{
-			Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time, Nonce: nonce}}
+			Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time, Nonce: nonce},
+			More: p.table.deliverable(lim), ExpiresIn: p.expiresIn(now)}
 	}
+}
+
+// expiresIn is how long until the earliest lease out expires (0: none), for
+// the ready book of the node that asked (Reserved.ExpiresIn).
+func (p *partitionActor) expiresIn(now time.Time) time.Duration {
+	if at, ok := p.table.nextExpiry(); ok {
+		return max(at.Sub(now), time.Nanosecond)
+	}
+	return 0
 }
 
 // leaseNonce draws the nonce of a lease's receipt handle: 64 random bits,
@@ -621,8 +646,9 @@ func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
 	switch out {
 	case ackDone:
 		p.dirty = true
-		if m.Action == messages.LeaseNack {
-			p.notifier.notify(p.key.Topic)
+		if m.Action == messages.LeaseNack || p.starved {
+			p.starved = false
+			p.notifier.notify(p.key)
 		}
 		return &messages.LeaseResult{Status: messages.StatusOK}
 	case ackFull:

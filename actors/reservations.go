@@ -188,6 +188,35 @@ func (t *reservationTable) reserve(now time.Time, lim reserveLimits, nonce uint6
 	return offset, true
 }
 
+// deliverable reports whether reserve would lease a record now, changing
+// nothing: the hint a partition gives a routing node (Reserved.More). It
+// may say yes for a redelivery that turns out stale, and no for a lease
+// that expired but was not reaped yet (nextExpiry tells when that is).
+func (t *reservationTable) deliverable(lim reserveLimits) bool {
+	if int64(len(t.leases)) >= lim.MaxInFlight {
+		return false
+	}
+	if int64(len(t.ackedAhead)) >= lim.MaxAckedAhead {
+		head := t.frontier + 1
+		_, leased := t.leases[head]
+		return head < lim.HWM && !leased
+	}
+	if t.redeliver.len() > 0 && t.redeliver.peek() < lim.HWM {
+		return true
+	}
+	return t.next < lim.HWM
+}
+
+// nextExpiry is the earliest deadline of a lease out, when its record may
+// become deliverable again; false when no lease is out. An entry made
+// stale by an ack or extend may answer early: a hint.
+func (t *reservationTable) nextExpiry() (time.Time, bool) {
+	if len(t.leases) == 0 || t.expiry.len() == 0 {
+		return time.Time{}, false
+	}
+	return t.expiry.peek().deadline, true
+}
+
 // resvPick chooses and removes the offset to serve (steps 4 and 5 of
 // reserve), without leasing it.
 func (t *reservationTable) resvPick(lim reserveLimits) (int64, bool) {

@@ -172,17 +172,7 @@ func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any
 	default:
 		panic(fmt.Sprintf("ask: no wire form for %T", msg))
 	}
-	body, err := messages.EncodePartitionRequest(req)
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	out, err := r.nats.Request(ctx, owner, partitionService, body)
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
-	}
-	rep, err := messages.DecodePartitionReply(out)
+	rep, err := r.remote(ctx, owner, req)
 	if err != nil {
 		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
 	}
@@ -201,6 +191,67 @@ func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any
 		return rep.Handoff, nil
 	}
 	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, ErrUnavailable)
+}
+
+// remote sends one partition request to the peer owner and decodes its
+// answer.
+func (r *router) remote(ctx context.Context, owner string, req messages.PartitionRequest) (messages.PartitionReply, error) {
+	body, err := messages.EncodePartitionRequest(req)
+	if err != nil {
+		return messages.PartitionReply{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	out, err := r.nats.Request(ctx, owner, partitionService, body)
+	if err != nil {
+		return messages.PartitionReply{}, err
+	}
+	return messages.DecodePartitionReply(out)
+}
+
+// reserveAny asks the peer owner for a record of any of ra's partitions
+// of the topic incarnation k names: one request. A peer that does not
+// know ReserveAny (an older version, StatusBadRequest) is asked partition
+// by partition instead.
+func (r *router) reserveAny(ctx context.Context, owner string, k messages.PartitionKey, ra *messages.ReserveAny) (*messages.Reserved, error) {
+	rep, err := r.remote(ctx, owner, messages.PartitionRequest{Key: k, ReserveAny: ra})
+	if re, ok := errors.AsType[*transport.RemoteError](err); ok && re.Status == transport.StatusBadRequest {
+		return reserveFirst(ctx, k, ra, r.ask), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reserve any of %s %v at %s: %w: %w", k.Topic, ra.Partitions, owner, err, ErrUnavailable)
+	}
+	if rep.Reply == nil {
+		return nil, fmt.Errorf("reserve any of %s at %s: empty reply: %w", k.Topic, owner, ErrUnavailable)
+	}
+	return rep.Reply, nil
+}
+
+// reserveFirst asks each of ra's partitions in turn through ask until one
+// leases a record, collecting those that had none. A partition that cannot
+// be asked is skipped, with no belief either way.
+func reserveFirst(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny,
+	ask func(context.Context, messages.PartitionKey, any) (any, error)) *messages.Reserved {
+	var empty map[int]time.Duration
+	for _, p := range ra.Partitions {
+		k.Partition = p
+		res, err := ask(ctx, k, &messages.Reserve{Limits: ra.Limits})
+		rr, ok := res.(*messages.Reserved)
+		if err != nil || !ok {
+			continue
+		}
+		switch rr.Status {
+		case messages.StatusOK:
+			rr.Empty = empty
+			return rr
+		case messages.StatusEmpty:
+			if empty == nil {
+				empty = map[int]time.Duration{}
+			}
+			empty[p] = rr.ExpiresIn
+		}
+	}
+	return &messages.Reserved{Status: messages.StatusEmpty, Empty: empty}
 }
 
 // chunkRequest asks the owner of Key for committed bytes of a segment.
@@ -292,6 +343,8 @@ func (r *router) servePartition(ctx context.Context, in messages.PartitionReques
 		msg = in.List
 	case in.Handoff != nil:
 		msg = in.Handoff
+	case in.ReserveAny != nil:
+		return r.serveReserveAny(ctx, in.Key, in.ReserveAny)
 	default:
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "partition request with no request")
 	}
@@ -315,6 +368,22 @@ func (r *router) servePartition(ctx context.Context, in messages.PartitionReques
 	}
 	return messages.PartitionReply{}, transport.Errorf(transport.StatusInternal, "partition answered %T", res)
 }
+
+// serveReserveAny asks the local actors of ra's partitions in turn, so a
+// peer's queue-mode consume costs it one request to this node. Partitions
+// that are not served here are skipped. At most maxReserveAnyPartitions
+// are asked, bounding the work one request buys.
+func (r *router) serveReserveAny(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny) (messages.PartitionReply, error) {
+	if len(ra.Partitions) > maxReserveAnyPartitions {
+		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "reserve any of %d partitions, at most %d", len(ra.Partitions), maxReserveAnyPartitions)
+	}
+	return messages.PartitionReply{Reply: reserveFirst(ctx, k, ra, r.local)}, nil
+}
+
+// maxReserveAnyPartitions is the most partitions one ReserveAny may name,
+// far above a topic's partitions (Config.TopicMaxPartitions, 108 by
+// default), so that only a malformed request meets it.
+const maxReserveAnyPartitions = 4096
 
 func (r *router) serveChunk(ctx context.Context, _ string, req []byte) ([]byte, error) {
 	var in chunkRequest

@@ -79,6 +79,17 @@ type Reserve struct {
 	Limits ConsumeLimits
 }
 
+// ReserveAny asks one node for a record of any of several partitions of a
+// topic that it owns, leased from the first of them, in the order given,
+// that has one. A queue-mode consume that lands on another node then costs
+// one request to each owner at most, rather than one per partition. The
+// key of the PartitionRequest carrying it names the topic incarnation; its
+// partition is ignored.
+type ReserveAny struct {
+	Partitions []int
+	Limits     ConsumeLimits
+}
+
 // Delivery is a record handed to a consumer.
 type Delivery struct {
 	Partition int
@@ -99,6 +110,18 @@ type Reserved struct {
 	Status   Status
 	Delivery Delivery
 	Err      string
+	// More (StatusOK of a Reserve): another record of the partition was
+	// deliverable right after this one was leased. A routing node keeps the
+	// partition among those it asks first; a hint, never a promise.
+	More bool `json:",omitempty"`
+	// ExpiresIn (StatusOK or StatusEmpty of a Reserve): how long until the
+	// partition's earliest lease out expires and its record becomes
+	// deliverable again; 0 when no lease is out. A duration, not a time, so
+	// that the clocks of the two nodes need not agree.
+	ExpiresIn time.Duration `json:",omitempty"`
+	// Empty (ReserveAny): the partitions asked that had nothing to lease,
+	// each with its ExpiresIn.
+	Empty map[int]time.Duration `json:",omitempty"`
 }
 
 // ReadAt is a replay read at one offset: no lease.
@@ -158,9 +181,12 @@ type PartitionRequest struct {
 	Key     PartitionKey `json:"key"`
 	Commit  *Commit      `json:"commit,omitempty"`
 	Reserve *Reserve     `json:"reserve,omitempty"`
-	ReadAt  *ReadAt      `json:"read_at,omitempty"`
-	Lease   *Lease       `json:"lease,omitempty"`
-	Stats   *GetStats    `json:"stats,omitempty"`
+	// ReserveAny is answered in Reply, with Delivery.Partition naming the
+	// partition leased.
+	ReserveAny *ReserveAny `json:"reserve_any,omitempty"`
+	ReadAt     *ReadAt     `json:"read_at,omitempty"`
+	Lease      *Lease      `json:"lease,omitempty"`
+	Stats      *GetStats   `json:"stats,omitempty"`
 	// The move protocol (move.go); chunks have a raw service of their own.
 	List    *ListPartition `json:"list,omitempty"`
 	Handoff *Handoff       `json:"handoff,omitempty"`

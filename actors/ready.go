@@ -1,0 +1,183 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// readyBook is what this node believes about which partitions of each
+// topic have a record to deliver, so that a queue-mode consume asks an
+// owner that has one first (consumePlan) instead of every partition in
+// turn, one NATS round trip each. It learns from commit notices (its own
+// partitions' and its peers', commitNotifier) and from every answer to a
+// reserve it routes. It is a hint: a partition believed empty is still
+// asked by the long poll's periodic full scan, so a belief that is wrong
+// costs latency, never a record.
+type readyBook struct {
+	mu     sync.Mutex
+	topics map[topicIncarnation]*readyTopic
+	now    func() time.Time
+}
+
+// readyTopic is the belief about one topic incarnation's partitions.
+type readyTopic struct {
+	parts []readyPartition
+	// scanned is when a consume here last asked every partition; the long
+	// polls of every consumer of the topic share it (fullScanDue).
+	scanned time.Time
+}
+
+// readyPartition is the belief about one partition.
+type readyPartition struct {
+	// ready: a record was deliverable when last heard of.
+	ready bool
+	// since is when the partition last became ready or was last served
+	// through this node; a ready partition owned elsewhere waiting longer
+	// than Config.ConsumeLocalFirstFor goes before the local ones.
+	since time.Time
+	// expires is when a lease out expires and its record becomes
+	// deliverable again; zero when none is known.
+	expires time.Time
+}
+
+// maxReadyTopics bounds the topic incarnations the book remembers; past it
+// the book starts over (every partition then reads ready: a full scan).
+const maxReadyTopics = 1 << 16
+
+func newReadyBook() *readyBook {
+	return &readyBook{topics: map[topicIncarnation]*readyTopic{}, now: time.Now}
+}
+
+// topic returns the entry of ti with n partitions, made with every
+// partition ready (nothing is known yet) when it is new or its partition
+// count changed. The caller holds mu.
+func (b *readyBook) topic(ti topicIncarnation, n int, now time.Time) *readyTopic {
+	t, ok := b.topics[ti]
+	if ok && len(t.parts) == n {
+		return t
+	}
+	if len(b.topics) >= maxReadyTopics {
+		clear(b.topics)
+	}
+	t = &readyTopic{parts: make([]readyPartition, n), scanned: now}
+	for i := range t.parts {
+		t.parts[i] = readyPartition{ready: true, since: now}
+	}
+	b.topics[ti] = t
+	return t
+}
+
+// mark is a partition that may have a record to deliver. A topic no consume
+// here asked about yet is not recorded: its first consume finds every
+// partition ready anyway.
+func (b *readyBook) mark(k messages.PartitionKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[topicIncarnation{k.Topic, k.Incarnation}]
+	if !ok || k.Partition < 0 || k.Partition >= len(t.parts) {
+		return
+	}
+	p := &t.parts[k.Partition]
+	if !p.ready {
+		p.ready, p.since = true, b.now()
+	}
+}
+
+// snapshot copies the belief about ti's n partitions, for consumePlan.
+func (b *readyBook) snapshot(ti topicIncarnation, n int) ([]readyPartition, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	return append([]readyPartition(nil), b.topic(ti, n, now).parts...), now
+}
+
+// fullScanDue reports whether the last full scan of ti is every or longer
+// ago, and if so counts one as begun now: however short each long poll is,
+// the topic's consumers here ask every partition about once per every.
+func (b *readyBook) fullScanDue(ti topicIncarnation, n int, every time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	t := b.topic(ti, n, now)
+	if now.Sub(t.scanned) < every {
+		return false
+	}
+	t.scanned = now
+	return true
+}
+
+// observe learns from a partition's answer to a reserve: leased (ready
+// again only if it said More) or empty, with when a lease out expires.
+func (b *readyBook) observe(ti topicIncarnation, n, partition int, leased, more bool, expiresIn time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	t := b.topic(ti, n, now)
+	if partition < 0 || partition >= n {
+		return
+	}
+	p := &t.parts[partition]
+	p.ready = leased && more
+	if leased {
+		p.since = now
+	}
+	p.expires = time.Time{}
+	if expiresIn > 0 {
+		p.expires = now.Add(expiresIn)
+	}
+}
+
+// askGroup is the partitions of one owner that one consume asks, in order:
+// a single ReserveAny request when the owner is a peer.
+type askGroup struct {
+	owner string
+	parts []int
+}
+
+// consumePlan orders the asks of one queue-mode consume: the partitions
+// believed to have a record (all of them when full), from start in
+// rotation, grouped by owner in the order their first partition comes. The
+// local group goes first, so that a consume and its ack stay on this node
+// while it has records, unless a partition owned elsewhere has waited ready
+// for localFirstFor or longer: then its owner goes first, so a consumer
+// that talks to one node only still drains every partition. localFirstFor
+// 0 keeps the rotation order. owners[p] is p's owner ("" for none: not
+// asked); self is this node. Pure: the caller takes the snapshot.
+func consumePlan(parts []readyPartition, owners []string, self string, start int, now time.Time, full bool, localFirstFor time.Duration) []askGroup {
+	n := len(parts)
+	var groups []askGroup
+	at := map[string]int{}
+	starved := -1
+	for i := 0; i < n; i++ {
+		p := (start + i) % n
+		st, owner := parts[p], owners[p]
+		deliverable := st.ready || (!st.expires.IsZero() && !now.Before(st.expires))
+		if owner == "" || !(full || deliverable) {
+			continue
+		}
+		g, ok := at[owner]
+		if !ok {
+			g = len(groups)
+			at[owner] = g
+			groups = append(groups, askGroup{owner: owner})
+		}
+		groups[g].parts = append(groups[g].parts, p)
+		if starved < 0 && owner != self && localFirstFor > 0 && deliverable && now.Sub(st.since) >= localFirstFor {
+			starved = g
+		}
+	}
+	first := starved
+	if first < 0 && localFirstFor > 0 {
+		if g, ok := at[self]; ok {
+			first = g
+		}
+	}
+	if first > 0 {
+		g := groups[first]
+		copy(groups[1:first+1], groups[:first])
+		groups[0] = g
+	}
+	return groups
+}

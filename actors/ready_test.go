@@ -1,0 +1,180 @@
+package actors
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+func TestConsumePlan(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ready := func(since time.Duration) readyPartition { return readyPartition{ready: true, since: t0.Add(-since)} }
+	empty := readyPartition{}
+	expiring := func(in time.Duration) readyPartition { return readyPartition{expires: t0.Add(in)} }
+	const wait = 100 * time.Millisecond
+	// Partitions 0..5 owned a, b, c, a, b, c; this node is a.
+	owners := []string{"a", "b", "c", "a", "b", "c"}
+	cases := []struct {
+		name   string
+		parts  []readyPartition
+		owners []string
+		start  int
+		full   bool
+		first  time.Duration
+		want   []askGroup
+	}{
+		{"nothing ready asks nobody", []readyPartition{empty, empty, empty, empty, empty, empty}, owners, 0, false, wait, nil},
+		{"a full scan asks every owner once, local first",
+			[]readyPartition{empty, empty, empty, empty, empty, empty}, owners, 1, true, wait,
+			[]askGroup{{"a", []int{3, 0}}, {"b", []int{1, 4}}, {"c", []int{2, 5}}}},
+		{"only the ready partitions are asked",
+			[]readyPartition{empty, ready(0), empty, empty, empty, ready(0)}, owners, 0, false, wait,
+			[]askGroup{{"b", []int{1}}, {"c", []int{5}}}},
+		{"the local group goes first",
+			[]readyPartition{ready(0), ready(0), ready(0), ready(0), empty, empty}, owners, 1, false, wait,
+			[]askGroup{{"a", []int{3, 0}}, {"b", []int{1}}, {"c", []int{2}}}},
+		{"a remote partition ready for the local-first time goes first",
+			[]readyPartition{ready(0), empty, ready(wait), empty, empty, empty}, owners, 0, false, wait,
+			[]askGroup{{"c", []int{2}}, {"a", []int{0}}}},
+		{"just under the local-first time stays behind",
+			[]readyPartition{ready(0), empty, ready(wait - 1), empty, empty, empty}, owners, 0, false, wait,
+			[]askGroup{{"a", []int{0}}, {"c", []int{2}}}},
+		{"local-first 0 keeps the rotation",
+			[]readyPartition{ready(0), ready(0), ready(0), ready(0), empty, empty}, owners, 1, false, 0,
+			[]askGroup{{"b", []int{1}}, {"c", []int{2}}, {"a", []int{3, 0}}}},
+		{"a lease that has expired makes its partition deliverable",
+			[]readyPartition{empty, expiring(0), expiring(time.Millisecond), empty, empty, empty}, owners, 0, false, wait,
+			[]askGroup{{"b", []int{1}}}},
+		{"a partition without an owner is never asked",
+			[]readyPartition{ready(0), ready(0)}, []string{"", "b"}, 0, true, wait,
+			[]askGroup{{"b", []int{1}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := consumePlan(tc.parts, tc.owners, "a", tc.start, t0, tc.full, tc.first)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
+	b := newReadyBook()
+	now := time.Unix(2000, 0)
+	b.now = func() time.Time { return now }
+	ti := topicIncarnation{"t", 7}
+	k := func(p int) messages.PartitionKey {
+		return messages.PartitionKey{Topic: "t", Incarnation: 7, Partition: p}
+	}
+	readyOf := func() []bool {
+		parts, _ := b.snapshot(ti, 3)
+		out := make([]bool, len(parts))
+		for i, p := range parts {
+			out[i] = p.ready
+		}
+		return out
+	}
+	b.mark(k(0)) // before any consume asked: not recorded
+	if got, want := readyOf(), []bool{true, true, true}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a topic first seen: got %v, want every partition ready", got)
+	}
+	b.observe(ti, 3, 0, false, false, 0)
+	b.observe(ti, 3, 1, true, false, 0)
+	b.observe(ti, 3, 2, true, true, 0)
+	if got, want := readyOf(), []bool{false, false, true}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after empty, leased, leased with more: got %v, want %v", got, want)
+	}
+	now = now.Add(time.Second)
+	b.mark(k(0))
+	b.mark(messages.PartitionKey{Topic: "t", Incarnation: 6, Partition: 1}) // an older incarnation
+	b.mark(k(9))                                                            // no such partition
+	parts, _ := b.snapshot(ti, 3)
+	if !parts[0].ready || !parts[0].since.Equal(now) || parts[1].ready {
+		t.Fatalf("after a notice of partition 0: got %+v, want 0 ready since %v and 1 still empty", parts, now)
+	}
+	b.observe(ti, 3, 1, false, false, 30*time.Second)
+	parts, _ = b.snapshot(ti, 3)
+	if !parts[1].expires.Equal(now.Add(30 * time.Second)) {
+		t.Fatalf("an empty answer with a lease out: got expires %v, want %v", parts[1].expires, now.Add(30*time.Second))
+	}
+	if got, want := readyOf(), []bool{true, false, true}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if parts, _ := b.snapshot(ti, 4); len(parts) != 4 || !parts[1].ready {
+		t.Fatalf("after the topic grew to 4 partitions: got %+v, want 4 partitions all ready", parts)
+	}
+}
+
+func TestReservationTableDeliverable(t *testing.T) {
+	now := time.Unix(3000, 0)
+	lim := reserveLimits{HWM: 3, Oldest: 0, MaxInFlight: 2, MaxAckedAhead: 8, Visibility: time.Second}
+	tb := newReservationTable(-1, nil)
+	if !tb.deliverable(lim) {
+		t.Fatal("three records, none leased: got not deliverable")
+	}
+	if _, ok := tb.nextExpiry(); ok {
+		t.Fatal("no lease out: got an expiry")
+	}
+	off, _ := tb.reserve(now, lim, 1)
+	if at, ok := tb.nextExpiry(); !ok || !at.Equal(now.Add(time.Second)) {
+		t.Fatalf("one lease out: got expiry %v %v, want %v", at, ok, now.Add(time.Second))
+	}
+	tb.reserve(now, lim, 2)
+	if tb.deliverable(lim) {
+		t.Fatal("max_in_flight leases out: got deliverable")
+	}
+	tb.ack(now, off, 1, lim.MaxAckedAhead)
+	if !tb.deliverable(lim) {
+		t.Fatal("a slot freed and record 2 unleased: got not deliverable")
+	}
+	tb.reserve(now, lim, 3)
+	if tb.deliverable(lim) {
+		t.Fatal("every record leased or acked: got deliverable")
+	}
+}
+
+func BenchmarkConsumePlan(b *testing.B) {
+	for _, n := range []int{12, 108} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			now := time.Unix(1000, 0)
+			parts := make([]readyPartition, n)
+			owners := make([]string, n)
+			for i := range parts {
+				parts[i] = readyPartition{ready: i%3 != 0, since: now.Add(-time.Duration(i) * time.Millisecond)}
+				owners[i] = fmt.Sprintf("n%d", i%3)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				consumePlan(parts, owners, "n0", i%n, now, false, 100*time.Millisecond)
+			}
+		})
+	}
+}
+
+// The full scans of a topic's long polls on one node share one clock: one
+// is due once per interval, however many consumes ask and however short
+// their waits.
+func TestReadyBookFullScanDueOncePerInterval(t *testing.T) {
+	b := newReadyBook()
+	now := time.Unix(4000, 0)
+	b.now = func() time.Time { return now }
+	ti := topicIncarnation{"t", 1}
+	if b.fullScanDue(ti, 3, time.Second) {
+		t.Fatal("a topic first seen: got a full scan due, want none (every partition reads ready)")
+	}
+	now = now.Add(999 * time.Millisecond)
+	if b.fullScanDue(ti, 3, time.Second) {
+		t.Fatal("999 ms after: got due, want not yet")
+	}
+	now = now.Add(time.Millisecond)
+	if !b.fullScanDue(ti, 3, time.Second) {
+		t.Fatal("1 s after: got not due, want due")
+	}
+	if b.fullScanDue(ti, 3, time.Second) {
+		t.Fatal("a second consume at the same instant: got due again, want one scan per interval")
+	}
+}
