@@ -69,7 +69,13 @@ const (
 	// config change never makes a valid file unreadable.
 	walMaxPositionRanges = 1 << 16
 	walPositionMaxBytes  = len(walPositionMagic2) + 8 + 4 + 16*walMaxPositionRanges + 4
-	walMinReadBufBytes   = walHeaderBytes + walFixedBytes
+	// walLiveName is the position saver's file (PositionOnCommit): two
+	// slots of v2 positions written in place by turns, one write and one
+	// fsync each, so a torn write leaves the other slot whole. Every
+	// position written anywhere lists only committed seqs, so OpenWAL
+	// takes the union of the position file and both slots.
+	walLiveName        = "position.live"
+	walMinReadBufBytes = walHeaderBytes + walFixedBytes
 )
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
@@ -281,11 +287,17 @@ type WAL struct {
 	segs        []*walSegment // ascending base; the last one is active
 	committed   walCommitSet
 	persisted   uint64 // the watermark last made durable
-	// marks counts changes to committed; savedMarks is its value at the
-	// last position write, so a save with nothing new writes nothing.
-	marks, savedMarks uint64
-	tornBytes         int64
-	posDamaged        bool
+	// marks counts changes to committed; fileMarks and liveMarks are its
+	// value at the last write of the position file and of a live slot, so
+	// a save with nothing new writes nothing.
+	marks, fileMarks, liveMarks uint64
+	tornBytes                   int64
+	posDamaged                  bool
+
+	// live is the position saver's file, nil without PositionOnCommit;
+	// liveSlot is the slot its next write goes to. Both under maint.
+	live     *os.File
+	liveSlot int
 
 	// Owned by the writer goroutine (and by Open and Close around it).
 	file   walFile
@@ -343,8 +355,12 @@ func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
 		posDone: make(chan struct{}),
 	}
 	if err := w.rebuild(); err != nil {
+		// The recovery error is the one worth returning.
 		if w.file != nil {
-			w.file.Close() // the recovery error is the one worth returning
+			w.file.Close()
+		}
+		if w.live != nil {
+			w.live.Close()
 		}
 		return nil, err
 	}
@@ -370,8 +386,70 @@ func (w *WAL) savePositions() {
 			return
 		case <-w.posWake:
 		}
-		_ = w.SavePosition()
+		w.maint.Lock()
+		w.mu.Lock()
+		closed := w.closed
+		w.mu.Unlock()
+		if !closed {
+			_ = w.writePosition(true)
+		}
+		w.maint.Unlock()
 	}
+}
+
+// liveSlotBytes is the size of one slot of the live position file.
+func (c WALConfig) liveSlotBytes() int {
+	return len(walPositionMagic2) + 8 + 4 + 16*c.MaxPositionRanges + 4
+}
+
+// walDecodeLiveSlot decodes the v2 position at the start of b, which may
+// be followed by anything; ok is false for a slot never written or torn.
+func walDecodeLiveSlot(b []byte) (through uint64, ranges []walSeqRange, ok bool) {
+	head := len(walPositionMagic2) + 8 + 4
+	if len(b) < head+4 || string(b[:len(walPositionMagic2)]) != walPositionMagic2 {
+		return 0, nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[head-4:]))
+	if n > walMaxPositionRanges || head+16*n+4 > len(b) {
+		return 0, nil, false
+	}
+	through, ranges, err := walDecodePositionRanges(b[:head+16*n+4])
+	return through, ranges, err == nil
+}
+
+// openLive reads both slots of the live position file, creating the file
+// if it is missing, and leaves it open in w.live.
+func (w *WAL) openLive() (through uint64, ranges []walSeqRange, err error) {
+	path := filepath.Join(w.dir, walLiveName)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, nil, fmt.Errorf("open wal live position: %w", err)
+	}
+	w.live = f
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := syncDir(w.dir); err != nil {
+			return 0, nil, fmt.Errorf("create wal live position: %w", err)
+		}
+		return 0, nil, nil
+	}
+	// Bounded by the largest slots any config writes, so an oversized file
+	// cannot cost memory; a slot of another config's size reads as torn.
+	b, err := io.ReadAll(io.LimitReader(f, 2*int64(walPositionMaxBytes)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read wal live position: %w", err)
+	}
+	slot := w.cfg.liveSlotBytes()
+	for _, off := range []int{0, slot} {
+		if off >= len(b) {
+			continue
+		}
+		if t, r, ok := walDecodeLiveSlot(b[off:]); ok {
+			through = max(through, t)
+			ranges = append(ranges, r...)
+		}
+	}
+	return through, ranges, nil
 }
 
 // rebuild recovers the in-memory state from dir and leaves w.file open on an
@@ -395,6 +473,14 @@ func (w *WAL) rebuild() error {
 	case err != nil:
 		return err
 	}
+	if w.cfg.PositionOnCommit {
+		liveThrough, liveRanges, err := w.openLive()
+		if err != nil {
+			return err
+		}
+		through = max(through, liveThrough)
+		ranges = append(ranges, liveRanges...)
+	}
 	w.persisted = through
 
 	segs, err := walListSegments(w.dir)
@@ -406,6 +492,7 @@ func (w *WAL) rebuild() error {
 	}
 	w.committed = walCommitSet{through: through, blocks: map[uint64]uint64{}}
 	w.nextSeq = through + 1
+	// In any order: the union of every position read.
 	for _, r := range ranges {
 		if r.hi > w.committed.through {
 			w.committed.markRange(max(r.lo, w.committed.through+1), r.hi)
@@ -816,33 +903,60 @@ func (w *WAL) savePosition() error {
 	if closed {
 		return fmt.Errorf("wal save position: %w", ErrClosed)
 	}
-	return w.writePosition()
+	return w.writePosition(false)
 }
 
 // writePosition writes the position if marks changed it since the last
-// write. w.maint must be held.
-func (w *WAL) writePosition() error {
+// write of the same kind: into the position file (replaced whole, which
+// an older node reads too), or into the next live slot. w.maint must be
+// held.
+func (w *WAL) writePosition(live bool) error {
 	w.mu.Lock()
 	through, marks := w.committed.through, w.marks
-	if marks == w.savedMarks {
+	saved := &w.fileMarks
+	if live {
+		saved = &w.liveMarks
+	}
+	if marks == *saved {
 		w.mu.Unlock()
 		return nil
 	}
 	ranges := w.committed.rangesAbove(w.cfg.MaxPositionRanges)
 	w.mu.Unlock()
-	var b []byte
-	if len(ranges) == 0 {
-		b = walEncodePosition(through) // v1, readable by an older node
+	if live {
+		if err := w.writeLive(through, ranges); err != nil {
+			return fmt.Errorf("wal save live position %d: %w", through, err)
+		}
 	} else {
-		b = walEncodePositionRanges(through, ranges)
-	}
-	if err := writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
-		return fmt.Errorf("wal save position %d: %w", through, err)
+		var b []byte
+		if len(ranges) == 0 {
+			b = walEncodePosition(through) // v1, readable by an older node
+		} else {
+			b = walEncodePositionRanges(through, ranges)
+		}
+		if err := writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
+			return fmt.Errorf("wal save position %d: %w", through, err)
+		}
 	}
 	w.positions.Add(1)
 	w.mu.Lock()
-	w.persisted, w.savedMarks = through, marks
+	w.persisted, *saved = max(w.persisted, through), marks
 	w.mu.Unlock()
+	return nil
+}
+
+// writeLive writes a position into the next live slot. The slot turns only
+// after a write that succeeded: a torn slot is written again, never the
+// whole one.
+func (w *WAL) writeLive(through uint64, ranges []walSeqRange) error {
+	b := walEncodePositionRanges(through, ranges)
+	if _, err := w.live.WriteAt(b, int64(w.liveSlot*w.cfg.liveSlotBytes())); err != nil {
+		return err
+	}
+	if err := w.live.Sync(); err != nil {
+		return err
+	}
+	w.liveSlot ^= 1
 	return nil
 }
 
@@ -1050,7 +1164,11 @@ func (w *WAL) Close() error {
 	// The marks since the last save, so a clean stop replays nothing
 	// that was committed.
 	w.maint.Lock()
-	perr := w.writePosition()
+	perr := w.writePosition(false)
+	if w.live != nil {
+		// Written with a fsync each time: a close error loses nothing.
+		_ = w.live.Close()
+	}
 	w.maint.Unlock()
 	if err := w.file.Close(); err != nil {
 		return fmt.Errorf("close wal segment %s: %w", w.active.path, err)

@@ -1037,7 +1037,7 @@ func walWaitSaved(t *testing.T, w *WAL) {
 	t.Helper()
 	for range 10000 {
 		w.mu.Lock()
-		saved := w.marks == w.savedMarks
+		saved := w.marks == w.liveMarks
 		w.mu.Unlock()
 		if saved {
 			return
@@ -1420,4 +1420,82 @@ func TestWALPositionAheadOfTheDiskStillNeverReusesSeqs(t *testing.T) {
 		got, _ := walReplayAll(t, walOpenTest(t, dir, DefaultWALConfig()))
 		walSameRecords(t, fmt.Sprintf("keep %d: replay", keep), got, []WALRecord{walWithSeq(walTestRecord(9), 6)})
 	}
+}
+
+// The live position file's slots are written in place by turns: a torn
+// or damaged slot is ignored, and what the other slot and the position
+// file say is used, so no record that was not committed is ever skipped.
+func TestWALDamagedLivePositionSlotNeverHidesAnUncommittedRecord(t *testing.T) {
+	for _, damage := range []string{"latest", "both", "none"} {
+		t.Run(damage, func(t *testing.T) {
+			cfg := walSmallConfig()
+			dir := t.TempDir()
+			w := walOpenTest(t, dir, cfg)
+			acked := walAppendN(t, w, 0, 30)
+			var pending []uint64
+			for _, r := range acked {
+				if r.Seq%4 == 0 {
+					pending = append(pending, r.Seq)
+					continue
+				}
+				if err := w.MarkCommitted(r.Seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			walWaitSaved(t, w)
+			w.maint.Lock()
+			latest := w.liveSlot ^ 1
+			w.maint.Unlock()
+			crashed := walCopyDir(t, dir)
+			live := filepath.Join(crashed, walLiveName)
+			b, err := os.ReadFile(live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slot := cfg.liveSlotBytes()
+			switch damage {
+			case "latest":
+				b[latest*slot+len(walPositionMagic2)+2] ^= 0x40
+			case "both":
+				b[len(walPositionMagic2)+2] ^= 0x40
+				if len(b) > slot {
+					b[slot+len(walPositionMagic2)+2] ^= 0x40
+				}
+			}
+			if err := os.WriteFile(live, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := walReplayAll(t, walOpenTest(t, crashed, cfg))
+			replayed := walSeqs(got)
+			for _, seq := range pending {
+				if !slices.Contains(replayed, seq) {
+					t.Fatalf("damage %s: replayed %v: want uncommitted seq %d among them", damage, replayed, seq)
+				}
+			}
+			if damage == "none" && !slices.Equal(replayed, pending) {
+				t.Fatalf("intact slots: replayed %v, want exactly the uncommitted %v", replayed, pending)
+			}
+		})
+	}
+}
+
+// Every position read lists only committed seqs, so OpenWAL takes their
+// union: the position file's watermark with a live slot's ranges.
+func TestWALOpenTakesTheUnionOfThePositionFileAndTheLiveSlots(t *testing.T) {
+	cfg := walSmallConfig()
+	dir := t.TempDir()
+	w := walOpenTest(t, dir, cfg)
+	acked := walAppendN(t, w, 0, 12)
+	walCloseTest(t, w)
+	if err := os.WriteFile(filepath.Join(dir, walPositionName), walEncodePosition(3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slots := make([]byte, 2*cfg.liveSlotBytes())
+	copy(slots, walEncodePositionRanges(1, []walSeqRange{{6, 7}}))
+	copy(slots[cfg.liveSlotBytes():], walEncodePositionRanges(2, []walSeqRange{{9, 10}}))
+	if err := os.WriteFile(filepath.Join(dir, walLiveName), slots, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := walReplayAll(t, walOpenTest(t, dir, cfg))
+	walSameRecords(t, "replay of the union", got, []WALRecord{acked[3], acked[4], acked[7], acked[10], acked[11]})
 }
