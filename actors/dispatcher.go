@@ -420,7 +420,7 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 			delete(d.queues, k)
 			continue
 		}
-		if d.reroute(ctx, k, q) {
+		if d.reroute(ctx, k, q) || d.awaitsOwner(k, q) {
 			continue
 		}
 		q.hold = false
@@ -506,11 +506,7 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 		return false
 	}
 	movable, pinned := d.splitUnknown(q)
-	if len(pinned) > 0 && !q.unknownLogged {
-		q.unknownLogged = true
-		d.deps.log.Warn("holding records whose commit has an unknown outcome: their owner may still commit them, so they wait for it to answer or to be removed from the cluster",
-			"topic", k.Topic, "partition", k.Partition, "records", len(pinned), "owner", d.owners.ownerOf(k), "why", why)
-	}
+	d.warnPinned(k, q, len(pinned), why)
 	if len(movable) == 0 {
 		return false
 	}
@@ -528,6 +524,32 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 	}
 	// Pinned records stay and are retried at their partition this tick.
 	return len(pinned) == 0
+}
+
+// awaitsOwner reports whether q holds records of a commit of unknown
+// outcome while its partition's owner reads dead: then nothing is resent
+// until the owner reads alive again (or another node owns the partition,
+// or the node is removed and reroute moves them). A paused owner reads
+// every request queued for it when it wakes, so each resend meanwhile
+// would be one more copy in the partition.
+func (d *dispatcherActor) awaitsOwner(k messages.PartitionKey, q *partitionQueue) bool {
+	if len(q.unknown) == 0 || !d.ownerDead(k) {
+		return false
+	}
+	_, pinned := d.splitUnknown(q)
+	d.warnPinned(k, q, len(pinned), "owner dead")
+	return len(pinned) > 0
+}
+
+// warnPinned logs, once per queue, that records of a commit of unknown
+// outcome are held for their owner; what an operator does about it.
+func (d *dispatcherActor) warnPinned(k messages.PartitionKey, q *partitionQueue, pinned int, why string) {
+	if pinned == 0 || q.unknownLogged {
+		return
+	}
+	q.unknownLogged = true
+	d.deps.log.Warn("holding records whose commit has an unknown outcome: their owner may still commit them, so they wait for it to answer or to be removed from the cluster",
+		"topic", k.Topic, "partition", k.Partition, "records", pinned, "owner", d.owners.ownerOf(k), "why", why)
 }
 
 // splitUnknown parts q's records into those a sibling may take and those

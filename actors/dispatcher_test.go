@@ -419,8 +419,10 @@ func answerFirst(first, then func(*messages.Commit) (any, error)) func(*messages
 // cluster, alive or marked dead (a paused owner commits the originals when
 // it wakes): its records wait at their partition, counted in
 // narad_dispatcher_unknown_outcome_records, until the owner answers or is
-// removed. A commit proven not processed (no responders) still moves after
-// the grace (rule K3), and so does one whose owner was removed.
+// removed, and are not resent to the owner either while it reads dead
+// (each resend would be one more copy once it wakes). A commit proven not
+// processed (no responders) still moves after the grace (rule K3), and so
+// does one whose owner was removed.
 func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t *testing.T) {
 	tn := newTestNode(t)
 	tn.createTopic("unknown", 3)
@@ -429,34 +431,52 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 	for _, tc := range []struct {
 		name   string
 		answer func(*messages.Commit) (any, error)
+		// aliveFirst: the owner reads alive for one grace (retries go on),
+		// then dead; otherwise dead from the start.
+		aliveFirst bool
 		// removed: the owner leaves the cluster after three graces.
 		removed bool
 		// moves: the records reach the sibling; otherwise they stay and
-		// commit at partition 0 once it answers.
+		// commit at partition 0 once its owner is back.
 		moves bool
 	}{
-		{"timeout, owner dead", timeout, false, false},
-		{"timeout, then no responders", answerFirst(timeout, noResponders), false, false},
-		{"timeout, then frozen", answerFirst(timeout, answerStatus(messages.StatusFrozen)), false, false},
-		{"cancelled", answerError(fmt.Errorf("commit to n9: %w", context.Canceled)), false, false},
-		{"no responders, owner dead", noResponders, false, true},
-		{"timeout, owner removed", timeout, true, true},
+		{"timeout, owner dead", timeout, false, false, false},
+		{"timeout, then no responders", answerFirst(timeout, noResponders), true, false, false},
+		{"timeout, then frozen", answerFirst(timeout, answerStatus(messages.StatusFrozen)), true, false, false},
+		{"cancelled", answerError(fmt.Errorf("commit to n9: %w", context.Canceled)), false, false, false},
+		{"no responders, owner dead", noResponders, false, false, true},
+		{"timeout, owner removed", timeout, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newDispatcherRig(t, tn, map[int]string{0: "n9", 1: "n1", 2: "n1"})
 			members := &rigMembers{replica: r.d.store, members: map[string]*messages.Member{}}
 			members.set("n9", messages.MemberDead)
+			if tc.aliveFirst {
+				members.set("n9", messages.MemberAlive)
+			}
 			r.d.store = members
 			r.start()
 			r.owners.answer(0, tc.answer)
 			seq := r.produce("unknown", 0, []byte(`"v"`))
 			r.waitCommitted(0, seq)
+			if tc.aliveFirst {
+				for range rigGrace / rigTick {
+					r.tick(0)
+				}
+				members.set("n9", messages.MemberDead)
+			}
+			before := len(r.owners.seen(0))
 			// Three graces: the old dispatcher rerouted right after one.
 			for i := 0; i < int(3*rigGrace/rigTick) && len(r.owners.seen(1)) == 0; i++ {
-				r.tick(0)
+				r.tickQuiet()
 			}
 			if early := len(r.owners.seen(1)) > 0; early != (tc.moves && !tc.removed) {
 				t.Fatalf("%s: records at the sibling within three graces: got %v, want %v", tc.name, early, tc.moves && !tc.removed)
+			}
+			if !tc.moves {
+				if got := len(r.owners.seen(0)); got != before {
+					t.Fatalf("%s: commits resent to the dead owner: got %d, want none", tc.name, got-before)
+				}
 			}
 			if tc.removed {
 				members.set("n9", "")
@@ -470,7 +490,9 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 				if got := unknownOutcomeGauge(r, "n9"); got != 1 {
 					t.Fatalf("narad_dispatcher_unknown_outcome_records for n9: got %v, want 1", got)
 				}
-				r.owners.answer(0, answerStatus(messages.StatusOK)) // the owner wakes
+				// The owner wakes and answers.
+				r.owners.answer(0, answerStatus(messages.StatusOK))
+				members.set("n9", messages.MemberAlive)
 				r.tick(0)
 			}
 			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
@@ -479,6 +501,19 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 			waitFor(t, func() bool { return unknownOutcomeGauge(r, "n9") == 0 })
 		})
 	}
+}
+
+// tickQuiet moves the rig's clock one retry interval on and waits until
+// the dispatcher ran that tick (it arms the next one), whether or not it
+// sent anything.
+func (r *dispatcherRig) tickQuiet() {
+	r.t.Helper()
+	r.clock.advance(rigTick)
+	waitFor(r.t, func() bool {
+		r.clock.mu.Lock()
+		defer r.clock.mu.Unlock()
+		return len(r.clock.timers) > 0
+	})
 }
 
 func unknownOutcomeGauge(r *dispatcherRig, node string) float64 {
