@@ -3,9 +3,11 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -25,7 +27,10 @@ type dispatchTick struct{}
 // commitDone is the outcome of one commit request, delivered back to the
 // dispatcher in its own context.
 type commitDone struct {
-	key   messages.PartitionKey
+	key messages.PartitionKey
+	// owner is the node the commit was sent to, as the replica read when
+	// it was sent.
+	owner string
 	batch []storage.WALRecord
 	res   *messages.CommitResult
 	err   error
@@ -55,6 +60,16 @@ type partitionQueue struct {
 	// partition, so the records wait here; tooLargeLogged says the error
 	// was logged for this queue.
 	tooLarge, tooLargeLogged bool
+	// unknown are the records a commit of unknown outcome carried (a
+	// timeout, not a refusal), each with the node it went to: that node
+	// may still commit them, so they are never rerouted to a sibling while
+	// it is a member of the cluster, dead or not (issue 15: a paused owner
+	// marked dead commits the originals when it wakes). Only their commit
+	// clears an entry: a later refusal says nothing of the earlier
+	// attempt. At most one entry per record in recs or in flight.
+	unknown map[uint64]string
+	// unknownLogged says a withheld reroute was logged for this queue.
+	unknownLogged bool
 }
 
 // owners is how the dispatcher reaches the owners of partitions (*router).
@@ -89,10 +104,13 @@ type dispatcherActor struct {
 	// clock is when retries and the reroute grace fall due.
 	clock clock
 	// remote are the commits in flight to peers, each on its own goroutine
-	// bounded by RequestTimeout; the actor waits for them as it stops, once
-	// closing stopping cancelled them.
-	remote   sync.WaitGroup
-	stopping chan struct{}
+	// bounded by RequestTimeout (router.ask), which releases what its
+	// owner committed itself; the actor waits for them as it stops.
+	remote sync.WaitGroup
+	// local are the commits in flight to partitions of this node, whose
+	// futures the actor waits for as it stops (their continuations never
+	// run once it stopped).
+	local map[*actor.Future]*commitDone
 }
 
 const dispatcherName = "dispatcher"
@@ -124,8 +142,9 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	defer logPanic(d.deps.log, dispatcherName)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.clock, d.stopping = d.cfg.clockOrWall(), make(chan struct{})
+		d.clock = d.cfg.clockOrWall()
 		d.queues = map[messages.PartitionKey]*partitionQueue{}
+		d.local = map[*actor.Future]*commitDone{}
 		d.replay(ctx)
 		d.scheduleTick(ctx)
 	case *dispatch:
@@ -135,15 +154,29 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 	case dispatchTick:
 		d.tick(ctx)
 	case *actor.Stopping:
-		// A commit still in flight is cancelled; whatever its outcome, its
-		// records are still in the WAL and are replayed at the next start.
-		close(d.stopping)
+		// A commit in flight is waited for, not cancelled (each is bounded
+		// by RequestTimeout): one whose outcome was dropped here would be
+		// replayed at the next start although committed, a duplicate after
+		// a clean stop. What is not committed stays in the WAL.
+		d.awaitLocal()
 		d.remote.Wait()
 		// Persist what was released, so a graceful restart replays nothing
 		// that is already committed.
 		if err := d.wal.Compact(); err != nil {
 			d.deps.log.Error("compact ingress WAL at stop", "err", err)
 		}
+	}
+}
+
+// awaitLocal waits for the local commits in flight and releases what they
+// committed.
+func (d *dispatcherActor) awaitLocal() {
+	for f, m := range d.local {
+		res, err := f.Result()
+		if r, _ := res.(*messages.CommitResult); err == nil && r != nil && r.Status == messages.StatusOK {
+			d.releaseAll(m.batch)
+		}
+		delete(d.local, f)
 	}
 }
 
@@ -227,25 +260,31 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
+		owner := d.owners.ownerOf(k)
 		if local {
 			// Sent now, from this actor, so batches reach the partition's
 			// mailbox in order.
 			f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}
 			ctx.ReenterAfter(f, func(res interface{}, err error) {
+				delete(d.local, f)
 				r, _ := res.(*messages.CommitResult)
-				d.done(ctx, &commitDone{key: k, batch: batch, res: r, err: err})
+				d.done(ctx, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
 			})
 			continue
 		}
 		// A peer owns it: the request runs on its own goroutine (bounded by
 		// RequestTimeout) and reports back here.
-		self, root, ask, stopping := ctx.Self(), ctx.ActorSystem().Root, d.owners.ask, d.stopping
+		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.owners.ask
 		d.remote.Go(func() {
-			rctx, cancel := untilClosed(stopping)
-			defer cancel()
-			res, err := ask(rctx, k, c)
+			res, err := ask(context.Background(), k, c)
 			r, _ := res.(*messages.CommitResult)
-			root.Send(self, &commitDone{key: k, batch: batch, res: r, err: err})
+			if err == nil && r != nil && r.Status == messages.StatusOK {
+				// Here, not only in done: a stopping actor reads no more
+				// messages, and this outcome must not be lost with them.
+				d.releaseAll(batch)
+			}
+			root.Send(self, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
 		})
 	}
 }
@@ -279,6 +318,7 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 	q.failingSince, q.frozenSince, q.tooLarge = time.Time{}, time.Time{}, false
 	for _, r := range m.batch {
 		d.release(r.Seq)
+		delete(q.unknown, r.Seq)
 	}
 	if len(q.recs) == 0 && q.inFlight == 0 {
 		delete(d.queues, m.key)
@@ -292,6 +332,14 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time) {
 	if q.failingSince.IsZero() {
 		q.failingSince = now
+	}
+	if outcomeUnknown(m) {
+		if q.unknown == nil {
+			q.unknown = map[uint64]string{}
+		}
+		for _, r := range m.batch {
+			q.unknown[r.Seq] = m.owner
+		}
 	}
 	if m.err == nil && m.res != nil && m.res.Status == messages.StatusFrozen {
 		if q.frozenSince.IsZero() {
@@ -312,6 +360,19 @@ func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time
 	}
 }
 
+// outcomeUnknown reports whether a failed commit may still have been, or
+// may yet be, committed by the node it went to: anything but an answer of
+// the partition or an error proving the request was not processed (no
+// responders, not connected, too large to send, a 503 refusal, no actor to
+// deliver it to). A timeout, a cancelled request, any other remote error,
+// and an answer of the wrong type are unknown.
+func outcomeUnknown(m *commitDone) bool {
+	if m.err == nil {
+		return m.res == nil
+	}
+	return !transport.NotProcessed(m.err) && !errors.Is(m.err, actor.ErrDeadLetter)
+}
+
 // drop releases records that will never be committed, as if committed, so
 // the WAL's watermark passes them; counted, and logged once per topic
 // incarnation.
@@ -329,6 +390,14 @@ func (d *dispatcherActor) drop(ti topicIncarnation, why string, recs []storage.W
 	d.dropWarned[ti] = true
 	d.deps.log.Warn("dropping ingress WAL records: their topic incarnation is gone or has no such partition",
 		"topic", ti.topic, "incarnation", ti.incarnation, "reason", why, "records", len(recs), "first_seq", recs[0].Seq)
+}
+
+// releaseAll releases a committed batch. It only calls the WAL, so a
+// commit's goroutine may call it too; releasing twice is harmless.
+func (d *dispatcherActor) releaseAll(batch []storage.WALRecord) {
+	for _, r := range batch {
+		d.release(r.Seq)
+	}
 }
 
 func (d *dispatcherActor) release(seq uint64) {
@@ -351,7 +420,7 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 			delete(d.queues, k)
 			continue
 		}
-		if d.reroute(ctx, k, q) {
+		if d.reroute(ctx, k, q) || d.awaitsOwner(k, q) {
 			continue
 		}
 		q.hold = false
@@ -367,9 +436,12 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 // reportBacklog sets, once a tick, how many records wait for each owner
 // node; an owner with nothing waiting reads 0 rather than vanishing.
 func (d *dispatcherActor) reportBacklog() {
-	held := map[string]int{}
+	held, unknown := map[string]int{}, map[string]int{}
 	for k, q := range d.queues {
 		held[d.owners.ownerOf(k)] += len(q.recs)
+		for _, node := range q.unknown {
+			unknown[node]++
+		}
 	}
 	if d.reported == nil {
 		d.reported = map[string]bool{}
@@ -382,7 +454,26 @@ func (d *dispatcherActor) reportBacklog() {
 	for owner, n := range held {
 		d.reported[owner] = true
 		d.metrics.dispatcherBacklog(owner, n)
+		d.setUnknownOutcome(owner, unknown[owner])
 	}
+	for node, n := range unknown {
+		if _, ok := held[node]; !ok {
+			d.reported[node] = true
+			d.setUnknownOutcome(node, n)
+		}
+	}
+}
+
+// setUnknownOutcome sets narad_dispatcher_unknown_outcome_records: records
+// whose commit to node has an unknown outcome, which wait for that node to
+// answer or leave the cluster and are never rerouted meanwhile. An alert
+// on it staying above 0 with the node dead says: remove the node (or
+// bring it back) to release them.
+func (d *dispatcherActor) setUnknownOutcome(node string, records int) {
+	if node == "" {
+		node = "unassigned"
+	}
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, d.metrics.node, node), nil).Set(float64(records))
 }
 
 // reroute sends what a partition holds to a live sibling partition, at the
@@ -393,6 +484,9 @@ func (d *dispatcherActor) reportBacklog() {
 // commit too large to send) keeps the records waiting for their partition,
 // so a partition a producer named is never overridden because a send
 // failed. A commit in flight is waited for: its outcome may still come.
+// Records a commit of unknown outcome carried stay even then, while the
+// node it went to is a member (splitUnknown); it returns false while any
+// stay, so they are retried at their partition.
 func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) bool {
 	if q.inFlight > 0 || q.failingSince.IsZero() || len(q.recs) == 0 || q.tooLarge {
 		return false
@@ -411,15 +505,70 @@ func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q 
 	if !ok {
 		return false
 	}
+	movable, pinned := d.splitUnknown(q)
+	d.warnPinned(k, q, len(pinned), why)
+	if len(movable) == 0 {
+		return false
+	}
 	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition,
-		"records", len(q.recs), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.owners.ownerOf(k))
-	recs := q.recs
-	delete(d.queues, k)
-	for _, r := range recs {
+		"records", len(movable), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.owners.ownerOf(k))
+	if len(pinned) > 0 {
+		q.recs = pinned
+	} else {
+		delete(d.queues, k)
+	}
+	for _, r := range movable {
+		delete(q.unknown, r.Seq)
 		r.Partition = int32(to.Partition)
 		d.enqueue(ctx, r)
 	}
-	return true
+	// Pinned records stay and are retried at their partition this tick.
+	return len(pinned) == 0
+}
+
+// awaitsOwner reports whether q holds records of a commit of unknown
+// outcome while its partition's owner reads dead: then nothing is resent
+// until the owner reads alive again (or another node owns the partition,
+// or the node is removed and reroute moves them). A paused owner reads
+// every request queued for it when it wakes, so each resend meanwhile
+// would be one more copy in the partition.
+func (d *dispatcherActor) awaitsOwner(k messages.PartitionKey, q *partitionQueue) bool {
+	if len(q.unknown) == 0 || !d.ownerDead(k) {
+		return false
+	}
+	_, pinned := d.splitUnknown(q)
+	d.warnPinned(k, q, len(pinned), "owner dead")
+	return len(pinned) > 0
+}
+
+// warnPinned logs, once per queue, that records of a commit of unknown
+// outcome are held for their owner; what an operator does about it.
+func (d *dispatcherActor) warnPinned(k messages.PartitionKey, q *partitionQueue, pinned int, why string) {
+	if pinned == 0 || q.unknownLogged {
+		return
+	}
+	q.unknownLogged = true
+	d.deps.log.Warn("holding records whose commit has an unknown outcome: their owner may still commit them, so they wait for it to answer or to be removed from the cluster",
+		"topic", k.Topic, "partition", k.Partition, "records", pinned, "owner", d.owners.ownerOf(k), "why", why)
+}
+
+// splitUnknown parts q's records into those a sibling may take and those
+// pinned to their partition: a commit of unknown outcome went to a node
+// that is still a member (alive, paused or marked dead), which may commit
+// them yet. Once that node is removed from the cluster it commits nothing
+// the cluster sees, and its records move on.
+func (d *dispatcherActor) splitUnknown(q *partitionQueue) (movable, pinned []storage.WALRecord) {
+	for _, r := range q.recs {
+		node, ok := q.unknown[r.Seq]
+		if ok {
+			if _, member := d.store.Member(node); member {
+				pinned = append(pinned, r)
+				continue
+			}
+		}
+		movable = append(movable, r)
+	}
+	return movable, pinned
 }
 
 // ownerDead reports whether k's owner, as the local replica reads it, is

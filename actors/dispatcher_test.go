@@ -3,12 +3,17 @@ package actors
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -116,6 +121,7 @@ type dispatcherRig struct {
 	clock  *fakeClock
 	tn     *testNode
 	wal    *storage.WAL
+	walDir string
 	owners *fakeOwners
 	d      *dispatcherActor
 	pid    *actor.PID
@@ -129,7 +135,8 @@ const (
 
 func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak ...func(*Config)) *dispatcherRig {
 	t.Helper()
-	wal, err := storage.OpenWAL(filepath.Join(t.TempDir(), "wal"), tn.cfg.WAL)
+	walDir := filepath.Join(t.TempDir(), "wal")
+	wal, err := storage.OpenWAL(walDir, tn.cfg.WAL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +159,7 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 		deps:  deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name())},
 		store: tn.n.Store(), wal: wal, owners: f,
 	}
-	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, owners: f, d: d}
+	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, d: d}
 }
 
 // start spawns the rig's dispatcher, which first replays what its WAL
@@ -355,5 +362,301 @@ func TestDispatcherCapsACommitToAPeerAtMaxRemoteCommitBytes(t *testing.T) {
 		if a.bytes > limit {
 			t.Fatalf("commit to a peer: got %v, want at most MaxRemoteCommitBytes %d", a, limit)
 		}
+	}
+}
+
+// rigMembers overrides the replica's members the dispatcher reads: the
+// rig's owners may be dead members, or removed ones, without a cluster.
+type rigMembers struct {
+	replica
+	mu sync.Mutex
+	// members holds the overridden ids; a nil value is a removed member.
+	members map[string]*messages.Member
+}
+
+func (m *rigMembers) Member(id string) (messages.Member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mem, ok := m.members[id]; ok {
+		if mem == nil {
+			return messages.Member{}, false
+		}
+		return *mem, true
+	}
+	return m.replica.Member(id)
+}
+
+// set makes id a member of the status, or removes it ("").
+func (m *rigMembers) set(id, status string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if status == "" {
+		m.members[id] = nil
+		return
+	}
+	m.members[id] = &messages.Member{ID: id, Status: status}
+}
+
+// answerFirst answers the first commit with first and every later one
+// with then.
+func answerFirst(first, then func(*messages.Commit) (any, error)) func(*messages.Commit) (any, error) {
+	var mu sync.Mutex
+	calls := 0
+	return func(c *messages.Commit) (any, error) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			return first(c)
+		}
+		return then(c)
+	}
+}
+
+// Issue 15 item 2: a commit whose outcome is unknown (a timeout) is not
+// resent to a sibling while the node it went to is a member of the
+// cluster, alive or marked dead (a paused owner commits the originals when
+// it wakes): its records wait at their partition, counted in
+// narad_dispatcher_unknown_outcome_records, until the owner answers or is
+// removed, and are not resent to the owner either while it reads dead
+// (each resend would be one more copy once it wakes). A commit proven not
+// processed (no responders) still moves after the grace (rule K3), and so
+// does one whose owner was removed.
+func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("unknown", 3)
+	timeout := answerError(fmt.Errorf("commit to n9: %w: %w", transport.ErrTimeout, ErrUnavailable))
+	noResponders := answerError(fmt.Errorf("commit to n9: %w: %w", transport.ErrNoResponders, ErrUnavailable))
+	for _, tc := range []struct {
+		name   string
+		answer func(*messages.Commit) (any, error)
+		// aliveFirst: the owner reads alive for one grace (retries go on),
+		// then dead; otherwise dead from the start.
+		aliveFirst bool
+		// removed: the owner leaves the cluster after three graces.
+		removed bool
+		// moves: the records reach the sibling; otherwise they stay and
+		// commit at partition 0 once its owner is back.
+		moves bool
+	}{
+		{"timeout, owner dead", timeout, false, false, false},
+		{"timeout, then no responders", answerFirst(timeout, noResponders), true, false, false},
+		{"timeout, then frozen", answerFirst(timeout, answerStatus(messages.StatusFrozen)), true, false, false},
+		{"cancelled", answerError(fmt.Errorf("commit to n9: %w", context.Canceled)), false, false, false},
+		{"no responders, owner dead", noResponders, false, false, true},
+		{"timeout, owner removed", timeout, false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newDispatcherRig(t, tn, map[int]string{0: "n9", 1: "n1", 2: "n1"})
+			members := &rigMembers{replica: r.d.store, members: map[string]*messages.Member{}}
+			members.set("n9", messages.MemberDead)
+			if tc.aliveFirst {
+				members.set("n9", messages.MemberAlive)
+			}
+			r.d.store = members
+			r.start()
+			r.owners.answer(0, tc.answer)
+			seq := r.produce("unknown", 0, []byte(`"v"`))
+			r.waitCommitted(0, seq)
+			if tc.aliveFirst {
+				for range rigGrace / rigTick {
+					r.tick(0)
+				}
+				members.set("n9", messages.MemberDead)
+			}
+			before := len(r.owners.seen(0))
+			// Three graces: the old dispatcher rerouted right after one.
+			for i := 0; i < int(3*rigGrace/rigTick) && len(r.owners.seen(1)) == 0; i++ {
+				r.tickQuiet()
+			}
+			if early := len(r.owners.seen(1)) > 0; early != (tc.moves && !tc.removed) {
+				t.Fatalf("%s: records at the sibling within three graces: got %v, want %v", tc.name, early, tc.moves && !tc.removed)
+			}
+			if !tc.moves {
+				if got := len(r.owners.seen(0)); got != before {
+					t.Fatalf("%s: commits resent to the dead owner: got %d, want none", tc.name, got-before)
+				}
+			}
+			if tc.removed {
+				members.set("n9", "")
+				r.tickUntilMoved(seq)
+			}
+			moved := len(r.owners.seen(1)) > 0
+			if moved != tc.moves {
+				t.Fatalf("%s: records at the sibling: got %v, want %v (attempts at it: %v)", tc.name, moved, tc.moves, r.owners.seen(1))
+			}
+			if !tc.moves {
+				if got := unknownOutcomeGauge(r, "n9"); got != 1 {
+					t.Fatalf("narad_dispatcher_unknown_outcome_records for n9: got %v, want 1", got)
+				}
+				// The owner wakes and answers.
+				r.owners.answer(0, answerStatus(messages.StatusOK))
+				members.set("n9", messages.MemberAlive)
+				r.tick(0)
+			}
+			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
+			// The next tick's report clears the gauge.
+			r.clock.advance(rigTick)
+			waitFor(t, func() bool { return unknownOutcomeGauge(r, "n9") == 0 })
+		})
+	}
+}
+
+// tickQuiet moves the rig's clock one retry interval on and waits until
+// the dispatcher ran that tick (it arms the next one), whether or not it
+// sent anything.
+func (r *dispatcherRig) tickQuiet() {
+	r.t.Helper()
+	r.clock.advance(rigTick)
+	waitFor(r.t, func() bool {
+		r.clock.mu.Lock()
+		defer r.clock.mu.Unlock()
+		return len(r.clock.timers) > 0
+	})
+}
+
+func unknownOutcomeGauge(r *dispatcherRig, node string) float64 {
+	return metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, r.d.metrics.node, node), nil).Get()
+}
+
+// replayCopy opens a copy of the rig's WAL, as a restart would find it
+// now, and returns the seqs it replays.
+func (r *dispatcherRig) replayCopy() []uint64 {
+	r.t.Helper()
+	dir := r.t.TempDir()
+	entries, err := os.ReadDir(r.walDir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(r.walDir, e.Name()))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	w, err := storage.OpenWAL(dir, r.tn.cfg.WAL)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer w.Close()
+	var seqs []uint64
+	if _, err := w.Replay(func(rec storage.WALRecord) error {
+		seqs = append(seqs, rec.Seq)
+		return nil
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+	return seqs
+}
+
+// Issue 15 item 3: a clean stop replays nothing committed. A commit still
+// in flight when the dispatcher stops is waited for, not cancelled, and
+// what it committed is released and persisted before the actor is gone;
+// the old dispatcher cancelled it and dropped the answer, so a committed
+// record came back at the next start. What was never committed does come
+// back.
+func TestDispatcherStopKeepsTheOutcomeOfACommitInFlight(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("stop", 3)
+	r := newDispatcherRig(t, tn, map[int]string{0: "n1", 1: "n1", 2: "n1"}).start()
+	for p := range 3 {
+		r.produce("stop", p, []byte(`"committed before the stop"`))
+	}
+	waitFor(t, func() bool { return r.wal.CommittedThrough() >= 3 })
+	answer := make(chan struct{})
+	r.owners.answer(0, func(c *messages.Commit) (any, error) {
+		<-answer // the owner commits while the node stops
+		return answerStatus(messages.StatusOK)(c)
+	})
+	r.owners.answer(1, answerStatus(messages.StatusUnavailable))
+	inFlight := r.produce("stop", 0, []byte(`"in flight at the stop"`))
+	refused := r.produce("stop", 1, []byte(`"never committed"`))
+	r.waitCommitted(0, inFlight)
+	r.waitCommitted(1, refused)
+	stopped := r.tn.n.system.Root.StopFuture(r.pid)
+	close(answer)
+	if err := stopped.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.replayCopy(); !slices.Equal(got, []uint64{refused}) {
+		t.Fatalf("replayed after a clean stop: got seqs %v, want only %d (never committed)", got, refused)
+	}
+}
+
+// Issue 15 item 3: a graceful restart under load replays nothing already
+// committed. Producers run while the node stops; after the restart every
+// record the node accepted (202) is delivered, and none twice.
+func TestAGracefulRestartUnderLoadDeliversNoDuplicates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a node under load")
+	}
+	tn := newTestNode(t)
+	tn.createTopic("restart", 6)
+	var (
+		mu       sync.Mutex
+		accepted = map[string]bool{}
+		wg       sync.WaitGroup
+		quit     = make(chan struct{})
+	)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for p := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`"producer %d record %d"`, p, i)
+				resp, err := client.Post(tn.base+"/v1/topics/restart/produce", "application/json", strings.NewReader(body))
+				if err != nil {
+					continue // the server is shutting down
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusAccepted {
+					mu.Lock()
+					accepted[body] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) >= 300
+	})
+	tn.stop()
+	close(quit)
+	wg.Wait()
+	tn.start()
+
+	seen := map[string]int{}
+	for {
+		m := tn.consume("restart", "wait=500ms")
+		if m == nil {
+			break
+		}
+		seen[string(m.Payload)]++
+		tn.must(http.StatusNoContent, "POST", "/v1/topics/restart/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
+	}
+	var twice, missing []string
+	for body, n := range seen {
+		if n > 1 {
+			twice = append(twice, body)
+		}
+	}
+	for body := range accepted {
+		if seen[body] == 0 {
+			missing = append(missing, body)
+		}
+	}
+	if len(twice) > 0 || len(missing) > 0 {
+		t.Fatalf("after a graceful restart with %d records accepted: got %d delivered twice (first %q), %d missing (first %q), want none",
+			len(accepted), len(twice), twice[:min(3, len(twice))], len(missing), missing[:min(3, len(missing))])
 	}
 }

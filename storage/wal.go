@@ -56,11 +56,25 @@ const (
 	// int64, and leaves room so nextSeq can never wrap.
 	walMaxSeq = math.MaxInt64
 
-	walSegmentSuffix   = ".wal"
-	walSegmentNameLen  = 20 + len(walSegmentSuffix)
-	walPositionName    = "position"
-	walPositionMagic   = "NRDWALP1"
-	walPositionBytes   = len(walPositionMagic) + 8 + 4
+	walSegmentSuffix  = ".wal"
+	walSegmentNameLen = 20 + len(walSegmentSuffix)
+	walPositionName   = "position"
+	walPositionMagic  = "NRDWALP1"
+	walPositionBytes  = len(walPositionMagic) + 8 + 4
+	// walPositionMagic2 is the position that also lists committed ranges
+	// above the watermark: magic, through, uint32 count, count × (lo, hi),
+	// CRC-32C of everything before it. A v1 file still reads.
+	walPositionMagic2 = "NRDWALP2"
+	// walMaxPositionRanges is a format limit, as walMaxFrameBytes is: a
+	// config change never makes a valid file unreadable.
+	walMaxPositionRanges = 1 << 16
+	walPositionMaxBytes  = len(walPositionMagic2) + 8 + 4 + 16*walMaxPositionRanges + 4
+	// walLiveName is the position saver's file (PositionOnCommit): two
+	// slots of v2 positions written in place by turns, one write and one
+	// fsync each, so a torn write leaves the other slot whole. Every
+	// position written anywhere lists only committed seqs, so OpenWAL
+	// takes the union of the position file and both slots.
+	walLiveName        = "position.live"
 	walMinReadBufBytes = walHeaderBytes + walFixedBytes
 )
 
@@ -102,6 +116,19 @@ type WALConfig struct {
 	// ReadBufferBytes is the read window of recovery and Replay: larger means
 	// fewer reads; it is held only while a scan runs.
 	ReadBufferBytes int
+	// PositionOnCommit persists the committed position as records are
+	// marked committed, not only on SavePosition and Compact, so a crash
+	// replays about one position write's worth of committed records rather
+	// than everything since the last Compact. One write (and its fsyncs)
+	// is in flight at most, on a goroutine of the WAL's own; the next one
+	// covers every mark made meanwhile.
+	PositionOnCommit bool
+	// MaxPositionRanges bounds the committed ranges above the watermark the
+	// position file lists (16 bytes each), so one held partition among many
+	// busy ones cannot make every position write large. Past it the lowest
+	// ranges are kept: the rest are replayed after a crash (duplicates,
+	// never a gap). 0 persists the watermark alone.
+	MaxPositionRanges int
 }
 
 // DefaultWALConfig returns the configuration a node runs with unless told
@@ -117,6 +144,9 @@ func DefaultWALConfig() WALConfig {
 		MaxKeyBytes:     4 << 10,
 		MaxTopicBytes:   255,
 		ReadBufferBytes: 1 << 20,
+		// On: measured by BenchmarkWALPositionOnCommit.
+		PositionOnCommit:  true,
+		MaxPositionRanges: 1024,
 	}
 }
 
@@ -147,6 +177,8 @@ func (c WALConfig) Validate() error {
 		return bad("MaxKeyBytes", c.MaxKeyBytes, "must not be negative")
 	case c.MaxTopicBytes <= 0 || c.MaxTopicBytes > math.MaxUint16:
 		return bad("MaxTopicBytes", c.MaxTopicBytes, "must be in 1..65535")
+	case c.MaxPositionRanges < 0 || c.MaxPositionRanges > walMaxPositionRanges:
+		return bad("MaxPositionRanges", c.MaxPositionRanges, fmt.Sprintf("must be in 0..%d", walMaxPositionRanges))
 	case c.ReadBufferBytes < walMinReadBufBytes:
 		return bad("ReadBufferBytes", c.ReadBufferBytes, fmt.Sprintf("must be at least %d", walMinReadBufBytes))
 	case c.MaxBodyBytes > walMaxFrameBytes || c.MaxKeyBytes > walMaxFrameBytes ||
@@ -215,12 +247,13 @@ type WALReplayStats struct {
 // fsyncs (group commit) through one writer goroutine that ends on Close.
 // Records are then committed to their owners' partition logs in any order
 // and reported with MarkCommitted; the WAL keeps the low watermark
-// (CommittedThrough), persists it with SavePosition, and Compact removes
+// (CommittedThrough) and the seqs committed above it, persists both with
+// SavePosition (and, with PositionOnCommit, after marks), and Compact removes
 // segments wholly at or below the persisted watermark. After a restart,
-// Replay hands back every acknowledged record above the persisted watermark.
+// Replay hands back every acknowledged record not persisted as committed.
 // Delivery is at-least-once: a record may be replayed although it was
-// committed (out of order, or after the last SavePosition), so commits at the
-// owners must tolerate duplicates.
+// committed (after the last position write, or past MaxPositionRanges), so
+// commits at the owners must tolerate duplicates.
 //
 // All methods are safe for concurrent use.
 type WAL struct {
@@ -232,8 +265,13 @@ type WAL struct {
 	wake chan struct{}
 	quit chan struct{} // closed by Close: the writer returns
 	done chan struct{} // closed when the writer has returned
+	// posWake holds at most one signal for the position saver
+	// (PositionOnCommit); posDone is closed when it has returned.
+	posWake chan struct{}
+	posDone chan struct{}
 
-	syncs atomic.Int64 // fsync calls by the writer, for tests and benchmarks
+	syncs     atomic.Int64 // fsync calls by the writer, for tests and benchmarks
+	positions atomic.Int64 // position files written, for the same
 
 	// maint serialises SavePosition and Compact, so two of them never write
 	// the position file or remove segments at once.
@@ -249,8 +287,17 @@ type WAL struct {
 	segs        []*walSegment // ascending base; the last one is active
 	committed   walCommitSet
 	persisted   uint64 // the watermark last made durable
-	tornBytes   int64
-	posDamaged  bool
+	// marks counts changes to committed; fileMarks and liveMarks are its
+	// value at the last write of the position file and of a live slot, so
+	// a save with nothing new writes nothing.
+	marks, fileMarks, liveMarks uint64
+	tornBytes                   int64
+	posDamaged                  bool
+
+	// live is the position saver's file, nil without PositionOnCommit;
+	// liveSlot is the slot its next write goes to. Both under maint.
+	live     *os.File
+	liveSlot int
 
 	// Owned by the writer goroutine (and by Open and Close around it).
 	file   walFile
@@ -299,20 +346,110 @@ func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}
 	w := &WAL{
-		dir:  dir,
-		cfg:  cfg,
-		wake: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
+		dir:     dir,
+		cfg:     cfg,
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		posWake: make(chan struct{}, 1),
+		posDone: make(chan struct{}),
 	}
 	if err := w.rebuild(); err != nil {
+		// The recovery error is the one worth returning.
 		if w.file != nil {
-			w.file.Close() // the recovery error is the one worth returning
+			w.file.Close()
+		}
+		if w.live != nil {
+			w.live.Close()
 		}
 		return nil, err
 	}
 	go w.run()
+	if cfg.PositionOnCommit {
+		go w.savePositions()
+	} else {
+		close(w.posDone)
+	}
 	return w, nil
+}
+
+// savePositions is the position saver (PositionOnCommit): one position
+// write at a time, each covering every mark made before it began. It
+// returns when Close closes quit. A failed write is not reported here: the
+// next one retries it, and Compact, which its caller runs on a timer,
+// returns the same error to someone who logs it.
+func (w *WAL) savePositions() {
+	defer close(w.posDone)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-w.posWake:
+		}
+		w.maint.Lock()
+		w.mu.Lock()
+		closed := w.closed
+		w.mu.Unlock()
+		if !closed {
+			_ = w.writePosition(true)
+		}
+		w.maint.Unlock()
+	}
+}
+
+// liveSlotBytes is the size of one slot of the live position file.
+func (c WALConfig) liveSlotBytes() int {
+	return len(walPositionMagic2) + 8 + 4 + 16*c.MaxPositionRanges + 4
+}
+
+// walDecodeLiveSlot decodes the v2 position at the start of b, which may
+// be followed by anything; ok is false for a slot never written or torn.
+func walDecodeLiveSlot(b []byte) (through uint64, ranges []walSeqRange, ok bool) {
+	head := len(walPositionMagic2) + 8 + 4
+	if len(b) < head+4 || string(b[:len(walPositionMagic2)]) != walPositionMagic2 {
+		return 0, nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[head-4:]))
+	if n > walMaxPositionRanges || head+16*n+4 > len(b) {
+		return 0, nil, false
+	}
+	through, ranges, err := walDecodePositionRanges(b[:head+16*n+4])
+	return through, ranges, err == nil
+}
+
+// openLive reads both slots of the live position file, creating the file
+// if it is missing, and leaves it open in w.live.
+func (w *WAL) openLive() (through uint64, ranges []walSeqRange, err error) {
+	path := filepath.Join(w.dir, walLiveName)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, nil, fmt.Errorf("open wal live position: %w", err)
+	}
+	w.live = f
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := syncDir(w.dir); err != nil {
+			return 0, nil, fmt.Errorf("create wal live position: %w", err)
+		}
+		return 0, nil, nil
+	}
+	// Bounded by the largest slots any config writes, so an oversized file
+	// cannot cost memory; a slot of another config's size reads as torn.
+	b, err := io.ReadAll(io.LimitReader(f, 2*int64(walPositionMaxBytes)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read wal live position: %w", err)
+	}
+	slot := w.cfg.liveSlotBytes()
+	for _, off := range []int{0, slot} {
+		if off >= len(b) {
+			continue
+		}
+		if t, r, ok := walDecodeLiveSlot(b[off:]); ok {
+			through = max(through, t)
+			ranges = append(ranges, r...)
+		}
+	}
+	return through, ranges, nil
 }
 
 // rebuild recovers the in-memory state from dir and leaves w.file open on an
@@ -324,7 +461,7 @@ func (w *WAL) rebuild() error {
 	if err := os.Remove(posPath + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open wal %s: remove stale position: %w", w.dir, err)
 	}
-	through, err := walReadPosition(posPath)
+	through, ranges, err := walReadPosition(posPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		through = 0
@@ -332,9 +469,17 @@ func (w *WAL) rebuild() error {
 		// Safe to forget: Compact only removes segments below a persisted
 		// position, so the oldest segment bounds it from below. The cost is
 		// replaying committed records again.
-		through, w.posDamaged = 0, true
+		through, ranges, w.posDamaged = 0, nil, true
 	case err != nil:
 		return err
+	}
+	if w.cfg.PositionOnCommit {
+		liveThrough, liveRanges, err := w.openLive()
+		if err != nil {
+			return err
+		}
+		through = max(through, liveThrough)
+		ranges = append(ranges, liveRanges...)
 	}
 	w.persisted = through
 
@@ -347,6 +492,15 @@ func (w *WAL) rebuild() error {
 	}
 	w.committed = walCommitSet{through: through, blocks: map[uint64]uint64{}}
 	w.nextSeq = through + 1
+	// In any order: the union of every position read.
+	for _, r := range ranges {
+		if r.hi > w.committed.through {
+			w.committed.markRange(max(r.lo, w.committed.through+1), r.hi)
+		}
+		// A seq persisted as committed is never handed out again, even if
+		// the disk lost its frame: a new record under it would be skipped.
+		w.nextSeq = max(w.nextSeq, r.hi+1)
+	}
 
 	if len(segs) > 0 {
 		last := segs[len(segs)-1]
@@ -714,6 +868,13 @@ func (w *WAL) MarkCommitted(seq uint64) error {
 		return fmt.Errorf("wal mark committed: seq %d not assigned (next is %d): %w", seq, w.nextSeq, ErrInvalid)
 	}
 	w.committed.mark(seq)
+	w.marks++
+	if w.cfg.PositionOnCommit {
+		select {
+		case w.posWake <- struct{}{}:
+		default: // a save is due already; it will cover this mark
+		}
+	}
 	return nil
 }
 
@@ -725,8 +886,9 @@ func (w *WAL) CommittedThrough() uint64 {
 	return w.committed.through
 }
 
-// SavePosition durably stores CommittedThrough. A crash during it leaves the
-// old or the new value; the file carries a checksum.
+// SavePosition durably stores CommittedThrough and up to MaxPositionRanges
+// ranges committed above it. A crash during it leaves the old or the new
+// value; the file carries a checksum.
 func (w *WAL) SavePosition() error {
 	w.maint.Lock()
 	defer w.maint.Unlock()
@@ -736,20 +898,65 @@ func (w *WAL) SavePosition() error {
 // savePosition is SavePosition with w.maint held.
 func (w *WAL) savePosition() error {
 	w.mu.Lock()
-	closed, through, persisted := w.closed, w.committed.through, w.persisted
+	closed := w.closed
 	w.mu.Unlock()
 	if closed {
 		return fmt.Errorf("wal save position: %w", ErrClosed)
 	}
-	if through == persisted {
+	return w.writePosition(false)
+}
+
+// writePosition writes the position if marks changed it since the last
+// write of the same kind: into the position file (replaced whole, which
+// an older node reads too), or into the next live slot. w.maint must be
+// held.
+func (w *WAL) writePosition(live bool) error {
+	w.mu.Lock()
+	through, marks := w.committed.through, w.marks
+	saved := &w.fileMarks
+	if live {
+		saved = &w.liveMarks
+	}
+	if marks == *saved {
+		w.mu.Unlock()
 		return nil
 	}
-	if err := writeFileSync(filepath.Join(w.dir, walPositionName), walEncodePosition(through)); err != nil {
-		return fmt.Errorf("wal save position %d: %w", through, err)
-	}
-	w.mu.Lock()
-	w.persisted = through
+	ranges := w.committed.rangesAbove(w.cfg.MaxPositionRanges)
 	w.mu.Unlock()
+	if live {
+		if err := w.writeLive(through, ranges); err != nil {
+			return fmt.Errorf("wal save live position %d: %w", through, err)
+		}
+	} else {
+		var b []byte
+		if len(ranges) == 0 {
+			b = walEncodePosition(through) // v1, readable by an older node
+		} else {
+			b = walEncodePositionRanges(through, ranges)
+		}
+		if err := writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
+			return fmt.Errorf("wal save position %d: %w", through, err)
+		}
+	}
+	w.positions.Add(1)
+	w.mu.Lock()
+	w.persisted, *saved = max(w.persisted, through), marks
+	w.mu.Unlock()
+	return nil
+}
+
+// writeLive writes a position into the next live slot. The slot turns only
+// after a write that succeeded: a torn slot is written again, never the
+// whole one.
+func (w *WAL) writeLive(through uint64, ranges []walSeqRange) error {
+	b := walEncodePositionRanges(through, ranges)
+	if _, err := w.live.WriteAt(b, int64(w.liveSlot*w.cfg.liveSlotBytes())); err != nil {
+		return err
+	}
+	if err := w.live.Sync(); err != nil {
+		return err
+	}
+	w.liveSlot ^= 1
 	return nil
 }
 
@@ -953,8 +1160,21 @@ func (w *WAL) Close() error {
 	walAnswerAll(queued, fmt.Errorf("wal append: %w", ErrClosed))
 	close(w.quit)
 	<-w.done
+	<-w.posDone
+	// The marks since the last save, so a clean stop replays nothing
+	// that was committed.
+	w.maint.Lock()
+	perr := w.writePosition(false)
+	if w.live != nil {
+		// Written with a fsync each time: a close error loses nothing.
+		_ = w.live.Close()
+	}
+	w.maint.Unlock()
 	if err := w.file.Close(); err != nil {
 		return fmt.Errorf("close wal segment %s: %w", w.active.path, err)
+	}
+	if perr != nil {
+		return fmt.Errorf("close wal %s: %w", w.dir, perr)
 	}
 	return nil
 }
@@ -972,7 +1192,12 @@ type walCommitSet struct {
 type walSeqRange struct{ lo, hi uint64 }
 
 func (s *walCommitSet) has(seq uint64) bool {
-	return seq <= s.through || s.blocks[(seq-1)/64]&(1<<((seq-1)%64)) != 0
+	if seq <= s.through || s.blocks[(seq-1)/64]&(1<<((seq-1)%64)) != 0 {
+		return true
+	}
+	// A range marked at once: lost, or listed by the position file.
+	i := sort.Search(len(s.lost), func(i int) bool { return s.lost[i].hi >= seq })
+	return i < len(s.lost) && s.lost[i].lo <= seq
 }
 
 func (s *walCommitSet) mark(seq uint64) {
@@ -981,6 +1206,62 @@ func (s *walCommitSet) mark(seq uint64) {
 	}
 	s.blocks[(seq-1)/64] |= 1 << ((seq - 1) % 64)
 	s.advance()
+}
+
+// rangesAbove returns the committed seqs above through as sorted, disjoint,
+// non-adjacent ranges, the lowest limit of them.
+func (s *walCommitSet) rangesAbove(limit int) []walSeqRange {
+	if limit == 0 || (len(s.blocks) == 0 && len(s.lost) == 0) {
+		return nil
+	}
+	idxs := make([]uint64, 0, len(s.blocks))
+	for idx := range s.blocks {
+		idxs = append(idxs, idx)
+	}
+	slices.Sort(idxs)
+	var out []walSeqRange
+	add := func(lo, hi uint64) {
+		// A block that through is inside keeps its bits below through.
+		if hi <= s.through {
+			return
+		}
+		lo = max(lo, s.through+1)
+		if n := len(out); n > 0 && out[n-1].hi+1 >= lo {
+			out[n-1].hi = max(out[n-1].hi, hi)
+			return
+		}
+		out = append(out, walSeqRange{lo, hi})
+	}
+	lost := s.lost
+	// Merges the lost ranges that start before seq into out, in order.
+	flushLost := func(seq uint64) {
+		for len(lost) > 0 && lost[0].lo < seq {
+			add(lost[0].lo, lost[0].hi)
+			lost = lost[1:]
+		}
+	}
+	for _, idx := range idxs {
+		b := s.blocks[idx]
+		for b != 0 && len(out) <= limit {
+			off := uint64(bits.TrailingZeros64(b))
+			run := uint64(bits.TrailingZeros64(^(b >> off)))
+			lo := idx*64 + off + 1
+			flushLost(lo)
+			add(lo, lo+run-1)
+			if off+run >= 64 {
+				break
+			}
+			b &^= (1<<run - 1) << off
+		}
+		if len(out) > limit {
+			break
+		}
+	}
+	flushLost(math.MaxUint64)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // markRange marks lo..hi (lo > through) without a bit per seq, so a huge
@@ -1249,7 +1530,62 @@ func walEncodePosition(through uint64) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, walCRC))
 }
 
-func walDecodePosition(b []byte) (uint64, error) {
+// walEncodePositionRanges encodes the v2 position file: walPositionMagic2,
+// through, the count of ranges, each range's lo and hi, CRC-32C of all of it.
+func walEncodePositionRanges(through uint64, ranges []walSeqRange) []byte {
+	b := make([]byte, 0, len(walPositionMagic2)+8+4+16*len(ranges)+4)
+	b = append(b, walPositionMagic2...)
+	b = binary.LittleEndian.AppendUint64(b, through)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(ranges)))
+	for _, r := range ranges {
+		b = binary.LittleEndian.AppendUint64(b, r.lo)
+		b = binary.LittleEndian.AppendUint64(b, r.hi)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, walCRC))
+}
+
+// walDecodePosition reads either version of the position file. The ranges
+// it returns are sorted, disjoint and above through; anything else is
+// ErrCorrupt, since a wrong range would skip a record at replay.
+func walDecodePosition(b []byte) (uint64, []walSeqRange, error) {
+	if len(b) >= len(walPositionMagic2) && string(b[:len(walPositionMagic2)]) == walPositionMagic2 {
+		return walDecodePositionRanges(b)
+	}
+	through, err := walDecodePositionV1(b)
+	return through, nil, err
+}
+
+func walDecodePositionRanges(b []byte) (uint64, []walSeqRange, error) {
+	head := len(walPositionMagic2) + 8 + 4
+	if len(b) < head+4 {
+		return 0, nil, fmt.Errorf("wal position: short v2 file: %w", ErrCorrupt)
+	}
+	n := binary.LittleEndian.Uint32(b[head-4:])
+	if n > walMaxPositionRanges || len(b) != head+16*int(n)+4 {
+		return 0, nil, fmt.Errorf("wal position: %d ranges in %d bytes: %w", n, len(b), ErrCorrupt)
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, walCRC) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return 0, nil, fmt.Errorf("wal position: checksum mismatch: %w", ErrCorrupt)
+	}
+	through := binary.LittleEndian.Uint64(b[len(walPositionMagic2):])
+	if through >= walMaxSeq {
+		return 0, nil, fmt.Errorf("wal position %d out of range: %w", through, ErrCorrupt)
+	}
+	ranges := make([]walSeqRange, n)
+	prev := through
+	for i := range ranges {
+		p := b[head+16*i:]
+		r := walSeqRange{binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])}
+		if r.lo <= prev || r.hi < r.lo || r.hi >= walMaxSeq {
+			return 0, nil, fmt.Errorf("wal position: range %d..%d after %d: %w", r.lo, r.hi, prev, ErrCorrupt)
+		}
+		ranges[i], prev = r, r.hi
+	}
+	return through, ranges, nil
+}
+
+func walDecodePositionV1(b []byte) (uint64, error) {
 	if len(b) != walPositionBytes || string(b[:len(walPositionMagic)]) != walPositionMagic {
 		return 0, fmt.Errorf("wal position: bad size or magic: %w", ErrCorrupt)
 	}
@@ -1265,19 +1601,19 @@ func walDecodePosition(b []byte) (uint64, error) {
 }
 
 // walReadPosition reads the position file, reading at most one byte more
-// than a valid one so an oversized file cannot cost memory.
-func walReadPosition(path string) (uint64, error) {
+// than the largest valid one so an oversized file cannot cost memory.
+func walReadPosition(path string) (uint64, []walSeqRange, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return 0, err
+			return 0, nil, err
 		}
-		return 0, fmt.Errorf("open wal position: %w", err)
+		return 0, nil, fmt.Errorf("open wal position: %w", err)
 	}
 	defer f.Close() // read-only: nothing to lose on close
-	b, err := io.ReadAll(io.LimitReader(f, int64(walPositionBytes)+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(walPositionMaxBytes)+1))
 	if err != nil {
-		return 0, fmt.Errorf("read wal position %s: %w", path, err)
+		return 0, nil, fmt.Errorf("read wal position %s: %w", path, err)
 	}
 	return walDecodePosition(b)
 }
