@@ -397,3 +397,60 @@ func TestPayloadsAreEncodedByTheirBytes(t *testing.T) {
 		}
 	}
 }
+
+// A consume's response is byte for byte what encoding/json makes of the
+// message with the stored body as its RawMessage payload (the encoding
+// before writeMessage spliced the payload in), for every kind of body and
+// topic and key names holding the field's own text.
+func TestAMessageIsWrittenAsEncodingJSONWouldWriteIt(t *testing.T) {
+	bodies := []string{`{"a":1}`, " {\n \"a\" : [1, 2 ,\"<&>\"] }\t", `"\u2028"`, "\"\u2028\"", `null`, `12.5e3`, "plain <b>&</b>",
+		"\xff\x00", "", `{"payload":0}`, `[1,2`, "\u2028 text"}
+	names := [][2]string{{"t", ""}, {"t", "k"}, {`"payload":0`, `"payload":0,`}, {"<t>", "&k"}}
+	for _, body := range bodies {
+		for _, nm := range names {
+			for _, handle := range []bool{true, false} {
+				d := messages.Delivery{Partition: 3, Offset: 42, Key: []byte(nm[1]), Body: []byte(body), Time: 1e18, Nonce: 7}
+				m := messageOf(nm[0], d, handle)
+				old := m
+				if json.Valid(d.Body) {
+					old.Payload = json.RawMessage(body) // as stored: encoding/json compacts it
+				}
+				want := httptest.NewRecorder()
+				writeJSON(want, http.StatusOK, old)
+				got := httptest.NewRecorder()
+				writeMessage(got, m)
+				if got.Code != http.StatusOK || got.Body.String() != want.Body.String() {
+					t.Fatalf("body %q, topic %q, key %q: got %d %s, want %d %s", body, nm[0], nm[1], got.Code, got.Body, want.Code, want.Body)
+				}
+				if got.Header().Get("Content-Length") != want.Header().Get("Content-Length") {
+					t.Fatalf("body %q: got Content-Length %s, want %s", body, got.Header().Get("Content-Length"), want.Header().Get("Content-Length"))
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkConsumeResponse is a consume's response for a 1 KiB JSON body:
+// mode=encoder is the encoding before writeMessage (the payload checked by
+// json.Valid, then validated and compacted again by encoding/json),
+// mode=splice the current one.
+func BenchmarkConsumeResponse(b *testing.B) {
+	body := []byte(`{"id":"` + strings.Repeat("x", 1000) + `","n":1}`)
+	d := messages.Delivery{Partition: 1, Offset: 99, Key: []byte("key-1"), Body: body, Time: 1e18, Nonce: 7}
+	b.Run("mode=encoder", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m := messageOf("topic", d, true)
+			if json.Valid(d.Body) {
+				m.Payload = json.RawMessage(d.Body)
+			}
+			writeJSON(httptest.NewRecorder(), http.StatusOK, m)
+		}
+	})
+	b.Run("mode=splice", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			writeMessage(httptest.NewRecorder(), messageOf("topic", d, true))
+		}
+	})
+}

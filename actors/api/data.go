@@ -124,7 +124,7 @@ func (h *handlers) consume(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		writeJSON(w, http.StatusOK, messageOf(q.topic, d, q.offset < 0))
+		writeMessage(w, messageOf(q.topic, d, q.offset < 0))
 	}
 }
 
