@@ -31,11 +31,13 @@
 #            again at once, let the consumers drain: records acknowledged
 #            (202), lost, duplicate deliveries and duplicate records (second
 #            copies at another offset), failed attempts, restart to ready.
+#   pause    as kill, but SIGSTOP the node and SIGCONT it PAUSE_FOR seconds
+#            (40, past the dead timeout of 30 s) later: a paused owner.
 #
 # Env: ROUNDS (3), COUNT (20000 records in all, split over the topics),
 # TOPICS (3), PARTITIONS (6), SIZE (1024 bytes a body), PRODUCERS and
 # CONSUMERS (8 each, per load process), DRAIN (60s: -drain of each load),
-# RESTART_TOPICS (6), RESTART_PARTITIONS (600), RESTART_RECORDS (200 a
+# PAUSE_FOR (40), RESTART_TOPICS (6), RESTART_PARTITIONS (600), RESTART_RECORDS (200 a
 # topic), RESTART_NODE (2), RESTART_SIG (TERM), KILL_COUNT (30000), KILL_AFTER (3 s), LOAD_REV
 # (new: the new rev's bench/load drives both sides, so that the client is
 # the same and reports the same fields; own: each side its own),
@@ -75,10 +77,11 @@ RESTART_NODE=${RESTART_NODE:-2}
 RESTART_SIG=${RESTART_SIG:-TERM}
 KILL_COUNT=${KILL_COUNT:-30000}
 KILL_AFTER=${KILL_AFTER:-3}
+PAUSE_FOR=${PAUSE_FOR:-40}
 LOAD_REV=${LOAD_REV:-new}
 AB_DIR=${AB_DIR:-/tmp/ab}
 
-case $MODE in load | restart | kill | term) ;; *) echo "ab3: MODE is load, restart, kill or term, not $MODE" >&2; exit 2 ;; esac
+case $MODE in load | restart | kill | term | pause) ;; *) echo "ab3: MODE is load, restart, kill, term or pause, not $MODE" >&2; exit 2 ;; esac
 case $LOAD_REV in new | own) ;; *) echo "ab3: LOAD_REV is new or own, not $LOAD_REV" >&2; exit 2 ;; esac
 case $RESTART_SIG in TERM | KILL) ;; *) echo "ab3: RESTART_SIG is TERM or KILL" >&2; exit 2 ;; esac
 case $RESTART_NODE in 2 | 3) ;; *) echo "ab3: RESTART_NODE is 2 or 3 (node 1 creates the topics and reads the watermarks)" >&2; exit 2 ;; esac
@@ -376,12 +379,23 @@ run_kill() {
     echo "ab3: WARNING: load k$k had ended before the SIG$sig ($side, $tag): not under load; raise KILL_COUNT" >&2
   done
   p=$(npid "$RESTART_NODE")
-  kill "-$sig" "$p"
-  wait "$p" 2>/dev/null || true
-  t1=$(now_ms)
-  start_node "$RESTART_NODE"
-  wait_ready "$RESTART_NODE" 0.02
-  t2=$(now_ms)
+  if [ "$sig" = STOP ]; then
+    # Paused, not dead to the OS: its peers mark it dead after the dead
+    # timeout while the commits sent to it wait in its sockets.
+    kill -STOP "$p"
+    sleep "$PAUSE_FOR"
+    t1=$(now_ms)
+    kill -CONT "$p"
+    wait_ready "$RESTART_NODE" 0.02
+    t2=$(now_ms)
+  else
+    kill "-$sig" "$p"
+    wait "$p" 2>/dev/null || true
+    t1=$(now_ms)
+    start_node "$RESTART_NODE"
+    wait_ready "$RESTART_NODE" 0.02
+    t2=$(now_ms)
+  fi
   wait_loads "$TOPICS"
   check_history k "$TOPICS"
   check_alive
@@ -404,6 +418,7 @@ run() {
     restart) run_restart ;;
     kill) run_kill KILL ;;
     term) run_kill TERM ;;
+    pause) run_kill STOP ;;
   esac
 }
 : >"$tmp/rows"
@@ -464,8 +479,13 @@ case $MODE in
     echo "ready_ms: from the restarted process's start to its /readyz 200 (polled every 20 ms); rss: VmRSS of"
     echo "the nodes idle at $RESTART_PARTITIONS partitions before the restart (lowest and highest node), and of the restarted one once ready."
     ;;
-  kill | term)
-    echo "3 nodes, $TOPICS topics x $PARTITIONS partitions, $KILL_COUNT x $SIZE B in all; SIG$( [ "$MODE" = kill ] && echo KILL || echo TERM ) n$RESTART_NODE ${KILL_AFTER}s into the load, restarted at once"
+  kill | term | pause)
+    case $MODE in
+      kill) what="SIGKILL n$RESTART_NODE ${KILL_AFTER}s into the load, restarted at once" ;;
+      term) what="SIGTERM n$RESTART_NODE ${KILL_AFTER}s into the load, restarted at once" ;;
+      pause) what="SIGSTOP n$RESTART_NODE ${KILL_AFTER}s into the load, SIGCONT ${PAUSE_FOR}s later" ;;
+    esac
+    echo "3 nodes, $TOPICS topics x $PARTITIONS partitions, $KILL_COUNT x $SIZE B in all; $what"
     echo
     table $'round\trev\tacknowledged\tmaybe\tlost\tdup_deliveries\tdup_records\tproduce_failed\tconsume_errors\tacks_refused\tready_ms\tok'
     echo
