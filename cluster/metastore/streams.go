@@ -19,6 +19,13 @@ import (
 // per peer carries it.
 const raftStreams = 1
 
+// raftBufferBytes is the buffer each Raft connection keeps for sending
+// (Dragonboat: 2 MiB) and each accepted one for receiving (2 MiB and a
+// snapshot chunk's margin). A larger message still goes through: it gets a
+// buffer of its own for the while (Dragonboat's own tests run with 64 KiB
+// and 8 KiB). 256 KiB holds a batch of several thousand assignments.
+const raftBufferBytes = 256 << 10
+
 // streamConnections is Dragonboat's own setting (nodehost.go), read by
 // every NewNodeHost; it is set before any, at this package's init, so no
 // NodeHost ever reads another value and no write races a read.
@@ -26,4 +33,16 @@ const raftStreams = 1
 //go:linkname streamConnections github.com/lni/dragonboat/v4.streamConnections
 var streamConnections uint64
 
-func init() { streamConnections = raftStreams }
+// sendBufferBytes and receiveBufferBytes are Dragonboat's transport
+// settings (internal/transport/tcp.go), read at each new connection.
+//
+//go:linkname sendBufferBytes github.com/lni/dragonboat/v4/internal/transport.perConnBufSize
+var sendBufferBytes uint64
+
+//go:linkname receiveBufferBytes github.com/lni/dragonboat/v4/internal/transport.payloadBufferSize
+var receiveBufferBytes uint64
+
+func init() {
+	streamConnections = raftStreams
+	sendBufferBytes, receiveBufferBytes = raftBufferBytes, raftBufferBytes
+}
