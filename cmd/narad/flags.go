@@ -164,7 +164,8 @@ func settings(c *actors.Config) []setting {
 
 // strictEnv are variables of serve's own flags that parse as the flag
 // does; their flags read them as defaults, and loadEnv refuses a bad one.
-var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID"}
+var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
+	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS"}
 
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {
