@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -17,9 +18,11 @@ func TestAnEntryLargerThanTheConnectionBuffersReplicates(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	stores := openCluster(t, ctx)
-	const partitions = 10_000 // one entry per shard of about 2,500 assignments
-	owner := strings.Repeat("n", 200)
+	// A long proposal timeout: under -race an entry this size takes
+	// seconds to apply on a loaded machine.
+	stores := openClusterWith(t, ctx, func(c *Config) { c.ProposalTimeout = 10 * time.Second })
+	const partitions = 2_000 // one entry per shard of about 500 assignments
+	owner := strings.Repeat("n", 1500)
 	as := make([]messages.Assignment, partitions)
 	for p := range as {
 		as[p] = messages.Assignment{Topic: "big", Incarnation: 7, Partition: p, Owner: owner}
