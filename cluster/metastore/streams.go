@@ -26,6 +26,18 @@ const raftStreams = 1
 // and 8 KiB). 256 KiB holds a batch of several thousand assignments.
 const raftBufferBytes = 256 << 10
 
+// raftReceiveQueue and raftProposalQueue are each replica's queues of
+// incoming Raft messages (Dragonboat: 1,024) and of pending proposals
+// (2,048), allocated at full length per shard. A full receive queue drops a
+// message that Raft sends again; a full proposal queue is ErrSystemBusy,
+// which proposals retry (notAppended). The metastore's few shards see a few
+// messages per tick, and the callers that propose in bulk batch first
+// (FlipMany, PutAssignments).
+const (
+	raftReceiveQueue  = 256
+	raftProposalQueue = 512
+)
+
 // streamConnections is Dragonboat's own setting (nodehost.go), read by
 // every NewNodeHost; it is set before any, at this package's init, so no
 // NodeHost ever reads another value and no write races a read.
@@ -42,7 +54,18 @@ var sendBufferBytes uint64
 //go:linkname receiveBufferBytes github.com/lni/dragonboat/v4/internal/transport.payloadBufferSize
 var receiveBufferBytes uint64
 
+// receiveQueueLen and incomingProposalsMaxLen are Dragonboat's (nodehost.go,
+// node.go), read at each replica's start; Dragonboat's own tests set them
+// the same way (monkey.go).
+//
+//go:linkname receiveQueueLen github.com/lni/dragonboat/v4.receiveQueueLen
+var receiveQueueLen uint64
+
+//go:linkname incomingProposalsMaxLen github.com/lni/dragonboat/v4.incomingProposalsMaxLen
+var incomingProposalsMaxLen uint64
+
 func init() {
 	streamConnections = raftStreams
 	sendBufferBytes, receiveBufferBytes = raftBufferBytes, raftBufferBytes
+	receiveQueueLen, incomingProposalsMaxLen = raftReceiveQueue, raftProposalQueue
 }
