@@ -90,7 +90,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	log = log.With("node", cfg.NodeID)
 	phases := newStartPhases()
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards()},
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards(),
+		opens: make(chan struct{}, cfg.MaxParallelPartitionOpens)},
 		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
