@@ -89,7 +89,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	log = log.With("node", cfg.NodeID)
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards()},
+	phases := newStartPhases()
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards(),
+		opens: make(chan struct{}, cfg.MaxParallelPartitionOpens)},
 		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
@@ -109,6 +111,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	// marker go; rule S8: then every copy set aside is listed.
 	sweepOrphansAtStart(log, cfg.DataDir)
 	n.quarantine = takeQuarantineAtStart(log, cfg.DataDir, n.metrics)
+	phases.mark("storage")
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	var idFrom replicaSource
 	if mcfg.Join {
@@ -121,6 +124,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
+	phases.mark("metastore_open")
 	if n.listener, err = listenHTTP(cfg); err != nil {
 		n.closeStores()
 		return nil, err
@@ -130,11 +134,13 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
 	n.server = httpServer(cfg, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
+	phases.mark("http_listen")
 	if cfg.NATSURL != "" {
 		if err := n.connectNATS(ctx); err != nil {
 			n.abortStart()
 			return nil, err
 		}
+		phases.mark("nats_connect")
 	}
 	if mcfg.Join {
 		// A joining node's replicas wait until a member adds them: ask for
@@ -155,25 +161,55 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.abortStart()
 		return nil, err
 	}
+	phases.mark("metastore_ready")
 	if err := n.register(ctx); err != nil {
 		n.abortStart()
 		return nil, err
 	}
+	phases.mark("register")
 	if err := n.startActors(); err != nil {
 		n.abortStart()
 		return nil, err
 	}
+	phases.mark("actors")
 	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
+	phases.mark("partitions")
 	if err := n.serveNATS(); err != nil {
 		n.abortStart()
 		return nil, err
 	}
 	n.registerGauges()
 	n.ready.Store(true)
-	log.Info("node ready", "http", n.Addr())
+	phases.mark("serve_nats")
+	log.Info("node ready", append([]any{"http", n.Addr()}, phases.attrs()...)...)
 	return n, nil
+}
+
+// startPhases times Start's steps for the "node ready" line, so that a
+// slow restart is read off the log rather than guessed at. It measures on
+// the wall clock: it only reports.
+type startPhases struct {
+	began, last time.Time
+	took        []any // phase name, milliseconds, ...
+}
+
+func newStartPhases() *startPhases {
+	now := time.Now()
+	return &startPhases{began: now, last: now}
+}
+
+// mark ends the phase named phase.
+func (p *startPhases) mark(phase string) {
+	now := time.Now()
+	p.took = append(p.took, phase+"_ms", now.Sub(p.last).Milliseconds())
+	p.last = now
+}
+
+// attrs are the phases' durations and the total, as log attributes.
+func (p *startPhases) attrs() []any {
+	return append(p.took, "start_ms", p.last.Sub(p.began).Milliseconds())
 }
 
 // closeEarly undoes a start that failed before the metastore opened.

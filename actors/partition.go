@@ -42,6 +42,9 @@ type deps struct {
 	// V10, S6): every open, install, rename back and reclaim of a
 	// partition's directory runs under its topic's lock.
 	guards *storage.Guards
+	// opens holds a token per partition opening its log
+	// (MaxParallelPartitionOpens); nil bounds nothing (rigs).
+	opens chan struct{}
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -191,6 +194,10 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 // clamped to what the log holds. A failure panics: the supervisor retries
 // with back-off and gives up on a partition that keeps failing.
 func (p *partitionActor) start() {
+	if p.opens != nil {
+		p.opens <- struct{}{}
+		defer func() { <-p.opens }()
+	}
 	if f := p.cfg.faults; f != nil && f.openPartition != nil {
 		if err := f.openPartition(p.key); err != nil {
 			panic(fmt.Errorf("open partition %s: %w", p.name, err))

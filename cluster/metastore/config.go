@@ -69,6 +69,16 @@ type Config struct {
 	// and accepts only peers whose certificate chains to the CA, so a host
 	// that reaches the Raft port cannot pose as a replica. All three or none.
 	TLSCAFile, TLSCertFile, TLSKeyFile string
+	// LogDBShards is a count of LogDB (pebble) instances that a new Raft
+	// directory is made with; each holds its own memtables, WAL and files.
+	// Dragonboat's 16 are for thousands of shards, the metastore has a
+	// handful. A directory that exists keeps the count it was made with,
+	// which Dragonboat records and holds it to ("hard setting changed").
+	LogDBShards uint64
+	// LogDBWriteBufferBytes is one memtable's size; each LogDB instance
+	// holds up to four, so the LogDB's memory is bounded by
+	// LogDBShards*4*LogDBWriteBufferBytes.
+	LogDBWriteBufferBytes uint64
 }
 
 // MutualTLS reports whether Raft traffic runs over mutual TLS.
@@ -84,7 +94,10 @@ const (
 	DefaultHeartbeatRTT       = 5
 	DefaultSnapshotEntries    = 10_000
 	DefaultCompactionOverhead = 5_000
-	DefaultProposalTimeout    = 5 * time.Second
+	DefaultLogDBShards        = 1
+	// Dragonboat's "tiny" LogDB memtable.
+	DefaultLogDBWriteBufferBytes = 4 << 20
+	DefaultProposalTimeout       = 5 * time.Second
 	// defaultMemDir is the NodeHost directory inside the in-memory
 	// filesystem when Dir is empty.
 	defaultMemDir = "/narad-metastore"
@@ -110,6 +123,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.CompactionOverhead == 0 {
 		c.CompactionOverhead = DefaultCompactionOverhead
+	}
+	if c.LogDBShards == 0 {
+		c.LogDBShards = DefaultLogDBShards
+	}
+	if c.LogDBWriteBufferBytes == 0 {
+		c.LogDBWriteBufferBytes = DefaultLogDBWriteBufferBytes
 	}
 	if c.ProposalTimeout == 0 {
 		c.ProposalTimeout = DefaultProposalTimeout
@@ -177,6 +196,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProposalTimeout < time.Duration(c.RTTMillisecond)*time.Millisecond {
 		bad("ProposalTimeout %s is below one tick (%d ms)", c.ProposalTimeout, c.RTTMillisecond)
+	}
+	if c.LogDBShards > 64 {
+		bad("LogDBShards %d, want 1 to 64", c.LogDBShards)
+	}
+	if c.LogDBWriteBufferBytes < 256<<10 || c.LogDBWriteBufferBytes > 256<<20 {
+		bad("LogDBWriteBufferBytes %d, want 256 KiB to 256 MiB", c.LogDBWriteBufferBytes)
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -82,13 +83,23 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	installLogger(log)
 	removed := newRemoval(cfg.ReplicaID)
+	logdb := config.GetTinyMemLogDBConfig()
+	logdb.KVWriteBufferSize = cfg.LogDBWriteBufferBytes
+	logdb.Shards = cfg.LogDBShards
+	if !cfg.InMemory {
+		if made, err := logDBShardsIn(cfg.Dir); err != nil {
+			return nil, err
+		} else if made > 0 {
+			logdb.Shards = made
+		}
+	}
 	nhc := config.NodeHostConfig{
 		NodeHostDir:    cfg.Dir,
 		RTTMillisecond: cfg.RTTMillisecond,
 		RaftAddress:    cfg.RaftAddr,
 		// The default LogDB config reserves gigabytes of memtables; the
 		// metastore's write rate needs a few megabytes.
-		Expert:              config.ExpertConfig{LogDB: config.GetTinyMemLogDBConfig()},
+		Expert:              config.ExpertConfig{LogDB: logdb},
 		SystemEventListener: removed,
 		MutualTLS:           cfg.MutualTLS(),
 		CAFile:              cfg.TLSCAFile,
@@ -149,6 +160,16 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
+// logDBShardsIn counts the LogDB instances a Raft directory was made with
+// (Dragonboat's <dir>/<host>/<deployment>/logdb-<i>); 0 when it holds none.
+func logDBShardsIn(dir string) (uint64, error) {
+	made, err := filepath.Glob(filepath.Join(dir, "*", "*", "logdb-*"))
+	if err != nil {
+		return 0, fmt.Errorf("metastore: list the LogDB of %s: %w", dir, err)
+	}
+	return uint64(len(made)), nil
+}
+
 // shardStart is how Open starts one shard's replica.
 type shardStart struct {
 	name    string // "restart", "join" or "bootstrap"
@@ -184,23 +205,54 @@ func (s *Store) applied(shard, index uint64) {
 // succeeded on this replica, so the replica has applied everything
 // committed before the call. Until then local reads may be stale or empty.
 func (s *Store) WaitReady(ctx context.Context) error {
-	for _, shard := range shardIDs(s.cfg.AssignmentShards) {
-		var b backoff
-		for {
-			var err error
-			if _, _, ok, lerr := s.nh.GetLeaderID(shard); lerr != nil {
-				err = lerr
-			} else if !ok {
-				err = errors.New("no leader known")
-			} else if err = s.readyRead(ctx, shard); err == nil {
-				break
-			}
-			if werr := b.wait(ctx, s.tick()); werr != nil {
-				return fmt.Errorf("metastore: wait ready: shard %d: %w: %w (last: %v)", shard, ErrUnavailable, werr, err)
+	// The shards catch up at once: each waits for its own leader's first
+	// heartbeat after a restart, so one after the other would add their
+	// waits up.
+	shards := shardIDs(s.cfg.AssignmentShards)
+	errs := make(chan error, len(shards))
+	for _, shard := range shards {
+		go func() { errs <- s.waitShardReady(ctx, shard) }()
+	}
+	var err error
+	for range shards {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// waitShardReady is WaitReady for one shard. Whether a leader is known is
+// a local lookup, so it is asked every tick: a longer back-off only delays
+// the ready read past the leader's first heartbeat.
+func (s *Store) waitShardReady(ctx context.Context, shard uint64) error {
+	var b backoff
+	for {
+		_, _, known, err := s.nh.GetLeaderID(shard)
+		wait := b.wait
+		switch {
+		case err != nil:
+		case !known:
+			err, wait = errors.New("no leader known"), waitTick
+		default:
+			if err = s.readyRead(ctx, shard); err == nil {
+				return nil
 			}
 		}
+		if werr := wait(ctx, s.tick()); werr != nil {
+			return fmt.Errorf("metastore: wait ready: shard %d: %w: %w (last: %v)", shard, ErrUnavailable, werr, err)
+		}
 	}
-	return nil
+}
+
+// waitTick waits one tick, or until ctx ends.
+func waitTick(ctx context.Context, tick time.Duration) error {
+	t := time.NewTimer(tick)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // readyRead is WaitReady's linearizable read of one shard, bounded by an

@@ -142,6 +142,10 @@ func settings(c *actors.Config) []setting {
 		{flag: "dead-timeout", fields: []string{"Membership.DeadTimeout", "DeadTimeout", "dead timeout"}, ptr: &c.Membership.DeadTimeout,
 			usage: "how long without a heartbeat before the leader marks a member dead"},
 
+		// Start.
+		{flag: "max-parallel-partition-opens", fields: []string{"MaxParallelPartitionOpens"}, ptr: &c.MaxParallelPartitionOpens,
+			usage: "partitions that open their log at once, a count (1 to 1024); the others wait their turn with their requests"},
+
 		// NATS credentials and TLS (cluster/transport.Auth), the client API's TLS.
 		{flag: "nats-creds", fields: []string{"NATSAuth.CredsFile", "CredsFile"}, ptr: &c.NATSAuth.CredsFile,
 			usage: "NATS nkey seed or .creds file of the node identity (narad nats writes node.nk)"},
@@ -164,7 +168,8 @@ func settings(c *actors.Config) []setting {
 
 // strictEnv are variables of serve's own flags that parse as the flag
 // does; their flags read them as defaults, and loadEnv refuses a bad one.
-var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID"}
+var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
+	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS"}
 
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {

@@ -66,6 +66,10 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (NARAD_RAFT_TLS_CA)")
 	fs.StringVar(&raftTLS[1], "raft-tls-cert", env("NARAD_RAFT_TLS_CERT", ""), "certificate file this node presents to its Raft peers (NARAD_RAFT_TLS_CERT)")
 	fs.StringVar(&raftTLS[2], "raft-tls-key", env("NARAD_RAFT_TLS_KEY", ""), "key file of --raft-tls-cert (NARAD_RAFT_TLS_KEY)")
+	logDBBuffer := fs.Uint64("raft-logdb-write-buffer-bytes", uint64(envInt("NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", metastore.DefaultLogDBWriteBufferBytes)),
+		"bytes of one metastore LogDB memtable; up to four are held per LogDB instance (NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES)")
+	logDBShards := fs.Uint64("raft-logdb-shards", uint64(envInt("NARAD_RAFT_LOGDB_SHARDS", metastore.DefaultLogDBShards)),
+		"LogDB instances of a new Raft directory, a count (1 to 64); an existing one keeps its count (NARAD_RAFT_LOGDB_SHARDS)")
 	pprofAddr := fs.String("pprof", env("NARAD_PPROF", ""), "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty (NARAD_PPROF)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
@@ -91,6 +95,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = *id, *replica, *raftAddr
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
 	mcfg.TLSCAFile, mcfg.TLSCertFile, mcfg.TLSKeyFile = raftTLS[0], raftTLS[1], raftTLS[2]
+	mcfg.LogDBWriteBufferBytes, mcfg.LogDBShards = *logDBBuffer, *logDBShards
 	if *join {
 		if *peersFlag != "" || cfg.NATSURL == "" {
 			return errors.New("--join asks the cluster over --nats and takes no --peers")
