@@ -579,6 +579,13 @@ func (n *Node) Stop(ctx context.Context) error {
 	if serr := <-n.serveDone; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	// The dispatcher stops while NATS still carries its commits in
+	// flight: it waits for their outcomes (each bounded by RequestTimeout)
+	// and releases what they committed. A commit cut off by the closed
+	// connection would have an unknown outcome, and its records, maybe
+	// committed, would be replayed at the next start: duplicates after a
+	// clean stop.
+	n.system.Root.StopFuture(n.dispatcher).Wait()
 	if n.nats != nil {
 		n.nats.Close()
 	}
@@ -588,7 +595,6 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.system.Root.StopFuture(n.mover).Wait()
 	n.flips.close()
 	n.installs.close()
-	n.system.Root.StopFuture(n.dispatcher).Wait()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	n.pacer.close()
 	n.system.Shutdown()

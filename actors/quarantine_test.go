@@ -235,6 +235,9 @@ func TestQuarantineVerbsListAndReleaseTheCopiesSetAside(t *testing.T) {
 		t.Fatalf("the topic directory without a marker after start: got %v, want it removed by the startup sweep", err)
 	}
 	tn.createTopic("t", 3)
+	// The partitions open after the create answers: wait for the one the
+	// refused releases must leave alone.
+	waitFor(t, func() bool { return tn.n.guards.PartitionOpen("t", 0) })
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
