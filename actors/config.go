@@ -49,14 +49,12 @@ type Config struct {
 	// MaxConsumeWait caps a long poll; it must stay below the HTTP write
 	// timeout or the poll is cut off mid-response.
 	MaxConsumeWait time.Duration
-	// ConsumeLocalFirstFor is how long a partition owned by another node
-	// may wait, believed to have records, while a queue-mode consume here
-	// serves this node's own partitions first (a local consume and its ack
-	// cost no NATS round trip). Past it, that owner is asked first, so a
-	// consumer talking to one node still drains every partition; each
-	// node then asks each such partition at most once per this interval.
-	// 0 asks in plain rotation. At most 10 s.
-	ConsumeLocalFirstFor time.Duration
+	// ConsumeRotateEvery: one queue-mode consume in this many asks the
+	// partitions in plain rotation; the others ask this node's own first
+	// (a local consume and its ack cost no NATS round trip). The rotation
+	// lets a consumer talking to one node still drain every partition
+	// while its node's own keep it busy. 1 always rotates. At most 1,024.
+	ConsumeRotateEvery int
 	// ConsumeRescanInterval is how long a long poll sleeps without looking
 	// again when no notice wakes it: a lease that expires makes a record
 	// deliverable without a commit. ConsumeFullScanInterval is how often a
@@ -346,7 +344,7 @@ func DefaultConfig() Config {
 		TopicMaxPartitions:        108,
 		TopicDefaultRetention:     7 * 24 * time.Hour,
 		MaxConsumeWait:            10 * time.Second,
-		ConsumeLocalFirstFor:      100 * time.Millisecond,
+		ConsumeRotateEvery:        8,
 		CommitNoticeInterval:      time.Millisecond,
 		ConsumeRescanInterval:     200 * time.Millisecond,
 		ConsumeFullScanInterval:   time.Second,
@@ -432,8 +430,8 @@ func (c Config) Validate() error {
 		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
-	case c.ConsumeLocalFirstFor < 0 || c.ConsumeLocalFirstFor > 10*time.Second:
-		return bad("ConsumeLocalFirstFor", c.ConsumeLocalFirstFor, "must be within 0..10s")
+	case c.ConsumeRotateEvery < 1 || c.ConsumeRotateEvery > 1024:
+		return bad("ConsumeRotateEvery", c.ConsumeRotateEvery, "must be within 1..1024")
 	case c.ConsumeRescanInterval < time.Millisecond || c.ConsumeRescanInterval > time.Minute:
 		return bad("ConsumeRescanInterval", c.ConsumeRescanInterval, "must be within 1ms..1m")
 	case c.ConsumeFullScanInterval < time.Millisecond || c.ConsumeFullScanInterval > time.Minute:

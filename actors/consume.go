@@ -61,7 +61,8 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 
 // Consume is queue mode: it leases one record from a partition that has
 // one, asking first those the ready book (ready.go) believes have records,
-// local ones first (consumePlan), at most one request per owner; and it
+// local ones first but in one consume of ConsumeRotateEvery (consumePlan),
+// at most one request per owner; and it
 // waits for a commit to the topic at any owner (notify.go) up to wait, at
 // most MaxConsumeWait, looking again every ConsumeRescanInterval and asking
 // every partition every ConsumeFullScanInterval (a lease that expires, a
@@ -118,7 +119,8 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 		owners[p], _ = n.route.owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
 	}
 	start := int(n.rotor.Add(1) % uint64(t.Partitions))
-	for _, g := range consumePlan(parts, owners, n.cfg.NodeID, start, now, full, n.cfg.ConsumeLocalFirstFor) {
+	localFirst := n.rotations.Add(1)%uint64(n.cfg.ConsumeRotateEvery) != 0
+	for _, g := range consumePlan(parts, owners, n.cfg.NodeID, start, now, full, localFirst) {
 		if d, ok := n.reserveFrom(ctx, t, g, limits); ok {
 			return d, true
 		}
@@ -144,6 +146,7 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, li
 			return messages.Delivery{}, false
 		}
 		n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, rr)
+		n.metrics.leasedThere.Inc()
 		return rr.Delivery, true
 	}
 	for _, p := range g.parts {
@@ -155,6 +158,7 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, li
 		}
 		n.observeReserved(ti, t.Partitions, p, rr)
 		if rr.Status == messages.StatusOK {
+			n.metrics.leasedHere.Inc()
 			return rr.Delivery, true
 		}
 	}

@@ -26,10 +26,14 @@ type nodeMetrics struct {
 	httpPanics      *metrics.Counter
 	// noticesLost counts commit notices not sent or not understood
 	// (notify.go): each one may delay a peer's long poll until its rescan.
-	noticesLost   *metrics.Counter
-	beatsWithheld *metrics.Counter
-	placed        *metrics.Counter
-	promoted      *metrics.Counter
+	noticesLost *metrics.Counter
+	// leasedHere and leasedThere count queue-mode consumes this node
+	// answered with a record of a partition it owns, or of a peer's (one
+	// NATS round trip more, and so its ack): how well consumes stay local.
+	leasedHere, leasedThere *metrics.Counter
+	beatsWithheld           *metrics.Counter
+	placed                  *metrics.Counter
+	promoted                *metrics.Counter
 	// commitsTooLarge counts dispatcher commits refused before sending as
 	// larger than the NATS max payload: their records wait, never rerouted.
 	commitsTooLarge *metrics.Counter
@@ -84,6 +88,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		partitionFailed:  metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
 		httpPanics:       metrics.GetOrCreateCounter(name("narad_http_panics_total")),
 		noticesLost:      metrics.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
+		leasedHere:       metrics.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
+		leasedThere:      metrics.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
 		beatsWithheld:    metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:           metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		promoted:         metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),

@@ -63,6 +63,9 @@ type Node struct {
 	flips  *flipBatcher
 	keySeq atomic.Uint64 // suffix of generated keys
 	rotor  atomic.Uint64 // rotating start of queue-mode scans
+	// rotations counts queue-mode consumes apart from rotor, which picks
+	// the start: one in ConsumeRotateEvery asks in plain rotation.
+	rotations atomic.Uint64
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
 	// left is closed once this node is no longer a member (leave); leftWhy

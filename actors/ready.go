@@ -34,8 +34,7 @@ type readyPartition struct {
 	// ready: a record was deliverable when last heard of.
 	ready bool
 	// since is when the partition last became ready or was last served
-	// through this node; a ready partition owned elsewhere waiting longer
-	// than Config.ConsumeLocalFirstFor goes before the local ones.
+	// through this node.
 	since time.Time
 	// expires is when a lease out expires and its record becomes
 	// deliverable again; zero when none is known.
@@ -138,18 +137,17 @@ type askGroup struct {
 
 // consumePlan orders the asks of one queue-mode consume: the partitions
 // believed to have a record (all of them when full), from start in
-// rotation, grouped by owner in the order their first partition comes. The
-// local group goes first, so that a consume and its ack stay on this node
-// while it has records, unless a partition owned elsewhere has waited ready
-// for localFirstFor or longer: then its owner goes first, so a consumer
-// that talks to one node only still drains every partition. localFirstFor
-// 0 keeps the rotation order. owners[p] is p's owner ("" for none: not
-// asked); self is this node. Pure: the caller takes the snapshot.
-func consumePlan(parts []readyPartition, owners []string, self string, start int, now time.Time, full bool, localFirstFor time.Duration) []askGroup {
+// rotation, grouped by owner in the order their first partition comes.
+// With localFirst the local group goes first, so that a consume and its ack
+// stay on this node while it has records; without, the rotation decides,
+// which the caller does for one consume in Config.ConsumeRotateEvery, so
+// that a consumer talking to one node only still drains every partition.
+// owners[p] is p's owner ("" for none: not asked); self is this node. Pure:
+// the caller takes the snapshot.
+func consumePlan(parts []readyPartition, owners []string, self string, start int, now time.Time, full, localFirst bool) []askGroup {
 	n := len(parts)
 	var groups []askGroup
 	at := map[string]int{}
-	starved := -1
 	for i := 0; i < n; i++ {
 		p := (start + i) % n
 		st, owner := parts[p], owners[p]
@@ -164,20 +162,11 @@ func consumePlan(parts []readyPartition, owners []string, self string, start int
 			groups = append(groups, askGroup{owner: owner})
 		}
 		groups[g].parts = append(groups[g].parts, p)
-		if starved < 0 && owner != self && localFirstFor > 0 && deliverable && now.Sub(st.since) >= localFirstFor {
-			starved = g
-		}
 	}
-	first := starved
-	if first < 0 && localFirstFor > 0 {
-		if g, ok := at[self]; ok {
-			first = g
-		}
-	}
-	if first > 0 {
-		g := groups[first]
-		copy(groups[1:first+1], groups[:first])
-		groups[0] = g
+	if g, ok := at[self]; ok && localFirst && g > 0 {
+		local := groups[g]
+		copy(groups[1:g+1], groups[:g])
+		groups[0] = local
 	}
 	return groups
 }

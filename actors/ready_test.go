@@ -11,50 +11,46 @@ import (
 
 func TestConsumePlan(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	ready := func(since time.Duration) readyPartition { return readyPartition{ready: true, since: t0.Add(-since)} }
+	ready := readyPartition{ready: true, since: t0}
 	empty := readyPartition{}
 	expiring := func(in time.Duration) readyPartition { return readyPartition{expires: t0.Add(in)} }
-	const wait = 100 * time.Millisecond
 	// Partitions 0..5 owned a, b, c, a, b, c; this node is a.
 	owners := []string{"a", "b", "c", "a", "b", "c"}
 	cases := []struct {
-		name   string
-		parts  []readyPartition
-		owners []string
-		start  int
-		full   bool
-		first  time.Duration
-		want   []askGroup
+		name       string
+		parts      []readyPartition
+		owners     []string
+		start      int
+		full       bool
+		localFirst bool
+		want       []askGroup
 	}{
-		{"nothing ready asks nobody", []readyPartition{empty, empty, empty, empty, empty, empty}, owners, 0, false, wait, nil},
+		{"nothing ready asks nobody", []readyPartition{empty, empty, empty, empty, empty, empty}, owners, 0, false, true, nil},
 		{"a full scan asks every owner once, local first",
-			[]readyPartition{empty, empty, empty, empty, empty, empty}, owners, 1, true, wait,
+			[]readyPartition{empty, empty, empty, empty, empty, empty}, owners, 1, true, true,
 			[]askGroup{{"a", []int{3, 0}}, {"b", []int{1, 4}}, {"c", []int{2, 5}}}},
 		{"only the ready partitions are asked",
-			[]readyPartition{empty, ready(0), empty, empty, empty, ready(0)}, owners, 0, false, wait,
+			[]readyPartition{empty, ready, empty, empty, empty, ready}, owners, 0, false, true,
 			[]askGroup{{"b", []int{1}}, {"c", []int{5}}}},
 		{"the local group goes first",
-			[]readyPartition{ready(0), ready(0), ready(0), ready(0), empty, empty}, owners, 1, false, wait,
+			[]readyPartition{ready, ready, ready, ready, empty, empty}, owners, 1, false, true,
 			[]askGroup{{"a", []int{3, 0}}, {"b", []int{1}}, {"c", []int{2}}}},
-		{"a remote partition ready for the local-first time goes first",
-			[]readyPartition{ready(0), empty, ready(wait), empty, empty, empty}, owners, 0, false, wait,
-			[]askGroup{{"c", []int{2}}, {"a", []int{0}}}},
-		{"just under the local-first time stays behind",
-			[]readyPartition{ready(0), empty, ready(wait - 1), empty, empty, empty}, owners, 0, false, wait,
-			[]askGroup{{"a", []int{0}}, {"c", []int{2}}}},
-		{"local-first 0 keeps the rotation",
-			[]readyPartition{ready(0), ready(0), ready(0), ready(0), empty, empty}, owners, 1, false, 0,
+		{"a rotating consume keeps the rotation",
+			[]readyPartition{ready, ready, ready, ready, empty, empty}, owners, 1, false, false,
 			[]askGroup{{"b", []int{1}}, {"c", []int{2}}, {"a", []int{3, 0}}}},
+		{"a local group already first stays first",
+			[]readyPartition{ready, ready, empty, empty, empty, ready}, owners, 0, false, true,
+			[]askGroup{{"a", []int{0}}, {"b", []int{1}}, {"c", []int{5}}}},
 		{"a lease that has expired makes its partition deliverable",
-			[]readyPartition{empty, expiring(0), expiring(time.Millisecond), empty, empty, empty}, owners, 0, false, wait,
+			[]readyPartition{empty, expiring(0), expiring(time.Millisecond), empty, empty, empty}, owners, 0, false, true,
 			[]askGroup{{"b", []int{1}}}},
 		{"a partition without an owner is never asked",
-			[]readyPartition{ready(0), ready(0)}, []string{"", "b"}, 0, true, wait,
+			[]readyPartition{ready, ready}, []string{"", "b"}, 0, true, true,
 			[]askGroup{{"b", []int{1}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := consumePlan(tc.parts, tc.owners, "a", tc.start, t0, tc.full, tc.first)
+			got := consumePlan(tc.parts, tc.owners, "a", tc.start, t0, tc.full, tc.localFirst)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
@@ -149,7 +145,7 @@ func BenchmarkConsumePlan(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				consumePlan(parts, owners, "n0", i%n, now, false, 100*time.Millisecond)
+				consumePlan(parts, owners, "n0", i%n, now, false, i%8 != 0)
 			}
 		})
 	}

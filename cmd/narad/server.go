@@ -71,6 +71,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	logDBShards := fs.Uint64("raft-logdb-shards", uint64(envInt("NARAD_RAFT_LOGDB_SHARDS", metastore.DefaultLogDBShards)),
 		"LogDB instances of a new Raft directory, a count (1 to 64); an existing one keeps its count (NARAD_RAFT_LOGDB_SHARDS)")
 	pprofAddr := fs.String("pprof", env("NARAD_PPROF", ""), "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty (NARAD_PPROF)")
+	procs := fs.Int("gomaxprocs", envInt("NARAD_GOMAXPROCS", 0), "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set (NARAD_GOMAXPROCS)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
 		fs.PrintDefaults()
@@ -80,6 +81,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log, err := newLogger(stderr, nf.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := setProcs(*procs, log); err != nil {
 		return err
 	}
 	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
@@ -189,6 +193,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	httpBase := fs.String("http-base", "127.0.0.1:7942", "HTTP address of the first node; further nodes take the next ports")
 	nodes := fs.Int("nodes", 1, "number of nodes, each a voter of the metastore (1 to 9)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty")
+	procs := fs.Int("gomaxprocs", 0, "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver and security off.\n\nFlags:")
 		fs.PrintDefaults()
@@ -201,6 +206,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	log, err := newLogger(stderr, nf.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := setProcs(*procs, log); err != nil {
 		return err
 	}
 	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
