@@ -248,6 +248,12 @@ type Config struct {
 	// a set-aside copy per partition after a disk-wide failure. Its totals
 	// still count every copy.
 	QuarantineListMaxCopies int
+	// MoveChunkReadsInFlight bounds the chunk reads one source partition
+	// serves off its actor at once (8): each holds up to MoveChunkBytes,
+	// and off the actor a read neither waits behind the partition's
+	// commits nor holds them up. Past it a read runs on the actor, which
+	// slows the asker down rather than queueing more memory.
+	MoveChunkReadsInFlight int
 
 	// clock is the time partition actors (the handoff freeze, leases, the
 	// consumer-flush timer) and the dispatcher (retries, reroute grace)
@@ -365,6 +371,7 @@ func DefaultConfig() Config {
 		MaxInstallBatch:         256,
 		MaxParallelProposals:    64,
 		QuarantineListMaxCopies: 1000,
+		MoveChunkReadsInFlight:  8,
 		DeadTargetAbortAfter:    2 * time.Minute,
 		RebalanceInterval:       time.Second,
 		RebalanceBusyInterval:   100 * time.Millisecond,
@@ -449,6 +456,8 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
+	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
+		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
 	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:
 		return bad("QuarantineListMaxCopies", c.QuarantineListMaxCopies, "must be within 1..10000 (an answer is one NATS message)")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
