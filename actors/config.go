@@ -272,6 +272,12 @@ type Config struct {
 	// the disk all the same. A partition waiting its turn keeps its
 	// requests in its mailbox and answers them once open.
 	MaxParallelPartitionOpens int
+	// MoveChunkReadsInFlight bounds the chunk reads one source partition
+	// serves off its actor at once (8): each holds up to MoveChunkBytes,
+	// and off the actor a read neither waits behind the partition's
+	// commits nor holds them up. Past it a read runs on the actor, which
+	// slows the asker down rather than queueing more memory.
+	MoveChunkReadsInFlight int
 
 	// clock is the time partition actors (the handoff freeze, leases, the
 	// consumer-flush timer) and the dispatcher (retries, reroute grace)
@@ -398,6 +404,7 @@ func DefaultConfig() Config {
 		RebalanceInterval:         time.Second,
 		RebalanceBusyInterval:     100 * time.Millisecond,
 		Rebalance:                 true,
+		MoveChunkReadsInFlight:    8,
 
 		// Security (API contract §2.1).
 		SecurityEnabled:           true,
@@ -486,6 +493,8 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
+	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
+		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
 	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:
 		return bad("QuarantineListMaxCopies", c.QuarantineListMaxCopies, "must be within 1..10000 (an answer is one NATS message)")
 	case c.MaxParallelPartitionOpens < 1 || c.MaxParallelPartitionOpens > 1024:

@@ -166,17 +166,53 @@ func (p *partitionActor) moveMarker(now time.Time) *messages.MoveMarker {
 		Durable: !m.DurableAt.IsZero(), InstallAgeMs: now.Sub(at).Milliseconds()}
 }
 
+// serveChunk answers a chunk read off the actor while fewer than
+// MoveChunkReadsInFlight are out, so a move's reads run side by side and
+// never wait in the mailbox behind the partition's commits. That is safe:
+// Log.ReadChunk takes the log's own lock to bound the read by the committed
+// size (rule C4), the bytes below it are never rewritten (a refused publish
+// or an abort truncates only past it), and a log closed meanwhile answers
+// ErrClosed. Each goroutine ends with its one read.
+func (p *partitionActor) serveChunk(ctx actor.Context, m *messages.ReadChunk) {
+	if p.log == nil || p.cfg.MoveChunkReadsInFlight == 0 {
+		ctx.Respond(p.readChunk(m))
+		return
+	}
+	if p.chunkReads == nil {
+		p.chunkReads = make(chan struct{}, p.cfg.MoveChunkReadsInFlight)
+	}
+	select {
+	case p.chunkReads <- struct{}{}:
+	default:
+		ctx.Respond(p.readChunk(m))
+		return
+	}
+	l, limit, slots := p.log, p.cfg.MoveChunkBytes, p.chunkReads
+	sender, root := ctx.Sender(), ctx.ActorSystem().Root
+	go func() {
+		defer func() { <-slots }()
+		ch := readChunk(l, m, limit)
+		if sender != nil {
+			root.Send(sender, ch)
+		}
+	}()
+}
+
 // readChunk reads committed bytes only (rule C4), at most MoveChunkBytes.
 func (p *partitionActor) readChunk(m *messages.ReadChunk) *messages.Chunk {
 	if p.log == nil {
 		return &messages.Chunk{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
+	return readChunk(p.log, m, p.cfg.MoveChunkBytes)
+}
+
+func readChunk(l *storage.Log, m *messages.ReadChunk, limit int) *messages.Chunk {
 	n := m.Max
-	if n <= 0 || n > p.cfg.MoveChunkBytes {
-		n = p.cfg.MoveChunkBytes
+	if n <= 0 || n > limit {
+		n = limit
 	}
 	buf := make([]byte, n)
-	got, err := p.log.ReadChunk(m.Segment, m.Pos, buf)
+	got, err := l.ReadChunk(m.Segment, m.Pos, buf)
 	if err != nil {
 		return &messages.Chunk{Status: messages.StatusFailed, Err: err.Error()}
 	}

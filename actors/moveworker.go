@@ -487,7 +487,9 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 }
 
 // copyListed brings the staging copy to the listing: reconcile, then each
-// missing range chunk by chunk; a sealed segment is synced as it completes.
+// missing range through copyRange; a sealed segment is synced as it
+// completes, and the last one is synced at the pass's end so the freeze's
+// install finds only the final tail unsynced.
 func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *messages.PartitionListing) (int64, error) {
 	listing := toStorageListing(ls)
 	if err := s.Reconcile(listing); err != nil {
@@ -499,31 +501,10 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 		last = ls.Segments[n-1].Name
 	}
 	for _, r := range s.Missing() {
-		for pos := r.From; pos < r.To; {
-			// Up to MoveChunkWindow reads in flight, written in order.
-			n := int64(w.cfg.MoveChunkBytes)
-			var reqs []messages.ReadChunk
-			for at := pos; at < r.To && len(reqs) < w.cfg.MoveChunkWindow; at += n {
-				reqs = append(reqs, messages.ReadChunk{Segment: r.Name, Pos: at, Max: int(min(n, r.To-at))})
-			}
-			datas, err := w.readChunks(ctx, reqs)
-			if err != nil {
-				return copied, err
-			}
-			for i, data := range datas {
-				if len(data) == 0 {
-					return copied, fmt.Errorf("read %s@%d of %s: no data below the listed size %d", r.Name, reqs[i].Pos, partitionKeyString(w.key), r.To)
-				}
-				if err := s.WriteChunk(r.Name, pos, data); err != nil {
-					return copied, err
-				}
-				pos += int64(len(data))
-				copied += int64(len(data))
-				w.metrics.moveBytes.Add(len(data))
-				if len(data) < reqs[i].Max {
-					break // short: ask again from where it ended
-				}
-			}
+		n, err := w.copyRange(ctx, s, r)
+		copied += n
+		if err != nil {
+			return copied, err
 		}
 		if r.Name != last {
 			if err := s.SealSegment(r.Name); err != nil {
@@ -531,19 +512,82 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 			}
 		}
 	}
+	if copied > 0 && last != "" {
+		if err := s.SyncSegment(last); err != nil {
+			return copied, err
+		}
+	}
 	return copied, nil
 }
 
-// readChunks reads the chunks concurrently and returns them in order.
-func (w *moveWorker) readChunks(ctx context.Context, reqs []messages.ReadChunk) ([][]byte, error) {
-	out := make([][]byte, len(reqs))
-	errs := make([]error, len(reqs))
-	var wg sync.WaitGroup
-	for i, rc := range reqs {
-		wg.Go(func() { out[i], errs[i] = w.peer.readChunk(ctx, w.key, rc) })
+// chunkRead is one chunk read in flight; done is closed once data and err
+// are set.
+type chunkRead struct {
+	req  messages.ReadChunk
+	data []byte
+	err  error
+	done chan struct{}
+}
+
+// copyRange copies one missing range, asking again from where a short
+// chunk ended.
+func (w *moveWorker) copyRange(ctx context.Context, s *storage.Staging, r storage.SegmentRange) (int64, error) {
+	var copied int64
+	for r.From < r.To {
+		n, err := w.copyWindowed(ctx, s, r)
+		copied += n
+		if err != nil {
+			return copied, err
+		}
+		r.From += n
 	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return copied, nil
+}
+
+// copyWindowed copies r with up to MoveChunkWindow reads in flight at all
+// times: a read is issued as soon as the oldest one is written, so the
+// round trips overlap each other and the writes. Chunks are written in
+// order (a staged segment never has a hole). It stops after a short chunk:
+// the reads queued behind it start past a gap.
+func (w *moveWorker) copyWindowed(ctx context.Context, s *storage.Staging, r storage.SegmentRange) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var reads sync.WaitGroup
+	defer reads.Wait() // every read ends: cancelled first, or answered
+	defer cancel()
+	size := int64(w.cfg.MoveChunkBytes)
+	var queue []*chunkRead
+	next, pos := r.From, r.From
+	for pos < r.To {
+		for len(queue) < w.cfg.MoveChunkWindow && next < r.To {
+			c := &chunkRead{req: messages.ReadChunk{Segment: r.Name, Pos: next, Max: int(min(size, r.To-next))}, done: make(chan struct{})}
+			reads.Go(func() {
+				defer close(c.done)
+				c.data, c.err = w.peer.readChunk(ctx, w.key, c.req)
+			})
+			queue = append(queue, c)
+			next += int64(c.req.Max)
+		}
+		c := queue[0]
+		queue = queue[1:]
+		<-c.done
+		switch {
+		case c.err != nil:
+			return pos - r.From, c.err
+		case len(c.data) == 0:
+			return pos - r.From, fmt.Errorf("read %s@%d of %s: no data below the listed size %d", r.Name, c.req.Pos, partitionKeyString(w.key), r.To)
+		case len(c.data) > c.req.Max:
+			return pos - r.From, fmt.Errorf("read %s@%d of %s: %d bytes, more than the %d asked", r.Name, c.req.Pos, partitionKeyString(w.key), len(c.data), c.req.Max)
+		}
+		if err := s.WriteChunk(r.Name, pos, c.data); err != nil {
+			return pos - r.From, err
+		}
+		pos += int64(len(c.data))
+		w.metrics.moveBytes.Add(len(c.data))
+		if len(c.data) < c.req.Max {
+			break
+		}
+	}
+	return pos - r.From, nil
 }
 
 func (w *moveWorker) prepare(ctx context.Context, sent time.Duration) any {
@@ -649,7 +693,10 @@ func (w *moveWorker) install(in installInput) any {
 		w.deps.log.Warn("move: consumer position past the copy's high watermark; clamped", "partition", partitionKeyString(w.key), "frontier", st.Frontier, "hwm", in.hwm)
 	}
 	st = c
-	if err := storage.SaveConsumerState(s.Dir(), st, true); err != nil {
+	// Unsynced here: the install syncs every staged file and the staging
+	// directory before it writes the marker, so this saves an fsync or
+	// more under the freeze without reordering anything.
+	if err := storage.SaveConsumerState(s.Dir(), st, false); err != nil {
 		return move.Installed{Err: err}
 	}
 	if in.lastList != nil {

@@ -92,6 +92,9 @@ type partitionActor struct {
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
 	boot uint64
+	// chunkReads holds a slot per chunk read served off the actor
+	// (serveChunk); nil until the first.
+	chunkReads chan struct{}
 	// The commit pipeline: stash holds commits that arrived while a write
 	// was syncing; writing are the commits of the write being synced;
 	// awaiting are the commits whose frames are durable and whose commit
@@ -169,7 +172,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *messages.ListPartition:
 		ctx.Respond(p.listing())
 	case *messages.ReadChunk:
-		ctx.Respond(p.readChunk(m))
+		p.serveChunk(ctx, m)
 	case *messages.Handoff:
 		p.handoff(ctx, m)
 	case freezePoll:

@@ -246,6 +246,16 @@ func (s *Staging) SealSegment(name string) error {
 	return s.closeFile(name)
 }
 
+// SyncSegment fsyncs a staged segment and keeps it open for the chunks
+// still to come: a move syncs its active segment at the end of each pass,
+// so the install under the freeze waits only for the last pass's bytes.
+func (s *Staging) SyncSegment(name string) error {
+	if _, ok := s.limits[name]; !ok {
+		return fmt.Errorf("sync unlisted segment %q: %w", name, ErrInvalid)
+	}
+	return s.syncFile(name, "sync")
+}
+
 // syncFile fsyncs a staged file and records it durable, so that Install
 // does not sync it again; op names the step in the error.
 func (s *Staging) syncFile(name, op string) error {
@@ -630,11 +640,19 @@ type InstallItem struct {
 // sees exactly Install's ordering; what is shared is only the waiting. This
 // is how a node takes thousands of small partitions in seconds.
 //
-// errs[i] is the outcome of items[i]; an item that fails a step skips the rest.
+// errs[i] is the outcome of items[i]; an item that fails a step skips the
+// rest. A batch of one is Install.
 func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	results = make([]InstallResult, len(items))
 	errs = make([]error, len(items))
 	if len(items) == 0 {
+		return results, errs
+	}
+	if len(items) == 1 {
+		// One copy syncs its own files and directories: a syncfs would
+		// also wait for every other dirty page of the filesystem, and an
+		// install alone is a move's freeze waiting on it.
+		results[0], errs[0] = items[0].Staging.Install(items[0].Target, items[0].Options)
 		return results, errs
 	}
 	root := filepath.Dir(items[0].Staging.dir)
