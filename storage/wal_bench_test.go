@@ -49,14 +49,19 @@ func BenchmarkWALAppend(b *testing.B) {
 // appends of 1 KiB bodies from 16 producers) while a committer marks every
 // record committed as a dispatcher would, a little out of order: "tick" is
 // the old behaviour, the position written only by a Compact once a second;
-// "commit" writes it after marks as well (PositionOnCommit). Read the
-// ratio with bench/ratio -base tick; positions/record is how many position
-// writes the marks cost.
+// "commit" writes it after marks as well (PositionOnCommit) as soon as the
+// last write finished, "commit-10ms" at most every 10 ms (the default
+// PositionSaveInterval). Read the ratios with bench/ratio -base mode=tick;
+// positions/record is how many position writes the marks cost.
 func BenchmarkWALPositionOnCommit(b *testing.B) {
-	for _, mode := range []string{"tick", "commit"} {
+	for _, mode := range []string{"tick", "commit", "commit-10ms"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			cfg := DefaultWALConfig()
-			cfg.PositionOnCommit = mode == "commit"
+			cfg.PositionOnCommit = mode != "tick"
+			cfg.PositionSaveInterval = 0
+			if mode == "commit-10ms" {
+				cfg.PositionSaveInterval = 10 * time.Millisecond
+			}
 			w, err := OpenWAL(b.TempDir(), cfg)
 			if err != nil {
 				b.Fatal(err)

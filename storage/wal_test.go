@@ -1499,3 +1499,29 @@ func TestWALOpenTakesTheUnionOfThePositionFileAndTheLiveSlots(t *testing.T) {
 	got, _ := walReplayAll(t, walOpenTest(t, dir, cfg))
 	walSameRecords(t, "replay of the union", got, []WALRecord{acked[3], acked[4], acked[7], acked[10], acked[11]})
 }
+
+// The position saver writes at most once per PositionSaveInterval however
+// many marks arrive, and the last of a burst still reaches the disk.
+func TestWALPositionSaveIntervalBoundsThePositionWrites(t *testing.T) {
+	cfg := walSmallConfig()
+	cfg.PositionOnCommit, cfg.PositionSaveInterval = true, time.Second
+	dir := t.TempDir()
+	w := walOpenTest(t, dir, cfg)
+	acked := walAppendN(t, w, 0, 200)
+	before := w.positions.Load()
+	start := time.Now()
+	for _, r := range acked {
+		if err := w.MarkCommitted(r.Seq); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Microsecond) // room for the saver to run between marks
+	}
+	elapsed := time.Since(start)
+	// One write may be under way as the burst starts, one more per interval.
+	if got, most := w.positions.Load()-before, 2+int64(elapsed/cfg.PositionSaveInterval); got > most {
+		t.Fatalf("%d marks over %v: got %d position writes, want at most %d (one per %v)", len(acked), elapsed, got, most, cfg.PositionSaveInterval)
+	}
+	walWaitSaved(t, w)
+	got, _ := walReplayAll(t, walOpenTest(t, walCopyDir(t, dir), cfg))
+	walSameRecords(t, "replay after a crash once the last write landed", got, nil)
+}
