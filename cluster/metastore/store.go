@@ -780,14 +780,7 @@ type backoff struct{ n int }
 func (b *backoff) wait(ctx context.Context, tick time.Duration) error {
 	d := tick << min(b.n, 5)
 	b.n++
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return waitTick(ctx, d)
 }
 
 // codeError turns a non-OK result code into the matching sentinel.
