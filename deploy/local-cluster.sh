@@ -30,9 +30,13 @@ admin_password() {
 }
 
 start_node() {
-  local id=$1 i=${1#n} how
+  local id=$1 i=${1#n} how password
   if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join); fi
-  NARAD_ADMIN_PASSWORD=$(admin_password) "$bin" serve --id "$id" --data "$dir/$id" \
+  # Read here, not in the background command: there the expansion runs in
+  # the job's own subshell, the nodes started at once race to create the
+  # file, and each may seed a password of its own.
+  password=$(admin_password)
+  NARAD_ADMIN_PASSWORD=$password "$bin" serve --id "$id" --data "$dir/$id" \
     --http "127.0.0.1:$((7941 + i))" --raft "127.0.0.1:$((7951 + i))" \
     --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
     >>"$dir/$id.log" 2>&1 &
