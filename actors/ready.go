@@ -41,9 +41,12 @@ type readyPartition struct {
 	expires time.Time
 }
 
-// maxReadyTopics bounds the topic incarnations the book remembers; past it
-// the book starts over (every partition then reads ready: a full scan).
-const maxReadyTopics = 1 << 16
+// maxReadyTopics bounds the topic incarnations the book remembers (an
+// entry is 48 bytes a partition: at most about 20 MiB at 108 partitions
+// each); past it the book starts over, every partition then reading ready
+// (a full scan), so a node consuming from more topics than this only asks
+// more partitions. Entries of deleted topics go the same way.
+const maxReadyTopics = 4096
 
 func newReadyBook() *readyBook {
 	return &readyBook{topics: map[topicIncarnation]*readyTopic{}, now: time.Now}
