@@ -42,7 +42,7 @@ type readyPartition struct {
 }
 
 // maxReadyTopics bounds the topic incarnations the book remembers (an
-// entry is 48 bytes a partition: at most about 20 MiB at 108 partitions
+// entry is 56 bytes a partition: at most about 24 MiB at 108 partitions
 // each); past it the book starts over, every partition then reading ready
 // (a full scan), so a node consuming from more topics than this only asks
 // more partitions. Entries of deleted topics go the same way.
