@@ -74,29 +74,14 @@ pid=
 
 cleanup() {
   if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  for wt in "${worktrees[@]}"; do git -C "$repo" worktree remove --force "$wt" 2>/dev/null || true; done
-  git -C "$repo" worktree prune || true
+  remove_worktrees
   rm -rf "$tmp/data"
   [ "${KEEP_BIN:-0}" = 1 ] || rm -rf "$tmp/bin-base" "$tmp/bin-new"
 }
 trap cleanup EXIT
 
-# checkout SIDE REV: a worktree of REV (or REV itself when it is a directory)
-# in $tmp/src-SIDE; sets src_SIDE and label_SIDE.
-checkout() {
-  local side=$1 rev=$2 dir commit
-  if [ -d "$rev" ]; then
-    dir=$(cd "$rev" && pwd)
-    printf -v "label_$side" '%s' "$dir@$(git -C "$dir" describe --always --dirty)"
-  else
-    commit=$(git -C "$repo" rev-parse --verify "$rev^{commit}")
-    dir=$tmp/src-$side
-    git -C "$repo" worktree add --detach --quiet "$dir" "$commit"
-    worktrees+=("$dir")
-    printf -v "label_$side" '%s' "$rev=$(git -C "$repo" rev-parse --short "$commit")"
-  fi
-  printf -v "src_$side" '%s' "$dir"
-}
+# checkout, remove_worktrees
+. "$(dirname "${BASH_SOURCE[0]}")/worktrees.sh"
 
 # build SIDE: narad (with the Go-metrics overlay) and load into $tmp/bin-SIDE.
 cat >"$tmp/gometrics.go" <<'EOF'

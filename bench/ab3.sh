@@ -118,27 +118,13 @@ stop_all() {
 }
 cleanup() {
   stop_all
-  for wt in "${worktrees[@]}"; do git -C "$repo" worktree remove --force "$wt" 2>/dev/null || true; done
-  git -C "$repo" worktree prune || true
+  remove_worktrees
   [ "${KEEP_BIN:-0}" = 1 ] || rm -rf "$tmp/bin-base" "$tmp/bin-new"
 }
 trap cleanup EXIT
 
-# checkout SIDE REV: as bench/ab.sh's.
-checkout() {
-  local side=$1 rev=$2 dir commit
-  if [ -d "$rev" ]; then
-    dir=$(cd "$rev" && pwd)
-    printf -v "label_$side" '%s' "$dir@$(git -C "$dir" describe --always --dirty)"
-  else
-    commit=$(git -C "$repo" rev-parse --verify "$rev^{commit}")
-    dir=$tmp/src-$side
-    git -C "$repo" worktree add --detach --quiet "$dir" "$commit"
-    worktrees+=("$dir")
-    printf -v "label_$side" '%s' "$rev=$(git -C "$repo" rev-parse --short "$commit")"
-  fi
-  printf -v "src_$side" '%s' "$dir"
-}
+# checkout, remove_worktrees
+. "$(dirname "${BASH_SOURCE[0]}")/worktrees.sh"
 build() {
   local side=$1 v=src_$1
   (cd "${!v}" && go build -o "$tmp/bin-$side/narad" ./cmd/narad)
