@@ -128,41 +128,36 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	return messages.Delivery{}, false
 }
 
-// reserveFrom asks one owner's partitions of g in order: each partition
-// actor in turn when they are local, one ReserveAny request when the owner
-// is a peer.
+// reserveFrom asks one owner's partitions of g in order (reserveFirst):
+// each partition actor in turn when they are local, one ReserveAny request
+// when the owner is a peer.
 func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, limits messages.ConsumeLimits) (messages.Delivery, bool) {
 	ti := topicIncarnation{t.Name, t.Incarnation}
-	if g.owner != n.cfg.NodeID {
-		rr, err := n.route.reserveAny(ctx, g.owner, messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation},
-			&messages.ReserveAny{Partitions: g.parts, Limits: limits})
-		if err != nil {
+	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation}
+	ra := &messages.ReserveAny{Partitions: g.parts, Limits: limits}
+	local := g.owner == n.cfg.NodeID
+	var rr *messages.Reserved
+	if local {
+		rr = reserveFirst(ctx, k, ra, n.route.local)
+	} else {
+		var err error
+		if rr, err = n.route.reserveAny(ctx, g.owner, k, ra); err != nil {
 			return messages.Delivery{}, false
 		}
-		for p, expiresIn := range rr.Empty {
-			n.notifier.ready.observe(ti, t.Partitions, p, false, false, expiresIn)
-		}
-		if rr.Status != messages.StatusOK {
-			return messages.Delivery{}, false
-		}
-		n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, rr)
+	}
+	for p, expiresIn := range rr.Empty {
+		n.notifier.ready.observe(ti, t.Partitions, p, false, false, expiresIn)
+	}
+	if rr.Status != messages.StatusOK {
+		return messages.Delivery{}, false
+	}
+	n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, rr)
+	if local {
+		n.metrics.leasedHere.Inc()
+	} else {
 		n.metrics.leasedThere.Inc()
-		return rr.Delivery, true
 	}
-	for _, p := range g.parts {
-		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-		res, err := n.route.local(ctx, k, &messages.Reserve{Limits: limits})
-		rr, ok := res.(*messages.Reserved)
-		if err != nil || !ok {
-			continue
-		}
-		n.observeReserved(ti, t.Partitions, p, rr)
-		if rr.Status == messages.StatusOK {
-			n.metrics.leasedHere.Inc()
-			return rr.Delivery, true
-		}
-	}
-	return messages.Delivery{}, false
+	return rr.Delivery, true
 }
 
 // observeReserved tells the ready book what a reserve of partition p found.
