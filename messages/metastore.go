@@ -25,6 +25,41 @@ type Topic struct {
 	Schemas []json.RawMessage `json:"schemas,omitempty"`
 	// Owner is the username of the creator; empty while security is off.
 	Owner string `json:"owner,omitempty"`
+	// Parent names the topic this one is a fan-out child of; empty for a
+	// parent or a standalone topic. A topic is a child or a parent, never
+	// both (no chains).
+	Parent string `json:"parent,omitempty"`
+	// AttachEpoch is the Raft index of the attach that made this topic a
+	// child; a re-attach gives a new one, so a cursor left over from an
+	// earlier attach is never taken for this one's.
+	AttachEpoch uint64 `json:"attach_epoch,omitempty"`
+	// FanoutDelayMs is a child's delay: a parent record reaches it once
+	// this long has passed since the parent committed it. 0 for no delay.
+	FanoutDelayMs int64 `json:"fanout_delay_ms,omitempty"`
+	// Children are a parent's fan-out links, in attach order.
+	Children []ChildLink `json:"children,omitempty"`
+}
+
+// ChildLink is one fan-out link as the parent's record holds it; the
+// child's record holds the same Parent, AttachEpoch and delay.
+type ChildLink struct {
+	Name string `json:"name"`
+	// Incarnation is the child topic's incarnation, so a child deleted and
+	// recreated under the same name is never fed by the old link.
+	Incarnation uint64 `json:"incarnation"`
+	AttachEpoch uint64 `json:"attach_epoch"`
+	DelayMs     int64  `json:"delay_ms,omitempty"`
+}
+
+// Role is a topic's fan-out role as the API names it.
+func (t Topic) Role() string {
+	switch {
+	case t.Parent != "":
+		return "child"
+	case len(t.Children) > 0:
+		return "parent"
+	}
+	return "standalone"
 }
 
 // User is a user's record in the metadata shard. The proposer hashes the

@@ -166,6 +166,10 @@ type PartitionStats struct {
 	// OldestSegmentAt is the oldest segment's modification time, Unix seconds.
 	OldestSegmentAt int64
 	InFlight        int
+	// Cursors are the partition's fan-out cursors by child name: the next
+	// parent offset to copy to that child. A link the owner has not
+	// anchored yet has no entry.
+	Cursors map[string]int64 `json:",omitempty"`
 }
 
 // Retain asks a partition actor to apply its topic's retention now.
