@@ -15,7 +15,9 @@ import (
 
 func TestAnchorCursor(t *testing.T) {
 	const oldest, hwm = 10, 50
-	file := func(epoch uint64, off int64) storage.Cursor { return storage.Cursor{Child: "c", Epoch: epoch, Offset: off} }
+	file := func(epoch uint64, off int64) storage.Cursor {
+		return storage.Cursor{Child: "c", Epoch: epoch, Offset: off}
+	}
 	cases := []struct {
 		name    string
 		in      anchorInput
