@@ -66,6 +66,17 @@ type Config struct {
 	// partition committed meanwhile in one. A peer's long poll wakes up to
 	// this much later than a local one. Within 100µs..1s.
 	CommitNoticeInterval time.Duration
+	// FanoutBatchRecords and FanoutBatchBytes bound one fan-out copy: the
+	// records one link reads and commits to its child at once, and so the
+	// records in flight per link (one copy at a time). At least one record
+	// goes whatever its size. FanoutBatchRecords within 1..65,536,
+	// FanoutBatchBytes within 1 KiB..64 MiB.
+	FanoutBatchRecords, FanoutBatchBytes int
+	// FanoutRetryMin and FanoutRetryMax bound the back-off of a link whose
+	// child partition refused or did not answer (owner down, frozen by a
+	// move): it doubles from Min to Max, so a down owner costs a request
+	// now and then. Min within 1ms..1min, Max within Min..10min.
+	FanoutRetryMin, FanoutRetryMax time.Duration
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
 	// SecurityEnabled turns on HTTP Basic, users and grants (§2.1 of the
@@ -352,6 +363,10 @@ func DefaultConfig() Config {
 		MaxConsumeWait:            10 * time.Second,
 		ConsumeRotateEvery:        8,
 		CommitNoticeInterval:      time.Millisecond,
+		FanoutBatchRecords:        256,
+		FanoutBatchBytes:          512 << 10,
+		FanoutRetryMin:            50 * time.Millisecond,
+		FanoutRetryMax:            2 * time.Second,
 		ConsumeRescanInterval:     200 * time.Millisecond,
 		ConsumeFullScanInterval:   time.Second,
 		HTTPWriteTimeout:          30 * time.Second,
@@ -445,6 +460,14 @@ func (c Config) Validate() error {
 		return bad("ConsumeFullScanInterval", c.ConsumeFullScanInterval, "must be within 1ms..1m")
 	case c.CommitNoticeInterval < 100*time.Microsecond || c.CommitNoticeInterval > time.Second:
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
+	case c.FanoutBatchRecords < 1 || c.FanoutBatchRecords > 65536:
+		return bad("FanoutBatchRecords", c.FanoutBatchRecords, "must be within 1..65536")
+	case c.FanoutBatchBytes < 1<<10 || c.FanoutBatchBytes > 64<<20:
+		return bad("FanoutBatchBytes", c.FanoutBatchBytes, "must be within 1KiB..64MiB")
+	case c.FanoutRetryMin < time.Millisecond || c.FanoutRetryMin > time.Minute:
+		return bad("FanoutRetryMin", c.FanoutRetryMin, "must be within 1ms..1m")
+	case c.FanoutRetryMax < c.FanoutRetryMin || c.FanoutRetryMax > 10*time.Minute:
+		return bad("FanoutRetryMax", c.FanoutRetryMax, "must be within FanoutRetryMin..10m")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:

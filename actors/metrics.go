@@ -37,6 +37,11 @@ type nodeMetrics struct {
 	// commitsTooLarge counts dispatcher commits refused before sending as
 	// larger than the NATS max payload: their records wait, never rerouted.
 	commitsTooLarge *metrics.Counter
+	// fanoutCopied counts parent records the children committed;
+	// fanoutFailures counts copies (or reads) that failed and backed off;
+	// fanoutSkipped counts records retention removed before any copy
+	// (fanout.go), which the retention floor makes an operator's matter.
+	fanoutCopied, fanoutFailures, fanoutSkipped *metrics.Counter
 	// Moves, on the destination.
 	movesInFlight *metrics.Gauge
 	// Freeze pacing on a move's source (rule B5).
@@ -94,6 +99,9 @@ func newNodeMetrics(node string) *nodeMetrics {
 		placed:           metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		promoted:         metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
 		commitsTooLarge:  metrics.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
+		fanoutCopied:     metrics.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
+		fanoutFailures:   metrics.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
+		fanoutSkipped:    metrics.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
 		movesInFlight:    metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
 		movesDone:        metrics.GetOrCreateCounter(name("narad_moves_done_total")),
 		partitionsFrozen: metrics.GetOrCreateGauge(name("narad_partitions_frozen"), nil),

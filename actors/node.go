@@ -271,6 +271,8 @@ func (n *Node) startActors() error {
 	n.pacer = newFreezePacer(n.cfg, n.metrics)
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
 	n.installs = newInstallBatcher(n.deps)
+	n.copyRoute = routeFanout{n.route}
+	n.fanoutLags = newFanoutLags(n.cfg.NodeID)
 	sys := n.system
 	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps

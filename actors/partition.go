@@ -45,6 +45,11 @@ type deps struct {
 	// opens holds a token per partition opening its log
 	// (MaxParallelPartitionOpens); nil bounds nothing (rigs).
 	opens chan struct{}
+	// copyRoute takes fan-out copies to the children's partitions
+	// (fanout.go); nil in rigs without fan-out.
+	copyRoute fanoutRoute
+	// fanoutLags sums each fan-out link's lag into its gauge.
+	fanoutLags *fanoutLags
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -133,6 +138,14 @@ type partitionActor struct {
 	pacedUntil time.Time
 	// closing: close began; the pacer was told the freeze ended.
 	closing bool
+	// The fan-out of this partition to its topic's children (fanout.go):
+	// links as the replica had them, the anchored cursors by child, the
+	// fan-out actor (nil without links), and swept once the cursor files
+	// of links detached while the actor was away were removed.
+	links   []messages.ChildLink
+	cursors map[string]storage.Cursor
+	fanout  *actor.PID
+	swept   bool
 }
 
 // handedOver tells a partition actor, right before the supervisor stops
@@ -143,9 +156,9 @@ type handedOver struct {
 	hwm int64
 }
 
-func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader, moving bool) *partitionActor {
+func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader, moving bool, links []messages.ChildLink) *partitionActor {
 	return &partitionActor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
-		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg)}
+		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg), links: links}
 }
 
 func (p *partitionActor) Receive(ctx actor.Context) {
@@ -153,6 +166,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.start()
+		// Before any commit: a link's cursor anchors at the HWM it found.
+		p.setLinks(ctx, p.links)
 	case *actor.Restarting, *actor.Stopping:
 		p.close(ctx)
 	case *messages.Commit:
@@ -190,6 +205,12 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		ctx.Respond(m)
 	case flushConsumerState:
 		p.flush()
+	case fanoutLinks:
+		p.setLinks(ctx, m.links)
+	case *fanoutRead:
+		p.fanoutRead(ctx, m)
+	case fanoutAdvance:
+		p.fanoutAdvance(m)
 	}
 }
 
@@ -477,6 +498,7 @@ func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) 
 	}
 	if err == nil {
 		p.notifier.notify(p.key)
+		p.wakeFanout(ctx)
 	}
 }
 
@@ -711,6 +733,7 @@ func (p *partitionActor) stats() *messages.PartitionStats {
 		st.OldestSegmentAt = ls.Segments[0].ModTime.Unix()
 	}
 	st.InFlight = p.table.inFlight()
+	st.Cursors = p.cursorOffsets()
 	return st
 }
 

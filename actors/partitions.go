@@ -52,6 +52,9 @@ type partitionsActor struct {
 	retrying bool
 	// owned is read by the partitions-owned gauge at scrape time.
 	owned *atomic.Int64
+	// linksSent is the signature of the fan-out links each child was
+	// last told (linksSignature).
+	linksSent map[messages.PartitionKey]string
 }
 
 const partitionsName = "partitions"
@@ -102,6 +105,9 @@ func (s *partitionsActor) watch(ctx actor.Context) {
 func (s *partitionsActor) reconcile(ctx actor.Context) {
 	s.changes.handled()
 	s.retrying = false
+	if s.linksSent == nil {
+		s.linksSent = map[messages.PartitionKey]string{}
+	}
 	owned := s.store.OwnedByAnyOrder(s.cfg.NodeID)
 	// want maps each partition this node owns to whether a move targets it.
 	want := make(map[messages.PartitionKey]bool, len(owned))
@@ -135,7 +141,12 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 			continue
 		}
 		d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted
-		props := actor.PropsFromProducer(func() actor.Actor { return newPartitionActor(d, k, dir, owners, moving) })
+		// The links are read at each production, so a restarted actor
+		// anchors the links of the moment, not those of its first spawn.
+		store := s.store
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return newPartitionActor(d, k, dir, owners, moving, linksOf(store, k))
+		})
 		pid, err := ctx.SpawnNamed(props, partitionChildName(k))
 		if err != nil {
 			s.deps.log.Error("spawn partition", "partition", k, "err", err)
@@ -143,8 +154,24 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		}
 		ctx.Watch(pid)
 		s.children[k] = pid
+		s.linksSent[k] = linksSignature(linksOf(s.store, k))
 	}
+	s.tellLinks(ctx)
 	s.owned.Store(int64(len(s.children)))
+}
+
+// tellLinks tells each partition actor its topic's fan-out links when they
+// changed since it was last told (an attach, a detach, a child deleted).
+func (s *partitionsActor) tellLinks(ctx actor.Context) {
+	for k, pid := range s.children {
+		links := linksOf(s.store, k)
+		sig := linksSignature(links)
+		if sig == s.linksSent[k] {
+			continue
+		}
+		s.linksSent[k] = sig
+		ctx.Send(pid, fanoutLinks{links: links})
+	}
 }
 
 // dropEarlier stops k's actor when it still runs and this node does not
@@ -205,6 +232,7 @@ func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionK
 			s.deps.log.Error("stop partition", "partition", k, "err", err)
 		}
 		delete(s.children, k)
+		delete(s.linksSent, k)
 		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
 			s.purge(k)
 		}
@@ -231,6 +259,7 @@ func (s *partitionsActor) terminated(m *actor.Terminated) {
 	for k, pid := range s.children {
 		if pid.Equal(m.Who) {
 			delete(s.children, k)
+			delete(s.linksSent, k)
 			s.failed[k] = true
 			s.owned.Store(int64(len(s.children)))
 			s.deps.log.Error("partition stopped after repeated failures; not serving it", "partition", k)

@@ -125,3 +125,8 @@ func writeMarker(dir string, m Marker, sync bool) error {
 	}
 	return nil
 }
+
+// WriteMarker writes m as dir's move marker. An install writes its own
+// (InstallBatch); this is for a tool or a test that lays out a copy as an
+// install would.
+func WriteMarker(dir string, m Marker, sync bool) error { return writeMarker(dir, m, sync) }
