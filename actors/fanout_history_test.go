@@ -477,7 +477,13 @@ func (c *testCluster) waitTopicEverywhere(topic string) {
 // committedOn is the sum of topic's high watermarks as node i reports
 // them, once every partition reports.
 func (c *testCluster) committedOn(i int, topic string) (int64, bool) {
-	code, body, err := c.node(i).attempt("GET", "/v1/topics/"+topic, nil)
+	return c.node(i).committed(topic)
+}
+
+// committed is the sum of topic's high watermarks as tn reports them;
+// false until every partition reports. It does not fail the test.
+func (tn *testNode) committed(topic string) (int64, bool) {
+	code, body, err := tn.attempt("GET", "/v1/topics/"+topic, nil)
 	var d messages.TopicDetails
 	if err != nil || code != http.StatusOK || json.Unmarshal(body, &d) != nil || len(d.PartitionStats) != d.Partitions {
 		return 0, false
