@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -288,6 +289,7 @@ func TestFanoutCheckerCatchesEachViolation(t *testing.T) {
 // every later pass through and counts those of the held partition.
 type moveHold struct {
 	topic   string
+	armed   atomic.Bool  // false: every pass goes through
 	held    atomic.Int32 // the partition held, once reached
 	passes  atomic.Int32 // passes of the held partition
 	once    sync.Once
@@ -300,7 +302,7 @@ func newMoveHold(topic string) *moveHold {
 }
 
 func (h *moveHold) hook(ctx context.Context, k messages.PartitionKey, final bool) {
-	if k.Topic != h.topic || final {
+	if k.Topic != h.topic || final || !h.armed.Load() {
 		return
 	}
 	first := false
@@ -353,6 +355,19 @@ func (r *fanoutRun) flipHook(_ context.Context, k messages.PartitionKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flips = append(r.flips, fanoutFlip{Partition: k.Partition, At: time.Now()})
+}
+
+// flippedSince reports whether each of partitions was about to flip after
+// since.
+func (r *fanoutRun) flippedSince(since time.Time, partitions []int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range partitions {
+		if !slices.ContainsFunc(r.flips, func(f fanoutFlip) bool { return f.Partition == p && f.At.After(since) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // pick is a node that is up, as a load balancer would choose.
@@ -496,10 +511,10 @@ func (tn *testNode) committed(topic string) (int64, bool) {
 }
 
 // Issue 16's cluster test: a parent with a plain child and a delay child
-// on three nodes, producers on the parent throughout; its partitions move
-// onto a fourth node that joins (one move's source killed and restarted
-// mid-copy) and back when that node is decommissioned; consumers drain
-// both children. The fan-out history: every parent record accepted after
+// on three nodes, producers on the parent throughout; half its partitions
+// move onto a fourth node that joins (one move's source killed and
+// restarted mid-copy), and back with everything else when that node is
+// decommissioned; consumers drain both children. The fan-out history: every parent record accepted after
 // the attach reaches each child at least once with its key and body,
 // nothing committed before the attach reaches either, nothing reaches the
 // delay child before its delay, and what was pending in the delay child's
@@ -557,11 +572,28 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 	run.startConsumers(2)
 	c.waitFor("200 records accepted on the parent", func() bool { return run.accepted.Load() >= 200 })
 
-	// Onto a fourth node; the first parent move held mid-copy while its
-	// source is killed, released, then the source restarted.
+	// A fourth node joins and the planner gives it its share, which need
+	// not hold a parent partition (it balances counts over all topics):
+	// half the parent's partitions are then moved onto it by hand, the
+	// first of those moves held mid-copy while its source is killed,
+	// released, and the source restarted.
 	topics := []string{parent, plain, late}
 	j := c.join()
-	c.waitFor("a move of a parent partition under way", func() bool {
+	run.serve(j, true)
+	c.waitFor("n4 owning its share, no move in flight", func() bool {
+		per, moving := c.ownedAcross(0, topics)
+		return per["n4"] > 0 && moving == 0
+	})
+	hold.armed.Store(true)
+	planned := time.Now()
+	var onto []int
+	for p := 0; p < run.parts && len(onto) < run.parts/2; p++ {
+		if c.assignmentOf(0, parent, p).Owner != "n4" {
+			c.planMove(parent, p, j)
+			onto = append(onto, p)
+		}
+	}
+	c.waitFor("a move of a parent partition held mid-copy", func() bool {
 		select {
 		case <-hold.reached:
 			return true
@@ -573,7 +605,7 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 	var src int
 	fmt.Sscanf(c.assignmentOf(0, parent, p).Owner, "n%d", &src)
 	src--
-	t.Logf("move of %s/%d held mid-copy; killing its source n%d", parent, p, src+1)
+	t.Logf("parent partitions %v planned onto n4; the move of %d held mid-copy, killing its source n%d", onto, p, src+1)
 	run.serve(src, false)
 	c.kill(src)
 	passes := hold.passes.Load()
@@ -581,11 +613,9 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 	c.waitFor("passes against the dead source", func() bool { return hold.passes.Load() >= passes+2 })
 	c.restart(src)
 	run.serve(src, true)
-	run.serve(j, true)
-	c.waitFor("n4 owning parent partitions, no move in flight", func() bool {
-		per, _ := c.owned(0, parent)
+	c.waitFor(fmt.Sprintf("parent partitions %v flipped onto n4, no move in flight", onto), func() bool {
 		_, moving := c.ownedAcross(0, topics)
-		return per["n4"] > 0 && moving == 0
+		return moving == 0 && run.flippedSince(planned, onto)
 	})
 
 	// And back: n4 decommissioned gives everything to the three.
