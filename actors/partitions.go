@@ -163,9 +163,21 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 // tellLinks tells each partition actor its topic's fan-out links when they
 // changed since it was last told (an attach, a detach, a child deleted).
 func (s *partitionsActor) tellLinks(ctx actor.Context) {
+	// One look-up and signature per topic, not per partition: a bulk move
+	// reconciles thousands of partitions of a few topics, often.
+	type topicLinks struct {
+		links []messages.ChildLink
+		sig   string
+	}
+	byTopic := map[uint64]topicLinks{}
 	for k, pid := range s.children {
-		links := linksOf(s.store, k)
-		sig := linksSignature(links)
+		tl, ok := byTopic[k.Incarnation]
+		if !ok {
+			tl.links = linksOf(s.store, k)
+			tl.sig = linksSignature(tl.links)
+			byTopic[k.Incarnation] = tl
+		}
+		links, sig := tl.links, tl.sig
 		if sig == s.linksSent[k] {
 			continue
 		}
