@@ -83,8 +83,8 @@ func (f *fakeNode) Children(context.Context, string) (messages.ChildList, error)
 	return messages.ChildList{}, f.err
 }
 func (f *fakeNode) DetachChild(context.Context, string, string) error { return f.err }
-func (f *fakeNode) Members(context.Context) []messages.MemberInfo { return nil }
-func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
+func (f *fakeNode) Members(context.Context) []messages.MemberInfo     { return nil }
+func (f *fakeNode) Moves(context.Context, bool) messages.MoveList     { return messages.MoveList{} }
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort
 }
