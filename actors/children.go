@@ -50,7 +50,7 @@ func (n *Node) Children(ctx context.Context, parent string) (messages.ChildList,
 	}
 	var stats []*messages.PartitionStats
 	if len(t.Children) > 0 {
-		for _, o := range n.ownerStats(ctx, t, -1) {
+		for _, o := range n.ownerStats(ctx, t, -1, false) {
 			stats = append(stats, o.stats)
 		}
 	}
@@ -94,7 +94,7 @@ func (n *Node) awaitAnchors(ctx context.Context, parent messages.Topic, child st
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.FanoutAnchorWait)
 	defer cancel()
 	missing := untilAnchored(ctx, anchorPoll, func(ctx context.Context) []int {
-		return unanchored(parent.Partitions, n.ownerStats(ctx, parent, -1), child)
+		return unanchored(parent.Partitions, n.ownerStats(ctx, parent, -1, false), child)
 	})
 	if len(missing) > 0 {
 		n.log.Warn("attach answered before every owner anchored the link", "parent", parent.Name, "child", child,

@@ -76,7 +76,7 @@ func (n *Node) PartitionStats(ctx context.Context, topic string, only int) ([]me
 		return nil, fmt.Errorf("partition stats: %w", err)
 	}
 	out := []messages.PartitionInfo{}
-	for _, o := range n.ownerStats(ctx, t, only) {
+	for _, o := range n.ownerStats(ctx, t, only, true) {
 		if o.err != nil {
 			// An owner that answered nothing usable is a failure of the
 			// request, not a reason to retry it.
@@ -107,8 +107,10 @@ type ownerStat struct {
 }
 
 // ownerStats asks each assigned partition's owner (of one partition when
-// only >= 0) for its stats, in assignment order.
-func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int) []ownerStat {
+// only >= 0) for its stats, in assignment order. With stopAtError it asks
+// no further owner after one failed: the caller fails the request anyway,
+// and each owner that cannot be reached costs a timeout.
+func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int, stopAtError bool) []ownerStat {
 	var out []ownerStat
 	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
 		if only >= 0 && a.Partition != only {
@@ -122,6 +124,9 @@ func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int) []own
 			out = append(out, ownerStat{owner: a})
 		case err != nil || !isStats:
 			out = append(out, ownerStat{owner: a, err: fmt.Errorf("partition stats of %s/%d: %v (answered %T)", t.Name, a.Partition, err, res)})
+			if stopAtError {
+				return out
+			}
 		default:
 			out = append(out, ownerStat{owner: a, stats: st})
 		}
