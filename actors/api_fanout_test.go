@@ -376,3 +376,58 @@ func TestAttachWaitsForAnchors(t *testing.T) {
 		}
 	})
 }
+
+// The links through a node that does not lead the metadata shard: a create
+// under a parent (through the controller on the leader), an attach and its
+// refusals (proposed by that node), and every node's replica showing them.
+func TestFanoutLinksOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 3 nodes")
+	}
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.FanoutAnchorWait = 100 * time.Millisecond })
+	follower := c.node((c.leader() + 1) % 3)
+	other := c.node((c.leader() + 2) % 3)
+	want := func(what string, code int, body []byte, status int, text string) {
+		t.Helper()
+		if code != status || (text != "" && !strings.Contains(string(body), text)) {
+			t.Fatalf("%s: got %d %s, want %d with %q", what, code, body, status, text)
+		}
+	}
+	code, body := follower.do("POST", "/v1/topics", []byte(`{"name":"cp","partitions":4}`))
+	want("create the parent", code, body, http.StatusCreated, "")
+	code, body = follower.do("POST", "/v1/topics", []byte(`{"name":"cc","parent":"cp","fanout_delay_ms":1000}`))
+	want("create a child under it", code, body, http.StatusCreated, `"attach_epoch":"`)
+	code, body = follower.do("POST", "/v1/topics", []byte(`{"name":"cg","parent":"cc"}`))
+	want("create under a child", code, body, http.StatusConflict, "parent cc is itself a child of cp (no chains)")
+	code, body = follower.do("POST", "/v1/topics", []byte(`{"name":"ca"}`))
+	want("create a plain topic", code, body, http.StatusCreated, "")
+	code, body = follower.do("POST", "/v1/topics/cp/children", []byte(`{"child":"ca"}`))
+	want("attach", code, body, http.StatusOK, `"children":["cc","ca"]`)
+	code, body = follower.do("POST", "/v1/topics/cp/children", []byte(`{"child":"ca"}`))
+	want("attach again", code, body, http.StatusConflict, "child ca is already attached to cp")
+
+	var got messages.TopicDetails
+	if !c.eventually(func() bool {
+		code, body = other.do("GET", "/v1/topics/cc", nil)
+		got = messages.TopicDetails{}
+		return code == http.StatusOK && json.Unmarshal(body, &got) == nil && got.Parent == "cp"
+	}) {
+		t.Fatalf("the child on another node: got %d %s, want a child of cp", code, body)
+	}
+	if got.Partitions != 4 || got.FanoutDelayMs != 1000 || got.Role != "child" {
+		t.Fatalf("the child on another node got %+v, want 4 partitions (the parent's), delay 1000, role child", got.TopicInfo)
+	}
+	code, body = other.do("GET", "/v1/topics/cp/children", nil)
+	var l messages.ChildList
+	if code != http.StatusOK || json.Unmarshal(body, &l) != nil || len(l.Children) != 2 || l.Children[0].Name != "cc" || l.Children[1].Name != "ca" {
+		t.Fatalf("children on another node: got %d %s, want cc then ca", code, body)
+	}
+	code, body = other.do("DELETE", "/v1/topics/cp", nil)
+	want("delete the parent", code, body, http.StatusNoContent, "")
+	if !c.eventually(func() bool {
+		code, body = follower.do("GET", "/v1/topics/cc", nil)
+		return code == http.StatusOK && strings.Contains(string(body), `"role":"standalone"`) && !strings.Contains(string(body), "parent")
+	}) {
+		t.Fatalf("the child after its parent's delete: got %d %s, want standalone", code, body)
+	}
+}
