@@ -255,3 +255,41 @@ func TestCommandVersions(t *testing.T) {
 		}
 	}
 }
+
+// A mixed fan-out log (attaches, refusals, detaches, deletes of parents
+// and children, re-creates) replays to the same state and snapshot on two
+// replicas, and a restored replica applies the next attach alike.
+func TestFanoutDeterministic(t *testing.T) {
+	var h []messages.MetaCommand
+	names := []string{"p", "q", "a", "b", "c"}
+	for i := range 60 {
+		x, y := names[i%5], names[(i*3+1)%5]
+		switch i % 6 {
+		case 0:
+			h = append(h, fanTopic(x))
+		case 1:
+			h = append(h, attachCmd(x, y, int64(i%3)*1000))
+		case 2:
+			h = append(h, childCreate(y+"x", x, 0))
+		case 3:
+			h = append(h, detachCmd(x, y))
+		case 4:
+			h = append(h, deleteCmd(y, 0))
+		case 5:
+			h = append(h, alterCmd(messages.AlterTopic{Name: x, RetentionMs: ptr[int64](3_600_000)}))
+		}
+	}
+	h = append(h, fanTopic("z"), childCreate("zc", "z", 60_000), fanTopic("zd"), attachCmd("z", "zd", 0))
+	a, restored := replayTwiceAndRestore(t, newMetaState, func(s *metaState, c messages.MetaCommand, i uint64) any { return s.apply(c, i) }, loadMetaState, h)
+	linked := 0
+	for _, tp := range a.list() {
+		linked += len(tp.Children)
+	}
+	if linked == 0 {
+		t.Fatal("the history leaves no links: the test would not cover them")
+	}
+	next := attachCmd("p", "c", 0)
+	if ra, rr := a.apply(next, 1000), restored.apply(next, 1000); !reflect.DeepEqual(ra, rr) {
+		t.Fatalf("attach after restore: got %+v, want %+v", rr, ra)
+	}
+}
