@@ -181,6 +181,13 @@ type Config struct {
 	// ControllerTimeout bounds one request to the controller, forwarding
 	// and retries while the metadata leadership moves included.
 	ControllerTimeout time.Duration
+	// FanoutAnchorWait bounds how long an attach (and a create under a
+	// parent) waits for every parent partition's owner to anchor the new
+	// link's cursor before it answers: past it the answer is 200 anyway
+	// (an owner that is down commits nothing meanwhile, so it anchors at
+	// the same place when it returns). Below HTTPWriteTimeout, so the
+	// answer still reaches the client.
+	FanoutAnchorWait time.Duration
 
 	// Move is the move worker's part of the seed's constants (catch-up
 	// bounds, FreezeTTL, ForcePromoteAfter, ...); the source uses its
@@ -392,6 +399,7 @@ func DefaultConfig() Config {
 		MetastoreVoters:           3,
 		VoterCheckInterval:        time.Second,
 		ControllerTimeout:         10 * time.Second,
+		FanoutAnchorWait:          5 * time.Second,
 		Move:                      move.DefaultConfig(),
 		MoveChunkBytes:            768 << 10,
 		MoveChunkWindow:           4,
@@ -516,6 +524,8 @@ func (c Config) Validate() error {
 		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
+	case c.FanoutAnchorWait < 0 || c.FanoutAnchorWait >= c.HTTPWriteTimeout:
+		return bad("FanoutAnchorWait", c.FanoutAnchorWait, "must be within 0..HTTPWriteTimeout")
 	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
 		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
 	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:

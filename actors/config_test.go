@@ -17,6 +17,7 @@ func TestNodeConfigValidate(t *testing.T) {
 		"TopicDefaultPartitions": func(c *Config) { c.TopicDefaultPartitions = 2 },
 		"MaxConsumeWait":         func(c *Config) { c.MaxConsumeWait = c.HTTPWriteTimeout },
 		"MaxCommitBatchBytes":    func(c *Config) { c.MaxCommitBatchBytes = c.Log.MaxBodyBytes },
+		"FanoutAnchorWait":       func(c *Config) { c.FanoutAnchorWait = c.HTTPWriteTimeout },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.MaxCommitsInFlight = 8 },

@@ -63,6 +63,11 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	if !ok {
 		return fmt.Errorf("produce to %s: topic %w", rec.Topic, ErrNotFound)
 	}
+	if t.FanoutDelayMs > 0 {
+		// Its records come from the parent only, each once the delay has
+		// passed; a direct one would skip the delay.
+		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrDelayChild)
+	}
 	if rec.Partition >= t.Partitions {
 		return fmt.Errorf("produce to %s/%d: %w", t.Name, rec.Partition, api.ErrNoSuchPartition)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -34,9 +35,17 @@ func validTopicName(s string) bool { return topicNameRE.MatchString(s) && s != "
 
 // topicOf is t's record as clients see it.
 func topicOf(t messages.Topic) messages.TopicInfo {
-	return messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
+	info := messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
 		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
-		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Owner: t.Owner, Role: "standalone"}
+		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Owner: t.Owner, Role: t.Role(),
+		Parent: t.Parent, FanoutDelayMs: t.FanoutDelayMs}
+	for _, l := range t.Children {
+		info.Children = append(info.Children, l.Name)
+	}
+	if t.AttachEpoch != 0 {
+		info.AttachEpoch = strconv.FormatUint(t.AttachEpoch, 10)
+	}
+	return info
 }
 
 // Topic is the topic's record on the local replica.
@@ -67,30 +76,62 @@ func (n *Node) PartitionStats(ctx context.Context, topic string, only int) ([]me
 		return nil, fmt.Errorf("partition stats: %w", err)
 	}
 	out := []messages.PartitionInfo{}
+	for _, o := range n.ownerStats(ctx, t, only, true) {
+		if o.err != nil {
+			// An owner that answered nothing usable is a failure of the
+			// request, not a reason to retry it.
+			return nil, o.err
+		}
+		if o.stats == nil {
+			// The owner has not started the partition yet (a create moments
+			// ago): the entry is left out, and clients poll until every
+			// partition has one, as the contract describes.
+			continue
+		}
+		st := o.stats
+		out = append(out, messages.PartitionInfo{Index: o.owner.Partition, OwnerNode: o.owner.Owner, Segments: st.Segments,
+			OldestOffset: st.OldestOffset, NextOffset: st.NextOffset, HighWatermark: st.HighWatermark,
+			SizeBytes: st.SizeBytes, OldestSegmentAt: st.OldestSegmentAt})
+	}
+	slices.SortFunc(out, func(a, b messages.PartitionInfo) int { return a.Index - b.Index })
+	return out, nil
+}
+
+// ownerStat is one assigned partition's stats as its owner answered them:
+// stats nil when the owner has not started it yet, err when it answered
+// nothing usable.
+type ownerStat struct {
+	owner messages.Assignment
+	stats *messages.PartitionStats
+	err   error
+}
+
+// ownerStats asks each assigned partition's owner (of one partition when
+// only >= 0) for its stats, in assignment order. With stopAtError it asks
+// no further owner after one failed: the caller fails the request anyway,
+// and each owner that cannot be reached costs a timeout.
+func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int, stopAtError bool) []ownerStat {
+	var out []ownerStat
 	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
 		if only >= 0 && a.Partition != only {
 			continue
 		}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
 		res, err := n.route.ask(ctx, k, &messages.GetStats{})
-		if notServedYet(err) {
-			// The owner has not started the partition yet (a create moments
-			// ago): the entry is left out, and clients poll until every
-			// partition has one, as the contract describes.
-			continue
-		}
 		st, isStats := res.(*messages.PartitionStats)
-		if err != nil || !isStats {
-			// Not the sentinel: an owner that answered nothing usable is a
-			// failure of the request, not a reason to retry it.
-			return nil, fmt.Errorf("partition stats of %s/%d: %v (answered %T)", t.Name, a.Partition, err, res)
+		switch {
+		case notServedYet(err):
+			out = append(out, ownerStat{owner: a})
+		case err != nil || !isStats:
+			out = append(out, ownerStat{owner: a, err: fmt.Errorf("partition stats of %s/%d: %v (answered %T)", t.Name, a.Partition, err, res)})
+			if stopAtError {
+				return out
+			}
+		default:
+			out = append(out, ownerStat{owner: a, stats: st})
 		}
-		out = append(out, messages.PartitionInfo{Index: a.Partition, OwnerNode: a.Owner, Segments: st.Segments,
-			OldestOffset: st.OldestOffset, NextOffset: st.NextOffset, HighWatermark: st.HighWatermark,
-			SizeBytes: st.SizeBytes, OldestSegmentAt: st.OldestSegmentAt})
 	}
-	slices.SortFunc(out, func(a, b messages.PartitionInfo) int { return a.Index - b.Index })
-	return out, nil
+	return out
 }
 
 // notServedYet reports an owner that answered but has no actor for the
@@ -104,27 +145,45 @@ func notServedYet(err error) bool {
 // controller store the topic and place its partitions. It returns once
 // this node can serve the topic.
 func (n *Node) CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
-	t, why := n.resolveCreate(req)
+	var parent messages.Topic
+	found := false
+	if req.Parent != "" {
+		parent, found = n.store.Topic(req.Parent)
+	}
+	// A bad request is 400 whether or not its parent exists.
+	t, why := n.resolveCreate(req, parent.Partitions)
 	if why != "" {
 		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, invalid(why))
 	}
-	if req.Parent != "" {
-		if _, ok := n.store.Topic(req.Parent); !ok {
-			return messages.TopicInfo{}, fmt.Errorf("create topic %s under %s: %w", req.Name, req.Parent, api.ErrParentNotFound)
+	if req.Parent != "" && !found {
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s under %s: %w", req.Name, req.Parent, api.ErrParentNotFound)
+	}
+	if parent.Name != "" {
+		// Asked of the local replica to word the refusal: through a
+		// controller on another node only the status would come back. The
+		// state machine judges again, and its answer holds.
+		t.Parent, t.FanoutDelayMs = parent.Name, orZero(req.FanoutDelayMs)
+		candidate := t
+		candidate.Parent = ""
+		if code, why := metastore.AttachRefusal(parent, candidate, t.FanoutDelayMs); code != messages.ResultOK {
+			return messages.TopicInfo{}, refusalError("create topic "+req.Name+" under "+parent.Name, code, why)
 		}
-		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, invalid("fan-out children are not supported by this broker yet"))
 	}
 	rep, err := n.askController(ctx, messages.ControllerRequest{CreateTopic: &t})
 	if err != nil {
-		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, fromMetastore(err))
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, fanoutError(err))
 	}
 	n.servePlaced(ctx, rep.Topic)
+	if parent.Name != "" {
+		n.awaitAnchors(ctx, parent, t.Name)
+	}
 	return topicOf(rep.Topic), nil
 }
 
 // resolveCreate applies the contract's defaults and limits; a non-empty
-// reason is why the create is invalid.
-func (n *Node) resolveCreate(req messages.CreateTopicRequest) (messages.Topic, string) {
+// reason is why the create is invalid. parentPartitions is the parent's
+// count, the default under a parent (0 without one).
+func (n *Node) resolveCreate(req messages.CreateTopicRequest, parentPartitions int) (messages.Topic, string) {
 	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: orZero(req.RetentionMs),
 		VisibilityTimeoutMs: orZero(req.VisibilityTimeoutMs), MaxInFlightPerPartition: orZero(req.MaxInFlightPerPartition),
 		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix(),
@@ -146,6 +205,9 @@ func (n *Node) resolveCreate(req messages.CreateTopicRequest) (messages.Topic, s
 	}
 	if t.Partitions == 0 {
 		t.Partitions = n.cfg.TopicDefaultPartitions
+		if parentPartitions != 0 {
+			t.Partitions = parentPartitions
+		}
 	}
 	if t.Partitions < 3 || t.Partitions > n.cfg.TopicMaxPartitions {
 		return t, "partitions must be between 3 and " + strconv.Itoa(n.cfg.TopicMaxPartitions)
@@ -210,24 +272,27 @@ func (n *Node) AlterTopic(ctx context.Context, name string, req messages.AlterTo
 	if !ok {
 		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, ErrNotFound)
 	}
-	alter, why := n.resolveAlter(t, req)
-	if why == "" || alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
+	alter, refused := n.resolveAlter(t, req)
+	if refused == nil || alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
 		altered, err := n.applyAlter(ctx, t, alter)
 		if err != nil {
-			return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, fromMetastore(err))
+			return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, fanoutError(err))
 		}
 		t = altered
 	}
-	if why != "" {
-		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, invalid(why))
+	if refused != nil {
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, refused)
 	}
 	return topicOf(t), nil
 }
 
 // resolveAlter turns an alter request into the command that stores it,
 // field by field in the contract's order. At the first field refused it
-// stops and says why; the command holds the fields before it.
-func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (messages.AlterTopic, string) {
+// stops and answers the refusal; the command holds the fields before it.
+// The fan-out checks are asked of the local replica (the controller may
+// answer from another node, with only a status); the state machine judges
+// again.
+func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (messages.AlterTopic, error) {
 	alter := messages.AlterTopic{Name: t.Name}
 	if v := req.RetentionMs; v != nil {
 		ret := *v
@@ -235,7 +300,10 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 			ret = n.cfg.TopicDefaultRetention.Milliseconds()
 		}
 		if ret < 0 || (ret != 0 && ret < minRetentionMs) {
-			return alter, "retention_ms must be 0 or at least 3600000 (1h)"
+			return alter, invalid("retention_ms must be 0 or at least 3600000 (1h)")
+		}
+		if code, why := metastore.AlterRefusal(t, messages.AlterTopic{Name: t.Name, RetentionMs: &ret}); code != messages.ResultOK {
+			return alter, refusalError("alter topic "+t.Name, code, why)
 		}
 		alter.RetentionMs = &ret
 	}
@@ -249,7 +317,7 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 		}
 		v := *c.in
 		if v < 0 {
-			return alter, "caps must not be negative"
+			return alter, invalid("caps must not be negative")
 		}
 		if v == 0 {
 			v = c.def
@@ -258,22 +326,25 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 	}
 	if p := req.Partitions; p != nil && *p != 0 {
 		if *p < 0 || *p <= t.Partitions || *p > n.cfg.TopicMaxPartitions {
-			return alter, "partitions may only grow, up to " + strconv.Itoa(n.cfg.TopicMaxPartitions)
+			return alter, invalid("partitions may only grow, up to " + strconv.Itoa(n.cfg.TopicMaxPartitions))
 		}
 		alter.Partitions = *p
 	}
 	if hasSchema(req.Schema) {
+		if code, why := metastore.AlterRefusal(t, messages.AlterTopic{Name: t.Name, AddSchema: req.Schema}); code != messages.ResultOK {
+			return alter, refusalError("alter topic "+t.Name, code, why)
+		}
 		if _, err := compileSchema(req.Schema); err != nil {
-			return alter, err.Error()
+			return alter, invalid(err.Error())
 		}
 		if len(t.Schemas) > 0 {
 			if err := schemaCompatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
-				return alter, "incompatible schema: " + err.Error()
+				return alter, invalid("incompatible schema: " + err.Error())
 			}
 		}
 		alter.AddSchema = req.Schema
 	}
-	return alter, ""
+	return alter, nil
 }
 
 // applyAlter has the controller store an alter of t and place the
@@ -295,7 +366,7 @@ func (n *Node) applyAlter(ctx context.Context, t messages.Topic, alter messages.
 // name right after starts from offset 0.
 func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if _, err := n.askController(ctx, messages.ControllerRequest{DeleteTopic: name}); err != nil {
-		return fmt.Errorf("delete topic %s: %w", name, fromMetastore(err))
+		return fmt.Errorf("delete topic %s: %w", name, fanoutError(err))
 	}
 	// The local partitions stop once this replica has the delete.
 	if err := n.store.CatchUp(ctx); err != nil {

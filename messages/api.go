@@ -75,12 +75,36 @@ type TopicInfo struct {
 	// Role is standalone, parent or child. Reads fill it in; the create
 	// answer of a plain topic leaves it out, as Narad's does.
 	Role string `json:"role,omitempty"`
-	// The fan-out links. This broker has no fan-out yet and leaves them
-	// empty; they are here so that a client decodes what Narad sends.
+	// The fan-out links: a parent's children in attach order; a child's
+	// parent, attach epoch (the Raft index of the attach, as a decimal
+	// string, as Narad sends it) and delay.
 	Children      []string `json:"children,omitempty"`
 	Parent        string   `json:"parent,omitempty"`
 	AttachEpoch   string   `json:"attach_epoch,omitempty"`
 	FanoutDelayMs int64    `json:"fanout_delay_ms,omitempty"`
+}
+
+// AttachChildRequest is the body of POST /v1/topics/{parent}/children.
+type AttachChildRequest struct {
+	Child   string `json:"child"`
+	DelayMs *int64 `json:"delay_ms,omitempty"`
+}
+
+// ChildList answers GET /v1/topics/{parent}/children; Children is []
+// rather than null when the parent has none.
+type ChildList struct {
+	Parent   string      `json:"parent"`
+	Children []ChildInfo `json:"children"`
+}
+
+// ChildInfo is one child of a ChildList. LagMessages sums, over the
+// parent's partitions, the committed records not yet copied to the child;
+// LagComplete says every partition's owner answered with a cursor for it.
+type ChildInfo struct {
+	Name        string `json:"name"`
+	DelayMs     int64  `json:"delay_ms"`
+	LagMessages int64  `json:"lag_messages"`
+	LagComplete bool   `json:"lag_complete"`
 }
 
 // PartitionInfo is one entry of a topic's partition_stats (contract 5.2).

@@ -2,10 +2,22 @@ package messages
 
 import "encoding/json"
 
-// CommandVersion is the encoding version of every metastore command. A
+// CommandVersion is the newest encoding version of a metastore command. A
 // replica refuses (panics on) a command from a newer version rather than
-// apply it wrongly: state machines must stay deterministic.
-const CommandVersion = 1
+// apply it wrongly: state machines must stay deterministic. Version 2 adds
+// the fan-out commands (AttachChild, DetachChild, CreateTopic with a
+// Parent); the store stamps those 2 and every other command 1, so a
+// replica of an older binary keeps applying the commands it knows and
+// stops at the first it does not, never skipping one.
+const CommandVersion = 2
+
+// FanoutCommandVersion is the version the fan-out commands need.
+const FanoutCommandVersion = 2
+
+// MaxChildren bounds a parent's fan-out links: each is a fan-out actor per
+// parent partition on its owner and a cursor file per partition, and the
+// contract's child limit is 108.
+const MaxChildren = 108
 
 // Topic is a topic record in the metadata shard.
 type Topic struct {
@@ -115,6 +127,9 @@ const (
 	ResultRefused
 	// ResultInvalid: a command that cannot apply (e.g. shrinking partitions).
 	ResultInvalid
+	// ResultConflict: a fan-out command refused by the topics' roles, the
+	// child limit or their schemas.
+	ResultConflict
 )
 
 // Member statuses. Only the metadata leader changes a status once a member
@@ -177,6 +192,28 @@ type MetaCommand struct {
 	DeleteUser      *DeleteUser      `json:"delete_user,omitempty"`
 	SetUserGrants   *SetUserGrants   `json:"set_user_grants,omitempty"`
 	SetUserPassword *SetUserPassword `json:"set_user_password,omitempty"`
+	AttachChild     *AttachChild     `json:"attach_child,omitempty"`
+	DetachChild     *DetachChild     `json:"detach_child,omitempty"`
+}
+
+// AttachChild links Child to Parent as a fan-out child with the given
+// delay, on both records in one entry; the link's AttachEpoch is the
+// entry's Raft index. The refusals carry a Reason: ResultNotFound (parent
+// or child missing), ResultInvalid (self attach, bad delay, a delay the
+// parent's retention cannot buffer), ResultConflict (role conflict, child
+// limit, schema mismatch). The result's Topic is the parent after.
+type AttachChild struct {
+	Parent  string `json:"parent"`
+	Child   string `json:"child"`
+	DelayMs int64  `json:"delay_ms,omitempty"`
+}
+
+// DetachChild removes the link from Parent to Child on both records
+// (ResultNotFound when the parent is missing or Child is not attached to
+// it). The result's Topic is the parent after.
+type DetachChild struct {
+	Parent string `json:"parent"`
+	Child  string `json:"child"`
 }
 
 // CreateUser creates the user if the name is free (ResultExists with the
@@ -206,13 +243,18 @@ type SetUserPassword struct {
 }
 
 // CreateTopic creates a topic if the name is free. The state machine sets
-// the incarnation to the entry's Raft index.
+// the incarnation to the entry's Raft index. With Topic.Parent set it also
+// attaches the new topic to that parent with Topic.FanoutDelayMs, in the
+// same entry and with AttachChild's refusals; Children and AttachEpoch of
+// the command are ignored.
 type CreateTopic struct {
 	Topic Topic `json:"topic"`
 }
 
 // DeleteTopic removes the topic if it still has the given incarnation
-// (0: whatever incarnation it has).
+// (0: whatever incarnation it has). Deleting a child removes its link from
+// the parent; deleting a parent detaches every child first, in the same
+// entry.
 type DeleteTopic struct {
 	Name        string `json:"name"`
 	Incarnation uint64 `json:"incarnation,omitempty"`
@@ -296,6 +338,9 @@ type MetaResult struct {
 	// User is the user's record after a user command (the removed one
 	// after DeleteUser, the existing one on ResultExists).
 	User *User `json:"user,omitempty"`
+	// Reason says why a fan-out command (or an alter it constrains) was
+	// refused, in words a client reads.
+	Reason string `json:"reason,omitempty"`
 }
 
 // AllocateReplica hands out a Raft replica id that was never handed out

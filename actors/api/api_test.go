@@ -76,8 +76,15 @@ func (f *fakeNode) TopicsAfter(string, int) ([]messages.TopicInfo, bool) { retur
 func (f *fakeNode) PartitionStats(context.Context, string, int) ([]messages.PartitionInfo, error) {
 	return nil, f.err
 }
-func (f *fakeNode) Members(context.Context) []messages.MemberInfo { return nil }
-func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
+func (f *fakeNode) AttachChild(context.Context, string, string, int64) (messages.TopicInfo, error) {
+	return messages.TopicInfo{}, f.err
+}
+func (f *fakeNode) Children(context.Context, string) (messages.ChildList, error) {
+	return messages.ChildList{}, f.err
+}
+func (f *fakeNode) DetachChild(context.Context, string, string) error { return f.err }
+func (f *fakeNode) Members(context.Context) []messages.MemberInfo     { return nil }
+func (f *fakeNode) Moves(context.Context, bool) messages.MoveList     { return messages.MoveList{} }
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort
 }

@@ -91,6 +91,7 @@ var produceAnswers = []answer{
 	{ErrNoSpace, http.StatusServiceUnavailable, "no space left on this node's disk; produce to another node"},
 	{ErrIngressFull, http.StatusServiceUnavailable, "ingress queue full; retry later"},
 	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
+	{ErrDelayChild, http.StatusConflict, "topic is a fan-out child with a delay: produce to its parent"},
 	{ErrNoSuchPartition, http.StatusBadRequest, "invalid argument: partition out of range"},
 	{ErrTooLarge, http.StatusRequestEntityTooLarge, textTooLarge},
 	{ErrInvalid, http.StatusBadRequest, ""},

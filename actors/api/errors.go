@@ -33,6 +33,9 @@ var (
 	ErrNoSuchPartition = fmt.Errorf("no such partition: %w", ErrInvalid)
 	// ErrParentNotFound is a fan-out parent that does not exist.
 	ErrParentNotFound = fmt.Errorf("parent topic: %w", ErrNotFound)
+	// ErrDelayChild is a direct produce to a fan-out child with a delay:
+	// its records come only from its parent, each after the delay.
+	ErrDelayChild = fmt.Errorf("direct produce to a delay child: %w", ErrConflict)
 	// ErrDraining is a produce to a node being decommissioned (rule D6):
 	// the client should produce to another node.
 	ErrDraining = fmt.Errorf("node is being decommissioned: %w", ErrUnavailable)
@@ -67,6 +70,18 @@ func (e *InvalidArgument) Is(target error) bool { return target == ErrInvalid }
 
 func (e *InvalidArgument) Unwrap() error { return e.Err }
 
+// Refusal is a refusal whose reason the client reads as is (a fan-out
+// conflict, a child not attached); Kind, ErrConflict or ErrNotFound,
+// decides the status.
+type Refusal struct {
+	Kind   error
+	Reason string
+}
+
+func (e *Refusal) Error() string { return e.Reason }
+
+func (e *Refusal) Unwrap() error { return e.Kind }
+
 // Invalid is an InvalidArgument for reason.
 func Invalid(reason string) error { return &InvalidArgument{Reason: reason} }
 
@@ -100,6 +115,9 @@ func writeFailure(w http.ResponseWriter, err error, answers []answer, status int
 			status, text = a.status, a.text
 			if text == "" {
 				text = invalidText(err)
+			}
+			if r, ok := errors.AsType[*Refusal](err); ok && errors.Is(r.Kind, a.err) {
+				text = r.Reason
 			}
 			break
 		}

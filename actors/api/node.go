@@ -79,6 +79,14 @@ type Topics interface {
 	// partition when partition >= 0), by index. A partition whose owner
 	// has not started it yet is left out.
 	PartitionStats(ctx context.Context, topic string, partition int) ([]messages.PartitionInfo, error)
+	// AttachChild makes child a fan-out child of parent delayed delayMs,
+	// and answers the parent's record once every parent partition's owner
+	// anchored the link (or the node's wait for that ran out).
+	AttachChild(ctx context.Context, parent, child string, delayMs int64) (messages.TopicInfo, error)
+	// Children lists parent's children with their lag.
+	Children(ctx context.Context, parent string) (messages.ChildList, error)
+	// DetachChild removes the link from parent to child.
+	DetachChild(ctx context.Context, parent, child string) error
 }
 
 // Cluster is membership and moves.

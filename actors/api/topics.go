@@ -16,6 +16,7 @@ const (
 // topicAnswers are the answers to a failed topic operation.
 var topicAnswers = []answer{
 	{ErrParentNotFound, http.StatusNotFound, "parent topic not found"},
+	// A fan-out conflict is a Refusal: writeFailure answers its reason.
 	{ErrConflict, http.StatusConflict, "topic already exists"},
 	{ErrNotFound, http.StatusNotFound, textTopicNotFound},
 	{ErrInvalid, http.StatusBadRequest, ""},
@@ -54,7 +55,9 @@ func (h *handlers) createTopic(w http.ResponseWriter, r *http.Request) {
 		topicFailed(w, err, "create topic")
 		return
 	}
-	t.Role = "" // Narad's create answer leaves the role out
+	if t.Role == "standalone" {
+		t.Role = "" // Narad's create answer leaves a plain topic's role out
+	}
 	writeJSON(w, http.StatusCreated, t)
 }
 
@@ -126,6 +129,48 @@ func (h *handlers) alterTopic(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	if err := h.node.DeleteTopic(r.Context(), r.PathValue("topic")); err != nil {
 		topicFailed(w, err, "delete topic")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// attachChild answers a body past 1 MiB 400, as Narad's attach does.
+func (h *handlers) attachChild(w http.ResponseWriter, r *http.Request) {
+	var req messages.AttachChildRequest
+	if !readJSONOr(w, r, &req, http.StatusBadRequest, "invalid json: "+textTooLarge) {
+		return
+	}
+	if req.Child == "" {
+		writeError(w, http.StatusBadRequest, "invalid argument: child required")
+		return
+	}
+	var delay int64
+	if req.DelayMs != nil {
+		delay = *req.DelayMs
+	}
+	t, err := h.node.AttachChild(r.Context(), r.PathValue("topic"), req.Child, delay)
+	if err != nil {
+		topicFailed(w, err, "attach child")
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (h *handlers) children(w http.ResponseWriter, r *http.Request) {
+	list, err := h.node.Children(r.Context(), r.PathValue("topic"))
+	if err != nil {
+		topicFailed(w, err, "list children")
+		return
+	}
+	if list.Children == nil {
+		list.Children = []messages.ChildInfo{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (h *handlers) detachChild(w http.ResponseWriter, r *http.Request) {
+	if err := h.node.DetachChild(r.Context(), r.PathValue("topic"), r.PathValue("child")); err != nil {
+		topicFailed(w, err, "detach child")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

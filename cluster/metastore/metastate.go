@@ -61,11 +61,18 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	if cmd.Version < 1 || countSet(cmd.CreateTopic != nil, cmd.DeleteTopic != nil, cmd.AlterTopic != nil,
 		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
 		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil,
-		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil) != 1 {
+		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil,
+		cmd.AttachChild != nil, cmd.DetachChild != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	if cmd.CreateTopic != nil {
 		return s.createTopic(cmd.CreateTopic.Topic, index)
+	}
+	if cmd.AttachChild != nil {
+		return s.attachChild(*cmd.AttachChild, index)
+	}
+	if cmd.DetachChild != nil {
+		return s.detachChild(*cmd.DetachChild)
 	}
 	if cmd.DeleteTopic != nil {
 		return s.deleteTopic(*cmd.DeleteTopic)
@@ -151,9 +158,31 @@ func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaRes
 	}
 	t.Incarnation = index
 	t.Schemas = compactSchemas(t.Schemas)
-	s.topics[t.Name] = t
+	// The links are the state machine's to make: a create names a parent
+	// and a delay, never children or an epoch.
+	delay := t.FanoutDelayMs
+	t.Children, t.AttachEpoch, t.FanoutDelayMs = nil, 0, 0
+	var parent messages.Topic
+	if t.Parent != "" {
+		p, ok := s.topics[t.Parent]
+		if !ok {
+			return refused(refusal{messages.ResultNotFound, "parent topic not found"}, nil)
+		}
+		t.Parent = ""
+		if r := attachRefusal(p, t, delay); r.code != messages.ResultOK {
+			return refused(r, nil)
+		}
+		parent = p
+	} else if delay != 0 {
+		return refused(refusal{messages.ResultInvalid, "fanout_delay_ms needs parent"}, nil)
+	}
 	at, _ := slices.BinarySearch(s.names, t.Name)
 	s.names = slices.Insert(s.names, at, t.Name)
+	if parent.Name != "" {
+		s.link(&parent, &t, delay, index)
+	} else {
+		s.topics[t.Name] = t
+	}
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
 }
 
@@ -162,6 +191,7 @@ func (s *metaState) deleteTopic(d messages.DeleteTopic) messages.MetaResult {
 	if !ok || (d.Incarnation != 0 && d.Incarnation != t.Incarnation) {
 		return messages.MetaResult{Code: messages.ResultNotFound}
 	}
+	s.unlinkAll(t)
 	delete(s.topics, d.Name)
 	if at, found := slices.BinarySearch(s.names, d.Name); found {
 		s.names = slices.Delete(s.names, at, at+1)
@@ -178,6 +208,9 @@ func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
 	if (a.Partitions != 0 && a.Partitions <= t.Partitions) ||
 		negative(a.RetentionMs) || negative(a.MaxInFlightPerPartition) || negative(a.MaxAckedAheadPerPartition) {
 		return messages.MetaResult{Code: messages.ResultInvalid, Topic: cloneTopic(&t)}
+	}
+	if code, why := AlterRefusal(t, a); code != messages.ResultOK {
+		return refused(refusal{code, why}, &t)
 	}
 	if a.Partitions != 0 {
 		t.Partitions = a.Partitions
@@ -510,6 +543,7 @@ func indexSnapshot[T any](what string, list []T, key func(T) string, m map[strin
 func cloneTopic(t *messages.Topic) *messages.Topic {
 	c := *t
 	c.Schemas = slices.Clone(t.Schemas)
+	c.Children = slices.Clone(t.Children)
 	return &c
 }
 

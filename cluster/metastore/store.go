@@ -356,16 +356,51 @@ func (s *Store) AlterTopic(ctx context.Context, a messages.AlterTopic) (messages
 	return topicOf(r, "alter topic "+a.Name)
 }
 
+// AttachChild links child to parent as a fan-out child delayed delayMs
+// and returns the parent after; a refusal is a *RefusedError.
+func (s *Store) AttachChild(ctx context.Context, parent, child string, delayMs int64) (messages.Topic, error) {
+	op := "attach " + child + " to " + parent
+	r, err := s.proposeMeta(ctx, op, messages.MetaCommand{AttachChild: &messages.AttachChild{Parent: parent, Child: child, DelayMs: delayMs}})
+	if err != nil {
+		return messages.Topic{}, err
+	}
+	return topicOf(r, op)
+}
+
+// DetachChild removes the link from parent to child and returns the
+// parent after; a refusal is a *RefusedError.
+func (s *Store) DetachChild(ctx context.Context, parent, child string) (messages.Topic, error) {
+	op := "detach " + child + " from " + parent
+	r, err := s.proposeMeta(ctx, op, messages.MetaCommand{DetachChild: &messages.DetachChild{Parent: parent, Child: child}})
+	if err != nil {
+		return messages.Topic{}, err
+	}
+	return topicOf(r, op)
+}
+
 func (s *Store) proposeMeta(ctx context.Context, op string, cmd messages.MetaCommand) (messages.MetaResult, error) {
-	cmd.Version = messages.CommandVersion
+	cmd.Version = commandVersion(cmd)
 	var r messages.MetaResult
 	err := s.propose(ctx, op, MetaShard, cmd, &r)
 	return r, err
 }
 
+// commandVersion is the oldest version that knows cmd: a replica of an
+// older binary keeps applying what it knows (see messages.CommandVersion).
+func commandVersion(cmd messages.MetaCommand) int {
+	if cmd.AttachChild != nil || cmd.DetachChild != nil || (cmd.CreateTopic != nil && cmd.CreateTopic.Topic.Parent != "") {
+		return messages.FanoutCommandVersion
+	}
+	return 1
+}
+
 func topicOf(r messages.MetaResult, op string) (messages.Topic, error) {
 	if r.Code != messages.ResultOK {
-		return messages.Topic{}, codeError(op, r.Code)
+		err := codeError(op, r.Code)
+		if r.Reason != "" {
+			err = &RefusedError{Op: op, Reason: r.Reason, kind: errors.Unwrap(err)}
+		}
+		return messages.Topic{}, err
 	}
 	if r.Topic == nil {
 		return messages.Topic{}, fmt.Errorf("metastore: %s: result has no topic", op)
@@ -795,6 +830,8 @@ func codeError(op string, code messages.ResultCode) error {
 		sentinel = ErrRefused
 	case messages.ResultInvalid:
 		sentinel = ErrInvalid
+	case messages.ResultConflict:
+		sentinel = ErrConflict
 	default:
 		return fmt.Errorf("metastore: %s: unexpected result code %d", op, code)
 	}

@@ -44,6 +44,9 @@ Commands:
   list            list every topic (follows all pages)
   get <name>      print a topic's record and per-partition stats as JSON
   delete <name>   delete a topic and all its messages
+  attach <parent> <child>   make child a fan-out child of parent
+  children <parent>         list a parent's children with their lag
+  detach <parent> <child>   stop the fan-out from parent to child
 
 Run "narad topics <command> -h" for the flags of a command.
 `
@@ -62,6 +65,10 @@ Flags:
   --visibility DURATION   lease of a consumed message before redelivery, e.g. 30s
   --max-in-flight N       reserved-but-unacked messages allowed per partition
   --max-acked-ahead N     out-of-order acks allowed per partition
+  --parent NAME           create the topic as a fan-out child of NAME (partitions
+                          default to the parent's)
+  --delay DURATION        with --parent: copy each message once this long has
+                          passed since the parent committed it, e.g. 10m
   --schema FILE           JSON Schema document the message bodies must match
 `
 
@@ -254,6 +261,12 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return runTopicsGet(ctx, args[1:], stdout, stderr)
 	case "delete":
 		return runTopicsDelete(ctx, args[1:], stdout, stderr)
+	case "attach":
+		return runTopicsAttach(ctx, args[1:], stdout, stderr)
+	case "children":
+		return runTopicsChildren(ctx, args[1:], stdout, stderr)
+	case "detach":
+		return runTopicsDetach(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topicsUsage)
 		return flag.ErrHelp
@@ -271,6 +284,8 @@ type topicsCreateFlags struct {
 	maxInFlight   *int64
 	maxAckedAhead *int64
 	schema        *string
+	parent        *string
+	delay         *time.Duration
 }
 
 func newTopicsCreateFlags(stderr io.Writer) (*flag.FlagSet, *topicsCreateFlags) {
@@ -283,6 +298,8 @@ func newTopicsCreateFlags(stderr io.Writer) (*flag.FlagSet, *topicsCreateFlags) 
 		maxInFlight:   fs.Int64("max-in-flight", 0, "max in flight per partition"),
 		maxAckedAhead: fs.Int64("max-acked-ahead", 0, "max acked ahead per partition"),
 		schema:        fs.String("schema", "", "JSON Schema file"),
+		parent:        fs.String("parent", "", "fan-out parent"),
+		delay:         fs.Duration("delay", 0, "fan-out delay"),
 	}
 }
 
@@ -340,6 +357,16 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 			return fmt.Errorf("topics create: schema file %s is not valid JSON", *f.schema)
 		}
 		req.Schema = doc
+	}
+	if set["parent"] {
+		req.Parent = *f.parent
+	}
+	if set["delay"] {
+		ms, err := durationMs("delay", *f.delay)
+		if err != nil {
+			return usageErr(fs, "%v", err)
+		}
+		req.FanoutDelayMs = &ms
 	}
 
 	c, err := connect(fs, *f.server)
