@@ -662,6 +662,24 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 	}
 	close(run.done)
 	run.consWG.Wait()
+	// Every copy is in, so every owner's cursors reach its HWM: the
+	// cursors that moved with the partitions were advanced there too.
+	var lags messages.ChildList
+	if !c.eventually(func() bool {
+		code, body, err := c.node(0).attempt("GET", "/v1/topics/fp/children", nil)
+		lags = messages.ChildList{}
+		if err != nil || code != http.StatusOK || json.Unmarshal(body, &lags) != nil || len(lags.Children) != 2 {
+			return false
+		}
+		for _, ch := range lags.Children {
+			if ch.LagMessages != 0 || !ch.LagComplete {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("children of the parent after the drain: got %+v, want both with lag 0, complete", lags)
+	}
 	for _, e := range run.errs {
 		t.Error(e)
 	}
