@@ -550,8 +550,10 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 4
 		// A loaded -race run starves heartbeats for longer than the
-		// harness's 500 ms: a member judged dead then takes no moves.
-		cfg.Membership.DeadTimeout = 3 * time.Second
+		// harness's 500 ms (a member judged dead takes no moves), and the
+		// planner's barrier, bounded by a heartbeat interval, needs more
+		// than the harness's 50 ms to read every shard.
+		cfg.Membership.HeartbeatInterval, cfg.Membership.DeadTimeout = 250*time.Millisecond, 3*time.Second
 		cfg.faults = &faultHooks{movePass: hold.hook, moveFlip: run.flipHook}
 	})
 	run.c = c
