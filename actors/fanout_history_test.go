@@ -525,15 +525,18 @@ func (tn *testNode) committed(topic string) (int64, bool) {
 	return hwm, true
 }
 
-// Issue 16's cluster test: a parent with a plain child and a delay child
-// on three nodes, producers on the parent throughout; half its partitions
-// move onto a fourth node that joins (one move's source killed and
-// restarted mid-copy), and back with everything else when that node is
-// decommissioned; consumers drain both children. The fan-out history: every parent record accepted after
-// the attach reaches each child at least once with its key and body,
-// nothing committed before the attach reaches either, nothing reaches the
-// delay child before its delay, and what was pending in the delay child's
-// window at a flip still arrives.
+// rule K8, end to end: issue 16's cluster test. A parent with a plain
+// child and a delay child on three nodes, producers on the parent
+// throughout; half its partitions move onto a fourth node that joins (one
+// move's source killed and restarted mid-copy), and back with everything
+// else when that node is decommissioned; consumers drain both children.
+// The fan-out history: every parent record accepted after the attach
+// reaches each child at least once with its key and body, nothing
+// committed before the attach reaches either, nothing reaches the delay
+// child before its delay, and what was pending in the delay child's
+// window at a flip still arrives. It fails when cursors do not travel with
+// a move (the new owner anchors at its log end and skips what was not yet
+// copied), when a new link backfills, and when the delay is cut short.
 //
 //	go test ./actors -count=1 -run TestClusterFanoutHistoryThroughMovesAndACrash -v
 func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
