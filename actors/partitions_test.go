@@ -171,14 +171,14 @@ func (f *fakeReplica) AssignmentsVersion() uint64 {
 // supervisorRig is the partitions supervisor of node n1 alone, in an actor
 // system of its own, over a fake replica.
 type supervisorRig struct {
-	t       *testing.T
+	t       testing.TB
 	replica *fakeReplica
 	system  *actor.ActorSystem
 	owned   *atomic.Int64
 	dataDir string
 }
 
-func newSupervisorRig(t *testing.T, tweak ...func(*Config)) *supervisorRig {
+func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
