@@ -26,11 +26,18 @@ import (
 //
 //	off   size  field
 //	0     4     magic "NFCR"
-//	4     2     version (1)
+//	4     2     version (2)
 //	6     2     name length n, 1..255
 //	8     8     offset: int64 >= 0
-//	16    n     child topic name
-//	16+n  4     CRC-32C (Castagnoli) of bytes [0, 16+n)
+//	16    8     epoch: the link's attach epoch (Topic.AttachEpoch)
+//	24    n     child topic name
+//	24+n  4     CRC-32C (Castagnoli) of bytes [0, 24+n)
+//
+// Version 1 had no epoch field (the name at 16, the CRC at 16+n); it still
+// decodes, with epoch 0, which no attach has (a Raft index starts at 1), so
+// the fan-out engine treats such a file as stale. The epoch is in the file
+// because a child detached and attached again gets a new epoch, and a cursor
+// left from the earlier attach must not be mistaken for the current one.
 //
 // The record carries the child's name because a file name cannot always
 // carry it: a topic name may be 255 bytes, the prefix and suffix add 14,
@@ -38,14 +45,16 @@ import (
 // long is stored as fanout-~<sha256 of name, hex>.offset ('~' cannot occur
 // in a topic name, so the two forms never collide), and ListCursors learns
 // its name from the record. The record for a child has one size, at most
-// 275 bytes, so an in-place overwrite never changes the file's length and
+// 283 bytes, so an in-place overwrite never changes the file's length and
 // stays within one disk sector.
 const (
-	cursorVersion    = 1
-	cursorFixedBytes = 20
-	cursorPrefix     = "fanout-"
-	cursorSuffix     = ".offset"
-	cursorHashedMark = "~"
+	cursorVersion      = 2
+	cursorVersion1     = 1
+	cursorFixedBytes   = 28
+	cursorFixedBytesV1 = 20
+	cursorPrefix       = "fanout-"
+	cursorSuffix       = ".offset"
+	cursorHashedMark   = "~"
 	// cursorMaxChildBytes is the topic name limit (^[A-Za-z0-9._-]{1,255}$).
 	cursorMaxChildBytes = 255
 	cursorMaxRecord     = cursorFixedBytes + cursorMaxChildBytes
@@ -54,6 +63,14 @@ const (
 )
 
 var cursorMagic = [4]byte{'N', 'F', 'C', 'R'}
+
+// Cursor is one fan-out cursor: Offset is the next parent offset to copy to
+// Child, for the link attached at Epoch.
+type Cursor struct {
+	Child  string
+	Epoch  uint64
+	Offset int64
+}
 
 // cursorCheckChild enforces the topic name rule, which also keeps the name
 // from escaping dir or hiding as a dot file.
@@ -82,64 +99,76 @@ func cursorFileName(child string) string {
 	return cursorPrefix + cursorHashedMark + hex.EncodeToString(sum[:]) + cursorSuffix
 }
 
-func encodeCursor(child string, offset int64) []byte {
-	b := make([]byte, 0, cursorFixedBytes+len(child))
+func encodeCursor(c Cursor) []byte {
+	b := make([]byte, 0, cursorFixedBytes+len(c.Child))
 	b = append(b, cursorMagic[:]...)
 	b = binary.BigEndian.AppendUint16(b, cursorVersion)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(child)))
-	b = binary.BigEndian.AppendUint64(b, uint64(offset))
-	b = append(b, child...)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.Child)))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Offset))
+	b = binary.BigEndian.AppendUint64(b, c.Epoch)
+	b = append(b, c.Child...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
 }
 
-// decodeCursor parses one cursor record; every failure wraps ErrCorrupt and
-// it never panics.
-func decodeCursor(b []byte) (child string, offset int64, err error) {
-	fail := func(format string, args ...any) (string, int64, error) {
-		return "", 0, fmt.Errorf("fan-out cursor: "+format+": %w", append(args, ErrCorrupt)...)
+// decodeCursor parses one cursor record of either version; every failure
+// wraps ErrCorrupt and it never panics.
+func decodeCursor(b []byte) (Cursor, error) {
+	fail := func(format string, args ...any) (Cursor, error) {
+		return Cursor{}, fmt.Errorf("fan-out cursor: "+format+": %w", append(args, ErrCorrupt)...)
 	}
-	if len(b) < cursorFixedBytes {
-		return fail("%d bytes, need at least %d", len(b), cursorFixedBytes)
+	if len(b) < cursorFixedBytesV1 {
+		return fail("%d bytes, need at least %d", len(b), cursorFixedBytesV1)
 	}
 	if [4]byte(b[0:4]) != cursorMagic {
 		return fail("bad magic %x", b[0:4])
 	}
+	// The CRC is checked before the version is trusted to pick a layout.
+	fixed := cursorFixedBytes
+	if binary.BigEndian.Uint16(b[4:6]) == cursorVersion1 {
+		fixed = cursorFixedBytesV1
+	}
 	n := int(binary.BigEndian.Uint16(b[6:8]))
-	if len(b) != cursorFixedBytes+n {
-		return fail("%d bytes, header says %d", len(b), cursorFixedBytes+n)
+	if len(b) != fixed+n {
+		return fail("%d bytes, header says %d", len(b), fixed+n)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if got := crc32.Checksum(body, consumerCRC); got != sum {
 		return fail("crc %08x, stored %08x", got, sum)
 	}
-	if v := binary.BigEndian.Uint16(b[4:6]); v != cursorVersion {
-		return fail("version %d, want %d", v, cursorVersion)
+	var c Cursor
+	switch v := binary.BigEndian.Uint16(b[4:6]); v {
+	case cursorVersion:
+		c.Epoch = binary.BigEndian.Uint64(b[16:24])
+	case cursorVersion1:
+	default:
+		return fail("version %d, want %d or %d", v, cursorVersion1, cursorVersion)
 	}
-	offset = int64(binary.BigEndian.Uint64(b[8:16]))
-	if offset < 0 {
-		return fail("offset %d below 0", offset)
+	c.Offset = int64(binary.BigEndian.Uint64(b[8:16]))
+	if c.Offset < 0 {
+		return fail("offset %d below 0", c.Offset)
 	}
-	child = string(b[16 : 16+n])
-	if err := cursorCheckChild(child); err != nil {
+	name := fixed - 4
+	c.Child = string(b[name : name+n])
+	if err := cursorCheckChild(c.Child); err != nil {
 		return fail("%v", err)
 	}
-	return child, offset, nil
+	return c, nil
 }
 
-// WriteCursor records offset as the fan-out cursor for child in dir,
+// WriteCursor records c as the fan-out cursor for c.Child in dir,
 // overwriting the previous value in place. With sync it returns once the
 // value survives power loss; that includes syncing dir every time, because
 // an earlier unsynced call may have created the file and its name would
 // otherwise not be durable (a dir fsync with nothing new in it is cheap).
-func WriteCursor(dir, child string, offset int64, sync bool) error {
-	if err := cursorCheckChild(child); err != nil {
+func WriteCursor(dir string, c Cursor, sync bool) error {
+	if err := cursorCheckChild(c.Child); err != nil {
 		return fmt.Errorf("write cursor: %w", err)
 	}
-	if offset < 0 {
-		return fmt.Errorf("write cursor %s: offset %d below 0: %w", child, offset, ErrInvalid)
+	if c.Offset < 0 {
+		return fmt.Errorf("write cursor %s: offset %d below 0: %w", c.Child, c.Offset, ErrInvalid)
 	}
-	path := filepath.Join(dir, cursorFileName(child))
-	rec := encodeCursor(child, offset)
+	path := filepath.Join(dir, cursorFileName(c.Child))
+	rec := encodeCursor(c)
 	// No O_TRUNC: truncating would open a window in which a reader sees an
 	// empty file, and on ext4 a truncate-and-rewrite forces writeback on
 	// close (auto_da_alloc).
@@ -152,7 +181,8 @@ func WriteCursor(dir, child string, offset int64, sync bool) error {
 		return fmt.Errorf("write cursor %s: %w", path, err)
 	}
 	// A file longer than the record (not written by us) would read as
-	// corrupt forever; a child's record has one length, so cut it once.
+	// corrupt forever; a child's record has one length, so cut it once. A
+	// version 1 file is shorter, so the first overwrite only lengthens it.
 	fi, err := f.Stat()
 	if err == nil && fi.Size() > int64(len(rec)) {
 		err = f.Truncate(int64(len(rec)))
@@ -181,41 +211,49 @@ func WriteCursor(dir, child string, offset int64, sync bool) error {
 // attempts reads in all (ConsumerConfig.CursorReadAttempts), because a writer
 // may be mid-overwrite; if no read verifies, the error wraps ErrCorrupt. It
 // never returns an unverified value.
-func ReadCursor(dir, child string, attempts int) (int64, error) {
+func ReadCursor(dir, child string, attempts int) (Cursor, error) {
+	_, c, err := cursorRead(cursorReadFile, dir, child, attempts)
+	return c, err
+}
+
+// ReadCursorFile is ReadCursor that also returns the verified record as
+// read, for a move source to ship as a sidecar (rule K8): the destination
+// checks the same bytes again rather than trusting a re-encoding.
+func ReadCursorFile(dir, child string, attempts int) ([]byte, Cursor, error) {
 	return cursorRead(cursorReadFile, dir, child, attempts)
 }
 
-// cursorRead is ReadCursor with the file read injected, so tests can let a
-// writer finish between two reads.
-func cursorRead(read func(path string) ([]byte, error), dir, child string, attempts int) (int64, error) {
+// cursorRead is ReadCursorFile with the file read injected, so tests can let
+// a writer finish between two reads.
+func cursorRead(read func(path string) ([]byte, error), dir, child string, attempts int) ([]byte, Cursor, error) {
 	if err := cursorCheckChild(child); err != nil {
-		return 0, fmt.Errorf("read cursor: %w", err)
+		return nil, Cursor{}, fmt.Errorf("read cursor: %w", err)
 	}
 	if attempts < 1 {
-		return 0, fmt.Errorf("read cursor %s: %d attempts: %w", child, attempts, ErrInvalid)
+		return nil, Cursor{}, fmt.Errorf("read cursor %s: %d attempts: %w", child, attempts, ErrInvalid)
 	}
 	path := filepath.Join(dir, cursorFileName(child))
 	var last error
 	for range attempts {
 		b, err := read(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			return 0, fmt.Errorf("read cursor %s: %w", path, ErrNotFound)
+			return nil, Cursor{}, fmt.Errorf("read cursor %s: %w", path, ErrNotFound)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read cursor %s: %w", path, err)
+			return nil, Cursor{}, fmt.Errorf("read cursor %s: %w", path, err)
 		}
-		got, offset, err := decodeCursor(b)
-		if err == nil && got != child {
+		c, err := decodeCursor(b)
+		if err == nil && c.Child != child {
 			// Only a hashed name can hold another child, and only by a
 			// SHA-256 collision or a misplaced file; either way not ours.
-			err = fmt.Errorf("fan-out cursor: names child %q: %w", got, ErrCorrupt)
+			err = fmt.Errorf("fan-out cursor: names child %q: %w", c.Child, ErrCorrupt)
 		}
 		if err == nil {
-			return offset, nil
+			return b, c, nil
 		}
 		last = err
 	}
-	return 0, fmt.Errorf("read cursor %s: no verified read in %d attempts: %w", path, attempts, last)
+	return nil, Cursor{}, fmt.Errorf("read cursor %s: no verified read in %d attempts: %w", path, attempts, last)
 }
 
 // cursorReadFile reads a cursor file, but never more than one byte past the
@@ -233,11 +271,11 @@ func cursorReadFile(path string) ([]byte, error) {
 // as ReadCursor does. Other files in dir are ignored. A cursor removed while
 // listing is left out; one that does not verify fails the whole listing,
 // since a caller shipping cursors must not ship a partial set silently.
-func ListCursors(dir string, attempts int) (map[string]int64, error) {
+func ListCursors(dir string, attempts int) (map[string]Cursor, error) {
 	return cursorList(cursorReadFile, dir, attempts)
 }
 
-func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]int64, error) {
+func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]Cursor, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list cursors in %s: %w", dir, ErrNotFound)
@@ -245,7 +283,7 @@ func cursorList(read func(path string) ([]byte, error), dir string, attempts int
 	if err != nil {
 		return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
 	}
-	out := make(map[string]int64)
+	out := make(map[string]Cursor)
 	for _, e := range entries {
 		name := e.Name()
 		mid, ok := strings.CutPrefix(name, cursorPrefix)
@@ -274,14 +312,14 @@ func cursorList(read func(path string) ([]byte, error), dir string, attempts int
 		if cursorCheckChild(child) != nil || cursorFileName(child) != name {
 			continue // not a name WriteCursor produces
 		}
-		offset, err := cursorRead(read, dir, child, attempts)
+		_, c, err := cursorRead(read, dir, child, attempts)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
 		}
-		out[child] = offset
+		out[child] = c
 	}
 	return out, nil
 }
@@ -315,9 +353,9 @@ func cursorNameInFile(read func(path string) ([]byte, error), path string, attem
 		if err != nil {
 			return "", fmt.Errorf("read cursor %s: %w", path, err)
 		}
-		child, _, err := decodeCursor(b)
+		c, err := decodeCursor(b)
 		if err == nil {
-			return child, nil
+			return c.Child, nil
 		}
 		last = err
 	}
@@ -345,4 +383,24 @@ func RemoveCursor(dir, child string) error {
 // only re-forwards records, which fan-out tolerates, so no warning is due.
 func ClampCursor(offset, hwm int64) int64 {
 	return min(offset, hwm)
+}
+
+// InstallCursor writes a cursor shipped from a move source (rule K8): it
+// checks raw again (a sidecar damaged in transit must fail the pass, never
+// install garbage), lowers the offset to hwm, the installed partition's high
+// watermark (rule K6, silently: see ClampCursor), and writes it as this
+// version's record. It returns the cursor as installed.
+func InstallCursor(dir string, raw []byte, hwm int64, sync bool) (Cursor, error) {
+	c, err := decodeCursor(raw)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("install cursor: %w", err)
+	}
+	if hwm < 0 {
+		return Cursor{}, fmt.Errorf("install cursor %s: hwm %d below 0: %w", c.Child, hwm, ErrInvalid)
+	}
+	c.Offset = ClampCursor(c.Offset, hwm)
+	if err := WriteCursor(dir, c, sync); err != nil {
+		return Cursor{}, fmt.Errorf("install cursor: %w", err)
+	}
+	return c, nil
 }

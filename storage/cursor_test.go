@@ -12,9 +12,12 @@ import (
 	"testing"
 )
 
+// cursorEpoch is the attach epoch the tests write unless they say otherwise.
+const cursorEpoch = 41
+
 func cursorMustWrite(t *testing.T, dir, child string, offset int64, sync bool) {
 	t.Helper()
-	if err := WriteCursor(dir, child, offset, sync); err != nil {
+	if err := WriteCursor(dir, Cursor{Child: child, Epoch: cursorEpoch, Offset: offset}, sync); err != nil {
 		t.Fatalf("WriteCursor(%s, %d): %v", child, offset, err)
 	}
 }
@@ -25,7 +28,23 @@ func cursorMustRead(t *testing.T, dir, child string) int64 {
 	if err != nil {
 		t.Fatalf("ReadCursor(%s): %v", child, err)
 	}
-	return got
+	if got.Child != child || got.Epoch != cursorEpoch {
+		t.Fatalf("ReadCursor(%s): got child %q epoch %d, want %q epoch %d", child, got.Child, got.Epoch, child, cursorEpoch)
+	}
+	return got.Offset
+}
+
+// cursorOffsets keeps the offsets of a listing, checking each entry's name.
+func cursorOffsets(t *testing.T, m map[string]Cursor) map[string]int64 {
+	t.Helper()
+	out := make(map[string]int64, len(m))
+	for k, c := range m {
+		if c.Child != k {
+			t.Fatalf("listing key %q holds child %q", k, c.Child)
+		}
+		out[k] = c.Offset
+	}
+	return out
 }
 
 func TestCursorWriteThenReadReturnsTheLastValue(t *testing.T) {
@@ -61,7 +80,7 @@ func TestCursorMissingIsNotFound(t *testing.T) {
 // rule K8: a cursor caught mid-write is read again, never shipped unverified.
 func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 	const child = "payments"
-	old, next := encodeCursor(child, 100), encodeCursor(child, 1<<33+5)
+	old, next := encodeCursor(Cursor{child, 1, 100}), encodeCursor(Cursor{child, 1, 1<<33 + 5})
 	path := filepath.Join(t.TempDir(), cursorFileName(child))
 	dir := filepath.Dir(path)
 
@@ -75,13 +94,15 @@ func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 		reads++
 		b, err := cursorReadFile(p)
 		if reads == 1 {
-			cursorMustWrite(t, dir, child, 1<<33+5, false)
+			if err := WriteCursor(dir, Cursor{child, 1, 1<<33 + 5}, false); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return b, err
 	}
-	got, err := cursorRead(finishWriter, dir, child, 3)
-	if err != nil || got != 1<<33+5 || reads != 2 {
-		t.Fatalf("writer finishing between reads: got %d, %v after %d reads, want %d, nil after 2 reads", got, err, reads, int64(1<<33+5))
+	raw, got, err := cursorRead(finishWriter, dir, child, 3)
+	if err != nil || got.Offset != 1<<33+5 || reads != 2 || !bytes.Equal(raw, next) {
+		t.Fatalf("writer finishing between reads: got %+v, %v after %d reads, want %d, nil after 2 reads", got, err, reads, int64(1<<33+5))
 	}
 
 	// A file that stays torn is corrupt after exactly `attempts` reads.
@@ -93,9 +114,9 @@ func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 		reads++
 		return cursorReadFile(p)
 	}
-	got, err = cursorRead(counting, dir, child, 4)
-	if !errors.Is(err, ErrCorrupt) || got != 0 || reads != 4 {
-		t.Fatalf("file that stays torn: got %d, %v after %d reads, want 0, ErrCorrupt after 4 reads", got, err, reads)
+	raw, got, err = cursorRead(counting, dir, child, 4)
+	if !errors.Is(err, ErrCorrupt) || got != (Cursor{}) || raw != nil || reads != 4 {
+		t.Fatalf("file that stays torn: got %+v, %v after %d reads, want 0, ErrCorrupt after 4 reads", got, err, reads)
 	}
 
 	// Every tear of an overwrite (new prefix, old suffix) reads as the old
@@ -109,10 +130,10 @@ func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 		switch {
 		case err != nil && !errors.Is(err, ErrCorrupt):
 			t.Fatalf("tear at %d: got error %v, want ErrCorrupt or a value", k, err)
-		case err == nil && got != 100 && got != 1<<33+5:
-			t.Fatalf("tear at %d: got %d, want 100 or %d", k, got, int64(1<<33+5))
+		case err == nil && got.Offset != 100 && got.Offset != 1<<33+5:
+			t.Fatalf("tear at %d: got %d, want 100 or %d", k, got.Offset, int64(1<<33+5))
 		case err == nil && !bytes.Equal(b, old) && !bytes.Equal(b, next):
-			t.Fatalf("tear at %d: got %d from bytes that are neither record", k, got)
+			t.Fatalf("tear at %d: got %+v from bytes that are neither record", k, got)
 		}
 	}
 
@@ -122,7 +143,7 @@ func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := ReadCursor(dir, child, 1); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("%d garbage bytes: got %d, %v, want ErrCorrupt", n, got, err)
+			t.Fatalf("%d garbage bytes: got %+v, %v, want ErrCorrupt", n, got, err)
 		}
 	}
 }
@@ -138,7 +159,7 @@ func TestCursorFileOfAnotherChildIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, err := ReadCursor(dir, "b", 2); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("got %d, %v, want ErrCorrupt", got, err)
+		t.Fatalf("got %+v, %v, want ErrCorrupt", got, err)
 	}
 }
 
@@ -159,7 +180,7 @@ func TestCursorPastHWMIsLoweredSilently(t *testing.T) {
 func TestCursorInvalidChildIsRejected(t *testing.T) {
 	dir := t.TempDir()
 	for _, child := range []string{"", ".", "..", "a/b", "../x", "a b", "t\x00", "café", strings.Repeat("x", 256)} {
-		if err := WriteCursor(dir, child, 1, false); !errors.Is(err, ErrInvalid) {
+		if err := WriteCursor(dir, Cursor{Child: child, Offset: 1}, false); !errors.Is(err, ErrInvalid) {
 			t.Errorf("WriteCursor(%q): got %v, want ErrInvalid", child, err)
 		}
 		if _, err := ReadCursor(dir, child, 1); !errors.Is(err, ErrInvalid) {
@@ -176,7 +197,7 @@ func TestCursorInvalidChildIsRejected(t *testing.T) {
 	if len(entries) != 0 {
 		t.Fatalf("files after rejected writes: got %d, want 0", len(entries))
 	}
-	if err := WriteCursor(dir, "ok", -1, false); !errors.Is(err, ErrInvalid) {
+	if err := WriteCursor(dir, Cursor{Child: "ok", Offset: -1}, false); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("negative offset: got %v, want ErrInvalid", err)
 	}
 	if _, err := ReadCursor(dir, "ok", 0); !errors.Is(err, ErrInvalid) {
@@ -203,7 +224,7 @@ func TestCursorChildNamesUpToTheTopicLimitFitTheFileSystem(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ListCursors: %v", err)
 	}
-	if want := map[string]int64{long: 42, edge: 43}; !maps.Equal(got, want) {
+	if want := map[string]int64{long: 42, edge: 43}; !maps.Equal(cursorOffsets(t, got), want) {
 		t.Fatalf("ListCursors: got %v, want %v", got, want)
 	}
 	if n := len(cursorFileName(long)); n > cursorMaxFileName {
@@ -217,7 +238,7 @@ func TestCursorChildNamesUpToTheTopicLimitFitTheFileSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[20] ^= 1
+	b[cursorFixedBytes] ^= 1
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +265,7 @@ func TestListCursorsReturnsEveryChildAndIgnoresOtherFiles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ListCursors: %v", err)
 	}
-	if !maps.Equal(got, want) {
+	if !maps.Equal(cursorOffsets(t, got), want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
@@ -286,7 +307,7 @@ func TestRemoveCursorDeletesItAndRemovingAgainIsFine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int64{"kept": 10}; !maps.Equal(got, want) {
+	if want := map[string]int64{"kept": 10}; !maps.Equal(cursorOffsets(t, got), want) {
 		t.Fatalf("ListCursors after remove: got %v, want %v", got, want)
 	}
 }
@@ -307,23 +328,123 @@ func TestCursorWriteRepairsAForeignLongerFile(t *testing.T) {
 }
 
 func TestCursorEncodingRoundTrips(t *testing.T) {
-	for _, tc := range []struct {
-		child  string
-		offset int64
-	}{{"a", 0}, {"orders", 12345}, {strings.Repeat("z", 255), 1<<63 - 1}} {
-		b := encodeCursor(tc.child, tc.offset)
-		child, offset, err := decodeCursor(b)
-		if err != nil || child != tc.child || offset != tc.offset {
-			t.Errorf("decode(encode(%q, %d)) = %q, %d, %v; want %q, %d, nil", tc.child, tc.offset, child, offset, err, tc.child, tc.offset)
+	for _, c := range []Cursor{{"a", 1, 0}, {"orders", 7, 12345}, {strings.Repeat("z", 255), 1<<64 - 1, 1<<63 - 1}} {
+		got, err := decodeCursor(encodeCursor(c))
+		if err != nil || got != c {
+			t.Errorf("decode(encode(%+v)) = %+v, %v; want it back, nil", c, got, err)
 		}
 	}
-	b := encodeCursor("neg", 0)
+	b := encodeCursor(Cursor{"neg", 1, 0})
 	for i := 8; i < 16; i++ {
 		b[i] = 0xff // offset -1, with a correct CRC below
 	}
-	b = b[:len(b)-4]
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
-	if _, _, err := decodeCursor(b); !errors.Is(err, ErrCorrupt) {
+	b = cursorFixCRC(b)
+	if _, err := decodeCursor(b); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("negative offset with a valid CRC: got %v, want ErrCorrupt", err)
+	}
+	b = encodeCursor(Cursor{"v3", 1, 0})
+	binary.BigEndian.PutUint16(b[4:6], 3)
+	if _, err := decodeCursor(cursorFixCRC(b)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 3 with a valid CRC: got %v, want ErrCorrupt", err)
+	}
+}
+
+// cursorFixCRC recomputes the trailing checksum of a record.
+func cursorFixCRC(b []byte) []byte {
+	b = bytes.Clone(b[:len(b)-4])
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
+}
+
+// encodeCursorV1 writes the version 1 record, which had no epoch.
+func encodeCursorV1(child string, offset int64) []byte {
+	b := append([]byte(nil), cursorMagic[:]...)
+	b = binary.BigEndian.AppendUint16(b, cursorVersion1)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(child)))
+	b = binary.BigEndian.AppendUint64(b, uint64(offset))
+	b = append(b, child...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
+}
+
+func TestCursorVersion1FileReadsWithEpochZeroAndIsOverwrittenAsVersion2(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, cursorFileName("old"))
+	if err := os.WriteFile(path, encodeCursorV1("old", 99), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCursor(dir, "old", 1)
+	if want := (Cursor{"old", 0, 99}); err != nil || got != want {
+		t.Fatalf("version 1 file: got %+v, %v, want %+v, nil", got, err, want)
+	}
+	all, err := ListCursors(dir, 1)
+	if want := map[string]Cursor{"old": {"old", 0, 99}}; err != nil || !maps.Equal(all, want) {
+		t.Fatalf("ListCursors over a version 1 file: got %v, %v, want %v", all, err, want)
+	}
+	if err := WriteCursor(dir, Cursor{"old", 5, 100}, false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := encodeCursor(Cursor{"old", 5, 100}); !bytes.Equal(b, want) {
+		t.Fatalf("after overwrite: file %x, want the version 2 record %x", b, want)
+	}
+}
+
+func TestReadCursorFileReturnsTheVerifiedRecord(t *testing.T) {
+	dir := t.TempDir()
+	c := Cursor{"side", 12, 3456}
+	if err := WriteCursor(dir, c, false); err != nil {
+		t.Fatal(err)
+	}
+	raw, got, err := ReadCursorFile(dir, "side", 2)
+	if err != nil || got != c || !bytes.Equal(raw, encodeCursor(c)) {
+		t.Fatalf("got %x, %+v, %v, want %x, %+v, nil", raw, got, err, encodeCursor(c), c)
+	}
+	if _, _, err := ReadCursorFile(dir, "none", 2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing: got %v, want ErrNotFound", err)
+	}
+}
+
+// rule K6: a cursor installed past the destination's HWM is lowered to it.
+func TestInstallCursorClampsToTheHWMAndKeepsTheEpoch(t *testing.T) {
+	for _, tc := range []struct{ offset, hwm, want int64 }{
+		{120, 100, 100},
+		{100, 100, 100},
+		{30, 100, 30},
+		{7, 0, 0},
+	} {
+		dir := t.TempDir()
+		raw := encodeCursor(Cursor{"kid", 9, tc.offset})
+		got, err := InstallCursor(dir, raw, tc.hwm, true)
+		if want := (Cursor{"kid", 9, tc.want}); err != nil || got != want {
+			t.Fatalf("install %d at hwm %d: got %+v, %v, want %+v, nil", tc.offset, tc.hwm, got, err, want)
+		}
+		if on, err := ReadCursor(dir, "kid", 1); err != nil || on != got {
+			t.Fatalf("install %d at hwm %d: file holds %+v, %v, want %+v", tc.offset, tc.hwm, on, err, got)
+		}
+	}
+}
+
+// rule K8: a sidecar that does not verify at the destination is refused and
+// writes nothing.
+func TestInstallCursorRefusesARecordThatDoesNotVerify(t *testing.T) {
+	dir := t.TempDir()
+	good := encodeCursor(Cursor{"kid", 9, 50})
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x10
+		if _, err := InstallCursor(dir, bad, 100, false); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("byte %d flipped: got %v, want ErrCorrupt", i, err)
+		}
+	}
+	if _, err := InstallCursor(dir, good[:len(good)-1], 100, false); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short record: got %v, want ErrCorrupt", err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("files after refused installs: got %d (%v), want 0", len(entries), err)
+	}
+	if _, err := InstallCursor(dir, good, -1, false); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("negative hwm: got %v, want ErrInvalid", err)
 	}
 }
