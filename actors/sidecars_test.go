@@ -168,4 +168,3 @@ func TestRuleK8TheSourceShipsVerifiedCursorsOnly(t *testing.T) {
 		t.Fatalf("listing over a damaged cursor: got status %d cursors %x, want failed with none", ls.Status, ls.Cursors)
 	}
 }
-
