@@ -129,19 +129,23 @@ func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
 	ctx.Send(r.Asker.(*actor.PID), &messages.HandoffResult{Status: messages.StatusOK, Token: r.Token, Listing: ls})
 }
 
-// listing reads the consumer position, then the HWM and the segments'
-// committed bytes (rule C7): a listing never carries a position past what
-// it copies.
+// listing reads the consumer position and the fan-out cursors, then the
+// HWM and the segments' committed bytes (rule C7): a listing never carries
+// a position past what it copies.
 func (p *partitionActor) listing() *messages.PartitionListing {
 	if p.log == nil {
 		return &messages.PartitionListing{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
 	frontier, ahead := p.table.state()
+	cursors, err := p.cursorSidecars()
+	if err != nil {
+		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
+	}
 	ls, err := p.log.List(time.Now())
 	if err != nil {
 		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
 	}
-	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock,
+	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock, Cursors: cursors,
 		Position: messages.ConsumerPosition{Frontier: frontier, AckedAhead: ahead},
 		Segments: make([]messages.SegmentInfo, len(ls.Segments))}
 	for i, s := range ls.Segments {

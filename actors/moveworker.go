@@ -473,6 +473,11 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 	if f := w.cfg.faults; f != nil && f.moveListed != nil {
 		f.moveListed(ctx, w.key, ls.HWM)
 	}
+	if err := checkSidecars(w.key, w.source, ls); err != nil {
+		// rule K8: the pass fails and is retried; its HWM still counts
+		// (rule P4).
+		return fetched{pass: move.PassDone{Listed: true, HWM: ls.HWM, Err: err}}
+	}
 	var copied int64
 	err = stagingErr
 	if err == nil {
@@ -677,9 +682,10 @@ func (w *moveWorker) dropper(ctx actor.Context) func() error {
 	}
 }
 
-// install writes the consumer position clamped to the HWM (rule K6),
-// stamps segment ages, prepares the topic directory for the incarnation
-// (rule V10) and installs the copy with its marker (rules V6-V8).
+// install writes the consumer position and the fan-out cursors clamped to
+// the HWM (rules K6, K8), stamps segment ages, prepares the topic directory
+// for the incarnation (rule V10) and installs the copy with its marker,
+// which names the topic's child links (rules V6-V8).
 func (w *moveWorker) install(in installInput) any {
 	s := in.staging
 	st := storage.ConsumerState{Frontier: in.position.Frontier, AckedAhead: in.position.AckedAhead}
@@ -699,6 +705,12 @@ func (w *moveWorker) install(in installInput) any {
 	if err := storage.SaveConsumerState(s.Dir(), st, false); err != nil {
 		return move.Installed{Err: err}
 	}
+	// rules K8, K6: the cursors last, after the final segment pass, from
+	// the listing the copy ends at, clamped to its HWM; unsynced like the
+	// position.
+	if err := installSidecars(s.Dir(), in.lastList, in.hwm); err != nil {
+		return installDone{Installed: move.Installed{Err: err}}
+	}
 	if in.lastList != nil {
 		if err := s.StampAges(toStorageListing(in.lastList), in.listedAt, time.Now()); err != nil {
 			w.deps.log.Warn("move: stamp segment ages", "partition", partitionKeyString(w.key), "err", err)
@@ -713,7 +725,7 @@ func (w *moveWorker) install(in installInput) any {
 		return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}
 	}
 	res, err := w.installs.install(w.deps, w.key, s, storage.InstallOptions{
-		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source},
+		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source, Children: markerChildren(in.topic, w.key)},
 		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs),
 		Vouched: vouchedBy(in.lastList, w.cfg.NodeID, w.cfg.Log, msDuration(in.topic.RetentionMs), w.deps.log)})
 	if err != nil {

@@ -196,6 +196,11 @@ type fakeSource struct {
 	unreachable bool
 	// marker is the move marker its listings report (nil: none).
 	marker *messages.MoveMarker
+	// cursors, when set, gives the cursor sidecars of the n'th listing
+	// (from 1; a prepare's included); shipped is the latest listing's.
+	cursors  func(n int) [][]byte
+	listings int
+	shipped  [][]byte
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -204,6 +209,11 @@ func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionL
 		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
 	}
 	out := &messages.PartitionListing{Status: messages.StatusOK, HWM: ls.HWM, Clock: ls.Clock, Position: pos, Marker: s.marker}
+	s.listings++
+	if s.cursors != nil {
+		out.Cursors = s.cursors(s.listings)
+		s.shipped = out.Cursors
+	}
 	for _, sg := range ls.Segments {
 		out.Segments = append(out.Segments, messages.SegmentInfo{Name: sg.Name, Base: sg.Base, Size: sg.Size, ModTime: sg.ModTime})
 	}

@@ -7,8 +7,9 @@ import "time"
 // the owner's "partition" service and reaches the partition's actor, the
 // only code that touches its log.
 
-// ListPartition asks for a transfer listing: the consumer position first,
-// then the HWM, then the segments' committed bytes (rule C7).
+// ListPartition asks for a transfer listing: the consumer position and the
+// fan-out cursors first, then the HWM, then the segments' committed bytes
+// (rule C7).
 type ListPartition struct{}
 
 // SegmentInfo is one segment of a listing.
@@ -36,6 +37,11 @@ type PartitionListing struct {
 	HWM      int64            `json:"hwm"`
 	Clock    time.Time        `json:"clock"`
 	Position ConsumerPosition `json:"position"`
+	// Cursors are the partition's fan-out cursor files, each the verified
+	// record as the source read it, in child order (rule K8): read before
+	// the HWM, so none is past what the listing copies. A destination
+	// checks each again and installs them after the last segment pass.
+	Cursors [][]byte `json:"cursors,omitempty"`
 	// Marker is the move marker of the owner's copy, nil when it has none:
 	// the old owner's stale-copy sweep asks for it before reclaiming its
 	// own copy (rule S1).

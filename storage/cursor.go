@@ -9,8 +9,10 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -272,10 +274,41 @@ func cursorReadFile(path string) ([]byte, error) {
 // listing is left out; one that does not verify fails the whole listing,
 // since a caller shipping cursors must not ship a partial set silently.
 func ListCursors(dir string, attempts int) (map[string]Cursor, error) {
-	return cursorList(cursorReadFile, dir, attempts)
+	files, err := cursorList(cursorReadFile, dir, attempts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Cursor, len(files))
+	for child, f := range files {
+		out[child] = f.cursor
+	}
+	return out, nil
 }
 
-func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]Cursor, error) {
+// ListCursorFiles is ListCursors returning each verified record as read,
+// in child order: a move source's sidecars (rule K8). Like ListCursors it
+// fails on a record that does not verify in attempts reads, so a source
+// never ships an unverified record, nor a set short of one silently.
+func ListCursorFiles(dir string, attempts int) ([][]byte, error) {
+	files, err := cursorList(cursorReadFile, dir, attempts)
+	if err != nil {
+		return nil, err
+	}
+	children := slices.Sorted(maps.Keys(files))
+	out := make([][]byte, len(children))
+	for i, child := range children {
+		out[i] = files[child].raw
+	}
+	return out, nil
+}
+
+// cursorFile is a verified cursor record and what it decodes to.
+type cursorFile struct {
+	raw    []byte
+	cursor Cursor
+}
+
+func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]cursorFile, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list cursors in %s: %w", dir, ErrNotFound)
@@ -283,7 +316,7 @@ func cursorList(read func(path string) ([]byte, error), dir string, attempts int
 	if err != nil {
 		return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
 	}
-	out := make(map[string]Cursor)
+	out := make(map[string]cursorFile)
 	for _, e := range entries {
 		name := e.Name()
 		mid, ok := strings.CutPrefix(name, cursorPrefix)
@@ -312,14 +345,14 @@ func cursorList(read func(path string) ([]byte, error), dir string, attempts int
 		if cursorCheckChild(child) != nil || cursorFileName(child) != name {
 			continue // not a name WriteCursor produces
 		}
-		_, c, err := cursorRead(read, dir, child, attempts)
+		raw, c, err := cursorRead(read, dir, child, attempts)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list cursors in %s: %w", dir, err)
 		}
-		out[child] = c
+		out[child] = cursorFile{raw: raw, cursor: c}
 	}
 	return out, nil
 }
@@ -403,4 +436,62 @@ func InstallCursor(dir string, raw []byte, hwm int64, sync bool) (Cursor, error)
 		return Cursor{}, fmt.Errorf("install cursor: %w", err)
 	}
 	return c, nil
+}
+
+// VerifyCursor checks a cursor record received from elsewhere (a move's
+// sidecar) and returns what it holds; a record that does not verify wraps
+// ErrCorrupt.
+func VerifyCursor(raw []byte) (Cursor, error) {
+	c, err := decodeCursor(raw)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("verify cursor: %w", err)
+	}
+	return c, nil
+}
+
+// ReplaceCursors makes the fan-out cursors in dir exactly the records in
+// raws, each clamped to hwm (rule K6): the install of a moved partition's
+// sidecars (rule K8). Every record is verified before anything is written,
+// so a bad one fails the call with dir unchanged; a cursor file in dir for
+// a child not in raws (left by an earlier attempt) is removed. Two records
+// for one child are ErrInvalid: a source lists a child once.
+func ReplaceCursors(dir string, raws [][]byte, hwm int64, sync bool) ([]Cursor, error) {
+	keep := make(map[string]bool, len(raws))
+	for _, raw := range raws {
+		c, err := VerifyCursor(raw)
+		if err != nil {
+			return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
+		}
+		if keep[cursorFileName(c.Child)] {
+			return nil, fmt.Errorf("replace cursors in %s: child %s twice: %w", dir, c.Child, ErrInvalid)
+		}
+		keep[cursorFileName(c.Child)] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
+	}
+	removed := false
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, cursorPrefix) || !strings.HasSuffix(name, cursorSuffix) || keep[name] || !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
+		}
+		removed = true
+	}
+	out := make([]Cursor, 0, len(raws))
+	for _, raw := range raws {
+		c, err := InstallCursor(dir, raw, hwm, sync)
+		if err != nil {
+			return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
+		}
+		out = append(out, c)
+	}
+	if removed && sync && len(raws) == 0 {
+		return out, syncDir(dir)
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -446,5 +447,89 @@ func TestInstallCursorRefusesARecordThatDoesNotVerify(t *testing.T) {
 	}
 	if _, err := InstallCursor(dir, good, -1, false); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("negative hwm: got %v, want ErrInvalid", err)
+	}
+}
+
+// rule K8 (source side): the sidecars a source ships are the verified
+// records as read; one caught mid-write is read again, and one that never
+// verifies fails the listing rather than being shipped or left out.
+func TestRuleK8ListCursorFilesReReadsATornRecordAndNeverShipsABadOne(t *testing.T) {
+	dir := t.TempDir()
+	want := []Cursor{{"a", 3, 10}, {"b", 4, 20}}
+	for _, c := range want {
+		if err := WriteCursor(dir, c, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raws, err := ListCursorFiles(dir, 2)
+	if err != nil || len(raws) != 2 || !bytes.Equal(raws[0], encodeCursor(want[0])) || !bytes.Equal(raws[1], encodeCursor(want[1])) {
+		t.Fatalf("ListCursorFiles: got %x, %v, want the records of %+v in child order", raws, err, want)
+	}
+
+	// b is torn when first read, and its writer finishes before the second.
+	path := filepath.Join(dir, cursorFileName("b"))
+	next := encodeCursor(Cursor{"b", 4, 1 << 40})
+	torn := append(bytes.Clone(next[:12]), encodeCursor(want[1])[12:]...)
+	if err := os.WriteFile(path, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	finish := func(p string) ([]byte, error) {
+		b, err := cursorReadFile(p)
+		if p == path {
+			reads++
+			if reads == 1 {
+				if werr := os.WriteFile(path, next, 0o644); werr != nil {
+					t.Fatal(werr)
+				}
+			}
+		}
+		return b, err
+	}
+	files, err := cursorList(finish, dir, 3)
+	if err != nil || !bytes.Equal(files["b"].raw, next) || files["b"].cursor.Offset != 1<<40 || reads != 2 {
+		t.Fatalf("torn then written: got %x, %v after %d reads of b, want the new record after 2", files["b"].raw, err, reads)
+	}
+
+	// b stays torn: nothing is shipped.
+	if err := os.WriteFile(path, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if raws, err := ListCursorFiles(dir, 3); !errors.Is(err, ErrCorrupt) || raws != nil {
+		t.Fatalf("a record that stays torn: got %x, %v, want nil, ErrCorrupt", raws, err)
+	}
+}
+
+// rule K8 (destination side) and K6: the sidecars are installed only when
+// every one verifies, clamped to the HWM; a cursor an earlier attempt left
+// for a child not shipped now is removed.
+func TestRuleK8ReplaceCursorsInstallsVerifiedRecordsClampedOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteCursor(dir, Cursor{"left", 1, 5}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCursor(dir, Cursor{"a", 1, 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	good, past := encodeCursor(Cursor{"a", 2, 30}), encodeCursor(Cursor{"b", 3, 90})
+	bad := bytes.Clone(past)
+	bad[len(bad)-1] ^= 1
+	if _, err := ReplaceCursors(dir, [][]byte{good, bad}, 50, false); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a corrupt sidecar: got %v, want ErrCorrupt", err)
+	}
+	before, err := ListCursors(dir, 1)
+	if want := map[string]Cursor{"left": {"left", 1, 5}, "a": {"a", 1, 1}}; err != nil || !maps.Equal(before, want) {
+		t.Fatalf("after a refused install: got %v, %v, want the directory unchanged %v", before, err, want)
+	}
+	if _, err := ReplaceCursors(dir, [][]byte{good, good}, 50, false); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a child twice: got %v, want ErrInvalid", err)
+	}
+	got, err := ReplaceCursors(dir, [][]byte{good, past}, 50, true)
+	if want := []Cursor{{"a", 2, 30}, {"b", 3, 50}}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("install: got %+v, %v, want %+v", got, err, want)
+	}
+	after, err := ListCursors(dir, 1)
+	if want := map[string]Cursor{"a": {"a", 2, 30}, "b": {"b", 3, 50}}; err != nil || !maps.Equal(after, want) {
+		t.Fatalf("cursors after the install: got %v, %v, want %v", after, err, want)
 	}
 }
