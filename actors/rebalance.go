@@ -53,6 +53,7 @@ func (a *controllerActor) rebalance(now time.Time) {
 	var placements []planner.Placement
 	inRaft := a.raftConfig(ctx)
 	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
+	parents := newParentPlacement(a.store)
 	for _, t := range a.store.Topics() {
 		for _, as := range a.store.Assignments(t.Incarnation, t.Partitions) {
 			if as.Target != "" && (a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now, inRaft)) {
@@ -63,7 +64,8 @@ func (a *controllerActor) rebalance(now time.Time) {
 				a.noteBlocked(as, byID, blocked)
 			}
 			placements = append(placements, planner.Placement{
-				Ref:   planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition},
+				Ref: planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition,
+					Avoid: parents.avoid(t, as.Partition)}, // rule L6
 				Owner: as.Owner, Target: as.Target})
 		}
 	}

@@ -1,0 +1,92 @@
+package actors
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/messages"
+)
+
+// avoidStore is the leader's store for one planning pass: reads from a fake
+// replica, a barrier that passes, and the targets the pass proposed.
+type avoidStore struct {
+	controllerStore
+	f       *fakeReplica
+	mu      sync.Mutex
+	targets []messages.SetTarget
+}
+
+func (s *avoidStore) CatchUp(context.Context) error { return nil }
+func (s *avoidStore) Topics() []messages.Topic      { return s.f.Topics() }
+func (s *avoidStore) Members() []messages.Member    { return s.f.Members() }
+func (s *avoidStore) Topic(name string) (messages.Topic, bool) {
+	return s.f.Topic(name)
+}
+func (s *avoidStore) Assignments(incarnation uint64, partitions int) []messages.Assignment {
+	return s.f.Assignments(incarnation, partitions)
+}
+
+func (s *avoidStore) SetTarget(_ context.Context, st messages.SetTarget) (messages.AssignResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.targets = append(s.targets, st)
+	return messages.AssignResult{Code: messages.ResultOK}, nil
+}
+
+// rule L6: the controller steers a child's partition i off the node owning
+// its parent's partition i when a balanced alternative exists. n1 is
+// leaving with both partitions of child c; parent p has p0 on n2 and p1 on
+// n3. With the deficits tied, c0 would go to n2 (ids break ties) and c1 to
+// n3: each onto its parent's node. With the preference each goes to the
+// other, and the result is as balanced.
+func TestRuleL6TheControllerSteersAChildOffItsParentsNode(t *testing.T) {
+	f := newFakeReplica()
+	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
+	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
+	f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
+	f.put(messages.Topic{Name: "p", Incarnation: 10, Partitions: 2,
+		Children: []messages.ChildLink{{Name: "c", Incarnation: 11, AttachEpoch: 12}}}, "n2", "n3")
+	f.put(messages.Topic{Name: "c", Incarnation: 11, Partitions: 2, Parent: "p", AttachEpoch: 12}, "n1", "n1")
+	s := &avoidStore{f: f}
+	cfg := DefaultConfig()
+	cfg.Rebalance = true
+	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("l6-" + t.Name())}, store: s}
+	a.rebalance(time.Now())
+
+	s.mu.Lock()
+	got := slices.Clone(s.targets)
+	s.mu.Unlock()
+	slices.SortFunc(got, func(x, y messages.SetTarget) int { return x.Partition - y.Partition })
+	want := []messages.SetTarget{
+		{Incarnation: 11, Partition: 0, Owner: "n1", To: "n3"},
+		{Incarnation: 11, Partition: 1, Owner: "n1", To: "n2"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("targets: got %+v, want %+v (each child partition off its parent's node)", got, want)
+	}
+}
+
+// rule L6: a standalone topic and a partition past the parent's count
+// avoid nothing; the parent's assignments are read once per pass.
+func TestParentPlacementNamesTheParentsOwner(t *testing.T) {
+	f := newFakeReplica()
+	f.put(messages.Topic{Name: "p", Incarnation: 1, Partitions: 2}, "n2", "n3")
+	pp := newParentPlacement(f)
+	child := messages.Topic{Name: "c", Incarnation: 2, Partitions: 3, Parent: "p"}
+	for _, tc := range []struct {
+		topic messages.Topic
+		p     int
+		want  string
+	}{
+		{child, 0, "n2"}, {child, 1, "n3"}, {child, 2, ""},
+		{messages.Topic{Name: "s", Incarnation: 3, Partitions: 1}, 0, ""},
+		{messages.Topic{Name: "o", Incarnation: 4, Partitions: 1, Parent: "gone"}, 0, ""},
+	} {
+		if got := pp.avoid(tc.topic, tc.p); got != tc.want {
+			t.Errorf("avoid(%s, %d): got %q, want %q", tc.topic.Name, tc.p, got, tc.want)
+		}
+	}
+}
