@@ -332,6 +332,9 @@ type faultHooks struct {
 	// (the node was not draining) and before it is appended to the ingress
 	// WAL; it may block to hold the produce there.
 	produceAdmitted func(topic string, body []byte)
+	// fanoutRecords runs as a fan-out actor takes a read's answer; it may
+	// panic, as a bug would, to show the actor is restarted and resumes.
+	fanoutRecords func(k messages.PartitionKey)
 	// noSpace, while it returns true, fails the WAL's appends and the
 	// write probe as a full disk does (ENOSPC).
 	noSpace func() bool

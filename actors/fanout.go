@@ -93,6 +93,10 @@ type fanoutAdvance struct {
 	offset int64
 }
 
+// fanoutHello is a fan-out actor's first word to its partition actor,
+// which answers with fanoutLinks: after a restart (a panic) it knows none.
+type fanoutHello struct{}
+
 // fanoutWake tells the fan-out actor the partition's HWM moved.
 type fanoutWake struct{ hwm int64 }
 
@@ -347,6 +351,13 @@ func (p *partitionActor) fanoutAdvance(m fanoutAdvance) {
 	}
 }
 
+// helloFanout answers a (re)started fan-out actor with the links.
+func (p *partitionActor) helloFanout(ctx actor.Context) {
+	if p.fanout != nil && p.log != nil {
+		ctx.Send(p.fanout, fanoutLinks{links: p.links, cursors: p.cursorOffsets(), hwm: p.log.HWM()})
+	}
+}
+
 // wakeFanout tells the fan-out actor that records became visible.
 func (p *partitionActor) wakeFanout(ctx actor.Context) {
 	if p.fanout != nil && p.log != nil {
@@ -438,8 +449,13 @@ func newFanoutActor(d deps, k messages.PartitionKey) *fanoutActor {
 }
 
 func (f *fanoutActor) Receive(ctx actor.Context) {
+	defer f.countPanic()
 	defer logPanic(f.deps.log, "fanout "+f.name)
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		// A restarted fan-out actor starts with no links: ask for them
+		// (and the cursors, which resume from the last advance).
+		ctx.Send(ctx.Parent(), fanoutHello{})
 	case fanoutLinks:
 		f.setLinks(m)
 		f.pump(ctx)
@@ -459,6 +475,17 @@ func (f *fanoutActor) Receive(ctx actor.Context) {
 		for child := range f.links {
 			f.fanoutLags.forget(f.key, child)
 		}
+	}
+}
+
+// countPanic counts a panic on its way to the partition actor, whose
+// default strategy restarts the fan-out actor (which then asks for its
+// links again, fanoutHello): visible in narad_fanout_actor_panics_total
+// beside logPanic's error line.
+func (f *fanoutActor) countPanic() {
+	if r := recover(); r != nil {
+		f.metrics.fanoutPanics.Inc()
+		panic(r)
 	}
 }
 
@@ -526,6 +553,9 @@ func (f *fanoutActor) records(ctx actor.Context, m fanoutRecords) {
 		return
 	}
 	l.reading = false
+	if h := f.cfg.faults; h != nil && h.fanoutRecords != nil {
+		h.fanoutRecords(f.key)
+	}
 	f.hwm = max(f.hwm, m.hwm)
 	switch {
 	case m.err != nil:
@@ -542,6 +572,11 @@ func (f *fanoutActor) records(ctx actor.Context, m fanoutRecords) {
 		ctx.Send(ctx.Parent(), fanoutAdvance{child: m.child, epoch: m.epoch, offset: l.cursor})
 		return
 	case len(m.recs) == 0:
+		if l.cursor < m.hwm {
+			// A read below the HWM always holds a record; back off rather
+			// than ask again at once.
+			f.failed(l, fmt.Errorf("read from %d below the HWM %d returned nothing", l.cursor, m.hwm))
+		}
 		return
 	}
 	if m.recs[0].Offset != l.cursor {

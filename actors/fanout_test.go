@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -444,4 +445,29 @@ func BenchmarkFanoutDrain(b *testing.B) {
 	b.ReportMetric(float64(b.N)/commit.Seconds(), "commit-rec/s")
 	b.ReportMetric(float64(b.N)/drain.Seconds(), "fanout-rec/s")
 	b.ReportMetric(commit.Seconds()/drain.Seconds(), "fanout/commit")
+}
+
+func TestAFanoutActorThatPanicsIsRestartedAndResumesFromTheLastAdvance(t *testing.T) {
+	var panics atomic.Int32
+	r := newFanoutRig(t, func(c *Config) {
+		c.faults = &faultHooks{fanoutRecords: func(k messages.PartitionKey) {
+			if k.Partition == 0 && panics.Add(1) == 2 {
+				panic("injected: a bug in the copy loop")
+			}
+		}}
+	})
+	child := r.addChild("audit", 20, 21, 0)
+	r.produce(0, "a", 10)
+	r.eventually("the first batch copied", func() bool { return r.childHolds(child) >= 10 })
+	r.produce(0, "b", 10) // its read's answer panics the fan-out actor
+	r.eventually("the second batch copied after the restart", func() bool { return r.childHolds(child) >= 20 })
+	if got := panics.Load(); got < 3 {
+		t.Fatalf("reads answered: got %d, want at least 3 (one panicked, the restarted actor read again)", got)
+	}
+	if got := len(r.records(child)); got != 20 {
+		t.Fatalf("child records: got %d distinct, want 20", got)
+	}
+	if got := r.metrics.fanoutPanics.Get(); got != 1 {
+		t.Fatalf("narad_fanout_actor_panics_total: got %d, want 1", got)
+	}
 }

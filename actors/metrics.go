@@ -42,6 +42,8 @@ type nodeMetrics struct {
 	// fanoutSkipped counts records retention removed before any copy
 	// (fanout.go), which the retention floor makes an operator's matter.
 	fanoutCopied, fanoutFailures, fanoutSkipped *metrics.Counter
+	// fanoutPanics counts fan-out actors that panicked and were restarted.
+	fanoutPanics *metrics.Counter
 	// Moves, on the destination.
 	movesInFlight *metrics.Gauge
 	// Freeze pacing on a move's source (rule B5).
@@ -102,6 +104,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		fanoutCopied:     metrics.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
 		fanoutFailures:   metrics.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
 		fanoutSkipped:    metrics.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
+		fanoutPanics:     metrics.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
 		movesInFlight:    metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
 		movesDone:        metrics.GetOrCreateCounter(name("narad_moves_done_total")),
 		partitionsFrozen: metrics.GetOrCreateGauge(name("narad_partitions_frozen"), nil),

@@ -211,6 +211,8 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.fanoutRead(ctx, m)
 	case fanoutAdvance:
 		p.fanoutAdvance(m)
+	case fanoutHello:
+		p.helloFanout(ctx)
 	}
 }
 

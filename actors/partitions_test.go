@@ -176,6 +176,7 @@ type supervisorRig struct {
 	system  *actor.ActorSystem
 	owned   *atomic.Int64
 	dataDir string
+	metrics *nodeMetrics
 }
 
 func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
@@ -189,6 +190,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 	d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name()), notifier: newCommitNotifier(),
 		copyRoute:  routeFanout{&router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second}},
 		fanoutLags: newFanoutLags("rig-" + t.Name())}
+	r.metrics = d.metrics
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &partitionsActor{deps: d, store: r.replica, children: map[messages.PartitionKey]*actor.PID{},
 			failed: map[messages.PartitionKey]bool{}, owned: r.owned}
