@@ -50,6 +50,9 @@ type Config struct {
 	// the source cut off just as a flip is proposed, and a long-dead
 	// source restarted just as a force-promote comes due.
 	Aim bool
+	// Fanout gives every partition one child link whose cursor moves with
+	// the partition (fanout.go); off, a run is what it was without it.
+	Fanout bool
 }
 
 // Breaks are deliberate defects, each named by the rule it breaks.
@@ -88,6 +91,12 @@ type Breaks struct {
 	// Confirm: a source whose reported freeze lapsed takes commits again
 	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
 	Confirm bool
+	// CursorAfterHWM: the listing reads the fan-out cursor after the HWM,
+	// and the destination installs it unlowered (rules K8 and K6).
+	CursorAfterHWM bool
+	// CursorAtTail: the destination anchors the fan-out cursor at the
+	// installed HWM instead of the shipped sidecar (rule K8).
+	CursorAtTail bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {
@@ -135,6 +144,9 @@ type Stats struct {
 	// the batched flip entries proposed, SharedFlips the flips proposed in
 	// an entry with another.
 	Held, FlipBatches, SharedFlips int
+	// FanoutCopies counts parent records copied to the child (with
+	// repeats); CursorsInstalled the cursor sidecars a move installed.
+	FanoutCopies, CursorsInstalled int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -550,7 +562,7 @@ func (w *world) unsettled() string {
 			return n.id + "'s replica is behind"
 		}
 	}
-	return ""
+	return w.fanoutUnsettled()
 }
 
 func (s *Stats) add(o Stats) {
@@ -573,4 +585,6 @@ func (s *Stats) add(o Stats) {
 	s.FlipBatches += o.FlipBatches
 	s.SharedFlips += o.SharedFlips
 	s.Forfeited += o.Forfeited
+	s.FanoutCopies += o.FanoutCopies
+	s.CursorsInstalled += o.CursorsInstalled
 }
