@@ -97,6 +97,9 @@ type Breaks struct {
 	// CursorAtTail: the destination anchors the fan-out cursor at the
 	// installed HWM instead of the shipped sidecar (rule K8).
 	CursorAtTail bool
+	// MissingCursorAtTail: a partition whose cursor file is missing
+	// resumes its fan-out at the HWM, not the oldest offset (rule K9).
+	MissingCursorAtTail bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {
@@ -147,6 +150,8 @@ type Stats struct {
 	// FanoutCopies counts parent records copied to the child (with
 	// repeats); CursorsInstalled the cursor sidecars a move installed.
 	FanoutCopies, CursorsInstalled int
+	// SidecarsTorn counts sidecars the destination's check refused.
+	SidecarsTorn int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -221,9 +226,12 @@ type world struct {
 	faulty bool
 	// handoffReply answers the handoff request the gate is stepping.
 	handoffReply func(any)
-	hash         uint64
-	trace        io.Writer
-	err          error
+	// childDownUntil is, per partition, when the child's partition its
+	// fan-out copies to is back (Config.Fanout).
+	childDownUntil map[int]time.Duration
+	hash           uint64
+	trace          io.Writer
+	err            error
 }
 
 // maxSteps bounds a run whatever it does: a world that never settles
@@ -234,7 +242,7 @@ const maxSteps = 5_000_000
 func Run(cfg Config) Result {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	cfg = cfg.withDefaults(rng)
-	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace,
+	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace, childDownUntil: map[int]time.Duration{},
 		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed))}
 	h := fnv.New64a()
 	w.hash = h.Sum64()
@@ -468,6 +476,8 @@ func (w *world) fault() {
 	case r < 82:
 		n.slowDiskUntil = w.now + w.between(2*time.Second, 20*time.Second)
 		w.note("slow disk", int64(n.index), int64(n.slowDiskUntil))
+	case r < 90 && w.cfg.Fanout:
+		w.childOutage()
 	default:
 		// a quiet spell
 	}
@@ -587,4 +597,5 @@ func (s *Stats) add(o Stats) {
 	s.Forfeited += o.Forfeited
 	s.FanoutCopies += o.FanoutCopies
 	s.CursorsInstalled += o.CursorsInstalled
+	s.SidecarsTorn += o.SidecarsTorn
 }

@@ -122,7 +122,11 @@ func TestBreaksAreFound(t *testing.T) {
 		{"K8_K6_CursorAfterHWM", 1, false, Breaks{CursorAfterHWM: true}, true, []string{"(rule K8)", "(rule K6)", "not fanned out"}},
 		// rule K8: the destination anchors at the tail instead of the
 		// shipped sidecar, skipping what the source had not fanned out.
-		{"K8_CursorAtTail", 40, false, Breaks{CursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
+		{"K8_CursorAtTail", 43, false, Breaks{CursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
+		// rule K9: a partition whose sidecar failed its check at install
+		// resumes at the tail, not the oldest offset, skipping what the
+		// source had not fanned out.
+		{"K9_MissingCursorAtTail", 78, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := tc.seed; seed < tc.seed+searchSeeds; seed++ {
@@ -167,10 +171,10 @@ func BenchmarkSeed(b *testing.B) {
 	}
 }
 
-// Rules K8 and K6 with every partition fanned out to a child: the
+// Rules K8, K6 and K9 with every partition fanned out to a child: the
 // cursor sidecars move with the partitions, and no committed record is
 // skipped, at any step or once settled.
-func TestFanoutSeedsHoldEveryInvariantK8K6(t *testing.T) {
+func TestFanoutSeedsHoldEveryInvariantK8K6K9(t *testing.T) {
 	n := uint64(150)
 	if testing.Short() {
 		n = 40
@@ -188,7 +192,8 @@ func TestFanoutSeedsHoldEveryInvariantK8K6(t *testing.T) {
 		got  int
 	}{
 		{"fan-out copies", tot.FanoutCopies}, {"cursor sidecars installed", tot.CursorsInstalled},
-		{"flips", tot.Flips}, {"force-promotes", tot.Promotes}, {"crashes", tot.Crashes},
+		{"torn sidecars (rule K9's path)", tot.SidecarsTorn},
+		{"flips", tot.Flips}, {"crashes", tot.Crashes},
 	} {
 		if c.got == 0 {
 			t.Errorf("%d fan-out seeds reached no %s: the faults miss that path", n, c.what)
