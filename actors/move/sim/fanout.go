@@ -14,7 +14,8 @@ import (
 // file as a sidecar, read before the HWM (rule K8); the destination keeps
 // the sidecar of its last listing with the staging copy and installs it
 // last, lowered to the installed HWM (rule K6); a partition opened with no
-// cursor file resumes from the oldest retained offset, 0 here (rule K9).
+// cursor file, or a torn one, resumes from the oldest retained offset, 0
+// here (rule K9: the marker names the link, there being one from the start).
 // The child itself is not simulated: the truth records which parent
 // records it got.
 
@@ -28,9 +29,11 @@ const (
 	// sidecars and its HWM: the window a sidecar read after the HWM can
 	// overtake (rule K8).
 	listReadMax = 30 * time.Millisecond
-	// tornSidecar is the chance, while the faults last, that an installed
-	// sidecar fails the destination's checksum: the path of rule K9.
-	tornSidecar = 0.1
+	// tornCursor is the chance that a crash with a cursor write in flight
+	// tears the file (it is overwritten in place), so that it never
+	// verifies again and the partition opens without a cursor: the path
+	// of rule K9.
+	tornCursor = 0.5
 )
 
 // openCursor is the partition actor loading its link's cursor as it opens.
@@ -99,7 +102,7 @@ func (w *world) childOutage() {
 }
 
 // writeCursor is the partition actor writing the cursor file; until it
-// lands, a crash falls back to the file's last value.
+// lands, a crash falls back to the file's last value, or tears it.
 func (pa *partActor) writeCursor() {
 	n, w := pa.n, pa.n.w
 	d := w.between(time.Millisecond, 5*time.Millisecond)
@@ -107,11 +110,28 @@ func (pa *partActor) writeCursor() {
 		d = w.between(200*time.Millisecond, 3*time.Second)
 	}
 	epoch := n.epoch
+	pa.cursorWrites++
 	w.at(d, func() {
 		if !pa.closed && n.epoch == epoch {
+			pa.cursorWrites--
 			n.cursorDisk[pa.p] = pa.cursor
 		}
 	})
+}
+
+// tearCursors is a crash catching cursor writes half done.
+func (n *node) tearCursors() {
+	w := n.w
+	if !w.cfg.Fanout {
+		return
+	}
+	for _, p := range sortedKeys(n.parts) {
+		if n.parts[p].cursorWrites > 0 && w.chance(tornCursor) {
+			delete(n.cursorDisk, p)
+			w.stats.CursorsTorn++
+			w.note("cursor torn", int64(n.index), int64(p))
+		}
+	}
 }
 
 // listCursor reads the cursor sidecar and the HWM of a listing, the
@@ -147,12 +167,6 @@ func (n *node) installCursor(p int, hwm int64) {
 	}
 	c, ok := n.stagingCursor[p]
 	delete(n.stagingCursor, p)
-	if ok && w.faulty && w.chance(tornSidecar) {
-		// The destination's own check of the sidecar fails (rule K8): the
-		// cursor is not installed, and the partition opens without one.
-		ok = false
-		w.stats.SidecarsTorn++
-	}
 	switch {
 	case w.cfg.Breaks.CursorAtTail:
 		c, ok = hwm, true

@@ -166,6 +166,7 @@ func (n *node) crash() {
 	w := n.w
 	w.stats.Crashes++
 	w.note("crash", int64(n.index))
+	n.tearCursors()
 	for _, p := range sortedKeys(n.parts) {
 		n.closePart(p, "crash")
 	}
@@ -266,6 +267,8 @@ type partActor struct {
 	// of its file until the write lands; fanBusy: a copy is in flight.
 	cursor  int64
 	fanBusy bool
+	// cursorWrites counts cursor file writes in flight.
+	cursorWrites int
 }
 
 // commit is one dispatcher commit: records, and the answer.

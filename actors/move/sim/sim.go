@@ -97,8 +97,8 @@ type Breaks struct {
 	// CursorAtTail: the destination anchors the fan-out cursor at the
 	// installed HWM instead of the shipped sidecar (rule K8).
 	CursorAtTail bool
-	// MissingCursorAtTail: a partition whose cursor file is missing
-	// resumes its fan-out at the HWM, not the oldest offset (rule K9).
+	// MissingCursorAtTail: a partition whose cursor file is missing or
+	// torn resumes its fan-out at the HWM, not the oldest offset (rule K9).
 	MissingCursorAtTail bool
 }
 
@@ -150,8 +150,8 @@ type Stats struct {
 	// FanoutCopies counts parent records copied to the child (with
 	// repeats); CursorsInstalled the cursor sidecars a move installed.
 	FanoutCopies, CursorsInstalled int
-	// SidecarsTorn counts sidecars the destination's check refused.
-	SidecarsTorn int
+	// CursorsTorn counts cursor files a crash tore.
+	CursorsTorn int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -597,5 +597,5 @@ func (s *Stats) add(o Stats) {
 	s.Forfeited += o.Forfeited
 	s.FanoutCopies += o.FanoutCopies
 	s.CursorsInstalled += o.CursorsInstalled
-	s.SidecarsTorn += o.SidecarsTorn
+	s.CursorsTorn += o.CursorsTorn
 }

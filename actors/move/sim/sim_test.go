@@ -123,10 +123,10 @@ func TestBreaksAreFound(t *testing.T) {
 		// rule K8: the destination anchors at the tail instead of the
 		// shipped sidecar, skipping what the source had not fanned out.
 		{"K8_CursorAtTail", 43, false, Breaks{CursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
-		// rule K9: a partition whose sidecar failed its check at install
-		// resumes at the tail, not the oldest offset, skipping what the
-		// source had not fanned out.
-		{"K9_MissingCursorAtTail", 78, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
+		// rule K9: a partition whose cursor file a crash tore resumes at
+		// the tail, not the oldest offset, skipping what it had not
+		// fanned out.
+		{"K9_MissingCursorAtTail", 560, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := tc.seed; seed < tc.seed+searchSeeds; seed++ {
@@ -192,7 +192,7 @@ func TestFanoutSeedsHoldEveryInvariantK8K6K9(t *testing.T) {
 		got  int
 	}{
 		{"fan-out copies", tot.FanoutCopies}, {"cursor sidecars installed", tot.CursorsInstalled},
-		{"torn sidecars (rule K9's path)", tot.SidecarsTorn},
+		{"torn cursor files (rule K9's path)", tot.CursorsTorn},
 		{"flips", tot.Flips}, {"crashes", tot.Crashes},
 	} {
 		if c.got == 0 {
