@@ -200,4 +200,7 @@ func TestFanoutSeedsHoldEveryInvariantK8K6K9(t *testing.T) {
 		}
 	}
 	t.Logf("%d fan-out seeds: %+v", n, tot)
+	if a, b := Run(Config{Seed: 7, Fanout: true}), Run(Config{Seed: 7, Fanout: true}); a.Hash != b.Hash {
+		t.Errorf("seed 7 with fan-out: got trace hashes %016x and %016x, want one run", a.Hash, b.Hash)
+	}
 }
