@@ -53,6 +53,8 @@ type truth struct {
 	// reportedTo is the highest HWM a source reported to a destination's
 	// listings and prepares, per partition, since its move was planned.
 	reportedTo map[int]map[string]int64
+	// copied are the records the fan-out copied to the child (Config.Fanout).
+	copied map[int64]bool
 }
 
 func (t *truth) init() {
@@ -62,6 +64,7 @@ func (t *truth) init() {
 	t.forfeitedIDs = map[int64]bool{}
 	t.promotedAway = map[int]string{}
 	t.reportedTo = map[int]map[string]int64{}
+	t.copied = map[int64]bool{}
 }
 
 func (t *truth) accept(p int) int64 {
@@ -301,4 +304,5 @@ func (w *world) checkFinal() {
 			return
 		}
 	}
+	w.checkFanoutFinal()
 }

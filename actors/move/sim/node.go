@@ -76,11 +76,16 @@ type node struct {
 	// installForce: the copy at the partition's path was installed by a
 	// force-promote (its marker says so).
 	installForce map[int]bool
+	// cursorDisk is each partition's fan-out cursor file as written;
+	// stagingCursor the sidecar of a move's last listing, kept with the
+	// staging copy until it is installed (Config.Fanout).
+	cursorDisk, stagingCursor map[int]int64
 }
 
 func newNode(w *world, id string) *node {
 	return &node{w: w, id: id, index: len(w.nodes) + 1, replica: metastore.NewAssignMachine(), members: members{},
-		disk: map[int]*plog{}, staging: map[int]*plog{}, wal: map[int][]rec{}, installForce: map[int]bool{}}
+		disk: map[int]*plog{}, staging: map[int]*plog{}, wal: map[int][]rec{}, installForce: map[int]bool{},
+		cursorDisk: map[int]int64{}, stagingCursor: map[int]int64{}}
 }
 
 // boot starts the node: like Node.Start, it waits until its replica has
@@ -161,6 +166,7 @@ func (n *node) crash() {
 	w := n.w
 	w.stats.Crashes++
 	w.note("crash", int64(n.index))
+	n.tearCursors()
 	for _, p := range sortedKeys(n.parts) {
 		n.closePart(p, "crash")
 	}
@@ -257,6 +263,12 @@ type partActor struct {
 	leases map[int]bool
 	nextID int
 	closed bool
+	// cursor is the link's fan-out cursor (the next offset to copy), ahead
+	// of its file until the write lands; fanBusy: a copy is in flight.
+	cursor  int64
+	fanBusy bool
+	// cursorWrites counts cursor file writes in flight.
+	cursorWrites int
 }
 
 // commit is one dispatcher commit: records, and the answer.
@@ -291,6 +303,7 @@ func (n *node) openPart(p int) {
 		n.nonce++
 		pa.step(freeze.Reopen{HWM: l.hwm(), Nonce: n.nonce})
 	}
+	pa.openCursor()
 }
 
 // handOver closes a partition whose ownership moved away. Records past the
@@ -475,6 +488,7 @@ func (pa *partActor) synced() {
 	}
 	pa.step(freeze.Settled{Partition: pa.pipeline()})
 	pa.kick()
+	pa.fanout()
 }
 
 // dispatch hands each partition's WAL records to the owner the replica
@@ -538,6 +552,9 @@ type (
 	listing struct {
 		ok  bool
 		hwm int64
+		// cursor is the fan-out cursor sidecar, when the source has one.
+		cursor    int64
+		hasCursor bool
 	}
 	chunk struct {
 		ok   bool
@@ -556,6 +573,10 @@ func (n *node) serveList(p int, reply func(any)) {
 	pa := n.parts[p]
 	if pa == nil {
 		reply(listing{})
+		return
+	}
+	if n.w.cfg.Fanout {
+		n.listCursor(pa, reply)
 		return
 	}
 	reply(listing{ok: true, hwm: pa.log.hwm()})

@@ -50,6 +50,9 @@ type Config struct {
 	// the source cut off just as a flip is proposed, and a long-dead
 	// source restarted just as a force-promote comes due.
 	Aim bool
+	// Fanout gives every partition one child link whose cursor moves with
+	// the partition (fanout.go); off, a run is what it was without it.
+	Fanout bool
 }
 
 // Breaks are deliberate defects, each named by the rule it breaks.
@@ -88,6 +91,15 @@ type Breaks struct {
 	// Confirm: a source whose reported freeze lapsed takes commits again
 	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
 	Confirm bool
+	// CursorAfterHWM: the listing reads the fan-out cursor after the HWM,
+	// and the destination installs it unlowered (rules K8 and K6).
+	CursorAfterHWM bool
+	// CursorAtTail: the destination anchors the fan-out cursor at the
+	// installed HWM instead of the shipped sidecar (rule K8).
+	CursorAtTail bool
+	// MissingCursorAtTail: a partition whose cursor file is missing or
+	// torn resumes its fan-out at the HWM, not the oldest offset (rule K9).
+	MissingCursorAtTail bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {
@@ -135,6 +147,11 @@ type Stats struct {
 	// the batched flip entries proposed, SharedFlips the flips proposed in
 	// an entry with another.
 	Held, FlipBatches, SharedFlips int
+	// FanoutCopies counts parent records copied to the child (with
+	// repeats); CursorsInstalled the cursor sidecars a move installed.
+	FanoutCopies, CursorsInstalled int
+	// CursorsTorn counts cursor files a crash tore.
+	CursorsTorn int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -209,9 +226,12 @@ type world struct {
 	faulty bool
 	// handoffReply answers the handoff request the gate is stepping.
 	handoffReply func(any)
-	hash         uint64
-	trace        io.Writer
-	err          error
+	// childDownUntil is, per partition, when the child's partition its
+	// fan-out copies to is back (Config.Fanout).
+	childDownUntil map[int]time.Duration
+	hash           uint64
+	trace          io.Writer
+	err            error
 }
 
 // maxSteps bounds a run whatever it does: a world that never settles
@@ -222,7 +242,7 @@ const maxSteps = 5_000_000
 func Run(cfg Config) Result {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	cfg = cfg.withDefaults(rng)
-	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace,
+	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace, childDownUntil: map[int]time.Duration{},
 		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed))}
 	h := fnv.New64a()
 	w.hash = h.Sum64()
@@ -456,6 +476,8 @@ func (w *world) fault() {
 	case r < 82:
 		n.slowDiskUntil = w.now + w.between(2*time.Second, 20*time.Second)
 		w.note("slow disk", int64(n.index), int64(n.slowDiskUntil))
+	case r < 90 && w.cfg.Fanout:
+		w.childOutage()
 	default:
 		// a quiet spell
 	}
@@ -550,7 +572,7 @@ func (w *world) unsettled() string {
 			return n.id + "'s replica is behind"
 		}
 	}
-	return ""
+	return w.fanoutUnsettled()
 }
 
 func (s *Stats) add(o Stats) {
@@ -573,4 +595,7 @@ func (s *Stats) add(o Stats) {
 	s.FlipBatches += o.FlipBatches
 	s.SharedFlips += o.SharedFlips
 	s.Forfeited += o.Forfeited
+	s.FanoutCopies += o.FanoutCopies
+	s.CursorsInstalled += o.CursorsInstalled
+	s.CursorsTorn += o.CursorsTorn
 }

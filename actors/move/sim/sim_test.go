@@ -77,54 +77,67 @@ func TestBreaksAreFound(t *testing.T) {
 		seed   uint64
 		aim    bool
 		breaks Breaks
+		// fanout runs the worlds with a child link (Config.Fanout).
+		fanout bool
 		// kinds are the violations the defect shows as: one must be found.
 		kinds []string
 	}{
 		// The F3 fix reverted: a batch in flight through the freeze
 		// becomes visible after the report, and the flip is at an HWM the
 		// source has already passed.
-		{"F3", 87, false, Breaks{F3: true}, []string{"'s hwm is", "lost on handover", "two committers"}},
+		{"F3", 87, false, Breaks{F3: true}, false, []string{"'s hwm is", "lost on handover", "two committers"}},
 		// The P4 fix reverted: a listing whose chunk reads failed does not
 		// count, and the promote is below an HWM the source reported.
-		{"P4", 270, false, Breaks{P4: true}, []string{"(rule P4)"}},
+		{"P4", 270, false, Breaks{P4: true}, false, []string{"(rule P4)"}},
 		// rule T1: a dead destination's target cleared at once.
-		{"T1", 1, false, Breaks{T1: true}, []string{"(rule T1)"}},
+		{"T1", 1, false, Breaks{T1: true}, false, []string{"(rule T1)"}},
 		// rule F2: reported with leases out before the drain deadline.
-		{"F2", 3, false, Breaks{F2: true}, []string{"(rule F2)"}},
+		{"F2", 3, false, Breaks{F2: true}, false, []string{"(rule F2)"}},
 		// rule F7 on the worker: the re-arm timer never armed.
-		{"F7", 5, false, Breaks{F7: true}, []string{"rule F7"}},
+		{"F7", 5, false, Breaks{F7: true}, false, []string{"rule F7"}},
 		// Found by the simulator, fixed since (rule P2): a destination cut
 		// off with a stale replica promoted a source that had been back in
 		// between, on its own clock and its replica's old verdict.
-		{"P2", 5614, false, Breaks{P2: true}, []string{"(rule P2)"}},
+		{"P2", 5614, false, Breaks{P2: true}, false, []string{"(rule P2)"}},
 		// Found by the simulator, fixed since: a flip proposal delayed
 		// past an abort and a re-plan to the same target committed for
 		// the new move after the old worker released the freeze.
-		{"ABA", 120, true, Breaks{ABA: true}, []string{"freeze does not hold"}},
+		{"ABA", 120, true, Breaks{ABA: true}, false, []string{"freeze does not hold"}},
 		// Found by the simulator, fixed since: a source cut off right
 		// after the fence took commits once its freeze lapsed, past the
 		// HWM of a flip its replica had not applied.
-		{"Confirm", 1580, true, Breaks{Confirm: true}, []string{"two committers", "lost on handover"}},
+		{"Confirm", 1580, true, Breaks{Confirm: true}, false, []string{"two committers", "lost on handover"}},
 		// Found by the simulator, fixed since: the source crashed after
 		// the fence and was back a moment later, its freeze gone, as the
 		// flip committed (freeze.Reopen).
-		{"Reopen", 3, true, Breaks{Reopen: true}, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		{"Reopen", 3, true, Breaks{Reopen: true}, false, []string{"freeze does not hold", "two committers", "lost on handover"}},
 		// Found by the simulator, fixed since: the prepare of a move
 		// aborted while its destination was cut off took over the freeze
 		// of the move that had fenced and proposed its flip, then
 		// released it, and the flip committed unfrozen (freeze.State.Holder).
-		{"Holder", 13860, false, Breaks{Holder: true}, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		{"Holder", 13860, false, Breaks{Holder: true}, false, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		// rules K8 and K6: the listing reads the fan-out cursor after the
+		// HWM and the destination installs it unlowered, so the cursor
+		// can name offsets the copy does not hold.
+		{"K8_K6_CursorAfterHWM", 1, false, Breaks{CursorAfterHWM: true}, true, []string{"(rule K8)", "(rule K6)", "not fanned out"}},
+		// rule K8: the destination anchors at the tail instead of the
+		// shipped sidecar, skipping what the source had not fanned out.
+		{"K8_CursorAtTail", 43, false, Breaks{CursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
+		// rule K9: a partition whose cursor file a crash tore resumes at
+		// the tail, not the oldest offset, skipping what it had not
+		// fanned out.
+		{"K9_MissingCursorAtTail", 560, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := tc.seed; seed < tc.seed+searchSeeds; seed++ {
-				r := Run(Config{Seed: seed, Aim: tc.aim, Breaks: tc.breaks})
+				r := Run(Config{Seed: seed, Aim: tc.aim, Breaks: tc.breaks, Fanout: tc.fanout})
 				if r.Err == nil {
 					continue
 				}
 				if !slices.ContainsFunc(tc.kinds, func(k string) bool { return strings.Contains(r.Err.Error(), k) }) {
 					t.Fatalf("seed %d with break %s: got %v, want a violation containing one of %q", seed, tc.name, r.Err, tc.kinds)
 				}
-				if r := Run(Config{Seed: seed, Aim: tc.aim}); r.Err != nil {
+				if r := Run(Config{Seed: seed, Aim: tc.aim, Fanout: tc.fanout}); r.Err != nil {
 					t.Fatalf("seed %d without the break: %v", seed, r.Err)
 				}
 				if seed != tc.seed {
@@ -155,5 +168,39 @@ func BenchmarkSeed(b *testing.B) {
 		if r := Run(Config{Seed: uint64(i + 1)}); r.Err != nil {
 			b.Fatal(r.Err)
 		}
+	}
+}
+
+// Rules K8, K6 and K9 with every partition fanned out to a child: the
+// cursor sidecars move with the partitions, and no committed record is
+// skipped, at any step or once settled.
+func TestFanoutSeedsHoldEveryInvariantK8K6K9(t *testing.T) {
+	n := uint64(150)
+	if testing.Short() {
+		n = 40
+	}
+	var tot Stats
+	for seed := uint64(1); seed <= n; seed++ {
+		r := Run(Config{Seed: seed, Fanout: true})
+		if r.Err != nil {
+			t.Fatalf("%v\nreplay: sim.Run(sim.Config{Seed: %d, Fanout: true, Trace: os.Stdout})", r.Err, seed)
+		}
+		tot.add(r.Stats)
+	}
+	for _, c := range []struct {
+		what string
+		got  int
+	}{
+		{"fan-out copies", tot.FanoutCopies}, {"cursor sidecars installed", tot.CursorsInstalled},
+		{"torn cursor files (rule K9's path)", tot.CursorsTorn},
+		{"flips", tot.Flips}, {"crashes", tot.Crashes},
+	} {
+		if c.got == 0 {
+			t.Errorf("%d fan-out seeds reached no %s: the faults miss that path", n, c.what)
+		}
+	}
+	t.Logf("%d fan-out seeds: %+v", n, tot)
+	if a, b := Run(Config{Seed: 7, Fanout: true}), Run(Config{Seed: 7, Fanout: true}); a.Hash != b.Hash {
+		t.Errorf("seed 7 with fan-out: got trace hashes %016x and %016x, want one run", a.Hash, b.Hash)
 	}
 }

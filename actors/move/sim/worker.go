@@ -97,6 +97,7 @@ func (wk *worker) stop() {
 	}
 	if !wk.state.Installed && wk.state.Phase != move.Done && move.Gone(found, a.Owner, a.Target, n.id) {
 		n.staging[wk.p] = &plog{}
+		delete(n.stagingCursor, wk.p)
 	}
 	n.w.notef("worker stop", []int64{int64(n.index), int64(wk.p)}, "%s stops the move of partition %d in %s", n.id, wk.p, wk.state.Phase)
 }
@@ -261,6 +262,7 @@ func (wk *worker) effect(f any) {
 		})
 	case move.DiscardCopy, move.RemoveStaging:
 		n.staging[wk.p] = &plog{}
+		delete(n.stagingCursor, wk.p)
 	case move.Install:
 		epoch := n.epoch
 		w.at(w.between(time.Millisecond, 20*time.Millisecond), func() {
@@ -279,6 +281,7 @@ func (wk *worker) effect(f any) {
 			w.checkInstall(wk, s, e.HWM, e.Force)
 			n.disk[wk.p] = &plog{recs: slices.Clone(s.recs[:e.HWM])}
 			n.staging[wk.p] = &plog{}
+			n.installCursor(wk.p, e.HWM)
 			wk.step(move.Installed{})
 		})
 	case move.ProposeFlip:
@@ -317,6 +320,10 @@ func (wk *worker) effect(f any) {
 		if d := n.disk[wk.p]; d != nil {
 			n.staging[wk.p] = d
 			delete(n.disk, wk.p)
+			if c, ok := n.cursorDisk[wk.p]; ok {
+				n.stagingCursor[wk.p] = c
+				delete(n.cursorDisk, wk.p)
+			}
 		}
 	case move.ScheduleRetry:
 		wk.after(e.After, move.Retry{})
@@ -359,6 +366,12 @@ func (wk *worker) pass() {
 			return
 		}
 		w.truth.reported(wk.p, n.id, ls.hwm)
+		w.checkListing(wk.p, ls)
+		if ls.hasCursor {
+			n.stagingCursor[wk.p] = ls.cursor
+		} else {
+			delete(n.stagingCursor, wk.p)
+		}
 		s := n.stagingOf(wk.p)
 		if s.hwm() > ls.hwm {
 			s.recs = s.recs[:ls.hwm] // reconcile: nothing past the listing
