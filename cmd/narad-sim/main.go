@@ -24,7 +24,8 @@ func main() {
 	workers := flag.Int("workers", 2, "seeds run in parallel")
 	trace := flag.Bool("trace", false, "print the trace of -seed")
 	aim := flag.Bool("aim", false, "add the faults aimed at the protocol's narrowest windows (sim.Config.Aim)")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder (see sim.Breaks)")
+	fanout := flag.Bool("fanout", false, "model a fan-out link per partition and its cursor sidecars (sim.Config.Fanout)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, CursorAfterHWM, CursorAtTail, MissingCursorAtTail (see sim.Breaks; the cursor ones need -fanout)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -35,10 +36,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-workers must be at least 1")
 		os.Exit(2)
 	}
+	base := sim.Config{Breaks: b, Aim: *aim, Fanout: *fanout}
 	if *seed != 0 {
-		os.Exit(one(*seed, b, *aim, *trace))
+		os.Exit(one(*seed, base, *trace))
 	}
-	os.Exit(many(*from, *seeds, *workers, b, *aim, *breaks))
+	os.Exit(many(*from, *seeds, *workers, base, replayFlags(*aim, *fanout, *breaks)))
 }
 
 func parseBreaks(s string) (sim.Breaks, error) {
@@ -65,15 +67,22 @@ func parseBreaks(s string) (sim.Breaks, error) {
 			b.Confirm = true
 		case "HOLDER":
 			b.Holder = true
+		case "CURSORAFTERHWM":
+			b.CursorAfterHWM = true
+		case "CURSORATTAIL":
+			b.CursorAtTail = true
+		case "MISSINGCURSORATTAIL":
+			b.MissingCursorAtTail = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm or Holder", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, CursorAfterHWM, CursorAtTail or MissingCursorAtTail", name)
 		}
 	}
 	return b, nil
 }
 
-func one(seed uint64, b sim.Breaks, aim, trace bool) int {
-	cfg := sim.Config{Seed: seed, Breaks: b, Aim: aim}
+func one(seed uint64, base sim.Config, trace bool) int {
+	cfg := base
+	cfg.Seed = seed
 	if trace {
 		cfg.Trace = os.Stdout
 	}
@@ -86,7 +95,7 @@ func one(seed uint64, b sim.Breaks, aim, trace bool) int {
 	return 0
 }
 
-func many(from, n uint64, workers int, b sim.Breaks, aim bool, breaks string) int {
+func many(from, n uint64, workers int, base sim.Config, replay string) int {
 	start := time.Now()
 	var next, done, failed atomic.Uint64
 	next.Store(from)
@@ -100,14 +109,16 @@ func many(from, n uint64, workers int, b sim.Breaks, aim bool, breaks string) in
 				if s >= from+n {
 					return
 				}
-				r := sim.Run(sim.Config{Seed: s, Breaks: b, Aim: aim})
+				cfg := base
+				cfg.Seed = s
+				r := sim.Run(cfg)
 				done.Add(1)
 				if r.Err != nil {
 					failed.Add(1)
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = r.Err
-						fmt.Printf("FAIL: %v\nreplay: go run ./cmd/narad-sim -seed %d -trace%s%s\n", r.Err, s, aimFlag(aim), breakFlag(breaks))
+						fmt.Printf("FAIL: %v\nreplay: go run ./cmd/narad-sim -seed %d -trace%s\n", r.Err, s, replay)
 					}
 					mu.Unlock()
 				}
@@ -123,16 +134,17 @@ func many(from, n uint64, workers int, b sim.Breaks, aim bool, breaks string) in
 	return 0
 }
 
-func aimFlag(aim bool) string {
+// replayFlags are the flags a failing seed's replay line repeats.
+func replayFlags(aim, fanout bool, breaks string) string {
+	var out string
 	if aim {
-		return " -aim"
+		out += " -aim"
 	}
-	return ""
-}
-
-func breakFlag(b string) string {
-	if b == "" {
-		return ""
+	if fanout {
+		out += " -fanout"
 	}
-	return " -break " + b
+	if breaks != "" {
+		out += " -break " + breaks
+	}
+	return out
 }
