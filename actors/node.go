@@ -133,7 +133,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
-	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled,
+	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
 	n.server = httpServer(cfg, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()

@@ -41,6 +41,8 @@ type Options struct {
 	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
 	// remembered (at least 1).
 	MaxAuthFailureUsers int
+	// NodeID labels the node's HTTP request counters; "" counts nothing.
+	NodeID string
 }
 
 // handlers serve the routes of one node.
@@ -52,6 +54,9 @@ type handlers struct {
 // gives the contract's 404 and 405 (with Allow) for unknown paths and
 // methods.
 func Handler(node Node, opts Options) http.Handler {
+	// HELP and TYPE lines on /metrics: process-wide, and the same for
+	// every node of a process.
+	metrics.ExposeMetadata(true)
 	h := &handlers{node: node}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
@@ -90,7 +95,7 @@ func Handler(node Node, opts Options) http.Handler {
 		// Auth runs before the mux, so an unknown path answers 401 (§1).
 		routes = authenticate(node, newAttempts(now, max(opts.MaxAuthFailureUsers, 1)), mux)
 	}
-	return recoverPanics(opts, untilReady(node, routes))
+	return countRequests(opts.NodeID, mux, recoverPanics(opts, untilReady(node, routes)))
 }
 
 // untilReady answers the client API 503 until node is ready: HTTP serves
@@ -170,18 +175,25 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 // writeMetrics serves the default metrics set. It also holds dragonboat's
 // raft transport series; the contract names every series narad_, so those
 // get the prefix rather than being dropped.
+// With the HELP and TYPE lines (ExposeMetadata) and the process and Go
+// runtime series; a HELP line gets its text from metricHelp.
 func writeMetrics(w http.ResponseWriter, _ *http.Request) {
 	var buf bytes.Buffer
-	metrics.WritePrometheus(&buf, false)
+	metrics.WritePrometheus(&buf, true)
 	var out bytes.Buffer
 	for line := range bytes.Lines(buf.Bytes()) {
 		rest := line
-		if bytes.HasPrefix(line, []byte("# HELP ")) || bytes.HasPrefix(line, []byte("# TYPE ")) {
+		help := bytes.HasPrefix(line, []byte("# HELP "))
+		if help || bytes.HasPrefix(line, []byte("# TYPE ")) {
 			out.Write(line[:7])
 			rest = line[7:]
 		}
 		if rest[0] != '#' && !bytes.HasPrefix(rest, []byte("narad_")) {
 			out.WriteString("narad_")
+		}
+		if name := string(bytes.TrimSpace(rest)); help && metricHelp[name] != "" {
+			out.WriteString(name + " " + metricHelp[name] + "\n")
+			continue
 		}
 		out.Write(rest)
 	}

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// The code's own series, as literals in its sources; narad_nats_ alone is
+// the transport's prefix, completed at run time.
+var metricName = regexp.MustCompile(`narad_[a-z0-9_]+`)
+
+func TestEveryMetricTheCodeExportsHasHelp(t *testing.T) {
+	seen := map[string]bool{}
+	for _, root := range []string{"../../actors", "../../cluster", "../../storage"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+				strings.HasSuffix(path, "metrichelp.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range metricName.FindAllString(string(b), -1) {
+				if m != "narad_nats_" {
+					seen[m] = true
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) < 40 {
+		t.Fatalf("found %d metric names in the sources, want the node's 60 or so: is the scan looking in the right place?", len(seen))
+	}
+	for name := range seen {
+		if metricHelp[name] == "" {
+			t.Errorf("%s is exported but has no HELP text in metricHelp", name)
+		}
+	}
+}
+
+func TestMetricsCarryHelpTypeAndTheRuntimeSeries(t *testing.T) {
+	metrics.GetOrCreateCounter(`narad_ack_total{node="help-test"}`).Inc()
+	code, body := serve(t, readyNode(), "GET", "/metrics", "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: got %d, want 200", code)
+	}
+	for _, want := range []string{
+		"# HELP narad_ack_total Leases acked.\n",
+		"# TYPE narad_ack_total counter\n",
+		"\nnarad_go_goroutines ",                 // Go runtime
+		"\nnarad_process_resident_memory_bytes ", // process
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for line := range strings.Lines(body) {
+		if !strings.HasPrefix(line, "narad_") && !strings.HasPrefix(line, "# HELP narad_") && !strings.HasPrefix(line, "# TYPE narad_") {
+			t.Fatalf("a line outside the narad_ names: %q", line)
+		}
+	}
+}
+
+func TestRequestsAreCountedByRouteAndStatus(t *testing.T) {
+	h := Handler(readyNode(), Options{NodeID: "count-test"})
+	for _, target := range []string{"/healthz", "/healthz", "/v1/topics/orders-7/children", "/nowhere"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
+	}
+	for series, want := range map[string]uint64{
+		`narad_http_requests_total{node="count-test",route="GET /healthz",status="200"}`:                    2,
+		`narad_http_requests_total{node="count-test",route="GET /v1/topics/{topic}/children",status="200"}`: 1,
+		`narad_http_requests_total{node="count-test",route="unmatched",status="404"}`:                       1,
+	} {
+		if got := metrics.GetOrCreateCounter(series).Get(); got != want {
+			t.Errorf("%s: got %d, want %d", series, got, want)
+		}
+	}
+}

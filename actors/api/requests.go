@@ -1,0 +1,60 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// countRequests counts every request by its route (the mux pattern it
+// matched, so a path's topic name never becomes a label: the series are
+// bounded by the routes times the statuses) and the status answered, in
+// narad_http_requests_total{node,route,status}. A path no route matches
+// counts as route "unmatched".
+func countRequests(node string, mux *http.ServeMux, next http.Handler) http.Handler {
+	if node == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, route := mux.Handler(r)
+		if route == "" {
+			route = "unmatched"
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			metrics.GetOrCreateCounter(fmt.Sprintf(`narad_http_requests_total{node=%q,route=%q,status="%s"}`,
+				node, route, strconv.Itoa(status))).Inc()
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// statusWriter remembers the status a handler answered. Unwrap lets
+// http.ResponseController reach the connection beneath (deadlines,
+// flushes) as before.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
