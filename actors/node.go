@@ -273,6 +273,7 @@ func (n *Node) startActors() error {
 	n.installs = newInstallBatcher(n.deps)
 	n.copyRoute = routeFanout{n.route}
 	n.fanoutLags = newFanoutLags(n.cfg.NodeID)
+	n.figures = newTopicFigures(n.cfg.NodeID)
 	sys := n.system
 	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps

@@ -50,6 +50,8 @@ type deps struct {
 	copyRoute fanoutRoute
 	// fanoutLags sums each fan-out link's lag into its gauge.
 	fanoutLags *fanoutLags
+	// figures sums each topic's backlog and leases into its gauges.
+	figures *topicFigures
 }
 
 // flushConsumerState is a partition's own timer message: write the
@@ -146,6 +148,8 @@ type partitionActor struct {
 	cursors map[string]storage.Cursor
 	fanout  *actor.PID
 	swept   bool
+	// mine are this partition's figures in the topic's gauges.
+	mine *partitionFigures
 }
 
 // handedOver tells a partition actor, right before the supervisor stops
@@ -177,11 +181,13 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *messages.Reserve:
 		ctx.Respond(p.reserve(ctx, m))
 		p.scheduleFlush(ctx)
+		p.noteFigures()
 	case *messages.ReadAt:
 		ctx.Respond(p.readAt(m))
 	case *messages.Lease:
 		ctx.Respond(p.lease(m))
 		p.scheduleFlush(ctx)
+		p.noteFigures()
 	case *messages.GetStats:
 		ctx.Respond(p.stats())
 	case *messages.ListPartition:
@@ -266,6 +272,8 @@ func (p *partitionActor) start() {
 	p.committer = committer
 	p.marker = readOpenedMarker(p.dir, p.deps.log)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
+	p.mine = p.figures.open(p.key)
+	p.noteFigures()
 	p.maxServed = -1
 	// A freeze token must not repeat across restarts: the wall clock, never
 	// a test's fake one, which may read the same at each start.
@@ -337,6 +345,7 @@ func (p *partitionActor) close(ctx actor.Context) {
 		p.deps.log.Error("flush consumer state", "partition", p.name, "err", err)
 	}
 	hwm := p.log.HWM()
+	p.figures.close(p.key)
 	if err := p.log.Close(); err != nil {
 		p.deps.log.Error("close partition log", "partition", p.name, "err", err)
 	}
@@ -501,7 +510,18 @@ func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) 
 	if err == nil {
 		p.notifier.notify(p.key)
 		p.wakeFanout(ctx)
+		p.noteFigures()
 	}
+}
+
+// noteFigures stores the partition's backlog and leases for the topic's
+// gauges: two atomic stores, after every commit and lease change.
+func (p *partitionActor) noteFigures() {
+	if p.mine == nil || p.log == nil {
+		return
+	}
+	p.mine.backlog.Store(p.table.unacked(p.log.HWM()))
+	p.mine.leases.Store(int64(p.table.inFlight()))
 }
 
 // failCommits answers every commit not yet visible: the log truncated their

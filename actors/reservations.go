@@ -352,6 +352,11 @@ func (t *reservationTable) inFlight() int {
 	return len(t.leases)
 }
 
+// unacked is how many records below hwm no consumer has acked yet.
+func (t *reservationTable) unacked(hwm int64) int64 {
+	return max(hwm-(t.frontier+1)-int64(len(t.ackedAhead)), 0)
+}
+
 // clamp fits the table to a log whose high watermark is hwm, after a move or
 // a recovery that lost the tail: nothing at or past hwm may count as acked,
 // leased or pending, or records later appended at those offsets would be

@@ -26,6 +26,8 @@ var metricHelp = map[string]string{
 	"narad_redeliveries_total":            "Records delivered again after a lease expired, a nack or a restart.",
 	"narad_corrupt_records_skipped_total": "Records skipped because their frame failed its checksum.",
 	"narad_commit_notices_lost_total":     "Commit notices to peers that could not be sent (a long poll then waits for its next full scan).",
+	"narad_topic_backlog_records":         "Records of the topic's partitions on this node that no consumer has acked yet (leased or not).",
+	"narad_topic_leases":                  "Leases out on the topic's partitions on this node.",
 	// Fan-out.
 	"narad_fanout_copied_records_total":            "Parent records committed to a fan-out child by this node.",
 	"narad_fanout_copy_failures_total":             "Fan-out copies or reads that failed and backed off.",

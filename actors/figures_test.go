@@ -1,0 +1,42 @@
+package actors
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
+	tn := newTestNode(t, func(c *Config) { c.NodeID = "figures" })
+	tn.createTopic("orders", 3)
+	for _, key := range []string{"a", "b", "c", "d", "e"} {
+		tn.must(http.StatusAccepted, "POST", "/v1/topics/orders/produce?key="+key, []byte("x"))
+	}
+	backlog := func() float64 {
+		return metrics.GetOrCreateGauge(`narad_topic_backlog_records{node="figures",topic="orders"}`, nil).Get()
+	}
+	leases := func() float64 {
+		return metrics.GetOrCreateGauge(`narad_topic_leases{node="figures",topic="orders"}`, nil).Get()
+	}
+	waitFor(t, func() bool { return backlog() == 5 })
+	first := tn.consume("orders", "wait=2s")
+	tn.consume("orders", "wait=2s")
+	if got := leases(); got != 2 {
+		t.Fatalf("leases out after two consumes: got %v, want 2", got)
+	}
+	tn.must(http.StatusNoContent, "POST", "/v1/topics/orders/ack?receipt_handle="+url.QueryEscape(first.ReceiptHandle), nil)
+	if got, want := [2]float64{backlog(), leases()}, [2]float64{4, 1}; got != want {
+		t.Fatalf("backlog and leases after one ack: got %v, want %v", got, want)
+	}
+	// A deleted topic leaves no series behind.
+	tn.must(http.StatusNoContent, "DELETE", "/v1/topics/orders", nil)
+	waitFor(t, func() bool {
+		var buf bytes.Buffer
+		metrics.WritePrometheus(&buf, false)
+		return !strings.Contains(buf.String(), `narad_topic_backlog_records{node="figures",topic="orders"}`)
+	})
+}
