@@ -10,7 +10,7 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// topicFigures are the per-topic figures an operator watches, summed over
+// topicFigures are the figures an operator watches per topic, summed over
 // the topic's partitions on this node at scrape time:
 // narad_topic_backlog_records{node,topic} (records not yet acked, leased
 // or not) and narad_topic_leases{node,topic} (leases out). Per topic, not
@@ -25,11 +25,25 @@ type topicFigures struct {
 
 // partitionFigures are one partition's figures, written by its actor only.
 type partitionFigures struct {
-	backlog, leases atomic.Int64
+	backlog, leases, bytes atomic.Int64
 }
 
+// newTopicFigures makes the node's book, with the node-wide gauge of the
+// bytes its partition logs hold on disk (narad_partitions_disk_bytes).
 func newTopicFigures(node string) *topicFigures {
-	return &topicFigures{node: node, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
+	f := &topicFigures{node: node, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
+	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_partitions_disk_bytes{node=%q}`, node), func() float64 {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var n int64
+		for _, parts := range f.byTopic {
+			for _, p := range parts {
+				n += p.bytes.Load()
+			}
+		}
+		return float64(n)
+	})
+	return f
 }
 
 func (f *topicFigures) names(topic string) (backlog, leases string) {

@@ -23,6 +23,9 @@ func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
 		return metrics.GetOrCreateGauge(`narad_topic_leases{node="figures",topic="orders"}`, nil).Get()
 	}
 	waitFor(t, func() bool { return backlog() == 5 })
+	if got := metrics.GetOrCreateGauge(`narad_partitions_disk_bytes{node="figures"}`, nil).Get(); got < 5 {
+		t.Fatalf("partition bytes on disk after 5 records: got %v, want at least 5", got)
+	}
 	first := tn.consume("orders", "wait=2s")
 	tn.consume("orders", "wait=2s")
 	if got := leases(); got != 2 {

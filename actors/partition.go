@@ -522,6 +522,7 @@ func (p *partitionActor) noteFigures() {
 	}
 	p.mine.backlog.Store(p.table.unacked(p.log.HWM()))
 	p.mine.leases.Store(int64(p.table.inFlight()))
+	p.mine.bytes.Store(p.log.Bytes())
 }
 
 // failCommits answers every commit not yet visible: the log truncated their

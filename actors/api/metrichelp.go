@@ -36,6 +36,7 @@ var metricHelp = map[string]string{
 	"narad_fanout_lag_records":                     "Records of the parent's partitions on this node not yet copied to the child, per link.",
 	// Node.
 	"narad_partitions_owned":          "Partitions this node serves.",
+	"narad_partitions_disk_bytes":     "Bytes the logs of the partitions this node serves hold on disk.",
 	"narad_partitions_failed_total":   "Partition actors stopped after repeated failures.",
 	"narad_actor_restarts_total":      "Partition actor restarts after a panic.",
 	"narad_http_panics_total":         "HTTP handler panics answered 500.",
