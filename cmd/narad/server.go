@@ -58,7 +58,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	httpAddr := fs.String("http", env("NARAD_HTTP_ADDR", ":7942"), "HTTP listen address (NARAD_HTTP_ADDR)")
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
-	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through; empty runs without NATS (NARAD_NATS)")
+	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through, or several comma-separated (the servers of a NATS cluster: the node moves to a live one when its server dies); empty runs without NATS (NARAD_NATS)")
 	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
