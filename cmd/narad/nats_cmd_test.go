@@ -11,6 +11,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/cluster/transport/testpki"
 )
 
 // Routes see every message past the nkey permissions, so an open cluster
@@ -113,4 +114,34 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// With --tls-* and no route password, routes authenticate by mutual TLS:
+// each server presents its own certificate of the shared CA, and dials
+// the other verifying it against that CA.
+func TestNATSClusterRoutesOverTLS(t *testing.T) {
+	ca := testpki.New(t, "routes")
+	sec, _, err := natsSecurityIn(t.TempDir(), "narad", transport.TLSFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name, routes string) *natsserver.Server {
+		t.Helper()
+		f := ca.Issue(t, name)
+		files := transport.TLSFiles{CAFile: f.CAFile, CertFile: f.CertFile, KeyFile: f.KeyFile}
+		co, urls, err := clusterOptions("narad", "127.0.0.1:0", routes, "", files)
+		if err != nil {
+			t.Fatalf("clusterOptions: %v", err)
+		}
+		o := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, Cluster: co, Routes: urls}
+		s, err := startNATSWith(o, natsSecurity{cluster: sec.cluster, creds: sec.creds, tls: files})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		return s
+	}
+	a := start("s1", "")
+	b := start("s2", fmt.Sprintf("nats://%s", a.ClusterAddr()))
+	waitUntil(t, "b routed to a over TLS", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
 }
