@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -16,7 +17,9 @@ type Config struct {
 	// (narad.<cluster>.node.<NodeID>.<service>) and the node label of metrics.
 	NodeID string
 	// URLs are the NATS servers to connect to; several give the client a
-	// fallback when one server of a NATS cluster is down.
+	// fallback when one server of a NATS cluster is down. An entry may hold
+	// a comma-separated list (one --nats flag naming a whole NATS cluster);
+	// WithDefaults splits it. At most MaxURLs.
 	URLs []string
 	// RequestTimeout bounds one Request, retries included (the caller's
 	// context may end it sooner). Past it the outcome is unknown: ErrTimeout.
@@ -70,11 +73,17 @@ const (
 	DefaultReconnectWait         = 250 * time.Millisecond
 	DefaultMaxReconnects         = -1
 	DefaultDrainTimeout          = 5 * time.Second
+	// MaxURLs bounds the server list: a first connect may dial each for
+	// ConnectTimeout, and a NATS cluster that needs more seeds than this
+	// is a configuration mistake (the client learns the other servers of
+	// a cluster from the ones it reaches).
+	MaxURLs = 16
 )
 
 // WithDefaults returns c with every zero tuning field set to its default.
 // MaxRetries 0 means the default; use -1 for no retries at all.
 func (c Config) WithDefaults() Config {
+	c.URLs = splitURLs(c.URLs)
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
@@ -121,6 +130,9 @@ func (c Config) Validate() error {
 	if len(c.URLs) == 0 {
 		bad("URLs is empty")
 	}
+	if len(c.URLs) > MaxURLs {
+		bad("%d URLs, want at most %d", len(c.URLs), MaxURLs)
+	}
 	for i, u := range c.URLs {
 		if u == "" {
 			bad("URLs[%d] is empty", i)
@@ -152,4 +164,16 @@ func (c Config) Validate() error {
 		bad("MaxReconnects %d, want -1 (forever) or >= 0", c.MaxReconnects)
 	}
 	return errors.Join(errs...)
+}
+
+// splitURLs flattens entries holding comma-separated lists and trims the
+// spaces around each URL. An empty piece stays, so Validate names it.
+func splitURLs(urls []string) []string {
+	var out []string
+	for _, u := range urls {
+		for _, p := range strings.Split(u, ",") {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	return out
 }

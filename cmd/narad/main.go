@@ -26,7 +26,7 @@ const usage = `narad: a queue-first message broker
 Usage:
   narad dev [flags]                   run a local broker (embedded NATS, data in ./data/dev)
   narad serve [flags]                 run one node from flags and NARAD_* variables
-  narad nats [--listen ADDR]          run a standalone NATS server for a local cluster
+  narad nats [--listen ADDR]          run a NATS server; --cluster-listen ADDR --routes URL,... for a NATS cluster
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)

@@ -58,7 +58,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	httpAddr := fs.String("http", env("NARAD_HTTP_ADDR", ":7942"), "HTTP listen address (NARAD_HTTP_ADDR)")
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
-	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through; empty runs without NATS (NARAD_NATS)")
+	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through, or several comma-separated (the servers of a NATS cluster: the node moves to a live one when its server dies); empty runs without NATS (NARAD_NATS)")
 	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
@@ -369,7 +369,11 @@ func printCredentials(w io.Writer, c transport.Credentials, created bool) {
 const natsMaxPayloadBytes = 8 << 20
 
 func startNATSAt(host string, port int, sec natsSecurity) (*natsserver.Server, error) {
-	o := &natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes}
+	return startNATSWith(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes}, sec)
+}
+
+// startNATSWith starts a NATS server of o secured by sec.
+func startNATSWith(o *natsserver.Options, sec natsSecurity) (*natsserver.Server, error) {
 	if err := transport.SecureServer(o, sec.cluster, sec.creds, sec.tls); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
@@ -383,47 +387,4 @@ func startNATSAt(host string, port int, sec natsSecurity) (*natsserver.Server, e
 		return nil, errors.New("embedded nats did not start")
 	}
 	return s, nil
-}
-
-// runNATS runs a standalone NATS server for a local multi-process cluster
-// (production uses a real NATS cluster) until the first SIGTERM/SIGINT.
-func runNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("nats", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", env("NARAD_NATS_LISTEN", "127.0.0.1:4222"), "address to listen on (NARAD_NATS_LISTEN)")
-	data := fs.String("data", env("NARAD_NATS_DATA", "./data/nats"), "directory of the credentials, generated at the first start and kept (NARAD_NATS_DATA)")
-	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name the subject permissions are for (NARAD_CLUSTER)")
-	var files transport.TLSFiles
-	fs.StringVar(&files.CAFile, "tls-ca", env("NARAD_NATS_SERVER_TLS_CA", ""), "CA file clients' certificates must chain to; with --tls-cert and --tls-key the server requires TLS (NARAD_NATS_SERVER_TLS_CA)")
-	fs.StringVar(&files.CertFile, "tls-cert", env("NARAD_NATS_SERVER_TLS_CERT", ""), "the server's certificate file (NARAD_NATS_SERVER_TLS_CERT)")
-	fs.StringVar(&files.KeyFile, "tls-key", env("NARAD_NATS_SERVER_TLS_KEY", ""), "key file of --tls-cert (NARAD_NATS_SERVER_TLS_KEY)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: narad nats [flags]\n\nRuns a standalone NATS server for a local cluster. Clients authenticate with\nthe nkey seeds it writes into --data: node.nk for nodes, admin.nk and viewer.nk\nfor the cluster commands.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	host, port, err := net.SplitHostPort(*listen)
-	if err != nil {
-		return fmt.Errorf("--listen %q: %w", *listen, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return fmt.Errorf("--listen %q: bad port", *listen)
-	}
-	sec, created, err := natsSecurityIn(*data, *cluster, files)
-	if err != nil {
-		return err
-	}
-	s, err := startNATSAt(host, p, sec)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "narad nats: listening on %s for cluster %s\n", s.ClientURL(), *cluster)
-	printCredentials(stdout, sec.creds, created)
-	<-ctx.Done()
-	s.Shutdown()
-	s.WaitForShutdown()
-	return nil
 }

@@ -1,0 +1,91 @@
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The deploy files are checked against the narad binary they run: its
+// --help output is the list of flags and NARAD_* variables that exist.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// naradBinary builds ./cmd/narad once for the package's tests.
+func naradBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds cmd/narad; skipped with -short")
+	}
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "narad-deploy-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir, built.path = dir, filepath.Join(dir, "narad")
+		out, err := exec.Command("go", "build", "-o", built.path, "../cmd/narad").CombinedOutput()
+		if err != nil {
+			built.err = &buildError{out: string(out), err: err}
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build narad: %v", built.err)
+	}
+	return built.path
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// help is `narad <command> --help`'s output (the exit status does not
+// matter: only what it lists).
+func help(t *testing.T, command string) string {
+	t.Helper()
+	out, _ := exec.Command(naradBinary(t), command, "--help").CombinedOutput()
+	if !strings.Contains(string(out), "Usage: narad "+command) {
+		t.Fatalf("narad %s --help printed %q, want its usage", command, out)
+	}
+	return string(out)
+}
+
+// hasFlag reports whether a flag set's PrintDefaults output lists -name.
+func hasFlag(helpText, name string) bool {
+	return regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `(\s|$)`).MatchString(helpText)
+}
+
+// flagDefault is the "(default X)" of -name in helpText, as a duration.
+func flagDefault(t *testing.T, helpText, name string) time.Duration {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b[^\n]*\n(?:\s{4,}[^\n]*\n)*?\s{4,}[^\n]*\(default ([^)]+)\)`)
+	m := re.FindStringSubmatch(helpText)
+	if m == nil {
+		t.Fatalf("no default of -%s in the help output", name)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatalf("default of -%s: %v", name, err)
+	}
+	return d
+}
