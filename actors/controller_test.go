@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
@@ -65,10 +63,10 @@ func TestASilentMemberIsMarkedDeadAndAliveAgainWhenItHeartbeats(t *testing.T) {
 	waitFor(t, func() bool { return tn.members()["n9"].Status == messages.MemberAlive })
 }
 
-// placedBy is how many partitions node id's controller has placed in this
-// process.
-func placedBy(id string) uint64 {
-	return metrics.GetOrCreateCounter(fmt.Sprintf(`narad_controller_placed_partitions_total{node=%q}`, id)).Get()
+// placedBy is how many partitions tn's controller has placed (its node's
+// metrics set).
+func placedBy(tn *testNode) uint64 {
+	return tn.n.metrics.placed.Get()
 }
 
 // Topics created on a follower are placed by the controller on the
@@ -83,12 +81,12 @@ func TestClusterTheControllerOnTheMetadataLeaderPlacesTopicsCreatedAnywhere(t *t
 	follower := (lead + 1) % 3
 	leadID, followerID := fmt.Sprintf("n%d", lead+1), fmt.Sprintf("n%d", follower+1)
 
-	beforeLead, beforeFollower := placedBy(leadID), placedBy(followerID)
+	beforeLead, beforeFollower := placedBy(c.node(lead)), placedBy(c.node(follower))
 	c.node(follower).createTopic("first", 6)
-	if got := placedBy(leadID) - beforeLead; got != 6 {
+	if got := placedBy(c.node(lead)) - beforeLead; got != 6 {
 		t.Errorf("partitions placed by the leader %s: got %d, want 6", leadID, got)
 	}
-	if got := placedBy(followerID) - beforeFollower; got != 0 {
+	if got := placedBy(c.node(follower)) - beforeFollower; got != 0 {
 		t.Errorf("partitions placed by the follower %s: got %d, want 0", followerID, got)
 	}
 	owners, _ := ownersOf(t, c.node(lead), "first")
@@ -106,9 +104,9 @@ func TestClusterTheControllerOnTheMetadataLeaderPlacesTopicsCreatedAnywhere(t *t
 		t.Fatalf("transfer the metadata leadership to %s: %v", followerID, err)
 	}
 	c.waitFor(followerID+" leading the metadata shard", func() bool { return c.leader() == follower })
-	beforeFollower = placedBy(followerID)
+	beforeFollower = placedBy(c.node(follower))
 	c.node(lead).createTopic("second", 3)
-	if got := placedBy(followerID) - beforeFollower; got != 3 {
+	if got := placedBy(c.node(follower)) - beforeFollower; got != 3 {
 		t.Errorf("partitions placed by the new leader %s: got %d, want 3", followerID, got)
 	}
 	c.node(lead).must(http.StatusAccepted, "POST", "/v1/topics/second/produce", []byte(`"x"`))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -299,11 +297,11 @@ func (a *controllerActor) voterMayLeave(ctx context.Context, m messages.Member, 
 func (a *controllerActor) reportBlocked(now map[string]string) {
 	for id, why := range a.decomBlocked {
 		if now[id] != why {
-			metrics.GetOrCreateGauge(fmt.Sprintf(`narad_decommission_blocked{node=%q,reason=%q}`, id, why), nil).Set(0)
+			a.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_decommission_blocked{node=%q,reason=%q}`, id, why), nil).Set(0)
 		}
 	}
 	for id, why := range now {
-		metrics.GetOrCreateGauge(fmt.Sprintf(`narad_decommission_blocked{node=%q,reason=%q}`, id, why), nil).Set(1)
+		a.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_decommission_blocked{node=%q,reason=%q}`, id, why), nil).Set(1)
 		if a.decomBlocked[id] != why && why != "partitions_left" && why != "promoting" {
 			a.deps.log.Warn("decommission cannot progress", "member", id, "reason", why)
 		}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -473,7 +472,7 @@ func (d *dispatcherActor) setUnknownOutcome(node string, records int) {
 	if node == "" {
 		node = "unassigned"
 	}
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, d.metrics.node, node), nil).Set(float64(records))
+	d.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, d.metrics.node, node), nil).Set(float64(records))
 }
 
 // reroute sends what a partition holds to a live sibling partition, at the

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -517,7 +516,7 @@ func (r *dispatcherRig) tickQuiet() {
 }
 
 func unknownOutcomeGauge(r *dispatcherRig, node string) float64 {
-	return metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, r.d.metrics.node, node), nil).Get()
+	return r.d.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, r.d.metrics.node, node), nil).Get()
 }
 
 // replayCopy opens a copy of the rig's WAL, as a restart would find it

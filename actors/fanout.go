@@ -685,6 +685,7 @@ func (f *fanoutActor) failed(l *fanoutLink, err error) {
 // per-partition series: 30,000 partitions would flood a TSDB.
 type fanoutLags struct {
 	node string
+	reg  *metrics.Set
 	mu   sync.Mutex
 	lag  map[fanoutLagKey]map[int]int64 // by parent partition
 }
@@ -694,8 +695,8 @@ type fanoutLagKey struct {
 	incarnation   uint64
 }
 
-func newFanoutLags(node string) *fanoutLags {
-	return &fanoutLags{node: node, lag: map[fanoutLagKey]map[int]int64{}}
+func newFanoutLags(m *nodeMetrics) *fanoutLags {
+	return &fanoutLags{node: m.node, reg: m.set, lag: map[fanoutLagKey]map[int]int64{}}
 }
 
 func (g *fanoutLags) gaugeName(k fanoutLagKey) string {
@@ -722,7 +723,7 @@ func (g *fanoutLags) set(p messages.PartitionKey, l messages.ChildLink, lag int6
 	for _, v := range m {
 		sum += v
 	}
-	metrics.GetOrCreateGauge(g.gaugeName(k), nil).Set(float64(sum))
+	g.reg.GetOrCreateGauge(g.gaugeName(k), nil).Set(float64(sum))
 }
 
 func (g *fanoutLags) forget(p messages.PartitionKey, child string) {
@@ -739,12 +740,12 @@ func (g *fanoutLags) forget(p messages.PartitionKey, child string) {
 	delete(m, p.Partition)
 	if len(m) == 0 {
 		delete(g.lag, k)
-		metrics.UnregisterMetric(g.gaugeName(k))
+		g.reg.UnregisterMetric(g.gaugeName(k))
 		return
 	}
 	var sum int64
 	for _, v := range m {
 		sum += v
 	}
-	metrics.GetOrCreateGauge(g.gaugeName(k), nil).Set(float64(sum))
+	g.reg.GetOrCreateGauge(g.gaugeName(k), nil).Set(float64(sum))
 }

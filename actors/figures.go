@@ -19,6 +19,7 @@ import (
 // commit or ack path); the gauges' callbacks read them under the lock.
 type topicFigures struct {
 	node    string
+	set     *metrics.Set
 	mu      sync.Mutex
 	byTopic map[string]map[messages.PartitionKey]*partitionFigures
 }
@@ -30,9 +31,9 @@ type partitionFigures struct {
 
 // newTopicFigures makes the node's book, with the node-wide gauge of the
 // bytes its partition logs hold on disk (narad_partitions_disk_bytes).
-func newTopicFigures(node string) *topicFigures {
-	f := &topicFigures{node: node, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_partitions_disk_bytes{node=%q}`, node), func() float64 {
+func newTopicFigures(m *nodeMetrics) *topicFigures {
+	f := &topicFigures{node: m.node, set: m.set, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_partitions_disk_bytes{node=%q}`, m.node), func() float64 {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		var n int64
@@ -66,8 +67,8 @@ func (f *topicFigures) open(k messages.PartitionKey) *partitionFigures {
 		f.byTopic[k.Topic] = parts
 		backlog, leases := f.names(k.Topic)
 		topic := k.Topic
-		metrics.GetOrCreateGauge(backlog, func() float64 { return f.sum(topic, func(p *partitionFigures) int64 { return p.backlog.Load() }) })
-		metrics.GetOrCreateGauge(leases, func() float64 { return f.sum(topic, func(p *partitionFigures) int64 { return p.leases.Load() }) })
+		f.set.GetOrCreateGauge(backlog, func() float64 { return f.sum(topic, func(p *partitionFigures) int64 { return p.backlog.Load() }) })
+		f.set.GetOrCreateGauge(leases, func() float64 { return f.sum(topic, func(p *partitionFigures) int64 { return p.leases.Load() }) })
 	}
 	parts[k] = pf
 	return pf
@@ -86,8 +87,8 @@ func (f *topicFigures) close(k messages.PartitionKey) {
 	if len(parts) == 0 && parts != nil {
 		delete(f.byTopic, k.Topic)
 		backlog, leases := f.names(k.Topic)
-		metrics.UnregisterMetric(backlog)
-		metrics.UnregisterMetric(leases)
+		f.set.UnregisterMetric(backlog)
+		f.set.UnregisterMetric(leases)
 	}
 }
 

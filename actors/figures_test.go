@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/VictoriaMetrics/metrics"
 )
 
 func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
@@ -17,13 +15,13 @@ func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
 		tn.must(http.StatusAccepted, "POST", "/v1/topics/orders/produce?key="+key, []byte("x"))
 	}
 	backlog := func() float64 {
-		return metrics.GetOrCreateGauge(`narad_topic_backlog_records{node="figures",topic="orders"}`, nil).Get()
+		return tn.n.metrics.set.GetOrCreateGauge(`narad_topic_backlog_records{node="figures",topic="orders"}`, nil).Get()
 	}
 	leases := func() float64 {
-		return metrics.GetOrCreateGauge(`narad_topic_leases{node="figures",topic="orders"}`, nil).Get()
+		return tn.n.metrics.set.GetOrCreateGauge(`narad_topic_leases{node="figures",topic="orders"}`, nil).Get()
 	}
 	waitFor(t, func() bool { return backlog() == 5 })
-	if got := metrics.GetOrCreateGauge(`narad_partitions_disk_bytes{node="figures"}`, nil).Get(); got < 5 {
+	if got := tn.n.metrics.set.GetOrCreateGauge(`narad_partitions_disk_bytes{node="figures"}`, nil).Get(); got < 5 {
 		t.Fatalf("partition bytes on disk after 5 records: got %v, want at least 5", got)
 	}
 	first := tn.consume("orders", "wait=2s")
@@ -39,7 +37,7 @@ func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
 	tn.must(http.StatusNoContent, "DELETE", "/v1/topics/orders", nil)
 	waitFor(t, func() bool {
 		var buf bytes.Buffer
-		metrics.WritePrometheus(&buf, false)
+		tn.n.metrics.set.WritePrometheus(&buf)
 		return !strings.Contains(buf.String(), `narad_topic_backlog_records{node="figures",topic="orders"}`)
 	})
 }

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -136,7 +134,7 @@ func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
 	tn := frozenNode(t, newFakeClock(), func(c *Config) {
 		c.faults = &faultHooks{partitionSynced: h.hook, reportPastPipeline: true}
 	})
-	refused := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_freeze_publish_refused_total{node=%q}`, tn.cfg.NodeID))
+	refused := tn.n.metrics.frozenPublishRefused
 	before := refused.Get()
 	holdSecondRecord(t, tn, h)
 	// A flushed "b" would need one more write for its commit frame; hold
@@ -195,7 +193,7 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 		return ok && hwm == records
 	})
 	owner := c.planMove("m", 0, dest)
-	setAside := metrics.GetOrCreateCounter(fmt.Sprintf(`narad_handover_set_aside_records_total{node="n%d"}`, owner+1))
+	setAside := c.node(owner).n.metrics.handoverSetAsideRecs
 	before := setAside.Get()
 
 	// The flip is about to be proposed at HWM 10. Cut the source off, so

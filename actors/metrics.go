@@ -10,6 +10,10 @@ import (
 // process (tests, `narad dev --nodes 3`) share them without panicking; a
 // node label keeps them apart.
 type nodeMetrics struct {
+	// set holds every series of this node and no other's: the node's
+	// /metrics writes it (beside the process-wide default set), so the
+	// nodes of one process (narad dev, tests) each export their own.
+	set             *metrics.Set
 	node            string
 	produceSeconds  *metrics.PrometheusHistogram
 	commitSeconds   *metrics.PrometheusHistogram
@@ -79,73 +83,75 @@ type nodeMetrics struct {
 
 func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
+	set := metrics.NewSet()
 	return &nodeMetrics{
+		set:              set,
 		node:             node,
-		produceSeconds:   metrics.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
-		commitSeconds:    metrics.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:    metrics.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitFailures:   metrics.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:         metrics.GetOrCreateCounter(name("narad_consume_total")),
-		acked:            metrics.GetOrCreateCounter(name("narad_ack_total")),
-		nacked:           metrics.GetOrCreateCounter(name("narad_nack_total")),
-		extended:         metrics.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:      metrics.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:   metrics.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:    metrics.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed:  metrics.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:       metrics.GetOrCreateCounter(name("narad_http_panics_total")),
-		noticesLost:      metrics.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
-		leasedHere:       metrics.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
-		leasedThere:      metrics.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
-		beatsWithheld:    metrics.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
-		placed:           metrics.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
-		promoted:         metrics.GetOrCreateCounter(name("narad_controller_promotions_total")),
-		commitsTooLarge:  metrics.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
-		fanoutCopied:     metrics.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
-		fanoutFailures:   metrics.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
-		fanoutSkipped:    metrics.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
-		fanoutPanics:     metrics.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
-		movesInFlight:    metrics.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
-		movesDone:        metrics.GetOrCreateCounter(name("narad_moves_done_total")),
-		partitionsFrozen: metrics.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
-		movesHeld:        metrics.GetOrCreateGauge(name("narad_moves_held"), nil),
-		moveBytes:        metrics.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
-		nonConverged:     metrics.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
-		moveSeconds:      metrics.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
-		freezeSeconds:    metrics.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
+		produceSeconds:   set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
+		commitSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:    set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitFailures:   set.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:         set.GetOrCreateCounter(name("narad_consume_total")),
+		acked:            set.GetOrCreateCounter(name("narad_ack_total")),
+		nacked:           set.GetOrCreateCounter(name("narad_nack_total")),
+		extended:         set.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:      set.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:   set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:    set.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed:  set.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:       set.GetOrCreateCounter(name("narad_http_panics_total")),
+		noticesLost:      set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
+		leasedHere:       set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
+		leasedThere:      set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
+		beatsWithheld:    set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
+		placed:           set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		promoted:         set.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		commitsTooLarge:  set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
+		fanoutCopied:     set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
+		fanoutFailures:   set.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
+		fanoutSkipped:    set.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
+		fanoutPanics:     set.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
+		movesInFlight:    set.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
+		movesDone:        set.GetOrCreateCounter(name("narad_moves_done_total")),
+		partitionsFrozen: set.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
+		movesHeld:        set.GetOrCreateGauge(name("narad_moves_held"), nil),
+		moveBytes:        set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
+		nonConverged:     set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
+		moveSeconds:      set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		freezeSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
-		movePasses: metrics.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
-		lastFreeze: metrics.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
+		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
+		lastFreeze: set.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
 
-		frozenPublishRefused: metrics.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
-		handoverSetAside:     metrics.GetOrCreateCounter(name("narad_handover_set_aside_total")),
-		handoverSetAsideRecs: metrics.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
-		stagingSetAside:      metrics.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),
-		workerRestarts:       metrics.GetOrCreateCounter(name("narad_move_worker_restarts_total")),
-		workersStopped:       metrics.GetOrCreateCounter(name("narad_move_workers_stopped_total")),
+		frozenPublishRefused: set.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
+		handoverSetAside:     set.GetOrCreateCounter(name("narad_handover_set_aside_total")),
+		handoverSetAsideRecs: set.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
+		stagingSetAside:      set.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),
+		workerRestarts:       set.GetOrCreateCounter(name("narad_move_worker_restarts_total")),
+		workersStopped:       set.GetOrCreateCounter(name("narad_move_workers_stopped_total")),
 
-		quarantinedCopies: metrics.GetOrCreateGauge(name("narad_quarantined_copies"), nil),
-		quarantinedBytes:  metrics.GetOrCreateGauge(name("narad_quarantined_bytes"), nil),
-		orphanTopicDirs:   metrics.GetOrCreateGauge(name("narad_orphan_topic_dirs"), nil),
-		sweepReclaimed:    metrics.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
+		quarantinedCopies: set.GetOrCreateGauge(name("narad_quarantined_copies"), nil),
+		quarantinedBytes:  set.GetOrCreateGauge(name("narad_quarantined_bytes"), nil),
+		orphanTopicDirs:   set.GetOrCreateGauge(name("narad_orphan_topic_dirs"), nil),
+		sweepReclaimed:    set.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
 	}
 }
 
 // heartbeatAge records, on the metadata leader, how long ago a member's
 // heartbeat last moved.
 func (m *nodeMetrics) heartbeatAge(member string, seconds float64) {
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_member_heartbeat_age_seconds{node=%q,member=%q}`, m.node, member), nil).Set(seconds)
 }
 
 // movesBlocked moves narad_moves_blocked{reason} by delta.
 func (m *nodeMetrics) movesBlocked(reason string, delta float64) {
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Add(delta)
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Add(delta)
 }
 
 // movesBlockedSet sets narad_moves_blocked{reason} as the metadata leader
 // counts it (moves with a dead source or destination).
 func (m *nodeMetrics) movesBlockedSet(reason string, n float64) {
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Set(n)
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Set(n)
 }
 
 // heartbeatWithheld counts heartbeats not sent because NATS did not answer
@@ -158,17 +164,17 @@ func (m *nodeMetrics) dispatcherBacklog(owner string, records int) {
 	if owner == "" {
 		owner = "unassigned"
 	}
-	metrics.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_backlog_records{node=%q,destination=%q}`, m.node, owner), nil).Set(float64(records))
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_backlog_records{node=%q,destination=%q}`, m.node, owner), nil).Set(float64(records))
 }
 
 // walRecordsDropped counts ingress WAL records released without a commit,
 // by why (dispatcher.go's drop reasons).
 func (m *nodeMetrics) walRecordsDropped(why string, n int) {
-	metrics.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, m.node, why)).Add(n)
+	m.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, m.node, why)).Add(n)
 }
 
-// gauge registers a gauge whose value is read from fn at scrape time. A
-// second node in the process with the same id reuses the first one's gauge.
-func gauge(node, base string, fn func() float64) {
-	metrics.GetOrCreateGauge(fmt.Sprintf(`%s{node=%q}`, base, node), fn)
+// gauge registers a gauge of the node's set whose value is read from fn
+// at scrape time.
+func (m *nodeMetrics) gauge(base string, fn func() float64) {
+	m.set.GetOrCreateGauge(fmt.Sprintf(`%s{node=%q}`, base, m.node), fn)
 }

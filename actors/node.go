@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
@@ -133,7 +132,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
-	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID,
+	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
 	n.server = httpServer(cfg, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
@@ -261,8 +260,8 @@ func (n *Node) startActors() error {
 	workers := &restartStrategy{maxRestarts: n.cfg.WorkerMaxRestarts, window: n.cfg.WorkerRestartWindow,
 		backoff: n.cfg.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
-	gauge(n.cfg.NodeID, "narad_partitions_owned", func() float64 { return float64(owned.Load()) })
-	gauge(n.cfg.NodeID, "narad_disk_full", func() float64 {
+	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
+	n.metrics.gauge("narad_disk_full", func() float64 {
 		if n.writes.full.Load() {
 			return 1
 		}
@@ -272,8 +271,8 @@ func (n *Node) startActors() error {
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
 	n.installs = newInstallBatcher(n.deps)
 	n.copyRoute = routeFanout{n.route}
-	n.fanoutLags = newFanoutLags(n.cfg.NodeID)
-	n.figures = newTopicFigures(n.cfg.NodeID)
+	n.fanoutLags = newFanoutLags(n.metrics)
+	n.figures = newTopicFigures(n.metrics)
 	sys := n.system
 	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps
@@ -482,18 +481,18 @@ func (n *Node) pingBus(ctx context.Context) error {
 }
 
 func (n *Node) registerGauges() {
-	gauge(n.cfg.NodeID, "narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
-	gauge(n.cfg.NodeID, "narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
+	n.metrics.gauge("narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
+	n.metrics.gauge("narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
 	// Raft role and term per metastore shard, read at scrape time.
 	for _, sh := range n.store.Shards() {
 		shard := sh
-		metrics.GetOrCreateGauge(fmt.Sprintf(`narad_raft_leader{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
+		n.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_raft_leader{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
 			if id, _, ok := n.store.LeaderOf(shard); ok && id == n.store.ReplicaID() {
 				return 1
 			}
 			return 0
 		})
-		metrics.GetOrCreateGauge(fmt.Sprintf(`narad_raft_term{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
+		n.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_raft_term{node=%q,shard="%d"}`, n.cfg.NodeID, shard), func() float64 {
 			_, term, _ := n.store.LeaderOf(shard)
 			return float64(term)
 		})

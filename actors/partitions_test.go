@@ -187,9 +187,10 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 		f(&cfg)
 	}
 	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })), owned: new(atomic.Int64), dataDir: cfg.DataDir}
-	d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name()), notifier: newCommitNotifier(),
+	m := newNodeMetrics("rig-" + t.Name())
+	d := deps{cfg: cfg, log: testLogger(t), metrics: m, notifier: newCommitNotifier(),
 		copyRoute:  routeFanout{&router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second}},
-		fanoutLags: newFanoutLags("rig-" + t.Name())}
+		fanoutLags: newFanoutLags(m)}
 	r.metrics = d.metrics
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &partitionsActor{deps: d, store: r.replica, children: map[messages.PartitionKey]*actor.PID{},

@@ -117,7 +117,7 @@ func (s *sweeperActor) done(r sweepReport) {
 	s.running = false
 	s.next = r.next
 	for a, n := range r.judged {
-		sweepJudged(s.cfg.NodeID, a).Add(n)
+		sweepJudged(s.metrics, a).Add(n)
 	}
 	if r.reclaimedBytes > 0 || r.quarantined > 0 || r.deletedTopics > 0 {
 		s.deps.log.Info("stale-copy sweep", "judged", r.judged, "reclaimed_bytes", r.reclaimedBytes,
@@ -199,8 +199,8 @@ func (s *sweeperActor) pass(ctx context.Context, from int) sweepReport {
 }
 
 // sweepJudged counts the copies the sweep judged, by verdict.
-func sweepJudged(node string, a sweep.Action) *metrics.Counter {
-	return metrics.GetOrCreateCounter(fmt.Sprintf(`narad_sweep_copies_judged_total{node=%q,verdict=%q}`, node, a))
+func sweepJudged(m *nodeMetrics, a sweep.Action) *metrics.Counter {
+	return m.set.GetOrCreateCounter(fmt.Sprintf(`narad_sweep_copies_judged_total{node=%q,verdict=%q}`, m.node, a))
 }
 
 // judgeable reports whether k's local copy is one the sweep judges, with

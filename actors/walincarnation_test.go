@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -27,10 +25,10 @@ func (r *dispatcherRig) appendRecord(rec storage.WALRecord) storage.WALRecord {
 	return rec
 }
 
-// dropped reads narad_wal_records_dropped_total of the rig's dispatcher;
-// the registry is the process's, so a test compares it with its start.
+// dropped reads narad_wal_records_dropped_total of the rig's dispatcher
+// (its node's metrics set).
 func (r *dispatcherRig) dropped(why string) uint64 {
-	return metrics.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, r.d.metrics.node, why)).Get()
+	return r.d.metrics.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, r.d.metrics.node, why)).Get()
 }
 
 // incarnationOf is the topic's incarnation as the node's replica has it.

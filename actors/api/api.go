@@ -43,6 +43,10 @@ type Options struct {
 	MaxAuthFailureUsers int
 	// NodeID labels the node's HTTP request counters; "" counts nothing.
 	NodeID string
+	// Metrics is the node's own metrics set: /metrics writes it, then the
+	// process-wide default set (runtime, process, Dragonboat, transport).
+	// Nil writes the default set alone.
+	Metrics *metrics.Set
 }
 
 // handlers serve the routes of one node.
@@ -61,7 +65,7 @@ func Handler(node Node, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
-	mux.HandleFunc("GET /metrics", writeMetrics)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { writeMetrics(opts.Metrics, w, r) })
 	// The permission of §2.1 wraps each route; the create's name is in
 	// its body, so createTopic checks it.
 	mux.HandleFunc("POST /v1/topics", h.createTopic)
@@ -95,7 +99,7 @@ func Handler(node Node, opts Options) http.Handler {
 		// Auth runs before the mux, so an unknown path answers 401 (§1).
 		routes = authenticate(node, newAttempts(now, max(opts.MaxAuthFailureUsers, 1)), mux)
 	}
-	return countRequests(opts.NodeID, mux, recoverPanics(opts, untilReady(node, routes)))
+	return countRequests(opts.NodeID, opts.Metrics, mux, recoverPanics(opts, untilReady(node, routes)))
 }
 
 // untilReady answers the client API 503 until node is ready: HTTP serves
@@ -177,8 +181,11 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 // get the prefix rather than being dropped.
 // With the HELP and TYPE lines (ExposeMetadata) and the process and Go
 // runtime series; a HELP line gets its text from metricHelp.
-func writeMetrics(w http.ResponseWriter, _ *http.Request) {
+func writeMetrics(set *metrics.Set, w http.ResponseWriter, _ *http.Request) {
 	var buf bytes.Buffer
+	if set != nil {
+		set.WritePrometheus(&buf)
+	}
 	metrics.WritePrometheus(&buf, true)
 	var out bytes.Buffer
 	for line := range bytes.Lines(buf.Bytes()) {

@@ -74,7 +74,8 @@ func TestMetricsCarryHelpTypeAndTheRuntimeSeries(t *testing.T) {
 }
 
 func TestRequestsAreCountedByRouteAndStatus(t *testing.T) {
-	h := Handler(readyNode(), Options{NodeID: "count-test"})
+	set := metrics.NewSet()
+	h := Handler(readyNode(), Options{NodeID: "count-test", Metrics: set})
 	for _, target := range []string{"/healthz", "/healthz", "/v1/topics/orders-7/children", "/nowhere"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", target, nil))
 	}
@@ -83,8 +84,26 @@ func TestRequestsAreCountedByRouteAndStatus(t *testing.T) {
 		`narad_http_requests_total{node="count-test",route="GET /v1/topics/{topic}/children",status="200"}`: 1,
 		`narad_http_requests_total{node="count-test",route="unmatched",status="404"}`:                       1,
 	} {
-		if got := metrics.GetOrCreateCounter(series).Get(); got != want {
+		if got := set.GetOrCreateCounter(series).Get(); got != want {
 			t.Errorf("%s: got %d, want %d", series, got, want)
 		}
+	}
+}
+
+func TestANodeExportsItsOwnSetAndTheProcessSeriesButNoOtherNodes(t *testing.T) {
+	mine, theirs := metrics.NewSet(), metrics.NewSet()
+	mine.GetOrCreateCounter(`narad_ack_total{node="own-set"}`).Inc()
+	theirs.GetOrCreateCounter(`narad_ack_total{node="other-set"}`).Inc()
+	rec := httptest.NewRecorder()
+	Handler(readyNode(), Options{Metrics: mine}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if !strings.Contains(body, `narad_ack_total{node="own-set"} 1`) {
+		t.Error("the node's own series is missing")
+	}
+	if strings.Contains(body, `node="other-set"`) {
+		t.Error("another node's series is exported")
+	}
+	if !strings.Contains(body, "\nnarad_go_goroutines ") {
+		t.Error("the process-wide runtime series are missing")
 	}
 }

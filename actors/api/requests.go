@@ -11,10 +11,10 @@ import (
 // countRequests counts every request by its route (the mux pattern it
 // matched, so a path's topic name never becomes a label: the series are
 // bounded by the routes times the statuses) and the status answered, in
-// narad_http_requests_total{node,route,status}. A path no route matches
-// counts as route "unmatched".
-func countRequests(node string, mux *http.ServeMux, next http.Handler) http.Handler {
-	if node == "" {
+// narad_http_requests_total{node,route,status}, in the node's set. A path
+// no route matches counts as route "unmatched".
+func countRequests(node string, set *metrics.Set, mux *http.ServeMux, next http.Handler) http.Handler {
+	if node == "" || set == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,7 +28,7 @@ func countRequests(node string, mux *http.ServeMux, next http.Handler) http.Hand
 			if status == 0 {
 				status = http.StatusOK
 			}
-			metrics.GetOrCreateCounter(fmt.Sprintf(`narad_http_requests_total{node=%q,route=%q,status="%s"}`,
+			set.GetOrCreateCounter(fmt.Sprintf(`narad_http_requests_total{node=%q,route=%q,status="%s"}`,
 				node, route, strconv.Itoa(status))).Inc()
 		}()
 		next.ServeHTTP(sw, r)
