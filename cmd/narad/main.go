@@ -44,13 +44,20 @@ func main() {
 	ctx, stop := notifyTwice(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
+	if code := exitCode(err); code != 0 {
 		fmt.Fprintln(os.Stderr, "narad:", err)
-		os.Exit(1)
+		os.Exit(code)
 	}
+}
+
+// exitCode is the process's exit status after run returned err: 0 for
+// success and for help asked for (flag.ErrHelp), 1 for every failure,
+// refusals included, so that a script sees them.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 // secondSignalKey carries the channel closed at the second stop signal in
@@ -117,7 +124,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "users":
 		return runUsers(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
