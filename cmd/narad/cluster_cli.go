@@ -654,6 +654,9 @@ func dialAdmin(url, cluster, verb string, timeout time.Duration, auth transport.
 	// is told by adminRequest from LastError, not printed by nats.go.
 	nc, err := nats.Connect(url, append(opts, nats.Timeout(timeout),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
+	if errors.Is(err, nats.ErrNoServers) {
+		return nil, "", fmt.Errorf("connect to %s: %w (is narad dev, or a NATS server, running there? --nats or NARAD_NATS names another)", url, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to %s: %w", url, err)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -70,5 +72,36 @@ func TestEveryHelpExitsZeroWithItsOwnUsage(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// A refused connection names the likely cause and the address tried, for
+// the HTTP commands and the NATS ones alike.
+func TestARefusedConnectionAsksWhetherTheBrokerRunsThere(t *testing.T) {
+	addr := closedAddr(t)
+	for _, args := range [][]string{
+		{"topics", "list", "--server", "http://" + addr},
+		{"produce", "orders", "hi", "--server", "http://" + addr},
+		{"users", "list", "--server", "http://" + addr},
+		{"cluster", "members", "--nats", "nats://" + addr},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			err := withConnectionHint(run(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard))
+			if err == nil || !strings.Contains(err.Error(), "is narad dev") || !strings.Contains(err.Error(), addr) {
+				t.Fatalf("got %v, want it to ask whether narad dev runs at %s", err, addr)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,7 +43,7 @@ Run "narad <command> --help" for a command's flags.
 
 func main() {
 	ctx, stop := notifyTwice(context.Background())
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	err := withConnectionHint(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	stop()
 	if code := exitCode(err); code != 0 {
 		fmt.Fprintln(os.Stderr, "narad:", err)
@@ -58,6 +59,17 @@ func exitCode(err error) int {
 		return 0
 	}
 	return 1
+}
+
+// withConnectionHint names the likely cause of a refused connection:
+// nothing listens where the command looked, most often because the broker
+// is not running or runs elsewhere.
+func withConnectionHint(err error) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	return fmt.Errorf("%w (is narad dev, or the node, running at %s? --server or NARAD_SERVER names another)", err, op.Addr)
 }
 
 // secondSignalKey carries the channel closed at the second stop signal in
