@@ -41,6 +41,7 @@ func (w *bannerWriter) String() string {
 // devRun is a narad dev running in this process until stop.
 type devRun struct {
 	out  *bannerWriter
+	logs *bannerWriter
 	done chan error
 	stop context.CancelFunc
 }
@@ -50,8 +51,8 @@ type devRun struct {
 func startDev(t *testing.T, args ...string) *devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &devRun{out: &bannerWriter{ready: make(chan struct{})}, done: make(chan error, 1), stop: cancel}
-	go func() { d.done <- runDev(ctx, args, d.out, io.Discard) }()
+	d := &devRun{out: &bannerWriter{ready: make(chan struct{})}, logs: &bannerWriter{ready: make(chan struct{})}, done: make(chan error, 1), stop: cancel}
+	go func() { d.done <- runDev(ctx, args, d.out, d.logs) }()
 	t.Cleanup(func() { d.halt(t) })
 	select {
 	case <-d.out.ready:
@@ -86,13 +87,15 @@ func portOf(t *testing.T, addr string) string {
 
 // narad dev's NATS listens on the port --nats-port names (4222 unless
 // told), the banner says where, and narad cluster reaches the nodes there.
+// At --log-level info, Dragonboat's info lines stay out (its level is warn
+// unless --dragonboat-log-level says otherwise).
 func TestDevNATSListensOnItsFixedPortAndTheClusterCLIFindsIt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev node")
 	}
 	dir := t.TempDir()
 	natsAddr := freePort(t)
-	d := startDev(t, "--data", dir, "--http-base", freePort(t), "--nats-port", portOf(t, natsAddr), "--log-level", "warn")
+	d := startDev(t, "--data", dir, "--http-base", freePort(t), "--nats-port", portOf(t, natsAddr), "--log-level", "info")
 	url := "nats://" + natsAddr
 	if banner := d.out.String(); !strings.Contains(banner, "NATS on "+url) {
 		t.Fatalf("banner: got %q, want it to name NATS on %s", banner, url)
@@ -104,6 +107,21 @@ func TestDevNATSListensOnItsFixedPortAndTheClusterCLIFindsIt(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "n1") {
 		t.Fatalf("cluster members: got %q, want n1 listed", out.String())
+	}
+	for _, line := range strings.Split(d.logs.String(), "\n") {
+		if strings.Contains(line, "component=dragonboat") && !strings.Contains(line, "level=WARN") && !strings.Contains(line, "level=ERROR") {
+			t.Fatalf("logs: got Dragonboat line %q, want only its warnings and errors", line)
+		}
+	}
+	if !strings.Contains(d.logs.String(), `msg="node ready"`) {
+		t.Fatalf("logs: got %q, want the node's own info lines", d.logs.String())
+	}
+}
+
+func TestDevRefusesABadDragonboatLogLevelNamingTheFlag(t *testing.T) {
+	err := runDev(context.Background(), []string{"--data", t.TempDir(), "--dragonboat-log-level", "loud"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--dragonboat-log-level") {
+		t.Fatalf("got %v, want a refusal naming --dragonboat-log-level", err)
 	}
 }
 

@@ -48,6 +48,17 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// newNodeLogger is newLogger at --log-level, with Dragonboat's lines held
+// to --dragonboat-log-level as well.
+func newNodeLogger(w io.Writer, level, dragonboatLevel string) (*slog.Logger, error) {
+	var db slog.Level
+	if err := db.UnmarshalText([]byte(dragonboatLevel)); err != nil {
+		return nil, fmt.Errorf("--dragonboat-log-level %q: %w", dragonboatLevel, err)
+	}
+	metastore.SetDragonboatLevel(db)
+	return newLogger(w, level)
+}
+
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -79,7 +90,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, nf.logLevel)
+	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
 		return err
 	}
@@ -208,7 +219,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *natsPort < 0 || *natsPort > 65535 {
 		return fmt.Errorf("--nats-port %d: want 0 to 65535", *natsPort)
 	}
-	log, err := newLogger(stderr, nf.logLevel)
+	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
 		return err
 	}
