@@ -213,8 +213,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
-	if *nodes < 1 || *nodes > 9 {
-		return fmt.Errorf("--nodes %d: want 1 to 9", *nodes)
+	if *nodes < 1 || *nodes > maxDevNodes {
+		return fmt.Errorf("--nodes %d: want 1 to %d", *nodes, maxDevNodes)
 	}
 	if *natsPort < 0 || *natsPort > 65535 {
 		return fmt.Errorf("--nats-port %d: want 0 to 65535", *natsPort)
@@ -241,6 +241,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	p, err := strconv.Atoi(port)
 	if err != nil || p <= 0 || p+*nodes > 55535 {
 		return fmt.Errorf("--http-base %q: needs a port below %d", *httpBase, 55536-*nodes)
+	}
+	if err := claimDevData(*data, devShape{Nodes: *nodes, HTTPBase: *httpBase}); err != nil {
+		return err
 	}
 	// The embedded NATS server authenticates like a production one: the
 	// nodes get the node seed, the banner names the admin's.
@@ -339,6 +342,10 @@ Stop with Ctrl-C.
 	<-ctx.Done()
 	return stopAll()
 }
+
+// maxDevNodes bounds narad dev's --nodes: every node is a voter of the
+// metastore in one process, and Raft past nine voters only slows commits.
+const maxDevNodes = 9
 
 // devNATSPort is where narad dev's embedded NATS listens by default: the
 // NATS port, so that narad cluster (defaultNATS) and the stock nats CLI
