@@ -20,6 +20,26 @@ var (
 	dragonboatSlog    atomic.Pointer[slog.Logger]
 )
 
+// dragonboatLevel is the least level a Dragonboat line needs to be
+// written, on top of the logger's own: at info Dragonboat tells of every
+// shard, replica and LogDB it starts (over a hundred lines before narad
+// dev's banner), which buries the node's own lines. Warn unless
+// SetDragonboatLevel says otherwise.
+var dragonboatLevel = func() *slog.LevelVar {
+	v := new(slog.LevelVar)
+	v.Set(DefaultDragonboatLevel)
+	return v
+}()
+
+// DefaultDragonboatLevel is the level Dragonboat's lines need unless
+// SetDragonboatLevel is called.
+const DefaultDragonboatLevel = slog.LevelWarn
+
+// SetDragonboatLevel sets the least level of Dragonboat's lines for the
+// whole process (its logger is process-wide); the logger given to Open
+// still filters them by its own level too.
+func SetDragonboatLevel(l slog.Level) { dragonboatLevel.Set(l) }
+
 func installLogger(log *slog.Logger) {
 	installLoggerOnce.Do(func() {
 		dragonboatSlog.Store(log.With("component", "dragonboat"))
@@ -43,7 +63,7 @@ var _ dblogger.ILogger = (*slogAdapter)(nil)
 func (l *slogAdapter) SetLevel(level dblogger.LogLevel) { l.level.Store(int32(level)) }
 
 func (l *slogAdapter) log(dl dblogger.LogLevel, sl slog.Level, format string, args []any) {
-	if int32(dl) > l.level.Load() {
+	if int32(dl) > l.level.Load() || sl < dragonboatLevel.Level() {
 		return
 	}
 	lg := dragonboatSlog.Load()

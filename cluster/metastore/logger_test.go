@@ -13,6 +13,8 @@ func TestSlogAdapter(t *testing.T) {
 	var buf bytes.Buffer
 	previous := dragonboatSlog.Swap(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer dragonboatSlog.Store(previous)
+	SetDragonboatLevel(slog.LevelDebug)
+	defer SetDragonboatLevel(DefaultDragonboatLevel)
 
 	raft := &slogAdapter{pkg: "raft"}
 	raft.SetLevel(dblogger.DEBUG)
@@ -46,4 +48,27 @@ func TestSlogAdapter(t *testing.T) {
 		}
 	}()
 	transport.Panicf("boom %d", 7)
+}
+
+// By default only Dragonboat's warnings and errors are written, even to a
+// logger at debug; SetDragonboatLevel lets its info lines through.
+func TestDragonboatLinesBelowWarnAreDroppedByDefault(t *testing.T) {
+	var buf bytes.Buffer
+	previous := dragonboatSlog.Swap(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer dragonboatSlog.Store(previous)
+
+	l := &slogAdapter{pkg: "dragonboat"}
+	l.SetLevel(dblogger.DEBUG)
+	l.Infof("shard %d started", 1)
+	l.Warningf("disk %s slow", "sda")
+	if out := buf.String(); strings.Contains(out, "shard 1 started") || !strings.Contains(out, `level=WARN msg="disk sda slow"`) {
+		t.Fatalf("at the default level: got\n%s\nwant the warning only", out)
+	}
+
+	SetDragonboatLevel(slog.LevelInfo)
+	defer SetDragonboatLevel(DefaultDragonboatLevel)
+	l.Infof("shard %d started", 2)
+	if out := buf.String(); !strings.Contains(out, `level=INFO msg="shard 2 started"`) {
+		t.Fatalf("at info: got\n%s\nwant the info line", out)
+	}
 }

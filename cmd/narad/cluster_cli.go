@@ -41,54 +41,141 @@ node answers):
   quarantine release --node ID --path REL [--dry-run]
                                    remove one of them for good
 
-Flags:
+Flags of every command ("narad cluster <command> --help" for its own):
 `
 
-// runCluster is `narad cluster ...`.
-func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
-	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
-	auth := adminAuthFlags(fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
-	detail := fs.Bool("detail", false, "moves: add each destination's progress")
-	watch := fs.Duration("watch", 0, "moves: redraw every this long until interrupted (0: once)")
-	target := fs.String("target", "", "moves abort: only if the move targets this node")
-	dryRun := fs.Bool("dry-run", false, "decommission: report the verdict, change nothing")
-	cancelDrain := fs.Bool("cancel", false, "decommission: cancel draining")
+// clusterVerbUsage is each verb's own help, by the verb it asks.
+var clusterVerbUsage = map[string]string{
+	"members": `Usage: narad cluster members [flags]
+
+Lists the members: address, status, role, whether draining or leaving, the
+partitions each owns and the moves out of it.
+
+Flags:
+`,
+	"status": `Usage: narad cluster status [flags]
+
+Prints the metadata leader and each shard's leader, as JSON.
+
+Flags:
+`,
+	"topics": `Usage: narad cluster topics [flags]
+
+Lists the topics with their owners and the partitions no member holds.
+
+Flags:
+`,
+	"moves": `Usage: narad cluster moves [--detail] [--watch D] [flags]
+
+Lists the partitions being moved under a summary line (done, in flight,
+held, frozen, MiB/s, eta). The rates need two answers, so --watch.
+"narad cluster moves abort --help" tells how to give up a move.
+
+Flags:
+`,
+	"moves-abort": `Usage: narad cluster moves abort <topic> <partition> [--target ID] [flags]
+
+Gives up on the move of one partition; the owner stays. Exits non-zero
+unless the move is gone (aborted) or there was none.
+
+Flags:
+`,
+	"decommission": `Usage: narad cluster decommission <id> [--dry-run] [--cancel] [flags]
+
+Drains a member, then removes it from the cluster. --dry-run only asks
+whether it may; a refused verdict exits non-zero with the reason.
+
+Flags:
+`,
+}
+
+// clusterFlags are the flags of every cluster command.
+type clusterFlags struct {
+	url, cluster *string
+	auth         *transport.Auth
+	asJSON       *bool
+	timeout      *time.Duration
+}
+
+// newClusterFlags registers the flags every cluster command takes on a
+// flag set whose usage is usage followed by its flags.
+func newClusterFlags(name, usage string, w io.Writer) (*flag.FlagSet, clusterFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, clusterUsage)
+		fmt.Fprint(w, usage)
 		fs.PrintDefaults()
 	}
-	if len(args) == 0 {
+	return fs, clusterFlags{
+		url:     fs.String("nats", env("NARAD_NATS", defaultNATS), "NATS URL (NARAD_NATS)"),
+		cluster: fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)"),
+		auth:    adminAuthFlags(fs),
+		asJSON:  fs.Bool("json", false, "print the answer as JSON"),
+		timeout: fs.Duration("timeout", 5*time.Second, "how long to wait for an answer"),
+	}
+}
+
+// defaultNATS is where the cluster commands look for NATS: the port
+// narad dev's embedded server listens on unless told otherwise.
+const defaultNATS = "nats://127.0.0.1:4222"
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// runCluster is `narad cluster ...`. Asked for help, it prints the usage
+// and returns an error matching flag.ErrHelp.
+func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || isHelp(args[0]) {
+		w, err := stderr, error(errors.New("cluster: want members, status, topics, moves, decommission or quarantine"))
+		if len(args) > 0 {
+			w, err = stdout, flag.ErrHelp
+		}
+		fs, _ := newClusterFlags("cluster", clusterUsage, w)
 		fs.Usage()
-		return errors.New("cluster: want members, status, topics, moves, decommission or quarantine")
+		return err
 	}
 	verb, rest := args[0], args[1:]
 	if verb == "quarantine" {
 		return runQuarantine(ctx, rest, stdout, stderr)
 	}
-	var positional []string
-	switch verb {
-	case "members", "status", "topics":
-	case "moves":
-		if len(rest) > 0 && rest[0] == "abort" {
-			verb, positional, rest = "moves-abort", takePositional(rest[1:], 2), dropPositional(rest[1:], 2)
-		}
-	case "decommission":
-		positional, rest = takePositional(rest, 1), dropPositional(rest, 1)
-	default:
-		fs.Usage()
+	if verb == "moves" && len(rest) > 0 && rest[0] == "abort" {
+		verb, rest = "moves-abort", rest[1:]
+	}
+	usage, ok := clusterVerbUsage[verb]
+	if !ok {
+		fmt.Fprint(stderr, clusterUsage)
 		return fmt.Errorf("cluster: unknown subcommand %q", verb)
 	}
-	if err := fs.Parse(rest); err != nil {
+	name := "cluster " + strings.Replace(verb, "-", " ", 1)
+	fs, cf := newClusterFlags(name, usage, stderr)
+	var detail, dryRun, cancelDrain *bool
+	var watch *time.Duration
+	var target *string
+	switch verb {
+	case "moves":
+		detail = fs.Bool("detail", false, "add each destination's progress")
+		watch = fs.Duration("watch", 0, "redraw every this long until interrupted (0: once)")
+	case "moves-abort":
+		target = fs.String("target", "", "only if the move targets this node")
+	case "decommission":
+		dryRun = fs.Bool("dry-run", false, "report the verdict, change nothing")
+		cancelDrain = fs.Bool("cancel", false, "cancel draining")
+	}
+	positional, err := parseInterspersed(fs, rest)
+	if err != nil {
 		return err
 	}
 	body := []byte("{}")
 	switch verb {
+	case "members", "status", "topics":
+		if len(positional) > 0 {
+			return usageErr(fs, "unexpected argument %q", positional[0])
+		}
 	case "moves":
+		if len(positional) > 0 {
+			return usageErr(fs, "unexpected argument %q", positional[0])
+		}
 		body, _ = json.Marshal(messages.MovesRequest{Detail: *detail, Summary: true})
 	case "moves-abort":
 		if len(positional) != 2 {
@@ -105,19 +192,22 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		body, _ = json.Marshal(messages.DecommissionRequest{ID: positional[0], DryRun: *dryRun, Cancel: *cancelDrain})
 	}
-	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout, *auth)
+	nc, subject, err := dialAdmin(*cf.url, *cf.cluster, verb, *cf.timeout, *cf.auth)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	var watched moveWatch
 	for {
-		data, err := adminRequest(ctx, nc, subject, body, *timeout)
+		data, err := adminRequest(ctx, nc, subject, body, *cf.timeout)
 		if err != nil {
 			return err
 		}
 		watched.now = time.Now()
-		if err := printAnswer(stdout, verb, subject, data, *asJSON, &watched); err != nil {
+		if err := printAnswer(stdout, verb, subject, data, *cf.asJSON, &watched); err != nil {
+			return err
+		}
+		if err := refusal(verb, subject, data); err != nil {
 			return err
 		}
 		if verb != "moves" || *watch <= 0 {
@@ -132,21 +222,36 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 }
 
-// takePositional returns the first n arguments that come before any flag;
-// dropPositional returns what is left.
-func takePositional(args []string, n int) []string {
-	var out []string
-	for _, a := range args {
-		if len(out) == n || strings.HasPrefix(a, "-") {
-			break
+// refusal is the error of an answer that says no: a refused decommission
+// verdict, or an abort that left a move in place or could not tell. The
+// answer came back without an error status, yet a script must see that
+// nothing happened by the exit code.
+func refusal(verb, subject string, data []byte) error {
+	switch verb {
+	case "decommission":
+		r, err := decodeAnswer[messages.DecommissionReply](subject, data)
+		if err != nil {
+			return err
 		}
-		out = append(out, a)
+		if r.Verdict == "refused" {
+			return fmt.Errorf("%s: decommission of %s refused: %s", subject, r.Member, r.Reason)
+		}
+	case "moves-abort":
+		r, err := decodeAnswer[messages.AbortMoveReply](subject, data)
+		if err != nil {
+			return err
+		}
+		switch r.Result {
+		case "aborted", "no_move":
+		default:
+			why := r.Error
+			if why == "" {
+				why = "no reason given"
+			}
+			return fmt.Errorf("%s: abort of %s/%d %s: %s", subject, r.Topic, r.Partition, r.Result, why)
+		}
 	}
-	return out
-}
-
-func dropPositional(args []string, n int) []string {
-	return args[len(takePositional(args, n)):]
+	return nil
 }
 
 // adminRequest sends one admin request and returns the answer's body; an
@@ -401,25 +506,17 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if release {
 		args = args[1:]
 	}
-	fs := flag.NewFlagSet("cluster quarantine", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("nats", env("NARAD_NATS", "nats://127.0.0.1:4222"), "NATS URL (NARAD_NATS)")
-	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)")
-	auth := adminAuthFlags(fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for an answer")
+	usage, name := quarantineUsage, "cluster quarantine"
+	if release {
+		usage, name = quarantineReleaseUsage, "cluster quarantine release"
+	}
+	fs, cf := newClusterFlags(name, usage, stderr)
 	node := fs.String("node", "", "the member whose copies to list (all when empty) or release (required)")
 	var path *string
 	var dryRun *bool
-	usage := quarantineUsage
 	if release {
-		usage = quarantineReleaseUsage
 		path = fs.String("path", "", "the copy's path as listed (required)")
 		dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
-	}
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -439,16 +536,16 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	} else if *node != "" {
 		body, _ = json.Marshal(messages.QuarantineRequest{Node: *node})
 	}
-	nc, subject, err := dialAdmin(*url, *cluster, verb, *timeout, *auth)
+	nc, subject, err := dialAdmin(*cf.url, *cf.cluster, verb, *cf.timeout, *cf.auth)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	data, err := adminRequest(ctx, nc, subject, body, *timeout)
+	data, err := adminRequest(ctx, nc, subject, body, *cf.timeout)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if *cf.asJSON {
 		return printAnswer(stdout, verb, subject, data, true, nil)
 	}
 	if release {
@@ -557,6 +654,9 @@ func dialAdmin(url, cluster, verb string, timeout time.Duration, auth transport.
 	// is told by adminRequest from LastError, not printed by nats.go.
 	nc, err := nats.Connect(url, append(opts, nats.Timeout(timeout),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))...)
+	if errors.Is(err, nats.ErrNoServers) {
+		return nil, "", fmt.Errorf("connect to %s: %w (is narad dev, or a NATS server, running there? --nats or NARAD_NATS names another)", url, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("connect to %s: %w", url, err)
 	}

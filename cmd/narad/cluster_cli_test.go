@@ -242,3 +242,40 @@ func TestClusterMovesAsksForTheSummary(t *testing.T) {
 		t.Errorf("output: got %q, want %q", out.String(), want)
 	}
 }
+
+// An answer that says no exits non-zero though it came without an error
+// status: a refused decommission verdict, an abort that left the move or
+// could not tell. The answer is still printed.
+func TestClusterRefusedAnswersExitNonZero(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		verb    string
+		answer  string
+		wantErr string // "" for success
+	}{
+		{[]string{"decommission", "n2", "--dry-run"}, "decommission", `{"member":"n2","verdict":"refused","reason":"last voter"}`, "refused: last voter"},
+		{[]string{"decommission", "n2"}, "decommission", `{"member":"n2","verdict":"draining","owned_partitions":3}`, ""},
+		{[]string{"moves", "abort", "orders", "4"}, "moves-abort", `{"topic":"orders","partition":4,"owner":"n1","result":"refused","error":"the move targets n5"}`, "refused: the move targets n5"},
+		{[]string{"moves", "abort", "orders", "4"}, "moves-abort", `{"topic":"orders","partition":4,"result":"not_found"}`, "not_found"},
+		{[]string{"moves", "abort", "orders", "4"}, "moves-abort", `{"topic":"orders","partition":4,"result":"unknown"}`, "unknown"},
+		{[]string{"moves", "abort", "orders", "4"}, "moves-abort", `{"topic":"orders","partition":4,"owner":"n1","result":"no_move"}`, ""},
+	} {
+		t.Run(tc.answer, func(t *testing.T) {
+			url := fakeAdmin(t, tc.verb, tc.answer)
+			var out bytes.Buffer
+			err := runCluster(context.Background(), append(tc.args, "--nats", url, "--cluster", "prod"), &out, io.Discard)
+			if tc.wantErr == "" {
+				if code := exitCode(err); code != 0 {
+					t.Fatalf("exit code: got %d (%v), want 0", code, err)
+				}
+				return
+			}
+			if code := exitCode(err); code == 0 || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got exit %d, error %v; want non-zero with %q", code, err, tc.wantErr)
+			}
+			if !strings.Contains(out.String(), `"orders"`) && !strings.Contains(out.String(), `"n2"`) {
+				t.Fatalf("output: got %q, want the answer printed", out.String())
+			}
+		})
+	}
+}

@@ -174,12 +174,16 @@ var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {
 	logLevel string
+	// dragonboatLogLevel is the least level of Dragonboat's own lines.
+	dragonboatLogLevel string
 	// cfg holds what the flags set; apply copies the settings' fields.
 	cfg actors.Config
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", env("NARAD_LOG_LEVEL", "info"), "log level: debug, info, warn, error (NARAD_LOG_LEVEL)")
+	fs.StringVar(&f.dragonboatLogLevel, "dragonboat-log-level", env("NARAD_DRAGONBOAT_LOG_LEVEL", "warn"),
+		"least level of the Raft library's (Dragonboat's) lines, within --log-level: debug, info, warn, error; at info it tells of every shard it starts (NARAD_DRAGONBOAT_LOG_LEVEL)")
 	f.cfg = actors.DefaultConfig()
 	for _, s := range settings(&f.cfg) {
 		usage := fmt.Sprintf("%s (%s)", s.usage, s.envName())

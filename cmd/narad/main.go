@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -42,15 +43,33 @@ Run "narad <command> --help" for a command's flags.
 
 func main() {
 	ctx, stop := notifyTwice(context.Background())
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	err := withConnectionHint(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
+	if code := exitCode(err); code != 0 {
 		fmt.Fprintln(os.Stderr, "narad:", err)
-		os.Exit(1)
+		os.Exit(code)
 	}
+}
+
+// exitCode is the process's exit status after run returned err: 0 for
+// success and for help asked for (flag.ErrHelp), 1 for every failure,
+// refusals included, so that a script sees them.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
+}
+
+// withConnectionHint names the likely cause of a refused connection:
+// nothing listens where the command looked, most often because the broker
+// is not running or runs elsewhere.
+func withConnectionHint(err error) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	return fmt.Errorf("%w (is narad dev, or the node, running at %s? --server or NARAD_SERVER names another)", err, op.Addr)
 }
 
 // secondSignalKey carries the channel closed at the second stop signal in
@@ -117,7 +136,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "users":
 		return runUsers(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:

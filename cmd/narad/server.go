@@ -48,6 +48,17 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
+// newNodeLogger is newLogger at --log-level, with Dragonboat's lines held
+// to --dragonboat-log-level as well.
+func newNodeLogger(w io.Writer, level, dragonboatLevel string) (*slog.Logger, error) {
+	var db slog.Level
+	if err := db.UnmarshalText([]byte(dragonboatLevel)); err != nil {
+		return nil, fmt.Errorf("--dragonboat-log-level %q: %w", dragonboatLevel, err)
+	}
+	metastore.SetDragonboatLevel(db)
+	return newLogger(w, level)
+}
+
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -79,7 +90,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, nf.logLevel)
+	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
 		return err
 	}
@@ -194,17 +205,21 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	nodes := fs.Int("nodes", 1, "number of nodes, each a voter of the metastore (1 to 9)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty")
 	procs := fs.Int("gomaxprocs", 0, "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set")
+	natsPort := fs.Int("nats-port", devNATSPort, "port of the embedded NATS server, on --http-base's host; 0 takes a free one")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver and security off.\n\nFlags:")
+		fmt.Fprintf(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver (on port %d, where narad cluster and the nats CLI look by default)\nand security off.\n\nFlags:\n", devNATSPort)
 		fs.PrintDefaults()
 	}
 	if err := nf.parse(fs, args); err != nil {
 		return err
 	}
-	if *nodes < 1 || *nodes > 9 {
-		return fmt.Errorf("--nodes %d: want 1 to 9", *nodes)
+	if *nodes < 1 || *nodes > maxDevNodes {
+		return fmt.Errorf("--nodes %d: want 1 to %d", *nodes, maxDevNodes)
 	}
-	log, err := newLogger(stderr, nf.logLevel)
+	if *natsPort < 0 || *natsPort > 65535 {
+		return fmt.Errorf("--nats-port %d: want 0 to 65535", *natsPort)
+	}
+	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
 		return err
 	}
@@ -227,6 +242,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || p <= 0 || p+*nodes > 55535 {
 		return fmt.Errorf("--http-base %q: needs a port below %d", *httpBase, 55536-*nodes)
 	}
+	if err := claimDevData(*data, devShape{Nodes: *nodes, HTTPBase: *httpBase}); err != nil {
+		return err
+	}
 	// The embedded NATS server authenticates like a production one: the
 	// nodes get the node seed, the banner names the admin's.
 	cluster := actors.DefaultConfig().Cluster
@@ -234,7 +252,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ns, err := startNATS(host, sec)
+	ns, err := startDevNATS(host, *natsPort, sec)
 	if err != nil {
 		return err
 	}
@@ -298,7 +316,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return startErr
 	}
 	base := "http://" + started[0].Addr()
-	fmt.Fprintf(stdout, "narad dev: %d node(s), HTTP from %s (data in %s, NATS on %s)\n", *nodes, base, *data, ns.ClientURL())
+	fmt.Fprintf(stdout, "narad dev: %d node(s), HTTP from %s (data in %s)\n", *nodes, base, *data)
+	natsFlag := ""
+	if ns.ClientURL() == defaultNATS {
+		fmt.Fprintf(stdout, "NATS on %s: narad cluster and the nats CLI find it there without --nats/--server\n", ns.ClientURL())
+	} else {
+		natsFlag = " --nats " + ns.ClientURL()
+		fmt.Fprintf(stdout, "NATS on %s: pass it to narad cluster with --nats, to the nats CLI with --server\n", ns.ClientURL())
+	}
 	for _, n := range started[1:] {
 		fmt.Fprintf(stdout, "  also http://%s\n", n.Addr())
 	}
@@ -310,19 +335,43 @@ Try it:
   curl -s -X POST %s/v1/topics/orders/produce -d '{"id":1}'
   curl -s '%s/v1/topics/orders/consume?wait=5s'
   curl -s -X POST '%s/v1/topics/orders/ack?receipt_handle=<receipt_handle from the consume>'
-  go run ./cmd/narad cluster members --nats %s --nats-creds %s
+  go run ./cmd/narad cluster members%s --nats-creds %s
 
 Stop with Ctrl-C.
-`, base, base, base, base, ns.ClientURL(), sec.creds.File(transport.RoleAdmin))
+`, base, base, base, base, natsFlag, sec.creds.File(transport.RoleAdmin))
 	<-ctx.Done()
 	return stopAll()
 }
 
-// startNATS starts the embedded NATS server nodes talk through on host and
-// a random port. NoSigs: without it the server exits the process on SIGTERM
-// itself, before the node could stop gracefully.
-func startNATS(host string, sec natsSecurity) (*natsserver.Server, error) {
-	return startNATSAt(strings.Trim(host, "[]"), natsserver.RANDOM_PORT, sec)
+// maxDevNodes bounds narad dev's --nodes: every node is a voter of the
+// metastore in one process, and Raft past nine voters only slows commits.
+const maxDevNodes = 9
+
+// devNATSPort is where narad dev's embedded NATS listens by default: the
+// NATS port, so that narad cluster (defaultNATS) and the stock nats CLI
+// find it with no flag.
+const devNATSPort = 4222
+
+// errNATSPortTaken is a fixed dev NATS port something else listens on.
+var errNATSPortTaken = errors.New("port taken")
+
+// startDevNATS starts the embedded NATS server nodes talk through on host
+// and port, a free one when port is 0. A taken port is found first: the
+// server itself only fails to become ready, after its start timeout and
+// without saying why.
+func startDevNATS(host string, port int, sec natsSecurity) (*natsserver.Server, error) {
+	host = strings.Trim(host, "[]")
+	if port == 0 {
+		return startNATSAt(host, natsserver.RANDOM_PORT, sec)
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats on %s: %w: %w; is another narad dev or a NATS server running there? stop it, or pass --nats-port N (0: any free port)",
+			addr, errNATSPortTaken, err)
+	}
+	l.Close()
+	return startNATSAt(host, port, sec)
 }
 
 // natsSecurity is how a NATS server narad runs authenticates clients: the
@@ -368,6 +417,9 @@ func printCredentials(w io.Writer, c transport.Credentials, created bool) {
 // is the most NATS takes without warning of poor performance.
 const natsMaxPayloadBytes = 8 << 20
 
+// startNATSAt starts a NATS server narad embeds. NoSigs: without it the
+// server exits the process on SIGTERM itself, before the node could stop
+// gracefully.
 func startNATSAt(host string, port int, sec natsSecurity) (*natsserver.Server, error) {
 	return startNATSWith(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes}, sec)
 }

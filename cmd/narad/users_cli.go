@@ -41,6 +41,15 @@ Flags of every command:
   --timeout DURATION    bound on the request (default 30s)
 `
 
+// usersCommandUsage is each users command's own help, above its flags.
+var usersCommandUsage = map[string]string{
+	"create": "usage: narad users create [flags] <name>\n\nCreates a user (--new-password, --grant ...) and prints it as JSON.\nA grant is action:pattern[,pattern...], or admin.\n\nFlags:\n",
+	"list":   "usage: narad users list [flags]\n\nLists every user, one per line.\n\nFlags:\n",
+	"grant":  "usage: narad users grant [flags] <name>\n\nReplaces a user's grants with the --grant flags given (none: no grants).\n\nFlags:\n",
+	"passwd": "usage: narad users passwd [flags] <name>\n\nChanges a user's password (--new-password; --current-password for your own).\n\nFlags:\n",
+	"delete": "usage: narad users delete [flags] <name>\n\nDeletes a user.\n\nFlags:\n",
+}
+
 // grantFlags is a repeated --grant.
 type grantFlags []messages.Grant
 
@@ -83,7 +92,11 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stderr, usersUsage)
 		return fmt.Errorf("users: unknown command %q", cmd)
 	}
-	fs := newCommandFlags("users "+cmd, usersUsage, stderr)
+	fs := newCommandFlags("users "+cmd, "", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usersCommandUsage[cmd])
+		fs.PrintDefaults()
+	}
 	server := serverFlag(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the request")
 	var grants grantFlags
