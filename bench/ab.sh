@@ -159,7 +159,7 @@ run() {
   out=$tmp/$tag-$side
   port=$(free_port)
   rm -rf "$tmp/data"
-  "$bin/narad" dev --fresh --data "$tmp/data" --http-base "127.0.0.1:$port" --log-level warn >/dev/null 2>"$out.node.log" &
+  NARAD_NATS_PORT=0 "$bin/narad" dev --fresh --data "$tmp/data" --http-base "127.0.0.1:$port" --log-level warn >/dev/null 2>"$out.node.log" &
   pid=$!
   local ready=0
   for _ in $(seq 1 300); do

@@ -31,7 +31,7 @@ start() {
   local nodes=$1 name=$2 port i ready
   # Raft takes the HTTP port + 10000, so the base stays below 45000.
   port=$((20000 + RANDOM % 20000))
-  "$tmp/narad" dev --fresh --nodes "$nodes" --data "$tmp/$name" --http-base "127.0.0.1:$port" \
+  NARAD_NATS_PORT=0 "$tmp/narad" dev --fresh --nodes "$nodes" --data "$tmp/$name" --http-base "127.0.0.1:$port" \
     --log-level warn >/dev/null 2>"$tmp/$name.log" &
   pid=$!
   urls=

@@ -108,7 +108,7 @@ func TestDashboardsAndAlertsAnswerThroughVictoriaMetrics(t *testing.T) {
 	// Three nodes on ports of their own (below the ephemeral range).
 	base := 7962
 	data := t.TempDir()
-	start(t, filepath.Join(data, "narad.log"), narad, "dev", "--nodes", "3", "--fresh", "--data", filepath.Join(data, "dev"),
+	start(t, filepath.Join(data, "narad.log"), narad, "dev", "--nodes", "3", "--fresh", "--nats-port", "0", "--data", filepath.Join(data, "dev"),
 		"--http-base", fmt.Sprintf("127.0.0.1:%d", base))
 	var targets []string
 	for i := range 3 {

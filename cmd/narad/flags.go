@@ -169,7 +169,8 @@ func settings(c *actors.Config) []setting {
 // strictEnv are variables of serve's own flags that parse as the flag
 // does; their flags read them as defaults, and loadEnv refuses a bad one.
 var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
-	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS"}
+	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS",
+	"nats-port": "NARAD_NATS_PORT"}
 
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {

@@ -205,7 +205,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	nodes := fs.Int("nodes", 1, "number of nodes, each a voter of the metastore (1 to 9)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty")
 	procs := fs.Int("gomaxprocs", 0, "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set")
-	natsPort := fs.Int("nats-port", devNATSPort, "port of the embedded NATS server, on --http-base's host; 0 takes a free one")
+	natsPort := fs.Int("nats-port", envInt("NARAD_NATS_PORT", devNATSPort), "port of the embedded NATS server, on --http-base's host; 0 takes a free one (NARAD_NATS_PORT)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: narad dev [flags]\n\nRuns a local broker (one or more nodes in one process) with an embedded NATS\nserver (on port %d, where narad cluster and the nats CLI look by default)\nand security off.\n\nFlags:\n", devNATSPort)
 		fs.PrintDefaults()
