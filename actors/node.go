@@ -483,6 +483,9 @@ func (n *Node) pingBus(ctx context.Context) error {
 func (n *Node) registerGauges() {
 	n.metrics.gauge("narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
 	n.metrics.gauge("narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
+	// Walked at scrape time: a staging copy is a move in flight, and moves
+	// in flight are bounded (MaxInFlightMoves).
+	n.metrics.gauge("narad_staging_disk_bytes", func() float64 { return float64(storage.StagingBytes(n.cfg.DataDir)) })
 	// Raft role and term per metastore shard, read at scrape time.
 	for _, sh := range n.store.Shards() {
 		shard := sh

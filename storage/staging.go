@@ -3,10 +3,12 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,6 +23,28 @@ func PartitionPath(dataDir, topic string, partition int) string {
 // The partition number is the part after the last dash.
 func StagingPath(dataDir, topic string, partition int) string {
 	return filepath.Join(dataDir, ".moves", topic+"-"+strconv.Itoa(partition))
+}
+
+// StagingBytes is what the copies moves are staging under dataDir hold
+// on disk (.moves), less the copies set aside there (quarantine counts
+// those). A file that vanishes during the walk (an install renamed it
+// away) is not counted.
+func StagingBytes(dataDir string) int64 {
+	var n int64
+	filepath.WalkDir(filepath.Join(dataDir, ".moves"), func(_ string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case d.IsDir() && strings.Contains(d.Name(), ".quarantine"):
+			return filepath.SkipDir
+		case !d.IsDir():
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // Staging is the receiving side of a partition copy: segment files filled

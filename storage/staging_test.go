@@ -460,3 +460,23 @@ func modTime(t testing.TB, path string) time.Time {
 	}
 	return st.ModTime()
 }
+
+func TestStagingBytesCountsStagedCopiesButNotThoseSetAside(t *testing.T) {
+	data := t.TempDir()
+	staged := StagingPath(data, "orders", 2)
+	aside := StagingPath(data, "orders", 3) + ".quarantine"
+	for dir, size := range map[string]int{staged: 300, aside: 5000} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := StagingBytes(data); got != 300 {
+		t.Fatalf("staging bytes: got %d, want 300 (the copy set aside is quarantine's)", got)
+	}
+	if got := StagingBytes(t.TempDir()); got != 0 {
+		t.Fatalf("staging bytes with no .moves: got %d, want 0", got)
+	}
+}

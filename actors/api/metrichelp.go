@@ -34,6 +34,7 @@ var metricHelp = map[string]string{
 	"narad_fanout_records_lost_to_retention_total": "Parent records removed by retention before any fan-out copy.",
 	"narad_fanout_actor_panics_total":              "Fan-out actors that panicked and were restarted.",
 	"narad_fanout_lag_records":                     "Records of the parent's partitions on this node not yet copied to the child, per link.",
+	"narad_staging_disk_bytes":                     "Bytes of the copies moves are staging on this node's disk (not those set aside).",
 	// Node.
 	"narad_partitions_owned":          "Partitions this node serves.",
 	"narad_partitions_disk_bytes":     "Bytes the logs of the partitions this node serves hold on disk.",
