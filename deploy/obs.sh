@@ -17,7 +17,7 @@ up)
   fi
   .obs/victoria-metrics -httpListenAddr="$ADDR" -storageDataPath=.obs/data \
     -promscrape.config=deploy/victoriametrics/scrape.yml \
-    -vmui.customDashboardsPath=deploy/vmui >.obs/victoria-metrics.log 2>&1 &
+    -vmui.customDashboardsPath=deploy/vmui -search.latencyOffset=5s >.obs/victoria-metrics.log 2>&1 &
   echo $! >.obs/victoria-metrics.pid
   for _ in $(seq 1 50); do
     curl -sf "http://$ADDR/health" >/dev/null && break
@@ -26,7 +26,15 @@ up)
   echo "VictoriaMetrics UI: http://$ADDR/vmui/  (Dashboards tab: Narad client path, moves, cluster, storage)"
   ;;
 down)
-  [ -f .obs/victoria-metrics.pid ] && kill "$(cat .obs/victoria-metrics.pid)" 2>/dev/null || true
+  if [ -f .obs/victoria-metrics.pid ]; then
+    pid=$(cat .obs/victoria-metrics.pid)
+    kill "$pid" 2>/dev/null || true
+    # Wait for it to let go of its data directory's lock.
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+  fi
   rm -f .obs/victoria-metrics.pid
   ;;
 *)
