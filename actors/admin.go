@@ -194,7 +194,7 @@ func (n *Node) connectNATS(ctx context.Context) error {
 
 // dialNATS connects the node's transport, serving nothing yet.
 func (n *Node) dialNATS(ctx context.Context) error {
-	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID,
+	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID, Metrics: n.metrics.set,
 		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout, Auth: n.cfg.NATSAuth}, n.log)
 	if err != nil {
 		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)

@@ -7,15 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/naradmq/narad/messages"
 )
 
-// partitionRequestsServed is how many partition-service requests node id
-// has answered over NATS, from the transport's own counter.
-func partitionRequestsServed(id string) uint64 {
-	return metrics.GetOrCreateCounter(fmt.Sprintf(`narad_nats_handled_total{node=%q,service="partition"}`, id)).Get()
+// partitionRequestsServed is how many partition-service requests tn has
+// answered over NATS, from the transport's own counter in its node's set.
+func partitionRequestsServed(tn *testNode) uint64 {
+	return tn.n.metrics.set.GetOrCreateCounter(fmt.Sprintf(`narad_nats_handled_total{node=%q,service="partition"}`, tn.cfg.NodeID)).Get()
 }
 
 // routedCluster is a three-node cluster whose long polls never rescan on
@@ -127,16 +125,17 @@ func TestAConsumeThroughANonOwnerAsksOneOwnerOnce(t *testing.T) {
 		parts, _ := c.node(0).n.notifier.ready.snapshot(ti, partitions)
 		return parts[p].ready
 	})
-	ownerID, otherID := c.node(owner).cfg.NodeID, c.node(other).cfg.NodeID
-	beforeOwner, beforeOther := partitionRequestsServed(ownerID), partitionRequestsServed(otherID)
+	ownerN, otherN := c.node(owner), c.node(other)
+	ownerID, otherID := ownerN.cfg.NodeID, otherN.cfg.NodeID
+	beforeOwner, beforeOther := partitionRequestsServed(ownerN), partitionRequestsServed(otherN)
 	m := c.node(0).consume("hop", "wait=1s")
 	if m == nil || m.Partition != p {
 		t.Fatalf("consume through %s: got %+v, want the record of partition %d", c.node(0).cfg.NodeID, m, p)
 	}
-	if got := partitionRequestsServed(ownerID) - beforeOwner; got != 1 {
+	if got := partitionRequestsServed(ownerN) - beforeOwner; got != 1 {
 		t.Fatalf("consume through %s: %s answered %d partition requests, want 1", c.node(0).cfg.NodeID, ownerID, got)
 	}
-	if got := partitionRequestsServed(otherID) - beforeOther; got != 0 {
+	if got := partitionRequestsServed(otherN) - beforeOther; got != 0 {
 		t.Fatalf("consume through %s: %s, which holds no record, answered %d partition requests, want 0", c.node(0).cfg.NodeID, otherID, got)
 	}
 
@@ -146,14 +145,14 @@ func TestAConsumeThroughANonOwnerAsksOneOwnerOnce(t *testing.T) {
 		code, _ := c.node(owner).do("GET", fmt.Sprintf("/v1/topics/hop/consume?partition=%d&offset=1", p), nil)
 		return code == http.StatusOK
 	})
-	beforeOwner, beforeOther = partitionRequestsServed(ownerID), partitionRequestsServed(otherID)
+	beforeOwner, beforeOther = partitionRequestsServed(ownerN), partitionRequestsServed(otherN)
 	if m := c.node(0).consume("hop", "wait=0"); m == nil || m.Partition != p {
 		t.Fatalf("full scan through %s: got %+v, want the second record of partition %d", c.node(0).cfg.NodeID, m, p)
 	}
-	if got := partitionRequestsServed(ownerID) - beforeOwner; got != 1 {
+	if got := partitionRequestsServed(ownerN) - beforeOwner; got != 1 {
 		t.Fatalf("full scan through %s: %s answered %d partition requests, want 1", c.node(0).cfg.NodeID, ownerID, got)
 	}
-	if got := partitionRequestsServed(otherID) - beforeOther; got > 1 {
+	if got := partitionRequestsServed(otherN) - beforeOther; got > 1 {
 		t.Fatalf("full scan through %s: %s answered %d partition requests, want at most 1", c.node(0).cfg.NodeID, otherID, got)
 	}
 }

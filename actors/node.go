@@ -122,6 +122,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			return nil, err
 		}
 	}
+	if mcfg.Metrics == nil {
+		mcfg.Metrics = n.metrics.set
+	}
 	if n.store, err = metastore.Open(mcfg, log); err != nil {
 		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)

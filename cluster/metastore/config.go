@@ -3,6 +3,7 @@ package metastore
 import (
 	"errors"
 	"fmt"
+	"github.com/VictoriaMetrics/metrics"
 	"maps"
 	"slices"
 	"time"
@@ -14,6 +15,9 @@ type Config struct {
 	// NodeID is the Narad node id ("n1"). It labels logs and metrics; it is
 	// not the Raft replica id, which must never be reused (ReplicaID).
 	NodeID string
+	// Metrics is the node's metrics set, which holds the store's series;
+	// nil is the process-wide default set.
+	Metrics *metrics.Set `json:"-"`
 	// ReplicaID is this node's Raft replica id in every shard. Dragonboat
 	// never accepts a deleted replica id again, so a node that left and
 	// comes back empty needs a fresh one.

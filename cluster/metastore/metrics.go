@@ -43,10 +43,13 @@ type storeMetrics struct {
 	applied   map[uint64]*metrics.Gauge
 }
 
-func newStoreMetrics(node string, shards []uint64) *storeMetrics {
+func newStoreMetrics(set *metrics.Set, node string, shards []uint64) *storeMetrics {
+	if set == nil {
+		set = metrics.GetDefaultSet()
+	}
 	m := &storeMetrics{
 		node:      node,
-		latency:   metrics.GetOrCreatePrometheusHistogramExt("narad_metastore_proposal_seconds", proposalBuckets),
+		latency:   set.GetOrCreatePrometheusHistogramExt("narad_metastore_proposal_seconds", proposalBuckets),
 		proposals: make(map[uint64]map[string]*metrics.Counter, len(shards)),
 		applied:   make(map[uint64]*metrics.Gauge, len(shards)),
 	}
@@ -54,9 +57,9 @@ func newStoreMetrics(node string, shards []uint64) *storeMetrics {
 	for _, shard := range shards {
 		m.proposals[shard] = make(map[string]*metrics.Counter, len(labels))
 		for _, l := range labels {
-			m.proposals[shard][l] = metrics.GetOrCreateCounter(fmt.Sprintf(`narad_metastore_proposals_total{shard="%d",result="%s"}`, shard, l))
+			m.proposals[shard][l] = set.GetOrCreateCounter(fmt.Sprintf(`narad_metastore_proposals_total{shard="%d",result="%s"}`, shard, l))
 		}
-		m.applied[shard] = metrics.GetOrCreateGauge(fmt.Sprintf(`narad_metastore_applied_index{node=%q,shard="%d"}`, node, shard), nil)
+		m.applied[shard] = set.GetOrCreateGauge(fmt.Sprintf(`narad_metastore_applied_index{node=%q,shard="%d"}`, node, shard), nil)
 	}
 	return m
 }

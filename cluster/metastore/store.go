@@ -119,7 +119,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		log:      log.With("component", "metastore", "node", cfg.NodeID),
 		nh:       nh,
 		sessions: make(map[uint64]*client.Session, len(shards)),
-		metrics:  newStoreMetrics(cfg.NodeID, shards),
+		metrics:  newStoreMetrics(cfg.Metrics, cfg.NodeID, shards),
 		removal:  removed,
 	}
 	s.meta = newFSM(MetaShard, newMetaState(), loadMetaState, s.applied)

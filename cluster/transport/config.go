@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"github.com/VictoriaMetrics/metrics"
 	"strings"
 	"time"
 )
@@ -16,6 +17,9 @@ type Config struct {
 	// NodeID is this node's id: the subject token other nodes address
 	// (narad.<cluster>.node.<NodeID>.<service>) and the node label of metrics.
 	NodeID string
+	// Metrics is the node's metrics set, which holds the transport's
+	// series; nil is the process-wide default set.
+	Metrics *metrics.Set
 	// URLs are the NATS servers to connect to; several give the client a
 	// fallback when one server of a NATS cluster is down. An entry may hold
 	// a comma-separated list (one --nats flag naming a whole NATS cluster);

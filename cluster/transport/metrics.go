@@ -41,16 +41,16 @@ type serviceMetrics struct {
 	handled *metrics.Counter
 }
 
-func newServiceMetrics(node, service string) *serviceMetrics {
+func newServiceMetrics(set *metrics.Set, node, service string) *serviceMetrics {
 	l := fmt.Sprintf(`node=%q,service=%q`, node, service)
 	m := &serviceMetrics{
-		latency: metrics.GetOrCreatePrometheusHistogramExt(`narad_nats_request_seconds{`+l+`}`, requestBuckets),
+		latency: set.GetOrCreatePrometheusHistogramExt(`narad_nats_request_seconds{`+l+`}`, requestBuckets),
 		errors:  make(map[string]*metrics.Counter, len(reasons)),
-		retries: metrics.GetOrCreateCounter(`narad_nats_request_retries_total{` + l + `}`),
-		handled: metrics.GetOrCreateCounter(`narad_nats_handled_total{` + l + `}`),
+		retries: set.GetOrCreateCounter(`narad_nats_request_retries_total{` + l + `}`),
+		handled: set.GetOrCreateCounter(`narad_nats_handled_total{` + l + `}`),
 	}
 	for _, r := range reasons {
-		m.errors[r] = metrics.GetOrCreateCounter(fmt.Sprintf(`narad_nats_request_errors_total{%s,reason=%q}`, l, r))
+		m.errors[r] = set.GetOrCreateCounter(fmt.Sprintf(`narad_nats_request_errors_total{%s,reason=%q}`, l, r))
 	}
 	return m
 }
@@ -67,6 +67,7 @@ func (m *serviceMetrics) observe(start time.Time, reason string) {
 // the hot path does not format series names.
 type metricsCache struct {
 	node string
+	set  *metrics.Set
 	m    sync.Map
 }
 
@@ -74,6 +75,14 @@ func (c *metricsCache) get(service string) *serviceMetrics {
 	if v, ok := c.m.Load(service); ok {
 		return v.(*serviceMetrics)
 	}
-	v, _ := c.m.LoadOrStore(service, newServiceMetrics(c.node, service))
+	v, _ := c.m.LoadOrStore(service, newServiceMetrics(c.set, c.node, service))
 	return v.(*serviceMetrics)
+}
+
+// setOrDefault is set, or the process-wide default set when nil.
+func setOrDefault(set *metrics.Set) *metrics.Set {
+	if set == nil {
+		return metrics.GetDefaultSet()
+	}
+	return set
 }

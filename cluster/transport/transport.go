@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/messages"
@@ -78,7 +77,7 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		cancel:     cancel,
 		connClosed: make(chan struct{}),
 		subs:       make(map[string]*nats.Subscription),
-		metrics:    metricsCache{node: cfg.NodeID},
+		metrics:    metricsCache{node: cfg.NodeID, set: setOrDefault(cfg.Metrics)},
 	}
 	up := make(chan struct{}, 1)
 	signalUp := func(*nats.Conn) {
@@ -340,7 +339,7 @@ func (t *Transport) run(ctx context.Context, h Handler, from string, m *nats.Msg
 		if p := recover(); p != nil {
 			t.log.Error("transport handler panicked", "subject", m.Subject, "from", from,
 				"panic", p, "stack", string(debug.Stack()))
-			metrics.GetOrCreateCounter(fmt.Sprintf(`narad_nats_handler_panics_total{node=%q,subject=%q}`, t.cfg.NodeID, m.Subject)).Inc()
+			t.metrics.set.GetOrCreateCounter(fmt.Sprintf(`narad_nats_handler_panics_total{node=%q,subject=%q}`, t.cfg.NodeID, m.Subject)).Inc()
 			out, err = nil, Errorf(StatusInternal, "handler panicked: %v", p)
 		}
 	}()
