@@ -56,7 +56,7 @@ func grafanaOf(dashboards []dashboard) map[string]any {
 	}
 	return map[string]any{
 		"title": "Narad", "uid": "narad", "schemaVersion": 39, "editable": true, "refresh": "10s",
-		"time": map[string]string{"from": "now-1h", "to": "now"},
+		"time":       map[string]string{"from": "now-1h", "to": "now"},
 		"templating": map[string]any{"list": []any{map[string]any{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"}}},
 		"panels":     panels,
 	}
