@@ -440,8 +440,6 @@ type fanoutActor struct {
 	hwm   int64
 	// timerAt is the earliest armed wake; zero when none.
 	timerAt time.Time
-	// copies bounds the copy goroutines (one per link at most).
-	copies sync.WaitGroup
 }
 
 func newFanoutActor(d deps, k messages.PartitionKey) *fanoutActor {
@@ -611,7 +609,9 @@ func (f *fanoutActor) copy(ctx actor.Context, l *fanoutLink, groups []fanoutGrou
 	l.sending, l.pending, l.upto = true, nil, upto
 	self, root, route, timeout := ctx.Self(), ctx.ActorSystem().Root, f.copyRoute, f.cfg.RequestTimeout
 	name, epoch := l.link.Name, l.link.AttachEpoch
-	f.copies.Go(func() {
+	// One per link at most (l.sending); it ends when every commit has
+	// answered or the timeout passed.
+	go func() {
 		cctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		failed := make([]error, len(groups))
@@ -631,7 +631,7 @@ func (f *fanoutActor) copy(ctx actor.Context, l *fanoutLink, groups []fanoutGrou
 			}
 		}
 		root.Send(self, out)
-	})
+	}()
 }
 
 func commitGroup(ctx context.Context, route fanoutRoute, k messages.PartitionKey, recs []messages.CommitRecord) error {
