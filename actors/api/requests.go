@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/VictoriaMetrics/metrics"
 )
@@ -17,6 +18,18 @@ func countRequests(node string, set *metrics.Set, mux *http.ServeMux, next http.
 	if node == "" || set == nil {
 		return next
 	}
+	// The counters by (route, status), so a request formats no series name
+	// (a produce is the hot path); bounded by routes times statuses.
+	var counters sync.Map
+	count := func(route string, status int) {
+		k := requestKey{route, status}
+		c, ok := counters.Load(k)
+		if !ok {
+			c, _ = counters.LoadOrStore(k, set.GetOrCreateCounter(fmt.Sprintf(`narad_http_requests_total{node=%q,route=%q,status="%s"}`,
+				node, route, strconv.Itoa(status))))
+		}
+		c.(*metrics.Counter).Inc()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, route := mux.Handler(r)
 		if route == "" {
@@ -28,11 +41,15 @@ func countRequests(node string, set *metrics.Set, mux *http.ServeMux, next http.
 			if status == 0 {
 				status = http.StatusOK
 			}
-			set.GetOrCreateCounter(fmt.Sprintf(`narad_http_requests_total{node=%q,route=%q,status="%s"}`,
-				node, route, strconv.Itoa(status))).Inc()
+			count(route, status)
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+type requestKey struct {
+	route  string
+	status int
 }
 
 // statusWriter remembers the status a handler answered. Unwrap lets
