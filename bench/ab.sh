@@ -48,9 +48,10 @@
 # runtime.MemStats only when /metrics is scraped (twice a run).
 #
 # A record lost (history.lost > 0, or history.ok false) stops the run with
-# exit status 3. Per-run JSON, scrapes and node logs stay in the temporary
-# directory, whose path is printed; worktrees, data and (unless KEEP_BIN=1)
-# the binaries are removed on exit.
+# exit status 3, and keeps that run's node data beside its log (the path is
+# printed). Per-run JSON, scrapes and node logs stay in the temporary
+# directory, whose path is printed; worktrees, other data and (unless
+# KEEP_BIN=1) the binaries are removed on exit.
 set -euo pipefail
 
 BASE_REV=${1:-6e6c791}
@@ -193,21 +194,23 @@ run() {
   if [ "$alive" = 1 ] && [ "$nrc" != 0 ]; then
     echo "ab: note: $side node exited $nrc on SIGTERM ($tag)" >&2
   fi
-  rm -rf "$tmp/data"
   if ! jq -e . "$out.json" >/dev/null 2>&1; then
-    echo "ab: $side load ($tag) exited $rc without a JSON summary; see $out.load.log" >&2; exit 1
+    mv "$tmp/data" "$out.data"
+    echo "ab: $side load ($tag) exited $rc without a JSON summary; see $out.load.log, the node's data kept in $out.data" >&2; exit 1
   fi
   local lost ok
   lost=$(jq -r '.history.lost' "$out.json")
   ok=$(jq -r '.history.ok' "$out.json")
   if [ "$lost" != 0 ] || [ "$ok" != true ]; then
+    mv "$tmp/data" "$out.data"
     echo >&2
     local lv=label_$side
     echo "!!!!!!!! ab: LOST RECORDS / HISTORY FAILED: $side (${!lv}), $tag: history.ok=$ok lost=$lost" >&2
     jq -c '.history' "$out.json" >&2
-    echo "!!!!!!!! see $out.json and $out.load.log" >&2
+    echo "!!!!!!!! see $out.json and $out.load.log; the node's data kept in $out.data, its log in $out.node.log" >&2
     exit 3
   fi
+  rm -rf "$tmp/data"
   if [ "$alive" != 1 ] || [ -z "$cpu1" ]; then
     echo "ab: $side node died during the load ($tag, exit $nrc); the tail of $out.node.log:" >&2
     tail -n 20 "$out.node.log" >&2 || true

@@ -55,8 +55,9 @@
 # check, is reported loudly at once, the rounds go on, and the script exits
 # 3 at the end; a node that does not get ready or dies unasked stops it with
 # exit status 1. Per-run JSON, RSS samples and logs stay in the temporary
-# directory, whose path is printed; worktrees, data and (unless KEEP_BIN=1)
-# binaries are removed on exit.
+# directory, whose path is printed, and so does the data of a run whose
+# history failed; worktrees, other data and (unless KEEP_BIN=1) binaries
+# are removed on exit.
 set -euo pipefail
 
 BASE_REV=${1:-HEAD~1}
@@ -97,6 +98,7 @@ tmp=$(mktemp -d "$AB_DIR/ab3.XXXXXX")
 worktrees=()
 spid= # the RSS sampler
 cdir= # the running cluster's data
+keep_cdir=0 # its history failed: stop_all keeps it
 
 # stop_all: every process of the running cluster, at once, then NATS.
 stop_all() {
@@ -113,7 +115,12 @@ stop_all() {
     p=$(cat "$cdir/nats.pid"); rm -f "$cdir/nats.pid"
     kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
   fi
-  rm -rf "$cdir"
+  if [ "$keep_cdir" = 1 ]; then
+    echo "ab3: kept $cdir (the data of the run whose history failed; its logs are $out.*.log)" >&2
+    keep_cdir=0
+  else
+    rm -rf "$cdir"
+  fi
   cdir=
 }
 cleanup() {
@@ -267,6 +274,7 @@ check_history() {
     lost=$(jq -r '.history.lost' "$f"); ok=$(jq -r '.history.ok' "$f")
     if [ "$lost" != 0 ] || [ "$ok" != true ]; then
       lost_any=1
+      keep_cdir=1
       local lv=label_$side
       echo >&2
       echo "!!!!!!!! ab3: LOST RECORDS / HISTORY FAILED: $side (${!lv}), $tag, topic $1$k: history.ok=$ok lost=$lost" >&2

@@ -19,7 +19,11 @@ N=${COUNT:-30000}
 PARTS=${PARTITIONS:-12}
 tmp=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+keep=0 # a failed load (its history check included) keeps the data and logs
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null
+  if [ "$keep" = 1 ]; then echo "cluster: kept $tmp (each run's data in one/ and three/, logs one.log and three.log, summaries *.json)" >&2; else rm -rf "$tmp"; fi
+}
 trap cleanup EXIT
 go build -o "$tmp/narad" ./cmd/narad
 go build -o "$tmp/load" ./bench/load
@@ -73,6 +77,7 @@ load() {
     -count "$N" -size 1024 -json >"$tmp/$name.json"; then
     echo "load against $label failed" >&2
     status=1
+    keep=1
   fi
   curl -fs "${urls%%,*}/v1/topics/load" | grep -o '"owner_node":"[^"]*"' | cut -d'"' -f4 |
     sort | uniq -c | awk '{ printf "%s%s=%s", sep, $2, $1; sep = " " } END { print "" }' >"$tmp/$name.owners" || true

@@ -16,7 +16,11 @@ N=${COUNT:-30000}
 case "$P" in 1|16|256) ;; *) echo "PRODUCERS must be 1, 16 or 256 (a batch size the raw benchmark has)" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+keep=0 # a failed load (its history check included) keeps the data and logs
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null
+  if [ "$keep" = 1 ]; then echo "node: kept $tmp (the node's data in data/, its log node.log, the load's summary load.json)" >&2; else rm -rf "$tmp"; fi
+}
 trap cleanup EXIT
 go build -o "$tmp/narad" ./cmd/narad
 go build -o "$tmp/load" ./bench/load
@@ -27,8 +31,14 @@ for _ in $(seq 1 200); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
   sleep 0.1
 done
-"$tmp/load" -server "http://127.0.0.1:$port" -create -producers "$P" -consumers "$C" -count "$N" -size 1024 -json >"$tmp/load.json"
+rc=0
+"$tmp/load" -server "http://127.0.0.1:$port" -create -producers "$P" -consumers "$C" -count "$N" -size 1024 -json >"$tmp/load.json" || rc=$?
 kill -TERM "$pid"; wait "$pid" || true; pid=
+if [ "$rc" != 0 ]; then
+  echo "node: the load exited $rc (a failed history check exits 1)" >&2
+  keep=1
+  exit "$rc"
+fi
 go test ./storage -run '^$' -bench "^BenchmarkAppend\$/^batch=$P\$/^raw\$" -benchtime 300x >"$tmp/raw.txt"
 produce=$(grep -o '"produce_msgs_per_sec":[0-9.]*' "$tmp/load.json" | cut -d: -f2)
 flow=$(grep -o '"flow_msgs_per_sec":[0-9.]*' "$tmp/load.json" | cut -d: -f2)

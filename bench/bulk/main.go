@@ -69,6 +69,9 @@ type config struct {
 
 	skipStop, skipJoin, keep bool
 	quick                    bool
+	// repeat runs every variant's scenarios this many times, each on fresh
+	// clusters, and stops at the first run that fails or loses a record.
+	repeat int
 }
 
 // quickScale is what -quick sets unless a flag says otherwise.
@@ -105,7 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.rebalanceTimeout, "rebalance-timeout", 2*time.Minute, "bound on the rebalance onto n4 and on its decommission, each")
 	fs.BoolVar(&c.skipStop, "skip-stop", false, "skip the stop scenario")
 	fs.BoolVar(&c.skipJoin, "skip-join", false, "skip the join scenario")
-	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails or loses a record")
+	fs.IntVar(&c.repeat, "repeat", 1, "run the scenarios this many times, each on fresh clusters, stopping at the first failure or loss; a clean run's data is removed before the next")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -139,7 +143,8 @@ var errConfig = errors.New("invalid flag")
 func (c config) validate() error {
 	positive := map[string]int{"topics": c.topics, "records-per-partition": c.records, "join-topics": c.joinTopics,
 		"join-partition-bytes": c.joinPartitionBytes, "join-record-bytes": c.joinRecordBytes,
-		"create-concurrency": c.createConc, "produce-concurrency": c.produceConc, "read-concurrency": c.readConc}
+		"create-concurrency": c.createConc, "produce-concurrency": c.produceConc, "read-concurrency": c.readConc,
+		"repeat": c.repeat}
 	for name, v := range positive {
 		if v <= 0 {
 			return fmt.Errorf("-%s %d: must be positive: %w", name, v, errConfig)
@@ -184,22 +189,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bulk:", err)
 		return 1
 	}
-	if cfg.keep {
-		defer fmt.Fprintln(stderr, "bulk: kept", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	r := &runner{cfg: cfg, dir: dir, log: stderr, figures: map[bool]map[string]string{}}
-	err = r.all(ctx)
-	fmt.Fprint(stdout, formatTable(r.rows()))
-	for _, l := range r.losses {
-		fmt.Fprintln(stdout, l)
+	r := &runner{cfg: cfg, dir: dir, log: stderr}
+	err = r.repeatAll(ctx, stdout)
+	// The evidence of a failed run (every node's data directory and log) is
+	// what finds the cause: it is never removed.
+	switch {
+	case err != nil || r.failedChecks > 0:
+		fmt.Fprintf(stderr, "bulk: kept %s (data directories and logs of the failed run under %s)\n", dir, r.runDir)
+	case cfg.keep:
+		fmt.Fprintln(stderr, "bulk: kept", dir)
+	default:
+		os.RemoveAll(dir)
 	}
 	switch {
 	case err != nil:
 		fmt.Fprintln(stderr, "bulk:", err)
 		return 1
-	case len(r.losses) > 0:
+	case r.failedChecks > 0:
 		return 1
 	}
 	return 0

@@ -262,3 +262,50 @@ func TestAnAcknowledgedRecordNotReadableIsReportedByID(t *testing.T) {
 		t.Errorf("losses: got %q, want the id lost and only it", r.losses)
 	}
 }
+
+func TestLogSummaryCountsErrorsAndWarningsByMessage(t *testing.T) {
+	dir := t.TempDir()
+	log := `time=t level=INFO msg="move done" node=n1
+time=t level=ERROR msg="partition handed over holding records past the HWM its move flipped at; copy set aside" node=n1 hwm=4
+time=t level=WARN msg=plain node=n1
+time=t level=ERROR msg="partition handed over holding records past the HWM its move flipped at; copy set aside" node=n1 hwm=5
+`
+	if err := os.WriteFile(dir+"/n1.log", []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := logSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`     2 n1.log ERROR "partition handed over holding records past the HWM its move flipped at; copy set aside"`,
+		`     1 n1.log WARN plain`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRemoveDataKeepsTheLogs(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"on-stop/n1/topics/x/0/a.seg", "on-stop/nats/node.nk", "on-stop/n1.log", "on-stop/nats.log"} {
+		if err := os.MkdirAll(dir+"/"+p[:strings.LastIndex(p, "/")], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+"/"+p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeData(dir)
+	ents, err := os.ReadDir(dir + "/on-stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if want := []string{"n1.log", "nats.log"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
@@ -18,6 +19,13 @@ type runner struct {
 	dir string
 	log io.Writer
 	bin string
+	// runDir is the current run's directory under dir (its clusters' data
+	// and logs); a run that fails leaves it in place.
+	runDir string
+	// failedChecks counts the history checks that failed (a record lost, a
+	// phantom, an offset conflict...), over every run; checked counts the
+	// acknowledged records the clean ones looked for.
+	failedChecks, checked int
 	// figures holds each variant's cells by figure key (table.go).
 	figures map[bool]map[string]string
 	// losses holds the lines naming each record lost, for the report.
@@ -42,15 +50,46 @@ func (r *runner) set(handoff bool, key, cell string) {
 	r.figures[handoff][key] = cell
 }
 
-// all builds narad once, then runs each variant's scenarios in turn, so
-// that both variants are measured in one invocation on one binary.
-func (r *runner) all(ctx context.Context) error {
+// repeatAll builds narad once, then runs every variant's scenarios
+// cfg.repeat times, each run on fresh clusters in a directory of its own,
+// printing each run's table. It stops at the first run that fails or loses
+// a record and leaves that run's directory in place; a clean run's is
+// removed before the next, unless -keep.
+func (r *runner) repeatAll(ctx context.Context, stdout io.Writer) error {
 	r.logf("building narad into %s", r.dir)
 	bin, err := buildBinary(ctx, r.dir)
 	if err != nil {
 		return err
 	}
 	r.bin = bin
+	for i := 1; i <= r.cfg.repeat; i++ {
+		r.runDir = filepath.Join(r.dir, fmt.Sprintf("run-%02d", i))
+		r.figures, r.losses = map[bool]map[string]string{}, nil
+		err := r.all(ctx)
+		if r.cfg.repeat > 1 {
+			fmt.Fprintf(stdout, "run %d of %d\n", i, r.cfg.repeat)
+		}
+		fmt.Fprint(stdout, formatTable(r.rows()))
+		for _, l := range r.losses {
+			fmt.Fprintln(stdout, l)
+		}
+		if err != nil || r.failedChecks > 0 {
+			fmt.Fprintf(stdout, "run %d failed after %d clean runs in a row (%d acknowledged records checked in those)\n", i, i-1, r.checked)
+			return err
+		}
+		if !r.cfg.keep {
+			removeData(r.runDir)
+		}
+	}
+	if r.cfg.repeat > 1 {
+		fmt.Fprintf(stdout, "%d runs in a row, every history check clean: %d acknowledged records checked\n", r.cfg.repeat, r.checked)
+	}
+	return nil
+}
+
+// all runs each variant's scenarios in turn, so that both variants are
+// measured in one invocation on one binary.
+func (r *runner) all(ctx context.Context) error {
 	for _, v := range r.cfg.variants {
 		if !r.cfg.skipStop {
 			if err := r.stopScenario(ctx, v); err != nil {
@@ -69,7 +108,7 @@ func (r *runner) all(ctx context.Context) error {
 // boot starts NATS and the voters of a fresh cluster under dir/name and
 // waits until each voter is ready. The caller closes the cluster.
 func (r *runner) boot(ctx context.Context, name string, handoff bool, total int) (*cluster, error) {
-	dir := filepath.Join(r.dir, name)
+	dir := filepath.Join(r.runDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -218,7 +257,13 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	for i, n := range c.nodes {
 		r.set(handoff, fmt.Sprintf("rss.n%d", i+1), fmt.Sprintf("%d MB", n.peakRSS()>>10))
 	}
-	return r.checkLoss(ctx, handoff, name, all, h, l)
+	err = r.checkLoss(ctx, handoff, name, all, h, l)
+	if lines, serr := logSummary(filepath.Join(r.runDir, name)); serr != nil {
+		r.logf("%s: summarise the node logs: %v", name, serr)
+	} else if len(lines) > 0 {
+		r.logf("%s: warnings and errors in the node logs, by message:\n%s", name, strings.Join(lines, "\n"))
+	}
+	return err
 }
 
 // checkLoss waits until the partitions hold at least as many records as
@@ -249,9 +294,11 @@ func (r *runner) checkLoss(ctx context.Context, handoff bool, name string, b *br
 	rep := h.Check()
 	r.logf("%s: %s", name, rep.String())
 	if rep.OK() {
+		r.checked += rep.Produced
 		r.set(handoff, "history", fmt.Sprintf("ok (%d acked)", rep.Produced))
 		return nil
 	}
+	r.failedChecks++
 	r.set(handoff, "history", fmt.Sprintf("FAILED: %d lost", len(rep.Lost)))
 	r.losses = append(r.losses, fmt.Sprintf("hand-off %s: %s", variantName(handoff), rep.String()))
 	for _, id := range rep.Lost {
