@@ -486,6 +486,9 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if err := mkdirAllSync(filepath.Dir(target)); err != nil {
 		return InstallResult{}, err
 	}
+	if err := s.present(); err != nil {
+		return InstallResult{}, err
+	}
 	res, err := setAside(target, s.cfg, opts)
 	if err != nil {
 		return res, err
@@ -498,6 +501,21 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 		return res, err
 	}
 	return res, syncDir(filepath.Dir(s.dir))
+}
+
+// present checks, right before an install sets aside what is at the
+// partition's path, that this copy is still there to take its place: one
+// already installed (the same copy asked twice in one batch, issue 26) or
+// gone from its directory must leave the path as it is, since the copy the
+// path holds may be the one that was just installed.
+func (s *Staging) present() error {
+	if s.done {
+		return fmt.Errorf("install %s: %w", s.dir, ErrClosed)
+	}
+	if _, err := os.Lstat(s.dir); err != nil {
+		return fmt.Errorf("install %s: the staged copy is gone: %w", s.dir, err)
+	}
+	return nil
 }
 
 // syncFiles fsyncs every regular file in the staging directory that is not
@@ -712,6 +730,9 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	each(func(i int, it InstallItem) error {
 		if err := os.MkdirAll(filepath.Dir(it.Target), 0o755); err != nil {
 			return fmt.Errorf("install: %w", err)
+		}
+		if err := it.Staging.present(); err != nil {
+			return err
 		}
 		res, err := setAside(it.Target, it.Staging.cfg, it.Options)
 		results[i] = res

@@ -480,3 +480,34 @@ func TestStagingBytesCountsStagedCopiesButNotThoseSetAside(t *testing.T) {
 		t.Fatalf("staging bytes with no .moves: got %d, want 0", got)
 	}
 }
+
+// issue 26: a move worker whose stale retry asked for its install twice
+// put the same staged copy in one batch twice. The second must not touch
+// the partition's path: there it meets the copy the first just installed
+// and sets it aside (or removes it, when the owner vouches for it), while
+// the first reports success, so the move flips to an empty path.
+func TestInstallBatchNeverLetsACopyMeetItsOwnInstall(t *testing.T) {
+	data := t.TempDir()
+	src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
+	appendN(t, src, 1, 4)
+	st := openTestStaging(t, StagingPath(data, "t", 0))
+	ls, _ := copyPass(t, src, st, t0)
+	if err := st.Verify(ls.HWM); err != nil {
+		t.Fatal(err)
+	}
+	target := PartitionPath(data, "t", 0)
+	item := InstallItem{Staging: st, Target: target, Options: InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}}
+	results, errs := InstallBatch([]InstallItem{item, item})
+	if errs[0] != nil {
+		t.Fatalf("first install: %v", errs[0])
+	}
+	if errs[1] == nil || !errors.Is(errs[1], ErrClosed) {
+		t.Fatalf("second install of the same copy: got %v, want ErrClosed", errs[1])
+	}
+	if results[1].Quarantined != "" || results[1].Replaced {
+		t.Fatalf("second install touched the path: %+v", results[1])
+	}
+	if got := openTestLog(t, target, smallLogConfig()).HWM(); got != ls.HWM {
+		t.Fatalf("installed hwm: got %d, want %d (the first install's copy)", got, ls.HWM)
+	}
+}
