@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -24,16 +26,57 @@ const flipsInFlight = 8
 type flipMany func(ctx context.Context, flips []messages.Flip) []metastore.FlipOutcome
 
 type flipBatcher struct {
-	b *batcher[messages.Flip, metastore.FlipOutcome]
+	b *batcher[askedFlip, metastore.FlipOutcome]
 }
+
+// askedFlip is a flip with the deadline its caller waits for it until.
+type askedFlip struct {
+	flip     messages.Flip
+	deadline time.Time
+}
+
+// errFlipNotProposed answers a flip whose caller stopped waiting before
+// its batch was proposed: it never is.
+var errFlipNotProposed = errors.New("not proposed: its caller stopped waiting")
 
 func newFlipBatcher(c Config, many flipMany) *flipBatcher {
 	timeout := c.RequestTimeout
-	return &flipBatcher{b: newBatcher(c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(flips []messages.Flip) []metastore.FlipOutcome {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		return many(ctx, flips)
+	return &flipBatcher{b: newBatcher(c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(asked []askedFlip) []metastore.FlipOutcome {
+		return proposeAsked(many, asked, time.Now(), timeout)
 	})}
+}
+
+// proposeAsked proposes the flips whose callers still wait, under the
+// earliest of their deadlines: no flip is proposed, nor its proposal
+// waited for, after its caller took it for an unknown outcome. Rule X5
+// counts its settle time from that moment, the last unknown proposal as
+// the worker knows it; a flip a batch proposed later could commit after a
+// leader read the worker counted as settled, and the worker would take its
+// install off the path of a partition that is its by then (issue 26).
+func proposeAsked(many flipMany, asked []askedFlip, now time.Time, timeout time.Duration) []metastore.FlipOutcome {
+	out := make([]metastore.FlipOutcome, len(asked))
+	deadline := now.Add(timeout)
+	var flips []messages.Flip
+	var at []int
+	for i, a := range asked {
+		if !a.deadline.IsZero() && !now.Before(a.deadline) {
+			out[i].Err = fmt.Errorf("flip %d/%d: %w", a.flip.Incarnation, a.flip.Partition, errFlipNotProposed)
+			continue
+		}
+		if !a.deadline.IsZero() && a.deadline.Before(deadline) {
+			deadline = a.deadline
+		}
+		flips, at = append(flips, a.flip), append(at, i)
+	}
+	if len(flips) == 0 {
+		return out
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	for j, o := range many(ctx, flips) {
+		out[at[j]] = o
+	}
+	return out
 }
 
 // Flip proposes one flip in the next batch and waits for its outcome, as
@@ -44,7 +87,8 @@ func (fb *flipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.Assi
 	if ctx.Err() != nil {
 		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: not proposed: %w", f.Incarnation, f.Partition, ctx.Err())
 	}
-	done, ok := fb.b.submit(f)
+	deadline, _ := ctx.Deadline()
+	done, ok := fb.b.submit(askedFlip{flip: f, deadline: deadline})
 	if !ok {
 		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: the node is stopping: %w", f.Incarnation, f.Partition, ErrUnavailable)
 	}

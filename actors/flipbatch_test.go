@@ -124,3 +124,40 @@ func TestAFlipWhoseCallerGivesUpIsUnknown(t *testing.T) {
 		t.Fatalf("a flip after close: got %v, want ErrUnavailable", err)
 	}
 }
+
+// rule X5 (issue 26): a flip whose caller gave up before its batch was
+// proposed is never proposed, and a batch is proposed, and waited for, no
+// longer than its earliest caller waits: the worker counts its settle
+// time from when its flip's outcome turned unknown, and a flip proposed
+// after that could commit after the worker took its install off the path.
+func TestRuleX5AFlipIsNeverProposedAfterItsCallerGaveUp(t *testing.T) {
+	now := time.Now()
+	var proposed []messages.Flip
+	var deadline time.Time
+	many := func(ctx context.Context, flips []messages.Flip) []metastore.FlipOutcome {
+		proposed = flips
+		deadline, _ = ctx.Deadline()
+		out := make([]metastore.FlipOutcome, len(flips))
+		for i := range out {
+			out[i].Result.Code = messages.ResultOK
+		}
+		return out
+	}
+	out := proposeAsked(many, []askedFlip{
+		{flip: messages.Flip{Partition: 1}, deadline: now.Add(-time.Millisecond)}, // its caller gave up
+		{flip: messages.Flip{Partition: 2}, deadline: now.Add(3 * time.Second)},
+		{flip: messages.Flip{Partition: 3}, deadline: now.Add(8 * time.Second)},
+	}, now, 10*time.Second)
+	if !errors.Is(out[0].Err, errFlipNotProposed) {
+		t.Errorf("flip of a caller that gave up: got %+v, want errFlipNotProposed", out[0])
+	}
+	if len(proposed) != 2 || proposed[0].Partition != 2 || proposed[1].Partition != 3 {
+		t.Errorf("proposed: got %+v, want partitions 2 and 3", proposed)
+	}
+	if want := now.Add(3 * time.Second); !deadline.Equal(want) {
+		t.Errorf("batch deadline: got %v, want the earliest caller's, %v", deadline, want)
+	}
+	if out[1].Result.Code != messages.ResultOK || out[2].Result.Code != messages.ResultOK {
+		t.Errorf("outcomes of the flips proposed: got %+v, want each its own", out[1:])
+	}
+}
