@@ -314,8 +314,9 @@ type faultHooks struct {
 	openPartition func(messages.PartitionKey) error
 	// movePass runs on a move worker's I/O goroutine before each copy
 	// pass (final: under the freeze); it may block to hold a move in a
-	// phase, until ctx ends (the worker stopped).
-	movePass func(ctx context.Context, k messages.PartitionKey, final bool)
+	// phase, until ctx ends (the worker stopped), and an error it returns
+	// fails the pass as a listing lost on the way would.
+	movePass func(ctx context.Context, k messages.PartitionKey, final bool) error
 	// moveFlip runs on a move worker's I/O goroutine right before it
 	// proposes the flip; it may block until ctx ends.
 	moveFlip func(ctx context.Context, k messages.PartitionKey)

@@ -301,9 +301,9 @@ func newMoveHold(topic string) *moveHold {
 	return &moveHold{topic: topic, reached: make(chan struct{}), open: make(chan struct{})}
 }
 
-func (h *moveHold) hook(ctx context.Context, k messages.PartitionKey, final bool) {
+func (h *moveHold) hook(ctx context.Context, k messages.PartitionKey, final bool) error {
 	if k.Topic != h.topic || final || !h.armed.Load() {
-		return
+		return nil
 	}
 	first := false
 	h.once.Do(func() { h.held.Store(int32(k.Partition)); first = true; close(h.reached) })
@@ -311,12 +311,13 @@ func (h *moveHold) hook(ctx context.Context, k messages.PartitionKey, final bool
 		h.passes.Add(1)
 	}
 	if !first {
-		return
+		return nil
 	}
 	select {
 	case <-h.open:
 	case <-ctx.Done():
 	}
+	return nil
 }
 
 // fanoutRun is the producers on the parent and the consumers of its

@@ -212,10 +212,11 @@ func TestClusterRuleB6ATransferSessionHoldsItsPartitionOnly(t *testing.T) {
 	}
 	var held atomic.Pointer[gate] // set once the partition to hold is known
 	c := moveTestCluster(t, nil, func(_ int, cfg *Config) {
-		cfg.faults = &faultHooks{movePass: func(ctx context.Context, k messages.PartitionKey, final bool) {
+		cfg.faults = &faultHooks{movePass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
 			if g := held.Load(); g != nil {
-				g.hook(ctx, k, final)
+				return g.hook(ctx, k, final)
 			}
+			return nil
 		}}
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":6}`))

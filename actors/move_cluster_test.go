@@ -283,19 +283,20 @@ func newGate(topic string, partition int, final bool) *gate {
 	return &gate{key: fmt.Sprintf("%s/%d", topic, partition), final: final, open: make(chan struct{}), reached: make(chan struct{})}
 }
 
-func (g *gate) hook(ctx context.Context, k messages.PartitionKey, final bool) {
+func (g *gate) hook(ctx context.Context, k messages.PartitionKey, final bool) error {
 	if fmt.Sprintf("%s/%d", k.Topic, k.Partition) != g.key || final != g.final {
-		return
+		return nil
 	}
 	g.passes.Add(1)
 	if g.skip.Add(-1) >= 0 {
-		return
+		return nil
 	}
 	g.once.Do(func() { close(g.reached) })
 	select {
 	case <-g.open:
 	case <-ctx.Done():
 	}
+	return nil
 }
 
 func (g *gate) release() {
@@ -523,22 +524,23 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 	var load *testLoad
 	var owner *testNode
 	var extra atomic.Int32
-	writeAhead := func(ctx context.Context, k messages.PartitionKey, final bool) {
+	writeAhead := func(ctx context.Context, k messages.PartitionKey, final bool) error {
 		if k.Partition != 0 || final {
-			return
+			return nil
 		}
 		before, ok := partitionHWM(owner, "m", 0)
 		id := fmt.Sprintf("extra-%d", extra.Add(1))
 		if code, _, err := owner.attempt("POST", "/v1/topics/m/produce?partition=0", history.MakeBody(id, 64)); err != nil || code != http.StatusAccepted || !ok {
-			return
+			return nil
 		}
 		load.h.Produced(id)
 		for ctx.Err() == nil {
 			if hwm, ok := partitionHWM(owner, "m", 0); ok && hwm > before {
-				return
+				return nil
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		return nil
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
 		cfg.Rebalance = false

@@ -60,6 +60,12 @@ type moveWorker struct {
 	tookInstallOff bool
 	// prepareWarned: the refused preparation was logged (once per move).
 	prepareWarned bool
+	// installFailed is the last failed install's error text, so that each
+	// new reason is logged once, not every retry.
+	installFailed string
+	// lane is the staging copy's I/O under way, the latest of a pass, a
+	// verify or an install (runStaging); nil once the actor waited for it.
+	lane *stagingRun
 	// carry outlives this instance (the V4 count); nil in rigs: a fresh
 	// one. partitions is the supervisor asked to drop an earlier
 	// ownership's state around the install (rule K7); nil: none runs.
@@ -124,7 +130,7 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 	switch e := ev.(type) {
 	case fetched:
 		w.copied += e.pass.Copied
-		if e.listing != nil {
+		if e.listing != nil && e.pass.Attempt == w.state.Attempt {
 			w.listed = toStorageListing(e.listing).Bytes()
 			w.lastList, w.listedAt = e.listing, e.at
 			if !e.final {
@@ -133,7 +139,7 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 		}
 		ev = e.pass
 	case prepared:
-		if e.frozen.Err == nil {
+		if e.frozen.Err == nil && e.frozen.Attempt == w.state.Attempt {
 			w.position = e.position // rule F4: the in-memory frontier
 		}
 		ev = e.frozen
@@ -142,6 +148,7 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 			w.staging = nil // renamed into place: the copy is the partition now
 			w.installed = e.installed
 		}
+		w.noteInstallFailure(e)
 		if e.prepareRefused && !w.prepareWarned {
 			w.prepareWarned = true
 			w.deps.log.Warn("move: the topic directory's preparation was refused; retrying until the replica catches up or the move is re-planned",
@@ -313,6 +320,17 @@ func (w *moveWorker) release() {
 	}
 }
 
+// noteInstallFailure logs a failed install once per reason: the worker
+// retries it every RetryAfter, and a move stuck at its install must not be
+// silent.
+func (w *moveWorker) noteInstallFailure(e installDone) {
+	if e.Err == nil || e.prepareRefused || e.Err.Error() == w.installFailed {
+		return
+	}
+	w.installFailed = e.Err.Error()
+	w.deps.log.Warn("move: install failed; retrying", "partition", partitionKeyString(w.key), "err", e.Err)
+}
+
 // run carries out fn on a goroutine and sends its event back; the worker
 // waits for it when it stops.
 func (w *moveWorker) run(ctx actor.Context, fn func(context.Context) any) {
@@ -324,6 +342,50 @@ func (w *moveWorker) run(ctx actor.Context, fn func(context.Context) any) {
 	})
 }
 
+// stagingRun is one effect that uses the staging copy, on its goroutine:
+// cancel asks it to end early, done is closed once it has.
+type stagingRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// runStaging carries out fn, an effect that uses the staging copy (a pass,
+// a verify, an install), on a goroutine of its own, once the one before it
+// has ended: a storage.Staging is not safe for concurrent use. The one
+// before is superseded (Step acts only on the current request's outcome),
+// so it is cancelled first; an install ignores that and runs to its end.
+func (w *moveWorker) runStaging(ctx actor.Context, fn func(context.Context) any) {
+	self, root, prev := ctx.Self(), ctx.ActorSystem().Root, w.lane
+	ioCtx, cancel := untilClosed(w.stopping)
+	run := &stagingRun{cancel: cancel, done: make(chan struct{})}
+	w.lane = run
+	if prev != nil {
+		prev.cancel()
+	}
+	w.io.Go(func() {
+		defer cancel()
+		if prev != nil {
+			<-prev.done
+		}
+		ev := fn(ioCtx)
+		close(run.done)
+		root.Send(self, moveIO{event: ev})
+	})
+}
+
+// endStaging cancels the staging copy's I/O under way and waits for it to
+// end, before the actor uses the copy itself (a discard, a rename back, a
+// removal). Step orders those after the outcome of the last staging effect
+// it acts on, so what is still under way here is a pass it moved on from.
+func (w *moveWorker) endStaging() {
+	if w.lane == nil {
+		return
+	}
+	w.lane.cancel()
+	<-w.lane.done
+	w.lane = nil
+}
+
 func (w *moveWorker) after(ctx actor.Context, d time.Duration, ev any) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	time.AfterFunc(d, func() { root.Send(self, moveIO{event: ev}) })
@@ -333,20 +395,20 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	switch e := f.(type) {
 	case move.Fetch:
 		s, err := w.openStaging()
-		w.run(ctx, func(c context.Context) any { return w.fetch(c, s, err, e.Final) })
+		w.runStaging(ctx, func(c context.Context) any { return w.fetch(c, s, err, e.Final, e.Attempt) })
 	case move.PrepareHandoff:
 		// The freeze requests carry when they were sent, taken before the
 		// request goes out: the source's freeze holds at least TTL past it
 		// (rules F7, F9).
 		sent := w.now()
-		w.run(ctx, func(c context.Context) any { return w.prepare(c, sent) })
+		w.run(ctx, func(c context.Context) any { return w.prepare(c, sent, e.Attempt) })
 	case move.ScheduleRearm:
-		w.after(ctx, e.After, move.RearmDue{})
+		w.after(ctx, e.After, move.RearmDue{Token: e.Token})
 	case move.Rearm:
 		sent := w.now()
 		w.run(ctx, func(c context.Context) any {
 			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffRearm, Token: e.Token})
-			return move.Rearmed{Lapsed: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
+			return move.Rearmed{Token: e.Token, Lapsed: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
 		})
 	case move.Fence:
 		sent := w.now()
@@ -355,27 +417,31 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 			if err == nil && r.Status == messages.StatusGone {
 				w.deps.log.Warn("move: fence refused; freezing and draining again", "partition", partitionKeyString(w.key), "why", r.Err)
 			}
-			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err}
+			return move.Fenced{Refused: err == nil && r.Status == messages.StatusGone, SentAt: sent, Err: err, Attempt: e.Attempt}
 		})
 	case move.Verify:
 		s, err := w.openStaging()
-		w.run(ctx, func(context.Context) any { return w.verify(s, err, e.HWM) })
+		w.runStaging(ctx, func(context.Context) any { return w.verify(s, err, e.HWM, e.Attempt) })
 	case move.DiscardCopy:
+		w.endStaging()
 		w.discard()
 	case move.Install:
 		in, err := w.installInput(ctx, e.HWM, e.Force)
-		w.run(ctx, func(context.Context) any {
+		w.runStaging(ctx, func(context.Context) any {
 			if err != nil {
-				return installDone{Installed: move.Installed{Err: err}}
+				return installDone{Installed: move.Installed{Err: err, Attempt: e.Attempt}}
 			}
-			return w.install(in)
+			done := w.install(in)
+			done.Attempt = e.Attempt
+			return done
 		})
 	case move.ProposeFlip:
 		hwm := w.state.FinalHWM
-		w.run(ctx, func(c context.Context) any { return w.flip(c, hwm) })
+		w.run(ctx, func(c context.Context) any { return w.flip(c, hwm, e.Attempt) })
 	case move.ReadLeader:
-		w.run(ctx, w.readLeader)
+		w.run(ctx, func(c context.Context) any { return w.readLeader(c, e.Attempt) })
 	case move.RenameBack:
+		w.endStaging()
 		if err := renameBackUnderGuard(w.deps, w.key, w.installed); err != nil {
 			// Left in place: such a copy can confirm a flip, never undo
 			// one; refused by the guard, it went with its incarnation's
@@ -386,10 +452,11 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 		}
 		w.staging, w.installed = nil, nil
 	case move.RemoveStaging:
+		w.endStaging()
 		a, found := w.assignment()
 		w.endCopy(a, found)
 	case move.ScheduleRetry:
-		w.after(ctx, e.After, move.Retry{})
+		w.after(ctx, e.After, move.Retry{Attempt: e.Attempt})
 	case move.Log:
 		if e.Level == "error" {
 			w.deps.log.Error(e.Msg, "partition", partitionKeyString(w.key), "from", w.source)
@@ -458,17 +525,23 @@ func (w *moveWorker) discard() {
 // copy lacks, in chunks (rules C1, C4, C6). stagingErr is the failure to
 // open the copy: the listing is still asked for, since its HWM counts
 // (rule P4) even when nothing can be copied.
-func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr error, final bool) any {
+func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr error, final bool, attempt uint64) any {
+	failed := func(pass move.PassDone) fetched {
+		pass.Attempt = attempt
+		return fetched{pass: pass}
+	}
 	if f := w.cfg.faults; f != nil && f.movePass != nil {
-		f.movePass(ctx, w.key, final)
+		if err := f.movePass(ctx, w.key, final); err != nil {
+			return failed(move.PassDone{Err: err})
+		}
 	}
 	res, err := w.askSource(ctx, &messages.ListPartition{})
 	if err != nil {
-		return fetched{pass: move.PassDone{Err: err}}
+		return failed(move.PassDone{Err: err})
 	}
 	ls, ok := res.(*messages.PartitionListing)
 	if !ok || ls.Status != messages.StatusOK {
-		return fetched{pass: move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))}}
+		return failed(move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))})
 	}
 	if f := w.cfg.faults; f != nil && f.moveListed != nil {
 		f.moveListed(ctx, w.key, ls.HWM)
@@ -476,7 +549,7 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 	if err := checkSidecars(w.key, w.source, ls); err != nil {
 		// rule K8: the pass fails and is retried; its HWM still counts
 		// (rule P4).
-		return fetched{pass: move.PassDone{Listed: true, HWM: ls.HWM, Err: err}}
+		return failed(move.PassDone{Listed: true, HWM: ls.HWM, Err: err})
 	}
 	var copied int64
 	err = stagingErr
@@ -486,9 +559,9 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 	if err != nil {
 		// The listing still counts: the copy must reach its HWM before
 		// any force-promote (rule P4).
-		return fetched{pass: move.PassDone{Listed: true, HWM: ls.HWM, Err: err}}
+		return failed(move.PassDone{Listed: true, HWM: ls.HWM, Err: err})
 	}
-	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM}, listing: ls, at: time.Now(), final: final}
+	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM, Attempt: attempt}, listing: ls, at: time.Now(), final: final}
 }
 
 // copyListed brings the staging copy to the listing: reconcile, then each
@@ -595,15 +668,15 @@ func (w *moveWorker) copyWindowed(ctx context.Context, s *storage.Staging, r sto
 	return pos - r.From, nil
 }
 
-func (w *moveWorker) prepare(ctx context.Context, sent time.Duration) any {
+func (w *moveWorker) prepare(ctx context.Context, sent time.Duration, attempt uint64) any {
 	r, err := w.handoff(ctx, messages.Handoff{Op: messages.HandoffPrepare, From: w.cfg.NodeID})
 	switch {
 	case err != nil:
-		return move.Frozen{Err: err}
+		return move.Frozen{Err: err, Attempt: attempt}
 	case r.Status != messages.StatusOK || r.Listing == nil:
-		return move.Frozen{Err: fmt.Errorf("prepare handoff of %s at %s: %s", partitionKeyString(w.key), w.source, r.Err)}
+		return move.Frozen{Err: fmt.Errorf("prepare handoff of %s at %s: %s", partitionKeyString(w.key), w.source, r.Err), Attempt: attempt}
 	}
-	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM, SentAt: sent}, position: r.Listing.Position}
+	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM, SentAt: sent, Attempt: attempt}, position: r.Listing.Position}
 }
 
 func (w *moveWorker) handoff(ctx context.Context, h messages.Handoff) (*messages.HandoffResult, error) {
@@ -629,15 +702,15 @@ func (w *moveWorker) askSource(ctx context.Context, msg any) (any, error) {
 	return w.peer.ask(ctx, w.key, msg)
 }
 
-func (w *moveWorker) verify(s *storage.Staging, err error, hwm int64) any {
+func (w *moveWorker) verify(s *storage.Staging, err error, hwm int64, attempt uint64) any {
 	if err == nil {
 		err = s.Verify(hwm)
 	}
 	if err != nil {
 		w.deps.log.Warn("move: staged copy failed verification", "partition", partitionKeyString(w.key), "hwm", hwm, "err", err)
-		return move.Verified{OK: false}
+		return move.Verified{OK: false, Attempt: attempt}
 	}
-	return move.Verified{OK: true}
+	return move.Verified{OK: true, Attempt: attempt}
 }
 
 // installInput is what an install needs of the worker, read on the actor
@@ -686,7 +759,7 @@ func (w *moveWorker) dropper(ctx actor.Context) func() error {
 // the HWM (rules K6, K8), stamps segment ages, prepares the topic directory
 // for the incarnation (rule V10) and installs the copy with its marker,
 // which names the topic's child links (rules V6-V8).
-func (w *moveWorker) install(in installInput) any {
+func (w *moveWorker) install(in installInput) installDone {
 	s := in.staging
 	st := storage.ConsumerState{Frontier: in.position.Frontier, AckedAhead: in.position.AckedAhead}
 	if st.Frontier < -1 {
@@ -703,7 +776,7 @@ func (w *moveWorker) install(in installInput) any {
 	// directory before it writes the marker, so this saves an fsync or
 	// more under the freeze without reordering anything.
 	if err := storage.SaveConsumerState(s.Dir(), st, false); err != nil {
-		return move.Installed{Err: err}
+		return installDone{Installed: move.Installed{Err: err}}
 	}
 	// rules K8, K6: the cursors last, after the final segment pass, from
 	// the listing the copy ends at, clamped to its HWM; unsynced like the
@@ -758,7 +831,7 @@ type installDone struct {
 
 // flip proposes the ownership change, naming the HWM the copy ends at so
 // the source can check its own against it as it lets the partition go.
-func (w *moveWorker) flip(ctx context.Context, hwm int64) any {
+func (w *moveWorker) flip(ctx context.Context, hwm int64, attempt uint64) any {
 	if f := w.cfg.faults; f != nil && f.moveFlip != nil {
 		f.moveFlip(ctx, w.key)
 	}
@@ -766,29 +839,29 @@ func (w *moveWorker) flip(ctx context.Context, hwm int64) any {
 	defer cancel()
 	r, err := w.store.Flip(ctx, messages.Flip{Incarnation: w.key.Incarnation, Partition: w.key.Partition, From: w.source, To: w.cfg.NodeID, HWM: &hwm, TargetSince: w.since})
 	if err != nil {
-		return move.FlipAnswered{Err: err}
+		return move.FlipAnswered{Err: err, Attempt: attempt}
 	}
 	switch r.Code {
 	case messages.ResultOK:
-		return move.FlipAnswered{Code: move.FlipOK}
+		return move.FlipAnswered{Code: move.FlipOK, Attempt: attempt}
 	case messages.ResultNotFound:
-		return move.FlipAnswered{Code: move.FlipNotFound}
+		return move.FlipAnswered{Code: move.FlipNotFound, Attempt: attempt}
 	default:
-		return move.FlipAnswered{Code: move.FlipRefused}
+		return move.FlipAnswered{Code: move.FlipRefused, Attempt: attempt}
 	}
 }
 
 // readLeader reads the assignment linearizably (rule X2: a ReadIndex
 // through the leader) and names its nodes as Step knows them.
-func (w *moveWorker) readLeader(ctx context.Context) any {
+func (w *moveWorker) readLeader(ctx context.Context, attempt uint64) any {
 	started := w.now()
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	a, found, err := w.store.LeaderAssignment(ctx, w.key.Incarnation, w.key.Partition)
 	if err != nil {
-		return move.LeaderRead{StartedAt: started, Err: err}
+		return move.LeaderRead{StartedAt: started, Err: err, Attempt: attempt}
 	}
-	return move.LeaderRead{StartedAt: started, Found: found,
+	return move.LeaderRead{StartedAt: started, Found: found, Attempt: attempt,
 		Owner: move.Named(a.Owner, w.cfg.NodeID, w.source), Target: move.Named(a.Target, w.cfg.NodeID, w.source)}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -39,6 +40,10 @@ type workerRig struct {
 	// carry, when set, is what the runner kept of the move's earlier
 	// workers.
 	carry *workerCarry
+	// batchInstalls gives the worker the node's install batcher, as a node
+	// does (nil otherwise: each copy installs alone); installs is it.
+	batchInstalls bool
+	installs      *installBatcher
 }
 
 // newWorkerRig builds the source with records records and the rig; start
@@ -55,13 +60,14 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 	if !holdFinal {
 		close(r.holdFin)
 	}
-	r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) {
+	r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) error {
 		if final {
 			select {
 			case <-r.holdFin:
 			case <-ctx.Done():
 			}
 		}
+		return nil
 	}}
 	f := r.store.fakeReplica
 	f.topics[topic.Name] = topic
@@ -87,6 +93,10 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 func (r *workerRig) start() {
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
 	d := deps{cfg: r.cfg, log: slog.New(r.logs), metrics: newNodeMetrics("worker-rig-" + r.t.Name()), notifier: newCommitNotifier(), guards: storage.NewGuards()}
+	if r.batchInstalls {
+		r.installs = newInstallBatcher(d)
+		d.installs = r.installs
+	}
 	parts := r.partitions
 	worker := actor.PropsFromProducer(func() actor.Actor {
 		w := newMoveWorker(d, r.store, r.source, r.key, "n1", 41)
@@ -114,6 +124,7 @@ func (r *workerRig) start() {
 func (r *workerRig) stop() {
 	_ = r.system.Root.StopFuture(r.parent).Wait()
 	r.system.Shutdown()
+	r.installs.close()
 }
 
 func (r *workerRig) releaseFinal() { close(r.holdFin) }
@@ -466,6 +477,90 @@ func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
 		got := flips()
 		if len(got) != 1 || got[0].From != "n1" || got[0].To != "n2" {
 			t.Fatalf("after the replica caught up and ForcePromoteAfter passed: got flips %+v, want one force-promote n1 -> n2", got)
+		}
+	})
+}
+
+// issue 26: the event order of the bulk hand-off run that lost a whole
+// partition, on a real worker with the node's install batcher. The
+// source restarts under the move (its freeze gone, re-armed with a stale
+// token): a pass of the old freeze is still out when the worker freezes
+// again, and a pass of the new freeze fails. Whatever the worker makes of
+// that, the copy it flips to must be at the partition's path, whole.
+func TestAMoveWhoseSourceRestartsMidFinalizeFlipsOnlyToItsWholeCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const records = 4
+		r := newWorkerRig(t, records, false)
+		r.batchInstalls = true
+		// An install waits long enough for a retry to join its batch, as
+		// it does behind a backed-up batcher in a bulk move.
+		r.cfg.InstallBatchWindow = time.Second
+		r.cfg.Move.RetryAfter = 300 * time.Millisecond
+		// Final passes by the order they start: the first (old freeze)
+		// and the second and third (new freeze) wait for the test; the
+		// second fails.
+		gates := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+		var mu sync.Mutex
+		finals, running, mostRunning := 0, 0, 0
+		r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) error {
+			if !final {
+				return nil
+			}
+			mu.Lock()
+			n := finals
+			finals++
+			running++
+			mostRunning = max(mostRunning, running)
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				running--
+				mu.Unlock()
+			}()
+			if n >= len(gates) {
+				return nil
+			}
+			select {
+			case <-gates[n]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if n == 1 {
+				return fmt.Errorf("listing lost")
+			}
+			return nil
+		}}
+		r.start()
+		defer r.stop()
+		synctest.Wait() // copied, frozen, the first final pass out
+
+		// The source restarts: the freeze the worker holds is gone.
+		r.source.mu.Lock()
+		r.source.token = ""
+		r.source.mu.Unlock()
+		time.Sleep(r.cfg.Move.FreezeTTL / 4) // the re-arm finds it gone: freeze again
+		synctest.Wait()
+		for _, g := range gates {
+			close(g)
+			synctest.Wait()
+		}
+		select {
+		case <-r.ended:
+		case <-time.After(time.Minute):
+			t.Fatal("the move did not end within a minute")
+		}
+		if len(r.store.flips) == 0 {
+			t.Fatal("the move ended without a flip")
+		}
+		if mostRunning > 1 {
+			t.Errorf("passes on the staging copy at once: got %d, want 1 (storage.Staging is not safe for concurrent use)", mostRunning)
+		}
+		path := storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
+		ls, err := storage.ListClosed(path, r.cfg.Log, time.Now())
+		qs, _ := filepath.Glob(path + ".quarantine*")
+		if err != nil || ls.HWM != records || len(qs) != 0 {
+			t.Fatalf("after the flip, the partition's path: got hwm %d (%v) and copies set aside %v, want hwm %d and none set aside",
+				ls.HWM, err, qs, records)
 		}
 	})
 }

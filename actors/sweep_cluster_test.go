@@ -103,12 +103,13 @@ func (h *gateHooks) hold(ctx context.Context, k messages.PartitionKey, at gatePh
 
 func (h *gateHooks) faults() *faultHooks {
 	return &faultHooks{
-		movePass: func(ctx context.Context, k messages.PartitionKey, final bool) {
+		movePass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
 			at := atCatchUp
 			if final {
 				at = atFinal
 			}
 			h.hold(ctx, k, at)
+			return nil
 		},
 		moveFlip: func(ctx context.Context, k messages.PartitionKey) { h.hold(ctx, k, atFlip) },
 	}

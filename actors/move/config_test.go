@@ -52,10 +52,10 @@ func TestConfigValidateBounds(t *testing.T) {
 // from, so the first pass is never counted as one without progress.
 func TestNewIsTheStateAStartBeginsFrom(t *testing.T) {
 	started, fx := Step(DefaultConfig(), New(), 0, Start{})
-	if !reflect.DeepEqual(fx, []any{Fetch{}}) {
-		t.Fatalf("Start: got effects %#v, want one Fetch", fx)
+	if !reflect.DeepEqual(fx, []any{Fetch{Attempt: 1}}) {
+		t.Fatalf("Start: got effects %#v, want one Fetch, the first request", fx)
 	}
-	started.Asking = false // the Fetch is on its way: the one difference
+	started.Asking, started.Attempt = false, 0 // the Fetch is on its way: the one difference
 	if got := New(); !reflect.DeepEqual(got, started) {
 		t.Fatalf("New: got %+v, want the started state %+v", got, started)
 	}

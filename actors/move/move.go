@@ -171,6 +171,16 @@ type State struct {
 	Confirming bool
 	// BlockedReason says why Phase is Blocked.
 	BlockedReason string
+	// Attempt numbers the latest request of the move's main line (a pass,
+	// a prepare, a fence, a verify, an install, a flip, a leader read):
+	// Step stamps each such effect with the next number and acts only on
+	// the outcome, or the retry, of the current one. A request it moved on
+	// from (a pass of a freeze that lapsed, a retry scheduled before a
+	// later answer carried the move on) still answers, and acting on that
+	// answer would put a second request beside the current one: a second
+	// install of the same copy sets aside the first one's at the path
+	// (issue 26).
+	Attempt uint64
 }
 
 // New is a fresh move.
@@ -190,21 +200,26 @@ type (
 		CopiedTo int64 // the staged copy's next offset after the pass
 		Listed   bool
 		Err      error
+		// Attempt is the Fetch's (as for every outcome below).
+		Attempt uint64
 	}
 	// Frozen is PrepareHandoff's answer: a token (or none from an older
 	// source) and the frontier's HWM. Err: no freeze. SentAt is when the
 	// request was sent, on the worker's clock (as for Rearmed and Fenced).
 	Frozen struct {
-		Token  string
-		HWM    int64
-		SentAt time.Duration
-		Err    error
+		Token   string
+		HWM     int64
+		SentAt  time.Duration
+		Err     error
+		Attempt uint64
 	}
-	// RearmDue is the re-arm timer firing (rule F7).
-	RearmDue struct{}
-	// Rearmed is the answer to a re-arm: Lapsed when the source answered
-	// 409 (that freeze is gone), Err for no answer.
+	// RearmDue is the re-arm timer of the freeze Token firing (rule F7):
+	// each freeze has its own, and a freeze armed again starts a new one.
+	RearmDue struct{ Token string }
+	// Rearmed is the answer to a re-arm of Token: Lapsed when the source
+	// answered 409 (that freeze is gone), Err for no answer.
 	Rearmed struct {
+		Token  string
 		Lapsed bool
 		SentAt time.Duration
 		Err    error
@@ -215,17 +230,25 @@ type (
 		Refused bool
 		SentAt  time.Duration
 		Err     error
+		Attempt uint64
 	}
 	// Verified is the staged copy's verify at the HWM: OK when it recovers
 	// to exactly that offset.
-	Verified struct{ OK bool }
+	Verified struct {
+		OK      bool
+		Attempt uint64
+	}
 	// Installed is the install's outcome.
-	Installed struct{ Err error }
+	Installed struct {
+		Err     error
+		Attempt uint64
+	}
 	// FlipAnswered is the flip proposal's answer: Code when the state
 	// machine answered, Err when the outcome is unknown.
 	FlipAnswered struct {
-		Code FlipCode
-		Err  error
+		Code    FlipCode
+		Err     error
+		Attempt uint64
 	}
 	// LeaderRead is the assignment as the leader has it (rule X2), asked
 	// at StartedAt. NotLeaderRead marks an answer that is not one (a
@@ -237,6 +260,7 @@ type (
 		Owner, Target string
 		NotLeaderRead bool
 		Err           error
+		Attempt       uint64
 	}
 	// SourceSeen is the source's liveness as the leader stamps it: Dead,
 	// and how old the leader's last heartbeat stamp is. Heartbeats is the
@@ -254,8 +278,9 @@ type (
 	}
 	// SourceUnknown: ConfirmSource's read through the leader failed.
 	SourceUnknown struct{}
-	// Retry is the retry timer firing.
-	Retry struct{}
+	// Retry is the retry timer of Attempt firing: it retries that request
+	// only if nothing was asked since.
+	Retry struct{ Attempt uint64 }
 )
 
 // FlipCode is the state machine's answer to a flip.
@@ -270,40 +295,57 @@ const (
 // Effects Step asks the worker to carry out.
 type (
 	// Fetch runs one copy pass (list, then read what the copy lacks).
-	Fetch struct{ Final bool }
+	// Attempt, here and in every request of the main line below, is the
+	// number its outcome carries back (State.Attempt).
+	Fetch struct {
+		Final   bool
+		Attempt uint64
+	}
 	// PrepareHandoff asks the source to freeze and report (rules F1-F5).
-	PrepareHandoff struct{}
-	// ScheduleRearm arms the re-arm timer (rule F7).
-	ScheduleRearm struct{ After time.Duration }
+	PrepareHandoff struct{ Attempt uint64 }
+	// ScheduleRearm arms the re-arm timer of the freeze Token (rule F7).
+	ScheduleRearm struct {
+		After time.Duration
+		Token string
+	}
 	// Rearm presents the token to extend its freeze (rule F6).
 	Rearm struct{ Token string }
 	// Fence presents the token with the copy's HWM (rule F9).
 	Fence struct {
-		Token string
-		HWM   int64
+		Token   string
+		HWM     int64
+		Attempt uint64
 	}
 	// Verify checks that the staged copy recovers to exactly HWM, cutting
 	// a copy past it back first (rule V2).
-	Verify struct{ HWM int64 }
+	Verify struct {
+		HWM     int64
+		Attempt uint64
+	}
 	// DiscardCopy throws the staged copy away, to copy from scratch.
 	DiscardCopy struct{}
 	// Install puts the copy at the partition's path with its marker.
 	Install struct {
-		HWM   int64
-		Force bool
+		HWM     int64
+		Force   bool
+		Attempt uint64
 	}
 	// ProposeFlip proposes Owner := this node if Owner is the source and
 	// Target this node.
-	ProposeFlip struct{}
+	ProposeFlip struct{ Attempt uint64 }
 	// ReadLeader asks the leader for the assignment (rule X2).
-	ReadLeader struct{}
+	ReadLeader struct{ Attempt uint64 }
 	// RenameBack takes the install off the partition's path, back to
 	// staging (rule X5).
 	RenameBack struct{}
 	// RemoveStaging removes the staging copy (rule X6).
 	RemoveStaging struct{}
-	// ScheduleRetry arms the retry timer.
-	ScheduleRetry struct{ After time.Duration }
+	// ScheduleRetry arms the retry timer of Attempt, the request that
+	// failed.
+	ScheduleRetry struct {
+		After   time.Duration
+		Attempt uint64
+	}
 	// Log is a line for the worker's log at Level ("warn", "error").
 	Log struct{ Level, Msg string }
 	// Block counts the move in narad_moves_blocked{reason}.
@@ -328,7 +370,7 @@ const (
 // Step is the transition function: the next state and the effects to
 // carry out, given the state, the caller's monotonic now and an event.
 func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
-	if s.Phase == Done || s.Phase == Ended || s.Phase == Blocked {
+	if s.Phase == Done || s.Phase == Ended || s.Phase == Blocked || stale(s, ev) {
 		return s, nil
 	}
 	var heardFx []any
@@ -365,13 +407,83 @@ func Step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		s, gfx = sourceSeen(c, s, now, s.Seen)
 		fx = append(fx, gfx...)
 	}
-	for _, f := range fx {
-		switch f.(type) {
-		case Fetch, PrepareHandoff:
-			s.Asking = true
+	s, fx = stamp(s, fx)
+	return s, append(heardFx, fx...)
+}
+
+// stale reports an outcome or a timer the move has moved on from: the
+// answer to a request other than the current one (State.Attempt), a retry
+// of one, or a re-arm of a freeze other than the one held. Nothing in it
+// is acted on, not even as a sign of the source's life.
+func stale(s State, ev any) bool {
+	switch e := ev.(type) {
+	case PassDone:
+		return e.Attempt != s.Attempt
+	case Frozen:
+		return e.Attempt != s.Attempt
+	case Fenced:
+		return e.Attempt != s.Attempt
+	case Verified:
+		return e.Attempt != s.Attempt
+	case Installed:
+		return e.Attempt != s.Attempt
+	case FlipAnswered:
+		return e.Attempt != s.Attempt
+	case LeaderRead:
+		return e.Attempt != s.Attempt
+	case Retry:
+		return e.Attempt != s.Attempt
+	case RearmDue:
+		return e.Token != s.Token
+	case Rearmed:
+		return e.Token != s.Token
+	}
+	return false
+}
+
+// stamp numbers the main line's requests among fx (at most one a step)
+// and gives a retry or a re-arm timer what it belongs to. Asking is set
+// while the current request is a listing or a prepare.
+func stamp(s State, fx []any) (State, []any) {
+	for i, f := range fx {
+		switch e := f.(type) {
+		case Fetch:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, true
+		case PrepareHandoff:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, true
+		case Fence:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case Verify:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case Install:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case ProposeFlip:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case ReadLeader:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case ScheduleRetry:
+			e.Attempt = s.Attempt
+			fx[i] = e
+		case ScheduleRearm:
+			e.Token = s.Token
+			fx[i] = e
 		}
 	}
-	return s, append(heardFx, fx...)
+	return s, fx
 }
 
 // heard is an answer from the source: it is alive, whatever its member

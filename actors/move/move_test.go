@@ -3,6 +3,7 @@ package move
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,8 +30,102 @@ func (sc *script) at(now time.Duration) *script { sc.now = now; return sc }
 
 func (sc *script) feed(ev any) *script {
 	sc.t.Helper()
-	sc.s, sc.fx = Step(sc.c, sc.s, sc.now, ev)
+	sc.s, sc.fx = Step(sc.c, sc.s, sc.now, current(sc.s, ev))
 	return sc
+}
+
+// current gives an outcome that names no attempt the current one, and a
+// re-arm event that names no token the freeze held: the answer to what the
+// move asked last, as a worker that runs one request at a time delivers
+// it. A test that feeds a stale answer names its attempt or token.
+func current(s State, ev any) any {
+	switch e := ev.(type) {
+	case PassDone:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case Frozen:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case Fenced:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case Verified:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case Installed:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case FlipAnswered:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case LeaderRead:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case Retry:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
+	case RearmDue:
+		if e.Token == "" {
+			e.Token = s.Token
+		}
+		return e
+	case Rearmed:
+		if e.Token == "" {
+			e.Token = s.Token
+		}
+		return e
+	}
+	return ev
+}
+
+// unstamped is an effect without the attempt or token Step stamps on it,
+// for comparing effects by what they ask.
+func unstamped(f any) any {
+	switch e := f.(type) {
+	case Log:
+		return Log{Level: e.Level}
+	case Fetch:
+		e.Attempt = 0
+		return e
+	case PrepareHandoff:
+		return PrepareHandoff{}
+	case Fence:
+		e.Attempt = 0
+		return e
+	case Verify:
+		e.Attempt = 0
+		return e
+	case Install:
+		e.Attempt = 0
+		return e
+	case ProposeFlip:
+		return ProposeFlip{}
+	case ReadLeader:
+		return ReadLeader{}
+	case ScheduleRetry:
+		e.Attempt = 0
+		return e
+	case ScheduleRearm:
+		e.Token = ""
+		return e
+	}
+	return f
 }
 
 // wantPhase fails unless the move is in phase p.
@@ -43,16 +138,14 @@ func (sc *script) wantPhase(p Phase) *script {
 }
 
 // wantFx fails unless the last effects are exactly want, Log lines
-// compared by level only.
+// compared by level only and requests without the attempt and token Step
+// stamps on them (a test that checks them reads sc.fx).
 func (sc *script) wantFx(want ...any) *script {
 	sc.t.Helper()
 	norm := func(fx []any) []any {
 		out := make([]any, len(fx))
 		for i, f := range fx {
-			if l, ok := f.(Log); ok {
-				f = Log{Level: l.Level}
-			}
-			out[i] = f
+			out[i] = unstamped(f)
 		}
 		return out
 	}
@@ -790,5 +883,195 @@ func BenchmarkEndCopy(b *testing.B) {
 	c := CopyEnd{OwnsIt: true, PathHoldsSourceInstall: true, HoldsRecords: true}
 	for b.Loop() {
 		EndCopy(c)
+	}
+}
+
+// asked is the attempt of the main line's request among the last
+// effects; 0 when there is none.
+func (sc *script) asked() uint64 {
+	for _, f := range sc.fx {
+		if a, ok := requestAttempt(f); ok {
+			return a
+		}
+	}
+	return 0
+}
+
+// requestAttempt is the attempt a main-line request carries.
+func requestAttempt(f any) (uint64, bool) {
+	switch e := f.(type) {
+	case Fetch:
+		return e.Attempt, true
+	case PrepareHandoff:
+		return e.Attempt, true
+	case Fence:
+		return e.Attempt, true
+	case Verify:
+		return e.Attempt, true
+	case Install:
+		return e.Attempt, true
+	case ProposeFlip:
+		return e.Attempt, true
+	case ReadLeader:
+		return e.Attempt, true
+	}
+	return 0, false
+}
+
+// issue 26: the order of events a worker saw when its source restarted
+// under a move in the bulk hand-off run (its freeze gone, a pass of the
+// old freeze still out, a pass of the new one failing). Acting on the old
+// pass's answer counted it as a pass under the new freeze and put a third
+// pass beside the second; the second's retry then fired after the move
+// had reached its install and asked for a second install of the same
+// copy, which, in the same batch, set the first one's copy aside at the
+// path while the first reported success: the move flipped to an empty
+// partition. Only the current request's answer or retry is acted on.
+func TestAnAnswerOrRetryTheMoveMovedOnFromIsIgnored(t *testing.T) {
+	sc := toFinalize(t)
+	first := sc.asked()
+	sc.feed(PassDone{Err: errNet, Attempt: first}).wantFx(ScheduleRetry{After: sc.c.RetryAfter})
+	sc.feed(Retry{Attempt: first}).wantFx(Fetch{Final: true})
+	old := sc.asked() // a pass under the first freeze
+	sc.feed(Rearmed{Lapsed: true}).wantPhase(Freezing)
+	sc.feed(Frozen{Token: "tok2", HWM: 104, Attempt: sc.asked()}).wantPhase(Finalize)
+	under := sc.asked() // the first pass under the new freeze
+	sc.feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104, Attempt: old}).wantFx()
+	if sc.s.QuietPasses != 0 {
+		t.Fatalf("quiet passes after a pass of the lapsed freeze answered: got %d, want 0", sc.s.QuietPasses)
+	}
+	sc.feed(PassDone{Err: errNet, Attempt: under}).wantFx(ScheduleRetry{After: sc.c.RetryAfter})
+	sc.feed(Retry{Attempt: old}).wantFx() // no retry of the old pass either
+	sc.feed(Retry{Attempt: under}).wantFx(Fetch{Final: true})
+	sc.feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).wantPhase(Verifying).
+		feed(Verified{OK: true}).wantPhase(Fencing).
+		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 104})
+	install := sc.asked()
+	// Everything earlier that can still arrive while the install is out.
+	for a := uint64(1); a < install; a++ {
+		for _, ev := range []any{Retry{Attempt: a}, PassDone{Copied: 0, HWM: 104, CopiedTo: 104, Attempt: a},
+			Frozen{Token: "tok3", HWM: 104, Attempt: a}, Fenced{Attempt: a}, Verified{OK: true, Attempt: a}} {
+			sc.feed(ev).wantPhase(Installing).wantFx()
+		}
+	}
+	sc.feed(Installed{Attempt: install}).wantPhase(Flipping).wantFx(ProposeFlip{})
+}
+
+// A re-arm timer belongs to its freeze: a freeze armed again (rule F10)
+// starts its own, and the lapsed freeze's timer, still running, neither
+// re-arms nor doubles the re-arms.
+func TestARearmTimerOfAnEarlierFreezeIsIgnored(t *testing.T) {
+	sc := toFinalize(t).feed(Rearmed{Lapsed: true}).wantPhase(Freezing)
+	sc.feed(Frozen{Token: "tok2", HWM: 104}).wantFx(Fetch{Final: true}, ScheduleRearm{After: sc.c.FreezeTTL / 4})
+	if r := sc.fx[1].(ScheduleRearm); r.Token != "tok2" {
+		t.Fatalf("re-arm timer of the new freeze: got token %q, want tok2", r.Token)
+	}
+	sc.feed(RearmDue{Token: "tok"}).wantFx()
+	sc.feed(Rearmed{Token: "tok", Lapsed: true}).wantPhase(Finalize).wantFx()
+	sc.feed(RearmDue{}).wantFx(Rearm{Token: "tok2"}, ScheduleRearm{After: sc.c.FreezeTTL / 4})
+}
+
+// TestRandomSchedulesNeverRunTwoInstallsOrCountAnOldFreezesPass delivers
+// the answers of every request a move makes, and its timers, in random
+// orders, with failures, lapsed freezes and answers that arrive after the
+// move moved on, as a worker's goroutines and timers can. Whatever the
+// order: no second install of the copy is ever asked while one is out
+// (two in one batch set each other's copy aside, issue 26), and the quiet
+// passes that end Finalize were asked under the freeze then held (F8).
+func TestRandomSchedulesNeverRunTwoInstallsOrCountAnOldFreezesPass(t *testing.T) {
+	for seed := uint64(1); seed <= 3000; seed++ {
+		randomSchedule(t, seed)
+	}
+}
+
+// pendingRequest is a request or timer the random executor has yet to
+// answer; token is the freeze held when a pass was asked.
+type pendingRequest struct {
+	fx    any
+	token string
+}
+
+func randomSchedule(t *testing.T, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 26))
+	c := DefaultConfig()
+	s, fx := Step(c, New(), 0, Start{})
+	var pending []pendingRequest
+	add := func(s State, fx []any) {
+		for _, f := range fx {
+			switch f.(type) {
+			case Fetch, PrepareHandoff, Fence, Verify, Install, ProposeFlip, ReadLeader, ScheduleRetry, ScheduleRearm, Rearm:
+				pending = append(pending, pendingRequest{fx: f, token: s.Token})
+			}
+		}
+	}
+	add(s, fx)
+	const hwm = 50
+	tokens := 0
+	var lastPassToken string
+	now := time.Duration(0)
+	for step := 0; step < 400 && len(pending) > 0 && s.Phase != Done && s.Phase != Ended && s.Phase != Blocked; step++ {
+		i := rng.IntN(len(pending))
+		p := pending[i]
+		pending = append(pending[:i], pending[i+1:]...)
+		fail := rng.IntN(4) == 0
+		now += time.Duration(rng.IntN(3000)) * time.Millisecond
+		var ev any
+		switch e := p.fx.(type) {
+		case Fetch:
+			if fail {
+				ev = PassDone{Err: errNet, Attempt: e.Attempt}
+			} else {
+				ev = PassDone{Copied: 0, HWM: hwm, CopiedTo: hwm, Attempt: e.Attempt}
+			}
+		case PrepareHandoff:
+			if fail {
+				ev = Frozen{Err: errNet, Attempt: e.Attempt}
+			} else {
+				tokens++
+				ev = Frozen{Token: fmt.Sprintf("tok%d", tokens), HWM: hwm, SentAt: now, Attempt: e.Attempt}
+			}
+		case Fence:
+			ev = Fenced{Refused: fail && rng.IntN(2) == 0, Err: map[bool]error{true: errNet}[fail && rng.IntN(2) == 0], SentAt: now, Attempt: e.Attempt}
+		case Verify:
+			ev = Verified{OK: true, Attempt: e.Attempt}
+		case Install:
+			ev = Installed{Attempt: e.Attempt}
+			if fail {
+				ev = Installed{Err: errNet, Attempt: e.Attempt}
+			}
+		case ProposeFlip:
+			ev = FlipAnswered{Code: FlipOK, Attempt: e.Attempt}
+			if fail {
+				ev = FlipAnswered{Err: errNet, Attempt: e.Attempt}
+			}
+		case ReadLeader:
+			ev = LeaderRead{StartedAt: now, Found: true, Owner: Self, Attempt: e.Attempt}
+		case ScheduleRetry:
+			ev = Retry{Attempt: e.Attempt}
+		case ScheduleRearm:
+			ev = RearmDue{Token: e.Token}
+		case Rearm:
+			ev = Rearmed{Token: e.Token, Lapsed: fail, SentAt: now}
+		}
+		before := s.Phase
+		if pd, ok := ev.(PassDone); ok && pd.Err == nil && pd.Attempt == s.Attempt {
+			lastPassToken = p.token
+		}
+		s, fx = Step(c, s, now, ev)
+		if s.Phase == Verifying && before == Finalize && lastPassToken != s.Token {
+			t.Fatalf("seed %d: Finalize ended on a pass asked under freeze %q, want the freeze held, %q", seed, lastPassToken, s.Token)
+		}
+		add(s, fx)
+		installs := 0
+		for _, q := range pending {
+			if _, ok := q.fx.(Install); ok {
+				installs++
+			}
+		}
+		if installs > 1 {
+			t.Fatalf("seed %d: %d installs of the copy out at once after %T", seed, installs, ev)
+		}
 	}
 }

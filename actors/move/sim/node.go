@@ -29,7 +29,12 @@ type rec struct {
 
 // plog is a partition's log on a disk: every record in it is durable and
 // was visible (the simulator's pipeline only appends once synced).
-type plog struct{ recs []rec }
+type plog struct {
+	recs []rec
+	// installed: a staging copy an install renamed into place; it is no
+	// staging copy any more.
+	installed bool
+}
 
 func (l *plog) hwm() int64 { return int64(len(l.recs)) }
 

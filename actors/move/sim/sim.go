@@ -100,6 +100,12 @@ type Breaks struct {
 	// MissingCursorAtTail: a partition whose cursor file is missing or
 	// torn resumes its fan-out at the HWM, not the oldest offset (rule K9).
 	MissingCursorAtTail bool
+	// Stale: the worker acts on every answer and timer as the current
+	// request's, as it did before its requests were numbered (issue 26's
+	// fix reverted): an answer to a pass of a lapsed freeze counts under
+	// the new one, and a retry scheduled before the move went on asks for
+	// a second install of its copy.
+	Stale bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {
@@ -209,11 +215,14 @@ type world struct {
 	cfg Config
 	rng *rand.Rand
 	// aim draws the aimed faults (Config.Aim).
-	aim   *rand.Rand
-	now   time.Duration
-	q     queue
-	seq   uint64
-	steps int
+	aim *rand.Rand
+	// batches draws how long an install waits in its node's batcher: a
+	// stream of its own, so the other draws of a seed are as they were.
+	batches *rand.Rand
+	now     time.Duration
+	q       queue
+	seq     uint64
+	steps   int
 
 	nodes []*node
 	byID  map[string]*node
@@ -243,7 +252,7 @@ func Run(cfg Config) Result {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	cfg = cfg.withDefaults(rng)
 	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace, childDownUntil: map[int]time.Duration{},
-		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed))}
+		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed)), batches: rand.New(rand.NewPCG(cfg.Seed^0x2545f491, cfg.Seed))}
 	h := fnv.New64a()
 	w.hash = h.Sum64()
 	w.truth.init()
@@ -302,6 +311,18 @@ func (w *world) chance(p float64) bool { return w.rng.Float64() < p }
 
 // between draws a duration in [lo, hi).
 func (w *world) between(lo, hi time.Duration) time.Duration { return lo + w.jitter(hi-lo) }
+
+// batchWait is how long an install waits for its node's install batch
+// beyond its own syncs: nothing, mostly, and now and then the second or
+// more a copy queues behind the batches of a bulk move (installsInFlight
+// out, each waiting for its syncfs barriers). While it waits, the worker
+// goes on stepping its timers.
+func (w *world) batchWait() time.Duration {
+	if w.batches.Float64() >= 0.2 {
+		return 0
+	}
+	return 200*time.Millisecond + time.Duration(w.batches.Int64N(int64(3*time.Second)))
+}
 
 // note adds one step to the trace: its hash always, its line when tracing.
 func (w *world) note(what string, args ...int64) {

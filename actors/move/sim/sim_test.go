@@ -115,7 +115,13 @@ func TestBreaksAreFound(t *testing.T) {
 		// aborted while its destination was cut off took over the freeze
 		// of the move that had fenced and proposed its flip, then
 		// released it, and the flip committed unfrozen (freeze.State.Holder).
-		{"Holder", 13860, false, Breaks{Holder: true}, false, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		{"Holder", 2855, false, Breaks{Holder: true}, false, []string{"freeze does not hold", "two committers", "lost on handover"}},
+		// Issue 26, found by the bulk hand-off run, then here once the
+		// simulator's installs waited for their batch as a bulk move's
+		// do: a retry scheduled by a pass that failed while the source was
+		// dead fired after the force-promote had asked for its install,
+		// and asked for a second one of the same copy.
+		{"Stale", 1091, false, Breaks{Stale: true}, false, []string{"second install"}},
 		// rules K8 and K6: the listing reads the fan-out cursor after the
 		// HWM and the destination installs it unlowered, so the cursor
 		// can name offsets the copy does not hold.
@@ -126,7 +132,7 @@ func TestBreaksAreFound(t *testing.T) {
 		// rule K9: a partition whose cursor file a crash tore resumes at
 		// the tail, not the oldest offset, skipping what it had not
 		// fanned out.
-		{"K9_MissingCursorAtTail", 560, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
+		{"K9_MissingCursorAtTail", 1614, false, Breaks{MissingCursorAtTail: true}, true, []string{"gap:", "not fanned out"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := tc.seed; seed < tc.seed+searchSeeds; seed++ {

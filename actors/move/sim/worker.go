@@ -35,6 +35,8 @@ type worker struct {
 	// lastRearm is when the freeze was last armed or re-armed by this
 	// worker (rule F7's check).
 	lastRearm time.Duration
+	// installsOut counts this worker's installs not yet landed.
+	installsOut int
 }
 
 // runMoves is the runner's tick.
@@ -136,7 +138,7 @@ func (wk *worker) step(ev any) {
 		return
 	}
 	w := wk.n.w
-	ev = wk.breakP4(ev)
+	ev = wk.breakP4(wk.breakStale(ev))
 	before, promote, frozen := wk.state.Phase, wk.state.Promote, wk.state.Frozen
 	var fx []any
 	wk.state, fx = move.Step(moveCfg, wk.state, wk.now(), ev)
@@ -192,6 +194,49 @@ func (wk *worker) breakP4(ev any) any {
 	return ev
 }
 
+// breakStale reverts issue 26's fix when asked: every answer and timer is
+// taken as the current request's, as the worker did before requests were
+// numbered, so an answer the move moved on from is acted on again.
+func (wk *worker) breakStale(ev any) any {
+	if !wk.n.w.cfg.Breaks.Stale {
+		return ev
+	}
+	a, tok := wk.state.Attempt, wk.state.Token
+	switch e := ev.(type) {
+	case move.PassDone:
+		e.Attempt = a
+		return e
+	case move.Frozen:
+		e.Attempt = a
+		return e
+	case move.Fenced:
+		e.Attempt = a
+		return e
+	case move.Verified:
+		e.Attempt = a
+		return e
+	case move.Installed:
+		e.Attempt = a
+		return e
+	case move.FlipAnswered:
+		e.Attempt = a
+		return e
+	case move.LeaderRead:
+		e.Attempt = a
+		return e
+	case move.Retry:
+		e.Attempt = a
+		return e
+	case move.RearmDue:
+		e.Token = tok
+		return e
+	case move.Rearmed:
+		e.Token = tok
+		return e
+	}
+	return ev
+}
+
 func (wk *worker) src() *node { return wk.n.w.byID[wk.source] }
 
 // after runs ev through step d from now, if the worker still runs.
@@ -203,7 +248,7 @@ func (wk *worker) effect(f any) {
 	w, n := wk.n.w, wk.n
 	switch e := f.(type) {
 	case move.Fetch:
-		wk.pass()
+		wk.pass(e.Attempt)
 	case move.PrepareHandoff:
 		sent := wk.now()
 		src := wk.src()
@@ -216,16 +261,16 @@ func (wk *worker) effect(f any) {
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
 			if !ok || !a.ok {
-				wk.step(move.Frozen{Err: errNoAnswer})
+				wk.step(move.Frozen{Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
 			w.truth.reported(wk.p, n.id, a.hwm)
-			wk.step(move.Frozen{Token: a.token, HWM: a.hwm, SentAt: sent})
+			wk.step(move.Frozen{Token: a.token, HWM: a.hwm, SentAt: sent, Attempt: e.Attempt})
 		})
 	case move.ScheduleRearm:
 		w.note("schedule rearm", int64(n.index), int64(wk.p), int64(e.After))
 		if !w.cfg.Breaks.F7 {
-			wk.after(e.After, move.RearmDue{})
+			wk.after(e.After, move.RearmDue{Token: e.Token})
 		}
 	case move.Rearm:
 		wk.lastRearm = w.now
@@ -235,7 +280,7 @@ func (wk *worker) effect(f any) {
 			src.serveHandoff(wk.p, freeze.Rearm{Token: e.Token}, reply)
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
-			wk.step(move.Rearmed{Lapsed: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
+			wk.step(move.Rearmed{Token: e.Token, Lapsed: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
 		})
 	case move.Fence:
 		sent, src := wk.now(), wk.src()
@@ -246,7 +291,7 @@ func (wk *worker) effect(f any) {
 			if ok && a.gone {
 				w.stats.FencesRefused++
 			}
-			wk.step(move.Fenced{Refused: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
+			wk.step(move.Fenced{Refused: ok && a.gone, SentAt: sent, Err: answerErr(ok, a), Attempt: e.Attempt})
 		})
 	case move.Verify:
 		w.at(w.between(time.Millisecond, 5*time.Millisecond), func() {
@@ -258,31 +303,44 @@ func (wk *worker) effect(f any) {
 			if ok {
 				s.recs = s.recs[:e.HWM]
 			}
-			wk.step(move.Verified{OK: ok})
+			wk.step(move.Verified{OK: ok, Attempt: e.Attempt})
 		})
 	case move.DiscardCopy, move.RemoveStaging:
 		n.staging[wk.p] = &plog{}
 		delete(n.stagingCursor, wk.p)
 	case move.Install:
-		epoch := n.epoch
-		w.at(w.between(time.Millisecond, 20*time.Millisecond), func() {
+		// The staging copy is the one the worker holds when it asks, as
+		// moveWorker.installInput takes it on the actor. A second install
+		// of it while the first is out goes into the node's same install
+		// batch (storage.InstallBatch), where, before issue 26's guard,
+		// it met the first one's copy at the path and set it aside.
+		epoch, s := n.epoch, n.stagingOf(wk.p)
+		if wk.installsOut > 0 {
+			w.failf("%s asked a second install of partition %d's staging copy while one is out (issue 26)", n.id, wk.p)
+			return
+		}
+		wk.installsOut++
+		w.at(w.between(time.Millisecond, 20*time.Millisecond)+w.batchWait(), func() {
+			wk.installsOut--
 			if wk.gone || n.epoch != epoch {
 				return
 			}
 			if w.faulty && w.chance(0.02) {
-				wk.step(move.Installed{Err: errNoAnswer})
+				wk.step(move.Installed{Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
-			s := n.stagingOf(wk.p)
-			if s.hwm() < e.HWM {
-				wk.step(move.Installed{Err: errNoAnswer})
+			if s.installed || s.hwm() < e.HWM {
+				// Renamed away by an earlier install (storage.ErrClosed),
+				// or short of the HWM: nothing at the path changes.
+				wk.step(move.Installed{Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
 			w.checkInstall(wk, s, e.HWM, e.Force)
 			n.disk[wk.p] = &plog{recs: slices.Clone(s.recs[:e.HWM])}
+			s.installed = true
 			n.staging[wk.p] = &plog{}
 			n.installCursor(wk.p, e.HWM)
-			wk.step(move.Installed{})
+			wk.step(move.Installed{Attempt: e.Attempt})
 		})
 	case move.ProposeFlip:
 		hwm := wk.state.FinalHWM
@@ -295,26 +353,26 @@ func (wk *worker) effect(f any) {
 		n.queueFlip(*flip, func(res messages.AssignResult, ok bool) {
 			if !ok {
 				w.stats.UnknownFlips++
-				wk.step(move.FlipAnswered{Err: errNoAnswer})
+				wk.step(move.FlipAnswered{Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
 			switch res.Code {
 			case messages.ResultOK:
-				wk.step(move.FlipAnswered{Code: move.FlipOK})
+				wk.step(move.FlipAnswered{Code: move.FlipOK, Attempt: e.Attempt})
 			case messages.ResultNotFound:
-				wk.step(move.FlipAnswered{Code: move.FlipNotFound})
+				wk.step(move.FlipAnswered{Code: move.FlipNotFound, Attempt: e.Attempt})
 			default:
-				wk.step(move.FlipAnswered{Code: move.FlipRefused})
+				wk.step(move.FlipAnswered{Code: move.FlipRefused, Attempt: e.Attempt})
 			}
 		})
 	case move.ReadLeader:
 		started := wk.now()
 		w.meta.leaderRead(n, wk.alive, wk.p, func(a messages.Assignment, found, ok bool) {
 			if !ok {
-				wk.step(move.LeaderRead{StartedAt: started, Err: errNoAnswer})
+				wk.step(move.LeaderRead{StartedAt: started, Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
-			wk.step(move.LeaderRead{StartedAt: started, Found: found, Owner: wk.name(a.Owner), Target: wk.name(a.Target)})
+			wk.step(move.LeaderRead{StartedAt: started, Found: found, Owner: wk.name(a.Owner), Target: wk.name(a.Target), Attempt: e.Attempt})
 		})
 	case move.RenameBack:
 		if d := n.disk[wk.p]; d != nil {
@@ -326,7 +384,7 @@ func (wk *worker) effect(f any) {
 			}
 		}
 	case move.ScheduleRetry:
-		wk.after(e.After, move.Retry{})
+		wk.after(e.After, move.Retry{Attempt: e.Attempt})
 	case move.Log:
 		w.notef("worker log", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %s: %s", n.id, wk.p, e.Level, e.Msg)
 	case move.ConfirmSource:
@@ -357,12 +415,12 @@ func (n *node) stagingOf(p int) *plog {
 
 // pass is one copy pass: a listing, then each missing range in chunks, in
 // order; a failure after the listing still reports it (rule P4).
-func (wk *worker) pass() {
+func (wk *worker) pass(attempt uint64) {
 	w, n, src := wk.n.w, wk.n, wk.src()
 	w.call(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
 		ls, _ := ans.(listing)
 		if !ok || !ls.ok {
-			wk.step(move.PassDone{Err: errNoAnswer})
+			wk.step(move.PassDone{Err: errNoAnswer, Attempt: attempt})
 			return
 		}
 		w.truth.reported(wk.p, n.id, ls.hwm)
@@ -381,14 +439,14 @@ func (wk *worker) pass() {
 		next = func() {
 			from := s.hwm()
 			if from >= ls.hwm {
-				wk.step(move.PassDone{Copied: copied, HWM: ls.hwm, CopiedTo: ls.hwm, Listed: true})
+				wk.step(move.PassDone{Copied: copied, HWM: ls.hwm, CopiedTo: ls.hwm, Listed: true, Attempt: attempt})
 				return
 			}
 			to := min(from+chunkRecords, ls.hwm)
 			w.call(n, src, wk.alive, func(reply func(any)) { src.serveChunk(wk.p, from, to, reply) }, func(ans any, ok bool) {
 				c, _ := ans.(chunk)
 				if !ok || !c.ok || s.hwm() != from {
-					wk.step(move.PassDone{Listed: true, HWM: ls.hwm, Err: errNoAnswer})
+					wk.step(move.PassDone{Listed: true, HWM: ls.hwm, Err: errNoAnswer, Attempt: attempt})
 					return
 				}
 				w.checkChunk(wk, from, c.recs)
