@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -63,9 +65,38 @@ func installGuarded(d deps, batch []guardedInstall, install func([]storage.Insta
 	}
 	res, errs := install(items)
 	for j, i := range at {
+		if errs[j] == nil {
+			errs[j] = installedWhole(d.cfg.Log, items[j])
+		}
 		out[i] = installOutcome{res: res[j], err: errs[j]}
 	}
 	return out
+}
+
+// installedWhole checks, still under the guard, that the partition's path
+// holds the copy just installed at exactly the HWM it is to be flipped at:
+// the flip that follows hands the partition to whatever is there, so an
+// install that left anything else (a copy set aside by a second install of
+// the same move, issue 26) must not count as done. A copy that cannot be
+// read back counts as not whole: its staging copy is gone, so there is
+// nothing to install again either.
+func installedWhole(cfg storage.LogConfig, it storage.InstallItem) error {
+	want := it.Options.Marker.PromotedHWM
+	ls, err := storage.ListClosed(it.Target, cfg, it.Options.Now)
+	if errors.Is(err, storage.ErrNotFound) && want == 0 {
+		// A copy of an empty partition may hold no segment: opened, it
+		// starts one at offset 0. Its directory must be there all the same.
+		if _, serr := os.Stat(it.Target); serr == nil {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("install at %s: read the installed copy back: %v: %w", it.Target, err, ErrInvariant)
+	}
+	if ls.HWM != want {
+		return fmt.Errorf("install at %s: the copy there ends at %d, want %d: %w", it.Target, ls.HWM, want, ErrInvariant)
+	}
+	return nil
 }
 
 // install installs s at k's path in the next batch. It takes no context on

@@ -64,6 +64,9 @@ type nodeMetrics struct {
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
 	frozenPublishRefused *metrics.Counter
+	// installNotWhole counts installs that did not leave their copy at
+	// the partition's path whole (issue 26); the move does not flip.
+	installNotWhole      *metrics.Counter
 	handoverSetAside     *metrics.Counter
 	handoverSetAsideRecs *metrics.Counter
 	// stagingSetAside counts staging copies a move that ended without
@@ -124,6 +127,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		lastFreeze: set.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
 
 		frozenPublishRefused: set.GetOrCreateCounter(name("narad_freeze_publish_refused_total")),
+		installNotWhole:      set.GetOrCreateCounter(name("narad_move_install_not_whole_total")),
 		handoverSetAside:     set.GetOrCreateCounter(name("narad_handover_set_aside_total")),
 		handoverSetAsideRecs: set.GetOrCreateCounter(name("narad_handover_set_aside_records_total")),
 		stagingSetAside:      set.GetOrCreateCounter(name("narad_move_staging_set_aside_total")),

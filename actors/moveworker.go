@@ -154,6 +154,7 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 			w.deps.log.Warn("move: the topic directory's preparation was refused; retrying until the replica catches up or the move is re-planned",
 				"partition", partitionKeyString(w.key), "err", e.Err)
 		}
+		e.Installed.NotWhole = errors.Is(e.Err, ErrInvariant)
 		ev = e.Installed
 	case sourceConfirmed:
 		dead := !e.found || e.member.Status == messages.MemberDead
@@ -322,12 +323,18 @@ func (w *moveWorker) release() {
 
 // noteInstallFailure logs a failed install once per reason: the worker
 // retries it every RetryAfter, and a move stuck at its install must not be
-// silent.
+// silent. A copy the path does not hold whole after its install is an
+// invariant broken: logged at error and counted.
 func (w *moveWorker) noteInstallFailure(e installDone) {
 	if e.Err == nil || e.prepareRefused || e.Err.Error() == w.installFailed {
 		return
 	}
 	w.installFailed = e.Err.Error()
+	if errors.Is(e.Err, ErrInvariant) {
+		w.metrics.installNotWhole.Inc()
+		w.deps.log.Error("move: the install did not leave the copy whole at the partition's path; not flipping, and not freezing the source again", "partition", partitionKeyString(w.key), "err", e.Err)
+		return
+	}
 	w.deps.log.Warn("move: install failed; retrying", "partition", partitionKeyString(w.key), "err", e.Err)
 }
 

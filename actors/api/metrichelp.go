@@ -65,6 +65,7 @@ var metricHelp = map[string]string{
 	"narad_move_workers_stopped_total":       "Move workers stopped after repeated failures.",
 	"narad_freeze_publish_refused_total":     "Batches refused because a freeze fenced them (rule F3's guard).",
 	"narad_handover_set_aside_total":         "Handed-over copies set aside because they held records past the flipped HWM.",
+	"narad_move_install_not_whole_total":     "Installs that did not leave their copy whole at the partition's path; the move does not flip.",
 	"narad_handover_set_aside_records_total": "Records in handed-over copies set aside.",
 	// Stale copies and quarantine.
 	"narad_quarantined_copies":          "Copies of partitions set aside in quarantine on this node.",

@@ -238,10 +238,13 @@ type (
 		OK      bool
 		Attempt uint64
 	}
-	// Installed is the install's outcome.
+	// Installed is the install's outcome. NotWhole (with Err): the install
+	// ran, but the partition's path does not hold the copy at its HWM when
+	// read back, so there is nothing to flip to and nothing to retry.
 	Installed struct {
-		Err     error
-		Attempt uint64
+		Err      error
+		NotWhole bool
+		Attempt  uint64
 	}
 	// FlipAnswered is the flip proposal's answer: Code when the state
 	// machine answered, Err when the outcome is unknown.
@@ -365,6 +368,9 @@ const (
 	// ReasonSourceHWMRegressed: a listing under the freeze reported an HWM
 	// below one the source had listed before (rule P4).
 	ReasonSourceHWMRegressed = "source_hwm_regressed"
+	// ReasonInstallNotWhole: the install did not leave the copy whole at
+	// the partition's path (Installed.NotWhole).
+	ReasonInstallNotWhole = "install_not_whole"
 )
 
 // Step is the transition function: the next state and the effects to
@@ -735,6 +741,13 @@ func verified(s State, e Verified) (State, []any) {
 func installed(c Config, s State, now time.Duration, e Installed) (State, []any) {
 	if s.Phase != Installing {
 		return s, nil
+	}
+	if e.NotWhole {
+		// Flipping would hand the partition to whatever the path holds;
+		// the freeze is let lapse and the move waits for an operator.
+		// The worker logged what it read back.
+		s.Phase, s.Frozen, s.BlockedReason = Blocked, false, ReasonInstallNotWhole
+		return s, []any{Block{Reason: ReasonInstallNotWhole}}
 	}
 	if e.Err != nil {
 		return s, []any{ScheduleRetry{After: c.RetryAfter}}

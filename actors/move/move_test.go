@@ -1075,3 +1075,20 @@ func randomSchedule(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// An install whose copy is not at the partition's path when read back is
+// never flipped, and not retried over and over with the source frozen:
+// the move blocks and the freeze lapses.
+func TestAnInstallNotWholeAtThePathBlocksTheMove(t *testing.T) {
+	sc := toFinalize(t).
+		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
+		feed(Verified{OK: true}).
+		feed(Fenced{}).wantPhase(Installing).
+		feed(Installed{Err: errNet, NotWhole: true}).wantPhase(Blocked).
+		wantFx(Block{Reason: ReasonInstallNotWhole})
+	if sc.s.Frozen {
+		t.Fatal("a blocked move still counts on its freeze")
+	}
+	sc.feed(RearmDue{}).wantFx()
+}
