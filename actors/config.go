@@ -257,11 +257,6 @@ type Config struct {
 	// for others, and a batch holds at most MaxInstallBatch copies.
 	InstallBatchWindow time.Duration
 	MaxInstallBatch    int
-	// MaxParallelProposals bounds the target proposals the controller has
-	// out at once in a planning round (64): enough for Dragonboat to carry
-	// a round of picks in a few Raft entries, few enough that a round never
-	// holds hundreds of goroutines.
-	MaxParallelProposals int
 	// DeadTargetAbortAfter is how long a move's destination may be dead,
 	// on the leader's clock, before the controller clears the target (2 min).
 	DeadTargetAbortAfter time.Duration
@@ -424,7 +419,6 @@ func DefaultConfig() Config {
 		MaxFlipBatch:              512,
 		InstallBatchWindow:        2 * time.Millisecond,
 		MaxInstallBatch:           256,
-		MaxParallelProposals:      64,
 		QuarantineListMaxCopies:   1000,
 		MaxParallelPartitionOpens: 8,
 		DeadTargetAbortAfter:      2 * time.Minute,
@@ -572,8 +566,6 @@ func (c Config) Validate() error {
 		return bad("InstallBatchWindow", c.InstallBatchWindow, "must be within 0..1s")
 	case c.MaxInstallBatch < 1 || c.MaxInstallBatch > 10000:
 		return bad("MaxInstallBatch", c.MaxInstallBatch, "must be within 1..10000")
-	case c.MaxParallelProposals < 1 || c.MaxParallelProposals > 1024:
-		return bad("MaxParallelProposals", c.MaxParallelProposals, "must be within 1..1024")
 	case c.RebalanceInterval <= 0:
 		return bad("RebalanceInterval", c.RebalanceInterval, "must be positive")
 	case c.RebalanceBusyInterval <= 0 || c.RebalanceBusyInterval > c.RebalanceInterval:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -34,6 +35,14 @@ func (s *avoidStore) SetTarget(_ context.Context, st messages.SetTarget) (messag
 	defer s.mu.Unlock()
 	s.targets = append(s.targets, st)
 	return messages.AssignResult{Code: messages.ResultOK}, nil
+}
+
+func (s *avoidStore) SetTargetMany(ctx context.Context, sts []messages.SetTarget) []metastore.TargetOutcome {
+	out := make([]metastore.TargetOutcome, len(sts))
+	for i, st := range sts {
+		out[i].Result, out[i].Err = s.SetTarget(ctx, st)
+	}
+	return out
 }
 
 // rule L6: the controller steers a child's partition i off the node owning

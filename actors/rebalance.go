@@ -3,8 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
@@ -81,35 +79,31 @@ func (a *controllerActor) rebalance(now time.Time) {
 	a.setTargets(ctx, moves)
 }
 
-// setTargets proposes the planned moves, up to MaxParallelProposals at
-// once: each is a compare-and-swap of its own, so their order does not
-// matter, and Dragonboat carries proposals that arrive together in one
-// Raft round. A round of 512 picks proposed one after the other would
-// take a second of round trips.
+// setTargets proposes the planned moves in one SetTargets entry per
+// assignment shard: each is a compare-and-swap of its own, so their order
+// does not matter. A round of 512 picks proposed one entry each took a
+// second of Raft round trips and held the hand-off's moves back (issue 27).
 func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) {
 	if len(moves) == 0 {
 		return
 	}
-	var planned, failed atomic.Int64
-	sem := make(chan struct{}, a.cfg.MaxParallelProposals)
-	var wg sync.WaitGroup
-	for _, mv := range moves {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To})
-			switch {
-			case err != nil:
-				failed.Add(1)
-				a.deps.log.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", err)
-			case r.Code == messages.ResultOK:
-				planned.Add(1)
-				a.deps.log.Debug("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
-			}
-		})
+	targets := make([]messages.SetTarget, len(moves))
+	for i, mv := range moves {
+		targets[i] = messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To}
 	}
-	wg.Wait()
-	a.deps.log.Info("moves planned", "planned", planned.Load(), "failed", failed.Load(), "picks", len(moves))
+	var planned, failed int
+	for i, o := range a.store.SetTargetMany(ctx, targets) {
+		mv := moves[i]
+		switch {
+		case o.Err != nil:
+			failed++
+			a.deps.log.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", o.Err)
+		case o.Result.Code == messages.ResultOK:
+			planned++
+			a.deps.log.Debug("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
+		}
+	}
+	a.deps.log.Info("moves planned", "planned", planned, "failed", failed, "picks", len(moves))
 }
 
 // targetLeaving clears the target of a move aimed at a node that is

@@ -46,6 +46,9 @@ type leaderReads interface {
 // assignCommands propose to the assignment shards.
 type assignCommands interface {
 	SetTarget(ctx context.Context, c messages.SetTarget) (messages.AssignResult, error)
+	// SetTargetMany is many SetTargets in an entry per shard, an outcome
+	// each, in order.
+	SetTargetMany(ctx context.Context, cs []messages.SetTarget) []metastore.TargetOutcome
 	// Flip is a compare-and-swap of a partition's owner.
 	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
 	PutAssignments(ctx context.Context, as []messages.Assignment) error

@@ -8,11 +8,15 @@ import "encoding/json"
 // the fan-out commands (AttachChild, DetachChild, CreateTopic with a
 // Parent); the store stamps those 2 and every other command 1, so a
 // replica of an older binary keeps applying the commands it knows and
-// stops at the first it does not, never skipping one.
-const CommandVersion = 2
+// stops at the first it does not, never skipping one. Version 3 adds
+// SetTargets (many target compare-and-swaps in one entry).
+const CommandVersion = 3
 
 // FanoutCommandVersion is the version the fan-out commands need.
 const FanoutCommandVersion = 2
+
+// TargetsCommandVersion is the version a SetTargets command needs.
+const TargetsCommandVersion = 3
 
 // MaxChildren bounds a parent's fan-out links: each is a fan-out actor per
 // parent partition on its owner and a cursor file per partition, and the
@@ -360,6 +364,7 @@ type AssignCommand struct {
 	SetTarget         *SetTarget         `json:"set_target,omitempty"`
 	Flip              *Flip              `json:"flip,omitempty"`
 	Flips             *Flips             `json:"flips,omitempty"`
+	SetTargets        *SetTargets        `json:"set_targets,omitempty"`
 }
 
 // PutAssignments creates the assignments of new partitions. One that
@@ -406,11 +411,23 @@ type Flips struct {
 	Flips []Flip `json:"flips"`
 }
 
+// SetTargets is many SetTarget compare-and-swaps of one shard in one
+// entry, each judged on its own: a planning round picks up to
+// MaxInFlightMoves moves at once, and one Raft entry per shard instead of
+// one per pick is what lets a hand-off of thousands of partitions start
+// them in a round trip. Its result has one AssignResult per target, in
+// order.
+type SetTargets struct {
+	Targets []SetTarget `json:"targets"`
+}
+
 // AssignResult is what an assignment command returns; Assignment is the
 // partition's assignment after the command (when it exists). Flips holds
-// the results of a Flips command, one per flip, in order.
+// the results of a Flips command and Targets those of a SetTargets
+// command, one per item, in order.
 type AssignResult struct {
 	Code       ResultCode     `json:"code"`
 	Assignment *Assignment    `json:"assignment,omitempty"`
 	Flips      []AssignResult `json:"flips,omitempty"`
+	Targets    []AssignResult `json:"targets,omitempty"`
 }

@@ -53,7 +53,7 @@ func (s *assignState) applyEntry(data []byte, index uint64) (messages.AssignResu
 // apply applies one command at the given Raft index.
 func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.AssignResult {
 	s.index = index
-	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil, cmd.Flips != nil) != 1 {
+	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil, cmd.Flips != nil, cmd.SetTargets != nil) != 1 {
 		return messages.AssignResult{Code: messages.ResultInvalid}
 	}
 	switch {
@@ -66,6 +66,8 @@ func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.A
 		return s.setTarget(*cmd.SetTarget)
 	case cmd.Flips != nil:
 		return s.flips(cmd.Flips.Flips)
+	case cmd.SetTargets != nil:
+		return s.setTargets(cmd.SetTargets.Targets)
 	default:
 		return s.flip(*cmd.Flip)
 	}
@@ -82,6 +84,19 @@ func (s *assignState) flips(fs []messages.Flip) messages.AssignResult {
 		out[i] = s.flip(f)
 	}
 	return messages.AssignResult{Code: messages.ResultOK, Flips: out}
+}
+
+// setTargets applies each target compare-and-swap on its own, in order;
+// an empty batch or one past maxTargetsPerEntry is invalid as a whole.
+func (s *assignState) setTargets(ts []messages.SetTarget) messages.AssignResult {
+	if len(ts) == 0 || len(ts) > maxTargetsPerEntry {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	out := make([]messages.AssignResult, len(ts))
+	for i, t := range ts {
+		out[i] = s.setTarget(t)
+	}
+	return messages.AssignResult{Code: messages.ResultOK, Targets: out}
 }
 
 // validAssignment: a partition always has an owner, and a target is never

@@ -502,3 +502,87 @@ func TestAssignStateApplyFlips(t *testing.T) {
 		})
 	}
 }
+
+func setTargetsCmd(ts ...messages.SetTarget) messages.AssignCommand {
+	return messages.AssignCommand{Version: messages.TargetsCommandVersion, SetTargets: &messages.SetTargets{Targets: ts}}
+}
+
+// A SetTargets entry judges each target compare-and-swap on its own, in
+// order, as many SetTarget entries would: one refused pick does not stop
+// the others, and each set target names the entry that set it.
+func TestAssignStateApplySetTargets(t *testing.T) {
+	st := func(partition int, owner, from, to string) messages.SetTarget {
+		return messages.SetTarget{Incarnation: 7, Partition: partition, Owner: owner, From: from, To: to}
+	}
+	tooMany := make([]messages.SetTarget, maxTargetsPerEntry+1)
+	for i := range tooMany {
+		tooMany[i] = st(i, "n1", "", "n2")
+	}
+	setup := putCmd(asg(7, 0, "n1", ""), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2"))
+	before := []messages.Assignment{asg(7, 0, "n1", ""), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")}
+	moving := func(a messages.Assignment, since uint64) messages.Assignment {
+		a.TargetSince = since
+		return a
+	}
+	tests := []struct {
+		name        string
+		cmd         messages.AssignCommand
+		wantCode    messages.ResultCode
+		wantTargets []messages.ResultCode
+		wantAll     []messages.Assignment
+	}{
+		{
+			name: "each target is its own compare-and-swap",
+			cmd: setTargetsCmd(st(0, "n1", "", "n2"), st(1, "n1", "", "n2"), st(2, "n1", "", "n3"),
+				st(9, "n1", "", "n2"), st(3, "n1", "n2", ""), st(0, "n1", "n2", "n1")),
+			wantCode: messages.ResultOK,
+			// set; already aimed at n3: refused; owner moved on: refused;
+			// no such partition; cleared; To == Owner: invalid.
+			wantTargets: []messages.ResultCode{messages.ResultOK, messages.ResultRefused, messages.ResultRefused,
+				messages.ResultNotFound, messages.ResultOK, messages.ResultInvalid},
+			wantAll: []messages.Assignment{moving(asg(7, 0, "n1", "n2"), 2), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "")},
+		},
+		{
+			name:        "later items see the earlier ones of the same entry",
+			cmd:         setTargetsCmd(st(0, "n1", "", "n2"), st(0, "n1", "n2", "n3")),
+			wantCode:    messages.ResultOK,
+			wantTargets: []messages.ResultCode{messages.ResultOK, messages.ResultOK},
+			wantAll:     []messages.Assignment{moving(asg(7, 0, "n1", "n3"), 2), asg(7, 1, "n1", "n3"), asg(7, 2, "n2", ""), asg(7, 3, "n1", "n2")},
+		},
+		{
+			name:     "an empty batch is invalid",
+			cmd:      setTargetsCmd(),
+			wantCode: messages.ResultInvalid,
+			wantAll:  before,
+		},
+		{
+			name:     "a batch past the bound is invalid as a whole and changes nothing",
+			cmd:      setTargetsCmd(tooMany...),
+			wantCode: messages.ResultInvalid,
+			wantAll:  before,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newAssignState()
+			if r := s.apply(setup, 1); r.Code != messages.ResultOK {
+				t.Fatalf("setup: got code %d, want OK", r.Code)
+			}
+			r := s.apply(tt.cmd, 2)
+			if r.Code != tt.wantCode {
+				t.Fatalf("code: got %d, want %d", r.Code, tt.wantCode)
+			}
+			var got []messages.ResultCode
+			for _, tr := range r.Targets {
+				got = append(got, tr.Code)
+			}
+			if !reflect.DeepEqual(got, tt.wantTargets) {
+				t.Errorf("target codes: got %v, want %v", got, tt.wantTargets)
+			}
+			if all := s.all(); !reflect.DeepEqual(all, tt.wantAll) {
+				t.Errorf("assignments after:\n got %+v\nwant %+v", all, tt.wantAll)
+			}
+			checkIndexes(t, s)
+		})
+	}
+}

@@ -32,6 +32,10 @@ const maxAssignmentsPerEntry = 4096
 // 150 KiB, and 10,000 flips over 4 shards still take only 12 entries.
 const maxFlipsPerEntry = 1024
 
+// maxTargetsPerEntry bounds one SetTargets entry the same way: a planning
+// round of MaxInFlightMoves (512) picks fits one entry per shard.
+const maxTargetsPerEntry = 1024
+
 // Store is one node's replica of the metastore: a Dragonboat NodeHost with
 // the metadata shard and the K assignment shards. Its methods are safe for
 // concurrent use.
@@ -394,6 +398,16 @@ func commandVersion(cmd messages.MetaCommand) int {
 	return 1
 }
 
+// assignCommandVersion is the oldest version that knows cmd, as
+// commandVersion is for the metadata shard: SetTargets needs 3, and every
+// other assignment command keeps the 2 it was stamped before 3 existed.
+func assignCommandVersion(cmd messages.AssignCommand) int {
+	if cmd.SetTargets != nil {
+		return messages.TargetsCommandVersion
+	}
+	return messages.FanoutCommandVersion
+}
+
 func topicOf(r messages.MetaResult, op string) (messages.Topic, error) {
 	if r.Code != messages.ResultOK {
 		err := codeError(op, r.Code)
@@ -550,34 +564,80 @@ type FlipOutcome struct {
 // its own, and a retried flip that already applied answers ResultOK, so
 // the flips with an unknown outcome may simply be sent again.
 func (s *Store) FlipMany(ctx context.Context, flips []messages.Flip) []FlipOutcome {
-	out := make([]FlipOutcome, len(flips))
+	return proposeMany(ctx, s, flips, maxFlipsPerEntry, "flip",
+		func(c messages.Flip) (uint64, int, error) {
+			if c.From == "" || c.To == "" || c.From == c.To {
+				return 0, 0, fmt.Errorf("metastore: flip %d/%d from %q to %q: %w", c.Incarnation, c.Partition, c.From, c.To, ErrInvalid)
+			}
+			return c.Incarnation, c.Partition, nil
+		},
+		func(batch []messages.Flip) messages.AssignCommand {
+			return messages.AssignCommand{Flips: &messages.Flips{Flips: batch}}
+		},
+		func(r messages.AssignResult) []messages.AssignResult { return r.Flips })
+}
+
+// TargetOutcome is one target's outcome in SetTargetMany, read as a
+// FlipOutcome is.
+type TargetOutcome = FlipOutcome
+
+// SetTargetMany proposes many target compare-and-swaps (see SetTarget) at
+// once, grouped by assignment shard into entries of up to
+// maxTargetsPerEntry, all proposed in parallel: a planning round costs a
+// Raft round trip per shard, not per pick. The outcomes are in the order
+// of targets; each is judged on its own.
+func (s *Store) SetTargetMany(ctx context.Context, targets []messages.SetTarget) []TargetOutcome {
+	return proposeMany(ctx, s, targets, maxTargetsPerEntry, "set targets of",
+		func(c messages.SetTarget) (uint64, int, error) {
+			if c.Owner == "" || c.To == c.Owner {
+				return 0, 0, fmt.Errorf("metastore: set target of %d/%d owner %q to %q: %w", c.Incarnation, c.Partition, c.Owner, c.To, ErrInvalid)
+			}
+			return c.Incarnation, c.Partition, nil
+		},
+		func(batch []messages.SetTarget) messages.AssignCommand {
+			return messages.AssignCommand{SetTargets: &messages.SetTargets{Targets: batch}}
+		},
+		func(r messages.AssignResult) []messages.AssignResult { return r.Targets })
+}
+
+// proposeMany is FlipMany and SetTargetMany: check each item (key names
+// its partition, or refuses it unproposed), group the rest by assignment
+// shard into entries of at most perEntry, propose the entries in
+// parallel, and hand each item its own result (results picks them out of
+// an entry's answer) or its entry's error.
+func proposeMany[T any](ctx context.Context, s *Store, items []T, perEntry int, verb string,
+	key func(T) (uint64, int, error), command func([]T) messages.AssignCommand,
+	results func(messages.AssignResult) []messages.AssignResult) []FlipOutcome {
+	out := make([]FlipOutcome, len(items))
 	byShard := make(map[uint64][]int)
-	for i, c := range flips {
-		if c.From == "" || c.To == "" || c.From == c.To {
-			out[i].Err = fmt.Errorf("metastore: flip %d/%d from %q to %q: %w", c.Incarnation, c.Partition, c.From, c.To, ErrInvalid)
+	for i, it := range items {
+		inc, part, err := key(it)
+		if err != nil {
+			out[i].Err = err
 			continue
 		}
-		shard := AssignmentShard(c.Incarnation, c.Partition, s.cfg.AssignmentShards)
+		shard := AssignmentShard(inc, part, s.cfg.AssignmentShards)
 		byShard[shard] = append(byShard[shard], i)
 	}
 	var wg sync.WaitGroup
 	for shard, idx := range byShard {
-		for chunk := range slices.Chunk(idx, maxFlipsPerEntry) {
+		for chunk := range slices.Chunk(idx, perEntry) {
 			wg.Go(func() {
-				batch := make([]messages.Flip, len(chunk))
+				batch := make([]T, len(chunk))
 				for k, i := range chunk {
-					batch[k] = flips[i]
+					batch[k] = items[i]
 				}
-				op := fmt.Sprintf("flip %d partitions", len(batch))
-				r, err := s.proposeAssign(ctx, op, shard, messages.AssignCommand{Flips: &messages.Flips{Flips: batch}})
-				if err == nil && (r.Code != messages.ResultOK || len(r.Flips) != len(batch)) {
-					err = fmt.Errorf("metastore: %s on shard %d: got code %d with %d results: %w", op, shard, r.Code, len(r.Flips), ErrInvalid)
+				op := fmt.Sprintf("%s %d partitions", verb, len(batch))
+				r, err := s.proposeAssign(ctx, op, shard, command(batch))
+				got := results(r)
+				if err == nil && (r.Code != messages.ResultOK || len(got) != len(batch)) {
+					err = fmt.Errorf("metastore: %s on shard %d: got code %d with %d results: %w", op, shard, r.Code, len(got), ErrInvalid)
 				}
 				for k, i := range chunk {
 					if err != nil {
 						out[i].Err = err
 					} else {
-						out[i].Result = r.Flips[k]
+						out[i].Result = got[k]
 					}
 				}
 			})
@@ -588,7 +648,7 @@ func (s *Store) FlipMany(ctx context.Context, flips []messages.Flip) []FlipOutco
 }
 
 func (s *Store) proposeAssign(ctx context.Context, op string, shard uint64, cmd messages.AssignCommand) (messages.AssignResult, error) {
-	cmd.Version = messages.CommandVersion
+	cmd.Version = assignCommandVersion(cmd)
 	var r messages.AssignResult
 	err := s.propose(ctx, op, shard, cmd, &r)
 	return r, err

@@ -424,3 +424,66 @@ func TestFlipManyAnswersEachFlipInOrder(t *testing.T) {
 		}
 	}
 }
+
+// SetTargetMany spreads a planning round's targets over the assignment
+// shards, several entries per shard past maxTargetsPerEntry, answers each
+// in the caller's order, and stamps its entries with the version that
+// knows them.
+func TestSetTargetManyAnswersEachTargetInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+	const n = 3*maxTargetsPerEntry + 5
+	as := make([]messages.Assignment, n)
+	targets := make([]messages.SetTarget, n+1)
+	for p := range n {
+		target := ""
+		if p%10 == 3 {
+			target = "n3" // already moving: the pick is refused
+		}
+		as[p] = messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: "n1", Target: target}
+		targets[p] = messages.SetTarget{Incarnation: 5, Partition: p, Owner: "n1", From: "", To: "n2"}
+	}
+	targets[n] = messages.SetTarget{Incarnation: 5, Partition: 0, Owner: "n1", To: "n1"} // invalid, never proposed
+	if err := s.PutAssignments(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	out := s.SetTargetMany(ctx, targets)
+	if len(out) != len(targets) {
+		t.Fatalf("outcomes: got %d, want %d", len(out), len(targets))
+	}
+	for p := range n {
+		o := out[p]
+		want, target := messages.ResultOK, "n2"
+		if p%10 == 3 {
+			want, target = messages.ResultRefused, "n3"
+		}
+		if o.Err != nil || o.Result.Code != want || o.Result.Assignment == nil || o.Result.Assignment.Partition != p || o.Result.Assignment.Target != target {
+			t.Fatalf("target of partition %d: got %+v (err %v), want code %d with partition %d aimed at %s", p, o.Result, o.Err, want, p, target)
+		}
+		if a, ok, err := s.LeaderAssignment(ctx, 5, p); err != nil || !ok || a.Target != target || a.Owner != "n1" {
+			t.Fatalf("partition %d read back: got %+v (found %v, err %v), want owner n1 aimed at %s", p, a, ok, err, target)
+		}
+	}
+	if !errors.Is(out[n].Err, ErrInvalid) {
+		t.Fatalf("a target of n1's partition at n1: got %v, want ErrInvalid", out[n].Err)
+	}
+}
+
+// An entry is stamped with the oldest version that knows it, so a replica
+// of an older binary keeps applying every other assignment command.
+func TestAssignCommandVersion(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  messages.AssignCommand
+		want int
+	}{
+		{messages.AssignCommand{SetTargets: &messages.SetTargets{}}, messages.TargetsCommandVersion},
+		{messages.AssignCommand{SetTarget: &messages.SetTarget{}}, 2},
+		{messages.AssignCommand{Flips: &messages.Flips{}}, 2},
+		{messages.AssignCommand{PutAssignments: &messages.PutAssignments{}}, 2},
+	} {
+		if got := assignCommandVersion(tt.cmd); got != tt.want {
+			t.Errorf("version of %+v: got %d, want %d", tt.cmd, got, tt.want)
+		}
+	}
+}

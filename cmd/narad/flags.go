@@ -111,8 +111,6 @@ func settings(c *actors.Config) []setting {
 			usage: "how often the metadata leader plans moves while nothing moves"},
 		{flag: "rebalance-busy-interval", fields: []string{"RebalanceBusyInterval"}, ptr: &c.RebalanceBusyInterval,
 			usage: "how often it plans while moves run or a node sheds, at most --rebalance-interval"},
-		{flag: "max-parallel-proposals", fields: []string{"MaxParallelProposals"}, ptr: &c.MaxParallelProposals,
-			usage: "move targets the controller proposes at once, a count (1 to 1024)"},
 		{flag: "rebalance", fields: []string{"Rebalance"}, ptr: &c.Rebalance,
 			usage: "let the controller plan moves (true or false; off, it still clears moves to dead nodes)"},
 

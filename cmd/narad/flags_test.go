@@ -67,7 +67,6 @@ var nodeFlagCases = []struct {
 	{"dead-target-abort-after", "NARAD_DEAD_TARGET_ABORT_AFTER", "5m", "", func(c actors.Config) any { return c.DeadTargetAbortAfter }, 5 * time.Minute},
 	{"rebalance-interval", "NARAD_REBALANCE_INTERVAL", "3s", "", func(c actors.Config) any { return c.RebalanceInterval }, 3 * time.Second},
 	{"rebalance-busy-interval", "NARAD_REBALANCE_BUSY_INTERVAL", "200ms", "", func(c actors.Config) any { return c.RebalanceBusyInterval }, 200 * time.Millisecond},
-	{"max-parallel-proposals", "NARAD_MAX_PARALLEL_PROPOSALS", "16", "", func(c actors.Config) any { return c.MaxParallelProposals }, 16},
 	{"max-parallel-partition-opens", "NARAD_MAX_PARALLEL_PARTITION_OPENS", "3", "", func(c actors.Config) any { return c.MaxParallelPartitionOpens }, 3},
 	{"rebalance", "NARAD_REBALANCE", "false", "", func(c actors.Config) any { return c.Rebalance }, false},
 	{"freeze-pace-tick", "NARAD_FREEZE_PACE_TICK", "5ms", "", func(c actors.Config) any { return c.FreezePaceTick }, 5 * time.Millisecond},
