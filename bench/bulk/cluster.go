@@ -123,6 +123,8 @@ type node struct {
 	// past holds the processes this node ran before a restart, for their
 	// peak RSS.
 	past []*proc
+	// pprof is where it serves its profiles (host:port), "" for nowhere.
+	pprof string
 }
 
 func (n *node) url() string { return "http://" + n.http }
@@ -258,6 +260,18 @@ func (c *cluster) waitAdmin(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// servePprof gives every node a loopback port for --pprof.
+func (c *cluster) servePprof() error {
+	for _, n := range c.nodes {
+		p, err := freePort(c.taken)
+		if err != nil {
+			return err
+		}
+		n.pprof = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	return nil
+}
+
 // startNATS starts narad nats and waits until it accepts connections.
 func (c *cluster) startNATS(ctx context.Context, timeout time.Duration) error {
 	addr := strings.TrimPrefix(c.natsURL, "nats://")
@@ -297,6 +311,9 @@ func (c *cluster) peers() string {
 func (c *cluster) startNode(n *node) error {
 	args := []string{"serve", "--id", n.id, "--data", filepath.Join(c.dir, n.id), "--http", n.http,
 		"--raft", n.raft, "--nats", c.natsURL, "--nats-creds", filepath.Join(c.natsCreds(), "node.nk")}
+	if n.pprof != "" {
+		args = append(args, "--pprof", n.pprof)
+	}
 	if n.joiner {
 		args = append(args, "--join", "--replica-id", strconv.Itoa(n.replica))
 	} else {

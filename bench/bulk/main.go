@@ -72,6 +72,14 @@ type config struct {
 	// repeat runs every variant's scenarios this many times, each on fresh
 	// clusters, and stops at the first run that fails or loses a record.
 	repeat int
+
+	// bin is a narad binary to run instead of building ./cmd/narad, so
+	// that two revisions are measured by the same bench.
+	bin string
+	// profileDir, when set, gets a CPU profile of each node that stays up
+	// over profileFor from the SIGTERM of the stop scenario.
+	profileDir string
+	profileFor time.Duration
 }
 
 // quickScale is what -quick sets unless a flag says otherwise.
@@ -109,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.skipStop, "skip-stop", false, "skip the stop scenario")
 	fs.BoolVar(&c.skipJoin, "skip-join", false, "skip the join scenario")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails or loses a record")
+	fs.StringVar(&c.bin, "bin", "", "run this narad binary instead of building ./cmd/narad (an A/B of two revisions under one bench)")
+	fs.StringVar(&c.profileDir, "profile", "", "write a CPU profile of each node that stays up, over -profile-for from the SIGTERM of the stop scenario, into this directory (the nodes serve --pprof on loopback)")
+	fs.DurationVar(&c.profileFor, "profile-for", 15*time.Second, "how long each -profile CPU profile runs (whole seconds)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run the scenarios this many times, each on fresh clusters, stopping at the first failure or loss; a clean run's data is removed before the next")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -160,11 +171,15 @@ func (c config) validate() error {
 	}
 	durations := map[string]time.Duration{"poll": c.pollInterval, "rss-poll": c.rssPoll, "ready-timeout": c.readyTimeout,
 		"fill-timeout": c.fillTimeout, "stop-timeout": c.stopTimeout, "pass-timeout": c.passTimeout,
-		"restart-timeout": c.restartTimeout, "settle-timeout": c.settleTimeout, "rebalance-timeout": c.rebalanceTimeout}
+		"restart-timeout": c.restartTimeout, "settle-timeout": c.settleTimeout, "rebalance-timeout": c.rebalanceTimeout,
+		"profile-for": c.profileFor}
 	for name, d := range durations {
 		if d <= 0 {
 			return fmt.Errorf("-%s %v: must be positive: %w", name, d, errConfig)
 		}
+	}
+	if c.profileFor%time.Second != 0 {
+		return fmt.Errorf("-profile-for %v: whole seconds only (the profile endpoint's unit): %w", c.profileFor, errConfig)
 	}
 	if len(c.variants) == 0 {
 		return fmt.Errorf("-variants: none: %w", errConfig)

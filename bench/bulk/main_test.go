@@ -48,6 +48,8 @@ func TestFlagsOutOfRangeAreRefused(t *testing.T) {
 		{"-pass-timeout", "0s"},
 		{"-variants", "on,maybe"},
 		{"-join-record-bytes", strconv.Itoa(1 << 20)},
+		{"-profile-for", "1500ms"},
+		{"-profile-for", "0s"},
 	} {
 		if _, err := parseFlags(args, io.Discard); !errors.Is(err, errConfig) {
 			t.Errorf("%v: got %v, want errConfig", args, err)

@@ -56,12 +56,15 @@ func (r *runner) set(handoff bool, key, cell string) {
 // a record and leaves that run's directory in place; a clean run's is
 // removed before the next, unless -keep.
 func (r *runner) repeatAll(ctx context.Context, stdout io.Writer) error {
-	r.logf("building narad into %s", r.dir)
-	bin, err := buildBinary(ctx, r.dir)
-	if err != nil {
-		return err
+	r.bin = r.cfg.bin
+	if r.bin == "" {
+		r.logf("building narad into %s", r.dir)
+		bin, err := buildBinary(ctx, r.dir)
+		if err != nil {
+			return err
+		}
+		r.bin = bin
 	}
-	r.bin = bin
 	for i := 1; i <= r.cfg.repeat; i++ {
 		r.runDir = filepath.Join(r.dir, fmt.Sprintf("run-%02d", i))
 		r.figures, r.losses = map[bool]map[string]string{}, nil
@@ -115,6 +118,11 @@ func (r *runner) boot(ctx context.Context, name string, handoff bool, total int)
 	c, err := newCluster(r.bin, dir, 3, total, handoff, r.cfg.rssPoll)
 	if err != nil {
 		return c, err
+	}
+	if r.cfg.profileDir != "" {
+		if err := c.servePprof(); err != nil {
+			return c, err
+		}
 	}
 	if err := c.startNATS(ctx, r.cfg.readyTimeout); err != nil {
 		return c, err
@@ -204,6 +212,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	if err != nil {
 		return err
 	}
+	profiled := r.profile(ctx, name, rest)
 	took, err := c.stop(ctx, victim, cfg.stopTimeout)
 	switch {
 	case errors.Is(err, errTimeout):
@@ -227,6 +236,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		return err
 	}
 	w.b = all
+	profiled()
 	r.set(handoff, "pass.down", waitCell(down.wait, cfg.passTimeout))
 	r.set(handoff, "pass.down.acked", ackedCell(down, cfg.passTimeout))
 	r.logf("%s: write pass after the stop: %s", name, waitCell(down.wait, cfg.passTimeout))
