@@ -30,6 +30,12 @@ func (s *avoidStore) Assignments(incarnation uint64, partitions int) []messages.
 	return s.f.Assignments(incarnation, partitions)
 }
 
+func (s *avoidStore) Moving() []messages.Assignment { return s.f.Moving() }
+func (s *avoidStore) OwnedCount(node string) int    { return s.f.OwnedCount(node) }
+func (s *avoidStore) FirstSettled(node string, k int) []messages.Assignment {
+	return s.f.FirstSettled(node, k)
+}
+
 func (s *avoidStore) SetTarget(_ context.Context, st messages.SetTarget) (messages.AssignResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 // back.
 
 // handoffPoll is how often HandOff looks at what the node still owns: a
-// scan of the local replica, cheap next to the moves it waits for.
+// count from the local replica's owner index, no walk.
 const handoffPoll = 50 * time.Millisecond
 
 // HandOff hands this node's partitions to the other nodes before a stop
@@ -29,7 +29,7 @@ const handoffPoll = 50 * time.Millisecond
 // timeout skips it. It reports how many partitions the node owned when it
 // began and how many it still owns.
 func (n *Node) HandOff(ctx context.Context, timeout time.Duration) (before, after int, err error) {
-	before = len(n.store.OwnedByAnyOrder(n.cfg.NodeID))
+	before = n.store.OwnedCount(n.cfg.NodeID)
 	if timeout <= 0 || n.Stopping() {
 		return before, before, nil
 	}
@@ -43,7 +43,7 @@ func (n *Node) HandOff(ctx context.Context, timeout time.Duration) (before, afte
 	}
 	lastLog := start
 	for {
-		owned := len(n.store.OwnedByAnyOrder(n.cfg.NodeID))
+		owned := n.store.OwnedCount(n.cfg.NodeID)
 		if owned == 0 {
 			n.log.Info("hand-off done: this node owns nothing", "handed_off", before, "took", time.Since(start).Round(time.Millisecond))
 			n.handLeadershipOff(ctx)

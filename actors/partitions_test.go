@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,6 +149,22 @@ func (f *fakeReplica) OwnedByAnyOrder(node string) []messages.Assignment { retur
 
 func (f *fakeReplica) TargetedAt(node string) []messages.Assignment {
 	return f.collect(func(a messages.Assignment) bool { return a.Target == node })
+}
+
+func (f *fakeReplica) Moving() []messages.Assignment {
+	return f.collect(func(a messages.Assignment) bool { return a.Target != "" })
+}
+
+func (f *fakeReplica) OwnedCount(node string) int { return len(f.OwnedBy(node)) }
+
+// FirstSettled answers in (incarnation, partition) order, so a test's plan
+// does not depend on map order; the store promises no order.
+func (f *fakeReplica) FirstSettled(node string, k int) []messages.Assignment {
+	out := f.collect(func(a messages.Assignment) bool { return a.Owner == node && a.Target == "" })
+	slices.SortFunc(out, func(x, y messages.Assignment) int {
+		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Partition, y.Partition))
+	})
+	return out[:min(k, len(out))]
 }
 
 func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.Assignment {

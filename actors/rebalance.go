@@ -41,31 +41,29 @@ func (a *controllerActor) rebalance(now time.Time) {
 	}
 	members := a.store.Members()
 	byID := make(map[string]messages.Member, len(members))
-	pms := make([]planner.Member, 0, len(members))
 	a.busy = false
 	for _, m := range members {
 		a.busy = a.busy || m.Leaving || m.Draining
 		byID[m.ID] = m
-		pms = append(pms, planner.Member{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving})
 	}
-	var placements []planner.Placement
+	// The round's input comes from the owner and target indexes: the moves
+	// in flight, each node's count, and only as many of each node's settled
+	// partitions as the round can move. A rebuild from every partition's
+	// placement cost tens of milliseconds a pass at 30,000 partitions, every
+	// RebalanceBusyInterval of a hand-off (issue 27).
 	inRaft := a.raftConfig(ctx)
 	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
-	parents := newParentPlacement(a.store)
-	for _, t := range a.store.Topics() {
-		for _, as := range a.store.Assignments(t.Incarnation, t.Partitions) {
-			if as.Target != "" && (a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now, inRaft)) {
-				continue // its slot is free for this pass (rules B4, B11, T1)
-			}
-			if as.Target != "" {
-				a.busy = true
-				a.noteBlocked(as, byID, blocked)
-			}
-			placements = append(placements, planner.Placement{
-				Ref: planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition,
-					Avoid: parents.avoid(t, as.Partition)}, // rule L6
-				Owner: as.Owner, Target: as.Target})
+	incoming, leavingFrom := map[string]int{}, map[string]int{}
+	inFlight := 0
+	for _, as := range a.store.Moving() {
+		if a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now, inRaft) {
+			continue // its slot is free for this pass (rules B4, B11, T1)
 		}
+		a.busy = true
+		a.noteBlocked(as, byID, blocked)
+		inFlight++
+		incoming[as.Target]++
+		leavingFrom[as.Owner]++
 	}
 	for reason, n := range blocked {
 		a.metrics.movesBlockedSet(reason, n)
@@ -74,9 +72,38 @@ func (a *controllerActor) rebalance(now time.Time) {
 	if !a.cfg.Rebalance {
 		return // moves are planned by hand; dead targets are still cleared
 	}
-	moves := planner.Plan(planner.NewInput(pms, placements, a.cfg.MaxInFlightMoves))
+	in := planner.Input{InFlight: inFlight, MaxInFlight: a.cfg.MaxInFlightMoves}
+	budget := a.cfg.MaxInFlightMoves - inFlight
+	parents := newParentPlacement(a.store)
+	for _, m := range members {
+		n := planner.Node{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving,
+			Incoming: incoming[m.ID], Settled: max(0, a.store.OwnedCount(m.ID)-leavingFrom[m.ID])}
+		if n.Alive && budget > 0 {
+			n.Owned = a.settledRefs(m.ID, budget, parents)
+		}
+		in.Nodes = append(in.Nodes, n)
+	}
+	moves := planner.Plan(in)
 	a.busy = a.busy || len(moves) > 0
 	a.setTargets(ctx, moves)
+}
+
+// settledRefs is up to k of the partitions node owns with no move planned,
+// as the planner takes them: a partition of a topic this replica no longer
+// lists (deleted, its assignments not yet) is left where it is, and a
+// fan-out child's names the node of its parent's partition to avoid (rule
+// L6).
+func (a *controllerActor) settledRefs(node string, k int, parents *parentPlacement) []planner.Ref {
+	var refs []planner.Ref
+	for _, as := range a.store.FirstSettled(node, k) {
+		t, ok := a.store.Topic(as.Topic)
+		if !ok || t.Incarnation != as.Incarnation {
+			continue
+		}
+		refs = append(refs, planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition,
+			Avoid: parents.avoid(t, as.Partition)})
+	}
+	return refs
 }
 
 // setTargets proposes the planned moves in one SetTargets entry per

@@ -28,6 +28,20 @@ type replica interface {
 	AssignmentsVersion() uint64
 }
 
+// planReads are the local replica's reads a planning round is built
+// from, each costing the moves or the round's budget, not the cluster's
+// partitions.
+type planReads interface {
+	// Moving lists every assignment with a target (the moves planned or
+	// in flight).
+	Moving() []messages.Assignment
+	// OwnedCount is how many partitions node owns, moving or not.
+	OwnedCount(node string) int
+	// FirstSettled is up to k of the partitions node owns with no target,
+	// in no particular order.
+	FirstSettled(node string, k int) []messages.Assignment
+}
+
 // watcher tells when the local replica changed.
 type watcher interface {
 	// Changed is closed at the replica's next change.
@@ -107,6 +121,7 @@ type moveStore interface {
 // watch: it is the one writer of topics, placements and liveness.
 type controllerStore interface {
 	replica
+	planReads
 	watcher
 	leaderReads
 	assignCommands

@@ -246,6 +246,23 @@ func (s *assignState) gather(keys map[partKey]struct{}) []messages.Assignment {
 	return out
 }
 
+// firstSettled appends to out the assignments node owns with no target,
+// in the owner index's order (none in particular), until out holds k.
+// It stops there: a planning round needs only as many as it can move, and
+// the walk costs that many plus the moving ones it skips, not the node's
+// partitions.
+func (s *assignState) firstSettled(node string, k int, out []messages.Assignment) []messages.Assignment {
+	for key := range s.owned[node] {
+		if len(out) >= k {
+			break
+		}
+		if a, _ := s.get(key.incarnation, key.partition); a.Target == "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // moving returns every assignment with a target (a move planned or in
 // flight), sorted; it costs the moves, not the partitions.
 func (s *assignState) moving() []messages.Assignment {

@@ -586,3 +586,24 @@ func TestAssignStateApplySetTargets(t *testing.T) {
 		})
 	}
 }
+
+// firstSettled lists only partitions the node owns with no target, and
+// stops at k; the owner index still counts every one it owns.
+func TestAssignStateFirstSettled(t *testing.T) {
+	s := newAssignState()
+	s.apply(putCmd(asg(7, 0, "n1", "n2"), asg(7, 1, "n1", ""), asg(7, 2, "n1", ""), asg(7, 3, "n2", ""), asg(7, 4, "n1", "n3")), 1)
+	if got := len(s.owned["n1"]); got != 4 {
+		t.Fatalf("n1 owns: got %d, want 4", got)
+	}
+	for _, tc := range []struct{ k, want int }{{0, 0}, {1, 1}, {2, 2}, {10, 2}} {
+		got := s.firstSettled("n1", tc.k, nil)
+		if len(got) != tc.want {
+			t.Fatalf("k=%d: got %d assignments, want %d", tc.k, len(got), tc.want)
+		}
+		for _, a := range got {
+			if a.Owner != "n1" || a.Target != "" {
+				t.Fatalf("k=%d: got %+v, want one n1 owns with no target", tc.k, a)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/planner"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -220,6 +221,72 @@ func BenchmarkOwnerLookup(b *testing.B) {
 				}
 				if !found {
 					b.Fatal("not found")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlanningRound is what the controller reads and plans in one
+// rebalance pass, at 30,000 and 300,000 partitions (topics of 100 on n1-n3,
+// n4 joining empty, 512 picks): "placements" is the input rebuilt from
+// every partition's placement (Topics, Assignments per topic,
+// planner.NewInput, the controller before issue 27), "indexes" the input
+// read from the owner and target indexes (Moving, OwnedCount, FirstSettled
+// of the budget), as the controller reads it now:
+//
+//	go test ./cluster/metastore -run '^$' -bench PlanningRound | go run ./bench/ratio
+func BenchmarkPlanningRound(b *testing.B) {
+	ctx := context.Background()
+	ids := []string{"n1", "n2", "n3", "n4"}
+	const budget = 512
+	for _, n := range []int{30_000, 300_000} {
+		s := openReady(b, ctx, fastConfig(b, "n1"))
+		for i := range n / 100 {
+			t, err := s.CreateTopic(ctx, messages.Topic{Name: fmt.Sprintf("t%05d", i), Partitions: 100})
+			if err != nil {
+				b.Fatal(err)
+			}
+			as := make([]messages.Assignment, 100)
+			for p := range as {
+				as[p] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: ids[(i*100+p)%3]}
+			}
+			if err := s.PutAssignments(ctx, as); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("partitions=%d/placements", n), func(b *testing.B) {
+			members := make([]planner.Member, len(ids))
+			for i, id := range ids {
+				members[i] = planner.Member{ID: id, Alive: true}
+			}
+			for b.Loop() {
+				var ps []planner.Placement
+				for _, t := range s.Topics() {
+					for _, a := range s.Assignments(t.Incarnation, t.Partitions) {
+						ps = append(ps, planner.Placement{Ref: planner.Ref{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition},
+							Owner: a.Owner, Target: a.Target})
+					}
+				}
+				if ms := planner.Plan(planner.NewInput(members, ps, budget)); len(ms) != budget {
+					b.Fatalf("got %d moves, want %d", len(ms), budget)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("partitions=%d/indexes", n), func(b *testing.B) {
+			for b.Loop() {
+				in := planner.Input{MaxInFlight: budget, InFlight: len(s.Moving())}
+				for _, id := range ids {
+					node := planner.Node{ID: id, Alive: true, Settled: s.OwnedCount(id)}
+					for _, a := range s.FirstSettled(id, budget-in.InFlight) {
+						if _, ok := s.Topic(a.Topic); ok {
+							node.Owned = append(node.Owned, planner.Ref{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition})
+						}
+					}
+					in.Nodes = append(in.Nodes, node)
+				}
+				if ms := planner.Plan(in); len(ms) != budget {
+					b.Fatalf("got %d moves, want %d", len(ms), budget)
 				}
 			}
 		})

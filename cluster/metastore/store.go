@@ -724,6 +724,31 @@ func (s *Store) OwnedByAnyOrder(node string) []messages.Assignment {
 	return s.gatherAll(func(st *assignState) []messages.Assignment { return st.gather(st.owned[node]) })
 }
 
+// OwnedCount is how many partitions node owns in this replica, moving or
+// not: the sizes of its owner indexes, read without a walk.
+func (s *Store) OwnedCount(node string) int {
+	n := 0
+	for _, f := range s.assign {
+		f.view(func(st *assignState) { n += len(st.owned[node]) })
+	}
+	return n
+}
+
+// FirstSettled returns, from this replica, up to k of the partitions node
+// owns with no target (no move planned), in no particular order: what a
+// planning round may move off node costs the round's budget to find, not
+// the node's partitions (see assignState.firstSettled).
+func (s *Store) FirstSettled(node string, k int) []messages.Assignment {
+	var out []messages.Assignment
+	for _, f := range s.assign {
+		if len(out) >= k {
+			break
+		}
+		f.view(func(st *assignState) { out = st.firstSettled(node, k, out) })
+	}
+	return out
+}
+
 // LeaderAssignment reads one assignment linearizably (the barrier of rule
 // X2): it reflects every proposal that completed before the call.
 func (s *Store) LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {

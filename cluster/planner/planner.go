@@ -36,14 +36,21 @@ type Node struct {
 	Draining bool
 	Leaving  bool
 	// Owned lists the partitions it owns that have no move in flight, in
-	// the order they should leave when some must.
+	// the order they should leave when some must. It may list only the
+	// first of them, as many as a round can move (MaxInFlight-InFlight),
+	// when Settled counts them all: Plan never takes more than that from
+	// one node, so the plan is the same.
 	Owned []Ref
+	// Settled counts the partitions it owns that have no move in flight;
+	// a count below len(Owned) reads as len(Owned).
+	Settled int
 	// Incoming counts the moves in flight to it: they count here, not at
 	// their owner (rule L2).
 	Incoming int
 }
 
 func (n *Node) receiving() bool { return n.Alive && !n.Draining && !n.Leaving }
+func (n *Node) settled() int    { return max(n.Settled, len(n.Owned)) }
 func (n *Node) shedding() bool  { return n.Alive && (n.Draining || n.Leaving) }
 
 // Input is what one planning round sees.
@@ -75,7 +82,8 @@ type Move struct {
 // Its cost is O(N log N + moves x R) for N nodes and R receivers,
 // independent of the number of partitions, so the controller can plan
 // hundreds of picks over hundreds of thousands of partitions in well
-// under a millisecond (rule B3).
+// under a millisecond (rule B3); with Owned cut to the budget (Settled
+// counting the rest), so is building its Input.
 func Plan(in Input) []Move {
 	// No room (budget <= 0) plans nothing: both pick loops stop before
 	// their first pick.
@@ -92,12 +100,12 @@ func Plan(in Input) []Move {
 		n := &in.Nodes[i]
 		switch {
 		case n.receiving():
-			c := len(n.Owned) + n.Incoming
+			c := n.settled() + n.Incoming
 			recv = append(recv, slot{node: n, count: c})
 			total += c
 		case n.shedding():
 			shed = append(shed, n)
-			total += len(n.Owned)
+			total += n.settled()
 		}
 	}
 	if len(recv) == 0 {

@@ -346,3 +346,53 @@ func BenchmarkPlanWithInput300kPartitions(b *testing.B) {
 		}
 	}
 }
+
+// rule B3: a round's Input may list only the first of each node's settled
+// partitions, as many as the round can move, with Settled counting them
+// all: over random clusters the plan is the one the full lists give.
+func TestPlanOfABudgetPrefixIsThePlanOfTheWhole(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for iter := range 2000 {
+		in := randomInput(r)
+		cut := in
+		cut.Nodes = slices.Clone(in.Nodes)
+		budget := max(0, in.MaxInFlight-in.InFlight)
+		for i := range cut.Nodes {
+			n := &cut.Nodes[i]
+			n.Settled = len(n.Owned)
+			n.Owned = n.Owned[:min(budget, len(n.Owned))]
+		}
+		if got, want := Plan(cut), Plan(in); !slices.Equal(got, want) {
+			t.Fatalf("iteration %d, budget %d: plan of the prefixes %v, want the plan of the whole %v", iter, budget, got, want)
+		}
+	}
+}
+
+// A Settled count below len(Owned) reads as len(Owned): a node listed in
+// full needs no count.
+func TestPlanReadsTheLargerOfSettledAndOwned(t *testing.T) {
+	n2 := alive("n2", 4)
+	n2.Settled = 1
+	in := Input{MaxInFlight: 8, Nodes: []Node{alive("n1", 0), n2}}
+	if got := moved(Plan(in)); got["n2>n1"] != 2 || len(got) != 1 {
+		t.Fatalf("moves: got %v, want 2 from n2 to n1", got)
+	}
+}
+
+// rule B3 as the controller builds the input: the moves in flight, a count
+// per node and each node's first budget-many settled partitions, over
+// 300,000 partitions; against BenchmarkPlanWithInput300kPartitions.
+func BenchmarkPlanWithBudgetPrefix300kPartitions(b *testing.B) {
+	in := Input{MaxInFlight: 512}
+	for i := range 3 {
+		n := alive(fmt.Sprintf("n%d", i), 512)
+		n.Settled = 100_000
+		in.Nodes = append(in.Nodes, n)
+	}
+	in.Nodes = append(in.Nodes, alive("n3", 0))
+	for b.Loop() {
+		if ms := Plan(in); len(ms) != 512 {
+			b.Fatalf("got %d moves, want 512", len(ms))
+		}
+	}
+}
