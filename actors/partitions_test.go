@@ -145,7 +145,9 @@ func (f *fakeReplica) OwnedBy(node string) []messages.Assignment {
 	return f.collect(func(a messages.Assignment) bool { return a.Owner == node })
 }
 
-func (f *fakeReplica) OwnedByAnyOrder(node string) []messages.Assignment { return f.OwnedBy(node) }
+func (f *fakeReplica) AppendOwnedBy(node string, buf []messages.Assignment) []messages.Assignment {
+	return append(buf, f.OwnedBy(node)...)
+}
 
 func (f *fakeReplica) TargetedAt(node string) []messages.Assignment {
 	return f.collect(func(a messages.Assignment) bool { return a.Target == node })
@@ -297,6 +299,20 @@ func TestTheSupervisorNeverServesARecreatedTopicFromTheOldIncarnation(t *testing
 	r.replica.drop("jobs")
 	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
 	r.replica.put(recreated, "n1")
+	r.waitServing(recreated, 0, true)
+	r.waitServing(old, 0, false)
+}
+
+// The assignments of a deleted incarnation can outlive its topic record
+// for a moment (two shards, two proposals): while they do, the name's new
+// incarnation is served and the old one is not.
+func TestTheSupervisorIgnoresAssignmentsOfAnIncarnationNoLongerListed(t *testing.T) {
+	r := newSupervisorRig(t)
+	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
+	r.replica.put(old, "n1")
+	r.waitServing(old, 0, true)
+	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
+	r.replica.put(recreated, "n1") // the old assignment stays
 	r.waitServing(recreated, 0, true)
 	r.waitServing(old, 0, false)
 }

@@ -95,8 +95,8 @@ type raftAdmin interface {
 // partitions this node owns, and when that may have changed.
 type partitionsStore interface {
 	replica
-	// OwnedByAnyOrder is OwnedBy unsorted.
-	OwnedByAnyOrder(node string) []messages.Assignment
+	// AppendOwnedBy is OwnedBy unsorted, appended to buf.
+	AppendOwnedBy(node string, buf []messages.Assignment) []messages.Assignment
 	watcher
 	ownerReader
 }
