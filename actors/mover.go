@@ -213,8 +213,9 @@ func (m *moverActor) tick(ctx actor.Context) {
 	}
 	m.rescan, m.lastVersion, m.lastScan = false, v, now
 	want := map[messages.PartitionKey]messages.Assignment{}
+	topics := topicCache{store: m.store}
 	for _, a := range m.store.TargetedAt(m.cfg.NodeID) {
-		if k, ok := currentKey(m.store, a); ok {
+		if k, ok := topics.currentKey(a); ok {
 			want[k] = a
 		}
 	}

@@ -321,12 +321,12 @@ func (s *partitionsActor) purge(k messages.PartitionKey) {
 	}
 }
 
-// currentKey names the partition of an assignment when it belongs to the
-// topic's current incarnation and partition count; an assignment of a
-// deleted incarnation, or past a count not yet grown here, is no partition
-// to serve or move.
-// topicCache is currentKey for many assignments of a few topics: one
-// topic look-up per incarnation, not per partition.
+// topicCache names the partition of an assignment (currentKey) when it
+// belongs to the topic's current incarnation and partition count; an
+// assignment of a deleted incarnation, or past a count not yet grown here,
+// is no partition to serve or move. A pass over thousands of assignments
+// of a few topics looks each topic up once per incarnation, not per
+// partition.
 type topicCache struct {
 	store routeReader
 	seen  map[uint64]messages.Topic
@@ -345,14 +345,6 @@ func (c *topicCache) currentKey(a messages.Assignment) (messages.PartitionKey, b
 		c.seen[a.Incarnation] = t
 	}
 	if t.Name != a.Topic || a.Partition >= t.Partitions {
-		return messages.PartitionKey{}, false
-	}
-	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
-}
-
-func currentKey(store routeReader, a messages.Assignment) (messages.PartitionKey, bool) {
-	t, ok := store.Topic(a.Topic)
-	if !ok || t.Incarnation != a.Incarnation || a.Partition >= t.Partitions {
 		return messages.PartitionKey{}, false
 	}
 	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true

@@ -702,18 +702,13 @@ func (s *Store) Moving() []messages.Assignment {
 	return s.collect((*assignState).moving)
 }
 
+// collect merges fn's answer from every shard, sorted.
 func (s *Store) collect(fn func(*assignState) []messages.Assignment) []messages.Assignment {
-	out := s.gatherAll(fn)
-	sortAssignments(out)
-	return out
-}
-
-// gatherAll is collect without the sort.
-func (s *Store) gatherAll(fn func(*assignState) []messages.Assignment) []messages.Assignment {
 	var out []messages.Assignment
 	for _, f := range s.assign {
 		f.view(func(st *assignState) { out = append(out, fn(st)...) })
 	}
+	sortAssignments(out)
 	return out
 }
 
