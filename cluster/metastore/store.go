@@ -743,14 +743,26 @@ func (s *Store) OwnedCount(node string) int {
 // FirstSettled returns, from this replica, up to k of the partitions node
 // owns with no target (no move planned), in no particular order: what a
 // planning round may move off node costs the round's budget to find, not
-// the node's partitions (see assignState.firstSettled).
+// the node's partitions (see assignState.firstSettled). It takes them from
+// the shards in turn, so that a round's targets and flips spread over
+// every shard's Raft group instead of queueing on the first one's.
 func (s *Store) FirstSettled(node string, k int) []messages.Assignment {
+	per := make([][]messages.Assignment, len(s.assign))
+	for i, f := range s.assign {
+		f.view(func(st *assignState) { per[i] = st.firstSettled(node, k, nil) })
+	}
 	var out []messages.Assignment
-	for _, f := range s.assign {
-		if len(out) >= k {
+	for round := 0; len(out) < k; round++ {
+		took := false
+		for _, as := range per {
+			if round < len(as) && len(out) < k {
+				out = append(out, as[round])
+				took = true
+			}
+		}
+		if !took {
 			break
 		}
-		f.view(func(st *assignState) { out = st.firstSettled(node, k, out) })
 	}
 	return out
 }
@@ -779,6 +791,11 @@ func (s *Store) Version() uint64 {
 	}
 	return v
 }
+
+// MetaVersion is Version over the metadata shard only: it moves when a
+// topic, a fan-out link, a user or a member changes (heartbeats
+// included), and not with the assignments.
+func (s *Store) MetaVersion() uint64 { return s.meta.applied.Load() }
 
 // AssignmentsVersion is Version over the assignment shards only: it moves
 // when an owner or a target changes, and not with every heartbeat (the

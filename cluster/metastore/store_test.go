@@ -487,3 +487,52 @@ func TestAssignCommandVersion(t *testing.T) {
 		}
 	}
 }
+
+// FirstSettled answers up to k of a node's partitions with no target, taken
+// from the shards in turn (a round's targets and flips spread over every
+// shard's Raft group), and all of them when k is larger.
+func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+	const n = 400
+	as := make([]messages.Assignment, n)
+	settled := 0
+	for p := range n {
+		as[p] = messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: "n1"}
+		if p%5 == 0 {
+			as[p].Target = "n2"
+		} else {
+			settled++
+		}
+	}
+	if err := s.PutAssignments(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	k := 2 * s.cfg.AssignmentShards
+	got := s.FirstSettled("n1", k)
+	if len(got) != k {
+		t.Fatalf("k=%d: got %d assignments, want %d", k, len(got), k)
+	}
+	shards := map[uint64]int{}
+	for _, a := range got {
+		if a.Owner != "n1" || a.Target != "" {
+			t.Fatalf("got %+v, want a partition n1 owns with no target", a)
+		}
+		shards[AssignmentShard(a.Incarnation, a.Partition, s.cfg.AssignmentShards)]++
+	}
+	for shard, c := range shards {
+		if c != 2 {
+			t.Fatalf("shard %d gave %d of %d (by shard: %v), want 2 from each of the %d shards", shard, c, k, shards, s.cfg.AssignmentShards)
+		}
+	}
+	if len(shards) != s.cfg.AssignmentShards {
+		t.Fatalf("got partitions of %d shards (%v), want all %d", len(shards), shards, s.cfg.AssignmentShards)
+	}
+	if got := s.FirstSettled("n1", 10*n); len(got) != settled {
+		t.Fatalf("k past what n1 holds: got %d, want every settled one, %d", len(got), settled)
+	}
+	if got := s.OwnedCount("n1"); got != n {
+		t.Fatalf("OwnedCount: got %d, want %d", got, n)
+	}
+}
