@@ -61,6 +61,12 @@ type partitionsActor struct {
 	// quarter of its CPU with the GC it caused (issue 27's profile).
 	ownedBuf []messages.Assignment
 	want     map[messages.PartitionKey]bool
+	// linksAt is the metadata version the children were last told their
+	// links at (linksTold: they were told once): links change only with
+	// topic records, and walking every child at each of a bulk move's
+	// reconciles was a twentieth of a destination's CPU.
+	linksAt   uint64
+	linksTold bool
 }
 
 const partitionsName = "partitions"
@@ -114,6 +120,9 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 	if s.linksSent == nil {
 		s.linksSent = map[messages.PartitionKey]string{}
 	}
+	// Read before the links are: a topic change after it moves it again,
+	// and its own reconcile tells the links then.
+	metaAt := s.store.MetaVersion()
 	s.ownedBuf = s.store.AppendOwnedBy(s.cfg.NodeID, s.ownedBuf[:0])
 	// want maps each partition this node owns to whether a move targets it.
 	if s.want == nil {
@@ -167,7 +176,10 @@ func (s *partitionsActor) reconcile(ctx actor.Context) {
 		s.children[k] = pid
 		s.linksSent[k] = linksSignature(linksOf(s.store, k))
 	}
-	s.tellLinks(ctx)
+	if !s.linksTold || metaAt != s.linksAt {
+		s.tellLinks(ctx)
+		s.linksAt, s.linksTold = metaAt, true
+	}
 	s.owned.Store(int64(len(s.children)))
 }
 

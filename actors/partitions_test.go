@@ -181,6 +181,9 @@ func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.As
 	return out
 }
 
+// MetaVersion moves with every change of the fake, topics or not.
+func (f *fakeReplica) MetaVersion() uint64 { return f.AssignmentsVersion() }
+
 func (f *fakeReplica) AssignmentsVersion() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -97,6 +97,9 @@ type partitionsStore interface {
 	replica
 	// AppendOwnedBy is OwnedBy unsorted, appended to buf.
 	AppendOwnedBy(node string, buf []messages.Assignment) []messages.Assignment
+	// MetaVersion moves whenever a topic record (its fan-out links among
+	// them) may have changed.
+	MetaVersion() uint64
 	watcher
 	ownerReader
 }
