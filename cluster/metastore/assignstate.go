@@ -76,12 +76,9 @@ func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.A
 // flips applies each flip on its own, in order; an empty batch or one past
 // maxFlipsPerEntry is invalid as a whole.
 func (s *assignState) flips(fs []messages.Flip) messages.AssignResult {
-	if len(fs) == 0 || len(fs) > maxFlipsPerEntry {
+	out, ok := applyEach(fs, maxFlipsPerEntry, s.flip)
+	if !ok {
 		return messages.AssignResult{Code: messages.ResultInvalid}
-	}
-	out := make([]messages.AssignResult, len(fs))
-	for i, f := range fs {
-		out[i] = s.flip(f)
 	}
 	return messages.AssignResult{Code: messages.ResultOK, Flips: out}
 }
@@ -89,14 +86,24 @@ func (s *assignState) flips(fs []messages.Flip) messages.AssignResult {
 // setTargets applies each target compare-and-swap on its own, in order;
 // an empty batch or one past maxTargetsPerEntry is invalid as a whole.
 func (s *assignState) setTargets(ts []messages.SetTarget) messages.AssignResult {
-	if len(ts) == 0 || len(ts) > maxTargetsPerEntry {
+	out, ok := applyEach(ts, maxTargetsPerEntry, s.setTarget)
+	if !ok {
 		return messages.AssignResult{Code: messages.ResultInvalid}
 	}
-	out := make([]messages.AssignResult, len(ts))
-	for i, t := range ts {
-		out[i] = s.setTarget(t)
-	}
 	return messages.AssignResult{Code: messages.ResultOK, Targets: out}
+}
+
+// applyEach is a batch entry's body: one answer per item, in order, or
+// false (nothing applied) when the batch is empty or past limit.
+func applyEach[T any](items []T, limit int, one func(T) messages.AssignResult) ([]messages.AssignResult, bool) {
+	if len(items) == 0 || len(items) > limit {
+		return nil, false
+	}
+	out := make([]messages.AssignResult, len(items))
+	for i, it := range items {
+		out[i] = one(it)
+	}
+	return out, true
 }
 
 // validAssignment: a partition always has an owner, and a target is never
