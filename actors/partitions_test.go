@@ -16,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -32,7 +33,13 @@ type fakeReplica struct {
 	members     map[string]messages.Member
 	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
 	version     uint64
-	changed     chan struct{}
+	// metaVersion moves with put and drop, the fake's topic changes.
+	metaVersion uint64
+	// ownerMarks is each cursor's view of the owners at its mark, so that
+	// OwnerChangesSince also names the changes a test wrote straight into
+	// assignments.
+	ownerMarks map[*metastore.OwnerCursor]map[messages.PartitionKey]string
+	changed    chan struct{}
 }
 
 func newFakeReplica() *fakeReplica {
@@ -52,6 +59,18 @@ func (f *fakeReplica) put(t messages.Topic, owners ...string) {
 	for p, o := range owners {
 		f.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
 	}
+	f.metaVersion++
+	f.mu.Unlock()
+	f.change()
+}
+
+// setOwner moves partition p of t to owner, no topic record changing (a
+// flip), then tells the watchers.
+func (f *fakeReplica) setOwner(t messages.Topic, p int, owner string) {
+	f.mu.Lock()
+	a := f.assignments[assignmentKey(t.Incarnation, p)]
+	a.Owner, a.Target = owner, ""
+	f.assignments[assignmentKey(t.Incarnation, p)] = a
 	f.mu.Unlock()
 	f.change()
 }
@@ -66,6 +85,7 @@ func (f *fakeReplica) drop(name string) {
 			delete(f.assignments, k)
 		}
 	}
+	f.metaVersion++
 	f.mu.Unlock()
 	f.change()
 }
@@ -181,8 +201,52 @@ func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.As
 	return out
 }
 
-// MetaVersion moves with every change of the fake, topics or not.
-func (f *fakeReplica) MetaVersion() uint64 { return f.AssignmentsVersion() }
+// MetaVersion moves with the fake's topic changes (put, drop).
+func (f *fakeReplica) MetaVersion() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.metaVersion
+}
+
+func (f *fakeReplica) MarkOwners(c *metastore.OwnerCursor) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ownerMarks == nil {
+		f.ownerMarks = map[*metastore.OwnerCursor]map[messages.PartitionKey]string{}
+	}
+	f.ownerMarks[c] = f.ownersLocked()
+}
+
+// OwnerChangesSince compares the owners now with those at c's mark.
+func (f *fakeReplica) OwnerChangesSince(c *metastore.OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	mark, ok := f.ownerMarks[c]
+	if !ok {
+		return buf, false
+	}
+	now := f.ownersLocked()
+	for k, o := range now {
+		if was, ok := mark[k]; !ok || was != o {
+			buf = append(buf, f.assignments[k])
+		}
+	}
+	for k := range mark {
+		if _, ok := now[k]; !ok {
+			buf = append(buf, messages.Assignment{Incarnation: k.Incarnation, Partition: k.Partition})
+		}
+	}
+	f.ownerMarks[c] = now
+	return buf, true
+}
+
+func (f *fakeReplica) ownersLocked() map[messages.PartitionKey]string {
+	out := make(map[messages.PartitionKey]string, len(f.assignments))
+	for k, a := range f.assignments {
+		out[k] = a.Owner
+	}
+	return out
+}
 
 func (f *fakeReplica) AssignmentsVersion() uint64 {
 	f.mu.Lock()
@@ -287,6 +351,37 @@ func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
 	for r.owned.Load() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("partitions owned after the delete: got %d, want 0", r.owned.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Flips move no topic record, so the supervisor follows them from the
+// owner journal, not by a whole pass: what moves here is served, what
+// moves away stops, and what did not change keeps its actor.
+func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
+	r := newSupervisorRig(t)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 4}
+	r.replica.put(orders, "n1", "n2", "n1", "n2")
+	r.waitServing(orders, 0, true)
+	r.waitServing(orders, 2, true)
+	meta := r.replica.MetaVersion()
+	r.replica.setOwner(orders, 1, "n1")
+	r.replica.setOwner(orders, 2, "n2")
+	r.waitServing(orders, 1, true)
+	r.waitServing(orders, 2, false)
+	r.replica.setOwner(orders, 3, "n1")
+	r.replica.setOwner(orders, 2, "n1") // back again
+	r.waitServing(orders, 3, true)
+	r.waitServing(orders, 2, true)
+	r.waitServing(orders, 0, true)
+	if got := r.replica.MetaVersion(); got != meta {
+		t.Fatalf("metadata version: got %d, want %d (no whole pass asked for)", got, meta)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for r.owned.Load() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions owned: got %d, want 4", r.owned.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -97,6 +97,10 @@ type partitionsStore interface {
 	replica
 	// AppendOwnedBy is OwnedBy unsorted, appended to buf.
 	AppendOwnedBy(node string, buf []messages.Assignment) []messages.Assignment
+	// MarkOwners and OwnerChangesSince follow ownership change by change
+	// between whole passes.
+	MarkOwners(c *metastore.OwnerCursor)
+	OwnerChangesSince(c *metastore.OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool)
 	// MetaVersion moves whenever a topic record (its fan-out links among
 	// them) may have changed.
 	MetaVersion() uint64

@@ -27,6 +27,9 @@ type assignState struct {
 	byInc    map[uint64]map[int]messages.Assignment
 	owned    map[string]map[partKey]struct{}
 	targeted map[string]map[partKey]struct{}
+	// owners journals the partitions whose owner changed, for readers that
+	// follow ownership change by change (Store.OwnerChangesSince).
+	owners ownerJournal
 }
 
 func newAssignState() *assignState {
@@ -183,9 +186,13 @@ func (s *assignState) get(incarnation uint64, partition int) (messages.Assignmen
 // set stores a, keeping the owner and target indexes in step.
 func (s *assignState) set(a messages.Assignment) {
 	k := partKey{a.Incarnation, a.Partition}
-	if old, ok := s.get(a.Incarnation, a.Partition); ok {
+	old, ok := s.get(a.Incarnation, a.Partition)
+	if ok {
 		removeFromIndex(s.owned, old.Owner, k)
 		removeFromIndex(s.targeted, old.Target, k)
+	}
+	if !ok || old.Owner != a.Owner {
+		s.owners.add(k)
 	}
 	parts := s.byInc[a.Incarnation]
 	if parts == nil {
@@ -202,6 +209,7 @@ func (s *assignState) deleteIncarnation(incarnation uint64) {
 		k := partKey{incarnation, p}
 		removeFromIndex(s.owned, a.Owner, k)
 		removeFromIndex(s.targeted, a.Target, k)
+		s.owners.add(k)
 	}
 	delete(s.byInc, incarnation)
 }
@@ -368,5 +376,6 @@ func loadAssignState(r io.Reader) (*assignState, error) {
 		}
 		s.set(a)
 	}
+	s.owners = ownerJournal{} // a restore is no change to follow: readers read it whole
 	return s, nil
 }

@@ -117,9 +117,11 @@ func (f *fsm[C]) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan 
 	f.mu.Lock()
 	f.state = state
 	applied := state.appliedIndex()
+	// Counted under the lock: a reader of the state sees the count of
+	// the restore that made it (Store.OwnerChangesSince relies on it).
+	f.restores.Add(1)
 	f.mu.Unlock()
 	f.applied.Store(applied)
-	f.restores.Add(1)
 	f.onApply(f.shard, applied)
 	return nil
 }

@@ -730,6 +730,66 @@ func (s *Store) AppendOwnedBy(node string, buf []messages.Assignment) []messages
 	return buf
 }
 
+// OwnerCursor marks how far a reader followed this replica's owner
+// changes (OwnerChangesSince). The zero value marks nothing: its first
+// OwnerChangesSince reports false.
+type OwnerCursor struct {
+	restores []int64
+	seqs     []uint64
+}
+
+// MarkOwners sets c to this replica's owner changes as of now. A reader
+// marks before it reads the assignments whole, so that a change during
+// the read comes again with the next OwnerChangesSince rather than never.
+func (s *Store) MarkOwners(c *OwnerCursor) {
+	c.restores, c.seqs = c.restores[:0], c.seqs[:0]
+	for _, f := range s.assign {
+		f.view(func(st *assignState) {
+			c.restores = append(c.restores, f.restores.Load())
+			c.seqs = append(c.seqs, st.owners.seq)
+		})
+	}
+}
+
+// OwnerChangesSince appends to buf the current assignment of every
+// partition whose owner changed since c (created, flipped or deleted; a
+// deleted one comes with only Incarnation and Partition set), oldest first
+// per shard, a partition once per change, and moves c on. It reports false,
+// leaving c as it was, when it cannot list them all: c marks nothing, a
+// shard restored a snapshot since, or more changed than a shard's journal
+// holds (ownerJournalLen). The caller then reads the assignments whole and
+// marks again. A reader that follows ownership this way costs what changed,
+// not what the node owns.
+func (s *Store) OwnerChangesSince(c *OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool) {
+	if len(c.seqs) != len(s.assign) {
+		return buf, false
+	}
+	start := len(buf)
+	next := make([]uint64, len(s.assign))
+	for i, f := range s.assign {
+		ok := true
+		f.view(func(st *assignState) {
+			if f.restores.Load() != c.restores[i] {
+				ok = false
+				return
+			}
+			ok = st.owners.since(c.seqs[i], func(k partKey) {
+				a, found := st.get(k.incarnation, k.partition)
+				if !found {
+					a = messages.Assignment{Incarnation: k.incarnation, Partition: k.partition}
+				}
+				buf = append(buf, a)
+			})
+			next[i] = st.owners.seq
+		})
+		if !ok {
+			return buf[:start], false
+		}
+	}
+	copy(c.seqs, next)
+	return buf, true
+}
+
 // OwnedCount is how many partitions node owns in this replica, moving or
 // not: the sizes of its owner indexes, read without a walk.
 func (s *Store) OwnedCount(node string) int {
