@@ -134,11 +134,16 @@ type cluster struct {
 	bin     string
 	dir     string
 	handoff bool // false: the nodes get NARAD_SHUTDOWN_HANDOFF_TIMEOUT=0s
-	rssPoll time.Duration
-	natsURL string
-	nats    *proc
-	nodes   []*node
-	taken   map[int]bool
+	// stopProfiles, when set, is the path prefix of each node's CPU profile
+	// of its shutdown (--stop-profile): <prefix>-<node>-run<k>.stop.cpu.pprof
+	// for its k-th process. The stopped node's is the hand-off's own cost,
+	// which no profile over HTTP can take from a process that exits.
+	stopProfiles string
+	rssPoll      time.Duration
+	natsURL      string
+	nats         *proc
+	nodes        []*node
+	taken        map[int]bool
 
 	mu    sync.Mutex
 	procs []*proc // every process started, for the cleanup
@@ -313,6 +318,9 @@ func (c *cluster) startNode(n *node) error {
 		"--raft", n.raft, "--nats", c.natsURL, "--nats-creds", filepath.Join(c.natsCreds(), "node.nk")}
 	if n.pprof != "" {
 		args = append(args, "--pprof", n.pprof)
+	}
+	if c.stopProfiles != "" {
+		args = append(args, "--stop-profile", fmt.Sprintf("%s-%s-run%d.stop.cpu.pprof", c.stopProfiles, n.id, len(n.past)+1))
 	}
 	if n.joiner {
 		args = append(args, "--join", "--replica-id", strconv.Itoa(n.replica))

@@ -118,7 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.skipJoin, "skip-join", false, "skip the join scenario")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails or loses a record")
 	fs.StringVar(&c.bin, "bin", "", "run this narad binary instead of building ./cmd/narad (an A/B of two revisions under one bench)")
-	fs.StringVar(&c.profileDir, "profile", "", "write a CPU profile of each node that stays up, over -profile-for from the SIGTERM of the stop scenario, into this directory (the nodes serve --pprof on loopback)")
+	fs.StringVar(&c.profileDir, "profile", "", "write a CPU profile of each node that stays up, over -profile-for from the SIGTERM of the stop scenario, and of each node's own shutdown (--stop-profile), into this directory (the nodes serve --pprof on loopback)")
 	fs.DurationVar(&c.profileFor, "profile-for", 15*time.Second, "how long each -profile CPU profile runs (whole seconds)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run the scenarios this many times, each on fresh clusters, stopping at the first failure or loss; a clean run's data is removed before the next")
 	if err := fs.Parse(args); err != nil {

@@ -123,6 +123,7 @@ func (r *runner) boot(ctx context.Context, name string, handoff bool, total int)
 		if err := c.servePprof(); err != nil {
 			return c, err
 		}
+		c.stopProfiles = filepath.Join(r.cfg.profileDir, name)
 	}
 	if err := c.startNATS(ctx, r.cfg.readyTimeout); err != nil {
 		return c, err

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"runtime"
+	rpprof "runtime/pprof"
 	"time"
 )
 
@@ -61,4 +63,29 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) (string, err
 	log.Warn("profiling endpoint on: anyone who reaches it reads the process's internals", "addr", ln.Addr().String(),
 		"cpu", "go tool pprof http://"+ln.Addr().String()+"/debug/pprof/profile?seconds=30")
 	return ln.Addr().String(), nil
+}
+
+// profileCPU starts a CPU profile into path and returns what ends it; with
+// path "" it does nothing. A profile that cannot start is logged, not
+// fatal: it must not keep a node from stopping.
+func profileCPU(path string, log *slog.Logger) (end func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Error("stop profile", "err", err)
+		return func() {}
+	}
+	if err := rpprof.StartCPUProfile(f); err != nil {
+		log.Error("stop profile", "path", path, "err", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		rpprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Error("stop profile", "path", path, "err", err)
+		}
+	}
 }

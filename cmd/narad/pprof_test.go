@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,5 +37,23 @@ func TestPprofIsOffByDefaultAndServesItsOwnListener(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "mutex") {
 		t.Fatalf("the pprof index: got %d (mutex profile listed: %v), want 200 listing it", resp.StatusCode, strings.Contains(string(b), "mutex"))
+	}
+}
+
+// --stop-profile writes a CPU profile that ends with the process; a path
+// that cannot be created is logged and the node still stops.
+func TestStopProfileWritesAProfileAndNeverBlocksTheStop(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	profileCPU("", log)()
+	profileCPU(filepath.Join(t.TempDir(), "no", "such", "dir", "p.pprof"), log)()
+	path := filepath.Join(t.TempDir(), "stop.pprof")
+	end := profileCPU(path, log)
+	end()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("profile written: got %d bytes (%v), want a profile", len(b), err)
+	}
+	if _, err := gzip.NewReader(bytes.NewReader(b)); err != nil {
+		t.Fatalf("profile: got %v, want the gzipped protobuf of a profile", err)
 	}
 }

@@ -82,6 +82,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	logDBShards := fs.Uint64("raft-logdb-shards", uint64(envInt("NARAD_RAFT_LOGDB_SHARDS", metastore.DefaultLogDBShards)),
 		"LogDB instances of a new Raft directory, a count (1 to 64); an existing one keeps its count (NARAD_RAFT_LOGDB_SHARDS)")
 	pprofAddr := fs.String("pprof", env("NARAD_PPROF", ""), "serve net/http/pprof (CPU, heap, block and mutex profiles) on this address, e.g. 127.0.0.1:6060; off when empty (NARAD_PPROF)")
+	stopProfile := fs.String("stop-profile", env("NARAD_STOP_PROFILE", ""), "write a CPU profile of the shutdown, from the first stop signal until the process exits (the hand-off of rule B8 and the drain), into this file; off when empty (NARAD_STOP_PROFILE)")
 	procs := fs.Int("gomaxprocs", envInt("NARAD_GOMAXPROCS", 0), "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set (NARAD_GOMAXPROCS)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
@@ -131,7 +132,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 			return errors.New("--peers needs --nats: nodes reach each other's partitions over NATS")
 		}
 	}
-	return serveUntilSignal(ctx, cfg, mcfg, log)
+	return serveUntilSignal(ctx, cfg, mcfg, log, *stopProfile)
 }
 
 // replicaIDGiven reports whether --replica-id or NARAD_REPLICA_ID names an
@@ -167,13 +168,14 @@ func parsePeers(s, self string) (map[uint64]string, uint64, error) {
 // or it left the cluster. At the signal it hands its partitions off
 // (rules B8, B9: until it owns nothing, the timeout, or the second
 // signal); then it stops gracefully.
-func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger) error {
+func serveUntilSignal(ctx context.Context, cfg actors.Config, mcfg metastore.Config, log *slog.Logger, stopProfile string) error {
 	n, err := actors.Start(ctx, cfg, mcfg, log)
 	if err != nil {
 		return err
 	}
 	select {
 	case <-ctx.Done():
+		defer profileCPU(stopProfile, log)()
 		handoff, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
