@@ -202,3 +202,48 @@ func TestPacerThawOfAWaitingPartitionGivesUpItsPlace(t *testing.T) {
 		t.Fatalf("pump: got %v, want %v", got, want)
 	}
 }
+
+// expire skips its walk until the first lapse it knows of: whatever order
+// freezes and places were recorded in, each lapses on time, and a freeze
+// that lapsed makes room for a parked prepare.
+func TestPacerForgetsEachLapseOnTimeWhateverTheOrder(t *testing.T) {
+	for _, name := range []string{"late first", "early first"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := paceCfg()
+			cfg.MaxFrozen = 4
+			p := NewPacer[int](cfg)
+			if name == "late first" {
+				p.Frozen(1, p0.Add(time.Minute))
+				p.Frozen(2, p0.Add(10*time.Millisecond))
+			} else {
+				p.Frozen(2, p0.Add(10*time.Millisecond))
+				p.Frozen(1, p0.Add(time.Minute))
+			}
+			p.Frozen(3, p0.Add(time.Minute))
+			p.Frozen(4, p0.Add(time.Minute))
+			if ok, _ := p.Ask(p0, 9); ok {
+				t.Fatal("ask with 4 of 4 frozen: got granted, want parked")
+			}
+			if frozen, held := p.Counts(p0.Add(5 * time.Millisecond)); frozen != 4 || held != 1 {
+				t.Fatalf("before the lapse: got frozen %d held %d, want 4 and 1", frozen, held)
+			}
+			if got := p.Pump(p0.Add(10 * time.Millisecond)); !slices.Equal(got, []int{9}) {
+				t.Fatalf("pump at the lapse of 2: got %v, want [9]", got)
+			}
+			p.Thaw(9)
+			if frozen, held := p.Counts(p0.Add(11 * time.Millisecond)); frozen != 3 || held != 0 {
+				t.Fatalf("after the thaw: got frozen %d held %d, want 3 and 0", frozen, held)
+			}
+			// A place kept after an unpark lapses KeepTurnFor after it.
+			p.Frozen(5, p0.Add(time.Minute))
+			p.Ask(p0.Add(20*time.Millisecond), 7)
+			p.Unpark(p0.Add(30*time.Millisecond), 7)
+			if _, held := p.Counts(p0.Add(30*time.Millisecond + cfg.KeepTurnFor - time.Millisecond)); held != 1 {
+				t.Fatalf("a kept place before KeepTurnFor: got %d held, want 1", held)
+			}
+			if _, held := p.Counts(p0.Add(30*time.Millisecond + cfg.KeepTurnFor)); held != 0 {
+				t.Fatalf("a kept place at KeepTurnFor: got %d held, want 0", held)
+			}
+		})
+	}
+}
