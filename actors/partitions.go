@@ -42,6 +42,10 @@ type partitionsActor struct {
 	deps
 	store    partitionsStore
 	children map[messages.PartitionKey]*actor.PID
+	// byPID names each child's partition by its PID's id: a node handing
+	// off 10,000 partitions gets a Terminated per child, and finding each
+	// by a walk over the children was a third of its CPU.
+	byPID map[string]messages.PartitionKey
 	// failed holds partitions whose actor kept failing and was stopped;
 	// they are not respawned until the topic changes (an operator looks).
 	failed map[messages.PartitionKey]bool
@@ -257,6 +261,10 @@ func (s *partitionsActor) spawn(ctx actor.Context, k messages.PartitionKey, targ
 	}
 	ctx.Watch(pid)
 	s.children[k] = pid
+	if s.byPID == nil {
+		s.byPID = map[string]messages.PartitionKey{}
+	}
+	s.byPID[pid.Id] = k
 	s.linksSent[k] = linksSignature(linksOf(s.store, k))
 }
 
@@ -324,6 +332,13 @@ func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionK
 	if len(keys) == 0 {
 		return
 	}
+	// Their freezes count no more (rule B5): the flip that took them
+	// committed, and the pacer's room is what the next moves off this node
+	// wait for. Each close would thaw its own, but only after every
+	// handover of this pass is told and stopped in turn.
+	for _, k := range keys {
+		s.pacer.frozenUntil(k, time.Time{})
+	}
 	told := make([]*actor.Future, len(keys))
 	for i, k := range keys {
 		told[i] = s.tellHandover(ctx, k, s.children[k])
@@ -344,6 +359,7 @@ func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionK
 		if err := stopped[i].Wait(); err != nil {
 			s.deps.log.Error("stop partition", "partition", k, "err", err)
 		}
+		delete(s.byPID, s.children[k].Id)
 		delete(s.children, k)
 		delete(s.linksSent, k)
 		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
@@ -369,15 +385,16 @@ func (s *partitionsActor) terminated(m *actor.Terminated) {
 	if s.stopping {
 		return // the node is shutting down: every child stops
 	}
-	for k, pid := range s.children {
-		if pid.Equal(m.Who) {
-			delete(s.children, k)
-			delete(s.linksSent, k)
-			s.failed[k] = true
-			s.owned.Store(int64(len(s.children)))
-			s.deps.log.Error("partition stopped after repeated failures; not serving it", "partition", k)
-		}
+	k, ok := s.byPID[m.Who.Id]
+	if !ok || !s.children[k].Equal(m.Who) {
+		return // handed over: handOver forgot it when its stop was awaited
 	}
+	delete(s.byPID, m.Who.Id)
+	delete(s.children, k)
+	delete(s.linksSent, k)
+	s.failed[k] = true
+	s.owned.Store(int64(len(s.children)))
+	s.deps.log.Error("partition stopped after repeated failures; not serving it", "partition", k)
 }
 
 func (s *partitionsActor) retain(ctx actor.Context) {
