@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/actors/move"
 )
 
 // Metrics are registered with GetOrCreate so that several nodes in one
@@ -58,8 +60,12 @@ type nodeMetrics struct {
 	nonConverged     *metrics.Counter
 	moveSeconds      *metrics.PrometheusHistogram
 	freezeSeconds    *metrics.PrometheusHistogram
-	movePasses       *metrics.PrometheusHistogram
-	lastFreeze       *metrics.Gauge
+	// phaseSeconds is the time a move spent in each phase of its worker,
+	// by move.Phase, observed as it leaves the phase: where a moved
+	// partition's time goes (issue 27).
+	phaseSeconds [move.Blocked + 1]*metrics.PrometheusHistogram
+	movePasses   *metrics.PrometheusHistogram
+	lastFreeze   *metrics.Gauge
 	// Invariant breaks on a move's source: a publish refused because the
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
@@ -87,7 +93,7 @@ type nodeMetrics struct {
 func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	set := metrics.NewSet()
-	return &nodeMetrics{
+	m := &nodeMetrics{
 		set:              set,
 		node:             node,
 		produceSeconds:   set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
@@ -139,6 +145,10 @@ func newNodeMetrics(node string) *nodeMetrics {
 		orphanTopicDirs:   set.GetOrCreateGauge(name("narad_orphan_topic_dirs"), nil),
 		sweepReclaimed:    set.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
 	}
+	for ph := range m.phaseSeconds {
+		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogram(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)))
+	}
+	return m
 }
 
 // heartbeatAge records, on the metadata leader, how long ago a member's

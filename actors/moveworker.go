@@ -40,7 +40,9 @@ type moveWorker struct {
 	lastList *messages.PartitionListing
 	listedAt time.Time
 	frozenAt time.Time
-	blocked  map[string]bool
+	// phaseSince is when the move entered its phase (zero: at born).
+	phaseSince time.Time
+	blocked    map[string]bool
 	// stopping is closed when the worker stops: the effect in flight is
 	// cancelled, and io lets stop wait for it.
 	stopping   chan struct{}
@@ -217,6 +219,11 @@ func (w *moveWorker) step(ctx actor.Context, ev any) {
 	}
 	if w.state.Phase != before {
 		w.deps.log.Debug("move phase", "partition", partitionKeyString(w.key), "from", before, "to", w.state.Phase)
+		if w.phaseSince.IsZero() {
+			w.phaseSince = w.born
+		}
+		w.metrics.phaseSeconds[before].UpdateDuration(w.phaseSince)
+		w.phaseSince = time.Now()
 		if w.state.Phase == move.Finalize && before == move.Freezing {
 			w.frozenAt = time.Now()
 		}

@@ -230,6 +230,13 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	}
 	r.set(handoff, "stop.handed", fmt.Sprintf("%d of %d", before-after, before))
 	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.id, seconds(took), before, after)
+	phases := phaseTimes{}
+	for _, n := range rest {
+		if err := readPhases(ctx, n.url(), phases); err != nil {
+			r.logf("%s: move phases of %s: %v", name, n.id, err)
+		}
+	}
+	r.logf("%s: where the moves onto %d nodes spent their time since the cluster started, by phase:\n%s", name, len(rest), phases)
 
 	w.b = live
 	down, err := w.pass(ctx, l, "down", base, cfg.produceConc, cfg.readConc, cfg.pollInterval, cfg.passTimeout)
