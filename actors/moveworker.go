@@ -42,6 +42,9 @@ type moveWorker struct {
 	frozenAt time.Time
 	// phaseSince is when the move entered its phase (zero: at born).
 	phaseSince time.Time
+	// frozenList is the listing the last prepare answered with, for the
+	// final pass under that freeze; nil once a pass took it.
+	frozenList *frozenListing
 	blocked    map[string]bool
 	// stopping is closed when the worker stops: the effect in flight is
 	// cancelled, and io lets stop wait for it.
@@ -82,6 +85,13 @@ type moveWorkerTick struct{}
 // moveIO is an effect's outcome arriving back at the worker.
 type moveIO struct{ event any }
 
+// frozenListing is a prepare's listing, read under the freeze token names.
+type frozenListing struct {
+	token   string
+	listing *messages.PartitionListing
+	at      time.Time
+}
+
 // fetched is a pass's outcome with the listing it copied to; the worker
 // keeps the listing (its own fields are only touched on its goroutine).
 type fetched struct {
@@ -91,10 +101,13 @@ type fetched struct {
 	final   bool
 }
 
-// prepared is PrepareHandoff's outcome with the frontier it reported.
+// prepared is PrepareHandoff's outcome with the frontier it reported and
+// the listing read under the freeze, when it arrived.
 type prepared struct {
 	frozen   move.Frozen
 	position messages.ConsumerPosition
+	listing  *messages.PartitionListing
+	at       time.Time
 }
 
 func newMoveWorker(d deps, store moveStore, peer sourceClient, k messages.PartitionKey, source string, since uint64) *moveWorker {
@@ -143,6 +156,9 @@ func (w *moveWorker) outcome(ctx actor.Context, ev any) {
 	case prepared:
 		if e.frozen.Err == nil && e.frozen.Attempt == w.state.Attempt {
 			w.position = e.position // rule F4: the in-memory frontier
+			if e.listing.Status == messages.StatusOK {
+				w.frozenList = &frozenListing{token: e.frozen.Token, listing: e.listing, at: e.at}
+			}
 		}
 		ev = e.frozen
 	case installDone:
@@ -409,7 +425,16 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	switch e := f.(type) {
 	case move.Fetch:
 		s, err := w.openStaging()
-		w.runStaging(ctx, func(c context.Context) any { return w.fetch(c, s, err, e.Final, e.Attempt) })
+		// The final pass copies to the listing the prepare answered with,
+		// read under the same freeze (the HWM it pins, rules F3, F4), so it
+		// asks for none: a round trip less inside every freeze. Once only:
+		// a retried pass asks again.
+		var given *frozenListing
+		if e.Final && w.frozenList != nil && w.frozenList.token == w.state.Token {
+			given = w.frozenList
+		}
+		w.frozenList = nil
+		w.runStaging(ctx, func(c context.Context) any { return w.fetch(c, s, err, e.Final, e.Attempt, given) })
 	case move.PrepareHandoff:
 		// The freeze requests carry when they were sent, taken before the
 		// request goes out: the source's freeze holds at least TTL past it
@@ -539,7 +564,7 @@ func (w *moveWorker) discard() {
 // copy lacks, in chunks (rules C1, C4, C6). stagingErr is the failure to
 // open the copy: the listing is still asked for, since its HWM counts
 // (rule P4) even when nothing can be copied.
-func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr error, final bool, attempt uint64) any {
+func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr error, final bool, attempt uint64, given *frozenListing) any {
 	failed := func(pass move.PassDone) fetched {
 		pass.Attempt = attempt
 		return fetched{pass: pass}
@@ -549,13 +574,21 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 			return failed(move.PassDone{Err: err})
 		}
 	}
-	res, err := w.askSource(ctx, &messages.ListPartition{})
-	if err != nil {
-		return failed(move.PassDone{Err: err})
-	}
-	ls, ok := res.(*messages.PartitionListing)
-	if !ok || ls.Status != messages.StatusOK {
-		return failed(move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))})
+	var ls *messages.PartitionListing
+	var at time.Time
+	if given != nil {
+		ls, at = given.listing, given.at
+	} else {
+		res, err := w.askSource(ctx, &messages.ListPartition{})
+		if err != nil {
+			return failed(move.PassDone{Err: err})
+		}
+		var ok bool
+		ls, ok = res.(*messages.PartitionListing)
+		if !ok || ls.Status != messages.StatusOK {
+			return failed(move.PassDone{Err: fmt.Errorf("list %s at %s: %v", partitionKeyString(w.key), w.source, describe(res))})
+		}
+		at = time.Now()
 	}
 	if f := w.cfg.faults; f != nil && f.moveListed != nil {
 		f.moveListed(ctx, w.key, ls.HWM)
@@ -566,7 +599,7 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 		return failed(move.PassDone{Listed: true, HWM: ls.HWM, Err: err})
 	}
 	var copied int64
-	err = stagingErr
+	err := stagingErr
 	if err == nil {
 		copied, err = w.copyListed(ctx, s, ls)
 	}
@@ -575,7 +608,7 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 		// any force-promote (rule P4).
 		return failed(move.PassDone{Listed: true, HWM: ls.HWM, Err: err})
 	}
-	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM, Attempt: attempt}, listing: ls, at: time.Now(), final: final}
+	return fetched{pass: move.PassDone{Copied: copied, HWM: ls.HWM, CopiedTo: ls.HWM, Attempt: attempt}, listing: ls, at: at, final: final}
 }
 
 // copyListed brings the staging copy to the listing: reconcile, then each
@@ -690,7 +723,8 @@ func (w *moveWorker) prepare(ctx context.Context, sent time.Duration, attempt ui
 	case r.Status != messages.StatusOK || r.Listing == nil:
 		return move.Frozen{Err: fmt.Errorf("prepare handoff of %s at %s: %s", partitionKeyString(w.key), w.source, r.Err), Attempt: attempt}
 	}
-	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM, SentAt: sent, Attempt: attempt}, position: r.Listing.Position}
+	return prepared{frozen: move.Frozen{Token: r.Token, HWM: r.Listing.HWM, SentAt: sent, Attempt: attempt}, position: r.Listing.Position,
+		listing: r.Listing, at: time.Now()}
 }
 
 func (w *moveWorker) handoff(ctx context.Context, h messages.Handoff) (*messages.HandoffResult, error) {

@@ -212,6 +212,9 @@ type fakeSource struct {
 	cursors  func(n int) [][]byte
 	listings int
 	shipped  [][]byte
+	// asked names each request in the order it came: list, prepare,
+	// rearm, fence, release.
+	asked []string
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -237,8 +240,10 @@ func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 	now := time.Now()
 	switch m := msg.(type) {
 	case *messages.ListPartition:
+		s.asked = append(s.asked, "list")
 		return s.listing(s.position), nil
 	case *messages.Handoff:
+		s.asked = append(s.asked, [...]string{"prepare", "rearm", "fence", "release"}[m.Op])
 		if s.unreachable {
 			return nil, fmt.Errorf("fake source: unreachable")
 		}
@@ -395,6 +400,26 @@ func TestRuleK5TheDestinationInstallsTheFrozenPosition(t *testing.T) {
 		}
 		if n := r.logs.count(slog.LevelWarn, moveClampedWarning); n != 0 {
 			t.Fatalf("clamp warnings: got %d, want 0 (the position is below the HWM)", n)
+		}
+	})
+}
+
+// The first final pass under a freeze copies to the listing the prepare
+// answered with, read under that freeze, so one listing is asked for
+// between the prepare and the fence: rule F8's second quiet pass.
+func TestTheFinalPassCopiesToThePreparesListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		runInstall(t, r)
+		r.source.mu.Lock()
+		asked := slices.Clone(r.source.asked)
+		r.source.mu.Unlock()
+		prep, fence := slices.Index(asked, "prepare"), slices.Index(asked, "fence")
+		if prep < 1 || fence < prep || asked[0] != "list" {
+			t.Fatalf("requests: got %v, want a catch-up listing, then a prepare, then a fence", asked)
+		}
+		if between := asked[prep+1 : fence]; !slices.Equal(between, []string{"list"}) {
+			t.Fatalf("requests between the prepare and the fence: got %v, want one listing", between)
 		}
 	})
 }
