@@ -200,6 +200,22 @@ type Config struct {
 	// MoveChunkWindow is how many chunk reads of one move are in flight:
 	// they hide the round trips; each holds MoveChunkBytes in memory.
 	MoveChunkWindow int
+	// MoveGroupMaxItems and MoveGroupsInFlight carry the move requests
+	// waiting for the same source in one request (movegroup.go): at most
+	// MoveGroupMaxItems in a group (a group's reply holds that many
+	// listings, well under NATS's 1 MiB at a few hundred bytes each), and
+	// at most MoveGroupsInFlight groups out to one source, so a request
+	// never waits long behind a slow group. Within 1..1024 and 1..64.
+	MoveGroupMaxItems  int
+	MoveGroupsInFlight int
+	// MoveGroupWaitFor bounds how long a source's answer to a group waits
+	// for any one item (1 s): an item still unanswered then (its partition
+	// actor busy) answers 504, unknown, and its worker asks again, so a
+	// fence never waits in a group behind another partition's slow listing
+	// for longer. A listing or a fence takes milliseconds; a re-arm every
+	// FreezeTTL/4 has seconds to spare. At least 10 ms; RequestTimeout
+	// caps it.
+	MoveGroupWaitFor time.Duration
 	// LeaseDrainTimeout is how long a prepare waits for leases out before
 	// it reports (the seed's 500 ms, or a quarter of FreezeTTL if shorter).
 	LeaseDrainTimeout time.Duration
@@ -402,6 +418,9 @@ func DefaultConfig() Config {
 		Move:                      move.DefaultConfig(),
 		MoveChunkBytes:            768 << 10,
 		MoveChunkWindow:           4,
+		MoveGroupMaxItems:         128,
+		MoveGroupsInFlight:        4,
+		MoveGroupWaitFor:          time.Second,
 		LeaseDrainTimeout:         500 * time.Millisecond,
 		MoveTick:                  time.Second,
 		MoveFullScanEvery:         30 * time.Second,
@@ -534,6 +553,12 @@ func (c Config) Validate() error {
 		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..900 KiB (a chunk travels in one 1 MiB NATS message)")
 	case c.MoveChunkWindow < 1 || c.MoveChunkWindow > 64:
 		return bad("MoveChunkWindow", c.MoveChunkWindow, "must be within 1..64")
+	case c.MoveGroupMaxItems < 1 || c.MoveGroupMaxItems > maxMoveGroupItems:
+		return bad("MoveGroupMaxItems", c.MoveGroupMaxItems, "must be within 1..1024")
+	case c.MoveGroupsInFlight < 1 || c.MoveGroupsInFlight > 64:
+		return bad("MoveGroupsInFlight", c.MoveGroupsInFlight, "must be within 1..64")
+	case c.MoveGroupWaitFor < 10*time.Millisecond:
+		return bad("MoveGroupWaitFor", c.MoveGroupWaitFor, "must be at least 10ms")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	case c.SweepEveryTicks < 1 || c.SweepEveryTicks > 100000:

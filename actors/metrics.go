@@ -64,8 +64,11 @@ type nodeMetrics struct {
 	// by move.Phase, observed as it leaves the phase: where a moved
 	// partition's time goes (issue 27).
 	phaseSeconds [move.Blocked + 1]*metrics.PrometheusHistogram
-	movePasses   *metrics.PrometheusHistogram
-	lastFreeze   *metrics.Gauge
+	// moveGroups and moveGroupItems count the move groups this node sent
+	// to sources and the requests they carried (movegroup.go).
+	moveGroups, moveGroupItems *metrics.Counter
+	movePasses                 *metrics.PrometheusHistogram
+	lastFreeze                 *metrics.Gauge
 	// Invariant breaks on a move's source: a publish refused because the
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
@@ -127,6 +130,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		moveBytes:        set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
 		nonConverged:     set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
 		moveSeconds:      set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		moveGroups:       set.GetOrCreateCounter(name("narad_move_groups_total")),
+		moveGroupItems:   set.GetOrCreateCounter(name("narad_move_group_requests_total")),
 		freezeSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),

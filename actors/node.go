@@ -257,7 +257,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout}
+	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout, groupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
 	workers := &restartStrategy{maxRestarts: n.cfg.WorkerMaxRestarts, window: n.cfg.WorkerRestartWindow,
@@ -299,7 +299,7 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn sweeper: %w", err)
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &moverActor{deps: d, store: n.store, source: n.route, flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
+		return &moverActor{deps: d, store: n.store, source: newMoveGroups(n.route, n.cfg, n.metrics), flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
 			progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]*workerCarry{},
 			sweeper: n.sweeper, partitions: n.partitions}
 	}, actor.WithSupervisor(workers)), moverName)

@@ -52,6 +52,9 @@ type router struct {
 	// timeout bounds one request, to a local actor or a peer, when the
 	// caller's context allows longer (Config.RequestTimeout).
 	timeout time.Duration
+	// groupWait bounds each item of a peer's move group
+	// (Config.MoveGroupWaitFor); 0: the group's own deadline only.
+	groupWait time.Duration
 }
 
 // ownerOf is a partition's owner as the local replica has it; "" when it
@@ -153,6 +156,15 @@ func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any
 	if owner == r.self {
 		return r.local(ctx, k, msg)
 	}
+	rep, err := r.remote(ctx, owner, requestOf(k, msg))
+	if err != nil {
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+	}
+	return replyOf(rep, msg, k, owner)
+}
+
+// requestOf is msg to k in its wire form.
+func requestOf(k messages.PartitionKey, msg any) messages.PartitionRequest {
 	req := messages.PartitionRequest{Key: k}
 	switch m := msg.(type) {
 	case *messages.Commit:
@@ -172,10 +184,12 @@ func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any
 	default:
 		panic(fmt.Sprintf("ask: no wire form for %T", msg))
 	}
-	rep, err := r.remote(ctx, owner, req)
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
-	}
+	return req
+}
+
+// replyOf is the answer a peer's reply carries to msg, the same message
+// type a local actor answers with.
+func replyOf(rep messages.PartitionReply, msg any, k messages.PartitionKey, owner string) (any, error) {
 	switch {
 	case rep.Commit != nil:
 		return rep.Commit, nil
@@ -304,6 +318,9 @@ func (r *router) localChunk(ctx context.Context, k messages.PartitionKey, rc mes
 // 504 (unknown).
 func (r *router) serve() error {
 	if err := r.nats.Handle(partitionService, r.servePartitions); err != nil {
+		return err
+	}
+	if err := r.nats.Handle(moveGroupService, r.serveMoveGroup); err != nil {
 		return err
 	}
 	return r.nats.Handle(chunkService, r.serveChunk)

@@ -123,3 +123,43 @@ type MoveProgress struct {
 	ElapsedMs   int64    `json:"elapsed_ms"`
 	Blocked     []string `json:"blocked,omitempty"`
 }
+
+// MoveGroup carries the move requests of many partitions to the node that
+// owns them all, in one request of the "movegroup" service: a destination
+// moving hundreds of partitions off one source pays one round trip for
+// their listings, re-arms, fences and releases together instead of one
+// each (issue 27). Each item is one partition's request, answered alone:
+// only List and Handoff items that are not a prepare travel here (a
+// prepare may wait at the source for the freeze pacing, and a group must
+// not wait for it).
+type MoveGroup struct {
+	Items []PartitionRequest `json:"items"`
+}
+
+// MoveGroupReply answers a MoveGroup, one item per request in its order.
+type MoveGroupReply struct {
+	Items []MoveGroupItem `json:"items"`
+}
+
+// MoveGroupItem is one partition's answer in a group: Reply, or the
+// transport status and message its request alone would have failed with
+// (503: surely not processed; 504: unknown).
+type MoveGroupItem struct {
+	Reply  PartitionReply `json:"reply"`
+	Status int            `json:"status,omitempty"`
+	Err    string         `json:"err,omitempty"`
+}
+
+// Groupable reports whether req may travel in a MoveGroup.
+func (req PartitionRequest) Groupable() bool {
+	only := req.Commit == nil && req.Reserve == nil && req.ReserveAny == nil && req.ReadAt == nil && req.Lease == nil && req.Stats == nil
+	switch {
+	case !only:
+		return false
+	case req.List != nil:
+		return req.Handoff == nil
+	case req.Handoff != nil:
+		return req.Handoff.Op != HandoffPrepare
+	}
+	return false
+}

@@ -98,3 +98,75 @@ func (n *node) epochOf() int {
 	}
 	return n.epoch
 }
+
+// Move groups (actors/movegroup.go): a node's listings, re-arms, fences and
+// releases for one source travel together, one message each way, so the
+// faults of the network take or double a whole group at once, and a source
+// that goes down mid-group answers none of it. A group gathers the
+// requests made within groupWindow of its first; each request keeps its
+// own timeout and is answered alone.
+
+// groupWindow is how long a forming group takes more requests: the real
+// client takes what waits while an earlier group is out, about a round
+// trip.
+const groupWindow = 3 * time.Millisecond
+
+// groupItem is one request in a group.
+type groupItem struct {
+	serve  func(reply func(any))
+	finish func(ans any, ok bool)
+}
+
+// groupKey names the groups forming from one node to another.
+type groupKey struct{ from, to *node }
+
+// groupCall is call, carried in the group forming from a to b.
+func (w *world) groupCall(a, b *node, alive func() bool, serve func(reply func(any)), done func(ans any, ok bool)) {
+	finished, epoch := false, a.epochOf()
+	finish := func(ans any, ok bool) {
+		if finished || a.epochOf() != epoch || !alive() {
+			finished = true
+			return
+		}
+		finished = true
+		done(ans, ok)
+	}
+	w.at(requestTimeout, func() { finish(nil, false) })
+	k := groupKey{a, b}
+	items, forming := w.forming[k]
+	w.forming[k] = append(items, groupItem{serve: serve, finish: finish})
+	if !forming {
+		w.at(groupWindow, func() {
+			g := w.forming[k]
+			delete(w.forming, k)
+			w.stats.Groups++
+			if len(g) > 1 {
+				w.stats.SharedGroups++
+			}
+			w.carryGroup(a, b, g)
+		})
+	}
+}
+
+// carryGroup sends one group and its answer: the source answers once
+// every item has, in one message.
+func (w *world) carryGroup(a, b *node, items []groupItem) {
+	w.deliver(a, b, func() {
+		answers, answered, left := make([]any, len(items)), make([]bool, len(items)), len(items)
+		for i, it := range items {
+			it.serve(func(ans any) {
+				if answered[i] {
+					return
+				}
+				answered[i], answers[i] = true, ans
+				if left--; left == 0 {
+					w.deliver(b, a, func() {
+						for j, it := range items {
+							it.finish(answers[j], true)
+						}
+					})
+				}
+			})
+		}
+	})
+}

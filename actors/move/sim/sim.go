@@ -153,6 +153,9 @@ type Stats struct {
 	// the batched flip entries proposed, SharedFlips the flips proposed in
 	// an entry with another.
 	Held, FlipBatches, SharedFlips int
+	// Groups counts the move groups sent (net.go: groupCall), SharedGroups
+	// those that carried more than one request.
+	Groups, SharedGroups int
 	// FanoutCopies counts parent records copied to the child (with
 	// repeats); CursorsInstalled the cursor sidecars a move installed.
 	FanoutCopies, CursorsInstalled int
@@ -238,9 +241,11 @@ type world struct {
 	// childDownUntil is, per partition, when the child's partition its
 	// fan-out copies to is back (Config.Fanout).
 	childDownUntil map[int]time.Duration
-	hash           uint64
-	trace          io.Writer
-	err            error
+	// forming is the move groups gathering requests (net.go).
+	forming map[groupKey][]groupItem
+	hash    uint64
+	trace   io.Writer
+	err     error
 }
 
 // maxSteps bounds a run whatever it does: a world that never settles
@@ -251,7 +256,7 @@ const maxSteps = 5_000_000
 func Run(cfg Config) Result {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	cfg = cfg.withDefaults(rng)
-	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace, childDownUntil: map[int]time.Duration{},
+	w := &world{cfg: cfg, rng: rng, byID: map[string]*node{}, faulty: true, trace: cfg.Trace, childDownUntil: map[int]time.Duration{}, forming: map[groupKey][]groupItem{},
 		aim: rand.New(rand.NewPCG(cfg.Seed^0x5bd1e995, cfg.Seed)), batches: rand.New(rand.NewPCG(cfg.Seed^0x2545f491, cfg.Seed))}
 	h := fnv.New64a()
 	w.hash = h.Sum64()
@@ -615,6 +620,8 @@ func (s *Stats) add(o Stats) {
 	s.Held += o.Held
 	s.FlipBatches += o.FlipBatches
 	s.SharedFlips += o.SharedFlips
+	s.Groups += o.Groups
+	s.SharedGroups += o.SharedGroups
 	s.Forfeited += o.Forfeited
 	s.FanoutCopies += o.FanoutCopies
 	s.CursorsInstalled += o.CursorsInstalled

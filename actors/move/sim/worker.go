@@ -111,7 +111,7 @@ func (wk *worker) release() {
 	wk.released = true
 	n, tok := wk.n, wk.state.Token
 	src := n.w.byID[wk.source]
-	n.w.call(n, src, func() bool { return true }, func(reply func(any)) {
+	n.w.groupCall(n, src, func() bool { return true }, func(reply func(any)) {
 		src.serveHandoff(wk.p, freeze.Release{Token: tok}, reply)
 	}, func(any, bool) {})
 }
@@ -276,7 +276,7 @@ func (wk *worker) effect(f any) {
 		wk.lastRearm = w.now
 		w.note("rearm", int64(n.index), int64(wk.p))
 		sent, src := wk.now(), wk.src()
-		w.call(n, src, wk.alive, func(reply func(any)) {
+		w.groupCall(n, src, wk.alive, func(reply func(any)) {
 			src.serveHandoff(wk.p, freeze.Rearm{Token: e.Token}, reply)
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
@@ -284,7 +284,7 @@ func (wk *worker) effect(f any) {
 		})
 	case move.Fence:
 		sent, src := wk.now(), wk.src()
-		w.call(n, src, wk.alive, func(reply func(any)) {
+		w.groupCall(n, src, wk.alive, func(reply func(any)) {
 			src.serveHandoff(wk.p, freeze.Fence{Token: e.Token, HWM: e.HWM}, reply)
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
@@ -417,7 +417,7 @@ func (n *node) stagingOf(p int) *plog {
 // order; a failure after the listing still reports it (rule P4).
 func (wk *worker) pass(attempt uint64) {
 	w, n, src := wk.n.w, wk.n, wk.src()
-	w.call(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
+	w.groupCall(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
 		ls, _ := ans.(listing)
 		if !ok || !ls.ok {
 			wk.step(move.PassDone{Err: errNoAnswer, Attempt: attempt})
