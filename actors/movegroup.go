@@ -29,7 +29,17 @@ import (
 // group's failure fails each of its requests as one request's failure
 // would, which its worker retries. A prepare never travels in a group: the
 // source's pacing may hold it for FreezeHoldFor (rule B5), and a group
-// waits for its slowest item. Chunk reads keep their own raw service.
+// waits for its slowest item; nor do the final listing and the fence of a
+// freeze (alone). Chunk reads keep their own raw service.
+
+// aloneKey marks a context whose request goes alone, never waiting for a
+// group: the final listing and the fence of a freeze, which every write to
+// the partition waits for (a group answers when its slowest item does,
+// and the hand-off's measured freeze grew by a fifth in groups).
+type aloneKey struct{}
+
+// alone marks ctx's request to go alone (aloneKey).
+func alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
 
 // moveGroupService answers a MoveGroup.
 const moveGroupService = "movegroup"
@@ -75,7 +85,7 @@ func newMoveGroups(r *router, c Config, m *nodeMetrics) *moveGroups {
 func (g *moveGroups) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
 	req := requestOf(k, msg)
 	owner, err := g.r.owner(k)
-	if err != nil || owner == g.r.self || !req.Groupable() {
+	if err != nil || owner == g.r.self || !req.Groupable() || ctx.Value(aloneKey{}) != nil {
 		return g.r.ask(ctx, k, msg)
 	}
 	c := &groupCall{ctx: ctx, msg: msg, req: req, done: make(chan struct{})}

@@ -161,6 +161,13 @@ func TestMoveGroupsCarryConcurrentAsksAndFallBackToSingleRequests(t *testing.T) 
 	if got := r.g.metrics.moveGroupItems.Get(); got != 8 {
 		t.Fatalf("requests carried in groups: got %d, want 8", got)
 	}
+	// A request under a freeze goes alone.
+	if res, err := r.g.ask(alone(context.Background()), r.key(0), &messages.ListPartition{}); err != nil || res.(*messages.PartitionListing).Status != messages.StatusOK {
+		t.Fatalf("a listing alone: got %+v, %v; want an OK listing", res, err)
+	}
+	if got := r.g.metrics.moveGroupItems.Get(); got != 8 {
+		t.Fatalf("requests carried in groups after one alone: got %d, want still 8", got)
+	}
 
 	// An "old" node serves partition requests but no groups.
 	old, err := transport.Connect(context.Background(), transport.Config{Cluster: "test", NodeID: "old", URLs: []string{r.ns}}, nil)

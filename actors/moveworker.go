@@ -452,7 +452,7 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	case move.Fence:
 		sent := w.now()
 		w.run(ctx, func(c context.Context) any {
-			r, err := w.handoff(c, messages.Handoff{Op: messages.HandoffFence, Token: e.Token, HWM: e.HWM})
+			r, err := w.handoff(alone(c), messages.Handoff{Op: messages.HandoffFence, Token: e.Token, HWM: e.HWM})
 			if err == nil && r.Status == messages.StatusGone {
 				w.deps.log.Warn("move: fence refused; freezing and draining again", "partition", partitionKeyString(w.key), "why", r.Err)
 			}
@@ -579,6 +579,9 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 	if given != nil {
 		ls, at = given.listing, given.at
 	} else {
+		if final {
+			ctx = alone(ctx) // under the freeze: no wait for a group
+		}
 		res, err := w.askSource(ctx, &messages.ListPartition{})
 		if err != nil {
 			return failed(move.PassDone{Err: err})

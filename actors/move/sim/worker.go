@@ -248,7 +248,7 @@ func (wk *worker) effect(f any) {
 	w, n := wk.n.w, wk.n
 	switch e := f.(type) {
 	case move.Fetch:
-		wk.pass(e.Attempt)
+		wk.pass(e.Attempt, e.Final)
 	case move.PrepareHandoff:
 		sent := wk.now()
 		src := wk.src()
@@ -284,7 +284,7 @@ func (wk *worker) effect(f any) {
 		})
 	case move.Fence:
 		sent, src := wk.now(), wk.src()
-		w.groupCall(n, src, wk.alive, func(reply func(any)) {
+		w.call(n, src, wk.alive, func(reply func(any)) { // under the freeze: alone, as the real client sends it
 			src.serveHandoff(wk.p, freeze.Fence{Token: e.Token, HWM: e.HWM}, reply)
 		}, func(ans any, ok bool) {
 			a, _ := ans.(handoffAnswer)
@@ -415,9 +415,13 @@ func (n *node) stagingOf(p int) *plog {
 
 // pass is one copy pass: a listing, then each missing range in chunks, in
 // order; a failure after the listing still reports it (rule P4).
-func (wk *worker) pass(attempt uint64) {
+func (wk *worker) pass(attempt uint64, final bool) {
 	w, n, src := wk.n.w, wk.n, wk.src()
-	w.groupCall(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
+	send := w.groupCall
+	if final {
+		send = w.call // under the freeze: alone, as the real client sends it
+	}
+	send(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
 		ls, _ := ans.(listing)
 		if !ok || !ls.ok {
 			wk.step(move.PassDone{Err: errNoAnswer, Attempt: attempt})
