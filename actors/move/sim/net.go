@@ -68,16 +68,7 @@ func (w *world) deliver(a, b endpoint, fn func()) {
 // answer, or with ok false after requestTimeout, once. alive says whether
 // the caller still wants an answer (the worker that asked still runs).
 func (w *world) call(a, b endpoint, alive func() bool, serve func(reply func(any)), done func(ans any, ok bool)) {
-	finished, epoch := false, a.epochOf()
-	finish := func(ans any, ok bool) {
-		if finished || a.epochOf() != epoch || !alive() {
-			finished = true
-			return
-		}
-		finished = true
-		done(ans, ok)
-	}
-	w.at(requestTimeout, func() { finish(nil, false) })
+	finish := w.answerOnce(a, alive, done)
 	w.deliver(a, b, func() {
 		answered := false
 		serve(func(ans any) {
@@ -88,6 +79,23 @@ func (w *world) call(a, b endpoint, alive func() bool, serve func(reply func(any
 			w.deliver(b, a, func() { finish(ans, true) })
 		})
 	})
+}
+
+// answerOnce returns what answers a request of a: done runs once, with
+// the first answer, or with ok false after requestTimeout, unless a
+// rebooted meanwhile or the caller no longer wants it (alive).
+func (w *world) answerOnce(a endpoint, alive func() bool, done func(ans any, ok bool)) func(ans any, ok bool) {
+	finished, epoch := false, a.epochOf()
+	finish := func(ans any, ok bool) {
+		if finished || a.epochOf() != epoch || !alive() {
+			finished = true
+			return
+		}
+		finished = true
+		done(ans, ok)
+	}
+	w.at(requestTimeout, func() { finish(nil, false) })
+	return finish
 }
 
 // epochOf is a node's boot count, or 0 for the metastore: a message meant
@@ -122,16 +130,7 @@ type groupKey struct{ from, to *node }
 
 // groupCall is call, carried in the group forming from a to b.
 func (w *world) groupCall(a, b *node, alive func() bool, serve func(reply func(any)), done func(ans any, ok bool)) {
-	finished, epoch := false, a.epochOf()
-	finish := func(ans any, ok bool) {
-		if finished || a.epochOf() != epoch || !alive() {
-			finished = true
-			return
-		}
-		finished = true
-		done(ans, ok)
-	}
-	w.at(requestTimeout, func() { finish(nil, false) })
+	finish := w.answerOnce(a, alive, done)
 	k := groupKey{a, b}
 	items, forming := w.forming[k]
 	w.forming[k] = append(items, groupItem{serve: serve, finish: finish})
