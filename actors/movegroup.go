@@ -69,7 +69,6 @@ type groupLane struct {
 // err is set.
 type groupCall struct {
 	ctx  context.Context
-	msg  any
 	req  messages.PartitionRequest
 	rep  messages.PartitionReply
 	err  error
@@ -88,7 +87,7 @@ func (g *moveGroups) ask(ctx context.Context, k messages.PartitionKey, msg any) 
 	if err != nil || owner == g.r.self || !req.Groupable() || ctx.Value(aloneKey{}) != nil {
 		return g.r.ask(ctx, k, msg)
 	}
-	c := &groupCall{ctx: ctx, msg: msg, req: req, done: make(chan struct{})}
+	c := &groupCall{ctx: ctx, req: req, done: make(chan struct{})}
 	g.enqueue(owner, c)
 	select {
 	case <-c.done:

@@ -59,7 +59,7 @@ func (r *groupRig) calls(parts ...int) []*groupCall {
 	out := make([]*groupCall, len(parts))
 	for i, p := range parts {
 		msg := &messages.ListPartition{}
-		out[i] = &groupCall{ctx: context.Background(), msg: msg, req: requestOf(r.key(p), msg), done: make(chan struct{})}
+		out[i] = &groupCall{ctx: context.Background(), req: requestOf(r.key(p), msg), done: make(chan struct{})}
 	}
 	return out
 }
@@ -80,7 +80,7 @@ func TestAMoveGroupAnswersEachPartitionAlone(t *testing.T) {
 			}
 			continue
 		}
-		ls, err := replyOf(c.rep, c.msg, c.req.Key, "n1")
+		ls, err := replyOf(c.rep, &messages.ListPartition{}, c.req.Key, "n1")
 		if c.err != nil || err != nil {
 			t.Fatalf("item %d (partition %d): got %v / %v, want its listing", i, p, c.err, err)
 		}
@@ -100,7 +100,7 @@ func TestALaneSendsWhatWaitsInGroupsOfTheMaximum(t *testing.T) {
 	lane := &groupLane{waiting: r.calls(parts...), sending: 1}
 	// A fence with a token the source never gave: answered 409, in place.
 	fence := &messages.Handoff{Op: messages.HandoffFence, Token: "none", HWM: 1}
-	fc := &groupCall{ctx: context.Background(), msg: fence, req: requestOf(r.key(0), fence), done: make(chan struct{})}
+	fc := &groupCall{ctx: context.Background(), req: requestOf(r.key(0), fence), done: make(chan struct{})}
 	lane.waiting = append(lane.waiting, fc)
 	r.g.lanes["n1"] = lane
 	r.g.send("n1", lane)
