@@ -425,10 +425,10 @@ func (w *moveWorker) effect(ctx actor.Context, f any) {
 	switch e := f.(type) {
 	case move.Fetch:
 		s, err := w.openStaging()
-		// The final pass copies to the listing the prepare answered with,
-		// read under the same freeze (the HWM it pins, rules F3, F4), so it
-		// asks for none: a round trip less inside every freeze. Once only:
-		// a retried pass asks again.
+		// The first final pass copies to the listing the prepare answered
+		// with, read under the same freeze (the HWM it pins, rules F3, F4),
+		// so it asks for none: a round trip less inside every freeze. Once
+		// only: rule F8's second quiet pass and a retried pass ask again.
 		var given *frozenListing
 		if e.Final && w.frozenList != nil && w.frozenList.token == w.state.Token {
 			given = w.frozenList
