@@ -3,8 +3,10 @@ package actors
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -78,4 +80,26 @@ func TestAPartitionThatKeepsFailingIsStoppedAndTheRestKeepServing(t *testing.T) 
 	if code, _ := tn.do("GET", "/v1/topics/broken/consume?partition=0&offset=0", nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("replay on the stopped partition: got %d, want 503", code)
 	}
+	// The supervisor forgot the child it gave up on (its Terminated found
+	// it): the partitions served here are the other two.
+	owned := func() string {
+		_, body := tn.do("GET", "/metrics", nil)
+		return ownedLine(body)
+	}
+	for deadline := time.Now().Add(10 * time.Second); owned() != `narad_partitions_owned{node="n1"} 2`; {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions owned after one was given up: got %q, want narad_partitions_owned 2", owned())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ownedLine is the narad_partitions_owned line of a /metrics body.
+func ownedLine(body []byte) string {
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "narad_partitions_owned") {
+			return l
+		}
+	}
+	return ""
 }
