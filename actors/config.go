@@ -208,6 +208,12 @@ type Config struct {
 	// never waits long behind a slow group. Within 1..1024 and 1..64.
 	MoveGroupMaxItems  int
 	MoveGroupsInFlight int
+	// MoveInlineBytes: a partition whose committed bytes total at most
+	// this comes whole in its listing, and its move reads no chunk (2 KiB:
+	// a group of MoveGroupMaxItems such listings stays far under NATS's
+	// 1 MiB, and one too large is sent again item by item). 0 turns it
+	// off; at most 64 KiB.
+	MoveInlineBytes int
 	// MoveGroupWaitFor bounds how long a source's answer to a group waits
 	// for any one item (1 s): an item still unanswered then (its partition
 	// actor busy) answers 504, unknown, and its worker asks again, so a
@@ -421,6 +427,7 @@ func DefaultConfig() Config {
 		MoveGroupMaxItems:         128,
 		MoveGroupsInFlight:        4,
 		MoveGroupWaitFor:          time.Second,
+		MoveInlineBytes:           2 << 10,
 		LeaseDrainTimeout:         500 * time.Millisecond,
 		MoveTick:                  time.Second,
 		MoveFullScanEvery:         30 * time.Second,
@@ -557,6 +564,8 @@ func (c Config) Validate() error {
 		return bad("MoveGroupMaxItems", c.MoveGroupMaxItems, "must be within 1..1024")
 	case c.MoveGroupsInFlight < 1 || c.MoveGroupsInFlight > 64:
 		return bad("MoveGroupsInFlight", c.MoveGroupsInFlight, "must be within 1..64")
+	case c.MoveInlineBytes < 0 || c.MoveInlineBytes > 64<<10:
+		return bad("MoveInlineBytes", c.MoveInlineBytes, "must be within 0..65536")
 	case c.MoveGroupWaitFor < 10*time.Millisecond:
 		return bad("MoveGroupWaitFor", c.MoveGroupWaitFor, "must be at least 10ms")
 	case c.LeaseDrainTimeout < 0:

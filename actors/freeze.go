@@ -124,15 +124,16 @@ func (p *partitionActor) pollFreeze(ctx actor.Context, m freezePoll) {
 // has settled, so every batch that passed the gate is in it (rules F3, F4:
 // the frontier is the in-memory one).
 func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
-	ls := p.listing()
+	ls := p.listing(0)
 	p.step(ctx, freeze.Reported{Token: r.Token, HWM: ls.HWM, OK: ls.Status == messages.StatusOK})
 	ctx.Send(r.Asker.(*actor.PID), &messages.HandoffResult{Status: messages.StatusOK, Token: r.Token, Listing: ls})
 }
 
 // listing reads the consumer position and the fan-out cursors, then the
 // HWM and the segments' committed bytes (rule C7): a listing never carries
-// a position past what it copies.
-func (p *partitionActor) listing() *messages.PartitionListing {
+// a position past what it copies. A partition of at most inline committed
+// bytes has them read into the listing (inlineSegments).
+func (p *partitionActor) listing(inline int) *messages.PartitionListing {
 	if p.log == nil {
 		return &messages.PartitionListing{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
@@ -152,7 +153,33 @@ func (p *partitionActor) listing() *messages.PartitionListing {
 		out.Segments[i] = messages.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
 	}
 	out.Marker = p.moveMarker(ls.Clock)
+	p.inlineSegments(out, inline)
 	return out
+}
+
+// inlineSegments reads the committed bytes of every segment of ls into
+// it when they total at most max. Read here, in the actor that commits, no
+// commit lands between the sizes listed and the bytes read; a read that
+// comes back short leaves every segment without its bytes, and the
+// destination reads them in chunks as before.
+func (p *partitionActor) inlineSegments(ls *messages.PartitionListing, max int) {
+	var total int64
+	for _, sg := range ls.Segments {
+		total += sg.Size
+	}
+	if max <= 0 || total > int64(max) {
+		return
+	}
+	for i, sg := range ls.Segments {
+		buf := make([]byte, sg.Size)
+		if n, err := p.log.ReadChunk(sg.Name, 0, buf); err != nil || int64(n) != sg.Size {
+			for j := range ls.Segments {
+				ls.Segments[j].Data = nil
+			}
+			return
+		}
+		ls.Segments[i].Data = buf
+	}
 }
 
 // moveMarker is the copy's move marker as a listing reports it, read once

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -339,5 +340,35 @@ func TestRuleK5TheListingCarriesAcksNotLeases(t *testing.T) {
 	}
 	if got := r.Listing.Position; got.Frontier != want.Frontier || !slices.Equal(got.AckedAhead, want.AckedAhead) {
 		t.Fatalf("prepare's position with offsets 1 and 3 leased: got %+v, want %+v", got, want)
+	}
+}
+
+// A listing asked to carry the bytes of a small partition carries each
+// segment's committed bytes, all of them; one past the bound carries none.
+func TestAListingCarriesASmallPartitionsBytes(t *testing.T) {
+	tn := newTestNode(t)
+	tn.createTopic("s", 3)
+	for i := range 3 {
+		tn.must(http.StatusAccepted, "POST", "/v1/topics/s/produce?partition=0", fmt.Appendf(nil, `"small-%d"`, i))
+	}
+	wantHWM(t, tn, "s", 3)
+	ls := askPartition(t, tn, "s", &messages.ListPartition{InlineBytes: 1 << 20}).(*messages.PartitionListing)
+	var all []byte
+	for _, sg := range ls.Segments {
+		if int64(len(sg.Data)) != sg.Size {
+			t.Fatalf("segment %s: got %d bytes inline, want its %d", sg.Name, len(sg.Data), sg.Size)
+		}
+		all = append(all, sg.Data...)
+	}
+	for i := range 3 {
+		if body := fmt.Sprintf(`"small-%d"`, i); !bytes.Contains(all, []byte(body)) {
+			t.Fatalf("inline bytes: got %d bytes without %s, want every record", len(all), body)
+		}
+	}
+	ls = askPartition(t, tn, "s", &messages.ListPartition{InlineBytes: 1}).(*messages.PartitionListing)
+	for _, sg := range ls.Segments {
+		if sg.Data != nil {
+			t.Fatalf("segment %s past the bound: got %d bytes inline, want none", sg.Name, len(sg.Data))
+		}
 	}
 }

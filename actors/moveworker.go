@@ -582,7 +582,7 @@ func (w *moveWorker) fetch(ctx context.Context, s *storage.Staging, stagingErr e
 		if final {
 			ctx = alone(ctx) // under the freeze: no wait for a group
 		}
-		res, err := w.askSource(ctx, &messages.ListPartition{})
+		res, err := w.askSource(ctx, &messages.ListPartition{InlineBytes: w.cfg.MoveInlineBytes})
 		if err != nil {
 			return failed(move.PassDone{Err: err})
 		}
@@ -629,7 +629,10 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 		last = ls.Segments[n-1].Name
 	}
 	for _, r := range s.Missing() {
-		n, err := w.copyRange(ctx, s, r)
+		n, err := w.copyInline(s, ls, r)
+		if n == 0 && err == nil {
+			n, err = w.copyRange(ctx, s, r)
+		}
 		copied += n
 		if err != nil {
 			return copied, err
@@ -646,6 +649,26 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 		}
 	}
 	return copied, nil
+}
+
+// copyInline writes r from the bytes the listing carried for its segment
+// (ListPartition.InlineBytes); 0 and no error when it carried none, and
+// the range is read in chunks.
+func (w *moveWorker) copyInline(s *storage.Staging, ls *messages.PartitionListing, r storage.SegmentRange) (int64, error) {
+	for _, sg := range ls.Segments {
+		if sg.Name != r.Name || sg.Data == nil {
+			continue
+		}
+		if int64(len(sg.Data)) != sg.Size || r.From < 0 || r.To > sg.Size || r.From >= r.To {
+			return 0, fmt.Errorf("listing of %s at %s: %d bytes inline for segment %s of %d, range %d..%d", partitionKeyString(w.key), w.source, len(sg.Data), sg.Name, sg.Size, r.From, r.To)
+		}
+		if err := s.WriteChunk(r.Name, r.From, sg.Data[r.From:r.To]); err != nil {
+			return 0, err
+		}
+		w.metrics.moveBytes.Add(int(r.To - r.From))
+		return r.To - r.From, nil
+	}
+	return 0, nil
 }
 
 // chunkRead is one chunk read in flight; done is closed once data and err

@@ -213,8 +213,9 @@ type fakeSource struct {
 	listings int
 	shipped  [][]byte
 	// asked names each request in the order it came: list, prepare,
-	// rearm, fence, release.
-	asked []string
+	// rearm, fence, release; chunkReads counts the chunk reads.
+	asked      []string
+	chunkReads int
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -241,7 +242,20 @@ func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 	switch m := msg.(type) {
 	case *messages.ListPartition:
 		s.asked = append(s.asked, "list")
-		return s.listing(s.position), nil
+		ls := s.listing(s.position)
+		var total int64
+		for _, sg := range ls.Segments {
+			total += sg.Size
+		}
+		for i, sg := range ls.Segments {
+			if m.InlineBytes > 0 && total <= int64(m.InlineBytes) {
+				ls.Segments[i].Data = make([]byte, sg.Size)
+				if _, err := s.log.ReadChunk(sg.Name, 0, ls.Segments[i].Data); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return ls, nil
 	case *messages.Handoff:
 		s.asked = append(s.asked, [...]string{"prepare", "rearm", "fence", "release"}[m.Op])
 		if s.unreachable {
@@ -272,6 +286,9 @@ func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 }
 
 func (s *fakeSource) readChunk(_ context.Context, _ messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	s.mu.Lock()
+	s.chunkReads++
+	s.mu.Unlock()
 	buf := make([]byte, rc.Max)
 	n, err := s.log.ReadChunk(rc.Segment, rc.Pos, buf)
 	return buf[:n], err
@@ -422,6 +439,30 @@ func TestTheFinalPassCopiesToThePreparesListing(t *testing.T) {
 			t.Fatalf("requests between the prepare and the fence: got %v, want one listing", between)
 		}
 	})
+}
+
+// A partition of a few records comes whole in its listing: its move
+// reads no chunk, and the copy it installs is the source's, verified.
+// With MoveInlineBytes 0 the same move reads its bytes in chunks.
+func TestASmallPartitionMovesWithoutAChunkRead(t *testing.T) {
+	for _, inline := range []int{2 << 10, 0} {
+		t.Run(fmt.Sprintf("inline=%d", inline), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newWorkerRig(t, 5, false)
+				r.cfg.MoveInlineBytes = inline
+				runInstall(t, r)
+				r.source.mu.Lock()
+				reads := r.source.chunkReads
+				r.source.mu.Unlock()
+				if inline > 0 && reads != 0 {
+					t.Fatalf("chunk reads with the bytes inline: got %d, want 0", reads)
+				}
+				if inline == 0 && reads == 0 {
+					t.Fatal("chunk reads with nothing inline: got 0, want the copy read in chunks")
+				}
+			})
+		})
+	}
 }
 
 // moveClampedWarning is what install logs when it lowered a frontier.

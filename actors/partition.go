@@ -191,7 +191,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	case *messages.GetStats:
 		ctx.Respond(p.stats())
 	case *messages.ListPartition:
-		ctx.Respond(p.listing())
+		ctx.Respond(p.listing(m.InlineBytes))
 	case *messages.ReadChunk:
 		p.serveChunk(ctx, m)
 	case *messages.Handoff:

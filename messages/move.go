@@ -10,7 +10,12 @@ import "time"
 // ListPartition asks for a transfer listing: the consumer position and the
 // fan-out cursors first, then the HWM, then the segments' committed bytes
 // (rule C7).
-type ListPartition struct{}
+type ListPartition struct {
+	// InlineBytes: when the partition's committed bytes total at most this
+	// many, the listing carries them (SegmentInfo.Data), so a partition of
+	// a few records costs its move no chunk read. 0: none.
+	InlineBytes int `json:"inline_bytes,omitempty"`
+}
 
 // SegmentInfo is one segment of a listing.
 type SegmentInfo struct {
@@ -20,6 +25,9 @@ type SegmentInfo struct {
 	Size int64 `json:"size"`
 	// ModTime is the file's modification time on the source's clock.
 	ModTime time.Time `json:"mod_time"`
+	// Data is the segment's committed bytes, all Size of them, when the
+	// listing was asked to carry them (ListPartition.InlineBytes).
+	Data []byte `json:"data,omitempty"`
 }
 
 // ConsumerPosition is a partition's consumer progress as it travels with a
