@@ -628,8 +628,9 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 	if n := len(ls.Segments); n > 0 {
 		last = ls.Segments[n-1].Name
 	}
+	inline := inlineData(ls)
 	for _, r := range s.Missing() {
-		n, err := w.copyInline(s, ls, r)
+		n, err := w.copyInline(s, inline, r)
 		if n == 0 && err == nil {
 			n, err = w.copyRange(ctx, s, r)
 		}
@@ -651,24 +652,39 @@ func (w *moveWorker) copyListed(ctx context.Context, s *storage.Staging, ls *mes
 	return copied, nil
 }
 
+// inlineData maps each segment the listing carried the bytes of to its
+// segment; nil when it carried none (a partition past InlineBytes), so a
+// large partition's pass looks nothing up per range.
+func inlineData(ls *messages.PartitionListing) map[string]messages.SegmentInfo {
+	var out map[string]messages.SegmentInfo
+	for _, sg := range ls.Segments {
+		if sg.Data == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]messages.SegmentInfo{}
+		}
+		out[sg.Name] = sg
+	}
+	return out
+}
+
 // copyInline writes r from the bytes the listing carried for its segment
 // (ListPartition.InlineBytes); 0 and no error when it carried none, and
 // the range is read in chunks.
-func (w *moveWorker) copyInline(s *storage.Staging, ls *messages.PartitionListing, r storage.SegmentRange) (int64, error) {
-	for _, sg := range ls.Segments {
-		if sg.Name != r.Name || sg.Data == nil {
-			continue
-		}
-		if int64(len(sg.Data)) != sg.Size || r.From < 0 || r.To > sg.Size || r.From >= r.To {
-			return 0, fmt.Errorf("listing of %s at %s: %d bytes inline for segment %s of %d, range %d..%d", partitionKeyString(w.key), w.source, len(sg.Data), sg.Name, sg.Size, r.From, r.To)
-		}
-		if err := s.WriteChunk(r.Name, r.From, sg.Data[r.From:r.To]); err != nil {
-			return 0, err
-		}
-		w.metrics.moveBytes.Add(int(r.To - r.From))
-		return r.To - r.From, nil
+func (w *moveWorker) copyInline(s *storage.Staging, inline map[string]messages.SegmentInfo, r storage.SegmentRange) (int64, error) {
+	sg, ok := inline[r.Name]
+	if !ok {
+		return 0, nil
 	}
-	return 0, nil
+	if int64(len(sg.Data)) != sg.Size || r.From < 0 || r.To > sg.Size || r.From >= r.To {
+		return 0, fmt.Errorf("listing of %s at %s: %d bytes inline for segment %s of %d, range %d..%d", partitionKeyString(w.key), w.source, len(sg.Data), sg.Name, sg.Size, r.From, r.To)
+	}
+	if err := s.WriteChunk(r.Name, r.From, sg.Data[r.From:r.To]); err != nil {
+		return 0, err
+	}
+	w.metrics.moveBytes.Add(int(r.To - r.From))
+	return r.To - r.From, nil
 }
 
 // chunkRead is one chunk read in flight; done is closed once data and err
