@@ -1,7 +1,5 @@
 package actors
 
-import "github.com/naradmq/narad/messages"
-
 // Anti-affinity (rule L6): a fan-out child's partition i prefers a node
 // other than the one owning its parent's partition i, so one node's loss
 // or load does not take both the parent's records and their copies. The
@@ -19,16 +17,16 @@ func newParentPlacement(store replica) *parentPlacement {
 	return &parentPlacement{store: store, owners: map[string][]string{}}
 }
 
-// avoid is the node child partition p should preferably not land on: the
-// owner of the parent's partition p, "" when t is no child, the parent is
+// avoid is the node a child's partition p should preferably not land on:
+// the owner of partition p of parent, "" when parent is "" (no child), is
 // unknown or has fewer partitions.
-func (pp *parentPlacement) avoid(t messages.Topic, p int) string {
-	if t.Parent == "" {
+func (pp *parentPlacement) avoid(parent string, p int) string {
+	if parent == "" {
 		return ""
 	}
-	owners, ok := pp.owners[t.Parent]
+	owners, ok := pp.owners[parent]
 	if !ok {
-		if parent, found := pp.store.Topic(t.Parent); found {
+		if parent, found := pp.store.Topic(parent); found {
 			for _, as := range pp.store.Assignments(parent.Incarnation, parent.Partitions) {
 				for len(owners) <= as.Partition {
 					owners = append(owners, "")
@@ -36,7 +34,7 @@ func (pp *parentPlacement) avoid(t messages.Topic, p int) string {
 				owners[as.Partition] = as.Owner
 			}
 		}
-		pp.owners[t.Parent] = owners
+		pp.owners[parent] = owners
 	}
 	if p < 0 || p >= len(owners) {
 		return ""

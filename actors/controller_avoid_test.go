@@ -32,9 +32,10 @@ func (s *avoidStore) Assignments(incarnation uint64, partitions int) []messages.
 
 func (s *avoidStore) Moving() []messages.Assignment { return s.f.Moving() }
 func (s *avoidStore) OwnedCount(node string) int    { return s.f.OwnedCount(node) }
-func (s *avoidStore) FirstSettled(node string, k int) []messages.Assignment {
+func (s *avoidStore) FirstSettled(node string, k int) []messages.PartitionKey {
 	return s.f.FirstSettled(node, k)
 }
+func (s *avoidStore) TopicParent(name string) (uint64, string, bool) { return s.f.TopicParent(name) }
 
 func (s *avoidStore) SetTarget(_ context.Context, st messages.SetTarget) (messages.AssignResult, error) {
 	s.mu.Lock()
@@ -100,7 +101,7 @@ func TestParentPlacementNamesTheParentsOwner(t *testing.T) {
 		{messages.Topic{Name: "s", Incarnation: 3, Partitions: 1}, 0, ""},
 		{messages.Topic{Name: "o", Incarnation: 4, Partitions: 1, Parent: "gone"}, 0, ""},
 	} {
-		if got := pp.avoid(tc.topic, tc.p); got != tc.want {
+		if got := pp.avoid(tc.topic.Parent, tc.p); got != tc.want {
 			t.Errorf("avoid(%s, %d): got %q, want %q", tc.topic.Name, tc.p, got, tc.want)
 		}
 	}

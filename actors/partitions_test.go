@@ -181,12 +181,21 @@ func (f *fakeReplica) OwnedCount(node string) int { return len(f.OwnedBy(node)) 
 
 // FirstSettled answers in (incarnation, partition) order, so a test's plan
 // does not depend on map order; the store promises no order.
-func (f *fakeReplica) FirstSettled(node string, k int) []messages.Assignment {
-	out := f.collect(func(a messages.Assignment) bool { return a.Owner == node && a.Target == "" })
-	slices.SortFunc(out, func(x, y messages.Assignment) int {
+func (f *fakeReplica) FirstSettled(node string, k int) []messages.PartitionKey {
+	as := f.collect(func(a messages.Assignment) bool { return a.Owner == node && a.Target == "" })
+	slices.SortFunc(as, func(x, y messages.Assignment) int {
 		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Partition, y.Partition))
 	})
-	return out[:min(k, len(out))]
+	var out []messages.PartitionKey
+	for _, a := range as[:min(k, len(as))] {
+		out = append(out, messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition})
+	}
+	return out
+}
+
+func (f *fakeReplica) TopicParent(name string) (uint64, string, bool) {
+	t, ok := f.Topic(name)
+	return t.Incarnation, t.Parent, ok
 }
 
 func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.Assignment {

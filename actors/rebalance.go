@@ -95,13 +95,13 @@ func (a *controllerActor) rebalance(now time.Time) {
 // L6).
 func (a *controllerActor) settledRefs(node string, k int, parents *parentPlacement) []planner.Ref {
 	var refs []planner.Ref
-	for _, as := range a.store.FirstSettled(node, k) {
-		t, ok := a.store.Topic(as.Topic)
-		if !ok || t.Incarnation != as.Incarnation {
+	for _, key := range a.store.FirstSettled(node, k) {
+		inc, parent, ok := a.store.TopicParent(key.Topic)
+		if !ok || inc != key.Incarnation {
 			continue
 		}
-		refs = append(refs, planner.Ref{Topic: as.Topic, Incarnation: as.Incarnation, Partition: as.Partition,
-			Avoid: parents.avoid(t, as.Partition)})
+		refs = append(refs, planner.Ref{Topic: key.Topic, Incarnation: key.Incarnation, Partition: key.Partition,
+			Avoid: parents.avoid(parent, key.Partition)})
 	}
 	return refs
 }

@@ -39,7 +39,9 @@ type planReads interface {
 	OwnedCount(node string) int
 	// FirstSettled is up to k of the partitions node owns with no target,
 	// in no particular order.
-	FirstSettled(node string, k int) []messages.Assignment
+	FirstSettled(node string, k int) []messages.PartitionKey
+	// TopicParent is the incarnation and fan-out parent of a listed topic.
+	TopicParent(name string) (incarnation uint64, parent string, ok bool)
 }
 
 // watcher tells when the local replica changed.

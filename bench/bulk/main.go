@@ -68,6 +68,9 @@ type config struct {
 	restartTimeout, settleTimeout, rebalanceTimeout     time.Duration
 
 	skipStop, skipJoin, keep bool
+	// createOnly ends the stop scenario after its creates: their time and,
+	// with -profile, their profile.
+	createOnly bool
 	quick                    bool
 	// repeat runs every variant's scenarios this many times, each on fresh
 	// clusters, and stops at the first run that fails or loses a record.
@@ -116,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.rebalanceTimeout, "rebalance-timeout", 2*time.Minute, "bound on the rebalance onto n4 and on its decommission, each")
 	fs.BoolVar(&c.skipStop, "skip-stop", false, "skip the stop scenario")
 	fs.BoolVar(&c.skipJoin, "skip-join", false, "skip the join scenario")
+	fs.BoolVar(&c.createOnly, "create-only", false, "end the stop scenario after its topic creates (with -profile, a profile of the creates)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails or loses a record")
 	fs.StringVar(&c.bin, "bin", "", "run this narad binary instead of building ./cmd/narad (an A/B of two revisions under one bench)")
 	fs.StringVar(&c.profileDir, "profile", "", "write a CPU profile of each node that stays up, over -profile-for from the SIGTERM of the stop scenario, and of each node's own shutdown (--stop-profile), into this directory (the nodes serve --pprof on loopback)")

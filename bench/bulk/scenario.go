@@ -169,11 +169,22 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	start := time.Now()
 	fctx, cancel := context.WithTimeout(ctx, cfg.fillTimeout)
 	defer cancel()
+	// With -create-only, -profile covers the first -profile-for of the
+	// creates instead of the stop.
+	createsProfiled := func() {}
+	if cfg.createOnly {
+		createsProfiled = r.profile(ctx, name+"-create", c.nodes)
+	}
 	if err := createTopics(fctx, all, l, cfg.createConc); err != nil {
 		return fmt.Errorf("create %d topics: %w", len(l.topics), err)
 	}
 	created := time.Since(start)
 	r.logf("%s: %d partitions created in %s", name, len(l.parts), seconds(created))
+	if cfg.createOnly {
+		r.set(handoff, "create", seconds(created))
+		createsProfiled()
+		return nil
+	}
 	if err := w.fill(fctx, l, "fill", cfg.records, cfg.produceConc); err != nil {
 		return fmt.Errorf("fill: %w", err)
 	}

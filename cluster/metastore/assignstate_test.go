@@ -319,6 +319,13 @@ func checkIndexes(t *testing.T, s *assignState) {
 			t.Errorf("targetedAt(%s): got %+v, want %+v", node, got, want)
 		}
 	}
+	for node, keys := range s.owned {
+		for k, e := range keys {
+			if a, _ := s.get(k.incarnation, k.partition); e.topic != a.Topic || e.targeted != (a.Target != "") {
+				t.Errorf("owner index of %s at %+v: got %+v, want topic %q, targeted %v", node, k, e, a.Topic, a.Target != "")
+			}
+		}
+	}
 	if len(s.owned) != len(wantOwned) || len(s.targeted) != len(wantTargeted) {
 		t.Errorf("index sizes: got %d owners and %d targets, want %d and %d", len(s.owned), len(s.targeted), len(wantOwned), len(wantTargeted))
 	}
@@ -600,9 +607,9 @@ func TestAssignStateFirstSettled(t *testing.T) {
 		if len(got) != tc.want {
 			t.Fatalf("k=%d: got %d assignments, want %d", tc.k, len(got), tc.want)
 		}
-		for _, a := range got {
-			if a.Owner != "n1" || a.Target != "" {
-				t.Fatalf("k=%d: got %+v, want one n1 owns with no target", tc.k, a)
+		for _, key := range got {
+			if a, _ := s.get(key.Incarnation, key.Partition); a.Owner != "n1" || a.Target != "" || a.Topic != key.Topic {
+				t.Fatalf("k=%d: got %+v (%+v), want one n1 owns with no target", tc.k, key, a)
 			}
 		}
 	}

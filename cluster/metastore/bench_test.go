@@ -233,7 +233,7 @@ func BenchmarkOwnerLookup(b *testing.B) {
 // every partition's placement (Topics, Assignments per topic,
 // planner.NewInput, the controller before issue 27), "indexes" the input
 // read from the owner and target indexes (Moving, OwnedCount, FirstSettled
-// of the budget), as the controller reads it now:
+// of the budget, TopicParent of each), as the controller reads it now:
 //
 //	go test ./cluster/metastore -run '^$' -bench PlanningRound | go run ./bench/ratio
 func BenchmarkPlanningRound(b *testing.B) {
@@ -278,9 +278,9 @@ func BenchmarkPlanningRound(b *testing.B) {
 				in := planner.Input{MaxInFlight: budget, InFlight: len(s.Moving())}
 				for _, id := range ids {
 					node := planner.Node{ID: id, Alive: true, Settled: s.OwnedCount(id)}
-					for _, a := range s.FirstSettled(id, budget-in.InFlight) {
-						if _, ok := s.Topic(a.Topic); ok {
-							node.Owned = append(node.Owned, planner.Ref{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition})
+					for _, key := range s.FirstSettled(id, budget-in.InFlight) {
+						if inc, _, ok := s.TopicParent(key.Topic); ok && inc == key.Incarnation {
+							node.Owned = append(node.Owned, planner.Ref{Topic: key.Topic, Incarnation: key.Incarnation, Partition: key.Partition})
 						}
 					}
 					in.Nodes = append(in.Nodes, node)

@@ -432,6 +432,19 @@ func (s *Store) Topic(name string) (messages.Topic, bool) {
 	return t, ok
 }
 
+// TopicParent is the incarnation and fan-out parent of the topic name in
+// this replica, without the copy of its record Topic makes: what a
+// planning round checks of each partition it may move.
+func (s *Store) TopicParent(name string) (incarnation uint64, parent string, ok bool) {
+	s.meta.view(func(st *metaState) {
+		var t messages.Topic
+		if t, ok = st.topics[name]; ok {
+			incarnation, parent = t.Incarnation, t.Parent
+		}
+	})
+	return incarnation, parent, ok
+}
+
 // Topics lists the topics of this replica, sorted by name.
 func (s *Store) Topics() []messages.Topic {
 	var ts []messages.Topic
@@ -686,14 +699,14 @@ func (s *Store) Assignments(incarnation uint64, partitions int) []messages.Assig
 // OwnedBy lists, from this replica, every assignment whose Owner is node,
 // across shards, sorted by (incarnation, partition).
 func (s *Store) OwnedBy(node string) []messages.Assignment {
-	return s.collect(func(st *assignState) []messages.Assignment { return st.gather(st.owned[node]) })
+	return s.collect(func(st *assignState) []messages.Assignment { return gather(st, st.owned[node]) })
 }
 
 // TargetedAt lists, from this replica, every assignment whose Target is
 // node (the moves this node should run), sorted by (incarnation,
 // partition).
 func (s *Store) TargetedAt(node string) []messages.Assignment {
-	return s.collect(func(st *assignState) []messages.Assignment { return st.gather(st.targeted[node]) })
+	return s.collect(func(st *assignState) []messages.Assignment { return gather(st, st.targeted[node]) })
 }
 
 // Moving lists, from this replica, every assignment with a target: the
@@ -806,12 +819,12 @@ func (s *Store) OwnedCount(node string) int {
 // the node's partitions (see assignState.firstSettled). It takes them from
 // the shards in turn, so that a round's targets and flips spread over
 // every shard's Raft group instead of queueing on the first one's.
-func (s *Store) FirstSettled(node string, k int) []messages.Assignment {
-	per := make([][]messages.Assignment, len(s.assign))
+func (s *Store) FirstSettled(node string, k int) []messages.PartitionKey {
+	per := make([][]messages.PartitionKey, len(s.assign))
 	for i, f := range s.assign {
 		f.view(func(st *assignState) { per[i] = st.firstSettled(node, k, nil) })
 	}
-	var out []messages.Assignment
+	out := make([]messages.PartitionKey, 0, k)
 	for round := 0; len(out) < k; round++ {
 		took := false
 		for _, as := range per {

@@ -515,11 +515,11 @@ func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
 		t.Fatalf("k=%d: got %d assignments, want %d", k, len(got), k)
 	}
 	shards := map[uint64]int{}
-	for _, a := range got {
-		if a.Owner != "n1" || a.Target != "" {
-			t.Fatalf("got %+v, want a partition n1 owns with no target", a)
+	for _, key := range got {
+		if a, ok := s.Assignment(key.Incarnation, key.Partition); !ok || a.Owner != "n1" || a.Target != "" || a.Topic != key.Topic {
+			t.Fatalf("got %+v (%+v, %v), want a partition of t n1 owns with no target", key, a, ok)
 		}
-		shards[AssignmentShard(a.Incarnation, a.Partition, s.cfg.AssignmentShards)]++
+		shards[AssignmentShard(key.Incarnation, key.Partition, s.cfg.AssignmentShards)]++
 	}
 	for shard, c := range shards {
 		if c != 2 {
