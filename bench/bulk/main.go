@@ -71,7 +71,7 @@ type config struct {
 	// createOnly ends the stop scenario after its creates: their time and,
 	// with -profile, their profile.
 	createOnly bool
-	quick                    bool
+	quick      bool
 	// repeat runs every variant's scenarios this many times, each on fresh
 	// clusters, and stops at the first run that fails or loses a record.
 	repeat int
