@@ -239,6 +239,12 @@ type Config struct {
 	// a sweep must not flood the owners or hold the disk for long.
 	MaxSweepCopiesPerPass int
 	SweepParallelAsks     int
+	// MaxCreatesPerGroup bounds the topic creates the controller commits
+	// together (one metadata round for their records, one PutAssignments
+	// for their partitions): 64 creates of 100 partitions are 6,400
+	// assignments, about 1,600 per entry of each of four shards, well
+	// under an entry's 4,096; the rest wait for the next group.
+	MaxCreatesPerGroup int
 	// MaxInFlightMoves caps the moves the controller keeps in flight (rule
 	// B1: seed 003's 512, what a bulk hand-off needs to move a node's
 	// partitions in seconds; the freeze pacing below, not this cap, bounds
@@ -435,6 +441,7 @@ func DefaultConfig() Config {
 		MaxSweepCopiesPerPass:     4096,
 		SweepParallelAsks:         16,
 		MaxInFlightMoves:          512,
+		MaxCreatesPerGroup:        64,
 		FreezePaceTick:            time.Millisecond,
 		MaxNewFreezesPerTick:      4,
 		MaxFrozenPartitions:       128,
@@ -578,6 +585,8 @@ func (c Config) Validate() error {
 		return bad("SweepParallelAsks", c.SweepParallelAsks, "must be 1 to 1024")
 	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
+	case c.MaxCreatesPerGroup < 1 || c.MaxCreatesPerGroup > 1024:
+		return bad("MaxCreatesPerGroup", c.MaxCreatesPerGroup, "must be within 1..1024")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
 		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
 	case c.FreezePaceTick <= 0 || c.FreezePaceTick > time.Second:

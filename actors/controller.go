@@ -48,7 +48,8 @@ type controllerAnswer struct {
 //     and leadership won starts a fresh one, so a new leader never acts on
 //     a stamp it inherited (rule T1);
 //   - placement: it creates topics and places partitions (planPlacement),
-//     for every node's API, and on winning leadership places what a
+//     for every node's API, the creates asked at once as a group
+//     (controller_create.go), and on winning leadership places what a
 //     previous leader left unplaced;
 //   - voters: it promotes a non-voter when a shard has fewer than
 //     MetastoreVoters voters (a voter left).
@@ -82,6 +83,10 @@ type controllerActor struct {
 	decomBlocked map[string]string
 	// loggedBlocked remembers the blocked moves logged in this leadership.
 	loggedBlocked map[string]bool
+	// creates wait for the next group (controller_create.go); createsDue:
+	// a createsDue message is on its way.
+	creates    []pendingCreate
+	createsDue bool
 }
 
 const controllerName = "controller"
@@ -110,7 +115,13 @@ func (a *controllerActor) Receive(ctx actor.Context) {
 		a.tick()
 		a.schedule(ctx)
 	case *controllerAsk:
+		if m.req.CreateTopic != nil {
+			a.queueCreate(ctx, m)
+			return
+		}
 		ctx.Respond(a.answer(m))
+	case createsDue:
+		a.commitCreates(ctx)
 	}
 }
 
@@ -246,8 +257,6 @@ func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
 	ctx, cancel := context.WithDeadline(context.Background(), m.deadline)
 	defer cancel()
 	switch {
-	case m.req.CreateTopic != nil:
-		return a.create(ctx, *m.req.CreateTopic)
 	case m.req.DecommissionBlocked:
 		return controllerAnswer{reply: messages.ControllerReply{Blocked: maps.Clone(a.decomBlocked)}}
 	case m.req.AlterTopic != nil:
@@ -256,21 +265,6 @@ func (a *controllerActor) answer(m *controllerAsk) controllerAnswer {
 		return a.delete(ctx, m.req.DeleteTopic)
 	}
 	return controllerAnswer{err: fmt.Errorf("controller request with no request: %w", ErrInvalid)}
-}
-
-// create stores a new topic and places its partitions. It refuses before
-// storing anything when no member may take partitions, so a client is not
-// left with a topic nobody serves.
-func (a *controllerActor) create(ctx context.Context, t messages.Topic) controllerAnswer {
-	if len(a.loads()) == 0 {
-		return controllerAnswer{err: fmt.Errorf("create topic %s: no live member may take partitions: %w", t.Name, metastore.ErrUnavailable)}
-	}
-	created, err := a.store.CreateTopic(ctx, t)
-	if err != nil {
-		return controllerAnswer{err: err}
-	}
-	placed, err := a.place(ctx, created)
-	return controllerAnswer{reply: messages.ControllerReply{Topic: created, Placed: placed}, err: err}
 }
 
 // alter stores an alter and places the partitions a grow added: grown

@@ -39,7 +39,11 @@ type nodeMetrics struct {
 	leasedHere, leasedThere *metrics.Counter
 	beatsWithheld           *metrics.Counter
 	placed                  *metrics.Counter
-	promoted                *metrics.Counter
+	// createGroups and createsGrouped: the topic creates committed and the
+	// groups they went in (their ratio is the mean group size).
+	createGroups   *metrics.Counter
+	createsGrouped *metrics.Counter
+	promoted       *metrics.Counter
 	// commitsTooLarge counts dispatcher commits refused before sending as
 	// larger than the NATS max payload: their records wait, never rerouted.
 	commitsTooLarge *metrics.Counter
@@ -117,6 +121,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		leasedThere:      set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
 		beatsWithheld:    set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:           set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		createGroups:     set.GetOrCreateCounter(name("narad_controller_create_groups_total")),
+		createsGrouped:   set.GetOrCreateCounter(name("narad_controller_creates_total")),
 		promoted:         set.GetOrCreateCounter(name("narad_controller_promotions_total")),
 		commitsTooLarge:  set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
 		fanoutCopied:     set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),

@@ -46,6 +46,8 @@ var metricHelp = map[string]string{
 	// Controller and members.
 	"narad_member_heartbeat_age_seconds":       "Seconds since the controller last saw each member's heartbeat.",
 	"narad_controller_placed_partitions_total": "Partitions the controller placed on a node.",
+	"narad_controller_create_groups_total":     "Groups of topic creates the controller committed together.",
+	"narad_controller_creates_total":           "Topic creates the controller committed, in groups.",
 	"narad_controller_promotions_total":        "Copies the controller promoted because their source was dead.",
 	"narad_decommission_blocked":               "1 while a draining node's decommission is blocked, by reason.",
 	// Moves.

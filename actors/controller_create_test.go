@@ -1,0 +1,99 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/messages"
+)
+
+// createStore is a leader's store for topic creates: topics and
+// assignments in a fake replica, and every PutAssignments call recorded.
+type createStore struct {
+	controllerStore
+	f    *fakeReplica
+	mu   sync.Mutex
+	next uint64
+	puts [][]messages.Assignment
+}
+
+func (s *createStore) Leader(uint64) (uint64, bool) { return 1, true }
+func (s *createStore) ReplicaID() uint64            { return 1 }
+func (s *createStore) Members() []messages.Member   { return s.f.Members() }
+func (s *createStore) OwnedCount(node string) int   { return s.f.OwnedCount(node) }
+func (s *createStore) Assignments(incarnation uint64, partitions int) []messages.Assignment {
+	return s.f.Assignments(incarnation, partitions)
+}
+
+func (s *createStore) CreateTopic(_ context.Context, t messages.Topic) (messages.Topic, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.f.Topic(t.Name); ok {
+		return old, fmt.Errorf("create topic %s: %w", t.Name, metastore.ErrExists)
+	}
+	s.next++
+	t.Incarnation = s.next
+	s.f.mu.Lock()
+	s.f.topics[t.Name] = t
+	s.f.mu.Unlock()
+	return t, nil
+}
+
+func (s *createStore) PutAssignments(_ context.Context, as []messages.Assignment) error {
+	s.mu.Lock()
+	s.puts = append(s.puts, as)
+	s.mu.Unlock()
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for _, a := range as {
+		s.f.assignments[assignmentKey(a.Incarnation, a.Partition)] = a
+	}
+	return nil
+}
+
+// Creates asked together commit together: every topic's partitions in one
+// PutAssignments, placed as evenly over the group as one at a time would
+// be, and a name already taken fails only its own create.
+func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
+	f := newFakeReplica()
+	for _, id := range []string{"n1", "n2", "n3"} {
+		f.members[id] = messages.Member{ID: id, Status: messages.MemberAlive}
+	}
+	f.put(messages.Topic{Name: "taken", Incarnation: 100, Partitions: 1}, "n1")
+	s := &createStore{f: f}
+	a := &controllerActor{deps: deps{cfg: DefaultConfig(), log: testLogger(t), metrics: newNodeMetrics("creates-" + t.Name())}, store: s}
+	deadline := time.Now().Add(time.Minute)
+	var asks []*controllerAsk
+	for _, name := range []string{"a", "b", "taken", "c", "d"} {
+		asks = append(asks, &controllerAsk{deadline: deadline, req: messages.ControllerRequest{CreateTopic: &messages.Topic{Name: name, Partitions: 5}}})
+	}
+	answers := a.createGroup(asks)
+
+	if len(s.puts) != 1 {
+		t.Fatalf("PutAssignments calls: got %d, want 1 for the whole group", len(s.puts))
+	}
+	if got, want := len(s.puts[0]), 4*5; got != want {
+		t.Fatalf("assignments put: got %d, want %d (four topics of 5)", got, want)
+	}
+	for i, ans := range answers {
+		name := asks[i].req.CreateTopic.Name
+		switch {
+		case name == "taken" && !errors.Is(ans.err, metastore.ErrExists):
+			t.Errorf("create %s: got %v, want ErrExists", name, ans.err)
+		case name != "taken" && (ans.err != nil || ans.reply.Placed != 5 || ans.reply.Topic.Name != name):
+			t.Errorf("create %s: got %+v, %v; want the topic with 5 partitions placed", name, ans.reply, ans.err)
+		}
+	}
+	// 21 partitions over three members, one of them on n1 before: 7 each
+	// (each topic placed from the loads the group's earlier ones left).
+	for _, id := range []string{"n1", "n2", "n3"} {
+		if got := f.OwnedCount(id); got != 7 {
+			t.Errorf("%s owns %d after the group, want 7", id, got)
+		}
+	}
+}
