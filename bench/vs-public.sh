@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# This project against the public Narad, three secured processes each on
+# this machine, alternating round by round: issue 28's table. Not run by CI
+# (it needs the public Narad's binaries, built from its source).
+#
+#   git clone https://github.com/DebanganThakuria/narad pub && cd pub && git checkout v2.0.2
+#   go build -o /tmp/pub-narad ./cmd/narad && go build -o /tmp/pub-driver ./tests/integration
+#   PUBLIC_NARAD=/tmp/pub-narad PUBLIC_DRIVER=/tmp/pub-driver bash bench/vs-public.sh
+#
+# Each round runs both sides (the public Narad first in odd rounds, this
+# project first in even ones), each on a fresh cluster:
+#   driver  the public Narad's own driver, load mode: DRIVER_TOPICS (10)
+#           topics of 6 partitions, DRIVER_MESSAGES (8000), 32 producers and
+#           32 consumers. Its lines are timestamped here: produce msg/s is
+#           the messages over the time from its "producing messages" line
+#           to its "consuming messages" line; consume msg/s from there to
+#           its PASS line (consume, ack, drain check and topic deletes).
+#   load    bench/load of this checkout on a topic of LOAD_PARTITIONS (12),
+#           8 producers and 8 consumers at once, LOAD_COUNT (8000) x 1 KiB,
+#           -server listing the three nodes: produce msg/s, consume+ack msg/s
+#           while producing, end-to-end p50/p99 while producing, history.
+#   rss     the highest VmHWM of the three nodes after both.
+#   kill    SIGKILL of node 2 and its start at once: exec to /readyz 200
+#           (polled every 20 ms).
+# It prints one row per round and side, then each figure's ratio this /
+# public (medians over the rounds).
+#
+# Env: ROUNDS (3), OUR_NARAD (a narad binary; built from this checkout when
+# unset), AB_DIR (the temporary directory's parent, /tmp). Ports are below
+# 32768. A lost record in either side's history is shouted and the script
+# exits 3 at the end; the temporary directory (logs, JSON) is printed and
+# kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${PUBLIC_NARAD:?PUBLIC_NARAD: the public Narad binary (go build ./cmd/narad at v2.0.2)}"
+: "${PUBLIC_DRIVER:?PUBLIC_DRIVER: its driver (go build ./tests/integration at v2.0.2)}"
+ROUNDS=${ROUNDS:-3}
+DRIVER_TOPICS=${DRIVER_TOPICS:-10}
+DRIVER_MESSAGES=${DRIVER_MESSAGES:-8000}
+LOAD_PARTITIONS=${LOAD_PARTITIONS:-12}
+LOAD_COUNT=${LOAD_COUNT:-8000}
+for t in jq curl awk; do command -v "$t" >/dev/null || { echo "vs-public: needs $t" >&2; exit 2; }; done
+
+tmp=$(mktemp -d "${AB_DIR:-/tmp}/vs-public.XXXXXX")
+echo "vs-public: logs and summaries in $tmp" >&2
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+if [ -z "${OUR_NARAD:-}" ]; then
+  go build -o "$tmp/narad" ./cmd/narad
+  OUR_NARAD=$tmp/narad
+fi
+go build -o "$tmp/load" ./bench/load
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# free_base: B with B..B+3 and B+11..B+13 free, all below 32768.
+free_base() {
+  local b o ok
+  for _ in $(seq 1 100); do
+    b=$((12000 + RANDOM % 20000))
+    ok=1
+    for o in 0 1 2 3 11 12 13; do port_free $((b + o)) || { ok=0; break; }; done
+    [ "$ok" = 1 ] && { echo "$b"; return; }
+  done
+  echo "vs-public: no free ports" >&2; exit 2
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+url() { echo "http://127.0.0.1:$((base + $1))"; }
+code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
+
+# start_node I: node I of this run's side; its pid in node_pid[I].
+declare -A node_pid
+start_node() {
+  local i=$1
+  if [ "$side" = public ]; then
+    NARAD_HTTP_ADDR="127.0.0.1:$((base + i))" NARAD_CLUSTER_ADDR="127.0.0.1:$((base + 10 + i))" \
+      NARAD_NODE_ID="narad-$i" NARAD_CLUSTER_PEERS="$peers" NARAD_DATA_DIR="$cdir/n$i" \
+      NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
+      NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
+  else
+    NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
+      --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
+      --peers "$peers" --log-level warn >>"$out.n$i.log" 2>&1 &
+  fi
+  node_pid[$i]=$!
+  pids+=("$!")
+}
+# wait_ready I: nI's /readyz 200 within 60 s, polled every 20 ms.
+wait_ready() {
+  local i=$1 deadline=$(( $(now_ms) + 60000 ))
+  while [ "$(code "$(url "$i")/readyz")" != 200 ]; do
+    kill -0 "${node_pid[$i]}" 2>/dev/null || { echo "vs-public: $side n$i exited; see $out.n$i.log" >&2; exit 1; }
+    (( $(now_ms) < deadline )) || { echo "vs-public: $side n$i not ready after 60 s; see $out.n$i.log" >&2; exit 1; }
+    sleep 0.02
+  done
+}
+start_cluster() {
+  base=$(free_base)
+  cdir=$tmp/data-$round-$side
+  out=$tmp/$round-$side
+  mkdir -p "$cdir"
+  pw=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  if [ "$side" = public ]; then
+    peers="narad-1@127.0.0.1:$((base + 11)),narad-2@127.0.0.1:$((base + 12)),narad-3@127.0.0.1:$((base + 13))"
+  else
+    peers="n1=127.0.0.1:$((base + 11)),n2=127.0.0.1:$((base + 12)),n3=127.0.0.1:$((base + 13))"
+    "$OUR_NARAD" nats --listen "127.0.0.1:$base" --data "$cdir/nats" >>"$out.nats.log" 2>&1 &
+    nats_pid=$!
+    pids+=("$!")
+    for _ in $(seq 1 300); do [ -s "$cdir/nats/node.nk" ] && break; sleep 0.1; done
+  fi
+  servers="$(url 1),$(url 2),$(url 3)"
+  local i
+  for i in 1 2 3; do start_node "$i"; done
+  for i in 1 2 3; do wait_ready "$i"; done
+  for _ in $(seq 1 300); do
+    [ "$(code -u "admin:$pw" "$(url 1)/v1/users")" = 200 ] && return
+    sleep 0.1
+  done
+  echo "vs-public: admin cannot log in after 30 s ($side)" >&2; exit 1
+}
+stop_cluster() {
+  local i
+  for i in 1 2 3; do kill "${node_pid[$i]}" 2>/dev/null || true; done
+  for i in 1 2 3; do wait "${node_pid[$i]}" 2>/dev/null || true; done
+  if [ "$side" = ours ]; then kill "$nats_pid" 2>/dev/null || true; wait "$nats_pid" 2>/dev/null || true; fi
+}
+
+# run_driver: the public driver, each line stamped with milliseconds.
+run_driver() {
+  "$PUBLIC_DRIVER" --mode load --nodes "$servers" --topics "$DRIVER_TOPICS" --messages "$DRIVER_MESSAGES" \
+    --partitions 6 --produce-concurrency 32 --consume-concurrency 32 --username admin --password "$pw" 2>&1 |
+    while IFS= read -r line; do echo "$(now_ms) $line"; done >"$out.driver.log"
+  local p c e
+  p=$(awk '/producing messages/ { print $1; exit }' "$out.driver.log")
+  c=$(awk '/consuming messages/ { print $1; exit }' "$out.driver.log")
+  e=$(awk '/ PASS / { print $1; exit }' "$out.driver.log")
+  if [ -z "$p" ] || [ -z "$c" ] || [ -z "$e" ]; then
+    echo "vs-public: the driver did not pass on $side (round $round); see $out.driver.log" >&2
+    drv_produce=""; drv_consume=""
+    return
+  fi
+  drv_produce=$(awk -v n="$DRIVER_MESSAGES" -v a="$p" -v b="$c" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
+  drv_consume=$(awk -v n="$DRIVER_MESSAGES" -v a="$c" -v b="$e" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
+}
+
+lost_any=0
+run_load() {
+  "$tmp/load" -server "$servers" -topic "vs$round" -create -partitions "$LOAD_PARTITIONS" -producers 8 -consumers 8 \
+    -count "$LOAD_COUNT" -size 1024 -drain 60s -json -user admin -password "$pw" >"$out.load.json" 2>"$out.load.log" || true
+  if ! jq -e . "$out.load.json" >/dev/null 2>&1; then
+    echo "vs-public: bench/load gave no summary on $side (round $round); see $out.load.log" >&2
+    load_row="					"
+    return
+  fi
+  local lost ok
+  lost=$(jq -r '.history.lost' "$out.load.json"); ok=$(jq -r '.history.ok' "$out.load.json")
+  if [ "$lost" != 0 ] || [ "$ok" != true ]; then
+    lost_any=1
+    echo "!!!!!!!! vs-public: LOST RECORDS / HISTORY FAILED on $side, round $round: $(jq -c .history "$out.load.json")" >&2
+  fi
+  load_row=$(jq -r '[(.produce_msgs_per_sec | round), ((.consume_ack_msgs_per_sec // 0) | round),
+    ((.end_to_end_latency_while_producing.p50_ms // 0) * 10 | round / 10),
+    ((.end_to_end_latency_while_producing.p99_ms // 0) * 10 | round / 10),
+    .history.ok, .history.lost] | @tsv' "$out.load.json")
+}
+
+run_kill() {
+  local t0
+  kill -9 "${node_pid[2]}"; wait "${node_pid[2]}" 2>/dev/null || true
+  t0=$(now_ms)
+  start_node 2
+  wait_ready 2
+  kill_s=$(awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN { printf "%.2f", ms / 1000 }')
+}
+
+rows=$tmp/rows
+printf 'round\tside\tdriver_produce\tdriver_consume\tload_produce\tload_ack\tp50_ms\tp99_ms\thistory_ok\tlost\tpeak_rss_mb\tkill_to_ready_s\n' >"$rows"
+for round in $(seq 1 "$ROUNDS"); do
+  order="public ours"
+  (( round % 2 == 0 )) && order="ours public"
+  for side in $order; do
+    echo "vs-public: round $round, $side" >&2
+    start_cluster
+    run_driver
+    run_load
+    peak=0
+    for i in 1 2 3; do v=$(hwm_kib "${node_pid[$i]}"); [ -n "$v" ] && (( v > peak )) && peak=$v; done
+    run_kill
+    stop_cluster
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$side" "$drv_produce" "$drv_consume" "$load_row" \
+      "$(awk -v k="$peak" 'BEGIN { printf "%.0f", k / 1024 }')" "$kill_s" >>"$rows"
+  done
+done
+column -t -s $'\t' "$rows"
+echo
+# Medians per side, then this / public.
+awk -F'\t' 'NR > 1 { for (c = 3; c <= 12; c++) if (c != 9 && $c != "") v[$2, c] = v[$2, c] " " $c }
+  function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
+  END { split("driver_produce driver_consume load_produce load_ack p50_ms p99_ms - lost peak_rss_mb kill_to_ready_s", name, " ")
+    printf "%-16s %10s %10s %8s\n", "median", "public", "ours", "ours/pub"
+    for (c = 3; c <= 12; c++) { if (c == 9) continue; p = median(v["public", c]); o = median(v["ours", c])
+      printf "%-16s %10s %10s %8s\n", name[c - 2], p, o, (p + 0 > 0 ? sprintf("%.2f", o / p) : "-") } }' "$rows"
+echo "vs-public: logs and summaries kept in $tmp" >&2
+[ "$lost_any" = 0 ] || exit 3
