@@ -135,21 +135,26 @@ stop_cluster() {
 run_driver() {
   "$PUBLIC_DRIVER" --mode load --nodes "$servers" --topics "$DRIVER_TOPICS" --messages "$DRIVER_MESSAGES" \
     --partitions 6 --produce-concurrency 32 --consume-concurrency 32 --username admin --password "$pw" 2>&1 |
-    while IFS= read -r line; do echo "$(now_ms) $line"; done >"$out.driver.log"
+    while IFS= read -r line; do echo "$(now_ms) $line"; done >"$out.driver.log" || true
   local p c e
   p=$(awk '/producing messages/ { print $1; exit }' "$out.driver.log")
   c=$(awk '/consuming messages/ { print $1; exit }' "$out.driver.log")
   e=$(awk '/ PASS / { print $1; exit }' "$out.driver.log")
-  if [ -z "$p" ] || [ -z "$c" ] || [ -z "$e" ]; then
-    echo "vs-public: the driver did not pass on $side (round $round); see $out.driver.log" >&2
-    drv_produce=""; drv_consume=""
-    return
+  # A driver that fails while consuming still measured its produce phase.
+  drv_produce=""; drv_consume=""
+  if [ -n "$p" ] && [ -n "$c" ]; then
+    drv_produce=$(awk -v n="$DRIVER_MESSAGES" -v a="$p" -v b="$c" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
   fi
-  drv_produce=$(awk -v n="$DRIVER_MESSAGES" -v a="$p" -v b="$c" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
-  drv_consume=$(awk -v n="$DRIVER_MESSAGES" -v a="$c" -v b="$e" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
+  if [ -n "$c" ] && [ -n "$e" ]; then
+    drv_consume=$(awk -v n="$DRIVER_MESSAGES" -v a="$c" -v b="$e" 'BEGIN { printf "%.0f", n / ((b - a) / 1000) }')
+  else
+    driver_failed="$driver_failed $side/$round"
+    echo "vs-public: the driver did not pass on $side (round $round): $(tail -n 1 "$out.driver.log")" >&2
+  fi
 }
 
 lost_any=0
+driver_failed=""
 run_load() {
   "$tmp/load" -server "$servers" -topic "vs$round" -create -partitions "$LOAD_PARTITIONS" -producers 8 -consumers 8 \
     -count "$LOAD_COUNT" -size 1024 -drain 60s -json -user admin -password "$pw" >"$out.load.json" 2>"$out.load.log" || true
@@ -207,5 +212,6 @@ awk -F'\t' 'NR > 1 { for (c = 3; c <= 12; c++) if (c != 9 && $c != "") v[$2, c] 
     printf "%-16s %10s %10s %8s\n", "median", "public", "ours", "ours/pub"
     for (c = 3; c <= 12; c++) { if (c == 9) continue; p = median(v["public", c]); o = median(v["ours", c])
       printf "%-16s %10s %10s %8s\n", name[c - 2], p, o, (p + 0 > 0 ? sprintf("%.2f", o / p) : "-") } }' "$rows"
+[ -z "$driver_failed" ] || echo "vs-public: the public driver failed its own checks on:$driver_failed (its produce rate still counts)" >&2
 echo "vs-public: logs and summaries kept in $tmp" >&2
 [ "$lost_any" = 0 ] || exit 3
