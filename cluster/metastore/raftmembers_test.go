@@ -280,12 +280,12 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 		}
 	}
 	wantErr(t, "AddNonVoter of a removed id", asker.AddNonVoter(ctx, leaderID, freeAddr(t)), ErrRefused)
-	// The removed replica learns it (it applied its own removal); no other does.
-	select {
-	case <-stores[leaderID-1].Removed():
-	case <-ctx.Done():
-		t.Fatalf("replica %d: Removed not closed after its removal", leaderID)
-	}
+	// No other replica believes it was removed. Whether the removed one
+	// learns it is not asserted here: Raft does not promise that a removed
+	// replica hears the commit of its own removal, and a leader that has
+	// just handed its leadership over is often still being probed by the
+	// new leader when that commit comes (a failure about once in 30 runs
+	// under load). A steady follower's removal below is.
 	for _, s := range append(stores, n4) {
 		select {
 		case <-s.Removed():
@@ -311,6 +311,37 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 		}
 		if id, term, ok := s.LeaderOf(MetaShard); !ok || id == leaderID || term == 0 {
 			t.Errorf("metadata leader seen by %d after removal: got (%d, term %d, %t), want a remaining voter", s.ReplicaID(), id, term, ok)
+		}
+	}
+
+	// A follower in steady replication hears the commit of its own removal
+	// and applies it: its Removed closes, and no other replica's does.
+	metaLeader := leaderOf(t, ctx, n4, MetaShard)
+	var follower *Store
+	for _, s := range stores {
+		if id := s.ReplicaID(); id != leaderID && id != metaLeader {
+			follower = s
+			break
+		}
+	}
+	if follower == nil {
+		t.Fatalf("no original replica left that does not lead the metadata shard (leader %d, removed %d)", metaLeader, leaderID)
+	}
+	if err := n4.RemoveReplica(ctx, follower.ReplicaID()); err != nil {
+		t.Fatalf("RemoveReplica %d (a follower): %v", follower.ReplicaID(), err)
+	}
+	select {
+	case <-follower.Removed():
+	case <-ctx.Done():
+		t.Fatalf("replica %d: Removed not closed after its removal as a follower", follower.ReplicaID())
+	}
+	for _, s := range append(stores, n4) {
+		select {
+		case <-s.Removed():
+			if id := s.ReplicaID(); id != follower.ReplicaID() && id != leaderID {
+				t.Errorf("replica %d: Removed closed, want open (replica %d was removed)", id, follower.ReplicaID())
+			}
+		default:
 		}
 	}
 }
