@@ -154,22 +154,8 @@ for side in base new; do
   done
 done
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# free_base: a base port B with B..B+3 and B+11..B+13 free, all below 32768.
-free_base() {
-  local b o ok
-  for _ in $(seq 1 100); do
-    b=$((12000 + RANDOM % 20000))
-    ok=1
-    for o in 0 1 2 3 11 12 13; do port_free $((b + o)) || { ok=0; break; }; done
-    [ "$ok" = 1 ] && { echo "$b"; return; }
-  done
-  echo "ab3: no free ports" >&2; exit 2
-}
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
-url() { echo "http://127.0.0.1:$((base + $1))"; }
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
 
 # start_node I: node nI of the cluster in $cdir, its pid in $cdir/nI.pid.
 start_node() {
