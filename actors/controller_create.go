@@ -32,8 +32,27 @@ type pendingCreate struct {
 // createsDue tells the controller to commit the creates queued so far.
 type createsDue struct{}
 
+// createQueueGroups bounds the creates waiting for a group: this many
+// groups' worth. Each group costs two metastore rounds, so a create past
+// it would wait out its deadline in the queue anyway; it is refused at
+// once instead, and the client asks again.
+const createQueueGroups = 16
+
+// admitCreate refuses a create when the queue already holds
+// createQueueGroups groups' worth.
+func (a *controllerActor) admitCreate() error {
+	if n := len(a.creates); n >= createQueueGroups*a.cfg.MaxCreatesPerGroup {
+		return fmt.Errorf("create topic: %d creates already wait for the controller: %w", n, metastore.ErrUnavailable)
+	}
+	return nil
+}
+
 // queueCreate keeps m for the next group and makes sure one is due.
 func (a *controllerActor) queueCreate(ctx actor.Context, m *controllerAsk) {
+	if err := a.admitCreate(); err != nil {
+		ctx.Respond(controllerAnswer{err: err})
+		return
+	}
 	a.creates = append(a.creates, pendingCreate{ask: m, sender: ctx.Sender()})
 	if !a.createsDue {
 		a.createsDue = true

@@ -97,3 +97,22 @@ func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
 		}
 	}
 }
+
+// The creates waiting for a group are bounded: past createQueueGroups
+// groups' worth, a create is refused at once as unavailable (the client
+// asks again) rather than queued to wait out its deadline.
+func TestCreatesPastTheQueueBoundAreRefusedAtOnce(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCreatesPerGroup = 2
+	a := &controllerActor{deps: deps{cfg: cfg}}
+	for range createQueueGroups*cfg.MaxCreatesPerGroup - 1 {
+		a.creates = append(a.creates, pendingCreate{})
+	}
+	if err := a.admitCreate(); err != nil {
+		t.Fatalf("with %d waiting: got %v, want admitted", len(a.creates), err)
+	}
+	a.creates = append(a.creates, pendingCreate{})
+	if err := a.admitCreate(); !errors.Is(err, metastore.ErrUnavailable) {
+		t.Fatalf("with %d waiting: got %v, want ErrUnavailable", len(a.creates), err)
+	}
+}
