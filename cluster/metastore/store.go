@@ -824,7 +824,7 @@ func (s *Store) FirstSettled(node string, k int) []messages.PartitionKey {
 	for i, f := range s.assign {
 		f.view(func(st *assignState) { per[i] = st.firstSettled(node, k, nil) })
 	}
-	out := make([]messages.PartitionKey, 0, k)
+	out := make([]messages.PartitionKey, 0, max(k, 0))
 	for round := 0; len(out) < k; round++ {
 		took := false
 		for _, as := range per {
