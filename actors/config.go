@@ -208,6 +208,17 @@ type Config struct {
 	// never waits long behind a slow group. Within 1..1024 and 1..64.
 	MoveGroupMaxItems  int
 	MoveGroupsInFlight int
+	// CommitGroupMaxItems and CommitGroupsInFlight carry the dispatcher's
+	// commits waiting for the same peer owner in one request
+	// (commitgroup.go): at most CommitGroupMaxItems commits in a group, and
+	// at most CommitGroupsInFlight groups out to one owner, so a commit
+	// goes at once while fewer are out and otherwise with the next group.
+	// A commit carries about one record under a steady load (one is in
+	// flight per partition), so each paid a NATS round trip of its own.
+	// A group larger than NATS carries is sent again commit by commit.
+	// Within 1..1024 and 1..64.
+	CommitGroupMaxItems  int
+	CommitGroupsInFlight int
 	// MoveInlineBytes: a partition whose committed bytes total at most
 	// this comes whole in its listing, and its move reads no chunk (2 KiB:
 	// a group of MoveGroupMaxItems such listings stays far under NATS's
@@ -432,6 +443,8 @@ func DefaultConfig() Config {
 		MoveChunkWindow:           4,
 		MoveGroupMaxItems:         128,
 		MoveGroupsInFlight:        4,
+		CommitGroupMaxItems:       256,
+		CommitGroupsInFlight:      2,
 		MoveGroupWaitFor:          time.Second,
 		MoveInlineBytes:           2 << 10,
 		LeaseDrainTimeout:         500 * time.Millisecond,
@@ -571,6 +584,10 @@ func (c Config) Validate() error {
 		return bad("MoveGroupMaxItems", c.MoveGroupMaxItems, "must be within 1..1024")
 	case c.MoveGroupsInFlight < 1 || c.MoveGroupsInFlight > 64:
 		return bad("MoveGroupsInFlight", c.MoveGroupsInFlight, "must be within 1..64")
+	case c.CommitGroupMaxItems < 1 || c.CommitGroupMaxItems > maxCommitGroupItems:
+		return bad("CommitGroupMaxItems", c.CommitGroupMaxItems, "must be within 1..1024")
+	case c.CommitGroupsInFlight < 1 || c.CommitGroupsInFlight > 64:
+		return bad("CommitGroupsInFlight", c.CommitGroupsInFlight, "must be within 1..64")
 	case c.MoveInlineBytes < 0 || c.MoveInlineBytes > 64<<10:
 		return bad("MoveInlineBytes", c.MoveInlineBytes, "must be within 0..65536")
 	case c.MoveGroupWaitFor < 10*time.Millisecond:

@@ -71,8 +71,11 @@ type nodeMetrics struct {
 	// moveGroups and moveGroupItems count the move groups this node sent
 	// to sources and the requests they carried (movegroup.go).
 	moveGroups, moveGroupItems *metrics.Counter
-	movePasses                 *metrics.PrometheusHistogram
-	lastFreeze                 *metrics.Gauge
+	// commitGroups and commitGroupItems count the commit groups this node
+	// sent and the commits they carried.
+	commitGroups, commitGroupItems *metrics.Counter
+	movePasses                     *metrics.PrometheusHistogram
+	lastFreeze                     *metrics.Gauge
 	// Invariant breaks on a move's source: a publish refused because the
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
@@ -138,6 +141,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		moveSeconds:      set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
 		moveGroups:       set.GetOrCreateCounter(name("narad_move_groups_total")),
 		moveGroupItems:   set.GetOrCreateCounter(name("narad_move_group_requests_total")),
+		commitGroups:     set.GetOrCreateCounter(name("narad_commit_groups_total")),
+		commitGroupItems: set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
 		freezeSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),

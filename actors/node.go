@@ -287,7 +287,7 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, owners: n.route}
+		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, owners: groupedOwners{n.route, newCommitGroups(n.route, n.cfg, n.metrics)}}
 	}), dispatcherName)
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)

@@ -323,6 +323,9 @@ func (r *router) serve() error {
 	if err := r.nats.Handle(moveGroupService, r.serveMoveGroup); err != nil {
 		return err
 	}
+	if err := r.nats.Handle(commitGroupService, r.serveCommitGroup); err != nil {
+		return err
+	}
 	return r.nats.Handle(chunkService, r.serveChunk)
 }
 

@@ -216,3 +216,75 @@ func (r *wireReader) end() error {
 	}
 	return nil
 }
+
+// CommitGroup is a dispatcher's commits to one peer owner in one request
+// (the commit group service): the wire form above, its header the items
+// with their record bytes left out, its blobs each item's record keys and
+// bodies, item by item. The answer is a MoveGroupReply, one item per
+// commit in order.
+type CommitGroup struct {
+	Items []PartitionRequest `json:"items"`
+}
+
+// EncodeCommitGroup encodes items, each a commit and nothing else, in the
+// wire form of a CommitGroup.
+func EncodeCommitGroup(items []PartitionRequest) ([]byte, error) {
+	g := CommitGroup{Items: make([]PartitionRequest, len(items))}
+	var blobs [][]byte
+	for i, it := range items {
+		if it.Commit == nil || !it.onlyCommit() {
+			return nil, fmt.Errorf("commit group item %d is not a commit alone", i)
+		}
+		c := *it.Commit
+		if c.Records != nil {
+			// The header's copy: the caller's records keep their bytes.
+			c.Records = make([]CommitRecord, len(it.Commit.Records))
+		}
+		for j, r := range it.Commit.Records {
+			blobs = append(blobs, r.Key, r.Body)
+			r.Key, r.Body = nil, nil
+			c.Records[j] = r
+		}
+		it.Commit = &c
+		g.Items[i] = it
+	}
+	return encodeWire(g, blobs)
+}
+
+// DecodeCommitGroup decodes the wire form of a CommitGroup; an error wraps
+// ErrMalformed. Every item is a commit and nothing else.
+func DecodeCommitGroup(b []byte) ([]PartitionRequest, error) {
+	var g CommitGroup
+	r, err := openWire(b, &g)
+	if err != nil {
+		return nil, err
+	}
+	for i := range g.Items {
+		it := &g.Items[i]
+		if it.Commit == nil || !it.onlyCommit() {
+			return nil, fmt.Errorf("%w: commit group item %d is not a commit alone", ErrMalformed, i)
+		}
+		for j := range it.Commit.Records {
+			rec := &it.Commit.Records[j]
+			if rec.Key != nil || rec.Body != nil {
+				return nil, fmt.Errorf("%w: header carries the bytes of item %d's record %d", ErrMalformed, i, j)
+			}
+			if rec.Key, err = r.blob("key"); err != nil {
+				return nil, err
+			}
+			if rec.Body, err = r.blob("body"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return g.Items, nil
+}
+
+// onlyCommit: no request but the commit is set.
+func (req PartitionRequest) onlyCommit() bool {
+	return req.Reserve == nil && req.ReserveAny == nil && req.ReadAt == nil && req.Lease == nil &&
+		req.Stats == nil && req.List == nil && req.Handoff == nil
+}

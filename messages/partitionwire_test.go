@@ -245,3 +245,65 @@ func FuzzPartitionWire(f *testing.F) {
 		}
 	})
 }
+
+// A commit group carries each commit's records raw, item by item, and
+// decodes to the commits it was made of; the caller's records keep their
+// bytes.
+func TestCommitGroupRoundTrips(t *testing.T) {
+	reqs := wireRequests()
+	other := wireKey
+	other.Partition = 4
+	want := []PartitionRequest{reqs["commit"], reqs["commit of no records"],
+		{Key: other, Commit: &Commit{Key: other, Records: []CommitRecord{{Seq: 9, Key: []byte("k"), Body: []byte("b")}}}}}
+	b, err := EncodeCommitGroup(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeCommitGroup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if k := want[0].Commit.Records[0].Key; string(k) != "k1" {
+		t.Fatalf("the caller's first key after encoding: got %q, want k1", k)
+	}
+}
+
+// A commit group holds commits and nothing else, and a header that carries
+// record bytes itself, or blobs missing or left over, do not decode.
+func TestCommitGroupRefusesWhatIsNoCommitGroup(t *testing.T) {
+	reqs := wireRequests()
+	if _, err := EncodeCommitGroup([]PartitionRequest{reqs["commit"], reqs["list"]}); err == nil {
+		t.Fatal("encode a listing in a commit group: got nil, want an error")
+	}
+	mixed := reqs["commit"]
+	mixed.Stats = &GetStats{}
+	if _, err := EncodeCommitGroup([]PartitionRequest{mixed}); err == nil {
+		t.Fatal("encode a commit that also asks stats: got nil, want an error")
+	}
+	good, err := EncodeCommitGroup([]PartitionRequest{reqs["commit"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"truncated":       good[:len(good)-1],
+		"trailing byte":   append(append([]byte(nil), good...), 0),
+		"listing in it":   mustWire(t, CommitGroup{Items: []PartitionRequest{reqs["list"]}}, nil),
+		"bytes in header": mustWire(t, CommitGroup{Items: []PartitionRequest{reqs["commit"]}}, nil),
+	} {
+		if _, err := DecodeCommitGroup(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: got %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func mustWire(t *testing.T, header any, blobs [][]byte) []byte {
+	t.Helper()
+	b, err := encodeWire(header, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -60,6 +60,8 @@ var metricHelp = map[string]string{
 	"narad_move_seconds":                     "Time a move took, start to flip.",
 	"narad_move_freeze_seconds":              "Time a partition stayed frozen for a move's handoff.",
 	"narad_move_groups_total":                "Move groups this node sent to sources, each carrying many partitions' requests.",
+	"narad_commit_groups_total":              "Groups of commits the dispatcher sent to a peer owner in one request.",
+	"narad_commit_group_commits_total":       "Commits the dispatcher sent to peer owners in groups.",
 	"narad_move_group_requests_total":        "Move requests (listings, re-arms, fences, releases) carried in groups.",
 	"narad_move_phase_seconds":               "Time a move spent in each phase of its worker (phase label), counted as it left the phase.",
 	"narad_move_last_freeze_seconds":         "The last move's freeze, in seconds.",
