@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -53,23 +52,13 @@ func newCommitGroups(r *router, c Config, m *nodeMetrics) *peerGroups {
 	return g
 }
 
-// commitGroup sends one group of commits under the node's request timeout.
+// commitGroup sends one group of commits in their wire form.
 func (r *router) commitGroup(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 	body, err := messages.EncodeCommitGroup(reqs)
 	if err != nil {
 		return messages.MoveGroupReply{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
-	raw, err := r.nats.Request(ctx, owner, commitGroupService, body)
-	if err != nil {
-		return messages.MoveGroupReply{}, err
-	}
-	var out messages.MoveGroupReply
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return messages.MoveGroupReply{}, fmt.Errorf("commit group reply from %s: %w", owner, err)
-	}
-	return out, nil
+	return r.requestGroup(owner, commitGroupService, body)
 }
 
 // serveCommitGroup answers a peer's CommitGroup: each commit goes to its

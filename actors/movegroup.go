@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -58,23 +57,13 @@ func (g *moveGroups) readChunk(ctx context.Context, k messages.PartitionKey, rc 
 	return g.r.readChunk(ctx, k, rc)
 }
 
-// request sends one group under the node's request timeout.
+// request sends one group of move requests as JSON.
 func (g *moveGroups) request(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 	body, err := json.Marshal(messages.MoveGroup{Items: reqs})
 	if err != nil {
 		return messages.MoveGroupReply{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.r.timeout)
-	defer cancel()
-	raw, err := g.r.nats.Request(ctx, owner, moveGroupService, body)
-	if err != nil {
-		return messages.MoveGroupReply{}, err
-	}
-	var out messages.MoveGroupReply
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return messages.MoveGroupReply{}, fmt.Errorf("move group reply from %s: %w", owner, err)
-	}
-	return out, nil
+	return g.r.requestGroup(owner, moveGroupService, body)
 }
 
 // serveMoveGroup answers a peer's MoveGroup: each item goes to its local

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -177,6 +178,22 @@ func (g *peerGroups) alone(owner string, calls []*groupCall) {
 		})
 	}
 	wg.Wait()
+}
+
+// requestGroup sends one group's body to owner's service under the node's
+// request timeout and decodes the reply, one item per request.
+func (r *router) requestGroup(owner, service string, body []byte) (messages.MoveGroupReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	raw, err := r.nats.Request(ctx, owner, service, body)
+	if err != nil {
+		return messages.MoveGroupReply{}, err
+	}
+	var out messages.MoveGroupReply
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return messages.MoveGroupReply{}, fmt.Errorf("%s reply from %s: %w", service, owner, err)
+	}
+	return out, nil
 }
 
 // serveGroup answers a peer's group: each item goes to its local partition
