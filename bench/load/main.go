@@ -292,7 +292,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 
 	l := &loadRun{cfg: cfg, bs: bs, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
-	prodLat, e2eLat, e2eProducing, runErr := l.execute(ctx, stderr)
+	samples, runErr := l.execute(ctx, stderr)
 
 	// A high watermark read after the consumers stopped bounds every
 	// offset they were served. Zero stats are skipped: in cluster mode a
@@ -312,7 +312,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		watermarks = "not checked: interrupted"
 	}
 
-	s := l.summarize(prodLat, e2eLat, e2eProducing, watermarks, ctx.Err() != nil)
+	s := l.summarize(samples, watermarks, ctx.Err() != nil)
 	text := stdout
 	if cfg.json {
 		text = stderr
@@ -341,16 +341,34 @@ func newRunID() string {
 	return "r" + hex.EncodeToString(b[:])
 }
 
+// samples are the latencies one run measured, one slice per worker (each
+// worker appends to its own, so that measuring takes no lock).
+type samples struct {
+	produce [][]time.Duration
+	// e2e is produce start to delivery; e2eProducing the same of the
+	// deliveries made while producing.
+	e2e, e2eProducing [][]time.Duration
+	// consume is the round trip of a consume that delivered (a long poll
+	// that found nothing measures the wait, not the broker); ack that of
+	// an ack's first try.
+	consume, ack [][]time.Duration
+}
+
+// consumerSamples are one consumer's latencies.
+type consumerSamples struct {
+	e2e, e2eProducing, consume, ack []time.Duration
+}
+
 // execute runs the producers and consumers to their end and returns their
-// latency samples (end-to-end ones also of the deliveries made while
-// producing), and the first worker error if one stopped the run.
-func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLat, e2eProducing [][]time.Duration, err error) {
+// latency samples, and the first worker error if one stopped the run.
+func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (samples, error) {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	prodLat = make([][]time.Duration, l.cfg.producers)
-	e2eLat = make([][]time.Duration, l.cfg.consumers)
-	e2eProducing = make([][]time.Duration, l.cfg.consumers)
+	out := samples{produce: make([][]time.Duration, l.cfg.producers)}
+	for _, s := range []*[][]time.Duration{&out.e2e, &out.e2eProducing, &out.consume, &out.ack} {
+		*s = make([][]time.Duration, l.cfg.consumers)
+	}
 	producersDone := make(chan struct{})
 	produceUntil := time.Now().Add(l.cfg.duration)
 
@@ -371,8 +389,8 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	var producers, consumers sync.WaitGroup
 	for i := range l.cfg.consumers {
 		consumers.Go(func() {
-			lat, latProducing, err := l.consumer(runCtx, consumeCtx, i, stopConsuming, producersDone)
-			e2eLat[i], e2eProducing[i] = lat, latProducing
+			cs, err := l.consumer(runCtx, consumeCtx, i, stopConsuming, producersDone)
+			out.e2e[i], out.e2eProducing[i], out.consume[i], out.ack[i] = cs.e2e, cs.e2eProducing, cs.consume, cs.ack
 			if err != nil {
 				cancel(err)
 			}
@@ -381,7 +399,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	for i := range l.cfg.producers {
 		producers.Go(func() {
 			lat, err := l.producer(runCtx, i, produceUntil)
-			prodLat[i] = lat
+			out.produce[i] = lat
 			if err != nil {
 				cancel(err)
 			}
@@ -399,9 +417,9 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (prodLat, e2eLa
 	// A worker's error is the cause; the caller's own cancellation is
 	// reported by the caller.
 	if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil {
-		return prodLat, e2eLat, e2eProducing, cause
+		return out, cause
 	}
-	return prodLat, e2eLat, e2eProducing, nil
+	return out, nil
 }
 
 // maxAttempts bounds the tries of one produce or ack that the broker
@@ -473,9 +491,8 @@ func (l *loadRun) produceOne(ctx context.Context, index int, id string, body []b
 // the other consumers' long-polls too), or until consumeCtx is done: the
 // drain deadline passed or the run was stopped. Acks use ctx. After a
 // failed consume it moves on to the next server, as producers do on a
-// retry. It returns the end-to-end latencies of every delivery and of
-// those made while producers ran.
-func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsuming func(), producersDone <-chan struct{}) (lat, latProducing []time.Duration, err error) {
+// retry. It returns its latencies (consumerSamples).
+func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsuming func(), producersDone <-chan struct{}) (cs consumerSamples, err error) {
 	failures := 0
 	server := index
 	// The loop ends: producers end (count and duration bound them), then
@@ -485,18 +502,19 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 		case <-producersDone:
 			if l.hist.Outstanding() == 0 {
 				stopConsuming()
-				return lat, latProducing, nil
+				return cs, nil
 			}
 		default:
 		}
 		b := l.bs[server%len(l.bs)]
+		asked := time.Now()
 		d, err := b.Consume(consumeCtx, l.cfg.topic, client.ConsumeOptions{Wait: l.cfg.wait})
 		if err != nil {
 			if consumeCtx.Err() != nil {
-				return lat, latProducing, nil
+				return cs, nil
 			}
 			if !client.IsRetryable(err) {
-				return lat, latProducing, err
+				return cs, err
 			}
 			l.consumeErrors.Add(1)
 			failures++
@@ -509,22 +527,24 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 			continue
 		}
 		received := time.Now()
+		cs.consume = append(cs.consume, received.Sub(asked))
 		id, sent, ok := parseLoadBody(d.Payload)
 		mine := ok && strings.HasPrefix(id, l.runID+"-")
 		if mine {
 			l.hist.Consumed(id, d.Topic, d.Partition, d.Offset)
 			l.deliveries.Add(1)
 			e2e := received.Sub(time.Unix(0, sent))
-			lat = append(lat, e2e)
+			cs.e2e = append(cs.e2e, e2e)
 			if !l.producersDone.Load() {
-				latProducing = append(latProducing, e2e)
+				cs.e2eProducing = append(cs.e2eProducing, e2e)
 			}
 		} else {
 			l.foreign.Add(1)
 		}
-		acked, err := l.ackOne(ctx, b, d)
+		acked, took, err := l.ackOne(ctx, b, d)
+		cs.ack = append(cs.ack, took)
 		if err != nil {
-			return lat, latProducing, err
+			return cs, err
 		}
 		// A message whose ack failed is not recorded as acked: its
 		// redelivery will be.
@@ -537,30 +557,34 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 			raiseTo(&l.lastAck, time.Now().UnixNano())
 		}
 	}
-	return lat, latProducing, nil
+	return cs, nil
 }
 
 // ackOne acks d on b with bounded retries and reports whether the broker took
-// the ack. A 410 (the lease ran out; the message will be delivered again)
+// the ack, and how long its first try took. A 410 (the lease ran out; the message will be delivered again)
 // is counted, not fatal.
-func (l *loadRun) ackOne(ctx context.Context, b *client.Broker, d *messages.MessageInfo) (bool, error) {
+func (l *loadRun) ackOne(ctx context.Context, b *client.Broker, d *messages.MessageInfo) (acked bool, first time.Duration, err error) {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		start := time.Now()
 		err := b.Ack(ctx, l.cfg.topic, d.ReceiptHandle)
+		if attempt == 1 {
+			first = time.Since(start)
+		}
 		switch {
 		case err == nil:
-			return true, nil
+			return true, first, nil
 		case client.IsStatus(err, 410):
 			l.leaseLost.Add(1)
-			return false, nil
+			return false, first, nil
 		case ctx.Err() != nil:
-			return false, nil
+			return false, first, nil
 		case !client.IsRetryable(err):
-			return false, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
+			return false, first, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
 		}
 		client.Sleep(ctx, backoff(attempt))
 	}
 	l.leaseLost.Add(1)
-	return false, nil
+	return false, first, nil
 }
 
 // backoff doubles from 50 ms per attempt, capped at 1 s.

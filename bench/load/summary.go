@@ -51,10 +51,15 @@ type summary struct {
 	EndToEndLatency latencies `json:"end_to_end_latency"`
 	// EndToEndWhileProducing is EndToEndLatency of the deliveries made
 	// before every producer returned.
-	EndToEndWhileProducing latencies   `json:"end_to_end_latency_while_producing"`
-	Watermarks             string      `json:"watermarks"`
-	History                historyJSON `json:"history"`
-	historyReport          history.Report
+	EndToEndWhileProducing latencies `json:"end_to_end_latency_while_producing"`
+	// ConsumeLatency is the round trip of the consumes that delivered,
+	// AckLatency that of each ack's first try: together a consumer's turn,
+	// to hold against ProduceLatency when consumers fall behind.
+	ConsumeLatency latencies   `json:"consume_latency"`
+	AckLatency     latencies   `json:"ack_latency"`
+	Watermarks     string      `json:"watermarks"`
+	History        historyJSON `json:"history"`
+	historyReport  history.Report
 }
 
 type historyJSON struct {
@@ -74,7 +79,7 @@ type historyJSON struct {
 // lostSample bounds the lost ids put in the JSON summary.
 const lostSample = 20
 
-func (l *loadRun) summarize(prodLat, e2eLat, e2eProducing [][]time.Duration, watermarks string, interrupted bool) summary {
+func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) summary {
 	first := l.firstProduce.Load()
 	span := func(endNs int64) time.Duration {
 		if first == 0 || endNs < first {
@@ -116,10 +121,12 @@ func (l *loadRun) summarize(prodLat, e2eLat, e2eProducing [][]time.Duration, wat
 		LastProduceUnixNs:    l.lastProduceEnd.Load(),
 		LastAckUnixNs:        l.lastAck.Load(),
 
-		ProduceLatency:  summarizeLatencies(prodLat),
-		EndToEndLatency: summarizeLatencies(e2eLat),
+		ProduceLatency:  summarizeLatencies(lat.produce),
+		EndToEndLatency: summarizeLatencies(lat.e2e),
 
-		EndToEndWhileProducing: summarizeLatencies(e2eProducing),
+		EndToEndWhileProducing: summarizeLatencies(lat.e2eProducing),
+		ConsumeLatency:         summarizeLatencies(lat.consume),
+		AckLatency:             summarizeLatencies(lat.ack),
 		Watermarks:             watermarks,
 		History: historyJSON{
 			OK:               r.OK(),
@@ -159,6 +166,10 @@ func (s summary) writeText(w io.Writer) {
 		s.Deliveries, s.AcksRefused, s.ConsumeErrors, s.Foreign)
 	fmt.Fprintf(&b, "produce latency:    p50 %s  p99 %s  max %s\n",
 		fmtMs(s.ProduceLatency.P50Ms), fmtMs(s.ProduceLatency.P99Ms), fmtMs(s.ProduceLatency.MaxMs))
+	fmt.Fprintf(&b, "consume latency:    p50 %s  p99 %s  max %s (the consumes that delivered)\n",
+		fmtMs(s.ConsumeLatency.P50Ms), fmtMs(s.ConsumeLatency.P99Ms), fmtMs(s.ConsumeLatency.MaxMs))
+	fmt.Fprintf(&b, "ack latency:        p50 %s  p99 %s  max %s\n",
+		fmtMs(s.AckLatency.P50Ms), fmtMs(s.AckLatency.P99Ms), fmtMs(s.AckLatency.MaxMs))
 	fmt.Fprintf(&b, "end-to-end latency: p50 %s  p99 %s  max %s (produce start to delivery)\n",
 		fmtMs(s.EndToEndLatency.P50Ms), fmtMs(s.EndToEndLatency.P99Ms), fmtMs(s.EndToEndLatency.MaxMs))
 	fmt.Fprintf(&b, "  while producing:  p50 %s  p99 %s  max %s (%d deliveries)\n",
