@@ -105,15 +105,16 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	ti := topicIncarnation{t.Name, t.Incarnation}
 	if only >= 0 {
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: only}
+		asked := n.notifier.ready.asking()
 		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
 		rr, ok := res.(*messages.Reserved)
 		if err != nil || !ok {
 			return messages.Delivery{}, false
 		}
-		n.observeReserved(ti, t.Partitions, only, rr)
+		n.observeReserved(ti, t.Partitions, only, asked, rr)
 		return rr.Delivery, rr.Status == messages.StatusOK
 	}
-	parts, now := n.notifier.ready.snapshot(ti, t.Partitions)
+	parts, now, asked := n.notifier.ready.snapshot(ti, t.Partitions)
 	owners := make([]string, t.Partitions)
 	for p := range owners {
 		owners[p], _ = n.route.owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
@@ -121,7 +122,7 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	start := int(n.rotor.Add(1) % uint64(t.Partitions))
 	localFirst := n.rotations.Add(1)%uint64(n.cfg.ConsumeRotateEvery) != 0
 	for _, g := range consumePlan(parts, owners, n.cfg.NodeID, start, now, full, localFirst) {
-		if d, ok := n.reserveFrom(ctx, t, g, limits); ok {
+		if d, ok := n.reserveFrom(ctx, t, g, limits, asked); ok {
 			return d, true
 		}
 	}
@@ -130,8 +131,9 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 
 // reserveFrom asks one owner's partitions of g in order (reserveFirst):
 // each partition actor in turn when they are local, one ReserveAny request
-// when the owner is a peer.
-func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, limits messages.ConsumeLimits) (messages.Delivery, bool) {
+// when the owner is a peer. asked is the ready book's marks count when the
+// consume took its snapshot.
+func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, limits messages.ConsumeLimits, asked readySeq) (messages.Delivery, bool) {
 	ti := topicIncarnation{t.Name, t.Incarnation}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation}
 	ra := &messages.ReserveAny{Partitions: g.parts, Limits: limits}
@@ -146,12 +148,12 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, li
 		}
 	}
 	for p, expiresIn := range rr.Empty {
-		n.notifier.ready.observe(ti, t.Partitions, p, false, false, expiresIn)
+		n.notifier.ready.observe(ti, t.Partitions, p, asked, false, false, expiresIn)
 	}
 	if rr.Status != messages.StatusOK {
 		return messages.Delivery{}, false
 	}
-	n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, rr)
+	n.observeReserved(ti, t.Partitions, rr.Delivery.Partition, asked, rr)
 	if local {
 		n.metrics.leasedHere.Inc()
 	} else {
@@ -161,12 +163,12 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, li
 }
 
 // observeReserved tells the ready book what a reserve of partition p found.
-func (n *Node) observeReserved(ti topicIncarnation, partitions, p int, rr *messages.Reserved) {
+func (n *Node) observeReserved(ti topicIncarnation, partitions, p int, asked readySeq, rr *messages.Reserved) {
 	switch rr.Status {
 	case messages.StatusOK:
-		n.notifier.ready.observe(ti, partitions, p, true, rr.More, rr.ExpiresIn)
+		n.notifier.ready.observe(ti, partitions, p, asked, true, rr.More, rr.ExpiresIn)
 	case messages.StatusEmpty:
-		n.notifier.ready.observe(ti, partitions, p, false, false, rr.ExpiresIn)
+		n.notifier.ready.observe(ti, partitions, p, asked, false, false, rr.ExpiresIn)
 	}
 }
 

@@ -39,7 +39,7 @@ func (c *testCluster) believeAllEmpty(i int, topic string) {
 		if m := c.node(i).consume(topic, "wait=0"); m != nil {
 			c.t.Fatalf("consume of the empty topic %s: got offset %d, want 204", topic, m.Offset)
 		}
-		parts, _ := c.node(i).n.notifier.ready.snapshot(ti, t.Partitions)
+		parts, _, _ := c.node(i).n.notifier.ready.snapshot(ti, t.Partitions)
 		for _, p := range parts {
 			if p.ready {
 				return false
@@ -122,7 +122,7 @@ func TestAConsumeThroughANonOwnerAsksOneOwnerOnce(t *testing.T) {
 	topic, _ := c.node(0).n.Store().Topic("hop")
 	ti := topicIncarnation{"hop", topic.Incarnation}
 	c.waitFor("the commit notice to reach the consuming node", func() bool {
-		parts, _ := c.node(0).n.notifier.ready.snapshot(ti, partitions)
+		parts, _, _ := c.node(0).n.notifier.ready.snapshot(ti, partitions)
 		return parts[p].ready
 	})
 	ownerN, otherN := c.node(owner), c.node(other)

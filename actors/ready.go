@@ -19,6 +19,12 @@ type readyBook struct {
 	mu     sync.Mutex
 	topics map[topicIncarnation]*readyTopic
 	now    func() time.Time
+	// marks counts the marks so far. An answer to a reserve asked before
+	// the latest mark of its partition may predate the commit that mark
+	// announced (the notice overtook the answer), so it does not make the
+	// partition read empty: otherwise the record would wait for the next
+	// commit there or the full scan.
+	marks uint64
 }
 
 // readyTopic is the belief about one topic incarnation's partitions.
@@ -39,6 +45,8 @@ type readyPartition struct {
 	// expires is when a lease out expires and its record becomes
 	// deliverable again; zero when none is known.
 	expires time.Time
+	// marked is the book's marks count at this partition's latest mark.
+	marked uint64
 }
 
 // maxReadyTopics bounds the topic incarnations the book remembers (an
@@ -81,18 +89,34 @@ func (b *readyBook) mark(k messages.PartitionKey) {
 	if !ok || k.Partition < 0 || k.Partition >= len(t.parts) {
 		return
 	}
+	b.marks++
 	p := &t.parts[k.Partition]
+	p.marked = b.marks
 	if !p.ready {
 		p.ready, p.since = true, b.now()
 	}
 }
 
-// snapshot copies the belief about ti's n partitions, for consumePlan.
-func (b *readyBook) snapshot(ti topicIncarnation, n int) ([]readyPartition, time.Time) {
+// readySeq is the book's marks count when a consume began asking; observe
+// takes it back with each answer.
+type readySeq uint64
+
+// snapshot copies the belief about ti's n partitions, for consumePlan,
+// with the marks count to pass observe with the answers of the asks it
+// plans.
+func (b *readyBook) snapshot(ti topicIncarnation, n int) ([]readyPartition, time.Time, readySeq) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	return append([]readyPartition(nil), b.topic(ti, n, now).parts...), now
+	return append([]readyPartition(nil), b.topic(ti, n, now).parts...), now, readySeq(b.marks)
+}
+
+// asking is the marks count for a consume that asks without a snapshot
+// (one partition named).
+func (b *readyBook) asking() readySeq {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return readySeq(b.marks)
 }
 
 // fullScanDue reports whether the last full scan of ti is every or longer
@@ -110,9 +134,10 @@ func (b *readyBook) fullScanDue(ti topicIncarnation, n int, every time.Duration)
 	return true
 }
 
-// observe learns from a partition's answer to a reserve: leased (ready
-// again only if it said More) or empty, with when a lease out expires.
-func (b *readyBook) observe(ti topicIncarnation, n, partition int, leased, more bool, expiresIn time.Duration) {
+// observe learns from a partition's answer to a reserve asked at asked:
+// leased (ready again only if it said More, or a mark came after the ask)
+// or empty (the same), with when a lease out expires.
+func (b *readyBook) observe(ti topicIncarnation, n, partition int, asked readySeq, leased, more bool, expiresIn time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -121,7 +146,7 @@ func (b *readyBook) observe(ti topicIncarnation, n, partition int, leased, more 
 		return
 	}
 	p := &t.parts[partition]
-	p.ready = leased && more
+	p.ready = leased && more || p.marked > uint64(asked)
 	if leased {
 		p.since = now
 	}

@@ -67,7 +67,7 @@ func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
 		return messages.PartitionKey{Topic: "t", Incarnation: 7, Partition: p}
 	}
 	readyOf := func() []bool {
-		parts, _ := b.snapshot(ti, 3)
+		parts, _, _ := b.snapshot(ti, 3)
 		out := make([]bool, len(parts))
 		for i, p := range parts {
 			out[i] = p.ready
@@ -78,9 +78,9 @@ func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
 	if got, want := readyOf(), []bool{true, true, true}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("a topic first seen: got %v, want every partition ready", got)
 	}
-	b.observe(ti, 3, 0, false, false, 0)
-	b.observe(ti, 3, 1, true, false, 0)
-	b.observe(ti, 3, 2, true, true, 0)
+	b.observe(ti, 3, 0, b.asking(), false, false, 0)
+	b.observe(ti, 3, 1, b.asking(), true, false, 0)
+	b.observe(ti, 3, 2, b.asking(), true, true, 0)
 	if got, want := readyOf(), []bool{false, false, true}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after empty, leased, leased with more: got %v, want %v", got, want)
 	}
@@ -88,20 +88,52 @@ func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
 	b.mark(k(0))
 	b.mark(messages.PartitionKey{Topic: "t", Incarnation: 6, Partition: 1}) // an older incarnation
 	b.mark(k(9))                                                            // no such partition
-	parts, _ := b.snapshot(ti, 3)
+	parts, _, _ := b.snapshot(ti, 3)
 	if !parts[0].ready || !parts[0].since.Equal(now) || parts[1].ready {
 		t.Fatalf("after a notice of partition 0: got %+v, want 0 ready since %v and 1 still empty", parts, now)
 	}
-	b.observe(ti, 3, 1, false, false, 30*time.Second)
-	parts, _ = b.snapshot(ti, 3)
+	b.observe(ti, 3, 1, b.asking(), false, false, 30*time.Second)
+	parts, _, _ = b.snapshot(ti, 3)
 	if !parts[1].expires.Equal(now.Add(30 * time.Second)) {
 		t.Fatalf("an empty answer with a lease out: got expires %v, want %v", parts[1].expires, now.Add(30*time.Second))
 	}
 	if got, want := readyOf(), []bool{true, false, true}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if parts, _ := b.snapshot(ti, 4); len(parts) != 4 || !parts[1].ready {
+	if parts, _, _ := b.snapshot(ti, 4); len(parts) != 4 || !parts[1].ready {
 		t.Fatalf("after the topic grew to 4 partitions: got %+v, want 4 partitions all ready", parts)
+	}
+}
+
+// A notice that overtakes the answer of an ask begun before it keeps its
+// partition ready: the answer may predate the commit the notice announced,
+// and believing it would leave that record to the next commit there or the
+// full scan.
+func TestReadyBookKeepsANoticeNewerThanTheAsk(t *testing.T) {
+	b := newReadyBook()
+	ti := topicIncarnation{"t", 7}
+	k := messages.PartitionKey{Topic: "t", Incarnation: 7, Partition: 1}
+	ready := func() bool {
+		parts, _, _ := b.snapshot(ti, 3)
+		return parts[1].ready
+	}
+	_, _, asked := b.snapshot(ti, 3)
+	b.mark(k) // the commit's notice, heard while the ask was out
+	b.observe(ti, 3, 1, asked, false, false, 0)
+	if !ready() {
+		t.Fatalf("an empty answer to an ask begun before the notice: got not ready, want ready")
+	}
+	b.observe(ti, 3, 1, asked, true, false, 0)
+	if !ready() {
+		t.Fatalf("a lease without more, asked before the notice: got not ready, want ready")
+	}
+	_, _, asked = b.snapshot(ti, 3)
+	b.observe(ti, 3, 1, asked, false, false, 0)
+	if ready() {
+		t.Fatalf("an empty answer to an ask begun after the notice: got ready, want not ready")
+	}
+	if b.mark(k); !ready() {
+		t.Fatalf("a notice after that: got not ready, want ready")
 	}
 }
 
