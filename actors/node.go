@@ -239,7 +239,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 		case <-wctx.Done():
 		}
 	}()
-	err := n.store.WaitReady(wctx)
+	err := n.waitCaughtUp(wctx)
 	select {
 	case <-n.store.Removed():
 		return fmt.Errorf("the metastore removed replica id %d: this data dir belongs to a node that left the cluster; start with an empty data dir (and without --replica-id) to join again: %w",
@@ -250,6 +250,33 @@ func (n *Node) waitReady(ctx context.Context) error {
 		return fmt.Errorf("metastore not ready: %w", err)
 	}
 	return nil
+}
+
+// waitCaughtUp waits for the replica's own ready reads (Store.WaitReady)
+// and, beside them, for a ready peer's applied indexes (readyFromPeers):
+// the first to finish makes the replica caught up. Only the replica's own
+// wait can fail the start; both have ended when it returns.
+func (n *Node) waitCaughtUp(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	own, peers := make(chan error, 1), make(chan error, 1)
+	go func() { own <- n.store.WaitReady(ctx) }()
+	go func() { peers <- n.readyFromPeers(ctx) }()
+	var err error
+	select {
+	case err = <-own:
+		cancel()
+		<-peers
+	case perr := <-peers:
+		if perr == nil {
+			n.metrics.readyFromPeer.Inc()
+			cancel()
+			<-own
+			return nil
+		}
+		err = <-own
+	}
+	return err
 }
 
 // startActors spawns the actor tree and starts the node's loops; a spawn
@@ -361,7 +388,7 @@ func (n *Node) serveNATS() error {
 			n.metrics.noticesLost.Inc()
 		}
 	}
-	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveAdmin(n.nats)); err != nil {
+	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
@@ -375,6 +402,12 @@ func (n *Node) register(ctx context.Context) error {
 		role = messages.RoleNonVoter
 	}
 	m := messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role}
+	// A peer's refusal is not final: the proposal of its own below says
+	// what is wrong, or outlasts what was in the way.
+	if err := n.registerThroughPeer(ctx, m); err == nil {
+		n.metrics.registeredThroughPeer.Inc()
+		return nil
+	}
 	for {
 		_, err := n.store.PutMember(ctx, m)
 		if err == nil {

@@ -224,6 +224,86 @@ func (s *Store) WaitReady(ctx context.Context) error {
 	return err
 }
 
+// Applied reads every shard's applied index linearizably (in Shards()
+// order): each is at least what that shard had committed when the call
+// began. A peer's answer lets a replica that just restarted tell it has
+// caught up without a read of its own (WaitApplied).
+func (s *Store) Applied(ctx context.Context) ([]uint64, error) {
+	shards := s.Shards()
+	out := make([]uint64, len(shards))
+	errs := make(chan error, len(shards))
+	for i, shard := range shards {
+		go func() {
+			var err error
+			out[i], err = s.appliedRead(ctx, shard)
+			errs <- err
+		}()
+	}
+	var err error
+	for range shards {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metastore: applied indexes: %w", err)
+	}
+	return out, nil
+}
+
+// appliedRead is one shard's applied index read linearizably, each try
+// bounded by an election timeout as CatchUp's: a read sent to a leader
+// that just died is dropped unanswered, and the shard elects meanwhile.
+func (s *Store) appliedRead(ctx context.Context, shard uint64) (uint64, error) {
+	var b backoff
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
+		v, err := s.read(rctx, shard, appliedQuery{})
+		cancel()
+		if err == nil {
+			return v.(uint64), nil
+		}
+		if ctx.Err() != nil || !errors.Is(err, ErrUnavailable) || b.wait(ctx, s.tick()) != nil {
+			return 0, fmt.Errorf("shard %d: %w", shard, err)
+		}
+	}
+}
+
+// WaitApplied returns once this replica has applied at least want[i] on
+// shard Shards()[i], every shard. With want from a peer's Applied, that
+// makes this replica as current as a linearizable read begun when the peer
+// began its reads would: WaitReady's guarantee, reached without a leader
+// having answered this replica. A replica that never gets there (removed,
+// or cut off) waits until ctx ends.
+func (s *Store) WaitApplied(ctx context.Context, want []uint64) error {
+	fsms := s.fsmApplied()
+	if len(want) != len(fsms) {
+		return fmt.Errorf("metastore: wait applied: %d indexes for %d shards: %w", len(want), len(fsms), ErrInvalid)
+	}
+	for {
+		behind := false
+		for i, applied := range fsms {
+			if applied() < want[i] {
+				behind = true
+				break
+			}
+		}
+		if !behind {
+			return nil
+		}
+		if err := waitTick(ctx, s.tick()); err != nil {
+			return fmt.Errorf("metastore: wait applied: %w: %w", ErrUnavailable, err)
+		}
+	}
+}
+
+// fsmApplied is each shard's local applied index, in Shards() order.
+func (s *Store) fsmApplied() []func() uint64 {
+	out := []func() uint64{s.meta.applied.Load}
+	for _, f := range s.assign {
+		out = append(out, f.applied.Load)
+	}
+	return out
+}
+
 // waitShardReady is WaitReady for one shard. Whether a leader is known is
 // a local lookup, so it is asked every tick: a longer back-off only delays
 // the ready read past the leader's first heartbeat.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -534,5 +535,48 @@ func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
 	}
 	if got := s.OwnedCount("n1"); got != n {
 		t.Fatalf("OwnedCount: got %d, want %d", got, n)
+	}
+}
+
+// Applied reads every shard's applied index, and WaitApplied returns only
+// once this replica applied as much: what a restarted node's start takes
+// from a peer instead of its own ready reads.
+func TestWaitAppliedWaitsForEveryShard(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	s := openReady(t, ctx, fastConfig(t, "n1"))
+	now, err := s.Applied(ctx)
+	if err != nil {
+		t.Fatalf("Applied: %v", err)
+	}
+	if len(now) != len(s.Shards()) {
+		t.Fatalf("Applied: got %d indexes, want one for each of %d shards", len(now), len(s.Shards()))
+	}
+	if err := s.WaitApplied(ctx, now); err != nil {
+		t.Fatalf("WaitApplied(%v) of what is applied: %v", now, err)
+	}
+	if err := s.WaitApplied(ctx, now[1:]); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("WaitApplied of too few shards: got %v, want ErrInvalid", err)
+	}
+	ahead := slices.Clone(now)
+	ahead[0]++ // the metadata shard's next entry
+	done := make(chan error, 1)
+	go func() { done <- s.WaitApplied(ctx, ahead) }()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitApplied(%v) with %v applied: returned %v, want it to wait", ahead, now, err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.CreateTopic(ctx, messages.Topic{Name: "next", Partitions: 3, CreatedAt: 1}); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("WaitApplied(%v) after an entry of the metadata shard: %v", ahead, err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancelShort()
+	ahead[1] += 1 << 40
+	if err := s.WaitApplied(short, ahead); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("WaitApplied of an index never reached, ctx ended: got %v, want ErrUnavailable", err)
 	}
 }

@@ -1,0 +1,192 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+)
+
+// A node that restarts is ready once its metastore replica has applied
+// everything committed before it asked (rule: /readyz means "metastore
+// caught up"). Its own ReadIndex waits for the shard leaders to reach it,
+// and after a SIGKILL the survivors' Raft transport holds back from the
+// restarted address for up to a second (Dragonboat's circuit breaker trips
+// on the first failed send). A peer that is ready answers over NATS at
+// once: the applied index of every shard, each read linearizably there. A
+// replica whose own applied indexes reach those is as current as its own
+// ReadIndex would have made it, so whichever way finishes first makes the
+// node ready (Node.waitReady).
+//
+// Its registration is a proposal, and a proposal returns once this
+// replica applied it: the same wait. So a restarted node asks a ready peer
+// to propose it (registerService) and goes on once it committed there;
+// its own replica applies it when the leaders reach it. Without a peer
+// that answers (a whole cluster starting, no NATS) it proposes itself.
+
+// appliedService answers a peer's ask for this node's linearizable applied
+// indexes; only a ready node serves it (serveNATS runs last in Start).
+const appliedService = "applied"
+
+// appliedReply is appliedService's answer, in metastore.Store.Shards order.
+type appliedReply struct {
+	Shards  []uint64 `json:"shards"`
+	Applied []uint64 `json:"applied"`
+}
+
+// peerReadyRetry is how long readyFromPeers waits before asking again when
+// no peer answered (none ready yet, or the bus not yet routing).
+const peerReadyRetry = 100 * time.Millisecond
+
+// errNoPeerReady: no peer could be asked. It never fails a start: the
+// replica's own wait goes on.
+var errNoPeerReady = errors.New("no ready peer answered")
+
+// registerService proposes a peer's registration (Store.PutMember) for it.
+const registerService = "register"
+
+func (n *Node) serveRegister() error {
+	return transport.HandleJSON(n.nats, registerService, func(ctx context.Context, from string, m messages.Member) (messages.Member, error) {
+		if m.ID != from {
+			return messages.Member{}, transport.Errorf(transport.StatusBadRequest, "%s may register itself only, not %q", from, m.ID)
+		}
+		ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+		defer cancel()
+		rec, err := n.store.PutMember(ctx, m)
+		switch {
+		case errors.Is(err, metastore.ErrExists):
+			return rec, transport.Errorf(409, "%v", err)
+		case errors.Is(err, metastore.ErrInvalid):
+			return rec, transport.Errorf(transport.StatusBadRequest, "%v", err)
+		case err != nil:
+			return rec, transport.Errorf(transport.StatusUnavailable, "%v", err)
+		}
+		return rec, nil
+	})
+}
+
+// registerThroughPeer asks the peers, all at once, to propose m; nil once
+// one answered that it committed.
+func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) error {
+	peers := n.peersOf()
+	if n.nats == nil || len(peers) == 0 {
+		return errNoPeerReady
+	}
+	_, err := firstPeerAnswer(ctx, n, peers, registerService, m, func(string, messages.Member) error { return nil })
+	return err
+}
+
+func (n *Node) serveApplied() error {
+	return transport.HandleJSON(n.nats, appliedService, func(ctx context.Context, _ string, _ struct{}) (appliedReply, error) {
+		ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+		defer cancel()
+		idx, err := n.store.Applied(ctx)
+		if err != nil {
+			return appliedReply{}, transport.Errorf(transport.StatusUnavailable, "%v", err)
+		}
+		return appliedReply{Shards: n.store.Shards(), Applied: idx}, nil
+	})
+}
+
+// readyFromPeers asks the other members this replica knows, all at once,
+// for their applied indexes until one answers, then waits for this replica
+// to apply as much. It ends with ctx (the other way won, or the start was
+// abandoned), or at once with errNoPeerReady without NATS.
+func (n *Node) readyFromPeers(ctx context.Context) error {
+	if n.nats == nil {
+		return errNoPeerReady
+	}
+	for {
+		// The members are the replica's: right after Open it may not have
+		// replayed them yet.
+		peers := n.peersOf()
+		if len(peers) == 0 {
+			if err := pause(ctx, peerReadyRetry); err != nil {
+				return fmt.Errorf("ready from peers: no peer known: %w", err)
+			}
+			continue
+		}
+		want, err := n.askApplied(ctx, peers)
+		if err == nil {
+			return n.store.WaitApplied(ctx, want)
+		}
+		if werr := pause(ctx, peerReadyRetry); werr != nil {
+			return fmt.Errorf("ready from peers: %w (last: %w)", werr, err)
+		}
+	}
+}
+
+// askApplied asks every peer at once and returns the first answer that
+// names this replica's shards.
+func (n *Node) askApplied(ctx context.Context, peers []string) ([]uint64, error) {
+	shards := n.store.Shards()
+	rep, err := firstPeerAnswer(ctx, n, peers, appliedService, struct{}{}, func(peer string, rep appliedReply) error {
+		if !slices.Equal(rep.Shards, shards) || len(rep.Applied) != len(shards) {
+			return fmt.Errorf("%s answered %d indexes of shards %v, this replica has shards %v", peer, len(rep.Applied), rep.Shards, shards)
+		}
+		return nil
+	})
+	return rep.Applied, err
+}
+
+// firstPeerAnswer sends in to service on every peer at once and returns the
+// first answer that valid accepts; the others are abandoned (their requests
+// end with the call). It fails only when every peer failed, with errNoPeerReady
+// and each peer's error.
+func firstPeerAnswer[In, Out any](ctx context.Context, n *Node, peers []string, service string, in In, valid func(peer string, out Out) error) (Out, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	type answer struct {
+		out Out
+		err error
+	}
+	answers := make(chan answer, len(peers))
+	for _, peer := range peers {
+		go func() {
+			var out Out
+			err := transport.RequestJSON(ctx, n.nats, peer, service, in, &out)
+			if err == nil {
+				err = valid(peer, out)
+			}
+			answers <- answer{out, err}
+		}()
+	}
+	errs := errNoPeerReady
+	for range peers {
+		a := <-answers
+		if a.err == nil {
+			return a.out, nil
+		}
+		errs = errors.Join(errs, a.err)
+	}
+	var zero Out
+	return zero, errs
+}
+
+// peersOf is every member this replica knows but this node.
+func (n *Node) peersOf() []string {
+	var peers []string
+	for _, m := range n.store.Members() {
+		if m.ID != n.cfg.NodeID {
+			peers = append(peers, m.ID)
+		}
+	}
+	return peers
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
