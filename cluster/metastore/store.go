@@ -249,22 +249,13 @@ func (s *Store) Applied(ctx context.Context) ([]uint64, error) {
 	return out, nil
 }
 
-// appliedRead is one shard's applied index read linearizably, each try
-// bounded by an election timeout as CatchUp's: a read sent to a leader
-// that just died is dropped unanswered, and the shard elects meanwhile.
+// appliedRead is one shard's applied index, read linearizably.
 func (s *Store) appliedRead(ctx context.Context, shard uint64) (uint64, error) {
-	var b backoff
-	for {
-		rctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
-		v, err := s.read(rctx, shard, appliedQuery{})
-		cancel()
-		if err == nil {
-			return v.(uint64), nil
-		}
-		if ctx.Err() != nil || !errors.Is(err, ErrUnavailable) || b.wait(ctx, s.tick()) != nil {
-			return 0, fmt.Errorf("shard %d: %w", shard, err)
-		}
+	v, err := s.read(ctx, shard, appliedQuery{})
+	if err != nil {
+		return 0, fmt.Errorf("shard %d: %w", shard, err)
 	}
+	return v.(uint64), nil
 }
 
 // WaitApplied returns once this replica has applied at least want[i] on
@@ -1021,11 +1012,19 @@ func (s *Store) read(ctx context.Context, shard uint64, q any) (any, error) {
 	defer cancel()
 	var b backoff
 	for {
-		v, err := s.nh.SyncRead(rctx, shard, q)
+		// Each try waits an election timeout at most: a ReadIndex that
+		// reached a leader as it lost the leadership, or whose answer
+		// cannot reach this replica yet (a restarted node whose leaders'
+		// transport still holds back from it), is dropped unanswered.
+		// A read changes nothing, so another try is always safe.
+		tctx, tcancel := context.WithTimeout(rctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
+		v, err := s.nh.SyncRead(tctx, shard, q)
+		tried := tctx.Err() != nil
+		tcancel()
 		if err == nil {
 			return v, nil
 		}
-		if notAppended(err) && b.wait(rctx, s.tick()) == nil {
+		if rctx.Err() == nil && (notAppended(err) || tried) && b.wait(rctx, s.tick()) == nil {
 			continue
 		}
 		return nil, s.classify(ctx, err)
