@@ -262,7 +262,11 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 		owner := d.owners.ownerOf(k)
 		if local {
 			// Sent now, from this actor, so batches reach the partition's
-			// mailbox in order.
+			// mailbox in order. A commit still in the mailbox (a partition
+			// waiting for its open) when the future times out would land
+			// beside its retry: the partition refuses it past NotAfter.
+			now := time.Now()
+			c.NotAfter = messages.CommitDeadline(now, now.Add(d.cfg.RequestTimeout))
 			f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
 			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}
 			ctx.ReenterAfter(f, func(res interface{}, err error) {

@@ -15,11 +15,15 @@ type nodeMetrics struct {
 	// set holds every series of this node and no other's: the node's
 	// /metrics writes it (beside the process-wide default set), so the
 	// nodes of one process (narad dev, tests) each export their own.
-	set             *metrics.Set
-	node            string
-	produceSeconds  *metrics.PrometheusHistogram
-	commitSeconds   *metrics.PrometheusHistogram
-	commitRecords   *metrics.Counter
+	set            *metrics.Set
+	node           string
+	produceSeconds *metrics.PrometheusHistogram
+	commitSeconds  *metrics.PrometheusHistogram
+	commitRecords  *metrics.Counter
+	// commitsExpired counts commits a partition refused unwritten because
+	// their sender had stopped waiting (Commit.NotAfter): each would have
+	// been stored twice.
+	commitsExpired  *metrics.Counter
 	commitFailures  *metrics.Counter
 	consumed        *metrics.Counter
 	acked           *metrics.Counter
@@ -115,6 +119,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		produceSeconds:        set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
 		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
 		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),
 		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
 		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
 		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),

@@ -380,6 +380,11 @@ func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
 		return
 	}
+	if m.Expired(time.Now()) {
+		p.metrics.commitsExpired.Inc()
+		ctx.Respond(expiredResult(p.key, m))
+		return
+	}
 	if p.step(ctx, freeze.Commit{}) {
 		// rule F1: the dispatcher keeps the records and retries them; after
 		// the flip they land at the new owner (rule K2).
@@ -388,6 +393,31 @@ func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
 	}
 	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
 	p.kick(ctx)
+}
+
+// expiredResult refuses, unwritten, a commit whose sender stopped waiting
+// (Commit.NotAfter): it sends the records again, and writing them now
+// would store them twice.
+func expiredResult(k messages.PartitionKey, m *messages.Commit) *messages.CommitResult {
+	return &messages.CommitResult{Key: k, Status: messages.StatusUnavailable, Err: "commit expired before it was written: its sender retries it", Seqs: seqsOf(m)}
+}
+
+// dropExpired refuses the stashed commits that expired while they waited
+// for the write before them, and keeps the rest in order.
+func (p *partitionActor) dropExpired(ctx actor.Context, now time.Time) {
+	kept := p.stash[:0]
+	for _, c := range p.stash {
+		if !c.m.Expired(now) {
+			kept = append(kept, c)
+			continue
+		}
+		p.metrics.commitsExpired.Inc()
+		if c.sender != nil {
+			ctx.Send(c.sender, expiredResult(p.key, c.m))
+		}
+	}
+	clear(p.stash[len(kept):])
+	p.stash = kept
 }
 
 func seqsOf(m *messages.Commit) []uint64 {
@@ -413,6 +443,7 @@ func (p *partitionActor) kick(ctx actor.Context) {
 		// before a freeze was armed is refused with nothing appended.
 		p.step(ctx, freeze.Write{})
 	}
+	p.dropExpired(ctx, now)
 	switch {
 	case len(p.stash) > 0:
 		var entries []storage.Entry

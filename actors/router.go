@@ -350,6 +350,11 @@ func (r *router) servePartition(ctx context.Context, in messages.PartitionReques
 	var msg any
 	switch {
 	case in.Commit != nil:
+		// The peer retries what is not answered by its deadline: the
+		// partition must not begin writing it after that.
+		if d, ok := ctx.Deadline(); ok {
+			in.Commit.NotAfter = messages.CommitDeadline(time.Now(), d)
+		}
 		msg = in.Commit
 	case in.Reserve != nil:
 		msg = in.Reserve

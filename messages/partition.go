@@ -54,6 +54,22 @@ type CommitRecord struct {
 type Commit struct {
 	Key     PartitionKey
 	Records []CommitRecord
+	// NotAfter, when set, is the last instant (the owner's wall clock) at
+	// which the partition may begin writing Records: past it the sender
+	// has stopped waiting for the answer and will send them again, so a
+	// late write would store them twice. The partition refuses such a
+	// commit unwritten. The owner's node sets it (it does not travel).
+	NotAfter time.Time `json:"-"`
+}
+
+// Expired reports whether c may no longer begin writing at now.
+func (c *Commit) Expired(now time.Time) bool { return !c.NotAfter.IsZero() && now.After(c.NotAfter) }
+
+// CommitDeadline is the NotAfter of a commit whose sender waits until
+// waitUntil: three quarters of the wait from now, so that a write begun by
+// then has the last quarter to be synced and answered.
+func CommitDeadline(now, waitUntil time.Time) time.Time {
+	return now.Add(waitUntil.Sub(now) * 3 / 4)
 }
 
 // CommitResult answers Commit. On StatusOK every record is durable and

@@ -26,6 +26,7 @@ var metricHelp = map[string]string{
 	"narad_redeliveries_total":            "Records delivered again after a lease expired, a nack or a restart.",
 	"narad_corrupt_records_skipped_total": "Records skipped because their frame failed its checksum.",
 	"narad_commit_notices_lost_total":     "Commit notices to peers that could not be sent (a long poll then waits for its next full scan).",
+	"narad_commits_expired_total":         "Commits a partition refused unwritten because their sender had stopped waiting for the answer (each would have been stored twice; the sender retries).",
 	"narad_ready_from_peer_total":         "Starts whose metastore replica was found caught up by a ready peer's applied indexes before its own ready reads.",
 	"narad_registered_through_peer_total": "Starts whose member registration a ready peer proposed.",
 	"narad_topic_backlog_records":         "Records of the topic's partitions on this node that no consumer has acked yet (leased or not).",
