@@ -404,8 +404,15 @@ func (n *Node) register(ctx context.Context) error {
 	m := messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role}
 	// A peer's refusal is not final: the proposal of its own below says
 	// what is wrong, or outlasts what was in the way.
-	if err := n.registerThroughPeer(ctx, m); err == nil {
+	before, found := n.store.Member(n.cfg.NodeID)
+	if rec, err := n.registerThroughPeer(ctx, m); err == nil {
 		n.metrics.registeredThroughPeer.Inc()
+		if !registrationChanges(before, found, m) {
+			return nil
+		}
+		if err := n.waitMetaApplied(ctx, rec.Registered); err != nil {
+			return fmt.Errorf("register member %s: apply its registration: %w", n.cfg.NodeID, err)
+		}
 		return nil
 	}
 	for {

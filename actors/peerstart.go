@@ -70,15 +70,31 @@ func (n *Node) serveRegister() error {
 	})
 }
 
-// registerThroughPeer asks the peers, all at once, to propose m; nil once
-// one answered that it committed.
-func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) error {
+// registerThroughPeer asks the peers, all at once, to propose m, and
+// returns the record once one answered that it committed.
+func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) (messages.Member, error) {
 	peers := n.peersOf()
 	if n.nats == nil || len(peers) == 0 {
-		return errNoPeerReady
+		return messages.Member{}, errNoPeerReady
 	}
-	_, err := firstPeerAnswer(ctx, n, peers, registerService, m, func(string, messages.Member) error { return nil })
-	return err
+	return firstPeerAnswer(ctx, n, peers, registerService, m, func(string, messages.Member) error { return nil })
+}
+
+// registrationChanges reports whether registering m changes what this
+// node reads of itself in before (found: it had a record): a node that
+// was leaving, dead, or moved must read itself registered once Start
+// returns, so its start waits for its own replica to apply that.
+func registrationChanges(before messages.Member, found bool, m messages.Member) bool {
+	return !found || before.Leaving || before.Status != messages.MemberAlive || before.ReplicaID != m.ReplicaID ||
+		before.HTTPAddr != m.HTTPAddr || before.RaftAddr != m.RaftAddr || (m.Role != "" && before.Role != m.Role)
+}
+
+// waitMetaApplied waits until this replica applied the metadata shard's
+// entry at index.
+func (n *Node) waitMetaApplied(ctx context.Context, index uint64) error {
+	want := make([]uint64, len(n.store.Shards()))
+	want[0] = index // Shards() starts with the metadata shard
+	return n.store.WaitApplied(ctx, want)
 }
 
 func (n *Node) serveApplied() error {
