@@ -13,15 +13,15 @@ import (
 )
 
 // A node that restarts is ready once its metastore replica has applied
-// everything committed before it asked (rule: /readyz means "metastore
-// caught up"). Its own ReadIndex waits for the shard leaders to reach it,
+// everything committed before it asked (CONTRACT.md §4: /readyz means
+// "metastore caught up"). Its own ReadIndex waits for the shard leaders to reach it,
 // and after a SIGKILL the survivors' Raft transport holds back from the
 // restarted address for up to a second (Dragonboat's circuit breaker trips
 // on the first failed send). A peer that is ready answers over NATS at
 // once: the applied index of every shard, each read linearizably there. A
 // replica whose own applied indexes reach those is as current as its own
 // ReadIndex would have made it, so whichever way finishes first makes the
-// node ready (Node.waitReady).
+// node ready (Node.waitCaughtUp).
 //
 // Its registration is a proposal, and a proposal returns once this
 // replica applied it: the same wait. So a restarted node asks a ready peer
@@ -70,14 +70,25 @@ func (n *Node) serveRegister() error {
 	})
 }
 
-// registerThroughPeer asks the peers, all at once, to propose m, and
-// returns the record once one answered that it committed.
+// registerThroughPeer asks the peers in turn, not all at once (each would
+// propose it), to propose m, and returns the record once one answered
+// that it committed.
 func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) (messages.Member, error) {
-	peers := n.peersOf()
-	if n.nats == nil || len(peers) == 0 {
+	if n.nats == nil {
 		return messages.Member{}, errNoPeerReady
 	}
-	return firstPeerAnswer(ctx, n, peers, registerService, m, func(string, messages.Member) error { return nil })
+	errs := errNoPeerReady
+	for _, peer := range n.peersOf() {
+		rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+		var rec messages.Member
+		err := transport.RequestJSON(rctx, n.nats, peer, registerService, m, &rec)
+		cancel()
+		if err == nil {
+			return rec, nil
+		}
+		errs = errors.Join(errs, err)
+	}
+	return messages.Member{}, errs
 }
 
 // registrationChanges reports whether registering m changes what this
@@ -137,51 +148,37 @@ func (n *Node) readyFromPeers(ctx context.Context) error {
 	}
 }
 
-// askApplied asks every peer at once and returns the first answer that
-// names this replica's shards.
+// askApplied asks every peer at once (a read: each may do it) and returns
+// the first answer that names this replica's shards; the other asks end
+// with the call. It fails only when every peer failed.
 func (n *Node) askApplied(ctx context.Context, peers []string) ([]uint64, error) {
-	shards := n.store.Shards()
-	rep, err := firstPeerAnswer(ctx, n, peers, appliedService, struct{}{}, func(peer string, rep appliedReply) error {
-		if !slices.Equal(rep.Shards, shards) || len(rep.Applied) != len(shards) {
-			return fmt.Errorf("%s answered %d indexes of shards %v, this replica has shards %v", peer, len(rep.Applied), rep.Shards, shards)
-		}
-		return nil
-	})
-	return rep.Applied, err
-}
-
-// firstPeerAnswer sends in to service on every peer at once and returns the
-// first answer that valid accepts; the others are abandoned (their requests
-// end with the call). It fails only when every peer failed, with errNoPeerReady
-// and each peer's error.
-func firstPeerAnswer[In, Out any](ctx context.Context, n *Node, peers []string, service string, in In, valid func(peer string, out Out) error) (Out, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
 	defer cancel()
+	shards := n.store.Shards()
 	type answer struct {
-		out Out
-		err error
+		applied []uint64
+		err     error
 	}
 	answers := make(chan answer, len(peers))
 	for _, peer := range peers {
 		go func() {
-			var out Out
-			err := transport.RequestJSON(ctx, n.nats, peer, service, in, &out)
-			if err == nil {
-				err = valid(peer, out)
+			var rep appliedReply
+			err := transport.RequestJSON(ctx, n.nats, peer, appliedService, struct{}{}, &rep)
+			if err == nil && (!slices.Equal(rep.Shards, shards) || len(rep.Applied) != len(shards)) {
+				err = fmt.Errorf("%s answered %d indexes of shards %v, this replica has shards %v", peer, len(rep.Applied), rep.Shards, shards)
 			}
-			answers <- answer{out, err}
+			answers <- answer{rep.Applied, err}
 		}()
 	}
 	errs := errNoPeerReady
 	for range peers {
 		a := <-answers
 		if a.err == nil {
-			return a.out, nil
+			return a.applied, nil
 		}
 		errs = errors.Join(errs, a.err)
 	}
-	var zero Out
-	return zero, errs
+	return nil, errs
 }
 
 // peersOf is every member this replica knows but this node.
