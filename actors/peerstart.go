@@ -132,18 +132,17 @@ func (n *Node) readyFromPeers(ctx context.Context) error {
 		// The members are the replica's: right after Open it may not have
 		// replayed them yet.
 		peers := n.peersOf()
-		if len(peers) == 0 {
-			if err := pause(ctx, peerReadyRetry); err != nil {
-				return fmt.Errorf("ready from peers: no peer known: %w", err)
+		err := errNoPeerReady
+		if len(peers) > 0 {
+			var want []uint64
+			if want, err = n.askApplied(ctx, peers); err == nil {
+				return n.store.WaitApplied(ctx, want)
 			}
-			continue
 		}
-		want, err := n.askApplied(ctx, peers)
-		if err == nil {
-			return n.store.WaitApplied(ctx, want)
-		}
-		if werr := pause(ctx, peerReadyRetry); werr != nil {
-			return fmt.Errorf("ready from peers: %w (last: %w)", werr, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ready from peers: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(peerReadyRetry):
 		}
 	}
 }
@@ -190,16 +189,4 @@ func (n *Node) peersOf() []string {
 		}
 	}
 	return peers
-}
-
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
