@@ -100,3 +100,57 @@ func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 		}
 	})
 }
+
+// rule R1, rule R4: the runner looks for partitions targeted at this node
+// every MoveTick (a second unless told otherwise), and a target written
+// between two ticks has its worker, and here its whole move, by the next
+// one. The bubble's clock runs the ticks.
+func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
+	if got := DefaultConfig().MoveTick; got != time.Second {
+		t.Fatalf("default MoveTick: got %v, want 1s (rule R1)", got)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 3, false)
+		k0 := assignmentKey(r.key.Incarnation, 0)
+		r.store.mu.Lock()
+		targeted := r.store.assignments[k0]
+		settled := targeted
+		settled.Target, settled.TargetSince = "", 0
+		r.store.assignments[k0] = settled
+		r.store.mu.Unlock()
+		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
+		mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+			return &moverActor{deps: d, store: r.store, source: r.source, workers: map[messages.PartitionKey]*actor.PID{}, carries: map[messages.PartitionKey]*workerCarry{},
+				progress: map[messages.PartitionKey]messages.MoveProgress{}}
+		}), moverName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = system.Root.StopFuture(mover).Wait()
+			system.Shutdown()
+			time.Sleep(time.Minute) // the dead letters' throttle, as in rule B7's test
+		}()
+		owner := func() string {
+			r.store.mu.Lock()
+			defer r.store.mu.Unlock()
+			return r.store.assignments[k0].Owner
+		}
+
+		time.Sleep(3*r.cfg.MoveTick + r.cfg.MoveTick/10) // just past a tick
+		synctest.Wait()
+		if got := owner(); got != "n1" {
+			t.Fatalf("owner with no target: got %q, want n1", got)
+		}
+		r.store.mu.Lock()
+		r.store.assignments[k0] = targeted
+		r.store.version++
+		r.store.mu.Unlock()
+		time.Sleep(r.cfg.MoveTick) // the next tick is due within this
+		synctest.Wait()
+		if got := owner(); got != "n2" {
+			t.Fatalf("owner one tick after the target was written: got %q, want n2 (its worker ran)", got)
+		}
+	})
+}
