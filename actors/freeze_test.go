@@ -222,6 +222,29 @@ func TestHandoffFreezeOnTheSource(t *testing.T) {
 	}
 }
 
+// rule K4: consume pauses on the frozen partition only; the topic's other
+// partitions keep serving, to a queue-mode consume too.
+func TestRuleK4ConsumePausesOnTheFrozenPartitionOnly(t *testing.T) {
+	clk := newFakeClock()
+	tn := frozenNode(t, clk)
+	tn.createTopic("f", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"frozen"`))
+	wantHWM(t, tn, "f", 1)
+	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffPrepare}); r.Status != messages.StatusOK || r.Token == "" {
+		t.Fatalf("prepare of partition 0: got %+v, want a token", r)
+	}
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=1", []byte(`"free"`))
+	if m := tn.consume("f", "wait=5s"); m == nil || m.Partition != 1 {
+		t.Fatalf("queue-mode consume while partition 0 is frozen: got %+v, want partition 1's record", m)
+	}
+	if m := tn.consume("f", "partition=0&wait=0"); m != nil {
+		t.Fatalf("consume of the frozen partition 0: got offset %d, want nothing", m.Offset)
+	}
+	if m := tn.consume("f", "wait=0"); m != nil {
+		t.Fatalf("queue-mode consume with only the frozen partition's record left: got partition %d offset %d, want nothing", m.Partition, m.Offset)
+	}
+}
+
 // rules F2, F4: a prepare with a lease out waits, polling, until the
 // lease is acked (or LeaseDrainTimeout passed), and reports the in-memory
 // frontier that ack moved; a lease still out at the deadline stays out of
