@@ -45,6 +45,9 @@ func flippedAsg(incarnation uint64, partition int, owner, from string, hwm int64
 	return a
 }
 
+// rule O1: an assignment is an Owner and a Target that is empty when
+// settled; a flip makes the Target the Owner and empties it (the flip
+// cases fail when it does not).
 func TestAssignStateApply(t *testing.T) {
 	tests := []struct {
 		name           string
