@@ -106,3 +106,61 @@ func TestParentPlacementNamesTheParentsOwner(t *testing.T) {
 		}
 	}
 }
+
+// barrierStore is avoidStore with a barrier that fails when told, which
+// notes any planning read made before the barrier.
+type barrierStore struct {
+	*avoidStore
+	barrierErr          error
+	barrier, readBefore bool
+}
+
+func (s *barrierStore) CatchUp(context.Context) error { s.barrier = true; return s.barrierErr }
+func (s *barrierStore) Members() []messages.Member {
+	s.readBefore = s.readBefore || !s.barrier
+	return s.avoidStore.Members()
+}
+func (s *barrierStore) Moving() []messages.Assignment {
+	s.readBefore = s.readBefore || !s.barrier
+	return s.avoidStore.Moving()
+}
+
+// rule L4: a planning pass runs after a Raft barrier (the controller's
+// CatchUp) and reads nothing to plan with before it; when the barrier
+// fails, the pass plans nothing (the next one tries again). The mutex is
+// the controller actor itself: one pass at a time.
+func TestRuleL4PlanningRunsAfterARaftBarrier(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		barrierErr  error
+		wantTargets int
+	}{
+		{"the barrier passes", nil, 2},
+		{"the barrier fails", metastore.ErrUnavailable, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeReplica()
+			f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
+			f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
+			f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
+			f.put(messages.Topic{Name: "t", Incarnation: 10, Partitions: 2}, "n1", "n1")
+			s := &barrierStore{avoidStore: &avoidStore{f: f}, barrierErr: tc.barrierErr}
+			cfg := DefaultConfig()
+			cfg.Rebalance = true
+			a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("l4-" + t.Name())}, store: s}
+			a.rebalance(time.Now())
+			if !s.barrier {
+				t.Fatalf("the pass ran no barrier")
+			}
+			if s.readBefore {
+				t.Fatalf("the pass read members or moves before its barrier")
+			}
+			s.mu.Lock()
+			got := len(s.targets)
+			s.mu.Unlock()
+			if got != tc.wantTargets {
+				t.Fatalf("targets set: got %d, want %d", got, tc.wantTargets)
+			}
+		})
+	}
+}
