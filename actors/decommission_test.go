@@ -20,6 +20,51 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
+// rule D2: a draining voter leaves the Raft configuration only behind the
+// guards: never below MinVoters (without a non-voter to promote first),
+// the voters left alive a strict majority of the new configuration, and a
+// dead draining voter before a live one.
+func TestRuleD2AVoterLeavesOnlyBehindTheGuards(t *testing.T) {
+	voters := func(n int) map[uint64]string {
+		v := map[uint64]string{}
+		for i := 1; i <= n; i++ {
+			v[uint64(i)] = fmt.Sprintf("r%d", i)
+		}
+		return v
+	}
+	member := func(i int, alive, draining bool) messages.Member {
+		st := messages.MemberDead
+		if alive {
+			st = messages.MemberAlive
+		}
+		return messages.Member{ID: fmt.Sprintf("n%d", i), ReplicaID: uint64(i), Status: st, Draining: draining}
+	}
+	for _, tc := range []struct {
+		name    string
+		voters  int
+		members []messages.Member
+		leaving int // index into members
+		want    string
+	}{
+		{"four live voters, one draining", 4,
+			[]messages.Member{member(1, true, false), member(2, true, false), member(3, true, false), member(4, true, true)}, 3, ""},
+		{"three voters and nobody to promote", 3,
+			[]messages.Member{member(1, true, false), member(2, true, false), member(3, true, true)}, 2, "too_few_voters"},
+		{"the voters left alive no strict majority", 5,
+			[]messages.Member{member(1, true, false), member(2, true, false), member(3, false, false), member(4, false, false), member(5, true, true)}, 4, "no_live_majority"},
+		{"a live draining voter while a dead one drains", 5,
+			[]messages.Member{member(1, true, false), member(2, true, false), member(3, true, false), member(4, false, true), member(5, true, true)}, 4, "dead_draining_voter_first"},
+		{"the dead draining voter itself", 5,
+			[]messages.Member{member(1, true, false), member(2, true, false), member(3, true, false), member(4, false, true), member(5, true, true)}, 3, ""},
+	} {
+		a := &controllerActor{}
+		rm := metastore.RaftMembership{Voters: voters(tc.voters), NonVoters: map[uint64]string{}}
+		if got := a.voterMayLeave(context.Background(), tc.members[tc.leaving], tc.members, rm); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // rule D8: a decommission that could never complete is refused up front.
 func TestDecommissionVerdict(t *testing.T) {
 	m := func(id string, replica uint64, status string) messages.Member {
