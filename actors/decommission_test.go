@@ -232,9 +232,13 @@ type decomStore struct {
 	replica *fakeReplica
 	rm      metastore.RaftMembership
 
+	// refuse fails every SetTarget.
+	refuse bool
+
 	mu              sync.Mutex
 	removedReplicas []uint64
 	removedMembers  []string
+	cleared         []int // partitions whose move to the draining node was cleared
 }
 
 func (s *decomStore) Member(id string) (messages.Member, bool) { return s.replica.Member(id) }
@@ -260,6 +264,26 @@ func (s *decomStore) RemoveMember(_ context.Context, id string) (messages.Member
 	defer s.mu.Unlock()
 	s.removedMembers = append(s.removedMembers, id)
 	return messages.Member{ID: id}, nil
+}
+
+// SetTarget clears a move aimed at the draining node (rule D4), unless
+// refuse says the proposal fails.
+func (s *decomStore) SetTarget(_ context.Context, st messages.SetTarget) (messages.AssignResult, error) {
+	if s.refuse {
+		return messages.AssignResult{}, metastore.ErrUnavailable
+	}
+	f := s.replica
+	f.mu.Lock()
+	k := assignmentKey(st.Incarnation, st.Partition)
+	asg := f.assignments[k]
+	asg.Target = st.To
+	f.assignments[k] = asg
+	f.version++
+	f.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cleared = append(s.cleared, st.Partition)
+	return messages.AssignResult{Code: messages.ResultOK}, nil
 }
 
 func (s *decomStore) removed() ([]uint64, []string) {
@@ -400,5 +424,52 @@ func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing
 	waitFor(t, func() bool { return tn.n.drainStatus() == drainStatus{Refusing: true} })
 	if got := hwmOf(t, tn, "d"); got != 2 {
 		t.Fatalf("partition 0 once the drain service counts zero: got HWM %d, want 2 (first and held)", got)
+	}
+}
+
+// rule D4: a draining node that is still a move's target is not removed;
+// the moves aimed at it are cleared first, and while one cannot be, it
+// stays. rule D5: a move whose source is dead or gone is left alone (the
+// draining node may hold the only live copy), and the node stays.
+func TestRuleD4D5MovesAimedAtADrainingNode(t *testing.T) {
+	draining := messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true}
+	for _, tc := range []struct {
+		name    string
+		sources []messages.Member
+		owners  []string // of partitions 0.., each targeted at n3
+		refuse  bool
+		want    string
+		cleared []int
+		removed bool
+	}{
+		{"moves from live sources are cleared, then it leaves",
+			[]messages.Member{{ID: "n1", Status: messages.MemberAlive}, {ID: "n2", Status: messages.MemberAlive}},
+			[]string{"n1", "n2"}, false, "", []int{0, 1}, true},
+		{"a move that cannot be cleared keeps it (rule D4)",
+			[]messages.Member{{ID: "n1", Status: messages.MemberAlive}},
+			[]string{"n1"}, true, "move_target", nil, false},
+		{"a move from a dead source is left alone (rule D5)",
+			[]messages.Member{{ID: "n1", Status: messages.MemberDead}},
+			[]string{"n1"}, false, "move_target", nil, false},
+		{"a move from a source with no record is left alone (rule D5)",
+			nil, []string{"gone"}, false, "move_target", nil, false},
+	} {
+		f := newFakeReplica()
+		f.members[draining.ID] = draining
+		for _, m := range tc.sources {
+			f.members[m.ID] = m
+		}
+		for p, owner := range tc.owners {
+			f.assignments[assignmentKey(5, p)] = messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: owner, Target: "n3"}
+		}
+		s := &decomStore{replica: f, refuse: tc.refuse,
+			rm: metastore.RaftMembership{Voters: map[uint64]string{1: "a", 2: "b", 4: "d"}, NonVoters: map[uint64]string{3: "c"}}}
+		a := &controllerActor{deps: deps{cfg: DefaultConfig(), log: testLogger(t)}, store: s}
+		got := a.decommissionStep(context.Background(), draining, f.Members())
+		replicas, _ := s.removed()
+		if got != tc.want || !slices.Equal(s.cleared, tc.cleared) || (len(replicas) > 0) != tc.removed {
+			t.Errorf("%s: got %q, cleared %v, removed %v; want %q, cleared %v, removed %v",
+				tc.name, got, s.cleared, replicas, tc.want, tc.cleared, tc.removed)
+		}
 	}
 }
