@@ -64,22 +64,8 @@ func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 		r := newWorkerRig(t, 3, false)
 		r.cfg.MoveTick = 100 * time.Millisecond
 		store := &settlingStore{workerStore: r.store, settle: make(chan struct{})}
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
 		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
-		mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &moverActor{deps: d, store: store, source: r.source, workers: map[messages.PartitionKey]*actor.PID{}, carries: map[messages.PartitionKey]*workerCarry{},
-				progress: map[messages.PartitionKey]messages.MoveProgress{}}
-		}), moverName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			_ = system.Root.StopFuture(mover).Wait()
-			system.Shutdown()
-			// Timers that fire after the stop are dead letters, whose
-			// throttle holds a goroutine for its period: let it end.
-			time.Sleep(time.Minute)
-		}()
+		startTestMover(t, newTestSystem(t), func() *moverActor { return &moverActor{deps: d, store: store, source: r.source} })
 
 		time.Sleep(10 * r.cfg.MoveTick)
 		synctest.Wait()
@@ -118,20 +104,8 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 		settled.Target, settled.TargetSince = "", 0
 		r.store.assignments[k0] = settled
 		r.store.mu.Unlock()
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
 		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
-		mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &moverActor{deps: d, store: r.store, source: r.source, workers: map[messages.PartitionKey]*actor.PID{}, carries: map[messages.PartitionKey]*workerCarry{},
-				progress: map[messages.PartitionKey]messages.MoveProgress{}}
-		}), moverName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			_ = system.Root.StopFuture(mover).Wait()
-			system.Shutdown()
-			time.Sleep(time.Minute) // the dead letters' throttle, as in rule B7's test
-		}()
+		startTestMover(t, newTestSystem(t), func() *moverActor { return &moverActor{deps: d, store: r.store, source: r.source} })
 		owner := func() string {
 			r.store.mu.Lock()
 			defer r.store.mu.Unlock()
@@ -152,5 +126,33 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 		if got := owner(); got != "n2" {
 			t.Fatalf("owner one tick after the target was written: got %q, want n2 (its worker ran)", got)
 		}
+	})
+}
+
+// newTestSystem is an actor system that logs to the test.
+func newTestSystem(t *testing.T) *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+}
+
+// startTestMover spawns the mover newMover makes (its maps made here) in
+// system, inside a synctest bubble, and stops the mover and the system when
+// the test ends. Timers that fire after the stop are dead letters, whose
+// throttle holds a goroutine for its period: the cleanup waits that out on
+// the bubble's clock.
+func startTestMover(t *testing.T, system *actor.ActorSystem, newMover func() *moverActor) {
+	t.Helper()
+	mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		m := newMover()
+		m.workers, m.carries = map[messages.PartitionKey]*actor.PID{}, map[messages.PartitionKey]*workerCarry{}
+		m.progress = map[messages.PartitionKey]messages.MoveProgress{}
+		return m
+	}), moverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = system.Root.StopFuture(mover).Wait()
+		system.Shutdown()
+		time.Sleep(time.Minute)
 	})
 }

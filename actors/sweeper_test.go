@@ -949,7 +949,7 @@ func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 		cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
 		cfg.MoveTick, cfg.SweepEveryTicks, cfg.MoveFullScanEvery = 100*time.Millisecond, every, time.Hour
 		store := &r5Store{settlingStore: &settlingStore{workerStore: &workerStore{fakeReplica: newFakeReplica()}, settle: make(chan struct{})}}
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+		system := newTestSystem(t)
 		var dues atomic.Int64
 		sweeper, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
 			if _, ok := ctx.Message().(sweepDue); ok {
@@ -960,18 +960,7 @@ func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("r5-rig-" + t.Name()), notifier: newCommitNotifier()}
-		mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-			return &moverActor{deps: d, store: store, workers: map[messages.PartitionKey]*actor.PID{}, carries: map[messages.PartitionKey]*workerCarry{},
-				progress: map[messages.PartitionKey]messages.MoveProgress{}, sweeper: sweeper}
-		}), moverName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			_ = system.Root.StopFuture(mover).Wait()
-			system.Shutdown()
-			time.Sleep(time.Minute) // the dead letters' throttle (see rule B7's test)
-		}()
+		startTestMover(t, system, func() *moverActor { return &moverActor{deps: d, store: store, sweeper: sweeper} })
 
 		// Ticks 1-8, the replica not settled: no scan, two sweeps.
 		time.Sleep(8*cfg.MoveTick + cfg.MoveTick/2)
