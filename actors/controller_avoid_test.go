@@ -31,7 +31,10 @@ func (s *avoidStore) Assignments(incarnation uint64, partitions int) []messages.
 }
 
 func (s *avoidStore) Moving() []messages.Assignment { return s.f.Moving() }
-func (s *avoidStore) OwnedCount(node string) int    { return s.f.OwnedCount(node) }
+func (s *avoidStore) OwnedBy(node string) []messages.Assignment {
+	return s.f.OwnedBy(node)
+}
+func (s *avoidStore) OwnedCount(node string) int { return s.f.OwnedCount(node) }
 func (s *avoidStore) FirstSettled(node string, k int) []messages.PartitionKey {
 	return s.f.FirstSettled(node, k)
 }
@@ -162,5 +165,126 @@ func TestRuleL4PlanningRunsAfterARaftBarrier(t *testing.T) {
 				t.Fatalf("targets set: got %d, want %d", got, tc.wantTargets)
 			}
 		})
+	}
+}
+
+// ownerWriteStore is avoidStore that counts every proposal other than a
+// target's: a flip, an assignment written or deleted, a member changed.
+type ownerWriteStore struct {
+	*avoidStore
+	others []string
+	put    []messages.Assignment
+}
+
+func (s *ownerWriteStore) Flip(_ context.Context, c messages.Flip) (messages.AssignResult, error) {
+	s.others = append(s.others, "Flip")
+	return messages.AssignResult{Code: messages.ResultOK}, nil
+}
+func (s *ownerWriteStore) PutAssignments(_ context.Context, as []messages.Assignment) error {
+	s.others = append(s.others, "PutAssignments")
+	s.put = append(s.put, as...)
+	return nil
+}
+func (s *ownerWriteStore) DeleteAssignments(context.Context, uint64, int) error {
+	s.others = append(s.others, "DeleteAssignments")
+	return nil
+}
+func (s *ownerWriteStore) SetMemberStatusIf(context.Context, messages.SetMemberStatus) (messages.MetaResult, error) {
+	s.others = append(s.others, "SetMemberStatusIf")
+	return messages.MetaResult{}, nil
+}
+
+// rule O2: the controller writes only Target; the destination does the
+// move. A pass that sheds a leaving node, fills an empty one and drops a
+// move aimed at a leaving node proposes targets (set and cleared, each a
+// compare-and-swap naming the owner it read) and nothing else: no owner
+// changes until a destination's own flip.
+func TestRuleO2TheControllerWritesOnlyTargets(t *testing.T) {
+	f := newFakeReplica()
+	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
+	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
+	f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
+	f.members["n4"] = messages.Member{ID: "n4", Status: messages.MemberAlive}
+	f.members["n5"] = messages.Member{ID: "n5", Status: messages.MemberAlive, Leaving: true}
+	f.put(messages.Topic{Name: "t", Incarnation: 10, Partitions: 8}, "n1", "n1", "n2", "n2", "n2", "n3", "n3", "n3")
+	f.mu.Lock()
+	moving := f.assignments[assignmentKey(10, 7)]
+	moving.Target = "n5"
+	f.assignments[assignmentKey(10, 7)] = moving
+	f.mu.Unlock()
+	owners := map[int]string{}
+	for _, as := range f.Assignments(10, 8) {
+		owners[as.Partition] = as.Owner
+	}
+
+	s := &ownerWriteStore{avoidStore: &avoidStore{f: f}}
+	cfg := DefaultConfig()
+	cfg.Rebalance = true
+	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("o2-" + t.Name())}, store: s}
+	a.rebalance(time.Now())
+
+	if len(s.others) > 0 {
+		t.Fatalf("proposals other than targets: got %v, want none", s.others)
+	}
+	s.mu.Lock()
+	targets := slices.Clone(s.targets)
+	s.mu.Unlock()
+	var set, cleared int
+	for _, st := range targets {
+		if st.Owner != owners[st.Partition] {
+			t.Errorf("partition %d: target proposed against owner %q, the replica has %q", st.Partition, st.Owner, owners[st.Partition])
+		}
+		if st.To == "" {
+			cleared++
+		} else {
+			set++
+		}
+	}
+	if set < 2 || cleared != 1 {
+		t.Fatalf("targets: got %d set and %d cleared (%+v), want at least 2 set (n1 shed) and 1 cleared (n5 leaving)", set, cleared, targets)
+	}
+	for _, as := range f.Assignments(10, 8) {
+		if as.Owner != owners[as.Partition] {
+			t.Fatalf("partition %d: owner %q after the pass, want %q", as.Partition, as.Owner, owners[as.Partition])
+		}
+	}
+}
+
+// rule D4's placement lock: a draining node, the least loaded of all, is
+// given no partition of a new topic and
+// is the target of no planned move, so no create and no flip lands on it
+// while it waits for its removal.
+func TestRuleD4NothingIsPlacedOnADrainingNode(t *testing.T) {
+	f := newFakeReplica()
+	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive}
+	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
+	f.members["n3"] = messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true}
+	f.put(messages.Topic{Name: "old", Incarnation: 10, Partitions: 8}, "n1", "n1", "n1", "n1", "n1", "n1", "n2", "n3")
+	s := &ownerWriteStore{avoidStore: &avoidStore{f: f}}
+	cfg := DefaultConfig()
+	cfg.Rebalance = true
+	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("d4-" + t.Name())}, store: s}
+
+	placed, err := a.place(context.Background(), messages.Topic{Name: "new", Incarnation: 11, Partitions: 12})
+	if err != nil || placed != 12 {
+		t.Fatalf("place: got %d, %v; want 12 placed", placed, err)
+	}
+	for _, as := range s.put {
+		if as.Owner == "n3" {
+			t.Fatalf("partition %d of %s: got owner n3, want any node but the draining one", as.Partition, as.Topic)
+		}
+	}
+
+	a.rebalance(time.Now())
+	s.mu.Lock()
+	targets := slices.Clone(s.targets)
+	s.mu.Unlock()
+	if len(targets) == 0 {
+		t.Fatalf("targets: got none, want n1's surplus planned onto n2")
+	}
+	for _, st := range targets {
+		if st.To == "n3" {
+			t.Fatalf("partition %d: got a move to n3, want none to the draining node", st.Partition)
+		}
 	}
 }

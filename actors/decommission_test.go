@@ -234,6 +234,10 @@ type decomStore struct {
 
 	// refuse fails every SetTarget.
 	refuse bool
+	// self is this leader's replica ID (1 when zero).
+	self uint64
+
+	transferredAway []uint64
 
 	mu              sync.Mutex
 	removedReplicas []uint64
@@ -249,7 +253,13 @@ func (s *decomStore) OwnedBy(node string) []messages.Assignment {
 func (s *decomStore) TargetedAt(node string) []messages.Assignment {
 	return s.replica.TargetedAt(node)
 }
-func (s *decomStore) ReplicaID() uint64 { return 1 }
+func (s *decomStore) ReplicaID() uint64 { return max(s.self, 1) }
+func (s *decomStore) TransferAllLeadership(_ context.Context, away uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transferredAway = append(s.transferredAway, away)
+	return nil
+}
 func (s *decomStore) RaftMembership(context.Context, uint64) (metastore.RaftMembership, error) {
 	return s.rm, nil
 }
@@ -471,5 +481,45 @@ func TestRuleD4D5MovesAimedAtADrainingNode(t *testing.T) {
 			t.Errorf("%s: got %q, cleared %v, removed %v; want %q, cleared %v, removed %v",
 				tc.name, got, s.cleared, replicas, tc.want, tc.cleared, tc.removed)
 		}
+	}
+}
+
+// rule D2: a draining voter that leads the metadata shard hands its
+// leaderships over before anything removes it; the next leader's
+// controller removes it. One that does not lead is removed at once.
+func TestRuleD2ALeaderTransfersLeadershipFirst(t *testing.T) {
+	draining := messages.Member{ID: "n4", ReplicaID: 4, Status: messages.MemberAlive, Draining: true}
+	for _, tc := range []struct {
+		name         string
+		self         uint64
+		wantTransfer bool
+	}{
+		{"it leads: transfer, no removal", 4, true},
+		{"another leads: removal", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeReplica()
+			for i := 1; i <= 3; i++ {
+				id := fmt.Sprintf("n%d", i)
+				f.members[id] = messages.Member{ID: id, ReplicaID: uint64(i), Status: messages.MemberAlive}
+			}
+			f.members[draining.ID] = draining
+			s := &decomStore{replica: f, self: tc.self,
+				rm: metastore.RaftMembership{Voters: map[uint64]string{1: "a", 2: "b", 3: "c", 4: "d"}, NonVoters: map[uint64]string{}}}
+			a := &controllerActor{deps: deps{cfg: DefaultConfig(), log: testLogger(t)}, store: s}
+			if why := a.decommissionStep(context.Background(), draining, f.Members()); why != "" {
+				t.Fatalf("step blocked: got %q, want progress", why)
+			}
+			replicas, members := s.removed()
+			if tc.wantTransfer {
+				if !slices.Equal(s.transferredAway, []uint64{4}) || len(replicas) > 0 || len(members) > 0 {
+					t.Fatalf("got transfers %v, removed %v and %v; want a transfer away from 4 and nothing removed", s.transferredAway, replicas, members)
+				}
+				return
+			}
+			if len(s.transferredAway) > 0 || !slices.Equal(replicas, []uint64{4}) || !slices.Equal(members, []string{"n4"}) {
+				t.Fatalf("got transfers %v, removed %v and %v; want no transfer and 4 (n4) removed", s.transferredAway, replicas, members)
+			}
+		})
 	}
 }

@@ -130,19 +130,45 @@ func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
 }
 
 // listing reads the consumer position and the fan-out cursors, then the
-// HWM and the segments' committed bytes (rule C7): a listing never carries
-// a position past what it copies. A partition of at most inline committed
-// bytes has them read into the listing (inlineSegments).
+// HWM and the segments' committed bytes (rule C7, listingReads): a listing
+// never carries a position past what it copies. A partition of at most
+// inline committed bytes has them read into the listing (inlineSegments).
 func (p *partitionActor) listing(inline int) *messages.PartitionListing {
 	if p.log == nil {
 		return &messages.PartitionListing{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
-	frontier, ahead := p.table.state()
-	cursors, err := p.cursorSidecars()
+	out := listingReads{
+		position: p.table.state,
+		cursors:  p.cursorSidecars,
+		log:      func() (storage.Listing, error) { return p.log.List(time.Now()) },
+	}.read()
+	if out.Status != messages.StatusOK {
+		return out
+	}
+	out.Marker = p.moveMarker(out.Clock)
+	p.inlineSegments(out, inline)
+	return out
+}
+
+// listingReads are the three reads of a listing. Acks and fan-out copies
+// move the position and the cursors while records keep landing, so each
+// read only ever runs ahead of the ones before it: read in the order of
+// rule C7 (position, cursors, then the log), what is listed first is at
+// most what the HWM read after it bounds; in any other order a listing may
+// carry a frontier or a cursor past the records it copies.
+type listingReads struct {
+	position func() (frontier int64, ackedAhead []int64)
+	cursors  func() ([][]byte, error)
+	log      func() (storage.Listing, error)
+}
+
+func (r listingReads) read() *messages.PartitionListing {
+	frontier, ahead := r.position()
+	cursors, err := r.cursors()
 	if err != nil {
 		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
 	}
-	ls, err := p.log.List(time.Now())
+	ls, err := r.log()
 	if err != nil {
 		return &messages.PartitionListing{Status: messages.StatusFailed, Err: err.Error()}
 	}
@@ -152,8 +178,6 @@ func (p *partitionActor) listing(inline int) *messages.PartitionListing {
 	for i, s := range ls.Segments {
 		out.Segments[i] = messages.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
 	}
-	out.Marker = p.moveMarker(ls.Clock)
-	p.inlineSegments(out, inline)
 	return out
 }
 

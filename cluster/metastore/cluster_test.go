@@ -158,3 +158,69 @@ func TestThreeReplicas(t *testing.T) {
 		}
 	}
 }
+
+// rule X2, as this design has it: a leader read (LeaderAssignment) is a
+// ReadIndex, answered only once the asking replica has applied all the
+// leader had committed (the barrier), so on a follower it reflects every
+// flip that completed before it, where the follower's own replica may not
+// yet; and a replica that cannot reach a leader answers nothing from its
+// own state (the 421 of a follower): ErrUnavailable, so that an answer
+// that is not a leader read can never undo a move (rule X8).
+func TestRuleX2ALeaderReadIsBehindABarrierAndNeverLocal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NodeHosts")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	stores := openCluster(t, ctx)
+	leaderID, ok := stores[0].Leader(MetaShard)
+	if !ok {
+		t.Fatalf("metadata shard leader: got none after WaitReady, want one")
+	}
+	leader := stores[leaderID-1]
+	const partitions = 64
+	topic, err := leader.CreateTopic(ctx, messages.Topic{Name: "x2", Partitions: partitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var as []messages.Assignment
+	for p := range partitions {
+		as = append(as, messages.Assignment{Topic: "x2", Incarnation: topic.Incarnation, Partition: p, Owner: "n1", Target: "n2"})
+	}
+	if err := leader.PutAssignments(ctx, as); err != nil {
+		t.Fatal(err)
+	}
+	// Each flip proposed through the leader of its assignment shard, read
+	// at once on another replica.
+	for p := range partitions {
+		shard := AssignmentShard(topic.Incarnation, p, leader.cfg.AssignmentShards)
+		id, ok := leader.Leader(shard)
+		if !ok {
+			t.Fatalf("shard %d: no leader", shard)
+		}
+		proposer, reader := stores[id-1], stores[id%3]
+		retry(t, ctx, fmt.Sprintf("flip %d", p), func() error {
+			_, err := proposer.Flip(ctx, messages.Flip{Incarnation: topic.Incarnation, Partition: p, From: "n1", To: "n2"})
+			return err
+		})
+		a, found, err := reader.LeaderAssignment(ctx, topic.Incarnation, p)
+		if err != nil || !found || a.Owner != "n2" {
+			t.Fatalf("partition %d read on replica %d right after its flip: got (%s, %t, %v), want owner n2", p, reader.ReplicaID(), a.Owner, found, err)
+		}
+	}
+
+	// Two replicas gone: the third holds the flips in its own state, but a
+	// leader read there is refused, not answered from it.
+	survivor := stores[2]
+	waitUntil(t, ctx, survivor, "every flip applied", func() bool {
+		return len(survivor.OwnedBy("n2")) == partitions
+	})
+	stores[0].Close()
+	stores[1].Close()
+	if _, _, err := survivor.LeaderAssignment(ctx, topic.Incarnation, 0); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("leader read with no leader: got %v, want ErrUnavailable", err)
+	}
+	if a, ok := survivor.Assignment(topic.Incarnation, 0); !ok || a.Owner != "n2" {
+		t.Fatalf("local read with no leader: got (%+v, %t), want owner n2", a, ok)
+	}
+}
