@@ -317,6 +317,11 @@ type Config struct {
 	// a set-aside copy per partition after a disk-wide failure. Its totals
 	// still count every copy.
 	QuarantineListMaxCopies int
+	// QuarantineAsksMax bounds the quarantine asks the sweeper holds at
+	// once (listings waiting for a walk, releases under way): each holds an
+	// operator's request open, and past it an ask answers 503 at once
+	// rather than queue behind a slow disk.
+	QuarantineAsksMax int
 	// MaxParallelPartitionOpens bounds the partitions that open their log
 	// at once, a count (8): each recovery walk holds a Log.ReadBufferBytes
 	// window (256 KiB) while it reads its active segment, so the hundreds
@@ -466,6 +471,7 @@ func DefaultConfig() Config {
 		InstallBatchWindow:        2 * time.Millisecond,
 		MaxInstallBatch:           256,
 		QuarantineListMaxCopies:   1000,
+		QuarantineAsksMax:         64,
 		MaxParallelPartitionOpens: 8,
 		DeadTargetAbortAfter:      2 * time.Minute,
 		RebalanceInterval:         time.Second,
@@ -572,6 +578,8 @@ func (c Config) Validate() error {
 		return bad("FanoutAnchorWait", c.FanoutAnchorWait, "must be within 0..HTTPWriteTimeout")
 	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
 		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
+	case c.QuarantineAsksMax < 1 || c.QuarantineAsksMax > 4096:
+		return bad("QuarantineAsksMax", c.QuarantineAsksMax, "must be within 1..4096")
 	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:
 		return bad("QuarantineListMaxCopies", c.QuarantineListMaxCopies, "must be within 1..10000 (an answer is one NATS message)")
 	case c.MaxParallelPartitionOpens < 1 || c.MaxParallelPartitionOpens > 1024:

@@ -45,7 +45,7 @@ const memberFiguresWait = time.Second
 // those of the members not marked dead that answered in time.
 func (n *Node) memberFigures(ctx context.Context, records []messages.Member) map[string]messages.QuarantineCounts {
 	out := map[string]messages.QuarantineCounts{}
-	if c, ok := n.quarantineCounts(); ok {
+	if c, ok := n.quarantineCounts(ctx); ok {
 		out[n.cfg.NodeID] = c
 	}
 	var asked []string

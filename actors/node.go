@@ -644,6 +644,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.loops.Wait()
 	n.system.Root.StopFuture(n.controller).Wait()
 	n.system.Root.StopFuture(n.mover).Wait()
+	// The mover's ticks start sweeps: the sweeper stops after it, ending a
+	// pass, walk or release under way before the stores close under it.
+	n.system.Root.StopFuture(n.sweeper).Wait()
 	n.flips.close()
 	n.installs.close()
 	n.system.Root.StopFuture(n.partitions).Wait()
@@ -679,6 +682,9 @@ func (n *Node) abortStart() {
 		if n.stopLoops != nil {
 			n.stopLoops()
 			n.loops.Wait()
+		}
+		if n.sweeper != nil {
+			n.system.Root.StopFuture(n.sweeper).Wait()
 		}
 		n.system.Shutdown()
 	}

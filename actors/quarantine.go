@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -18,16 +17,14 @@ import (
 
 // quarantineBook is a node's last inventory of the copies it set aside
 // (storage.Quarantined) and of its topic directories without a marker,
-// behind the gauges of rules S7 and S8. The node takes one at start, the
-// stale-copy sweep after each pass, the "quarantine" verbs after a listing
-// or a release; the members listing and the admin verbs read it. Safe for
-// concurrent use.
+// behind the gauges of rules S7 and S8. The node takes the first at start,
+// before the sweeper runs; from then on it belongs to the sweeper actor,
+// which alone changes it (after each pass, each "quarantine" listing and
+// each release) and answers every read of it by message (sweeper_book.go),
+// so it has no lock. The walks that fill it run off the actor
+// (takeInventory).
 type quarantineBook struct {
 	metrics *nodeMetrics
-	// walking serialises refreshes, so that a slow walk that started
-	// first never replaces a later one's inventory.
-	walking sync.Mutex
-	mu      sync.Mutex
 	last    quarantineSnapshot
 }
 
@@ -41,39 +38,47 @@ type quarantineSnapshot struct {
 
 func newQuarantineBook(m *nodeMetrics) *quarantineBook { return &quarantineBook{metrics: m} }
 
-// refresh takes the inventory of dataDir and sets the gauges from it; a
-// walk that fails leaves the last inventory in place.
-func (b *quarantineBook) refresh(dataDir string) error {
-	b.walking.Lock()
-	defer b.walking.Unlock()
+// takeInventory walks dataDir for the copies set aside and the orphan
+// topic directories. It only reads, so walks may overlap.
+func takeInventory(dataDir string) (quarantineSnapshot, error) {
 	copies, err := storage.Quarantined(dataDir)
 	if err != nil {
-		return fmt.Errorf("inventory of copies set aside: %w", err)
+		return quarantineSnapshot{}, fmt.Errorf("inventory of copies set aside: %w", err)
 	}
 	orphans, err := storage.OrphanTopicDirs(dataDir)
 	if err != nil {
-		return fmt.Errorf("inventory of orphan topic dirs: %w", err)
+		return quarantineSnapshot{}, fmt.Errorf("inventory of orphan topic dirs: %w", err)
 	}
 	s := quarantineSnapshot{taken: true, copies: copies, orphans: orphans}
 	for _, c := range copies {
 		s.bytes += c.Bytes
 	}
-	b.mu.Lock()
+	return s, nil
+}
+
+// apply makes s the book's inventory and sets the gauges from it.
+func (b *quarantineBook) apply(s quarantineSnapshot) {
 	b.last = s
-	b.mu.Unlock()
-	b.metrics.quarantinedCopies.Set(float64(len(copies)))
+	b.metrics.quarantinedCopies.Set(float64(len(s.copies)))
 	b.metrics.quarantinedBytes.Set(float64(s.bytes))
-	b.metrics.orphanTopicDirs.Set(float64(len(orphans)))
+	b.metrics.orphanTopicDirs.Set(float64(len(s.orphans)))
+}
+
+// refresh takes the inventory of dataDir and applies it; a walk that
+// fails leaves the last inventory in place. It walks on the caller's
+// goroutine: for the start and for tests, never the sweeper's mailbox.
+func (b *quarantineBook) refresh(dataDir string) error {
+	s, err := takeInventory(dataDir)
+	if err != nil {
+		return err
+	}
+	b.apply(s)
 	return nil
 }
 
-// snapshot is the last inventory. Its slices are never written again (a
-// refresh replaces them), so readers share them.
-func (b *quarantineBook) snapshot() quarantineSnapshot {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.last
-}
+// snapshot is the last inventory. Its slices are never written again (an
+// inventory replaces them), so an answer may carry them.
+func (b *quarantineBook) snapshot() quarantineSnapshot { return b.last }
 
 // reclaimed counts n bytes the stale-copy sweep removed.
 func (b *quarantineBook) reclaimed(n int64) { b.metrics.sweepReclaimed.AddInt64(n) }
@@ -138,62 +143,80 @@ const (
 
 func (n *Node) serveQuarantine() error {
 	return errors.Join(
-		transport.HandleJSON(n.nats, quarantineCountsService, func(context.Context, string, struct{}) (messages.QuarantineCounts, error) {
-			c, _ := n.quarantineCounts()
+		transport.HandleJSON(n.nats, quarantineCountsService, func(ctx context.Context, _ string, _ struct{}) (messages.QuarantineCounts, error) {
+			c, _ := n.quarantineCounts(ctx)
 			return c, nil
 		}),
-		transport.HandleJSON(n.nats, quarantineListService, func(context.Context, string, struct{}) (messages.NodeQuarantine, error) {
-			return n.localQuarantine()
+		transport.HandleJSON(n.nats, quarantineListService, func(ctx context.Context, _ string, _ struct{}) (messages.NodeQuarantine, error) {
+			return n.localQuarantine(ctx)
 		}),
-		transport.HandleJSON(n.nats, quarantineReleaseService, func(_ context.Context, _ string, in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
-			return n.releaseLocal(in)
+		transport.HandleJSON(n.nats, quarantineReleaseService, func(ctx context.Context, _ string, in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+			return n.releaseLocal(ctx, in)
 		}),
 	)
 }
 
-// quarantineCounts is this node's share of the members listing, from its
-// last inventory; false before it took one.
-func (n *Node) quarantineCounts() (messages.QuarantineCounts, bool) {
-	s := n.quarantine.snapshot()
-	return messages.QuarantineCounts{QuarantinedBytes: s.bytes, ReclaimedBytes: n.quarantine.reclaimedBytes()}, s.taken
+// quarantineCounts is this node's share of the members listing, from the
+// sweeper's last inventory; false before it took one, or when the sweeper
+// did not answer.
+func (n *Node) quarantineCounts(ctx context.Context) (messages.QuarantineCounts, bool) {
+	res, err := n.request(ctx, n.sweeper, quarantineAsk{})
+	a, ok := res.(quarantineCountsAnswer)
+	if err != nil || !ok {
+		return messages.QuarantineCounts{}, false
+	}
+	return a.counts, a.taken
 }
 
 // localQuarantine lists this node's copies set aside from a fresh
 // inventory: an operator asked, and the last one may be a sweep old.
-func (n *Node) localQuarantine() (messages.NodeQuarantine, error) {
-	if err := n.quarantine.refresh(n.cfg.DataDir); err != nil {
-		return messages.NodeQuarantine{}, transport.Errorf(transport.StatusInternal, "%s: %v", n.cfg.NodeID, err)
+func (n *Node) localQuarantine(ctx context.Context) (messages.NodeQuarantine, error) {
+	res, err := n.request(ctx, n.sweeper, quarantineAsk{fresh: true})
+	if err != nil {
+		return messages.NodeQuarantine{}, transport.Errorf(transport.StatusUnavailable, "%s: the sweeper did not answer: %v", n.cfg.NodeID, err)
 	}
-	return nodeQuarantineOf(n.cfg.NodeID, n.quarantine.snapshot(), n.quarantine.reclaimedBytes(), n.cfg.QuarantineListMaxCopies, time.Now()), nil
+	a := res.(quarantineListAnswer)
+	return a.list, a.err
 }
 
 // releaseLocal removes one copy set aside in this node's data dir, or
-// says what it would remove (a dry run), under the topic's guard so that
-// no install, sweep or set-aside of that topic runs meanwhile. Audited.
-func (n *Node) releaseLocal(in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
-	out := messages.QuarantineReleaseReply{Node: n.cfg.NodeID, Path: in.Path, DryRun: in.DryRun}
-	rel := filepath.FromSlash(in.Path)
-	c, err := storage.QuarantinedAt(n.cfg.DataDir, rel)
+// says what it would remove (a dry run): the sweeper does it (releaseCopy)
+// and answers once its inventory no longer lists the copy.
+func (n *Node) releaseLocal(ctx context.Context, in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+	res, err := n.request(ctx, n.sweeper, quarantineRelease{req: in})
 	if err != nil {
-		return out, releaseRefusal(n.cfg.NodeID, in.Path, err)
+		return messages.QuarantineReleaseReply{Node: n.cfg.NodeID, Path: in.Path, DryRun: in.DryRun},
+			transport.Errorf(transport.StatusTimeout, "release on %s: the sweeper did not answer: %v; list its copies to see whether it happened", n.cfg.NodeID, err)
 	}
-	unlock := n.guards.Lock(c.Topic)
+	a := res.(quarantineReleaseAnswer)
+	return a.reply, a.err
+}
+
+// releaseCopy removes one copy set aside in dataDir, or says what it would
+// remove (a dry run), under the topic's guard so that no install, sweep or
+// set-aside of that topic runs meanwhile. Audited. It runs off the
+// sweeper's mailbox.
+func releaseCopy(d deps, in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+	out := messages.QuarantineReleaseReply{Node: d.cfg.NodeID, Path: in.Path, DryRun: in.DryRun}
+	rel := filepath.FromSlash(in.Path)
+	c, err := storage.QuarantinedAt(d.cfg.DataDir, rel)
+	if err != nil {
+		return out, releaseRefusal(d.cfg.NodeID, in.Path, err)
+	}
+	unlock := d.guards.Lock(c.Topic)
 	defer unlock()
-	if c, err = storage.QuarantinedAt(n.cfg.DataDir, rel); err != nil {
-		return out, releaseRefusal(n.cfg.NodeID, in.Path, err)
+	if c, err = storage.QuarantinedAt(d.cfg.DataDir, rel); err != nil {
+		return out, releaseRefusal(d.cfg.NodeID, in.Path, err)
 	}
 	out.Kind, out.Bytes = string(c.Kind), c.Bytes
 	if in.DryRun {
 		return out, nil
 	}
-	if err := storage.ReleaseQuarantined(n.cfg.DataDir, rel); err != nil {
-		return out, releaseRefusal(n.cfg.NodeID, in.Path, err)
+	if err := storage.ReleaseQuarantined(d.cfg.DataDir, rel); err != nil {
+		return out, releaseRefusal(d.cfg.NodeID, in.Path, err)
 	}
 	out.Released = true
-	n.log.Warn("audit cluster.quarantine.release", "path", in.Path, "kind", c.Kind, "topic", c.Topic, "partition", c.Partition, "bytes", c.Bytes)
-	if err := n.quarantine.refresh(n.cfg.DataDir); err != nil {
-		n.log.Warn("inventory after a release: the quarantine gauges keep the last one", "err", err)
-	}
+	d.log.Warn("audit cluster.quarantine.release", "path", in.Path, "kind", c.Kind, "topic", c.Topic, "partition", c.Partition, "bytes", c.Bytes)
 	return out, nil
 }
 
@@ -233,7 +256,7 @@ func (n *Node) adminQuarantine(ctx context.Context, _ string, in messages.Quaran
 			others = append(others, id)
 			continue
 		}
-		l, err := n.localQuarantine()
+		l, err := n.localQuarantine(ctx)
 		if err != nil {
 			out.Errors = map[string]string{id: err.Error()}
 			continue
@@ -265,7 +288,7 @@ func (n *Node) adminQuarantineRelease(ctx context.Context, _ string, in messages
 	case in.Node == "" || in.Path == "":
 		return messages.QuarantineReleaseReply{}, transport.Errorf(400, "a release needs node and path")
 	case in.Node == n.cfg.NodeID:
-		return n.releaseLocal(in)
+		return n.releaseLocal(ctx, in)
 	}
 	if _, ok := n.store.Member(in.Node); !ok {
 		return messages.QuarantineReleaseReply{}, transport.Errorf(404, "member %s not found", in.Node)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/cluster/transport"
@@ -82,33 +83,114 @@ func TestQuarantineBookSetsTheGaugesFromTheInventory(t *testing.T) {
 	}
 }
 
-// The sweep refreshes the book on its goroutine while admin reads it: run
-// under -race.
-func TestQuarantineBookIsSafeForConcurrentUse(t *testing.T) {
-	dir := t.TempDir()
-	want := seedSetAside(t, dir)
-	b := newQuarantineBook(newNodeMetrics(t.Name()))
+// sweeperPID spawns the rig's sweeper in an actor system of its own;
+// the test's end stops it and waits.
+func (r *sweepRig) sweeperPID() (*actor.ActorSystem, *actor.PID) {
+	r.t.Helper()
+	system := newTestSystem(r.t)
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return r.s }), sweeperName)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() {
+		_ = system.Root.StopFuture(pid).Wait()
+		system.Shutdown()
+	})
+	return system, pid
+}
+
+// The sweeper owns the book: passes, fresh listings, counts and a release
+// all reach it as messages while each other runs (run under -race), and a
+// release is answered once the book no longer lists what it released.
+func TestTheSweeperOwnsTheQuarantineBook(t *testing.T) {
+	r := newSweepRig(t)
+	want := seedSetAside(t, r.cfg.DataDir)
+	// The leader cannot be asked: the passes leave the deleted topic's
+	// directories, set aside here, where they are.
+	r.replica.leaderErr = errOwnerUnreachable
+	system, pid := r.sweeperPID()
+	ask := func(msg any) any {
+		res, err := system.Root.RequestFuture(pid, msg, 10*time.Second).Result()
+		if err != nil {
+			t.Error(err)
+		}
+		return res
+	}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			for range 20 {
-				if err := b.refresh(dir); err != nil {
-					t.Error(err)
+			for range 10 {
+				system.Root.Send(pid, sweepDue{})
+				l := ask(quarantineAsk{fresh: true}).(quarantineListAnswer)
+				if l.err != nil || l.list.TotalBytes != want || l.list.TotalCopies != 3 {
+					t.Errorf("fresh listing: got %d copies of %d bytes (%v), want 3 of %d", l.list.TotalCopies, l.list.TotalBytes, l.err, want)
 				}
-				b.reclaimed(1)
-			}
-		})
-		wg.Go(func() {
-			for range 50 {
-				if s := b.snapshot(); s.taken && s.bytes != want {
-					t.Errorf("snapshot bytes: got %d, want %d", s.bytes, want)
+				if c := ask(quarantineAsk{}).(quarantineCountsAnswer); !c.taken || c.counts.QuarantinedBytes != want {
+					t.Errorf("counts after a listing: got %+v, want %d bytes taken", c, want)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if got := b.reclaimedBytes(); got != 80 {
-		t.Fatalf("reclaimed: got %d, want 80", got)
+	rel := ask(quarantineRelease{req: messages.QuarantineReleaseRequest{Path: ".stale/old@3"}}).(quarantineReleaseAnswer)
+	if rel.err != nil || !rel.reply.Released || rel.reply.Bytes != 50 {
+		t.Fatalf("release: got %+v, %v; want 50 bytes released", rel.reply, rel.err)
+	}
+	if c := ask(quarantineAsk{}).(quarantineCountsAnswer); c.counts.QuarantinedBytes != want-50 {
+		t.Fatalf("counts right after the release: got %d bytes, want %d", c.counts.QuarantinedBytes, want-50)
+	}
+	if got := r.metrics.quarantinedBytes.Get(); got != float64(want-50) {
+		t.Fatalf("gauge after the release: got %v, want %d", got, want-50)
+	}
+	bad := ask(quarantineRelease{req: messages.QuarantineReleaseRequest{Path: "topics/orphan"}}).(quarantineReleaseAnswer)
+	if re, ok := errors.AsType[*transport.RemoteError](bad.err); !ok || re.Status != 400 {
+		t.Fatalf("release of an orphan: got %v, want 400", bad.err)
+	}
+}
+
+// Asks past QuarantineAsksMax answer 503 at once rather than queue.
+func TestQuarantineAsksAreBounded(t *testing.T) {
+	r := newSweepRig(t, func(c *Config) { c.QuarantineAsksMax = 1 })
+	r.s.walking = true // a walk under way holds the one slot's ask
+	r.s.thisWalk = []bookWaiter{{}}
+	system, pid := r.sweeperPID()
+	res, err := system.Root.RequestFuture(pid, quarantineAsk{fresh: true}, 10*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if re, ok := errors.AsType[*transport.RemoteError](res.(quarantineListAnswer).err); !ok || re.Status != transport.StatusUnavailable {
+		t.Fatalf("an ask past the bound: got %v, want 503", res.(quarantineListAnswer).err)
+	}
+}
+
+// Stopping the sweeper ends a pass under way and waits for it: Node.Stop
+// stops it before the stores close, so no pass outlives them.
+func TestStoppingTheSweeperWaitsForItsPass(t *testing.T) {
+	r := newSweepRig(t)
+	r.topic(sweepOrders, "n2")
+	r.copyOf(sweepOrders0, 3)
+	asked, returned := make(chan struct{}), make(chan struct{})
+	r.owners.onAsk = func(messages.PartitionKey) {
+		close(asked)
+		<-r.s.stop // the owner answers only once the sweeper is told to stop
+		time.Sleep(50 * time.Millisecond)
+		close(returned)
+	}
+	system := newTestSystem(t)
+	pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return r.s }), sweeperName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer system.Shutdown()
+	system.Root.Send(pid, sweepDue{})
+	<-asked
+	if err := system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-returned:
+	default:
+		t.Fatalf("the sweeper stopped while its pass was still asking an owner, want the pass ended first")
 	}
 }
 

@@ -25,7 +25,9 @@ import (
 // re-checks everything the verdict relied on. It also removes a deleted
 // topic's directory once the leader confirms the incarnation gone (S7).
 // The pass runs on a goroutine of its own, one at a time; the actor only
-// starts it and takes its report.
+// starts it and takes its report, then walks for the inventory of copies
+// set aside, whose book it owns (sweeper_book.go). Node.Stop stops the
+// actor, which cancels a pass or walk under way and waits for it.
 
 // sweepDue is the move runner telling the sweeper its tick count came
 // round (rule R5).
@@ -70,10 +72,18 @@ type sweeperActor struct {
 	deps
 	store  sweeperStore
 	owners ownerAsker
-	// book is the node's inventory of copies set aside, refreshed after
-	// each pass (its gauges, rule S8).
+	// book is the node's inventory of copies set aside (its gauges, rule
+	// S8), this actor's alone: walked again after each pass, each fresh
+	// listing and each release (sweeper_book.go).
 	book *quarantineBook
-	// running: a pass is under way; stop cancels it, io waits for it.
+	// walking: a walk is under way, for the asks in thisWalk; nextWalk
+	// wait for the one after it, as does a pass's end (walkWanted).
+	// releasing counts the releases under way.
+	walking, walkWanted bool
+	thisWalk, nextWalk  []bookWaiter
+	releasing           int
+	// running: a pass is under way; stop cancels it, io waits for it and
+	// for the walks and releases.
 	running bool
 	stop    chan struct{}
 	io      sync.WaitGroup
@@ -95,7 +105,15 @@ func (s *sweeperActor) Receive(ctx actor.Context) {
 	case sweepDue:
 		s.start(ctx)
 	case sweepDone:
-		s.done(m.report)
+		s.done(ctx, m.report)
+	case quarantineAsk:
+		s.askQuarantine(ctx, m)
+	case quarantineRelease:
+		s.release(ctx, m)
+	case releaseDone:
+		s.released(ctx, m)
+	case inventoryTaken:
+		s.walked(ctx, m)
 	}
 }
 
@@ -113,9 +131,18 @@ func (s *sweeperActor) start(ctx actor.Context) {
 	})
 }
 
-func (s *sweeperActor) done(r sweepReport) {
+// done takes a pass's report and walks for the inventory it changed.
+func (s *sweeperActor) done(ctx actor.Context, r sweepReport) {
+	s.record(r)
+	s.walkWanted = true
+	s.walk(ctx)
+}
+
+// record counts what a pass did.
+func (s *sweeperActor) record(r sweepReport) {
 	s.running = false
 	s.next = r.next
+	s.book.reclaimed(r.reclaimedBytes)
 	for a, n := range r.judged {
 		sweepJudged(s.metrics, a).Add(n)
 	}
@@ -191,10 +218,6 @@ func (s *sweeperActor) pass(ctx context.Context, from int) sweepReport {
 		}
 	}
 	s.judgeAll(ctx, copies, from, &r)
-	s.book.reclaimed(r.reclaimedBytes)
-	if err := s.book.refresh(s.cfg.DataDir); err != nil {
-		s.deps.log.Error("stale-copy sweep: take the inventory of copies set aside", "err", err)
-	}
 	return r
 }
 

@@ -205,9 +205,16 @@ func (r *sweepRig) path(k messages.PartitionKey) string {
 	return storage.PartitionPath(r.cfg.DataDir, k.Topic, k.Partition)
 }
 
-// pass runs one sweep from the from'th copy.
+// pass runs one sweep from the from'th copy, then does what the actor
+// does with its report: counts it and takes the inventory.
 func (r *sweepRig) pass(from int) sweepReport {
-	return r.s.pass(context.Background(), from)
+	r.t.Helper()
+	rep := r.s.pass(context.Background(), from)
+	r.s.record(rep)
+	if err := r.s.book.refresh(r.cfg.DataDir); err != nil {
+		r.t.Fatal(err)
+	}
+	return rep
 }
 
 // movedFromHere is the listing n2 answers after a move from n1 that
@@ -909,7 +916,6 @@ func TestSweepJudgesAtMostTheLimitPerPassAndResumesWhereItStopped(t *testing.T) 
 	for i := range passes {
 		before := len(r.owners.askedKeys())
 		rep := r.pass(r.s.next)
-		r.s.done(rep)
 		asked := r.owners.askedKeys()[before:]
 		if len(asked) != limit || judgedTotal(rep) != limit {
 			t.Fatalf("pass %d: got %d asked, %d judged; want %d", i, len(asked), judgedTotal(rep), limit)
