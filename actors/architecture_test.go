@@ -137,7 +137,7 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	rows := map[string]string{ // receiver type → the row's actor
 		"partitionsActor": "partitions", "sweeperActor": "sweeper", "partitionActor": "p:<inc>:<n>",
 		"fanoutActor": "fanout<id>", "dispatcherActor": "dispatcher", "moverActor": "mover",
-		"moveWorker": "move-p:<inc>:<n>", "controllerActor": "controller",
+		"moveWorker": "move-p:<inc>:<n>", "controllerActor": "controller", "pacerActor": "pacer",
 	}
 	lifecycle := map[string]bool{"Started": true, "Stopping": true, "Stopped": true, "Restarting": true, "ReceiveTimeout": true}
 	table := map[string]string{}

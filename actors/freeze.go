@@ -37,7 +37,7 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 	var fx []any
 	now := p.clock.Now()
 	p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, ev)
-	p.notePace(now)
+	p.notePace(ctx, now)
 	for _, f := range fx {
 		switch f := f.(type) {
 		case freeze.Answer:
@@ -283,7 +283,7 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	}
 	switch m.Op {
 	case messages.HandoffPrepare:
-		if !p.pacer.ask(p.key) {
+		if !p.pacer.ask(ctx, p.key) {
 			p.parkPrepare(ctx, m.From)
 			return
 		}
@@ -299,7 +299,7 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	}
 }
 
-// parkPrepare holds a prepare the pacer did not grant (rule B5): it waits
+// parkPrepare holds a prepare until the pacer grants it (rule B5): it waits
 // here for a freezeTurn, or is answered "held" after FreezeHoldFor. A
 // newer prepare replaces an older one, which is answered "held" now.
 func (p *partitionActor) parkPrepare(ctx actor.Context, from string) {
@@ -317,7 +317,7 @@ func (p *partitionActor) parkPrepare(ctx actor.Context, from string) {
 // back at once.
 func (p *partitionActor) freezeTurn(ctx actor.Context) {
 	if p.parked == nil || p.log == nil {
-		p.pacer.frozenUntil(p.key, time.Time{})
+		p.pacer.frozenUntil(ctx, p.key, time.Time{})
 		p.pacedUntil = time.Time{}
 		return
 	}
@@ -339,7 +339,7 @@ func (p *partitionActor) freezeHoldEnd(ctx actor.Context, m freezeHoldEnd) {
 	}
 	ctx.Send(p.parked, heldResult())
 	p.parked = nil
-	p.pacer.unpark(p.key)
+	p.pacer.unpark(ctx, p.key)
 }
 
 // answerHandoff answers the handoff request being stepped: the sender of
@@ -358,7 +358,7 @@ func heldResult() *messages.HandoffResult {
 
 // notePace tells the pacer when this partition's freeze holds until, each
 // time that changes (rule B5 counts frozen partitions).
-func (p *partitionActor) notePace(now time.Time) {
+func (p *partitionActor) notePace(ctx actor.Context, now time.Time) {
 	if p.closing {
 		return
 	}
@@ -370,7 +370,7 @@ func (p *partitionActor) notePace(now time.Time) {
 		return
 	}
 	p.pacedUntil = until
-	p.pacer.frozenUntil(p.key, until)
+	p.pacer.frozenUntil(ctx, p.key, until)
 }
 
 // refuseStash answers every commit not yet written: refused by the

@@ -100,6 +100,19 @@ func (in *inbox) settle(topic string) {
 	wantNext[*messages.PartitionStats](in, "the answers so far, then the stats")
 }
 
+// prepare sends a prepare to partition 0 of topic and waits until the
+// pacer's answer reached the partition: the partition parked it and told
+// the pacer (its stats come after), the pacer answered (its figures come
+// after the freezeTurn it sent), and the partition took the turn (its
+// stats come after). For a prepare that answers nothing meanwhile.
+func (in *inbox) prepare(topic string) {
+	in.t.Helper()
+	in.send(topic, &messages.Handoff{Op: messages.HandoffPrepare})
+	in.settle(topic)
+	in.tn.n.pacingCounts(in.t.Context())
+	in.settle(topic)
+}
+
 // within polls check until it returns nil, and fails the test with the
 // last error after d: a bound on something that must happen, never a
 // measure of how long it takes.
@@ -263,8 +276,7 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 	if first == nil || first.Offset != 0 {
 		t.Fatalf("consume: got %+v, want offset 0", first)
 	}
-	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
-	in.settle("f") // the prepare waits: the stats come first
+	in.prepare("f") // the prepare waits: the stats come first
 	tn.must(http.StatusNoContent, "POST", "/v1/topics/f/ack?receipt_handle="+url.QueryEscape(first.ReceiptHandle), nil)
 	in.settle("f") // an ack does not report; the poll does
 	clk.advance(leaseDrainPoll)
@@ -278,8 +290,7 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 	if second == nil || second.Offset != 1 {
 		t.Fatalf("consume after the release: got %+v, want offset 1", second)
 	}
-	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
-	in.settle("f")
+	in.prepare("f")
 	clk.advance(tn.cfg.LeaseDrainTimeout - time.Nanosecond)
 	in.settle("f") // the poll before the deadline found the lease out
 	clk.advance(leaseDrainPoll)
@@ -354,8 +365,7 @@ func TestRuleK5TheListingCarriesAcksNotLeases(t *testing.T) {
 	// The prepare waits out the lease drain (rule F2) with 1 and 3 still
 	// out, then reports the same position.
 	in := newInbox(t, tn)
-	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
-	in.settle("f")
+	in.prepare("f")
 	clk.advance(tn.cfg.LeaseDrainTimeout)
 	r := wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
 	if r.Status != messages.StatusOK || r.Listing == nil {

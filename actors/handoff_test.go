@@ -86,7 +86,7 @@ func TestClusterRuleB8AStoppingNodeHandsItsPartitionsOffFirst(t *testing.T) {
 	}
 	// rule B5: a partition handed over no longer counts as frozen, or the
 	// pacing would hold every later move off this node.
-	c.waitFor(id+"'s pacer counting nothing frozen", func() bool { f, _ := c.node(gone).n.pacer.counts(); return f == 0 })
+	c.waitFor(id+"'s pacer counting nothing frozen", func() bool { f, _ := c.node(gone).n.pacingCounts(t.Context()); return f == 0 })
 
 	load.down(gone)
 	c.node(gone).stop() // rule B10: the usual stop, WAL drain and all

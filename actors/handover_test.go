@@ -89,6 +89,8 @@ func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 	// "c" passes the gate while "b" syncs: it waits in the stash.
 	in.send("f", commitOf(`"c"`))
 	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
+	in.settle("f")                 // parked, the pacer told; "c" waits in the stash
+	tn.n.pacingCounts(t.Context()) // the pacer's turn is on its way: the gate arms next
 	in.send("f", &messages.GetStats{})
 	if c := wantNext[*messages.CommitResult](in, "the stashed commit, as the gate arms"); c.Status != messages.StatusFrozen {
 		t.Fatalf("stashed commit: got %+v, want refused as frozen", c)

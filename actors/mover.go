@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -72,7 +71,7 @@ type moverActor struct {
 	settled, settling bool
 	// carries keep what a move's worker must not forget across its
 	// restarts and respawns (its verify count, rule V4), by partition.
-	carries map[messages.PartitionKey]*workerCarry
+	carries map[messages.PartitionKey]workerCarry
 	// partitions is the partitions supervisor, which a worker asks to drop
 	// an earlier ownership's state around its install (rule K7); nil in
 	// rigs without one.
@@ -112,6 +111,10 @@ func (m *moverActor) Receive(ctx actor.Context) {
 		m.settledAnswer(ctx, msg)
 	case moveEnded:
 		m.ended(ctx, msg)
+	case carryAsk:
+		ctx.Respond(m.carries[msg.key])
+	case carryUpdate:
+		m.carryUpdated(msg)
 	case moveProgressUpdate:
 		if _, running := m.workers[msg.key]; running {
 			m.progress[msg.key] = msg.progress
@@ -246,15 +249,13 @@ func (m *moverActor) tick(ctx actor.Context) {
 		if m.flips != nil {
 			store = batchedFlips{moveStore: m.store, flips: m.flips}
 		}
-		carry := m.carries[k]
-		if carry == nil || carry.since != since || carry.source != owner {
-			carry = &workerCarry{since: since, source: owner}
-			m.carries[k] = carry
+		if c, ok := m.carries[k]; !ok || c.since != since || c.source != owner {
+			m.carries[k] = workerCarry{since: since, source: owner}
 		}
 		parts := m.partitions
 		props := actor.PropsFromProducer(func() actor.Actor {
 			w := newMoveWorker(d, store, src, k, owner, since)
-			w.carry, w.partitions = carry, parts
+			w.partitions = parts
 			return w
 		})
 		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
@@ -274,11 +275,34 @@ func (m *moverActor) tick(ctx actor.Context) {
 // supervision's fresh instance) and respawns (after it was given up on):
 // the verify failures of rule V4, so that a copy that cannot be verified
 // never freezes the source more than twice whatever the worker's fate.
-// Only the worker of that move touches it, one instance at a time.
+// The runner keeps it, for the move of a target since and a source; each
+// worker instance asks for it as it starts (carryAsk, answered with the
+// workerCarry) and tells each change (carryUpdate). A worker's messages
+// reach the runner in order, so an instance that crashed after an update
+// is followed by one that asks after it.
 type workerCarry struct {
 	since          uint64
 	source         string
-	verifyFailures atomic.Int64
+	verifyFailures int
+}
+
+// carryUpdated keeps a worker's V4 count for its move, while the runner
+// keeps that move (a move ended or re-planned forgets it).
+func (m *moverActor) carryUpdated(u carryUpdate) {
+	if c, ok := m.carries[u.key]; ok {
+		c.verifyFailures = u.verifyFailures
+		m.carries[u.key] = c
+	}
+}
+
+// carryAsk is a move worker starting: the answer is its move's
+// workerCarry.
+type carryAsk struct{ key messages.PartitionKey }
+
+// carryUpdate is a move worker's V4 count changing.
+type carryUpdate struct {
+	key            messages.PartitionKey
+	verifyFailures int
 }
 
 // scanDue decides whether a runner tick reads the metastore: only when the

@@ -143,7 +143,7 @@ func startTestMover(t *testing.T, system *actor.ActorSystem, newMover func() *mo
 	t.Helper()
 	mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		m := newMover()
-		m.workers, m.carries = map[messages.PartitionKey]*actor.PID{}, map[messages.PartitionKey]*workerCarry{}
+		m.workers, m.carries = map[messages.PartitionKey]*actor.PID{}, map[messages.PartitionKey]workerCarry{}
 		m.progress = map[messages.PartitionKey]messages.MoveProgress{}
 		return m
 	}), moverName)
@@ -155,4 +155,21 @@ func startTestMover(t *testing.T, system *actor.ActorSystem, newMover func() *mo
 		system.Shutdown()
 		time.Sleep(time.Minute)
 	})
+}
+
+// rule V4 across worker instances: the runner keeps each move's count as
+// its workers tell it, answers it to the next instance, and forgets it
+// with the move.
+func TestTheRunnerKeepsTheVerifyCountOfItsMoves(t *testing.T) {
+	k := messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 1}
+	other := messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 2}
+	m := &moverActor{carries: map[messages.PartitionKey]workerCarry{k: {since: 9, source: "n1"}}}
+	m.carryUpdated(carryUpdate{key: k, verifyFailures: 1})
+	m.carryUpdated(carryUpdate{key: other, verifyFailures: 2})
+	if got := m.carries[k]; got != (workerCarry{since: 9, source: "n1", verifyFailures: 1}) {
+		t.Fatalf("kept for its move: got %+v, want 1 failure since 9 from n1", got)
+	}
+	if _, ok := m.carries[other]; ok {
+		t.Fatalf("a move the runner does not keep: got a count, want none")
+	}
 }

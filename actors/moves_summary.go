@@ -9,13 +9,20 @@ import (
 )
 
 // pacingCounts is the freeze pacer's figures: partitions frozen here as a
-// move's source, and prepares it holds (rule B5).
-func (n *Node) pacingCounts() (frozen, held int) { return n.pacer.counts() }
+// move's source, and prepares it holds (rule B5); zeros when the pacer
+// does not answer in time.
+func (n *Node) pacingCounts(ctx context.Context) (frozen, held int) {
+	res, err := n.request(ctx, n.pacer.pid, paceCounts{})
+	if a, ok := res.(paceCountsAnswer); err == nil && ok {
+		return a.frozen, a.held
+	}
+	return 0, 0
+}
 
 // moveCounts is this node's share of the moves summary: its counters as a
 // destination since it started, and its freeze pacer's figures now.
-func (n *Node) moveCounts() messages.MoveCounts {
-	frozen, held := n.pacingCounts()
+func (n *Node) moveCounts(ctx context.Context) messages.MoveCounts {
+	frozen, held := n.pacingCounts(ctx)
 	return messages.MoveCounts{Done: int64(n.metrics.movesDone.Get()), BytesCopied: int64(n.metrics.moveBytes.Get()),
 		Frozen: frozen, Held: held}
 }
@@ -25,8 +32,8 @@ func (n *Node) moveCounts() messages.MoveCounts {
 const moveCountsService = "move-counts"
 
 func (n *Node) serveMoveCounts() error {
-	return transport.HandleJSON(n.nats, moveCountsService, func(context.Context, string, struct{}) (messages.MoveCounts, error) {
-		return n.moveCounts(), nil
+	return transport.HandleJSON(n.nats, moveCountsService, func(ctx context.Context, _ string, _ struct{}) (messages.MoveCounts, error) {
+		return n.moveCounts(ctx), nil
 	})
 }
 
@@ -36,7 +43,7 @@ func (n *Node) serveMoveCounts() error {
 // caller's budget (and RequestTimeout), so that a member that hangs costs
 // the summary its share, named in Missing, not the listing its answer.
 func (n *Node) moveSummary(ctx context.Context, inFlight int) messages.MoveSummary {
-	counts := map[string]messages.MoveCounts{n.cfg.NodeID: n.moveCounts()}
+	counts := map[string]messages.MoveCounts{n.cfg.NodeID: n.moveCounts(ctx)}
 	var asked []string
 	if n.nats != nil {
 		for _, m := range n.store.Members() {

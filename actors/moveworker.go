@@ -71,11 +71,15 @@ type moveWorker struct {
 	// lane is the staging copy's I/O under way, the latest of a pass, a
 	// verify or an install (runStaging); nil once the actor waited for it.
 	lane *stagingRun
-	// carry outlives this instance (the V4 count); nil in rigs: a fresh
-	// one. partitions is the supervisor asked to drop an earlier
-	// ownership's state around the install (rule K7); nil: none runs.
-	carry      *workerCarry
-	partitions *actor.PID
+	// carried is the V4 count the parent (the runner) keeps for this
+	// move across the worker's restarts and respawns: asked for as the
+	// worker starts (carryAsk; awaitingCarry until it comes), told at each
+	// change (carryUpdate). partitions is the supervisor asked to drop an
+	// earlier ownership's state around the install (rule K7); nil: none
+	// runs.
+	carried       int
+	awaitingCarry bool
+	partitions    *actor.PID
 }
 
 // moveWorkerTick is the worker's own timer: it watches the source's
@@ -120,23 +124,38 @@ func (w *moveWorker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.born, w.stopping = time.Now(), make(chan struct{})
-		if w.carry == nil {
-			w.carry = &workerCarry{}
-		}
-		// rule V4: a restarted or respawned worker keeps the count.
-		w.state.VerifyFailures = int(w.carry.verifyFailures.Load())
-		w.step(ctx, move.Start{})
-		w.scheduleTick(ctx)
+		// rule V4: a restarted or respawned worker keeps the count, which
+		// its parent holds; it starts once it has it.
+		w.awaitingCarry = true
+		ctx.Request(ctx.Parent(), carryAsk{key: w.key})
+	case workerCarry:
+		w.begin(ctx, m)
 	case *actor.Stopping, *actor.Restarting:
 		// A restart gets a fresh worker that resumes from the staging
 		// copy: this one's I/O must be over first.
 		w.stop()
 	case moveIO:
-		w.outcome(ctx, m.event)
+		if !w.awaitingCarry { // before it, an earlier instance's
+			w.outcome(ctx, m.event)
+		}
 	case moveWorkerTick:
-		w.watchSource(ctx)
-		w.scheduleTick(ctx)
+		if !w.awaitingCarry { // before it, an earlier instance's timer
+			w.watchSource(ctx)
+			w.scheduleTick(ctx)
+		}
 	}
+}
+
+// begin starts the move with the count its parent carried.
+func (w *moveWorker) begin(ctx actor.Context, c workerCarry) {
+	if !w.awaitingCarry {
+		return
+	}
+	w.awaitingCarry = false
+	w.carried = c.verifyFailures
+	w.state.VerifyFailures = c.verifyFailures
+	w.step(ctx, move.Start{})
+	w.scheduleTick(ctx)
 }
 
 // outcome keeps what an effect's outcome carries beyond its event, then
@@ -229,7 +248,10 @@ func (w *moveWorker) step(ctx actor.Context, ev any) {
 	before := w.state.Phase
 	var fx []any
 	w.state, fx = move.Step(w.cfg.Move, w.state, w.now(), ev)
-	w.carry.verifyFailures.Store(int64(w.state.VerifyFailures))
+	if w.state.VerifyFailures != w.carried {
+		w.carried = w.state.VerifyFailures
+		ctx.Send(ctx.Parent(), carryUpdate{key: w.key, verifyFailures: w.carried})
+	}
 	for _, f := range fx {
 		w.effect(ctx, f)
 	}

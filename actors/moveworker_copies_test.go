@@ -326,8 +326,7 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 func TestRuleV4AWorkerStartedWithTwoFailedVerifiesCarriedNeverFreezes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 5, false)
-		r.carry = &workerCarry{since: 41, source: "n1"}
-		r.carry.verifyFailures.Store(2)
+		r.carry = workerCarry{since: 41, source: "n1", verifyFailures: 2}
 		r.start()
 		defer r.stop()
 		time.Sleep(time.Minute)
@@ -338,7 +337,7 @@ func TestRuleV4AWorkerStartedWithTwoFailedVerifiesCarriedNeverFreezes(t *testing
 		if exists(t, r.stagingPath()) {
 			t.Fatal("staging: got a copy, want none")
 		}
-		if got := r.carry.verifyFailures.Load(); got != 2 {
+		if got := r.carried(); got != 2 {
 			t.Fatalf("the carried count: got %d, want 2 kept", got)
 		}
 	})

@@ -37,9 +37,11 @@ type workerRig struct {
 	// partitions, when set, spawns the stand-in partitions supervisor the
 	// worker asks around its install (rule K7).
 	partitions func(*actor.ActorSystem) *actor.PID
-	// carry, when set, is what the runner kept of the move's earlier
-	// workers.
-	carry *workerCarry
+	// carry is what the parent keeps of the move's earlier workers, as the
+	// runner does: answered to the worker as it starts, updated as it
+	// tells (under carryMu).
+	carryMu sync.Mutex
+	carry   workerCarry
 	// batchInstalls gives the worker the node's install batcher, as a node
 	// does (nil otherwise: each copy installs alone); installs is it.
 	batchInstalls bool
@@ -89,6 +91,13 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 	return r
 }
 
+// carried is the V4 count the parent keeps.
+func (r *workerRig) carried() int {
+	r.carryMu.Lock()
+	defer r.carryMu.Unlock()
+	return r.carry.verifyFailures
+}
+
 // start spawns the worker under a parent that keeps what it reports.
 func (r *workerRig) start() {
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
@@ -100,7 +109,6 @@ func (r *workerRig) start() {
 	parts := r.partitions
 	worker := actor.PropsFromProducer(func() actor.Actor {
 		w := newMoveWorker(d, r.store, r.source, r.key, "n1", 41)
-		w.carry = r.carry
 		if parts != nil {
 			w.partitions = parts(r.system)
 		}
@@ -112,6 +120,14 @@ func (r *workerRig) start() {
 			ctx.Spawn(worker)
 		case moveEnded:
 			r.ended <- m
+		case carryAsk:
+			r.carryMu.Lock()
+			ctx.Respond(r.carry)
+			r.carryMu.Unlock()
+		case carryUpdate:
+			r.carryMu.Lock()
+			r.carry.verifyFailures = m.verifyFailures
+			r.carryMu.Unlock()
 		}
 	}), "mover")
 	if err != nil {

@@ -297,16 +297,17 @@ func (n *Node) startActors() error {
 		}
 		return 0
 	})
-	n.pacer = newFreezePacer(n.cfg, n.metrics)
+	pacerPID, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newPacerActor(n.deps) }), pacerName)
+	if err != nil {
+		return fmt.Errorf("spawn the freeze pacer: %w", err)
+	}
+	n.pacer = &pacer{pid: pacerPID}
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
 	n.installs = newInstallBatcher(n.deps)
 	n.copyRoute = routeFanout{n.route}
 	n.fanoutLags = newFanoutLags(n.metrics)
 	n.figures = newTopicFigures(n.metrics)
-	sys := n.system
-	n.pacer.wake = func(k messages.PartitionKey) { sys.Root.Send(partitionPID(sys, k), freezeTurn{}) }
 	d := n.deps
-	var err error
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &partitionsActor{deps: d, store: n.store, children: map[messages.PartitionKey]*actor.PID{}, failed: map[messages.PartitionKey]bool{}, owned: owned}
 	}, actor.WithSupervisor(strategy)), partitionsName)
@@ -327,7 +328,7 @@ func (n *Node) startActors() error {
 	}
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &moverActor{deps: d, store: n.store, source: newMoveGroups(n.route, n.cfg, n.metrics), flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
-			progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]*workerCarry{},
+			progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]workerCarry{},
 			sweeper: n.sweeper, partitions: n.partitions}
 	}, actor.WithSupervisor(workers)), moverName)
 	if err != nil {
@@ -650,7 +651,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.flips.close()
 	n.installs.close()
 	n.system.Root.StopFuture(n.partitions).Wait()
-	n.pacer.close()
+	// After the partitions: each tells the pacer its freeze ended as it
+	// closes.
+	n.system.Root.StopFuture(n.pacer.pid).Wait()
 	n.system.Shutdown()
 	if cerr := n.closeStores(); err == nil {
 		err = cerr

@@ -1,8 +1,10 @@
 package actors
 
 import (
-	"sync"
+	"log/slog"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/messages"
@@ -11,13 +13,14 @@ import (
 // The freeze pacing of a move's source (seed 003, rule B5): the node's
 // partitions share one freeze.Pacer, so that a bulk move off this node arms
 // at most MaxNewFreezesPerTick freezes a tick and none while
-// MaxFrozenPartitions are frozen. A prepare the pacer holds is parked in
-// its partition actor (partition.go: parkPrepare) until the pacer wakes it
-// with a freezeTurn, or answered "held" after FreezeHoldFor; its move asks
-// again and keeps its turn.
-//
-// The pacer is shared state outside the actors, like the WAL: one mutex,
-// held for a few microseconds per prepare, freeze change and tick.
+// MaxFrozenPartitions are frozen. The pacer is an actor (pacerActor), the
+// one owner of that freeze.Pacer: a partition tells it of each prepare
+// (paceAsk) and parks the prepare (freeze.go: parkPrepare) until the pacer
+// grants it with a freezeTurn, or answers it "held" after FreezeHoldFor
+// (paceUnpark: its move asks again and keeps its turn); each change of a
+// partition's freeze reaches it as a paceFrozen. Between one partition and
+// the pacer the messages keep their order, so the pacer never counts a
+// freeze that its partition already told it ended.
 
 // freezeTurn wakes a partition whose parked prepare the pacer granted.
 type freezeTurn struct{}
@@ -26,20 +29,76 @@ type freezeTurn struct{}
 // the park it ends.
 type freezeHoldEnd struct{ seq uint64 }
 
-type freezePacer struct {
-	mu    sync.Mutex
+// paceAsk is a prepare of key arriving at its partition, parked there until
+// the pacer answers with a freezeTurn.
+type paceAsk struct{ key messages.PartitionKey }
+
+// paceUnpark is key's parked prepare answered "held": it keeps its turn.
+type paceUnpark struct{ key messages.PartitionKey }
+
+// paceFrozen is key's freeze holding until then (armed, re-armed, fenced,
+// or opened frozen); a zero until says it no longer holds.
+type paceFrozen struct {
+	key   messages.PartitionKey
+	until time.Time
+}
+
+// paceTick is the pacer's own timer: the next tick's room.
+type paceTick struct{}
+
+// paceCounts asks for the partitions frozen and the moves held; the answer
+// is a paceCountsAnswer.
+type paceCounts struct{}
+
+// paceCountsAnswer is the pacer's figures now.
+type paceCountsAnswer struct{ frozen, held int }
+
+const pacerName = "pacer"
+
+// pacer is a partition's handle on the node's pacer actor; a nil one paces
+// nothing (rigs), and each prepare arms at once.
+type pacer struct{ pid *actor.PID }
+
+// ask tells the pacer of a prepare of k and reports whether it may arm at
+// once (there is no pacer); otherwise the caller parks it and waits for a
+// freezeTurn.
+func (pc *pacer) ask(ctx actor.Context, k messages.PartitionKey) bool {
+	if pc == nil {
+		return true
+	}
+	ctx.Send(pc.pid, paceAsk{key: k})
+	return false
+}
+
+// unpark: k's parked prepare was answered "held".
+func (pc *pacer) unpark(ctx actor.Context, k messages.PartitionKey) {
+	if pc != nil {
+		ctx.Send(pc.pid, paceUnpark{key: k})
+	}
+}
+
+// frozenUntil tells the pacer k's freeze holds until then (zero: it ended).
+func (pc *pacer) frozenUntil(ctx actor.Context, k messages.PartitionKey, until time.Time) {
+	if pc != nil {
+		ctx.Send(pc.pid, paceFrozen{key: k, until: until})
+	}
+}
+
+// pacerActor owns the node's freeze.Pacer, its tick timer and its gauges.
+type pacerActor struct {
 	p     *freeze.Pacer[messages.PartitionKey]
 	clock clock
 	tick  time.Duration
-	// wake delivers a freezeTurn to a partition actor; set once the actor
-	// system exists.
-	wake func(messages.PartitionKey)
+	// wake delivers a freezeTurn to partition k.
+	wake func(ctx actor.Context, k messages.PartitionKey)
 	// pumping: a tick timer is armed (one at a time, only while a parked
 	// prepare waits).
 	pumping bool
-	closed  bool
+	// stopped: no timer is armed again.
+	stopped bool
 	frozen  func(float64)
 	held    func(float64)
+	log     *slog.Logger
 }
 
 // paceConfig is the pacer's part of the node's configuration. The line
@@ -51,106 +110,83 @@ func paceConfig(c Config) freeze.PaceConfig {
 		FreezeTTL: c.Move.FreezeTTL, KeepTurnFor: c.FreezeTurnKeepFor, MaxLine: 2 * c.MaxInFlightMoves}
 }
 
-func newFreezePacer(c Config, m *nodeMetrics) *freezePacer {
-	fp := &freezePacer{p: freeze.NewPacer[messages.PartitionKey](paceConfig(c)), clock: c.clockOrWall(), tick: c.FreezePaceTick}
-	if m != nil {
-		fp.frozen, fp.held = m.partitionsFrozen.Set, m.movesHeld.Set
+// newPacerActor is the pacer for d's node; its freezeTurns go to the
+// partition actors by name.
+func newPacerActor(d deps) *pacerActor {
+	a := &pacerActor{p: freeze.NewPacer[messages.PartitionKey](paceConfig(d.cfg)), clock: d.cfg.clockOrWall(), tick: d.cfg.FreezePaceTick,
+		wake: func(ctx actor.Context, k messages.PartitionKey) {
+			ctx.Send(partitionPID(ctx.ActorSystem(), k), freezeTurn{})
+		}, log: d.log}
+	if d.metrics != nil {
+		a.frozen, a.held = d.metrics.partitionsFrozen.Set, d.metrics.movesHeld.Set
 	}
-	return fp
+	return a
 }
 
-// ask is a prepare of k arriving: true when it may arm its freeze now;
-// otherwise the caller parks it.
-func (fp *freezePacer) ask(k messages.PartitionKey) bool {
-	if fp == nil {
-		return true
+func (a *pacerActor) Receive(ctx actor.Context) {
+	defer logPanic(a.log, pacerName)
+	switch m := ctx.Message().(type) {
+	case *actor.Stopping:
+		a.stopped = true
+	case paceAsk:
+		a.asked(ctx, m)
+	case paceUnpark:
+		a.p.Unpark(a.clock.Now(), m.key)
+		a.after(ctx)
+	case paceFrozen:
+		a.frozenUntil(ctx, m)
+	case paceTick:
+		a.pumping = false
+		a.pump(ctx)
+	case paceCounts:
+		frozen, held := a.p.Counts(a.clock.Now())
+		ctx.Respond(paceCountsAnswer{frozen: frozen, held: held})
 	}
-	fp.mu.Lock()
-	ok, wake := fp.p.Ask(fp.clock.Now(), k)
-	fp.afterLocked()
-	fp.mu.Unlock()
-	fp.deliver(wake)
-	return ok
 }
 
-// unpark: k's parked prepare was answered "held"; it keeps its turn.
-func (fp *freezePacer) unpark(k messages.PartitionKey) {
-	if fp == nil {
-		return
+// asked grants k's prepare now when there is room (the partition's parked
+// prepare then arms), with any other the ask let through.
+func (a *pacerActor) asked(ctx actor.Context, m paceAsk) {
+	ok, wake := a.p.Ask(a.clock.Now(), m.key)
+	if ok {
+		a.wake(ctx, m.key)
 	}
-	fp.mu.Lock()
-	fp.p.Unpark(fp.clock.Now(), k)
-	fp.afterLocked()
-	fp.mu.Unlock()
+	a.deliver(ctx, wake)
+	a.after(ctx)
 }
 
-// frozenUntil records k's freeze (armed, re-armed, fenced, or opened
-// frozen); a zero until records that it no longer holds.
-func (fp *freezePacer) frozenUntil(k messages.PartitionKey, until time.Time) {
-	if fp == nil {
-		return
-	}
-	fp.mu.Lock()
-	if until.IsZero() {
-		fp.p.Thaw(k)
+func (a *pacerActor) frozenUntil(ctx actor.Context, m paceFrozen) {
+	if m.until.IsZero() {
+		a.p.Thaw(m.key)
 	} else {
-		fp.p.Frozen(k, until)
+		a.p.Frozen(m.key, m.until)
 	}
-	wake := fp.p.Pump(fp.clock.Now())
-	fp.afterLocked()
-	fp.mu.Unlock()
-	fp.deliver(wake)
+	a.pump(ctx)
 }
 
-// counts reports the partitions frozen and the moves held.
-func (fp *freezePacer) counts() (frozen, held int) {
-	if fp == nil {
-		return 0, 0
-	}
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	return fp.p.Counts(fp.clock.Now())
+func (a *pacerActor) pump(ctx actor.Context) {
+	a.deliver(ctx, a.p.Pump(a.clock.Now()))
+	a.after(ctx)
 }
 
-// close stops the tick timer; the partitions are stopping.
-func (fp *freezePacer) close() {
-	if fp == nil {
-		return
-	}
-	fp.mu.Lock()
-	fp.closed = true
-	fp.mu.Unlock()
-}
-
-// afterLocked updates the gauges and arms the tick timer while a parked
-// prepare waits for room.
-func (fp *freezePacer) afterLocked() {
-	frozen, held := fp.p.Counts(fp.clock.Now())
-	if fp.frozen != nil {
-		fp.frozen(float64(frozen))
-		fp.held(float64(held))
-	}
-	if fp.pumping || fp.closed || !fp.p.Waiting() {
-		return
-	}
-	fp.pumping = true
-	fp.clock.AfterFunc(fp.tick, fp.pump)
-}
-
-func (fp *freezePacer) pump() {
-	fp.mu.Lock()
-	fp.pumping = false
-	wake := fp.p.Pump(fp.clock.Now())
-	fp.afterLocked()
-	fp.mu.Unlock()
-	fp.deliver(wake)
-}
-
-func (fp *freezePacer) deliver(keys []messages.PartitionKey) {
-	if fp.wake == nil {
-		return
-	}
+func (a *pacerActor) deliver(ctx actor.Context, keys []messages.PartitionKey) {
 	for _, k := range keys {
-		fp.wake(k)
+		a.wake(ctx, k)
 	}
+}
+
+// after updates the gauges and arms the tick timer while a parked prepare
+// waits for room.
+func (a *pacerActor) after(ctx actor.Context) {
+	frozen, held := a.p.Counts(a.clock.Now())
+	if a.frozen != nil {
+		a.frozen(float64(frozen))
+		a.held(float64(held))
+	}
+	if a.pumping || a.stopped || !a.p.Waiting() {
+		return
+	}
+	a.pumping = true
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.clock.AfterFunc(a.tick, func() { root.Send(self, paceTick{}) })
 }

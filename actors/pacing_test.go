@@ -61,7 +61,7 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 	first := wantHandoff(in, "the first prepare of the tick", messages.StatusOK)
 	wantHandoff(in, "the second prepare of the tick", messages.StatusOK)
 	in.noAnswerYet("f", 5, "a third prepare in the same tick")
-	if frozen, held := tn.n.pacer.counts(); frozen != 2 || held != 3 {
+	if frozen, held := tn.n.pacingCounts(t.Context()); frozen != 2 || held != 3 {
 		t.Fatalf("counts: got frozen %d held %d, want 2 and 3", frozen, held)
 	}
 	if got := tn.n.metrics.partitionsFrozen.Get(); got != 2 {
@@ -95,7 +95,7 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 	// The last one waits past FreezeHoldFor: answered held, keeping its turn.
 	clk.advance(tn.cfg.freezeHold())
 	wantHandoff(in, "a prepare parked past FreezeHoldFor", messages.StatusHeld)
-	if frozen, held := tn.n.pacer.counts(); frozen != 3 || held != 1 {
+	if frozen, held := tn.n.pacingCounts(t.Context()); frozen != 3 || held != 1 {
 		t.Fatalf("counts after the hold: got frozen %d held %d, want 3 and 1 (the held move keeps its place)", frozen, held)
 	}
 }

@@ -27,8 +27,8 @@ type deps struct {
 	metrics  *nodeMetrics
 	notifier *commitNotifier
 	// pacer paces the freezes this node arms as a move's source (rule B5,
-	// pacing.go); nil paces nothing.
-	pacer *freezePacer
+	// pacing.go: the pacer actor); nil paces nothing.
+	pacer *pacer
 	// installs batches the move workers' installs (installbatch.go); nil
 	// installs each copy alone.
 	installs *installBatcher
@@ -169,7 +169,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 	defer logPanic(p.deps.log, p.name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p.start()
+		p.start(ctx)
 		// Before any commit: a link's cursor anchors at the HWM it found.
 		p.setLinks(ctx, p.links)
 	case *actor.Restarting, *actor.Stopping:
@@ -225,7 +225,7 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 // start opens (and so recovers) the log and restores the consumer position,
 // clamped to what the log holds. A failure panics: the supervisor retries
 // with back-off and gives up on a partition that keeps failing.
-func (p *partitionActor) start() {
+func (p *partitionActor) start(ctx actor.Context) {
 	if p.opens != nil {
 		p.opens <- struct{}{}
 		defer func() { <-p.opens }()
@@ -287,7 +287,7 @@ func (p *partitionActor) start() {
 		if len(fx) != 0 {
 			panic(fmt.Sprintf("partition %s: reopen asked for %v", p.name, fx))
 		}
-		p.notePace(now) // frozen without asking: it counts all the same
+		p.notePace(ctx, now) // frozen without asking: it counts all the same
 		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
 	}
 	if l.HWM() > st.Frontier+1 {
@@ -334,7 +334,7 @@ func (p *partitionActor) close(ctx actor.Context) {
 	// it once, here: the drain below still steps the gate, which must not
 	// count the partition frozen again.
 	p.closing = true
-	p.pacer.frozenUntil(p.key, time.Time{})
+	p.pacer.frozenUntil(ctx, p.key, time.Time{})
 	p.pacedUntil = time.Time{}
 	if p.log == nil {
 		return
