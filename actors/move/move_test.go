@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1091,4 +1092,63 @@ func TestAnInstallNotWholeAtThePathBlocksTheMove(t *testing.T) {
 		t.Fatal("a blocked move still counts on its freeze")
 	}
 	sc.feed(RearmDue{}).wantFx()
+}
+
+// Every request a move issues carries an attempt number greater than any
+// before it, so that an outcome of an earlier request (one that outlived
+// a retry, or answers a phase since left) is always told apart from the
+// current one and ignored. Run through a whole move: the copy, the
+// prepare, the fence, the verify, the install, the flip and a leader read.
+func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
+	var kinds []string
+	var attempts []uint64
+	record := func(fx []any) {
+		for _, f := range fx {
+			var a uint64
+			switch e := f.(type) {
+			case Fetch:
+				a = e.Attempt
+			case PrepareHandoff:
+				a = e.Attempt
+			case Fence:
+				a = e.Attempt
+			case Verify:
+				a = e.Attempt
+			case Install:
+				a = e.Attempt
+			case ProposeFlip:
+				a = e.Attempt
+			case ReadLeader:
+				a = e.Attempt
+			default:
+				continue
+			}
+			kinds = append(kinds, fmt.Sprintf("%T", f))
+			attempts = append(attempts, a)
+		}
+	}
+	sc := newScript(t)
+	for _, ev := range []any{
+		Start{},
+		PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100},
+		Frozen{Token: "t1", HWM: 104},
+		PassDone{Copied: 0, HWM: 104, CopiedTo: 104},
+		PassDone{Copied: 0, HWM: 104, CopiedTo: 104},
+		Verified{OK: true},
+		Fenced{},
+		Installed{},
+		FlipAnswered{Err: errNet},
+	} {
+		sc.feed(ev)
+		record(sc.fx)
+	}
+	want := []string{"move.Fetch", "move.PrepareHandoff", "move.Fetch", "move.Fetch", "move.Verify", "move.Fence", "move.Install", "move.ProposeFlip", "move.ReadLeader"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("requests: got %v, want %v", kinds, want)
+	}
+	for i := 1; i < len(attempts); i++ {
+		if attempts[i] <= attempts[i-1] {
+			t.Fatalf("attempts %v: %s got %d after %s's %d, want a greater one", attempts, kinds[i], attempts[i], kinds[i-1], attempts[i-1])
+		}
+	}
 }

@@ -1,3 +1,5 @@
+//go:build !noraft
+
 package metastore
 
 import (
