@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -325,13 +326,31 @@ func (c *testCluster) planMove(topic string, partition, to int) int {
 	c.t.Helper()
 	s := c.node(to).n.Store()
 	t, _ := s.Topic(topic)
-	a, _, err := s.LeaderAssignment(context.Background(), t.Incarnation, partition)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	r, err := s.SetTarget(context.Background(), messages.SetTarget{Incarnation: t.Incarnation, Partition: partition, Owner: a.Owner, To: fmt.Sprintf("n%d", to+1)})
-	if err != nil || r.Code != messages.ResultOK {
-		c.t.Fatalf("set target: got %+v, %v", r, err)
+	want := fmt.Sprintf("n%d", to+1)
+	// A metastore that cannot answer in time (a loaded machine, -race) is
+	// asked again, as a client would: a target set by a try whose answer
+	// was lost reads as set.
+	deadline := time.Now().Add(clusterWaitBound)
+	var a messages.Assignment
+	for {
+		var err error
+		a, _, err = s.LeaderAssignment(context.Background(), t.Incarnation, partition)
+		if err == nil && a.Target == want {
+			break
+		}
+		if err == nil {
+			var r messages.AssignResult
+			r, err = s.SetTarget(context.Background(), messages.SetTarget{Incarnation: t.Incarnation, Partition: partition, Owner: a.Owner, To: want})
+			if err == nil && r.Code != messages.ResultOK {
+				c.t.Fatalf("set target: got %+v, want OK", r)
+			}
+			if err == nil {
+				break
+			}
+		}
+		if !errors.Is(err, metastore.ErrUnavailable) || time.Now().After(deadline) {
+			c.t.Fatalf("plan the move of %s/%d to %s: %v", topic, partition, want, err)
+		}
 	}
 	var owner int
 	fmt.Sscanf(a.Owner, "n%d", &owner)
