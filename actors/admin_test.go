@@ -11,6 +11,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -25,17 +26,7 @@ func startTestNATS(t testing.TB) *natsserver.Server {
 // is maxPayload bytes until the test ends.
 func startNATSWithMaxPayload(t testing.TB, maxPayload int64) *natsserver.Server {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		MaxPayload: int32(maxPayload)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(s.Shutdown)
-	return s
+	return testnet.StartNATS(t, &natsserver.Options{MaxPayload: int32(maxPayload)})
 }
 
 // The admin verbs answer a plain NATS request with a JSON body, as the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -250,18 +251,7 @@ func (c *testCluster) waitFor(what string, cond func() bool) {
 
 // eventually polls cond until it holds or the bound passes, and reports
 // whether it held: for a test that fails with what it last saw.
-func (c *testCluster) eventually(cond func() bool) bool {
-	deadline := time.Now().Add(clusterWaitBound)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func (c *testCluster) eventually(cond func() bool) bool { return testnet.Wait(clusterWaitBound, cond) }
 
 // memberStatuses is node i's GET /v1/cluster/members as id -> status.
 func (c *testCluster) memberStatuses(i int) map[string]string {

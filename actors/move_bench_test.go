@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/storage"
 )
 
@@ -314,11 +315,5 @@ func rawCopySeconds(b *testing.B, dir string) time.Duration {
 // on a slow machine (a liveness bound, not a measure).
 func waitLong(b *testing.B, what string, cond func() bool) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testnet.Eventually(b, 10*time.Minute, what, cond)
 }

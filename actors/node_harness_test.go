@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -40,39 +38,12 @@ func (tn *testNode) authorize(req *http.Request) {
 	}
 }
 
-// freeAddr returns a loopback address with a free port that no earlier
-// call in this process returned. The ports come from a range of this
-// package's own, below the kernel's ephemeral range (32768 and up on
-// Linux): a port from that range, released, can be handed to an outgoing
-// connection before the test listens on it; one handed out twice here (a
-// cluster picks all its addresses before any node listens) would collide
-// with itself; and packages run their tests at the same time.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	handedOutMu.Lock()
-	defer handedOutMu.Unlock()
-	for range 1000 {
-		port := 20000 + rand.IntN(6000)
-		if handedOut[port] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		l.Close()
-		handedOut[port] = true
-		return addr
-	}
-	t.Fatal("no free port left in this package's range")
-	return ""
-}
+// testPorts hands out this package's ports (testnet.Actors).
+var testPorts = testnet.Actors.Ports()
 
-var (
-	handedOutMu sync.Mutex
-	handedOut   = map[int]bool{}
-)
+// freeAddr is a loopback address with a port of this package's range,
+// free a moment ago and never handed out before (testnet.Ports).
+func freeAddr(t testing.TB) string { return testPorts.Addr(t) }
 
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {

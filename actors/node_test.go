@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -182,13 +183,7 @@ func TestRecordsSurviveAGracefulRestart(t *testing.T) {
 // liveness check, not a timing assertion.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testnet.Eventually(t, 20*time.Second, "the condition", cond)
 }
 
 // A controller that stopped between a topic's create and its placement

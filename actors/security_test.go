@@ -13,6 +13,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/cluster/transport/testpki"
 	"github.com/naradmq/narad/messages"
@@ -30,19 +31,7 @@ func startSecuredNATS(t testing.TB, cluster string) (*natsserver.Server, transpo
 	if err := transport.SecureServer(o, cluster, creds, transport.TLSFiles{}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := natsserver.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s, creds
+	return testnet.StartNATS(t, o), creds
 }
 
 // forgedCommit is the raw NATS attack: a partition commit of one

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -396,13 +397,10 @@ func statusOf(r *http.Response) string {
 	return r.Status
 }
 
-// freeAddr is a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// deployPorts hands out this package's ports (testnet.Deploy): a port
+// below the kernel's ephemeral range, which no outgoing connection takes
+// before the process under test listens on it.
+var deployPorts = testnet.Deploy.Ports()
+
+// freeAddr is a loopback address with a port of this package's range.
+func freeAddr(t *testing.T) string { return deployPorts.Addr(t) }

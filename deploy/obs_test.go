@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,15 +35,7 @@ const vmVersion = "v1.151.0"
 // answer nothing; the test logs each.
 var eventOnly = []string{"narad_decommission_blocked", "narad_moves_blocked", "narad_move_freeze_seconds"}
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freePort(t *testing.T) string { return deployPorts.Addr(t) }
 
 func build(t *testing.T, dir, pkg string) string {
 	t.Helper()

@@ -7,17 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -37,39 +35,11 @@ var testLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level
 // forever. Nothing asserts on elapsed time.
 const hangGuard = 30 * time.Second
 
-// freeAddr returns a loopback address with a free port that no earlier
-// call in this process returned. The ports come from a range of this
-// package's own, below the kernel's ephemeral range (32768 and up on
-// Linux): a port from that range, released, can be handed to an outgoing
-// connection before the test listens on it; one handed out twice here (a
-// cluster picks all its addresses before any node listens) would collide
-// with itself; and packages run their tests at the same time.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	handedOutMu.Lock()
-	defer handedOutMu.Unlock()
-	for range 1000 {
-		port := 26000 + rand.IntN(4000)
-		if handedOut[port] {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		l.Close()
-		handedOut[port] = true
-		return addr
-	}
-	t.Fatal("no free port left in this package's range")
-	return ""
-}
+// raftPorts hands out this package's ports (testnet.Metastore).
+var raftPorts = testnet.Metastore.Ports()
 
-var (
-	handedOutMu sync.Mutex
-	handedOut   = map[int]bool{}
-)
+// freeAddr is a loopback address for a Raft replica (testnet.Ports).
+func freeAddr(t testing.TB) string { return raftPorts.Addr(t) }
 
 // fastConfig is a single-replica, in-memory config with 1 ms ticks.
 func fastConfig(t testing.TB, node string) Config {

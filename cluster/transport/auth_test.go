@@ -271,15 +271,7 @@ func TestEnsureCredentialsKeepsTheSeedsOfAnEarlierStart(t *testing.T) {
 func TestUserAndPasswordAuthenticateANode(t *testing.T) {
 	o := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
 		Users: []*server.User{{Username: "n1", Password: "right"}}}
-	s, err := server.NewServer(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(liveness) {
-		t.Fatalf("nats server not ready after %s", liveness)
-	}
-	t.Cleanup(s.Shutdown)
+	s := runServer(t, o)
 	newNode(t, s, "n1", func(c *Config) { c.Auth = Auth{User: "n1", Password: "right"} })
 	if _, err := rawClient(t, s, Auth{User: "n1", Password: "wrong"}, nil); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("a wrong password: got %v, want %v", err, nats.ErrAuthorization)

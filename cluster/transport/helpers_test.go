@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -28,19 +29,7 @@ func startServer(t testing.TB) *server.Server {
 // runServer runs an embedded NATS server with o until the test ends.
 func runServer(t testing.TB, o *server.Options) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(o)
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(liveness) {
-		t.Fatalf("nats server not ready after %s", liveness)
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
+	return testnet.StartNATS(t, o)
 }
 
 // newNode connects a transport for node id to s; mut may adjust the config.
@@ -67,13 +56,7 @@ func echo(_ context.Context, _ string, req []byte) ([]byte, error) { return req,
 // waitFor polls cond until it holds or liveness passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(liveness)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", liveness, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testnet.Eventually(t, liveness, what, cond)
 }
 
 // waitGoroutines waits until at most want goroutines run, and fails with a

@@ -47,13 +47,7 @@ func TestAJWTCredsFileConnectsToAServerInOperatorMode(t *testing.T) {
 	must(resolver.Store(apub, ajwt))
 	o := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoSigs: true, NoLog: true,
 		TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: resolver}
-	s, err := server.NewServer(o)
-	must(err)
-	s.Start()
-	if !s.ReadyForConnections(liveness) {
-		t.Fatalf("nats server not ready after %s", liveness)
-	}
-	t.Cleanup(s.Shutdown)
+	s := runServer(t, o)
 	newNode(t, s, "n1", func(c *Config) { c.Auth = Auth{CredsFile: file} })
 	if _, err := rawClient(t, s, Auth{}, nil); err == nil {
 		t.Fatal("connect without the creds file: got nil error, want a refusal")

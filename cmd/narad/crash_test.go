@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -62,23 +62,13 @@ type childNode struct {
 	logTo *os.File
 }
 
-// freePort returns a loopback address with a free port below the
-// kernel's ephemeral range, so no outgoing connection takes it before the
-// child listens on it.
-func freePort(t *testing.T) string {
-	t.Helper()
-	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 30000+rand.IntN(2500)) // a range of this package's own
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return addr
-	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
-}
+// naradPorts hands out this package's ports (testnet.Narad).
+var naradPorts = testnet.Narad.Ports()
+
+// freePort is a loopback address with a port of this package's range,
+// below the kernel's ephemeral range, so no outgoing connection takes it
+// before the child listens on it.
+func freePort(t *testing.T) string { return naradPorts.Addr(t) }
 
 func newChildNode(t *testing.T, dir string) *childNode {
 	httpAddr, raftAddr := freePort(t), freePort(t)

@@ -10,6 +10,7 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/cluster/transport/testpki"
 )
@@ -107,13 +108,7 @@ func TestNATSClusterRoutes(t *testing.T) {
 // waitUntil polls cond for up to 10 s, a liveness bound only.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testnet.Eventually(t, 10*time.Second, what, cond)
 }
 
 // With --tls-* and no route password, routes authenticate by mutual TLS:

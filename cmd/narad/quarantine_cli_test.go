@@ -8,11 +8,11 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -20,16 +20,7 @@ import (
 // body and, when status is not empty, the error status a node would set.
 func fakeAdminReplies(t *testing.T, answer func(verb string, body []byte) (data []byte, status string), verbs ...string) string {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true,
-		MaxPayload: natsMaxPayloadBytes})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
-	t.Cleanup(s.Shutdown)
+	s := testnet.StartNATS(t, &natsserver.Options{MaxPayload: natsMaxPayloadBytes})
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
 		t.Fatal(err)

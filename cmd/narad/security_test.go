@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
 )
 
@@ -39,24 +39,22 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// devPorts hands out narad dev's HTTP base ports (testnet.NaradDev).
+var devPorts = testnet.NaradDev.Ports()
+
 // devPort is an HTTP port for narad dev below the ephemeral range whose
 // Raft port (10000 above) is below it too and free.
 func devPort(t *testing.T) int {
 	t.Helper()
-	for range 1000 {
-		p := 20000 + rand.IntN(2000)
-		free := true
-		for _, q := range []int{p, p + 10000} {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
-			if err != nil {
-				free = false
-				break
-			}
-			l.Close()
+	for range 100 {
+		_, ps, _ := net.SplitHostPort(devPorts.Addr(t))
+		p, _ := strconv.Atoi(ps)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		if err != nil {
+			continue
 		}
-		if free {
-			return p
-		}
+		l.Close()
+		return p
 	}
 	t.Fatal("no free port pair below the ephemeral range")
 	return 0

@@ -1,0 +1,64 @@
+package testnet
+
+import (
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A Ports hands each port of its range out once, and only ports of it.
+func TestPortsHandsEachPortOutOnce(t *testing.T) {
+	r := Range{Base: 16000, Span: 50}
+	p := r.Ports()
+	seen := map[string]bool{}
+	for range 40 {
+		addr := p.Addr(t)
+		_, ps, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(ps)
+		if port < r.Base || port >= r.Base+r.Span {
+			t.Fatalf("port %d: want one in %d..%d", port, r.Base, r.Base+r.Span-1)
+		}
+		if seen[addr] {
+			t.Fatalf("%s handed out twice", addr)
+		}
+		seen[addr] = true
+	}
+}
+
+// The ranges of the packages never overlap, nor reach the kernel's
+// ephemeral range; NaradDev's Raft ports (10000 above) included.
+func TestRangesAreDisjointAndBelowTheEphemeralRange(t *testing.T) {
+	rs := map[string]Range{"Actors": Actors, "Metastore": Metastore, "Narad": Narad, "Deploy": Deploy, "NaradDev": NaradDev,
+		"NaradDev's Raft": {Base: NaradDev.Base + 10000, Span: NaradDev.Span}}
+	for a, ra := range rs {
+		if ra.Base < 1024 || ra.Base+ra.Span > 32768 {
+			t.Errorf("%s %d..%d: want it within 1024..32767", a, ra.Base, ra.Base+ra.Span-1)
+		}
+		for b, rb := range rs {
+			if a < b && ra.Base < rb.Base+rb.Span && rb.Base < ra.Base+ra.Span {
+				t.Errorf("%s and %s overlap", a, b)
+			}
+		}
+	}
+}
+
+func TestWaitReportsWhetherTheConditionHeld(t *testing.T) {
+	n := 0
+	if !Wait(time.Minute, func() bool { n++; return n == 3 }) {
+		t.Fatalf("a condition that comes true: got false, want true")
+	}
+	if Wait(20*time.Millisecond, func() bool { return false }) {
+		t.Fatalf("a condition that never holds: got true, want false")
+	}
+}
+
+func TestStartNATSServesOnLoopback(t *testing.T) {
+	s := StartNATS(t, nil)
+	if got := s.Addr().(*net.TCPAddr); !got.IP.IsLoopback() {
+		t.Fatalf("listening on %v, want loopback", got)
+	}
+}
