@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -530,4 +531,40 @@ func createUntilAnswered(tn *testNode, name string) (ok bool, retries int, probl
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// decommissionedWithin is the bound of a decommission that moves every
+// partition off its node and takes it out of Raft: several controller
+// passes and a move per partition, a liveness bound, not a measure.
+const decommissionedWithin = 2 * clusterWaitBound
+
+// waitDecommissioned waits until member id is gone with nothing owned or
+// moving in topics, and otherwise fails with why it is not: what each
+// running node's controller reports blocking it (rule D7), who owns what.
+func (c *testCluster) waitDecommissioned(id string, topics []string) {
+	c.t.Helper()
+	var per map[string]int
+	var moving int
+	var member bool
+	if testnet.Wait(decommissionedWithin, func() bool {
+		_, member = c.node(0).n.Store().Member(id)
+		per, moving = c.ownedAcross(0, topics)
+		return !member && per[id] == 0 && moving == 0
+	}) {
+		return
+	}
+	var blocked []string
+	for i, tn := range c.nodes {
+		if tn.n == nil {
+			continue
+		}
+		var b strings.Builder
+		tn.n.metrics.set.WritePrometheus(&b)
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(line, "narad_decommission_blocked{") && strings.HasSuffix(line, " 1") {
+				blocked = append(blocked, fmt.Sprintf("n%d: %s", i+1, line))
+			}
+		}
+	}
+	c.t.Fatalf("%s not out of the members after %s: member %v, owned %v, %d moving, blocked %v", id, decommissionedWithin, member, per, moving, blocked)
 }

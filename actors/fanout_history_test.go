@@ -653,11 +653,7 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 		return true
 	})
 	run.serve(j, false) // it refuses produce while it drains
-	c.waitFor("n4 out of the members with nothing left on it", func() bool {
-		_, member := c.node(0).n.Store().Member("n4")
-		per, moving := c.ownedAcross(0, topics)
-		return !member && per["n4"] == 0 && moving == 0
-	})
+	c.waitDecommissioned("n4", topics)
 
 	close(run.stop)
 	run.prodWG.Wait()

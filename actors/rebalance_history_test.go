@@ -53,11 +53,7 @@ func TestClusterARebalanceOntoAJoinerAndBackUnderKeyedLoad(t *testing.T) {
 	})
 	load.waitProduced(2500)
 	c.node(0).must(http.StatusNoContent, "POST", "/v1/cluster/members/n4/decommission", nil)
-	c.waitFor("n4 out of the members with nothing left on it", func() bool {
-		_, member := c.node(0).n.Store().Member("n4")
-		per, moving := c.ownedAcross(0, topics)
-		return !member && per["n4"] == 0 && moving == 0
-	})
+	c.waitDecommissioned("n4", topics)
 	rep := load.finish()
 	t.Logf("rebalance onto n4 and back: %s", rep)
 	if got := c.node(j).n.metrics.movesDone.Get(); got < 15 {
