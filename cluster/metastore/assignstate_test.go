@@ -617,3 +617,54 @@ func TestAssignStateFirstSettled(t *testing.T) {
 		}
 	}
 }
+
+// The oldest encoding still applies: a Raft log written by the first
+// release (version 1) replays on this binary; version 0 (no version) is
+// refused.
+func TestTheFirstCommandVersionStillApplies(t *testing.T) {
+	s := newAssignState()
+	v1 := putCmd(asg(1, 0, "n1", ""))
+	v1.Version = 1
+	if r := s.apply(v1, 1); r.Code != messages.ResultOK {
+		t.Fatalf("a version 1 assignment command: got code %d, want OK", r.Code)
+	}
+	v0 := putCmd(asg(1, 1, "n1", ""))
+	v0.Version = 0
+	if r := s.apply(v0, 2); r.Code != messages.ResultInvalid {
+		t.Fatalf("a command with no version: got code %d, want invalid", r.Code)
+	}
+	m := newMetaState()
+	c := createCmd("t", 1)
+	c.Version = 1
+	if r := m.apply(c, 1); r.Code != messages.ResultOK {
+		t.Fatalf("a version 1 topic create: got code %d, want OK", r.Code)
+	}
+}
+
+// The owner journal names a partition when its owner changes (created,
+// flipped), not when only its target does.
+func TestTheOwnerJournalNamesOwnerChangesOnly(t *testing.T) {
+	s := newAssignState()
+	count := func() int {
+		n := 0
+		s.owners.since(0, func(partKey) { n++ })
+		return n
+	}
+	steps := []struct {
+		what string
+		cmd  messages.AssignCommand
+		want int
+	}{
+		{"created", putCmd(asg(1, 0, "n1", "")), 1},
+		{"targeted", setTargetCmd(1, 0, "n1", "", "n2"), 1},
+		{"flipped", flipCmd(1, 0, "n1", "n2"), 2},
+	}
+	for i, st := range steps {
+		if r := s.apply(st.cmd, uint64(i+1)); r.Code != messages.ResultOK {
+			t.Fatalf("%s: got code %d, want OK", st.what, r.Code)
+		}
+		if got := count(); got != st.want {
+			t.Fatalf("journal after %s: got %d changes, want %d", st.what, got, st.want)
+		}
+	}
+}

@@ -39,24 +39,33 @@ func AttachRefusal(parent, child messages.Topic, delayMs int64) (messages.Result
 }
 
 func attachRefusal(parent, child messages.Topic, delayMs int64) refusal {
-	switch {
-	case parent.Name == child.Name:
+	// An if chain rather than a tagless switch: each condition is then a
+	// statement a coverage profile counts, so mutation testing runs it.
+	if parent.Name == child.Name {
 		return refusal{messages.ResultInvalid, "a topic cannot be its own child"}
-	case delayMs < 0 || delayMs > maxFanoutDelayMs:
+	}
+	if delayMs < 0 || delayMs > maxFanoutDelayMs {
 		return refusal{messages.ResultInvalid, "delay_ms must be between 0 and 31536000000 (1 year)"}
-	case child.Parent == parent.Name:
+	}
+	if child.Parent == parent.Name {
 		return refusal{messages.ResultConflict, "child " + child.Name + " is already attached to " + parent.Name}
-	case child.Parent != "":
+	}
+	if child.Parent != "" {
 		return refusal{messages.ResultConflict, "child " + child.Name + " already has parent " + child.Parent}
-	case parent.Parent != "":
+	}
+	if parent.Parent != "" {
 		return refusal{messages.ResultConflict, "parent " + parent.Name + " is itself a child of " + parent.Parent + " (no chains)"}
-	case len(child.Children) > 0:
+	}
+	if len(child.Children) > 0 {
 		return refusal{messages.ResultConflict, "child " + child.Name + " is a parent and cannot be a child (no chains)"}
-	case len(parent.Children) >= messages.MaxChildren:
+	}
+	if len(parent.Children) >= messages.MaxChildren {
 		return refusal{messages.ResultConflict, "parent " + parent.Name + " has the limit of " + strconv.Itoa(messages.MaxChildren) + " children"}
-	case !schemaFits(parent, child):
+	}
+	if !schemaFits(parent, child) {
 		return refusal{messages.ResultConflict, "schema mismatch: a child with a schema must have its parent's latest schema"}
-	case !buffers(parent.RetentionMs, delayMs):
+	}
+	if !buffers(parent.RetentionMs, delayMs) {
 		return refusal{messages.ResultInvalid, "delay too long for the parent's retention: retention_ms must be 0 or at least delay + 3600000 (1h)"}
 	}
 	return refusal{code: messages.ResultOK}

@@ -85,7 +85,7 @@ func TestFanoutRefusals(t *testing.T) {
 		{"detach of a child not attached", []messages.MetaCommand{fanTopic("p"), fanTopic("c"), detachCmd("p", "c")}, messages.ResultNotFound, "not attached"},
 		{"detach from a missing parent", []messages.MetaCommand{detachCmd("p", "c")}, messages.ResultNotFound, "topic not found"},
 		{"alter retention below a delay child's buffering", []messages.MetaCommand{fanTopic("p"), childCreate("c", "p", 3_600_000),
-			alterCmd(messages.AlterTopic{Name: "p", RetentionMs: ptr[int64](7_199_999)})}, messages.ResultInvalid, "retention too short"},
+			alterCmd(messages.AlterTopic{Name: "p", RetentionMs: ptr[int64](7_199_999)})}, messages.ResultInvalid, "retention too short for delay child c: retention_ms must be 0 or at least 7200000"},
 		{"alter the schema of an attached child", []messages.MetaCommand{fanTopic("p"), childCreate("c", "p", 0),
 			alterCmd(messages.AlterTopic{Name: "c", AddSchema: json.RawMessage(`{"type":"object"}`)})}, messages.ResultConflict, "cannot change"},
 	}
@@ -120,6 +120,8 @@ func TestFanoutAccepts(t *testing.T) {
 		{"a child with the parent's latest schema, spaced differently", []messages.MetaCommand{fanTopic("p", `{"type":"object"}`), fanTopic("c", `{ "type": "object" }`), attachCmd("p", "c", 0)}},
 		{"the schema of a parent may change", []messages.MetaCommand{fanTopic("p"), childCreate("c", "p", 0),
 			alterCmd(messages.AlterTopic{Name: "p", AddSchema: json.RawMessage(`{"type":"object"}`)})}},
+		{"an attached child's retention may change", []messages.MetaCommand{fanTopic("p"), childCreate("c", "p", 0),
+			alterCmd(messages.AlterTopic{Name: "c", RetentionMs: ptr[int64](60_000)})}},
 		{"the retention of a parent may go down to delay + 1 h", []messages.MetaCommand{fanTopic("p"), childCreate("c", "p", 60_000),
 			alterCmd(messages.AlterTopic{Name: "p", RetentionMs: ptr[int64](3_660_000)})}},
 		{"the 108th child", func() []messages.MetaCommand {
