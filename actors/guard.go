@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -20,8 +19,10 @@ import (
 // removed by an act meant for the deleted incarnation.
 
 // errGuardRefused is an act the guard's checks refused; the caller retries
-// or gives up, and nothing was changed.
-var errGuardRefused = errors.New("refused under the topic guard")
+// or gives up, and nothing was changed. It is storage's sentinel, so that
+// the refusals of Guards.PathFree and of the sweeper (actors/sweeper) are
+// the same error as this package's own.
+var errGuardRefused = storage.ErrGuardRefused
 
 // topicRecords is what the guard re-reads of the topic record.
 type topicRecords interface {
@@ -80,21 +81,12 @@ func closedUnderGuard(d deps, k messages.PartitionKey) {
 	d.guards.MarkClosed(k.Topic, k.Incarnation, k.Partition)
 }
 
-// pathFree is the check an install, a rename back and a reclaim make under
-// the guard (rule V9): the topic directory's marker names k's incarnation
-// (or is absent, when absentOK) and no log is open at the partition's path.
+// pathFree is the check an install and a rename back make under the
+// guard (rule V9, storage.Guards.PathFree): the topic directory's marker
+// names k's incarnation (or is absent, when absentOK) and no log is open at
+// the partition's path.
 func pathFree(d deps, k messages.PartitionKey, absentOK bool) error {
-	ok, err := storage.MarkerNames(d.cfg.DataDir, k.Topic, k.Incarnation, absentOK)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("partition %s: the topic directory's marker does not name incarnation %d: %w",
-			partitionKeyString(k), k.Incarnation, errGuardRefused)
-	case d.guards.PartitionOpen(k.Topic, k.Partition):
-		return fmt.Errorf("partition %s: a log is open at its path: %w", partitionKeyString(k), errGuardRefused)
-	}
-	return nil
+	return d.guards.PathFree(d.cfg.DataDir, k.Topic, k.Incarnation, k.Partition, absentOK)
 }
 
 // renameBackUnderGuard takes a move's install off the partition's path

@@ -24,4 +24,8 @@ var (
 	ErrVerify = errors.New("copy does not verify")
 	// ErrFull is a bounded queue that is at its limit.
 	ErrFull = errors.New("queue full")
+	// ErrGuardRefused is an act on a topic's directory that the checks made
+	// under its guard (Guards) refused: nothing was changed, and the caller
+	// retries or gives up.
+	ErrGuardRefused = errors.New("refused under the topic guard")
 )

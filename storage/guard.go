@@ -159,6 +159,26 @@ func (g *Guards) TopicOpen(topic string) bool {
 	return len(g.open[topic]) > 0
 }
 
+// PathFree is the check an install, a rename back and a sweep's reclaim
+// make under the topic's guard, which the caller holds (rule V9): the
+// topic directory's marker names inc (or is absent, when absentOK: a
+// reclaim acts on a copy whose directory lost its marker, rule S6) and no
+// log of the topic's partition is open at its path. A refusal wraps
+// ErrGuardRefused. A nil Guards sees no log open.
+func (g *Guards) PathFree(dataDir, topic string, inc uint64, partition int, absentOK bool) error {
+	ok, err := MarkerNames(dataDir, topic, inc, absentOK)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("partition %s/%d: the topic directory's marker does not name incarnation %d: %w",
+			topic, partition, inc, ErrGuardRefused)
+	case g.PartitionOpen(topic, partition):
+		return fmt.Errorf("partition %s/%d: a log is open at its path: %w", topic, partition, ErrGuardRefused)
+	}
+	return nil
+}
+
 // TopicIncarnation reads the incarnation marker of the topic's directory.
 // found is false when the directory has no marker (or does not exist); a
 // marker that does not parse is ErrCorrupt.
