@@ -72,6 +72,20 @@ func wholeTypes(text string) map[string]bool {
 	return out
 }
 
+// actorDirs are the packages whose actors and goroutines sections 6 and 7
+// list: the root package and the actors split out of it, each a package of
+// its own (actors/sweeper).
+var actorDirs = []string{".", "sweeper"}
+
+// actorKey names a receiver type as the tests' maps do: bare in the root
+// package, qualified by its package elsewhere (sweeper.Actor).
+func actorKey(dir, receiver string) string {
+	if dir == "." || receiver == "" {
+		return receiver
+	}
+	return filepath.Base(dir) + "." + receiver
+}
+
 // productionFiles parses the non-test Go files of dir.
 func productionFiles(t *testing.T, dir string) []*ast.File {
 	t.Helper()
@@ -134,8 +148,8 @@ func typeName(e ast.Expr) string {
 // named in its row, and a row names no message type that its Receive does
 // not take.
 func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
-	rows := map[string]string{ // receiver type → the row's actor
-		"partitionsActor": "partitions", "sweeperActor": "sweeper", "partitionActor": "p:<inc>:<n>",
+	rows := map[string]string{ // receiver type (actorKey) → the row's actor
+		"partitionsActor": "partitions", "sweeper.Actor": "sweeper", "partitionActor": "p:<inc>:<n>",
 		"fanoutActor": "fanout<id>", "dispatcherActor": "dispatcher", "moverActor": "mover",
 		"moveWorker": "move-p:<inc>:<n>", "controllerActor": "controller", "pacerActor": "pacer",
 	}
@@ -148,36 +162,39 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	}
 	declared := map[string]bool{}
 	handled := map[string][]string{}
-	for _, f := range productionFiles(t, ".") {
-		for _, d := range f.Decls {
-			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-				for _, s := range g.Specs {
-					declared[s.(*ast.TypeSpec).Name.Name] = true
-				}
-			}
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Name.Name != "Receive" || fd.Body == nil {
-				continue
-			}
-			row, known := rows[receiverName(fd)]
-			if !known {
-				t.Errorf("%s.Receive: an actor the test does not map to a row of section 6; add it to rows", receiverName(fd))
-				continue
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				sw, ok := n.(*ast.TypeSwitchStmt)
-				if !ok {
-					return true
-				}
-				for _, c := range sw.Body.List {
-					for _, e := range c.(*ast.CaseClause).List {
-						if name := typeName(e); name != "" && !lifecycle[name] {
-							handled[row] = append(handled[row], name)
-						}
+	for _, dir := range actorDirs {
+		for _, f := range productionFiles(t, dir) {
+			for _, d := range f.Decls {
+				if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+					for _, s := range g.Specs {
+						declared[s.(*ast.TypeSpec).Name.Name] = true
 					}
 				}
-				return true
-			})
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Name.Name != "Receive" || fd.Body == nil {
+					continue
+				}
+				key := actorKey(dir, receiverName(fd))
+				row, known := rows[key]
+				if !known {
+					t.Errorf("%s.Receive: an actor the test does not map to a row of section 6; add it to rows", key)
+					continue
+				}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					sw, ok := n.(*ast.TypeSwitchStmt)
+					if !ok {
+						return true
+					}
+					for _, c := range sw.Body.List {
+						for _, e := range c.(*ast.CaseClause).List {
+							if name := typeName(e); name != "" && !lifecycle[name] {
+								handled[row] = append(handled[row], name)
+							}
+						}
+					}
+					return true
+				})
+			}
 		}
 	}
 	for _, f := range productionFiles(t, "../messages") {
@@ -209,9 +226,9 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	}
 }
 
-// Section 7's goroutine table: every function of this package that starts
-// a goroutine (a go statement, a WaitGroup's Go, an AfterFunc) is named in
-// it.
+// Section 7's goroutine table: every function of this package, and of the
+// actor packages split out of it (actorDirs), that starts a goroutine (a go
+// statement, a WaitGroup's Go, an AfterFunc) is named in it.
 func TestArchitectureGoroutineTableNamesEveryStarter(t *testing.T) {
 	section := architectureSection(t, "## 7.")
 	start := strings.Index(section, "**Goroutines that exist**")
@@ -221,30 +238,34 @@ func TestArchitectureGoroutineTableNamesEveryStarter(t *testing.T) {
 	}
 	named := names(section[start:end])
 	var missing []string
-	for _, f := range productionFiles(t, ".") {
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			starts := false
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				switch x := n.(type) {
-				case *ast.GoStmt:
-					starts = true
-				case *ast.CallExpr:
-					if s, ok := x.Fun.(*ast.SelectorExpr); ok && (s.Sel.Name == "Go" || s.Sel.Name == "AfterFunc") {
+	for _, dir := range actorDirs {
+		for _, f := range productionFiles(t, dir) {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				starts := false
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					switch x := n.(type) {
+					case *ast.GoStmt:
 						starts = true
+					case *ast.CallExpr:
+						if s, ok := x.Fun.(*ast.SelectorExpr); ok && (s.Sel.Name == "Go" || s.Sel.Name == "AfterFunc") {
+							starts = true
+						}
 					}
+					return !starts
+				})
+				if starts && !named[fd.Name.Name] {
+					who := fd.Name.Name
+					if r := actorKey(dir, receiverName(fd)); r != "" {
+						who = r + "." + who
+					} else if dir != "." {
+						who = filepath.Base(dir) + "." + who
+					}
+					missing = append(missing, who)
 				}
-				return !starts
-			})
-			if starts && !named[fd.Name.Name] {
-				who := fd.Name.Name
-				if r := receiverName(fd); r != "" {
-					who = r + "." + who
-				}
-				missing = append(missing, who)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -244,12 +245,10 @@ type Config struct {
 	// between two stale-copy sweeps (rule R5: the seed's 30). A sweep asks
 	// the owner of every copy it judges for a listing, so it is rare.
 	SweepEveryTicks int
-	// MaxSweepCopiesPerPass bounds the copies one sweep judges (the rest
-	// wait for the next one, in turn), and SweepParallelAsks the owners it
-	// asks at once: after a bulk move a node holds thousands of copies, and
-	// a sweep must not flood the owners or hold the disk for long.
-	MaxSweepCopiesPerPass int
-	SweepParallelAsks     int
+	// Sweep is the stale-copy sweeper's limits (actors/sweeper): the copies
+	// a pass judges and the owners it asks at once, and the quarantine
+	// listings and asks it holds.
+	Sweep sweeper.Config
 	// MaxCreatesPerGroup bounds the topic creates the controller commits
 	// together (one metadata round for their records, one PutAssignments
 	// for their partitions): 64 creates of 100 partitions are 6,400
@@ -311,17 +310,6 @@ type Config struct {
 	// Rebalance lets the controller plan moves; off, it sets no target (it
 	// still clears the targets of dead destinations).
 	Rebalance bool
-	// QuarantineListMaxCopies bounds the copies set aside (and orphan
-	// topic directories) one node lists in an answer of the "quarantine"
-	// verb (1,000): the answer is one NATS message, and a node may hold
-	// a set-aside copy per partition after a disk-wide failure. Its totals
-	// still count every copy.
-	QuarantineListMaxCopies int
-	// QuarantineAsksMax bounds the quarantine asks the sweeper holds at
-	// once (listings waiting for a walk, releases under way): each holds an
-	// operator's request open, and past it an ask answers 503 at once
-	// rather than queue behind a slow disk.
-	QuarantineAsksMax int
 	// MaxParallelPartitionOpens bounds the partitions that open their log
 	// at once, a count (8): each recovery walk holds a Log.ReadBufferBytes
 	// window (256 KiB) while it reads its active segment, so the hundreds
@@ -456,8 +444,7 @@ func DefaultConfig() Config {
 		MoveTick:                  time.Second,
 		MoveFullScanEvery:         30 * time.Second,
 		SweepEveryTicks:           30,
-		MaxSweepCopiesPerPass:     4096,
-		SweepParallelAsks:         16,
+		Sweep:                     sweeper.DefaultConfig(),
 		MaxInFlightMoves:          512,
 		MaxCreatesPerGroup:        64,
 		FreezePaceTick:            time.Millisecond,
@@ -470,8 +457,6 @@ func DefaultConfig() Config {
 		MaxFlipBatch:              512,
 		InstallBatchWindow:        2 * time.Millisecond,
 		MaxInstallBatch:           256,
-		QuarantineListMaxCopies:   1000,
-		QuarantineAsksMax:         64,
 		MaxParallelPartitionOpens: 8,
 		DeadTargetAbortAfter:      2 * time.Minute,
 		RebalanceInterval:         time.Second,
@@ -578,10 +563,6 @@ func (c Config) Validate() error {
 		return bad("FanoutAnchorWait", c.FanoutAnchorWait, "must be within 0..HTTPWriteTimeout")
 	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
 		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
-	case c.QuarantineAsksMax < 1 || c.QuarantineAsksMax > 4096:
-		return bad("QuarantineAsksMax", c.QuarantineAsksMax, "must be within 1..4096")
-	case c.QuarantineListMaxCopies < 1 || c.QuarantineListMaxCopies > 10000:
-		return bad("QuarantineListMaxCopies", c.QuarantineListMaxCopies, "must be within 1..10000 (an answer is one NATS message)")
 	case c.MaxParallelPartitionOpens < 1 || c.MaxParallelPartitionOpens > 1024:
 		return bad("MaxParallelPartitionOpens", c.MaxParallelPartitionOpens, "must be within 1..1024")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
@@ -604,10 +585,6 @@ func (c Config) Validate() error {
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	case c.SweepEveryTicks < 1 || c.SweepEveryTicks > 100000:
 		return bad("SweepEveryTicks", c.SweepEveryTicks, "must be 1 to 100000")
-	case c.MaxSweepCopiesPerPass < 1 || c.MaxSweepCopiesPerPass > 1000000:
-		return bad("MaxSweepCopiesPerPass", c.MaxSweepCopiesPerPass, "must be 1 to 1000000")
-	case c.SweepParallelAsks < 1 || c.SweepParallelAsks > 1024:
-		return bad("SweepParallelAsks", c.SweepParallelAsks, "must be 1 to 1024")
 	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxCreatesPerGroup < 1 || c.MaxCreatesPerGroup > 1024:
@@ -646,6 +623,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Move.Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Sweep.Validate(); err != nil {
+		return fmt.Errorf("node config: Sweep: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Membership.Validate(); err != nil {
 		return err

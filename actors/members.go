@@ -11,8 +11,9 @@ import (
 // Members is the member records of the local replica, with the partitions
 // each owns and the moves out of it: what GET /v1/cluster/members and the
 // admin "members" verb answer. Each member's quarantine figures are its
-// own: this node's from its book, the others' asked at once over NATS
-// (memberFigures); a member that does not answer has them null.
+// own: this node's from its sweeper's book (actors/sweeper), the others'
+// asked at once over NATS (memberFigures); a member that does not answer
+// has them null.
 func (n *Node) Members(ctx context.Context) []messages.MemberInfo {
 	out := []messages.MemberInfo{}
 	records := n.store.Members()

@@ -6,6 +6,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/sweep"
+	"github.com/naradmq/narad/actors/sweeper"
 )
 
 // Metrics are registered with GetOrCreate so that several nodes in one
@@ -102,8 +104,9 @@ type nodeMetrics struct {
 	// runner's supervision restarted and gave up on.
 	workerRestarts, workersStopped *metrics.Counter
 	// Copies set aside (rule S8) and topic directories without a marker
-	// (rule S7), as of the node's last inventory (quarantine.go); bytes
-	// the stale-copy sweep reclaimed.
+	// (rule S7), as of the node's last inventory (the sweeper's book,
+	// actors/sweeper); bytes the stale-copy sweep reclaimed. The sweeper
+	// sets them through sweeperMetrics.
 	quarantinedCopies *metrics.Gauge
 	quarantinedBytes  *metrics.Gauge
 	orphanTopicDirs   *metrics.Gauge
@@ -195,6 +198,19 @@ func (m *nodeMetrics) movesBlocked(reason string, delta float64) {
 // counts it (moves with a dead source or destination).
 func (m *nodeMetrics) movesBlockedSet(reason string, n float64) {
 	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Set(n)
+}
+
+// sweeperMetrics is the handle the sweeper sets the node's series through:
+// they stay registered here, in the node's set, under the names the
+// dashboards and alerts read.
+func (m *nodeMetrics) sweeperMetrics() sweeper.Metrics {
+	return sweeper.Metrics{QuarantinedCopies: m.quarantinedCopies, QuarantinedBytes: m.quarantinedBytes,
+		OrphanTopicDirs: m.orphanTopicDirs, Reclaimed: m.sweepReclaimed, Judged: m.sweepJudged}
+}
+
+// sweepJudged counts the copies the sweep judged, by verdict.
+func (m *nodeMetrics) sweepJudged(a sweep.Action) *metrics.Counter {
+	return m.set.GetOrCreateCounter(fmt.Sprintf(`narad_sweep_copies_judged_total{node=%q,verdict=%q}`, m.node, a))
 }
 
 // heartbeatWithheld counts heartbeats not sent because NATS did not answer

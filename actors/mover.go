@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -194,7 +195,7 @@ func (m *moverActor) settledAnswer(ctx actor.Context, r replicaSettled) {
 func (m *moverActor) countTick(ctx actor.Context) {
 	m.ticks++
 	if sweepTurn(m.ticks, m.cfg.SweepEveryTicks) && m.sweeper != nil {
-		ctx.Send(m.sweeper, sweepDue{})
+		ctx.Send(m.sweeper, sweeper.Due{})
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -912,7 +913,7 @@ func (w *moveWorker) install(in installInput) installDone {
 	res, err := w.installs.install(w.deps, w.key, s, storage.InstallOptions{
 		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source, Children: markerChildren(in.topic, w.key)},
 		Now:    time.Now(), RetentionAge: msDuration(in.topic.RetentionMs),
-		Vouched: vouchedBy(in.lastList, w.cfg.NodeID, w.cfg.Log, msDuration(in.topic.RetentionMs), w.deps.log)})
+		Vouched: sweeper.VouchedBy(in.lastList, w.cfg.NodeID, w.cfg.Log, msDuration(in.topic.RetentionMs), w.deps.log)})
 	if err != nil {
 		return installDone{Installed: move.Installed{Err: err}}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -56,8 +57,9 @@ type Node struct {
 	ready    atomic.Bool
 	stopping atomic.Bool
 	leaving  atomic.Bool // handing off before a stop (rule B8)
-	// quarantine is the inventory of the copies set aside (quarantine.go).
-	quarantine *quarantineBook
+	// quarantine is the inventory of the copies set aside, taken at start
+	// and handed to the sweeper, whose alone it is from then on.
+	quarantine *sweeper.Book
 	// flips batches the move workers' flips (flipbatch.go).
 	flips  *flipBatcher
 	keySeq atomic.Uint64 // suffix of generated keys
@@ -111,8 +113,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	// Rule S7: before anything serves, topic directories without a
 	// marker go; rule S8: then every copy set aside is listed.
-	sweepOrphansAtStart(log, cfg.DataDir)
-	n.quarantine = takeQuarantineAtStart(log, cfg.DataDir, n.metrics)
+	sweeper.SweepOrphansAtStart(log, cfg.DataDir)
+	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.DataDir, n.metrics.sweeperMetrics())
 	phases.mark("storage")
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	var idFrom replicaSource
@@ -279,6 +281,14 @@ func (n *Node) waitCaughtUp(ctx context.Context) error {
 	return err
 }
 
+// routeOwners is the router as the sweeper reaches a partition's owner
+// (sweeper.Owners), whichever node that is.
+type routeOwners struct{ r *router }
+
+func (o routeOwners) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return o.r.ask(ctx, k, msg)
+}
+
 // startActors spawns the actor tree and starts the node's loops; a spawn
 // that fails is returned, and abortStart shuts down what did start.
 func (n *Node) startActors() error {
@@ -320,9 +330,11 @@ func (n *Node) startActors() error {
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
+	sd := sweeper.Deps{NodeID: n.cfg.NodeID, DataDir: n.cfg.DataDir, LogConfig: n.cfg.Log, RequestTimeout: n.cfg.RequestTimeout,
+		Config: n.cfg.Sweep, Logger: n.log, Guards: n.guards, Store: n.store, Owners: routeOwners{n.route}, Metrics: n.metrics.sweeperMetrics()}
 	n.sweeper, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &sweeperActor{deps: d, store: n.store, owners: n.route, book: n.quarantine}
-	}), sweeperName)
+		return sweeper.New(sd, n.quarantine)
+	}), sweeper.Name)
 	if err != nil {
 		return fmt.Errorf("spawn sweeper: %w", err)
 	}

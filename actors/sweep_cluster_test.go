@@ -693,7 +693,7 @@ func TestClusterMovesBackAndForthLeaveOnlyOwnedDataAndTheQuarantine(t *testing.T
 	t.Logf("five rounds n1 <-> n2: %s", rep)
 	var reclaimed []string
 	for _, tn := range c.nodes {
-		reclaimed = append(reclaimed, fmt.Sprintf("%s %d B", tn.cfg.NodeID, tn.n.quarantine.reclaimedBytes()))
+		reclaimed = append(reclaimed, fmt.Sprintf("%s %d B", tn.cfg.NodeID, int64(tn.n.metrics.sweepReclaimed.Get())))
 	}
 	t.Logf("reclaimed by the sweep: %s", strings.Join(reclaimed, ", "))
 }

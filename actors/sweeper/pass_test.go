@@ -1,17 +1,14 @@
-package actors
+package sweeper
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,260 +19,6 @@ import (
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
-
-// The sweeper's tests run one pass at a time on a real data dir (copies
-// written with storage.Log, topic markers with storage.PrepareTopicDir),
-// over a fake replica and a fake owner; no cluster, no NATS. Node n1 runs
-// the sweep; n2 owns the partitions that moved away.
-
-// errOwnerUnreachable is what the fake owner answers for a partition it
-// has no listing of.
-var errOwnerUnreachable = errors.New("owner unreachable")
-
-// sweepReplica is the fake replica with the leader's topic read.
-type sweepReplica struct {
-	*fakeReplica
-	lmu sync.Mutex
-	// leader is the leader's topic records; leaderErr, when set, fails
-	// every read; onLeader runs at each read, before it answers.
-	leader    map[string]messages.Topic
-	leaderErr error
-	onLeader  func()
-	// catchUpErr, when set, fails every catch-up barrier.
-	catchUpErr error
-}
-
-func (r *sweepReplica) CatchUp(context.Context) error {
-	r.lmu.Lock()
-	defer r.lmu.Unlock()
-	return r.catchUpErr
-}
-
-func (r *sweepReplica) LeaderTopic(_ context.Context, name string) (messages.Topic, bool, error) {
-	r.lmu.Lock()
-	hook, err := r.onLeader, r.leaderErr
-	t, ok := r.leader[name]
-	r.lmu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	if err != nil {
-		return messages.Topic{}, false, err
-	}
-	return t, ok, nil
-}
-
-// sweepOwners is the partitions' owner: it answers a ListPartition with
-// the listing the test gave, or errOwnerUnreachable.
-type sweepOwners struct {
-	mu       sync.Mutex
-	listings map[messages.PartitionKey]*messages.PartitionListing
-	asked    []messages.PartitionKey
-	// onAsk runs at each ask, before it answers: between the sweep's
-	// judgement and its act.
-	onAsk func(messages.PartitionKey)
-}
-
-func (o *sweepOwners) ask(_ context.Context, k messages.PartitionKey, msg any) (any, error) {
-	if _, ok := msg.(*messages.ListPartition); !ok {
-		return nil, fmt.Errorf("fake owner: got %T, want *messages.ListPartition", msg)
-	}
-	o.mu.Lock()
-	o.asked = append(o.asked, k)
-	hook, ls := o.onAsk, o.listings[k]
-	o.mu.Unlock()
-	if hook != nil {
-		hook(k)
-	}
-	if ls == nil {
-		return nil, errOwnerUnreachable
-	}
-	return ls, nil
-}
-
-func (o *sweepOwners) answer(k messages.PartitionKey, ls *messages.PartitionListing) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.listings[k] = ls
-}
-
-func (o *sweepOwners) askedKeys() []messages.PartitionKey {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.asked)
-}
-
-// sweepRigs numbers the rigs, so that each has metrics of its own under
-// -count.
-var sweepRigs atomic.Int64
-
-// sweepRig is node n1's sweeper over a temp data dir.
-type sweepRig struct {
-	t       *testing.T
-	cfg     Config
-	replica *sweepReplica
-	owners  *sweepOwners
-	logs    *recordingHandler
-	metrics *nodeMetrics
-	guards  *storage.Guards
-	s       *sweeperActor
-}
-
-func newSweepRig(t *testing.T, tweak ...func(*Config)) *sweepRig {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
-	// Small segments: a copy of a dozen records spans several.
-	cfg.Log.SegmentMaxBytes = 4 << 10
-	for _, f := range tweak {
-		f(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	r := &sweepRig{t: t, cfg: cfg, replica: &sweepReplica{fakeReplica: newFakeReplica(), leader: map[string]messages.Topic{}},
-		owners: &sweepOwners{listings: map[messages.PartitionKey]*messages.PartitionListing{}}, logs: &recordingHandler{},
-		metrics: newNodeMetrics(fmt.Sprintf("sweep-rig-%s-%d", t.Name(), sweepRigs.Add(1))), guards: storage.NewGuards()}
-	d := deps{cfg: cfg, log: slog.New(r.logs), metrics: r.metrics, notifier: newCommitNotifier(), guards: r.guards}
-	r.s = &sweeperActor{deps: d, store: r.replica, owners: r.owners, book: newQuarantineBook(r.metrics)}
-	return r
-}
-
-// topic puts t in the replica and the leader, with the owners of its
-// partitions, and makes its directory t's incarnation's.
-func (r *sweepRig) topic(t messages.Topic, owners ...string) {
-	r.t.Helper()
-	r.replica.put(t, owners...)
-	r.replica.lmu.Lock()
-	r.replica.leader[t.Name] = t
-	r.replica.lmu.Unlock()
-	if _, err := storage.PrepareTopicDir(r.cfg.DataDir, t.Name, t.Incarnation); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// setTarget aims k's assignment at node.
-func (r *sweepRig) setTarget(k messages.PartitionKey, node string) {
-	f := r.replica.fakeReplica
-	f.mu.Lock()
-	a := f.assignments[assignmentKey(k.Incarnation, k.Partition)]
-	a.Target = node
-	f.assignments[assignmentKey(k.Incarnation, k.Partition)] = a
-	f.mu.Unlock()
-	f.change()
-}
-
-// appendRecords appends n records of about 1 KiB to the log at dir (a
-// copy this node served) and closes it; it returns the copy's listing.
-func (r *sweepRig) appendRecords(dir string, n int) storage.Listing {
-	r.t.Helper()
-	if err := r.writeRecords(dir, n); err != nil {
-		r.t.Fatal(err)
-	}
-	ls, err := storage.ListClosed(dir, r.cfg.Log, time.Now())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return ls
-}
-
-// writeRecords is appendRecords for a hook on the pass's goroutines,
-// which must not call Fatal.
-func (r *sweepRig) writeRecords(dir string, n int) error {
-	l, err := storage.OpenLog(dir, r.cfg.Log)
-	if err != nil {
-		return err
-	}
-	body := fmt.Appendf(nil, `"%01000d"`, 0)
-	for i := range n {
-		if _, err := l.Append(time.Now(), []storage.Entry{{Key: fmt.Appendf(nil, "k%d", i), Body: body}}); err != nil {
-			l.Close()
-			return err
-		}
-	}
-	return l.Close()
-}
-
-// copyOf writes n records into k's local copy and returns its listing.
-func (r *sweepRig) copyOf(k messages.PartitionKey, n int) storage.Listing {
-	return r.appendRecords(r.path(k), n)
-}
-
-func (r *sweepRig) path(k messages.PartitionKey) string {
-	return storage.PartitionPath(r.cfg.DataDir, k.Topic, k.Partition)
-}
-
-// pass runs one sweep from the from'th copy, then does what the actor
-// does with its report: counts it and takes the inventory.
-func (r *sweepRig) pass(from int) sweepReport {
-	r.t.Helper()
-	rep := r.s.pass(context.Background(), from)
-	r.s.record(rep)
-	if err := r.s.book.refresh(r.cfg.DataDir); err != nil {
-		r.t.Fatal(err)
-	}
-	return rep
-}
-
-// movedFromHere is the listing n2 answers after a move from n1 that
-// copied ls: the same segments, its HWM, and a durable marker from n1
-// promoted at promoted.
-func movedFromHere(ls storage.Listing, hwm, promoted int64) *messages.PartitionListing {
-	return &messages.PartitionListing{Status: messages.StatusOK, Segments: wireSegments(ls.Segments), HWM: hwm, Clock: time.Now(),
-		Marker: &messages.MoveMarker{PromotedHWM: promoted, SourceNode: "n1", Durable: true, InstallAgeMs: time.Hour.Milliseconds()}}
-}
-
-func wireSegments(segs []storage.SegmentInfo) []messages.SegmentInfo {
-	out := make([]messages.SegmentInfo, len(segs))
-	for i, s := range segs {
-		out[i] = messages.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
-	}
-	return out
-}
-
-func pathExists(t *testing.T, path string) bool {
-	t.Helper()
-	_, err := os.Lstat(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return err == nil
-}
-
-func sweptBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	n, err := storage.DirBytes(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// errorsWith counts the error lines whose attribute key reads value.
-func (r *sweepRig) errorsWith(key, value string) int {
-	r.logs.mu.Lock()
-	defer r.logs.mu.Unlock()
-	n := 0
-	for _, rec := range r.logs.records {
-		if rec.Level == slog.LevelError && recordAttrs(rec)[key] == value {
-			n++
-		}
-	}
-	return n
-}
-
-// judgedTotal counts the copies a pass judged, whatever the verdict.
-func judgedTotal(rep sweepReport) int {
-	n := 0
-	for _, c := range rep.judged {
-		n += c
-	}
-	return n
-}
-
-var sweepOrders = messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
-
-var sweepOrders0 = messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
 
 // rules S1, S3: a copy of a partition n2 owns now, whose owner lists every
 // segment of it and a durable marker from n1, is reclaimed: its directory
@@ -304,7 +47,7 @@ func TestRuleS1S3AVouchedCopyIsReclaimed(t *testing.T) {
 	if got := r.s.book.reclaimedBytes(); got != want {
 		t.Fatalf("reclaimed bytes in the book: got %d, want %d", got, want)
 	}
-	if pathExists(t, storage.PartitionPath(r.cfg.DataDir, "orders", 0)+".quarantine") {
+	if pathExists(t, storage.PartitionPath(r.d.DataDir, "orders", 0)+".quarantine") {
 		t.Fatal("a vouched copy: got it quarantined, want it reclaimed")
 	}
 }
@@ -362,7 +105,7 @@ func TestRuleS1TheVouchedPositionIsTheLowerOfTheOwnersHWMAndThePromotedOne(t *te
 			if got := rep.judged[sweep.Defer]; got != 1 {
 				t.Fatalf("verdicts: got %v, want the refused reclaim counted as one defer", rep.judged)
 			}
-			got, err := storage.ListClosed(r.path(sweepOrders0), r.cfg.Log, time.Now())
+			got, err := storage.ListClosed(r.path(sweepOrders0), r.d.LogConfig, time.Now())
 			if err != nil || got.HWM != tc.grownTo {
 				t.Fatalf("the copy after the refusal: got HWM %d (err %v), want %d, untouched", got.HWM, err, tc.grownTo)
 			}
@@ -502,7 +245,7 @@ func TestRuleS2P6S5EveryUnvouchedCopyIsQuarantinedNeverDeleted(t *testing.T) {
 			if got := sweptBytes(t, q); got != before {
 				t.Fatalf("the quarantined copy's bytes: got %d, want %d, whole", got, before)
 			}
-			if got, err := storage.ListClosed(q, r.cfg.Log, time.Now()); err != nil || got.HWM != ls.HWM {
+			if got, err := storage.ListClosed(q, r.d.LogConfig, time.Now()); err != nil || got.HWM != ls.HWM {
 				t.Fatalf("the quarantined copy: got HWM %d (err %v), want %d", got.HWM, err, ls.HWM)
 			}
 			if rep.quarantined != 1 || rep.judged[sweep.Quarantine] != 1 {
@@ -515,7 +258,7 @@ func TestRuleS2P6S5EveryUnvouchedCopyIsQuarantinedNeverDeleted(t *testing.T) {
 			if len(s.copies) != 1 || s.copies[0].Path != filepath.Join("topics", "orders", "0.quarantine") || s.bytes != before {
 				t.Fatalf("the book: got %+v, want the one copy topics/orders/0.quarantine of %d bytes", s.copies, before)
 			}
-			if got := r.metrics.quarantinedCopies.Get(); got != 1 {
+			if got := r.metrics.QuarantinedCopies.Get(); got != 1 {
 				t.Fatalf("narad_quarantined_copies: got %v, want 1", got)
 			}
 			if got := r.errorsWith("reason", tc.reason); got != 1 {
@@ -540,7 +283,7 @@ func servedCopy(r *sweepRig) storage.Listing {
 // source, and left there.
 func installedCopy(r *sweepRig) storage.Listing {
 	r.t.Helper()
-	st, _, err := storage.OpenStaging(storage.StagingPath(r.cfg.DataDir, "orders", 0), r.cfg.Log, "orders/0@41")
+	st, _, err := storage.OpenStaging(storage.StagingPath(r.d.DataDir, "orders", 0), r.d.LogConfig, "orders/0@41")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -551,7 +294,7 @@ func installedCopy(r *sweepRig) storage.Listing {
 	if m, err := storage.ReadMarker(r.path(sweepOrders0)); err != nil || m.SourceNode != "n2" {
 		r.t.Fatalf("the installed copy's marker: got %+v (err %v), want one from n2", m, err)
 	}
-	ls, err = storage.ListClosed(r.path(sweepOrders0), r.cfg.Log, time.Now())
+	ls, err = storage.ListClosed(r.path(sweepOrders0), r.d.LogConfig, time.Now())
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -570,7 +313,7 @@ func TestRuleS6TheReclaimRechecksUnderTheGuard(t *testing.T) {
 		kept   bool
 	}{
 		{"the topic deleted and recreated: its marker names the successor", func(r *sweepRig) error {
-			return os.WriteFile(filepath.Join(storage.TopicPath(r.cfg.DataDir, "orders"), "incarnation"), []byte("8\n"), 0o644)
+			return os.WriteFile(filepath.Join(storage.TopicPath(r.d.DataDir, "orders"), "incarnation"), []byte("8\n"), 0o644)
 		}, true},
 		{"the topic deleted and recreated: the replica names the successor", func(r *sweepRig) error {
 			r.replica.drop("orders")
@@ -590,7 +333,7 @@ func TestRuleS6TheReclaimRechecksUnderTheGuard(t *testing.T) {
 			return nil
 		}, true},
 		{"the topic directory's marker gone (absent is allowed)", func(r *sweepRig) error {
-			return os.Remove(filepath.Join(storage.TopicPath(r.cfg.DataDir, "orders"), "incarnation"))
+			return os.Remove(filepath.Join(storage.TopicPath(r.d.DataDir, "orders"), "incarnation"))
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -636,7 +379,7 @@ func TestRuleS6TheReclaimWaitsForTheTopicGuard(t *testing.T) {
 	r.owners.answer(sweepOrders0, movedFromHere(ls, ls.HWM, ls.HWM))
 
 	unlock := r.guards.Lock("orders")
-	done := make(chan sweepReport)
+	done := make(chan report)
 	go func() { done <- r.pass(0) }()
 	if rep, finished := waitInGuardLock(done); finished {
 		unlock()
@@ -648,7 +391,7 @@ func TestRuleS6TheReclaimWaitsForTheTopicGuard(t *testing.T) {
 	successor := messages.Topic{Name: "orders", Incarnation: 8, Partitions: 1}
 	r.replica.drop("orders")
 	r.replica.put(successor, "n1")
-	if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "orders", 8); err != nil {
+	if _, err := storage.PrepareTopicDir(r.d.DataDir, "orders", 8); err != nil {
 		unlock()
 		t.Fatal(err)
 	}
@@ -659,11 +402,11 @@ func TestRuleS6TheReclaimWaitsForTheTopicGuard(t *testing.T) {
 	if rep.judged[sweep.Reclaim] != 0 || rep.reclaimedBytes != 0 {
 		t.Fatalf("the report: got verdicts %v, %d bytes reclaimed; want the reclaim refused", rep.judged, rep.reclaimedBytes)
 	}
-	got, err := storage.ListClosed(r.path(sweepOrders0), r.cfg.Log, time.Now())
+	got, err := storage.ListClosed(r.path(sweepOrders0), r.d.LogConfig, time.Now())
 	if err != nil || got.HWM != want.HWM {
 		t.Fatalf("the successor's partition: got HWM %d (err %v), want %d, untouched", got.HWM, err, want.HWM)
 	}
-	if old := filepath.Join(storage.StalePath(r.cfg.DataDir), "orders@7", "0"); !pathExists(t, old) {
+	if old := filepath.Join(storage.StalePath(r.d.DataDir), "orders@7", "0"); !pathExists(t, old) {
 		t.Fatalf("the old incarnation's copy: got none at %s, want it set aside there by the successor's preparation", old)
 	}
 }
@@ -672,7 +415,7 @@ func TestRuleS6TheReclaimWaitsForTheTopicGuard(t *testing.T) {
 // Lock inside the sweeper's carryOut (read from the goroutines' stacks),
 // or has finished: finished reports which, with the pass's report. The
 // test's own timeout bounds the wait.
-func waitInGuardLock(done <-chan sweepReport) (sweepReport, bool) {
+func waitInGuardLock(done <-chan report) (report, bool) {
 	buf := make([]byte, 1<<20)
 	for {
 		select {
@@ -686,8 +429,8 @@ func waitInGuardLock(done <-chan sweepReport) (sweepReport, bool) {
 			continue
 		}
 		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, "storage.(*Guards).Lock") && strings.Contains(g, "(*sweeperActor).carryOut") {
-				return sweepReport{}, false
+			if strings.Contains(g, "storage.(*Guards).Lock") && strings.Contains(g, "(*Actor).carryOut") {
+				return report{}, false
 			}
 		}
 		time.Sleep(time.Millisecond)
@@ -747,10 +490,10 @@ func TestRuleS7ADeletedTopicsDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 		{"the leader names the successor", &successor, nil, nil, true},
 		{"the leader has no such topic", nil, nil, nil, true},
 		{"a recreate seen under the guard: the marker names the successor", nil, nil, func(r *sweepRig) {
-			if _, err := os.Stat(storage.TopicPath(r.cfg.DataDir, "orders")); err != nil {
+			if _, err := os.Stat(storage.TopicPath(r.d.DataDir, "orders")); err != nil {
 				r.t.Fatal(err)
 			}
-			marker := filepath.Join(storage.TopicPath(r.cfg.DataDir, "orders"), "incarnation")
+			marker := filepath.Join(storage.TopicPath(r.d.DataDir, "orders"), "incarnation")
 			if err := os.WriteFile(marker, []byte("8\n"), 0o644); err != nil {
 				r.t.Fatal(err)
 			}
@@ -764,12 +507,12 @@ func TestRuleS7ADeletedTopicsDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSweepRig(t)
-			if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "orders", 7); err != nil {
+			if _, err := storage.PrepareTopicDir(r.d.DataDir, "orders", 7); err != nil {
 				t.Fatal(err)
 			}
 			r.copyOf(sweepOrders0, 5)
-			want := sweptBytes(t, storage.TopicPath(r.cfg.DataDir, "orders"))
-			r.replica.lmu.Lock()
+			want := sweptBytes(t, storage.TopicPath(r.d.DataDir, "orders"))
+			r.replica.mu.Lock()
 			if tc.leader != nil {
 				r.replica.leader["orders"] = *tc.leader
 			}
@@ -777,10 +520,10 @@ func TestRuleS7ADeletedTopicsDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 			if tc.during != nil {
 				r.replica.onLeader = func() { tc.during(r) }
 			}
-			r.replica.lmu.Unlock()
+			r.replica.mu.Unlock()
 
 			rep := r.pass(0)
-			gone := !pathExists(t, storage.TopicPath(r.cfg.DataDir, "orders"))
+			gone := !pathExists(t, storage.TopicPath(r.d.DataDir, "orders"))
 			if gone != tc.removed {
 				t.Fatalf("the deleted incarnation's directory removed: got %v, want %v", gone, tc.removed)
 			}
@@ -813,24 +556,24 @@ func TestRuleS7ASetAsideTopicDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newSweepRig(t)
-			if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "orders", 7); err != nil {
+			if _, err := storage.PrepareTopicDir(r.d.DataDir, "orders", 7); err != nil {
 				t.Fatal(err)
 			}
 			r.copyOf(sweepOrders0, 5)
 			r.topic(successor, "n1") // sets incarnation 7's directory aside
-			stale := filepath.Join(storage.StalePath(r.cfg.DataDir), "orders@7")
+			stale := filepath.Join(storage.StalePath(r.d.DataDir), "orders@7")
 			if !pathExists(t, stale) {
 				t.Fatalf("the set-aside directory: got none at %s", stale)
 			}
-			r.replica.lmu.Lock()
+			r.replica.mu.Lock()
 			r.replica.leader["orders"], r.replica.leaderErr = tc.leader, tc.leaderErr
-			r.replica.lmu.Unlock()
+			r.replica.mu.Unlock()
 
 			rep := r.pass(0)
 			if gone := !pathExists(t, stale); gone != tc.removed {
 				t.Fatalf("%s removed: got %v, want %v", stale, gone, tc.removed)
 			}
-			if !pathExists(t, storage.TopicPath(r.cfg.DataDir, "orders")) {
+			if !pathExists(t, storage.TopicPath(r.d.DataDir, "orders")) {
 				t.Fatal("the successor's directory: got it gone, want it kept")
 			}
 			if want := map[bool]int{true: 1, false: 0}[tc.removed]; rep.deletedTopics != want {
@@ -859,7 +602,7 @@ func TestRuleS7APassOnlyCountsATopicDirectoryWithoutAMarker(t *testing.T) {
 	if s := r.s.book.snapshot(); !slices.Equal(s.orphans, []string{filepath.Join("topics", "orders")}) {
 		t.Fatalf("orphans in the book: got %v, want [topics/orders]", s.orphans)
 	}
-	if got := r.metrics.orphanTopicDirs.Get(); got != 1 {
+	if got := r.metrics.OrphanTopicDirs.Get(); got != 1 {
 		t.Fatalf("narad_orphan_topic_dirs: got %v, want 1", got)
 	}
 }
@@ -876,20 +619,20 @@ func TestRuleS7TheStartupSweepRemovesOrphansAndKeepsQuarantine(t *testing.T) {
 	if _, err := storage.Quarantine(r.path(held)); err != nil {
 		t.Fatal(err)
 	}
-	heldBytes := sweptBytes(t, storage.TopicPath(r.cfg.DataDir, "held"))
-	if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "orders", 7); err != nil {
+	heldBytes := sweptBytes(t, storage.TopicPath(r.d.DataDir, "held"))
+	if _, err := storage.PrepareTopicDir(r.d.DataDir, "orders", 7); err != nil {
 		t.Fatal(err)
 	}
 	r.copyOf(sweepOrders0, 3)
 
-	sweepOrphansAtStart(slog.New(r.logs), r.cfg.DataDir)
-	if pathExists(t, storage.TopicPath(r.cfg.DataDir, "plain")) {
+	SweepOrphansAtStart(slog.New(r.logs), r.d.DataDir)
+	if pathExists(t, storage.TopicPath(r.d.DataDir, "plain")) {
 		t.Fatal("an unmarked topic directory: got it kept, want it removed")
 	}
-	if pathExists(t, storage.TopicPath(r.cfg.DataDir, "held")) {
+	if pathExists(t, storage.TopicPath(r.d.DataDir, "held")) {
 		t.Fatal("an unmarked topic directory holding a quarantined copy: got it at its path, want it set aside")
 	}
-	aside := filepath.Join(storage.StalePath(r.cfg.DataDir), "held@unmarked")
+	aside := filepath.Join(storage.StalePath(r.d.DataDir), "held@unmarked")
 	if got := sweptBytes(t, aside); got != heldBytes || !pathExists(t, filepath.Join(aside, "0.quarantine")) {
 		t.Fatalf("the set-aside directory %s: got %d bytes, want %d with 0.quarantine in it", aside, got, heldBytes)
 	}
@@ -898,12 +641,12 @@ func TestRuleS7TheStartupSweepRemovesOrphansAndKeepsQuarantine(t *testing.T) {
 	}
 }
 
-// MaxSweepCopiesPerPass: a pass judges at most the limit, and the next
+// Config.MaxCopiesPerPass: a pass judges at most the limit, and the next
 // starts where it stopped (report.next, kept by the actor), so every copy
 // is judged within ceil(n/limit) passes.
 func TestSweepJudgesAtMostTheLimitPerPassAndResumesWhereItStopped(t *testing.T) {
 	const copies, limit = 5, 2
-	r := newSweepRig(t, func(c *Config) { c.MaxSweepCopiesPerPass = limit })
+	r := newSweepRig(t, func(c *Config) { c.MaxCopiesPerPass = limit })
 	many := messages.Topic{Name: "orders", Incarnation: 7, Partitions: copies}
 	r.topic(many, "n2", "n2", "n2", "n2", "n2")
 	for p := range copies {
@@ -933,73 +676,14 @@ func TestSweepJudgesAtMostTheLimitPerPassAndResumesWhereItStopped(t *testing.T) 
 }
 
 // r5Store counts the runner's scans (TargetedAt) over a replica whose
-// catch-up barrier fails until settle is closed.
-type r5Store struct {
-	*settlingStore
-	scans atomic.Int64
-}
 
-func (s *r5Store) TargetedAt(node string) []messages.Assignment {
-	s.scans.Add(1)
-	return s.settlingStore.TargetedAt(node)
-}
-
-// rule R5: the runner hands the sweeper exactly one sweepDue every
-// SweepEveryTicks ticks, counting the ticks that come before the replica
-// settled and the ticks whose scan is skipped because nothing changed.
-// The bubble's clock runs the ticks.
-func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const every = 4
-		cfg := DefaultConfig()
-		cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
-		cfg.MoveTick, cfg.SweepEveryTicks, cfg.MoveFullScanEvery = 100*time.Millisecond, every, time.Hour
-		store := &r5Store{settlingStore: &settlingStore{workerStore: &workerStore{fakeReplica: newFakeReplica()}, settle: make(chan struct{})}}
-		system := newTestSystem(t)
-		var dues atomic.Int64
-		sweeper, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
-			if _, ok := ctx.Message().(sweepDue); ok {
-				dues.Add(1)
-			}
-		}), "sweeper-stand-in")
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("r5-rig-" + t.Name()), notifier: newCommitNotifier()}
-		startTestMover(t, system, func() *moverActor { return &moverActor{deps: d, store: store, sweeper: sweeper} })
-
-		// Ticks 1-8, the replica not settled: no scan, two sweeps.
-		time.Sleep(8*cfg.MoveTick + cfg.MoveTick/2)
-		synctest.Wait()
-		if got := store.scans.Load(); got != 0 {
-			t.Fatalf("scans before the replica settled: got %d, want 0", got)
-		}
-		if got := dues.Load(); got != 8/every {
-			t.Fatalf("sweeps in 8 ticks before the replica settled: got %d, want %d", got, 8/every)
-		}
-
-		// Ticks 9-24: the replica settles at tick 9 and its one scan
-		// finds nothing; nothing changes after, so every later scan is
-		// skipped. The sweeps keep their pace.
-		close(store.settle)
-		time.Sleep(16 * cfg.MoveTick)
-		synctest.Wait()
-		if got := store.scans.Load(); got != 1 {
-			t.Fatalf("scans over ticks 9-24, nothing changed: got %d, want 1 (the rest skipped)", got)
-		}
-		if got := dues.Load(); got != 24/every {
-			t.Fatalf("sweeps in 24 ticks: got %d, want %d", got, 24/every)
-		}
-	})
-}
-
-// rule R5's other half, in the sweeper: a sweepDue starts a pass unless
+// rule R5's other half, in the sweeper: a Due starts a pass unless
 // one is under way (a slow pass skips a turn, it does not queue one), and
 // the next pass starts where the last one stopped. The bubble tells when
 // the pass's goroutine is blocked in the owner's ask.
 func TestSweepASlowPassSkipsATurnAndTheNextContinues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newSweepRig(t, func(c *Config) { c.MaxSweepCopiesPerPass = 1 })
+		r := newSweepRig(t, func(c *Config) { c.MaxCopiesPerPass = 1 })
 		two := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 2}
 		r.topic(two, "n2", "n2")
 		keys := []messages.PartitionKey{sweepOrders0, {Topic: "orders", Incarnation: 7, Partition: 1}}
@@ -1009,7 +693,7 @@ func TestSweepASlowPassSkipsATurnAndTheNextContinues(t *testing.T) {
 		release := make(chan struct{})
 		r.owners.onAsk = func(messages.PartitionKey) { <-release }
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
-		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return r.s }), sweeperName)
+		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return r.s }), Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1019,23 +703,23 @@ func TestSweepASlowPassSkipsATurnAndTheNextContinues(t *testing.T) {
 			time.Sleep(time.Minute) // the dead letters' throttle (see rule B7's test)
 		}()
 
-		system.Root.Send(pid, sweepDue{})
+		system.Root.Send(pid, Due{})
 		synctest.Wait() // the pass waits in the owner's ask
-		system.Root.Send(pid, sweepDue{})
+		system.Root.Send(pid, Due{})
 		synctest.Wait()
 		close(release)
 		synctest.Wait()
 		if got := r.owners.askedKeys(); !slices.Equal(got, keys[:1]) {
-			t.Fatalf("asked while a pass was under way and after: got %v, want %v (the second sweepDue skipped)", got, keys[:1])
+			t.Fatalf("asked while a pass was under way and after: got %v, want %v (the second Due skipped)", got, keys[:1])
 		}
 		if !pathExists(t, r.path(keys[0])) || !pathExists(t, r.path(keys[1])) {
 			t.Fatal("after one pass that deferred the first copy: got a copy gone, want both kept")
 		}
 
-		system.Root.Send(pid, sweepDue{})
+		system.Root.Send(pid, Due{})
 		synctest.Wait()
 		if got := r.owners.askedKeys(); !slices.Equal(got, keys) {
-			t.Fatalf("asked after the next sweepDue: got %v, want %v (the next pass starts at the second copy)", got, keys)
+			t.Fatalf("asked after the next Due: got %v, want %v (the next pass starts at the second copy)", got, keys)
 		}
 		if pathExists(t, r.path(keys[1])) {
 			t.Fatal("the second copy after the next pass: got it kept, want it reclaimed")
