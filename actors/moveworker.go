@@ -296,19 +296,24 @@ func (w *moveWorker) finish(ctx actor.Context, flipped bool) {
 	}
 	w.ended = true
 	if flipped {
-		w.metrics.moveSeconds.UpdateDuration(w.born)
-		if !w.frozenAt.IsZero() {
-			w.metrics.freezeSeconds.UpdateDuration(w.frozenAt)
-			w.metrics.lastFreeze.Set(time.Since(w.frozenAt).Seconds())
-		}
-		w.metrics.movePasses.Update(float64(w.state.Pass))
-		w.deps.log.Info("move done", "partition", partitionKeyString(w.key), "from", w.source, "passes", w.state.Pass,
-			"non_converged", w.state.NonConverged, "force_promoted", w.state.Promote, "took", time.Since(w.born))
+		w.recordDone()
 	} else {
 		w.deps.log.Warn("move ended without a flip", "partition", partitionKeyString(w.key), "from", w.source)
 		w.release()
 	}
 	ctx.Send(ctx.Parent(), moveEnded{key: w.key, flipped: flipped})
+}
+
+// recordDone counts a move that flipped and logs it.
+func (w *moveWorker) recordDone() {
+	w.metrics.moveSeconds.UpdateDuration(w.born)
+	if !w.frozenAt.IsZero() {
+		w.metrics.freezeSeconds.UpdateDuration(w.frozenAt)
+		w.metrics.lastFreeze.Set(time.Since(w.frozenAt).Seconds())
+	}
+	w.metrics.movePasses.Update(float64(w.state.Pass))
+	w.deps.log.Info("move done", "partition", partitionKeyString(w.key), "from", w.source, "passes", w.state.Pass,
+		"non_converged", w.state.NonConverged, "force_promoted", w.state.Promote, "took", time.Since(w.born))
 }
 
 // stop ends the worker: it waits for the effect in flight, lifts a freeze
@@ -327,6 +332,14 @@ func (w *moveWorker) stop() {
 		w.release()
 	}
 	ownsIt := found && a.Owner == w.cfg.NodeID
+	if ownsIt && w.state.Installed && !w.ended {
+		// The runner saw this worker's flip in the replica before the
+		// flip's answer (slow, or lost as an unknown outcome) reached the
+		// worker, and stopped it: the move is done all the same, and its
+		// figures (the freeze's length among them) are this worker's.
+		w.ended = true
+		w.recordDone()
+	}
 	switch {
 	case w.state.Installed || w.state.Phase == move.Done || w.state.Phase == move.Ended:
 		if w.staging != nil {
