@@ -533,10 +533,19 @@ func createUntilAnswered(tn *testNode, name string) (ok bool, retries int, probl
 	}
 }
 
-// decommissionedWithin is the bound of a decommission that moves every
-// partition off its node and takes it out of Raft: several controller
-// passes and a move per partition, a liveness bound, not a measure.
-const decommissionedWithin = 2 * clusterWaitBound
+// movesWithin is the bound of a wait for many moves (a rebalance onto a
+// joiner, a decommission that moves every partition off its node and takes
+// it out of Raft): several controller passes and a move per partition,
+// slow under -race on two cores; a liveness bound, not a measure.
+const movesWithin = 2 * clusterWaitBound
+
+// waitForMoves is waitFor with movesWithin.
+func (c *testCluster) waitForMoves(what string, cond func() bool) {
+	c.t.Helper()
+	if !testnet.Wait(movesWithin, cond) {
+		c.t.Fatalf("timed out after %s waiting for %s", movesWithin, what)
+	}
+}
 
 // waitDecommissioned waits until member id is gone with nothing owned or
 // moving in topics, and otherwise fails with why it is not: what each
@@ -546,7 +555,7 @@ func (c *testCluster) waitDecommissioned(id string, topics []string) {
 	var per map[string]int
 	var moving int
 	var member bool
-	if testnet.Wait(decommissionedWithin, func() bool {
+	if testnet.Wait(movesWithin, func() bool {
 		_, member = c.node(0).n.Store().Member(id)
 		per, moving = c.ownedAcross(0, topics)
 		return !member && per[id] == 0 && moving == 0
@@ -566,5 +575,5 @@ func (c *testCluster) waitDecommissioned(id string, topics []string) {
 			}
 		}
 	}
-	c.t.Fatalf("%s not out of the members after %s: member %v, owned %v, %d moving, blocked %v", id, decommissionedWithin, member, per, moving, blocked)
+	c.t.Fatalf("%s not out of the members after %s: member %v, owned %v, %d moving, blocked %v", id, movesWithin, member, per, moving, blocked)
 }

@@ -636,7 +636,7 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 	c.waitFor("passes against the dead source", func() bool { return hold.passes.Load() >= passes+2 })
 	c.restart(src)
 	run.serve(src, true)
-	c.waitFor(fmt.Sprintf("parent partitions %v flipped onto n4, no move in flight", onto), func() bool {
+	c.waitForMoves(fmt.Sprintf("parent partitions %v flipped onto n4, no move in flight", onto), func() bool {
 		_, moving := c.ownedAcross(0, topics)
 		return moving == 0 && run.flippedSince(planned, onto)
 	})

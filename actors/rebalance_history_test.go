@@ -47,7 +47,7 @@ func TestClusterARebalanceOntoAJoinerAndBackUnderKeyedLoad(t *testing.T) {
 	load.waitProduced(1000)
 
 	j := c.join()
-	c.waitFor("n4 owning 15 of 60 partitions and no move in flight", func() bool {
+	c.waitForMoves("n4 owning 15 of 60 partitions and no move in flight", func() bool {
 		per, moving := c.ownedAcross(0, topics)
 		return per["n4"] == 15 && moving == 0
 	})
