@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -95,7 +96,7 @@ func TestDevNATSListensOnItsFixedPortAndTheClusterCLIFindsIt(t *testing.T) {
 	}
 	dir := t.TempDir()
 	natsAddr := freePort(t)
-	d := startDev(t, "--data", dir, "--http-base", freePort(t), "--nats-port", portOf(t, natsAddr), "--log-level", "info")
+	d := startDev(t, "--data", dir, "--http-base", fmt.Sprintf("127.0.0.1:%d", devPort(t)), "--nats-port", portOf(t, natsAddr), "--log-level", "info")
 	url := "nats://" + natsAddr
 	if banner := d.out.String(); !strings.Contains(banner, "NATS on "+url) {
 		t.Fatalf("banner: got %q, want it to name NATS on %s", banner, url)
@@ -138,7 +139,7 @@ func TestDevRefusesATakenNATSPortNamingTheFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	err = runDev(context.Background(), []string{"--data", t.TempDir(), "--http-base", freePort(t), "--nats-port", portOf(t, l.Addr().String())}, io.Discard, io.Discard)
+	err = runDev(context.Background(), []string{"--data", t.TempDir(), "--http-base", fmt.Sprintf("127.0.0.1:%d", devPort(t)), "--nats-port", portOf(t, l.Addr().String())}, io.Discard, io.Discard)
 	if !errors.Is(err, errNATSPortTaken) || !strings.Contains(err.Error(), "--nats-port") {
 		t.Fatalf("got %v, want %v naming --nats-port", err, errNATSPortTaken)
 	}
