@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -16,7 +17,7 @@ import (
 func ownersOf(t *testing.T, tn *testNode, topic string) (owners map[int]string, hwm int64) {
 	t.Helper()
 	var d messages.TopicDetails
-	waitFor(t, func() bool {
+	testnet.Eventually(t, clusterWaitBound, "every partition of "+topic+" answering its stats", func() bool {
 		if err := json.Unmarshal(tn.must(http.StatusOK, "GET", "/v1/topics/"+topic, nil), &d); err != nil {
 			t.Fatal(err)
 		}

@@ -183,7 +183,7 @@ func TestRecordsSurviveAGracefulRestart(t *testing.T) {
 // liveness check, not a timing assertion.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	testnet.Eventually(t, 20*time.Second, "the condition", cond)
+	testnet.Eventually(t, clusterWaitBound, "the condition", cond)
 }
 
 // A controller that stopped between a topic's create and its placement
