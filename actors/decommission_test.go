@@ -129,7 +129,16 @@ func TestClusterADecommissionedVoterDrainsToZeroAndLeavesRaft(t *testing.T) {
 	gone := (c.leader() + 1) % 3 // a voter that does not lead the metadata
 	id := fmt.Sprintf("n%d", gone+1)
 	// A dry run says what would happen and changes nothing.
-	c.node(j).must(http.StatusOK, "POST", "/v1/cluster/members/"+id+"/decommission?dry_run=1", nil)
+	c.waitFor("the dry run of "+id+"'s decommission answered", func() bool {
+		code, body := c.node(j).do("POST", "/v1/cluster/members/"+id+"/decommission?dry_run=1", nil)
+		if code == http.StatusServiceUnavailable {
+			return false // the control plane's transient 503, retried as a client would
+		}
+		if code != http.StatusOK {
+			t.Fatalf("dry run of %s's decommission: got %d %s, want 200", id, code, body)
+		}
+		return true
+	})
 	if m, _ := c.node(j).n.Store().Member(id); m.Draining {
 		t.Fatal("a dry run set the drain flag")
 	}
