@@ -124,11 +124,29 @@ func (tn *testNode) do(method, path string, body []byte) (int, []byte) {
 func (tn *testNode) must(want int, method, path string, body []byte) []byte {
 	tn.t.Helper()
 	got, b := tn.do(method, path, body)
+	// The control plane's transient 503 (a leadership moving, a metastore
+	// too slow to answer in time on a loaded machine) is asked again, as a
+	// client would; a create whose first try's outcome was unknown may
+	// find its topic there (409), which is the create done.
+	retried := false
+	for deadline := time.Now().Add(clusterWaitBound); got == http.StatusServiceUnavailable && want != got &&
+		bytes.Contains(b, []byte(controlPlaneUnavailable)) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		got, b = tn.do(method, path, body)
+		retried = true
+	}
+	if retried && want == http.StatusCreated && got == http.StatusConflict {
+		return b
+	}
 	if got != want {
 		tn.t.Fatalf("%s %s: got %d %s, want %d", method, path, got, b, want)
 	}
 	return b
 }
+
+// controlPlaneUnavailable is the API's words for a transient 503 of the
+// control plane.
+const controlPlaneUnavailable = "control plane temporarily unavailable"
 
 func (tn *testNode) createTopic(name string, partitions int) {
 	tn.t.Helper()
