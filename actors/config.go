@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/membership"
@@ -67,17 +68,10 @@ type Config struct {
 	// partition committed meanwhile in one. A peer's long poll wakes up to
 	// this much later than a local one. Within 100µs..1s.
 	CommitNoticeInterval time.Duration
-	// FanoutBatchRecords and FanoutBatchBytes bound one fan-out copy: the
-	// records one link reads and commits to its child at once, and so the
-	// records in flight per link (one copy at a time). At least one record
-	// goes whatever its size. FanoutBatchRecords within 1..65,536,
-	// FanoutBatchBytes within 1 KiB..64 MiB.
-	FanoutBatchRecords, FanoutBatchBytes int
-	// FanoutRetryMin and FanoutRetryMax bound the back-off of a link whose
-	// child partition refused or did not answer (owner down, frozen by a
-	// move): it doubles from Min to Max, so a down owner costs a request
-	// now and then. Min within 1ms..1min, Max within Min..10min.
-	FanoutRetryMin, FanoutRetryMax time.Duration
+	// Fanout is the fan-out's limits (actors/fanout): the records and
+	// bytes of one copy per link (BatchRecords, BatchBytes) and the
+	// back-off of a link whose child did not commit (RetryMin, RetryMax).
+	Fanout fanout.Config
 	// HTTPWriteTimeout bounds writing one response.
 	HTTPWriteTimeout time.Duration
 	// SecurityEnabled turns on HTTP Basic, users and grants (§2.1 of the
@@ -360,9 +354,10 @@ type faultHooks struct {
 	// (the node was not draining) and before it is appended to the ingress
 	// WAL; it may block to hold the produce there.
 	produceAdmitted func(topic string, body []byte)
-	// fanoutRecords runs as a fan-out actor takes a read's answer; it may
-	// panic, as a bug would, to show the actor is restarted and resumes.
-	fanoutRecords func(k messages.PartitionKey)
+	// fanout are the fan-out actors' knobs (fanout.Knobs.OnRecords runs as
+	// one takes a read's answer, and may panic as a bug would), handed to
+	// them in their fanout.Deps.
+	fanout fanout.Knobs
 	// noSpace, while it returns true, fails the WAL's appends and the
 	// write probe as a full disk does (ENOSPC).
 	noSpace func() bool
@@ -401,10 +396,7 @@ func DefaultConfig() Config {
 		MaxConsumeWait:            10 * time.Second,
 		ConsumeRotateEvery:        8,
 		CommitNoticeInterval:      time.Millisecond,
-		FanoutBatchRecords:        256,
-		FanoutBatchBytes:          512 << 10,
-		FanoutRetryMin:            50 * time.Millisecond,
-		FanoutRetryMax:            2 * time.Second,
+		Fanout:                    fanout.DefaultConfig(),
 		ConsumeRescanInterval:     200 * time.Millisecond,
 		ConsumeFullScanInterval:   time.Second,
 		HTTPWriteTimeout:          30 * time.Second,
@@ -503,14 +495,6 @@ func (c Config) Validate() error {
 		return bad("ConsumeFullScanInterval", c.ConsumeFullScanInterval, "must be within 1ms..1m")
 	case c.CommitNoticeInterval < 100*time.Microsecond || c.CommitNoticeInterval > time.Second:
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
-	case c.FanoutBatchRecords < 1 || c.FanoutBatchRecords > 65536:
-		return bad("FanoutBatchRecords", c.FanoutBatchRecords, "must be within 1..65536")
-	case c.FanoutBatchBytes < 1<<10 || c.FanoutBatchBytes > 64<<20:
-		return bad("FanoutBatchBytes", c.FanoutBatchBytes, "must be within 1KiB..64MiB")
-	case c.FanoutRetryMin < time.Millisecond || c.FanoutRetryMin > time.Minute:
-		return bad("FanoutRetryMin", c.FanoutRetryMin, "must be within 1ms..1m")
-	case c.FanoutRetryMax < c.FanoutRetryMin || c.FanoutRetryMax > 10*time.Minute:
-		return bad("FanoutRetryMax", c.FanoutRetryMax, "must be within FanoutRetryMin..10m")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:
@@ -626,6 +610,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Sweep.Validate(); err != nil {
 		return fmt.Errorf("node config: Sweep: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Fanout.Validate(); err != nil {
+		return fmt.Errorf("node config: Fanout: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Membership.Validate(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
@@ -62,7 +63,8 @@ type nodeMetrics struct {
 	// fanoutCopied counts parent records the children committed;
 	// fanoutFailures counts copies (or reads) that failed and backed off;
 	// fanoutSkipped counts records retention removed before any copy
-	// (fanout.go), which the retention floor makes an operator's matter.
+	// (actors/fanout), which the retention floor makes an operator's
+	// matter. The fan-out actors set them through fanoutMetrics.
 	fanoutCopied, fanoutFailures, fanoutSkipped *metrics.Counter
 	// fanoutPanics counts fan-out actors that panicked and were restarted.
 	fanoutPanics *metrics.Counter
@@ -198,6 +200,14 @@ func (m *nodeMetrics) movesBlocked(reason string, delta float64) {
 // counts it (moves with a dead source or destination).
 func (m *nodeMetrics) movesBlockedSet(reason string, n float64) {
 	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_moves_blocked{node=%q,reason=%q}`, m.node, reason), nil).Set(n)
+}
+
+// fanoutMetrics is the handle the fan-out actors set the node's series
+// through, with the node's lag gauges (narad_fanout_lag_records) over its
+// set: the names stay the node's. Made once per node (newFanoutDeps).
+func (m *nodeMetrics) fanoutMetrics() fanout.Metrics {
+	return fanout.Metrics{Copied: m.fanoutCopied, Failures: m.fanoutFailures, Skipped: m.fanoutSkipped,
+		Panics: m.fanoutPanics, Lags: fanout.NewLags(m.node, m.set)}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

@@ -314,8 +314,7 @@ func (n *Node) startActors() error {
 	n.pacer = &pacer{pid: pacerPID}
 	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
 	n.installs = newInstallBatcher(n.deps)
-	n.copyRoute = routeFanout{n.route}
-	n.fanoutLags = newFanoutLags(n.metrics)
+	n.fanoutDeps = newFanoutDeps(n.cfg, n.log, n.metrics, n.route)
 	n.figures = newTopicFigures(n.metrics)
 	d := n.deps
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -45,11 +46,10 @@ type deps struct {
 	// opens holds a token per partition opening its log
 	// (MaxParallelPartitionOpens); nil bounds nothing (rigs).
 	opens chan struct{}
-	// copyRoute takes fan-out copies to the children's partitions
-	// (fanout.go); nil in rigs without fan-out.
-	copyRoute fanoutRoute
-	// fanoutLags sums each fan-out link's lag into its gauge.
-	fanoutLags *fanoutLags
+	// fanoutDeps is what the fan-out actors get of the node
+	// (actors/fanout: the router as their route, their series, the lag
+	// gauges); zero in rigs without fan-out.
+	fanoutDeps fanout.Deps
 	// figures sums each topic's backlog and leases into its gauges.
 	figures *topicFigures
 }
@@ -140,7 +140,8 @@ type partitionActor struct {
 	pacedUntil time.Time
 	// closing: close began; the pacer was told the freeze ended.
 	closing bool
-	// The fan-out of this partition to its topic's children (fanout.go):
+	// The fan-out of this partition to its topic's children
+	// (partition_fanout.go, actors/fanout):
 	// links as the replica had them, the anchored cursors by child, the
 	// fan-out actor (nil without links), and swept once the cursor files
 	// of links detached while the actor was away were removed.
@@ -211,13 +212,13 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		ctx.Respond(m)
 	case flushConsumerState:
 		p.flush()
-	case fanoutLinks:
-		p.setLinks(ctx, m.links)
-	case *fanoutRead:
+	case fanout.Links:
+		p.setLinks(ctx, m.Links)
+	case *fanout.Read:
 		p.fanoutRead(ctx, m)
-	case fanoutAdvance:
+	case fanout.Advance:
 		p.fanoutAdvance(m)
-	case fanoutHello:
+	case fanout.Hello:
 		p.helloFanout(ctx)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -59,7 +60,7 @@ type partitionsActor struct {
 	// owned is read by the partitions-owned gauge at scrape time.
 	owned *atomic.Int64
 	// linksSent is the signature of the fan-out links each child was
-	// last told (linksSignature).
+	// last told (fanout.LinksSignature).
 	linksSent map[messages.PartitionKey]string
 	// ownedBuf and want are each reconcile's scratch, kept between passes:
 	// a bulk move's destination reconciles up to 50 times a second over
@@ -251,7 +252,7 @@ func (s *partitionsActor) spawn(ctx actor.Context, k messages.PartitionKey, targ
 	// anchors the links of the moment, not those of its first spawn.
 	store := s.store
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return newPartitionActor(d, k, dir, owners, moving, linksOf(store, k))
+		return newPartitionActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
 	})
 	pid, err := ctx.SpawnNamed(props, partitionChildName(k))
 	if err != nil {
@@ -265,7 +266,7 @@ func (s *partitionsActor) spawn(ctx actor.Context, k messages.PartitionKey, targ
 		s.byPID = map[string]messages.PartitionKey{}
 	}
 	s.byPID[pid.Id] = k
-	s.linksSent[k] = linksSignature(linksOf(s.store, k))
+	s.linksSent[k] = fanout.LinksSignature(fanout.LinksOf(s.store, k))
 }
 
 // tellLinks tells each partition actor its topic's fan-out links when they
@@ -281,8 +282,8 @@ func (s *partitionsActor) tellLinks(ctx actor.Context) {
 	for k, pid := range s.children {
 		tl, ok := byTopic[k.Incarnation]
 		if !ok {
-			tl.links = linksOf(s.store, k)
-			tl.sig = linksSignature(tl.links)
+			tl.links = fanout.LinksOf(s.store, k)
+			tl.sig = fanout.LinksSignature(tl.links)
 			byTopic[k.Incarnation] = tl
 		}
 		links, sig := tl.links, tl.sig
@@ -290,7 +291,7 @@ func (s *partitionsActor) tellLinks(ctx actor.Context) {
 			continue
 		}
 		s.linksSent[k] = sig
-		ctx.Send(pid, fanoutLinks{links: links})
+		ctx.Send(pid, fanout.Links{Links: links})
 	}
 }
 

@@ -284,8 +284,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })), owned: new(atomic.Int64), dataDir: cfg.DataDir}
 	m := newNodeMetrics("rig-" + t.Name())
 	d := deps{cfg: cfg, log: testLogger(t), metrics: m, notifier: newCommitNotifier(),
-		copyRoute:  routeFanout{&router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second}},
-		fanoutLags: newFanoutLags(m)}
+		fanoutDeps: newFanoutDeps(cfg, testLogger(t), m, &router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second})}
 	r.metrics = d.metrics
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &partitionsActor{deps: d, store: r.replica, children: map[messages.PartitionKey]*actor.PID{},

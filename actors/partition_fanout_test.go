@@ -10,110 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
-
-func TestAnchorCursor(t *testing.T) {
-	const oldest, hwm = 10, 50
-	file := func(epoch uint64, off int64) storage.Cursor {
-		return storage.Cursor{Child: "c", Epoch: epoch, Offset: off}
-	}
-	cases := []struct {
-		name    string
-		in      anchorInput
-		want    int64
-		wantWhy anchorWhy
-	}{
-		{"a new link starts at the log end (no backfill)", anchorInput{epoch: 7}, hwm, anchorTail},
-		{"the link's own file", anchorInput{epoch: 7, found: true, file: file(7, 30)}, 30, anchorFile},
-		{"rule K6: a file past the HWM is lowered to it", anchorInput{epoch: 7, found: true, file: file(7, 80)}, hwm, anchorFile},
-		{"rule K9: no file for a link the marker names: the oldest offset", anchorInput{epoch: 7, inMarker: true}, oldest, anchorMarker},
-		{"rule K9: a file of an earlier attach, the marker names this one", anchorInput{epoch: 7, inMarker: true, found: true, file: file(3, 45)}, oldest, anchorMarker},
-		{"a file of an earlier attach is a new link", anchorInput{epoch: 7, found: true, file: file(3, 20)}, hwm, anchorTail},
-		{"a file that never verified: the oldest, never the tail", anchorInput{epoch: 7, corrupt: true}, oldest, anchorCorrupt},
-		{"a link attached after the install keeps no-backfill", anchorInput{epoch: 9, inMarker: false}, hwm, anchorTail},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			in := c.in
-			in.oldest, in.hwm = oldest, hwm
-			got, why := anchorCursor(in)
-			if got != c.want || why != c.wantWhy {
-				t.Fatalf("got offset %d (%d), want %d (%d)", got, why, c.want, c.wantWhy)
-			}
-		})
-	}
-}
-
-func TestFanoutDue(t *testing.T) {
-	base := time.Unix(1000, 0)
-	rec := func(off int64, at time.Duration) storage.Record {
-		return storage.Record{Offset: off, Time: base.Add(at).UnixNano()}
-	}
-	recs := []storage.Record{rec(0, 0), rec(1, 100*time.Millisecond), rec(2, 50*time.Millisecond), rec(3, 300*time.Millisecond)}
-	cases := []struct {
-		name    string
-		delay   time.Duration
-		now     time.Time
-		want    int
-		wantDue time.Time
-	}{
-		{"no delay: all", 0, base, 4, time.Time{}},
-		{"none due yet", time.Second, base, 0, base.Add(time.Second)},
-		{"a prefix", time.Second, base.Add(1100 * time.Millisecond), 3, base.Add(1300 * time.Millisecond)},
-		{"a record stepping back in time never lets the cursor pass one not due", time.Second, base.Add(1060 * time.Millisecond), 1, base.Add(1100 * time.Millisecond)},
-		{"all due", time.Second, base.Add(2 * time.Second), 4, time.Time{}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			n, due := fanoutDue(recs, c.delay, c.now)
-			if n != c.want || !due.Equal(c.wantDue) {
-				t.Fatalf("got %d due, next at %v; want %d, %v", n, due, c.want, c.wantDue)
-			}
-		})
-	}
-}
-
-func TestFanoutGroupsKeepEachKeyOnItsPartitionInOffsetOrder(t *testing.T) {
-	var recs []storage.Record
-	for i := range 40 {
-		recs = append(recs, storage.Record{Offset: int64(i), Key: fmt.Appendf(nil, "k%d", i%7), Body: fmt.Appendf(nil, "b%d", i)})
-	}
-	recs[5].Corrupt, recs[5].Key, recs[5].Body = true, nil, nil
-	groups := fanoutGroups(recs, 5)
-	seen := 0
-	for _, g := range groups {
-		last := int64(-1)
-		for _, r := range g.records {
-			if got := partitionForKey(string(r.Key), 5); got != g.partition {
-				t.Fatalf("key %s in group %d, want %d", r.Key, g.partition, got)
-			}
-			if int64(r.Seq) <= last {
-				t.Fatalf("group %d: offset %d after %d", g.partition, r.Seq, last)
-			}
-			last = int64(r.Seq)
-			if want := fmt.Sprintf("b%d", r.Seq); string(r.Body) != want {
-				t.Fatalf("offset %d carries %q, want %q", r.Seq, r.Body, want)
-			}
-			seen++
-		}
-	}
-	if seen != 39 {
-		t.Fatalf("records grouped: got %d, want 39 (40 less the corrupt one)", seen)
-	}
-}
-
-func BenchmarkFanoutGroups(b *testing.B) {
-	recs := make([]storage.Record, 256)
-	for i := range recs {
-		recs[i] = storage.Record{Offset: int64(i), Key: fmt.Appendf(nil, "key-%d", i), Body: make([]byte, 1024)}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		fanoutGroups(recs, 12)
-	}
-}
 
 // fanoutRig is one node's partitions supervisor over a fake replica, with a
 // parent topic and children whose partitions it all serves.
@@ -124,7 +24,7 @@ type fanoutRig struct {
 
 func newFanoutRig(t testing.TB, tweak ...func(*Config)) *fanoutRig {
 	t.Helper()
-	tweak = append([]func(*Config){func(c *Config) { c.FanoutRetryMin, c.FanoutRetryMax = 5*time.Millisecond, 20*time.Millisecond }}, tweak...)
+	tweak = append([]func(*Config){func(c *Config) { c.Fanout.RetryMin, c.Fanout.RetryMax = 5*time.Millisecond, 20*time.Millisecond }}, tweak...)
 	r := &fanoutRig{supervisorRig: newSupervisorRig(t, tweak...)}
 	r.parent = messages.Topic{Name: "orders", Incarnation: 10, Partitions: 3}
 	r.replica.put(r.parent, "n1", "n1", "n1")
@@ -450,11 +350,11 @@ func BenchmarkFanoutDrain(b *testing.B) {
 func TestAFanoutActorThatPanicsIsRestartedAndResumesFromTheLastAdvance(t *testing.T) {
 	var panics atomic.Int32
 	r := newFanoutRig(t, func(c *Config) {
-		c.faults = &faultHooks{fanoutRecords: func(k messages.PartitionKey) {
+		c.faults = &faultHooks{fanout: fanout.Knobs{OnRecords: func(k messages.PartitionKey) {
 			if k.Partition == 0 && panics.Add(1) == 2 {
 				panic("injected: a bug in the copy loop")
 			}
-		}}
+		}}}
 	})
 	child := r.addChild("audit", 20, 21, 0)
 	r.produce(0, "a", 10)
