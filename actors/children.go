@@ -13,7 +13,7 @@ import (
 
 // The client side of fan-out (contract §7): attach, list with lag, detach.
 // The links live in the metadata shard; each parent partition's owner
-// copies records to the children (fanout.go).
+// copies records to the children (actors/fanout).
 
 // anchorPoll is how often an attach reads the parent's stats while it
 // waits for the owners to anchor the link: each read asks every owner,
