@@ -361,6 +361,10 @@ type faultHooks struct {
 	// noSpace, while it returns true, fails the WAL's appends and the
 	// write probe as a full disk does (ENOSPC).
 	noSpace func() bool
+	// freezeStep runs in a partition's freeze actor before each event its
+	// hold steps; it may panic, as a bug would, to show that the failure
+	// is the partition's own (freeze.Knobs).
+	freezeStep func(k messages.PartitionKey, ev any)
 	// reportPastPipeline makes a prepare report without waiting for the
 	// batches already written: rule F3 broken on purpose, so a test can
 	// watch the publish guard catch what F3 prevents.

@@ -13,10 +13,13 @@ import (
 )
 
 // The source side of a move, in the partition actor: transfer listings,
-// chunk reads and the handoff freeze (seed 000, rules C4, C7, F1-F6, F9).
-// The freeze's decisions, and the order that makes the reported HWM final
-// (rule F3), are freeze.Step's; this file feeds it the partition's events
-// and carries out its effects.
+// chunk reads and the gate of the handoff freeze (seed 000, rules C4, C7,
+// F1-F6, F9). The freeze itself is split (actors/freeze): the partition
+// actor keeps the gate (freeze.GateStep) and carries out its effects here;
+// its child, the freeze actor (freeze.Actor), owns the token, the TTL, the
+// re-arm, the fence and the pacing turn, takes the destination's requests
+// this actor forwards to it, and tells the gate each change as a message,
+// taken here in this mailbox's order.
 
 // leaseDrainPoll is how often a prepare looks at the leases out again.
 const leaseDrainPoll = 10 * time.Millisecond
@@ -30,20 +33,14 @@ func gateConfig(c Config) freeze.Config {
 		ConfirmRetry: c.Move.RetryAfter}
 }
 
-// step feeds one event to the freeze and carries out what it decides. It
+// step feeds one event to the gate and carries out what it decides. It
 // reports whether the gate refused what the event asked for (a commit, a
 // reservation, a publish); the caller answers that refusal itself.
 func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 	var fx []any
-	now := p.clock.Now()
-	p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, ev)
-	p.notePace(ctx, now)
+	p.gate, fx = freeze.GateStep(p.gateCfg, p.gate, p.clock.Now(), ev)
 	for _, f := range fx {
 		switch f := f.(type) {
-		case freeze.Answer:
-			p.answerHandoff(ctx, &messages.HandoffResult{Status: messages.StatusOK, Token: f.Token})
-		case freeze.Gone:
-			p.answerHandoff(ctx, &messages.HandoffResult{Status: messages.StatusGone, Err: f.Why})
 		case freeze.RefuseStash:
 			p.refuseStash(ctx)
 		case freeze.RefuseCommit, freeze.PauseConsume, freeze.RefusePublish:
@@ -57,11 +54,39 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 			p.notifier.notify(p.key) // consumes may resume here
 		case freeze.ConfirmOwner:
 			p.confirmOwner(ctx, f.After)
+		case freeze.Pinned, freeze.Reopened:
+			ctx.Send(p.freezeActor(ctx), f)
 		default:
 			panic(fmt.Sprintf("partition %s: freeze effect %T not carried out", p.name, f))
 		}
 	}
 	return refused
+}
+
+// freezeActor is this partition's freeze actor, spawned with its first
+// freeze; it lives as long as this actor (a restart stops it with the
+// freeze: a restarted partition opens frozen again if a move still
+// targets it, freeze.Reopen).
+func (p *partitionActor) freezeActor(ctx actor.Context) *actor.PID {
+	if p.freezer == nil {
+		d := p.freezeDeps()
+		p.freezer = ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return freeze.New(d) }), "freeze")
+	}
+	return p.freezer
+}
+
+// HandleFailure is the supervision of the partition actor's children. A
+// failure of the freeze actor is the partition's own: its freeze died with
+// it, and only the partition actor's restart (which opens frozen while a
+// move targets it, freeze.Reopen) knows what its gate may let through
+// then, so it escalates to the partitions supervisor. The fan-out actor is
+// restarted as protoactor's default strategy does.
+func (p *partitionActor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
+	if p.freezer != nil && child.Equal(p.freezer) {
+		sup.EscalateFailure(reason, msg)
+		return
+	}
+	actor.DefaultSupervisorStrategy().HandleFailure(sys, sup, child, rs, reason, msg)
 }
 
 // ownerConfirmed is the answer of confirmOwner's leader read.
@@ -118,6 +143,20 @@ func (p *partitionActor) pollFreeze(ctx actor.Context, m freezePoll) {
 		return
 	}
 	p.step(ctx, freeze.Poll{Token: m.token, Partition: p.pipeline()})
+}
+
+// gateWord is the freeze actor's word: a prepare armed (Close, which the
+// gate takes with the pipeline as it is now), or a freeze lapsed or was
+// released.
+func (p *partitionActor) gateWord(ctx actor.Context, ev any) {
+	if p.log == nil {
+		return
+	}
+	if c, ok := ev.(freeze.Close); ok {
+		c.Partition = p.pipeline()
+		ev = c
+	}
+	p.step(ctx, ev)
 }
 
 // reportHandoff answers a prepare with the listing, read now: the pipeline
@@ -274,103 +313,29 @@ func readChunk(l *storage.Log, m *messages.ReadChunk, limit int) *messages.Chunk
 	return &messages.Chunk{Status: messages.StatusOK, Data: buf[:got]}
 }
 
-// handoff hands a freeze request to the gate: prepare (rules F1-F5),
-// re-arm (F6), fence (F9) or release.
+// handoff forwards a freeze request to the freeze actor, which answers
+// it: prepare (rules F1-F5), re-arm (F6), fence (F9) or release. A fence
+// carries the HWM as this actor has it.
 func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 	if p.log == nil {
 		ctx.Respond(&messages.HandoffResult{Status: messages.StatusUnavailable, Err: "partition not open"})
 		return
 	}
-	switch m.Op {
-	case messages.HandoffPrepare:
-		if !p.pacer.ask(ctx, p.key) {
-			p.parkPrepare(ctx, m.From)
-			return
-		}
-		p.step(ctx, freeze.Prepare{Asker: ctx.Sender(), Nonce: p.boot, From: m.From, Partition: p.pipeline()})
-	case messages.HandoffRearm:
-		p.step(ctx, freeze.Rearm{Token: m.Token})
-	case messages.HandoffFence:
-		p.step(ctx, freeze.Fence{Token: m.Token, HWM: m.HWM, LogHWM: p.log.HWM()})
-	case messages.HandoffRelease:
-		p.step(ctx, freeze.Release{Token: m.Token})
-	default:
-		ctx.Respond(&messages.HandoffResult{Status: messages.StatusFailed, Err: fmt.Sprintf("unknown handoff op %d", m.Op)})
+	req := freeze.Request{Handoff: m}
+	if m.Op == messages.HandoffFence {
+		req.LogHWM = p.log.HWM()
 	}
+	ctx.RequestWithCustomSender(p.freezeActor(ctx), req, ctx.Sender())
 }
 
-// parkPrepare holds a prepare until the pacer grants it (rule B5): it waits
-// here for a freezeTurn, or is answered "held" after FreezeHoldFor. A
-// newer prepare replaces an older one, which is answered "held" now.
-func (p *partitionActor) parkPrepare(ctx actor.Context, from string) {
-	if p.parked != nil {
-		ctx.Send(p.parked, heldResult())
-	}
-	p.parked, p.parkedFrom = ctx.Sender(), from
-	p.parkSeq++
-	self, root, end := ctx.Self(), ctx.ActorSystem().Root, freezeHoldEnd{seq: p.parkSeq}
-	p.clock.AfterFunc(p.cfg.freezeHold(), func() { root.Send(self, end) })
-}
-
-// freezeTurn is the pacer granting the parked prepare its freeze. With no
-// prepare parked (it was answered held meanwhile) the grant is handed
-// back at once.
-func (p *partitionActor) freezeTurn(ctx actor.Context) {
-	if p.parked == nil || p.log == nil {
-		p.pacer.frozenUntil(ctx, p.key, time.Time{})
-		p.pacedUntil = time.Time{}
+// askFreeze forwards a freeze.Ask to the freeze actor, or answers it: no
+// freeze yet.
+func (p *partitionActor) askFreeze(ctx actor.Context, m freeze.Ask) {
+	if p.freezer == nil {
+		ctx.Respond(freeze.Status{})
 		return
 	}
-	asker := p.parked
-	p.parked = nil
-	p.pacedUntil = time.Time{} // the pacer counts the grant; the step below records the freeze
-	// Its answer, if the gate answers at once (a refusal), goes to the
-	// parked asker: this message has no sender.
-	p.replyTo = asker
-	p.step(ctx, freeze.Prepare{Asker: asker, Nonce: p.boot, From: p.parkedFrom, Partition: p.pipeline()})
-	p.replyTo = nil
-}
-
-// freezeHoldEnd answers a prepare parked too long "held": its move asks
-// again and keeps its turn meanwhile.
-func (p *partitionActor) freezeHoldEnd(ctx actor.Context, m freezeHoldEnd) {
-	if p.parked == nil || m.seq != p.parkSeq {
-		return
-	}
-	ctx.Send(p.parked, heldResult())
-	p.parked = nil
-	p.pacer.unpark(ctx, p.key)
-}
-
-// answerHandoff answers the handoff request being stepped: the sender of
-// the message, or the parked asker a freezeTurn runs for.
-func (p *partitionActor) answerHandoff(ctx actor.Context, r *messages.HandoffResult) {
-	if p.replyTo != nil {
-		ctx.Send(p.replyTo, r)
-		return
-	}
-	ctx.Respond(r)
-}
-
-func heldResult() *messages.HandoffResult {
-	return &messages.HandoffResult{Status: messages.StatusHeld, Err: "freeze held by the source's pacing; ask again"}
-}
-
-// notePace tells the pacer when this partition's freeze holds until, each
-// time that changes (rule B5 counts frozen partitions).
-func (p *partitionActor) notePace(ctx actor.Context, now time.Time) {
-	if p.closing {
-		return
-	}
-	until := time.Time{}
-	if p.gate.Holds(now) {
-		until = p.gate.Until
-	}
-	if until.Equal(p.pacedUntil) {
-		return
-	}
-	p.pacedUntil = until
-	p.pacer.frozenUntil(ctx, p.key, until)
+	ctx.RequestWithCustomSender(p.freezer, m, ctx.Sender())
 }
 
 // refuseStash answers every commit not yet written: refused by the

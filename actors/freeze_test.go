@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -101,16 +103,32 @@ func (in *inbox) settle(topic string) {
 }
 
 // prepare sends a prepare to partition 0 of topic and waits until the
-// pacer's answer reached the partition: the partition parked it and told
-// the pacer (its stats come after), the pacer answered (its figures come
-// after the freezeTurn it sent), and the partition took the turn (its
-// stats come after). For a prepare that answers nothing meanwhile.
+// freeze it asks for closed the gate, or its prepare is parked (quiet).
+// For a prepare that answers nothing meanwhile.
 func (in *inbox) prepare(topic string) {
 	in.t.Helper()
 	in.send(topic, &messages.Handoff{Op: messages.HandoffPrepare})
-	in.settle(topic)
+	in.quiet(topic, 0)
+}
+
+// quiet waits until every message sent to partition p of topic before it
+// went round the freeze's actors: the partition forwarded it to its freeze
+// actor (its stats come after), the freeze actor asked the pacer (its
+// status comes after), the pacer answered (its figures come after the turn
+// it sent), the freeze actor took the turn and told the gate (its status
+// again), and the partition took that (its stats again). Whatever any of
+// them was going to answer meanwhile is in the inbox by then.
+func (in *inbox) quiet(topic string, p int) {
+	in.t.Helper()
+	in.sendTo(topic, p, &messages.GetStats{})
+	wantNext[*messages.PartitionStats](in, "the answers so far, then the stats")
+	in.sendTo(topic, p, freeze.Ask{})
+	wantNext[freeze.Status](in, "the answers so far, then the freeze's status")
 	in.tn.n.pacingCounts(in.t.Context())
-	in.settle(topic)
+	in.sendTo(topic, p, freeze.Ask{})
+	wantNext[freeze.Status](in, "the answers so far, then the freeze's status")
+	in.sendTo(topic, p, &messages.GetStats{})
+	wantNext[*messages.PartitionStats](in, "the answers so far, then the stats")
 }
 
 // within polls check until it returns nil, and fails the test with the
@@ -403,5 +421,45 @@ func TestAListingCarriesASmallPartitionsBytes(t *testing.T) {
 		if sg.Data != nil {
 			t.Fatalf("segment %s past the bound: got %d bytes inline, want none", sg.Name, len(sg.Data))
 		}
+	}
+}
+
+// A freeze actor that panics takes its partition down with it: the freeze
+// died, and only the partition's restart knows what its gate may let
+// through then (it opens frozen while a move targets it). Here no move
+// does: the restarted partition takes commits again, and the destination's
+// token names nothing.
+func TestAFreezeActorThatPanicsRestartsItsPartition(t *testing.T) {
+	clk := newFakeClock()
+	var armed atomic.Bool
+	tn := frozenNode(t, clk, func(c *Config) {
+		c.faults = &faultHooks{freezeStep: func(k messages.PartitionKey, ev any) {
+			if _, rearm := ev.(freeze.Rearm); rearm && armed.Load() {
+				panic("injected: a bug in the freeze actor")
+			}
+		}}
+	})
+	tn.createTopic("f", 3)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"x"`))
+	wantHWM(t, tn, "f", 1)
+	r := handoff(t, tn, messages.Handoff{Op: messages.HandoffPrepare})
+	if r.Status != messages.StatusOK || r.Token == "" {
+		t.Fatalf("prepare: got %+v, want a token", r)
+	}
+	restarts := tn.n.metrics.actorRestarts.Get()
+	armed.Store(true)
+	in := newInbox(t, tn)
+	in.send("f", &messages.Handoff{Op: messages.HandoffRearm, Token: r.Token})
+	within(t, clusterWaitBound, "the partition restarted", func() error {
+		if got := tn.n.metrics.actorRestarts.Get(); got != restarts+1 {
+			return fmt.Errorf("got %d partition restarts, want %d", got, restarts+1)
+		}
+		return nil
+	})
+	armed.Store(false)
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"y"`))
+	wantHWM(t, tn, "f", 2)
+	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffFence, Token: r.Token, HWM: 2}); r.Status != messages.StatusGone {
+		t.Fatalf("a fence of the dead freeze's token: got %+v, want gone (409)", r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -12,9 +13,9 @@ import (
 // move's source, and prepares it holds (rule B5); zeros when the pacer
 // does not answer in time.
 func (n *Node) pacingCounts(ctx context.Context) (frozen, held int) {
-	res, err := n.request(ctx, n.pacer.pid, paceCounts{})
-	if a, ok := res.(paceCountsAnswer); err == nil && ok {
-		return a.frozen, a.held
+	res, err := n.request(ctx, n.pacer.pid, freeze.PaceCounts{})
+	if a, ok := res.(freeze.PaceCountsAnswer); err == nil && ok {
+		return a.Frozen, a.Held
 	}
 	return 0, 0
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -307,7 +308,7 @@ func (n *Node) startActors() error {
 		}
 		return 0
 	})
-	pacerPID, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newPacerActor(n.deps) }), pacerName)
+	pacerPID, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return newPacerActor(n.deps) }), freeze.PacerName)
 	if err != nil {
 		return fmt.Errorf("spawn the freeze pacer: %w", err)
 	}

@@ -113,10 +113,12 @@ type partitionActor struct {
 	syncer         sync.WaitGroup
 	flushScheduled bool
 	dirty          bool
-	// gate is the handoff freeze of a move of this partition, decided by
-	// freeze.Step (freeze.go).
-	gate    freeze.State
+	// gate is the handoff freeze's gate, decided by freeze.GateStep
+	// (freeze.go); freezer is the freeze actor that opens and closes it,
+	// nil until the first freeze.
+	gate    freeze.Gate
 	gateCfg freeze.Config
+	freezer *actor.PID
 	// maxServed is the highest offset delivered since the actor started; a
 	// delivery at or below it is a redelivery (for the metric).
 	maxServed int64
@@ -127,19 +129,6 @@ type partitionActor struct {
 	// handover is set when the partition moved to another node and this
 	// actor is about to stop: close checks the HWM against it.
 	handover *handedOver
-	// parked is a prepare the freeze pacer holds (rule B5), answered when
-	// the pacer grants it a turn or after FreezeHoldFor; parkSeq names the
-	// latest park. pacedUntil is the freeze lapse time the pacer was last
-	// told (zero: not frozen).
-	parked     *actor.PID
-	parkedFrom string
-	parkSeq    uint64
-	// replyTo, while a parked prepare is stepped, is whom the gate's
-	// immediate answer goes to.
-	replyTo    *actor.PID
-	pacedUntil time.Time
-	// closing: close began; the pacer was told the freeze ended.
-	closing bool
 	// The fan-out of this partition to its topic's children
 	// (partition_fanout.go, actors/fanout):
 	// links as the replica had them, the anchored cursors by child, the
@@ -199,10 +188,14 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 		p.handoff(ctx, m)
 	case freezePoll:
 		p.pollFreeze(ctx, m)
-	case freezeTurn:
-		p.freezeTurn(ctx)
-	case freezeHoldEnd:
-		p.freezeHoldEnd(ctx, m)
+	case freeze.Close:
+		p.gateWord(ctx, m)
+	case freeze.Lapsed:
+		p.gateWord(ctx, m)
+	case freeze.Released:
+		p.gateWord(ctx, m)
+	case freeze.Ask:
+		p.askFreeze(ctx, m)
 	case ownerConfirmed:
 		p.ownerConfirmed(ctx, m)
 	case *messages.Retain:
@@ -281,14 +274,11 @@ func (p *partitionActor) start(ctx actor.Context) {
 	p.boot = uint64(time.Now().UnixNano())
 	if p.moving {
 		// A freeze this node held before it restarted may be what a flip
-		// still on its way counts on: start frozen (freeze.Reopen).
-		var fx []any
-		now := p.clock.Now()
-		p.gate, fx = freeze.Step(p.gateCfg, p.gate, now, freeze.Reopen{HWM: l.HWM(), Nonce: p.boot})
-		if len(fx) != 0 {
-			panic(fmt.Sprintf("partition %s: reopen asked for %v", p.name, fx))
-		}
-		p.notePace(ctx, now) // frozen without asking: it counts all the same
+		// still on its way counts on: start frozen (freeze.Reopen). The
+		// gate closes here, before any commit is taken; the freeze actor
+		// it tells keeps the time, and tells the pacer (frozen without
+		// asking: it counts all the same).
+		p.step(ctx, freeze.Reopen{HWM: l.HWM(), Nonce: p.boot})
 		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
 	}
 	if l.HWM() > st.Frontier+1 {
@@ -326,17 +316,9 @@ func readOpenedMarker(dir string, log *slog.Logger) *openedMarker {
 // partition handed over to another node checks that it holds nothing past
 // the HWM the new owner's copy ends at.
 func (p *partitionActor) close(ctx actor.Context) {
-	if p.parked != nil {
-		ctx.Send(p.parked, heldResult())
-		p.parked = nil
-	}
 	// A restart or a stop ends the freeze with the actor (a restarted one
-	// opens frozen again if a move still targets it). The pacer hears of
-	// it once, here: the drain below still steps the gate, which must not
-	// count the partition frozen again.
-	p.closing = true
-	p.pacer.frozenUntil(ctx, p.key, time.Time{})
-	p.pacedUntil = time.Time{}
+	// opens frozen again if a move still targets it): the freeze actor
+	// stops with it, answering a parked prepare and telling the pacer.
 	if p.log == nil {
 		return
 	}

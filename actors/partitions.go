@@ -338,7 +338,7 @@ func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionK
 	// wait for. Each close would thaw its own, but only after every
 	// handover of this pass is told and stopped in turn.
 	for _, k := range keys {
-		s.pacer.frozenUntil(ctx, k, time.Time{})
+		s.pacer.thaw(ctx, k)
 	}
 	told := make([]*actor.Future, len(keys))
 	for i, k := range keys {

@@ -259,7 +259,13 @@ type partActor struct {
 	n    *node
 	p    int
 	log  *plog
-	gate freeze.State
+	gate freeze.Gate
+	// fz is the partition's freeze actor, its child: it lives and dies
+	// with the partition actor, and every message between the two goes
+	// through a mailbox (mailbox.go).
+	fz *fzActor
+	// gateInbox is the freeze actor's messages to this one.
+	gateInbox mailbox
 	// stash holds commits that passed the gate and wait to be written;
 	// batch is the write being synced.
 	stash []*commit
@@ -301,11 +307,12 @@ func (n *node) openPart(p int) {
 		l = &plog{}
 		n.disk[p] = l
 	}
+	n.nonce++
 	pa := &partActor{n: n, p: p, log: l, leases: map[int]bool{}}
+	pa.fz = &fzActor{pa: pa, nonce: n.nonce}
 	n.parts[p] = pa
 	n.w.note("open", int64(n.index), int64(p), l.hwm())
 	if a, _ := n.replica.Get(incarnation, p); a.Target != "" && !n.w.cfg.Breaks.Reopen {
-		n.nonce++
 		pa.step(freeze.Reopen{HWM: l.hwm(), Nonce: n.nonce})
 	}
 	pa.openCursor()
@@ -341,19 +348,9 @@ func (n *node) closePart(p int, why string) {
 func (pa *partActor) step(ev any) (refused bool) {
 	w := pa.n.w
 	var fx []any
-	now := base.Add(w.now)
-	pa.gate, fx = freeze.Step(gateCfg, pa.gate, now, ev)
-	if pa.gate.Holds(now) {
-		pa.n.pacer.Frozen(pa.p, pa.gate.Until)
-	} else {
-		pa.n.pacer.Thaw(pa.p)
-	}
+	pa.gate, fx = freeze.GateStep(gateCfg, pa.gate, base.Add(w.now), ev)
 	for _, f := range fx {
 		switch f := f.(type) {
-		case freeze.Answer:
-			pa.answer(handoffAnswer{ok: true, token: f.Token})
-		case freeze.Gone:
-			pa.answer(handoffAnswer{gone: true})
 		case freeze.RefuseStash:
 			for _, c := range pa.stash {
 				w.stats.CommitsRefused++
@@ -378,6 +375,8 @@ func (pa *partActor) step(ev any) (refused bool) {
 		case freeze.NotifyConsumers:
 		case freeze.ConfirmOwner:
 			pa.confirmOwner(f.After)
+		case freeze.Pinned, freeze.Reopened:
+			pa.toFreeze(func() { pa.fz.step(nil, f) })
 		default:
 			panic(fmt.Sprintf("sim: freeze effect %T not carried out", f))
 		}
@@ -409,14 +408,6 @@ func (pa *partActor) confirmOwner(after time.Duration) {
 			pa.step(freeze.OwnerConfirmed{Owner: ok && found && a.Owner == n.id, Err: !ok})
 		})
 	})
-}
-
-// answer replies to the handoff request being stepped (a re-arm, fence
-// or release: a prepare answers through its Asker).
-func (pa *partActor) answer(a handoffAnswer) {
-	if r := pa.n.w.handoffReply; r != nil {
-		r(a)
-	}
 }
 
 // pipeline is what the gate must know of the pipeline and the leases.
@@ -597,38 +588,18 @@ func (n *node) serveChunk(p int, from, to int64, reply func(any)) {
 	reply(chunk{ok: true, recs: slices.Clone(pa.log.recs[from:to])})
 }
 
-// serveHandoff runs a prepare, re-arm, fence or release on the gate.
+// serveHandoff takes a prepare, re-arm, fence or release at the partition
+// actor, which forwards it to its freeze actor (a fence with the HWM as the
+// partition has it now); the freeze actor answers it.
 func (n *node) serveHandoff(p int, ev any, reply func(any)) {
 	pa := n.parts[p]
 	if pa == nil {
 		reply(handoffAnswer{})
 		return
 	}
-	switch e := ev.(type) {
-	case freeze.Prepare:
-		now := base.Add(n.w.now)
-		if ok, _ := n.pacer.Ask(now, p); !ok {
-			// Held (rule B5): answered at once here rather than parked;
-			// the move asks again after RetryAfter and keeps its turn.
-			n.pacer.Unpark(now, p)
-			n.w.stats.Held++
-			n.w.note("held", int64(n.index), int64(p))
-			reply(handoffAnswer{})
-			return
-		}
-		n.nonce++
-		e.Asker, e.Nonce, e.Partition = reply, n.nonce, pa.pipeline()
-		n.w.handoffReply = reply // a refusal is answered at once
-		pa.step(e)
-		n.w.handoffReply = nil
-	case freeze.Fence:
-		e.LogHWM = pa.log.hwm()
-		n.w.handoffReply = reply
-		pa.step(e)
-		n.w.handoffReply = nil
-	default:
-		n.w.handoffReply = reply
-		pa.step(e)
-		n.w.handoffReply = nil
+	if f, ok := ev.(freeze.Fence); ok {
+		f.LogHWM = pa.log.hwm()
+		ev = f
 	}
+	pa.toFreeze(func() { pa.fz.request(ev, reply) })
 }

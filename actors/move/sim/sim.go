@@ -60,7 +60,7 @@ type Breaks struct {
 	// Holder: destinations do not name themselves in a prepare, so a
 	// prepare of an aborted move (its destination cut off, unaware) takes
 	// over the freeze that a fenced move's flip in flight counts on, and
-	// releases it (the fix of freeze.State.Holder reverted).
+	// releases it (the fix of freeze.Hold.Holder reverted).
 	Holder bool
 	// F3: the source reports its HWM without waiting for the batches
 	// already written, and publishes past the HWM it reported (the F3 fix
@@ -89,8 +89,13 @@ type Breaks struct {
 	// (the fix of freeze.Reopen reverted).
 	Reopen bool
 	// Confirm: a source whose reported freeze lapsed takes commits again
-	// without a leader read (the fix of freeze.State.Unconfirmed reverted).
+	// without a leader read (the fix of freeze.Gate.Unconfirmed reverted).
 	Confirm bool
+	// GateClock: the gate keeps time of its own, lapsing a freeze a TTL
+	// after the Close it took, while re-arms and fences renew only the
+	// freeze actor's TTL: the design the freeze's two mailboxes rule out
+	// (actors/freeze's package doc).
+	GateClock bool
 	// CursorAfterHWM: the listing reads the fan-out cursor after the HWM,
 	// and the destination installs it unlowered (rules K8 and K6).
 	CursorAfterHWM bool
@@ -236,8 +241,6 @@ type world struct {
 	// faulty is false once FaultsFor has passed: the network heals and
 	// every node is brought back.
 	faulty bool
-	// handoffReply answers the handoff request the gate is stepping.
-	handoffReply func(any)
 	// childDownUntil is, per partition, when the child's partition its
 	// fan-out copies to is back (Config.Fanout).
 	childDownUntil map[int]time.Duration
