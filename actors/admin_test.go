@@ -35,7 +35,9 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	ns := startTestNATS(t)
 	// The controller's pass would clear the hand-made move to a
 	// non-member (rule T1): it runs once at start, then not for an hour.
-	tn := newTestNode(t, func(c *Config) { c.NATSURL, c.Cluster, c.RebalanceInterval = ns.ClientURL(), "test", time.Hour })
+	tn := newTestNode(t, func(c *Config) {
+		c.NATSURL, c.Cluster, c.Controller.RebalanceInterval = ns.ClientURL(), "test", time.Hour
+	})
 	tn.createTopic("t", 3)
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/sweeper"
@@ -166,15 +167,14 @@ type Config struct {
 	// waits without a heartbeat before it marks a member dead).
 	Membership membership.Config
 
-	// MetastoreVoters is how many voters the controller keeps in every
-	// metastore shard by promoting non-voters when a voter leaves: three
-	// survive one failure, and each voter more slows every commit.
-	MetastoreVoters int
-	// VoterCheckInterval is how often the controller compares the voters
-	// with MetastoreVoters; each check reads the Raft membership.
-	VoterCheckInterval time.Duration
+	// Controller is the controller's settings (actors/controller): the
+	// voters it keeps, the creates it groups, how often it plans and
+	// whether it may, and when it clears a dead destination's move.
+	Controller controller.Config
 	// ControllerTimeout bounds one request to the controller, forwarding
-	// and retries while the metadata leadership moves included.
+	// and retries while the metadata leadership moves included. It stays
+	// here, not in Controller: the node's asks read it, and the controller
+	// gets it in controller.Deps to bound its own passes.
 	ControllerTimeout time.Duration
 	// FanoutAnchorWait bounds how long an attach (and a create under a
 	// parent) waits for every parent partition's owner to anchor the new
@@ -243,16 +243,12 @@ type Config struct {
 	// a pass judges and the owners it asks at once, and the quarantine
 	// listings and asks it holds.
 	Sweep sweeper.Config
-	// MaxCreatesPerGroup bounds the topic creates the controller commits
-	// together (one metadata round for their records, one PutAssignments
-	// for their partitions): 64 creates of 100 partitions are 6,400
-	// assignments, about 1,600 per entry of each of four shards, well
-	// under an entry's 4,096; the rest wait for the next group.
-	MaxCreatesPerGroup int
 	// MaxInFlightMoves caps the moves the controller keeps in flight (rule
 	// B1: seed 003's 512, what a bulk hand-off needs to move a node's
 	// partitions in seconds; the freeze pacing below, not this cap, bounds
-	// how many partitions a move makes unwritable at once).
+	// how many partitions a move makes unwritable at once). The freeze
+	// pacing reads it too, so it stays here; the controller gets it in
+	// controller.Deps.
 	MaxInFlightMoves int
 	// FreezePaceTick, MaxNewFreezesPerTick and MaxFrozenPartitions pace the
 	// freezes a node arms as a move's source (rule B5, seed 003's 4 and
@@ -289,21 +285,6 @@ type Config struct {
 	// for others, and a batch holds at most MaxInstallBatch copies.
 	InstallBatchWindow time.Duration
 	MaxInstallBatch    int
-	// DeadTargetAbortAfter is how long a move's destination may be dead,
-	// on the leader's clock, before the controller clears the target (2 min).
-	DeadTargetAbortAfter time.Duration
-	// RebalanceInterval is how often the controller's rebalance pass runs
-	// on the metadata leader (clearing dead targets, planning, the
-	// decommission steps) while nothing moves; RebalanceBusyInterval while
-	// moves are in flight or a node sheds its partitions (100 ms): a bulk
-	// move's slots are refilled as its moves end, not a second later. Each
-	// pass is a barrier and a scan of the assignments, a few milliseconds
-	// at 30,000 partitions.
-	RebalanceInterval     time.Duration
-	RebalanceBusyInterval time.Duration
-	// Rebalance lets the controller plan moves; off, it sets no target (it
-	// still clears the targets of dead destinations).
-	Rebalance bool
 	// MaxParallelPartitionOpens bounds the partitions that open their log
 	// at once, a count (8): each recovery walk holds a Log.ReadBufferBytes
 	// window (256 KiB) while it reads its active segment, so the hundreds
@@ -423,8 +404,6 @@ func DefaultConfig() Config {
 		WorkerRestartWindow:       time.Minute,
 		WorkerRestartBackoff:      time.Second,
 		Membership:                membership.Config{}.WithDefaults(),
-		MetastoreVoters:           3,
-		VoterCheckInterval:        time.Second,
 		ControllerTimeout:         10 * time.Second,
 		FanoutAnchorWait:          5 * time.Second,
 		Move:                      move.DefaultConfig(),
@@ -441,8 +420,8 @@ func DefaultConfig() Config {
 		MoveFullScanEvery:         30 * time.Second,
 		SweepEveryTicks:           30,
 		Sweep:                     sweeper.DefaultConfig(),
+		Controller:                controller.DefaultConfig(),
 		MaxInFlightMoves:          512,
-		MaxCreatesPerGroup:        64,
 		FreezePaceTick:            time.Millisecond,
 		MaxNewFreezesPerTick:      4,
 		MaxFrozenPartitions:       128,
@@ -454,10 +433,6 @@ func DefaultConfig() Config {
 		InstallBatchWindow:        2 * time.Millisecond,
 		MaxInstallBatch:           256,
 		MaxParallelPartitionOpens: 8,
-		DeadTargetAbortAfter:      2 * time.Minute,
-		RebalanceInterval:         time.Second,
-		RebalanceBusyInterval:     100 * time.Millisecond,
-		Rebalance:                 true,
 		MoveChunkReadsInFlight:    8,
 
 		// Security (API contract §2.1).
@@ -541,10 +516,6 @@ func (c Config) Validate() error {
 		return bad("WorkerMaxRestarts/WorkerRestartWindow/WorkerRestartBackoff", fmt.Sprint(c.WorkerMaxRestarts, c.WorkerRestartWindow, c.WorkerRestartBackoff), "must be non-negative, positive, positive")
 	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
 		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
-	case c.MetastoreVoters < 1 || c.MetastoreVoters > 7:
-		return bad("MetastoreVoters", c.MetastoreVoters, "must be within 1..7")
-	case c.VoterCheckInterval <= 0:
-		return bad("VoterCheckInterval", c.VoterCheckInterval, "must be positive")
 	case c.ControllerTimeout <= 0:
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
 	case c.FanoutAnchorWait < 0 || c.FanoutAnchorWait >= c.HTTPWriteTimeout:
@@ -575,8 +546,6 @@ func (c Config) Validate() error {
 		return bad("SweepEveryTicks", c.SweepEveryTicks, "must be 1 to 100000")
 	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
 		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
-	case c.MaxCreatesPerGroup < 1 || c.MaxCreatesPerGroup > 1024:
-		return bad("MaxCreatesPerGroup", c.MaxCreatesPerGroup, "must be within 1..1024")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
 		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
 	case c.FreezePaceTick <= 0 || c.FreezePaceTick > time.Second:
@@ -599,12 +568,6 @@ func (c Config) Validate() error {
 		return bad("InstallBatchWindow", c.InstallBatchWindow, "must be within 0..1s")
 	case c.MaxInstallBatch < 1 || c.MaxInstallBatch > 10000:
 		return bad("MaxInstallBatch", c.MaxInstallBatch, "must be within 1..10000")
-	case c.RebalanceInterval <= 0:
-		return bad("RebalanceInterval", c.RebalanceInterval, "must be positive")
-	case c.RebalanceBusyInterval <= 0 || c.RebalanceBusyInterval > c.RebalanceInterval:
-		return bad("RebalanceBusyInterval", c.RebalanceBusyInterval, "must be positive and at most RebalanceInterval")
-	case c.DeadTargetAbortAfter <= 0:
-		return bad("DeadTargetAbortAfter", c.DeadTargetAbortAfter, "must be positive")
 	}
 	if err := paceConfig(c).Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
@@ -617,6 +580,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Fanout.Validate(); err != nil {
 		return fmt.Errorf("node config: Fanout: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Controller.Validate(); err != nil {
+		return fmt.Errorf("node config: Controller: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Membership.Validate(); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -33,7 +34,7 @@ func (n *Node) askController(ctx context.Context, req messages.ControllerRequest
 	wait := controllerRetryFirst
 	for {
 		rep, err := n.askControllerOnce(ctx, req)
-		if !errors.Is(err, errNotLeader) {
+		if !errors.Is(err, controller.ErrNotLeader) {
 			return rep, err
 		}
 		select {
@@ -48,7 +49,7 @@ func (n *Node) askController(ctx context.Context, req messages.ControllerRequest
 func (n *Node) askControllerOnce(ctx context.Context, req messages.ControllerRequest) (messages.ControllerReply, error) {
 	leader, ok := n.store.Leader(metastore.MetaShard)
 	if !ok {
-		return messages.ControllerReply{}, errNotLeader
+		return messages.ControllerReply{}, controller.ErrNotLeader
 	}
 	if leader == n.store.ReplicaID() || n.nats == nil {
 		return n.localController(ctx, req)
@@ -60,7 +61,7 @@ func (n *Node) askControllerOnce(ctx context.Context, req messages.ControllerReq
 		}
 	}
 	if node == "" {
-		return messages.ControllerReply{}, errNotLeader // the leader has not registered yet
+		return messages.ControllerReply{}, controller.ErrNotLeader // the leader has not registered yet
 	}
 	var rep messages.ControllerReply
 	err := transport.RequestJSON(ctx, n.nats, node, controllerService, req, &rep)
@@ -77,7 +78,7 @@ func (n *Node) askControllerOnce(ctx context.Context, req messages.ControllerReq
 	case transport.NotProcessed(err):
 		// Surely not done (a follower answered, nobody serves the
 		// subject yet): ask the leader as it is now.
-		return rep, fmt.Errorf("%w (%v)", errNotLeader, err)
+		return rep, fmt.Errorf("%w (%v)", controller.ErrNotLeader, err)
 	}
 	return rep, fmt.Errorf("controller on %s: %w: %w", node, metastore.ErrUnavailable, err)
 }
@@ -88,12 +89,12 @@ func (n *Node) localController(ctx context.Context, req messages.ControllerReque
 	if !ok {
 		deadline = time.Now().Add(n.cfg.ControllerTimeout)
 	}
-	res, err := n.system.Root.RequestFuture(n.controller, &controllerAsk{deadline: deadline, req: req}, time.Until(deadline)).Result()
+	res, err := n.system.Root.RequestFuture(n.controller, &controller.Ask{Deadline: deadline, Req: req}, time.Until(deadline)).Result()
 	if err != nil {
 		return messages.ControllerReply{}, fmt.Errorf("controller: %w: %w", metastore.ErrUnavailable, err)
 	}
-	ans := res.(controllerAnswer)
-	return ans.reply, ans.err
+	ans := res.(controller.Answer)
+	return ans.Reply, ans.Err
 }
 
 // serveController answers peers' controller requests from the local
@@ -105,7 +106,7 @@ func (n *Node) serveController() error {
 		switch {
 		case err == nil:
 			return rep, nil
-		case errors.Is(err, errNotLeader):
+		case errors.Is(err, controller.ErrNotLeader):
 			return rep, transport.Errorf(transport.StatusUnavailable, "%s does not lead the metadata shard", n.cfg.NodeID)
 		case errors.Is(err, metastore.ErrExists):
 			return rep, transport.Errorf(409, "%v", err)

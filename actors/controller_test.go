@@ -121,7 +121,7 @@ func TestClusterANonVoterIsPromotedWhenAVoterLeaves(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four nodes")
 	}
-	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.VoterCheckInterval = 100 * time.Millisecond })
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.Controller.VoterCheckInterval = 100 * time.Millisecond })
 	j := c.join()
 	joined := uint64(j + 1)
 	lead := c.leader()

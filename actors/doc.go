@@ -21,7 +21,7 @@
 //	├── dispatcher      ingress WAL -> owner commits (dispatcher.go)
 //	├── mover           the move runner (mover.go)
 //	│   └── move-p:<incarnation>:<n>   one worker per incoming move (moveworker.go)
-//	└── controller      acts while this node leads the metadata shard (controller.go)
+//	└── controller      acts while this node leads the metadata shard (actors/controller)
 //
 // HTTP handlers and NATS handlers run on their own goroutines and reach the
 // actors only by request/response messages; no state is shared with an

@@ -551,7 +551,7 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 		hist: map[string]*history.History{plain: history.New(), late: history.New()},
 		stop: make(chan struct{}), done: make(chan struct{}), produced: map[string]fanoutProduce{}}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 4
 		// A loaded -race run starves heartbeats for longer than the
 		// harness's 500 ms (a member judged dead takes no moves), and the

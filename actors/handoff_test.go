@@ -45,7 +45,7 @@ func (c *testCluster) waitHandOff(done <-chan handOffResult) handOffResult {
 
 func bulkTestCluster(t *testing.T) *testCluster {
 	return newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 	})
 }
 
@@ -59,7 +59,7 @@ func TestClusterRuleB8AStoppingNodeHandsItsPartitionsOffFirst(t *testing.T) {
 		t.Skip("starts three nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		// No freeze lapses within the test: a freeze the pacer still
 		// counts after its partition was handed over can only be a leak.
 		cfg.Move.FreezeTTL = time.Hour
@@ -184,8 +184,8 @@ func TestClusterRuleB9ASecondSignalEndsTheHandOff(t *testing.T) {
 		t.Skip("starts three nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
-		cfg.Rebalance = false // nothing moves: the hand-off can only end by the signal
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.Controller.Rebalance = false // nothing moves: the hand-off can only end by the signal
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"h","partitions":3}`))
 	c.waitFor("n1 owning a partition", func() bool { per, _ := c.owned(0, "h"); return per["n1"] > 0 })

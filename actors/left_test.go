@@ -69,7 +69,7 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 		t.Skip("starts five nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 	})
 	var (
 		mu    sync.Mutex

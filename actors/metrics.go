@@ -5,6 +5,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/sweep"
@@ -208,6 +209,20 @@ func (m *nodeMetrics) movesBlockedSet(reason string, n float64) {
 func (m *nodeMetrics) fanoutMetrics() fanout.Metrics {
 	return fanout.Metrics{Copied: m.fanoutCopied, Failures: m.fanoutFailures, Skipped: m.fanoutSkipped,
 		Panics: m.fanoutPanics, Lags: fanout.NewLags(m.node, m.set)}
+}
+
+// decommissionBlocked is narad_decommission_blocked{node,reason}, node
+// being the draining member (rule D7).
+func (m *nodeMetrics) decommissionBlocked(member, reason string) *metrics.Gauge {
+	return m.set.GetOrCreateGauge(fmt.Sprintf(`narad_decommission_blocked{node=%q,reason=%q}`, member, reason), nil)
+}
+
+// controllerMetrics is the handle the controller sets the node's series
+// through: they stay registered here, in the node's set, under the names
+// the dashboards and alerts read.
+func (m *nodeMetrics) controllerMetrics() controller.Metrics {
+	return controller.Metrics{Placed: m.placed, Promoted: m.promoted, CreateGroups: m.createGroups, CreatesGrouped: m.createsGrouped,
+		HeartbeatAge: m.heartbeatAge, MovesBlocked: m.movesBlockedSet, DecommissionBlocked: m.decommissionBlocked}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

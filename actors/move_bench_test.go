@@ -79,7 +79,7 @@ func BenchmarkMoveOfALargePartitionUnderLoad(b *testing.B) {
 	}
 	for range b.N {
 		b.StopTimer()
-		c := newTestCluster(b, 3, func(_ int, cfg *Config) { cfg.Rebalance = false })
+		c := newTestCluster(b, 3, func(_ int, cfg *Config) { cfg.Controller.Rebalance = false })
 		c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"big","partitions":3}`))
 		owner := 0
 		fmt.Sscanf(c.assignmentOf(0, "big", 0).Owner, "n%d", &owner)

@@ -233,7 +233,7 @@ func TestClusterAJoiningNodeTakesItsShareWithNoLoss(t *testing.T) {
 		t.Skip("starts four nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 2
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":12,"visibility_timeout_ms":2000}`))
@@ -314,8 +314,8 @@ func (g *gate) release() {
 // partition by hand, with short move timings and the gate's hook.
 func moveTestCluster(t *testing.T, g *gate, tweak ...func(int, *Config)) *testCluster {
 	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
-		cfg.Rebalance = false
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.Controller.Rebalance = false
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.faults = &faultHooks{movePass: g.hook}
 	}}, tweak...)...)
 }
@@ -475,7 +475,7 @@ func TestClusterADestinationKilledMidFreezeLeavesThePartitionServing(t *testing.
 	g := newGate("m", 0, true)
 	c := moveTestCluster(t, g, func(_ int, cfg *Config) {
 		cfg.Move.FreezeTTL = time.Second
-		cfg.DeadTargetAbortAfter = time.Second
+		cfg.Controller.DeadTargetAbortAfter = time.Second
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
 	load := startLoad(c, "m", 2, 300)
@@ -562,7 +562,7 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 		return nil
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.Rebalance = false
+		cfg.Controller.Rebalance = false
 		cfg.MoveTick = 100 * time.Millisecond
 		cfg.Move.CatchUpStopBytes = 0 // only a pass that copies nothing converges
 		cfg.Move.MaxCatchUpPasses = 4

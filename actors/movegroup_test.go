@@ -27,7 +27,9 @@ type groupRig struct {
 
 func newGroupRig(t *testing.T, partitions int) *groupRig {
 	ns := startTestNATS(t)
-	n1 := newTestNode(t, func(c *Config) { c.NATSURL, c.Cluster, c.RebalanceInterval = ns.ClientURL(), "test", time.Hour })
+	n1 := newTestNode(t, func(c *Config) {
+		c.NATSURL, c.Cluster, c.Controller.RebalanceInterval = ns.ClientURL(), "test", time.Hour
+	})
 	n1.createTopic("t", partitions)
 	topic, _ := n1.n.Store().Topic("t")
 	client, err := transport.Connect(context.Background(), transport.Config{Cluster: "test", NodeID: "n2", URLs: []string{ns.ClientURL()}}, nil)

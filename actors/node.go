@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -346,9 +347,12 @@ func (n *Node) startActors() error {
 	if err != nil {
 		return fmt.Errorf("spawn mover: %w", err)
 	}
+	cd := controller.Deps{Config: n.cfg.Controller, Membership: n.cfg.Membership, Timeout: n.cfg.ControllerTimeout,
+		RequestTimeout: n.cfg.RequestTimeout, MaxInFlightMoves: n.cfg.MaxInFlightMoves, Logger: n.log, Store: n.store,
+		NATS: n.nats, Metrics: n.metrics.controllerMetrics()}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &controllerActor{deps: d, store: n.store, nats: n.nats}
-	}), controllerName)
+		return controller.New(cd)
+	}), controller.Name)
 	if err != nil {
 		return fmt.Errorf("spawn controller: %w", err)
 	}

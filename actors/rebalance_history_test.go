@@ -34,7 +34,7 @@ func TestClusterARebalanceOntoAJoinerAndBackUnderKeyedLoad(t *testing.T) {
 		t.Skip("starts four nodes")
 	}
 	c := newTestCluster(t, 3, func(_ int, cfg *Config) {
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.MaxInFlightMoves = 8
 	})
 	var topics []string

@@ -11,7 +11,9 @@ import (
 // one kind of use needs. *metastore.Store has every role; Node, the
 // composition root, hands each actor the store typed as the roles it uses,
 // so an actor can be tested against a fake of just those (see
-// partitions_test.go) and a reader cannot propose by accident.
+// partitions_test.go) and a reader cannot propose by accident. The
+// controller (actors/controller) declares the roles it uses itself
+// (controller.Store).
 
 // replica is stale reads of the local replica: point lookups and small
 // scans, answered from memory, which may lag the shard leaders by
@@ -28,22 +30,6 @@ type replica interface {
 	AssignmentsVersion() uint64
 }
 
-// planReads are the local replica's reads a planning round is built
-// from, each costing the moves or the round's budget, not the cluster's
-// partitions.
-type planReads interface {
-	// Moving lists every assignment with a target (the moves planned or
-	// in flight).
-	Moving() []messages.Assignment
-	// OwnedCount is how many partitions node owns, moving or not.
-	OwnedCount(node string) int
-	// FirstSettled is up to k of the partitions node owns with no target,
-	// in no particular order.
-	FirstSettled(node string, k int) []messages.PartitionKey
-	// TopicParent is the incarnation and fan-out parent of a listed topic.
-	TopicParent(name string) (incarnation uint64, parent string, ok bool)
-}
-
 // watcher tells when the local replica changed.
 type watcher interface {
 	// Changed is closed at the replica's next change.
@@ -57,40 +43,6 @@ type leaderReads interface {
 	// CatchUp returns once the local replica applied everything the
 	// leaders had committed when it was called.
 	CatchUp(ctx context.Context) error
-}
-
-// assignCommands propose to the assignment shards.
-type assignCommands interface {
-	SetTarget(ctx context.Context, c messages.SetTarget) (messages.AssignResult, error)
-	// SetTargetMany is many SetTargets in an entry per shard, an outcome
-	// each, in order.
-	SetTargetMany(ctx context.Context, cs []messages.SetTarget) []metastore.TargetOutcome
-	// Flip is a compare-and-swap of a partition's owner.
-	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
-	PutAssignments(ctx context.Context, as []messages.Assignment) error
-	DeleteAssignments(ctx context.Context, incarnation uint64, partitions int) error
-}
-
-// metaCommands propose topics and member changes to the metadata shard.
-type metaCommands interface {
-	CreateTopic(ctx context.Context, t messages.Topic) (messages.Topic, error)
-	DeleteTopic(ctx context.Context, name string) (messages.Topic, error)
-	AlterTopic(ctx context.Context, a messages.AlterTopic) (messages.Topic, error)
-	SetMemberStatusIf(ctx context.Context, c messages.SetMemberStatus) (messages.MetaResult, error)
-	SetMemberRole(ctx context.Context, id, role string) error
-	RemoveMember(ctx context.Context, id string) (messages.Member, error)
-}
-
-// raftAdmin is the Raft side of the metastore: who leads, and the voters
-// and non-voters of each shard.
-type raftAdmin interface {
-	ReplicaID() uint64
-	Shards() []uint64
-	Leader(shard uint64) (replicaID uint64, ok bool)
-	RaftMembership(ctx context.Context, shard uint64) (metastore.RaftMembership, error)
-	PromoteToVoter(ctx context.Context, replicaID uint64, raftAddr string) error
-	RemoveReplica(ctx context.Context, replicaID uint64) error
-	TransferAllLeadership(ctx context.Context, away uint64) error
 }
 
 // partitionsStore is what the partitions supervisor reads: which
@@ -124,16 +76,4 @@ type moveStore interface {
 	watcher
 	leaderReads
 	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
-}
-
-// controllerStore is what the controller uses, which is every role but the
-// watch: it is the one writer of topics, placements and liveness.
-type controllerStore interface {
-	replica
-	planReads
-	watcher
-	leaderReads
-	assignCommands
-	metaCommands
-	raftAdmin
 }

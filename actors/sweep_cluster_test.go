@@ -26,8 +26,8 @@ import (
 // ticks, so a sweep comes every few hundred milliseconds.
 func sweepTestCluster(t *testing.T, tweak ...func(int, *Config)) *testCluster {
 	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
-		cfg.Rebalance = false
-		cfg.MoveTick, cfg.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
+		cfg.Controller.Rebalance = false
+		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
 		cfg.SweepEveryTicks = 3
 	}}, tweak...)...)
 }

@@ -105,13 +105,13 @@ func settings(c *actors.Config) []setting {
 			usage: "owners a stale-copy sweep asks at once, a count (1 to 1024)"},
 		{flag: "max-in-flight-moves", fields: []string{"MaxInFlightMoves"}, ptr: &c.MaxInFlightMoves,
 			usage: "moves the controller keeps in flight, a count (1 to 100000)"},
-		{flag: "dead-target-abort-after", fields: []string{"DeadTargetAbortAfter"}, ptr: &c.DeadTargetAbortAfter,
+		{flag: "dead-target-abort-after", fields: []string{"Controller.DeadTargetAbortAfter", "DeadTargetAbortAfter"}, ptr: &c.Controller.DeadTargetAbortAfter,
 			usage: "how long a move's destination may be dead before the controller clears the move"},
-		{flag: "rebalance-interval", fields: []string{"RebalanceInterval"}, ptr: &c.RebalanceInterval,
+		{flag: "rebalance-interval", fields: []string{"Controller.RebalanceInterval", "RebalanceInterval"}, ptr: &c.Controller.RebalanceInterval,
 			usage: "how often the metadata leader plans moves while nothing moves"},
-		{flag: "rebalance-busy-interval", fields: []string{"RebalanceBusyInterval"}, ptr: &c.RebalanceBusyInterval,
+		{flag: "rebalance-busy-interval", fields: []string{"Controller.RebalanceBusyInterval", "RebalanceBusyInterval"}, ptr: &c.Controller.RebalanceBusyInterval,
 			usage: "how often it plans while moves run or a node sheds, at most --rebalance-interval"},
-		{flag: "rebalance", fields: []string{"Rebalance"}, ptr: &c.Rebalance,
+		{flag: "rebalance", fields: []string{"Controller.Rebalance", "Rebalance"}, ptr: &c.Controller.Rebalance,
 			usage: "let the controller plan moves (true or false; off, it still clears moves to dead nodes)"},
 
 		// Pacing, flips and the hand-off (seed 003).

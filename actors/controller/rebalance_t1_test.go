@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // t1Store is the leader's store for one target check: a Raft
 // configuration, reads of it counted, and the targets it cleared.
 type t1Store struct {
-	controllerStore
+	Store
 	rm      metastore.RaftMembership
 	mu      sync.Mutex
 	reads   int
@@ -49,14 +49,14 @@ func TestRuleT1TheDefaultThresholdIsTwoMinutes(t *testing.T) {
 		cleared bool
 	}{{2*time.Minute - time.Millisecond, false}, {2 * time.Minute, true}} {
 		s := &t1Store{rm: metastore.RaftMembership{Voters: map[uint64]string{3: "a3"}}}
-		tracker, err := membership.NewTracker(cfg.Membership)
+		tracker, err := membership.NewTracker(testMembership)
 		if err != nil {
 			t.Fatal(err)
 		}
 		target := messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberDead}
 		seen := time.Now()
 		tracker.Observe(seen, []messages.Member{target}) // this leader first sees it dead
-		a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t)}, store: s, tracker: tracker}
+		a := &Actor{d: testDeps(t, cfg, s), tracker: tracker}
 		as := messages.Assignment{Topic: "t", Incarnation: 7, Partition: 1, Owner: "n1", Target: "n3"}
 		ctx := context.Background()
 		if got := a.targetGone(ctx, as, map[string]messages.Member{"n3": target}, seen.Add(tc.deadFor), a.raftConfig(ctx)); got != tc.cleared {
@@ -86,7 +86,7 @@ func TestRuleT1ADestinationOutOfTheRaftConfigurationWhileDeadOrDrainingLosesItsM
 		t.Run(tc.name, func(t *testing.T) {
 			s := &t1Store{rm: metastore.RaftMembership{Voters: map[uint64]string{1: "a1"}, NonVoters: map[uint64]string{2: "a2"}}}
 			cfg := DefaultConfig()
-			a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t)}, store: s}
+			a := &Actor{d: testDeps(t, cfg, s)}
 			as := messages.Assignment{Topic: "t", Incarnation: 7, Partition: 1, Owner: "n1", Target: "n3"}
 			ctx := context.Background()
 			got := a.targetGone(ctx, as, map[string]messages.Member{"n3": tc.target}, time.Now(), a.raftConfig(ctx))

@@ -1,4 +1,4 @@
-package actors
+package controller
 
 // Anti-affinity (rule L6): a fan-out child's partition i prefers a node
 // other than the one owning its parent's partition i, so one node's loss
@@ -8,12 +8,12 @@ package actors
 // parentPlacement reads a parent's assignments once per planning pass: many
 // children and partitions ask for the same parent.
 type parentPlacement struct {
-	store replica
+	store Replica
 	// owners by parent name, by partition; nil: the parent is unknown.
 	owners map[string][]string
 }
 
-func newParentPlacement(store replica) *parentPlacement {
+func newParentPlacement(store Replica) *parentPlacement {
 	return &parentPlacement{store: store, owners: map[string][]string{}}
 }
 

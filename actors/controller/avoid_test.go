@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // avoidStore is the leader's store for one planning pass: reads from a fake
 // replica, a barrier that passes, and the targets the pass proposed.
 type avoidStore struct {
-	controllerStore
+	Store
 	f       *fakeReplica
 	mu      sync.Mutex
 	targets []messages.SetTarget
@@ -72,7 +72,9 @@ func TestRuleL6TheControllerSteersAChildOffItsParentsNode(t *testing.T) {
 	s := &avoidStore{f: f}
 	cfg := DefaultConfig()
 	cfg.Rebalance = true
-	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("l6-" + t.Name())}, store: s}
+	d := testDeps(t, cfg, s)
+	d.Metrics = testMetrics("l6-" + t.Name())
+	a := &Actor{d: d}
 	a.rebalance(time.Now())
 
 	s.mu.Lock()
@@ -150,7 +152,9 @@ func TestRuleL4PlanningRunsAfterARaftBarrier(t *testing.T) {
 			s := &barrierStore{avoidStore: &avoidStore{f: f}, barrierErr: tc.barrierErr}
 			cfg := DefaultConfig()
 			cfg.Rebalance = true
-			a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("l4-" + t.Name())}, store: s}
+			d := testDeps(t, cfg, s)
+			d.Metrics = testMetrics("l4-" + t.Name())
+			a := &Actor{d: d}
 			a.rebalance(time.Now())
 			if !s.barrier {
 				t.Fatalf("the pass ran no barrier")
@@ -220,7 +224,9 @@ func TestRuleO2TheControllerWritesOnlyTargets(t *testing.T) {
 	s := &ownerWriteStore{avoidStore: &avoidStore{f: f}}
 	cfg := DefaultConfig()
 	cfg.Rebalance = true
-	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("o2-" + t.Name())}, store: s}
+	d := testDeps(t, cfg, s)
+	d.Metrics = testMetrics("o2-" + t.Name())
+	a := &Actor{d: d}
 	a.rebalance(time.Now())
 
 	if len(s.others) > 0 {
@@ -263,7 +269,9 @@ func TestRuleD4NothingIsPlacedOnADrainingNode(t *testing.T) {
 	s := &ownerWriteStore{avoidStore: &avoidStore{f: f}}
 	cfg := DefaultConfig()
 	cfg.Rebalance = true
-	a := &controllerActor{deps: deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("d4-" + t.Name())}, store: s}
+	d := testDeps(t, cfg, s)
+	d.Metrics = testMetrics("d4-" + t.Name())
+	a := &Actor{d: d}
 
 	placed, err := a.place(context.Background(), messages.Topic{Name: "new", Incarnation: 11, Partitions: 12})
 	if err != nil || placed != 12 {

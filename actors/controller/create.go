@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 
 // pendingCreate is a create waiting for the controller's next group.
 type pendingCreate struct {
-	ask    *controllerAsk
+	ask    *Ask
 	sender *actor.PID
 }
 
@@ -40,17 +40,17 @@ const createQueueGroups = 16
 
 // admitCreate refuses a create when the queue already holds
 // createQueueGroups groups' worth.
-func (a *controllerActor) admitCreate() error {
-	if n := len(a.creates); n >= createQueueGroups*a.cfg.MaxCreatesPerGroup {
+func (a *Actor) admitCreate() error {
+	if n := len(a.creates); n >= createQueueGroups*a.d.Config.MaxCreatesPerGroup {
 		return fmt.Errorf("create topic: %d creates already wait for the controller: %w", n, metastore.ErrUnavailable)
 	}
 	return nil
 }
 
 // queueCreate keeps m for the next group and makes sure one is due.
-func (a *controllerActor) queueCreate(ctx actor.Context, m *controllerAsk) {
+func (a *Actor) queueCreate(ctx actor.Context, m *Ask) {
 	if err := a.admitCreate(); err != nil {
-		ctx.Respond(controllerAnswer{err: err})
+		ctx.Respond(Answer{Err: err})
 		return
 	}
 	a.creates = append(a.creates, pendingCreate{ask: m, sender: ctx.Sender()})
@@ -63,8 +63,8 @@ func (a *controllerActor) queueCreate(ctx actor.Context, m *controllerAsk) {
 // commitCreates commits up to MaxCreatesPerGroup of the queued creates and
 // answers each; what is left waits for the next createsDue, behind the
 // messages that came meanwhile.
-func (a *controllerActor) commitCreates(ctx actor.Context) {
-	n := min(len(a.creates), a.cfg.MaxCreatesPerGroup)
+func (a *Actor) commitCreates(ctx actor.Context) {
+	n := min(len(a.creates), a.d.Config.MaxCreatesPerGroup)
 	group := a.creates[:n:n]
 	a.creates = append([]pendingCreate(nil), a.creates[n:]...)
 	if len(a.creates) > 0 {
@@ -72,12 +72,12 @@ func (a *controllerActor) commitCreates(ctx actor.Context) {
 	} else {
 		a.createsDue = false
 	}
-	asks := make([]*controllerAsk, len(group))
+	asks := make([]*Ask, len(group))
 	for i, p := range group {
 		asks[i] = p.ask
 	}
-	a.metrics.createGroups.Inc()
-	a.metrics.createsGrouped.Add(len(asks))
+	a.d.Metrics.CreateGroups.Inc()
+	a.d.Metrics.CreatesGrouped.Add(len(asks))
 	for i, ans := range a.createGroup(asks) {
 		if group[i].sender != nil {
 			ctx.Send(group[i].sender, ans)
@@ -87,45 +87,45 @@ func (a *controllerActor) commitCreates(ctx actor.Context) {
 
 // createGroup stores the topics of asks and places their partitions, one
 // answer per ask in order.
-func (a *controllerActor) createGroup(asks []*controllerAsk) []controllerAnswer {
-	out := make([]controllerAnswer, len(asks))
-	fail := func(err error) []controllerAnswer {
+func (a *Actor) createGroup(asks []*Ask) []Answer {
+	out := make([]Answer, len(asks))
+	fail := func(err error) []Answer {
 		for i := range out {
-			out[i] = controllerAnswer{err: err}
+			out[i] = Answer{Err: err}
 		}
 		return out
 	}
 	if !a.leading() {
-		return fail(errNotLeader)
+		return fail(ErrNotLeader)
 	}
 	loads := a.loads()
 	if len(loads) == 0 {
 		return fail(fmt.Errorf("create topic: no live member may take partitions: %w", metastore.ErrUnavailable))
 	}
-	last := asks[0].deadline
+	last := asks[0].Deadline
 	var wg sync.WaitGroup
 	for i, m := range asks {
-		last = laterOf(last, m.deadline)
+		last = laterOf(last, m.Deadline)
 		wg.Go(func() {
-			ctx, cancel := context.WithDeadline(context.Background(), m.deadline)
+			ctx, cancel := context.WithDeadline(context.Background(), m.Deadline)
 			defer cancel()
-			created, err := a.store.CreateTopic(ctx, *m.req.CreateTopic)
+			created, err := a.d.Store.CreateTopic(ctx, *m.Req.CreateTopic)
 			if err != nil {
-				out[i] = controllerAnswer{err: err}
+				out[i] = Answer{Err: err}
 				return
 			}
-			out[i] = controllerAnswer{reply: messages.ControllerReply{Topic: created}}
+			out[i] = Answer{Reply: messages.ControllerReply{Topic: created}}
 		})
 	}
 	wg.Wait()
 	var all []messages.Assignment
 	placed := make([]int, len(asks))
 	for i := range asks {
-		if out[i].err != nil {
+		if out[i].Err != nil {
 			continue
 		}
-		t := out[i].reply.Topic
-		missing := missingPartitions(t, a.store.Assignments(t.Incarnation, t.Partitions))
+		t := out[i].Reply.Topic
+		missing := missingPartitions(t, a.d.Store.Assignments(t.Incarnation, t.Partitions))
 		as := planPlacement(loads, t, missing)
 		addLoads(loads, as)
 		placed[i] = len(as)
@@ -136,9 +136,9 @@ func (a *controllerActor) createGroup(asks []*controllerAsk) []controllerAnswer 
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	defer cancel()
-	err := a.store.PutAssignments(ctx, all)
+	err := a.d.Store.PutAssignments(ctx, all)
 	if err == nil {
-		a.metrics.placed.Add(len(all))
+		a.d.Metrics.Placed.Add(len(all))
 	}
 	for i := range asks {
 		if placed[i] == 0 {
@@ -147,10 +147,10 @@ func (a *controllerActor) createGroup(asks []*controllerAsk) []controllerAnswer 
 		if err != nil {
 			// The topic exists with partitions not placed: the sweep
 			// places them, as after a leader that stopped midway.
-			out[i].err = fmt.Errorf("place %d partitions of %s: %w", placed[i], out[i].reply.Topic.Name, err)
+			out[i].Err = fmt.Errorf("place %d partitions of %s: %w", placed[i], out[i].Reply.Topic.Name, err)
 			continue
 		}
-		out[i].reply.Placed = placed[i]
+		out[i].Reply.Placed = placed[i]
 	}
 	return out
 }

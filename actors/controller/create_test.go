@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // createStore is a leader's store for topic creates: topics and
 // assignments in a fake replica, and every PutAssignments call recorded.
 type createStore struct {
-	controllerStore
+	Store
 	f    *fakeReplica
 	mu   sync.Mutex
 	next uint64
@@ -66,11 +66,13 @@ func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
 	}
 	f.put(messages.Topic{Name: "taken", Incarnation: 100, Partitions: 1}, "n1")
 	s := &createStore{f: f}
-	a := &controllerActor{deps: deps{cfg: DefaultConfig(), log: testLogger(t), metrics: newNodeMetrics("creates-" + t.Name())}, store: s}
+	d := testDeps(t, DefaultConfig(), s)
+	d.Metrics = testMetrics("creates-" + t.Name())
+	a := &Actor{d: d}
 	deadline := time.Now().Add(time.Minute)
-	var asks []*controllerAsk
+	var asks []*Ask
 	for _, name := range []string{"a", "b", "taken", "c", "d"} {
-		asks = append(asks, &controllerAsk{deadline: deadline, req: messages.ControllerRequest{CreateTopic: &messages.Topic{Name: name, Partitions: 5}}})
+		asks = append(asks, &Ask{Deadline: deadline, Req: messages.ControllerRequest{CreateTopic: &messages.Topic{Name: name, Partitions: 5}}})
 	}
 	answers := a.createGroup(asks)
 
@@ -81,12 +83,12 @@ func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
 		t.Fatalf("assignments put: got %d, want %d (four topics of 5)", got, want)
 	}
 	for i, ans := range answers {
-		name := asks[i].req.CreateTopic.Name
+		name := asks[i].Req.CreateTopic.Name
 		switch {
-		case name == "taken" && !errors.Is(ans.err, metastore.ErrExists):
-			t.Errorf("create %s: got %v, want ErrExists", name, ans.err)
-		case name != "taken" && (ans.err != nil || ans.reply.Placed != 5 || ans.reply.Topic.Name != name):
-			t.Errorf("create %s: got %+v, %v; want the topic with 5 partitions placed", name, ans.reply, ans.err)
+		case name == "taken" && !errors.Is(ans.Err, metastore.ErrExists):
+			t.Errorf("create %s: got %v, want ErrExists", name, ans.Err)
+		case name != "taken" && (ans.Err != nil || ans.Reply.Placed != 5 || ans.Reply.Topic.Name != name):
+			t.Errorf("create %s: got %+v, %v; want the topic with 5 partitions placed", name, ans.Reply, ans.Err)
 		}
 	}
 	// 21 partitions over three members, one of them on n1 before: 7 each
@@ -104,7 +106,7 @@ func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
 func TestCreatesPastTheQueueBoundAreRefusedAtOnce(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxCreatesPerGroup = 2
-	a := &controllerActor{deps: deps{cfg: cfg}}
+	a := &Actor{d: Deps{Config: cfg}}
 	for range createQueueGroups*cfg.MaxCreatesPerGroup - 1 {
 		a.creates = append(a.creates, pendingCreate{})
 	}

@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"slices"

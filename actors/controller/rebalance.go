@@ -1,4 +1,4 @@
-package actors
+package controller
 
 import (
 	"context"
@@ -17,29 +17,29 @@ import (
 // controller actor (one pass at a time: the planning mutex of rule L4),
 // after a ReadIndex barrier, at most every RebalanceInterval.
 
-func (a *controllerActor) rebalance(now time.Time) {
-	every := a.cfg.RebalanceInterval
+func (a *Actor) rebalance(now time.Time) {
+	every := a.d.Config.RebalanceInterval
 	if a.busy {
-		every = a.cfg.RebalanceBusyInterval
+		every = a.d.Config.RebalanceBusyInterval
 	}
 	if now.Sub(a.lastPlan) < every {
 		return
 	}
 	a.lastPlan = now
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ControllerTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), a.d.Timeout)
 	defer cancel()
 	// The barrier gets a heartbeat interval at most: the controller is one
 	// actor, and a shard without a leader must not hold the asks queued
 	// behind this pass (topic creates, decommissions) for the whole
 	// ControllerTimeout; the next pass tries again.
-	bctx, bcancel := context.WithTimeout(ctx, a.cfg.Membership.HeartbeatInterval)
-	err := a.store.CatchUp(bctx)
+	bctx, bcancel := context.WithTimeout(ctx, a.d.Membership.HeartbeatInterval)
+	err := a.d.Store.CatchUp(bctx)
 	bcancel()
 	if err != nil { // rule L4: plan on the latest state
-		a.deps.log.Warn("rebalance: barrier", "err", err)
+		a.d.Logger.Warn("rebalance: barrier", "err", err)
 		return
 	}
-	members := a.store.Members()
+	members := a.d.Store.Members()
 	byID := make(map[string]messages.Member, len(members))
 	a.busy = false
 	for _, m := range members {
@@ -55,7 +55,7 @@ func (a *controllerActor) rebalance(now time.Time) {
 	blocked := map[string]float64{"source_dead": 0, "target_dead": 0}
 	incoming, leavingFrom := map[string]int{}, map[string]int{}
 	inFlight := 0
-	for _, as := range a.store.Moving() {
+	for _, as := range a.d.Store.Moving() {
 		if a.targetLeaving(ctx, as, byID) || a.targetGone(ctx, as, byID, now, inRaft) {
 			continue // its slot is free for this pass (rules B4, B11, T1)
 		}
@@ -66,18 +66,18 @@ func (a *controllerActor) rebalance(now time.Time) {
 		leavingFrom[as.Owner]++
 	}
 	for reason, n := range blocked {
-		a.metrics.movesBlockedSet(reason, n)
+		a.d.Metrics.MovesBlocked(reason, n)
 	}
 	defer a.decommissionPass(ctx)
-	if !a.cfg.Rebalance {
+	if !a.d.Config.Rebalance {
 		return // moves are planned by hand; dead targets are still cleared
 	}
-	in := planner.Input{InFlight: inFlight, MaxInFlight: a.cfg.MaxInFlightMoves}
-	budget := a.cfg.MaxInFlightMoves - inFlight
-	parents := newParentPlacement(a.store)
+	in := planner.Input{InFlight: inFlight, MaxInFlight: a.d.MaxInFlightMoves}
+	budget := a.d.MaxInFlightMoves - inFlight
+	parents := newParentPlacement(a.d.Store)
 	for _, m := range members {
 		n := planner.Node{ID: m.ID, Alive: m.Status == messages.MemberAlive, Draining: m.Draining, Leaving: m.Leaving,
-			Incoming: incoming[m.ID], Settled: max(0, a.store.OwnedCount(m.ID)-leavingFrom[m.ID])}
+			Incoming: incoming[m.ID], Settled: max(0, a.d.Store.OwnedCount(m.ID)-leavingFrom[m.ID])}
 		if n.Alive && budget > 0 {
 			n.Owned = a.settledRefs(m.ID, budget, parents)
 		}
@@ -93,10 +93,10 @@ func (a *controllerActor) rebalance(now time.Time) {
 // lists (deleted, its assignments not yet) is left where it is, and a
 // fan-out child's names the node of its parent's partition to avoid (rule
 // L6).
-func (a *controllerActor) settledRefs(node string, k int, parents *parentPlacement) []planner.Ref {
+func (a *Actor) settledRefs(node string, k int, parents *parentPlacement) []planner.Ref {
 	var refs []planner.Ref
-	for _, key := range a.store.FirstSettled(node, k) {
-		inc, parent, ok := a.store.TopicParent(key.Topic)
+	for _, key := range a.d.Store.FirstSettled(node, k) {
+		inc, parent, ok := a.d.Store.TopicParent(key.Topic)
 		if !ok || inc != key.Incarnation {
 			continue
 		}
@@ -110,7 +110,7 @@ func (a *controllerActor) settledRefs(node string, k int, parents *parentPlaceme
 // assignment shard: each is a compare-and-swap of its own, so their order
 // does not matter. A round of 512 picks was 512 entries, 64 proposed at a
 // time, before a hand-off's moves could start (issue 27).
-func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) {
+func (a *Actor) setTargets(ctx context.Context, moves []planner.Move) {
 	if len(moves) == 0 {
 		return
 	}
@@ -119,18 +119,18 @@ func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) 
 		targets[i] = messages.SetTarget{Incarnation: mv.Incarnation, Partition: mv.Partition, Owner: mv.From, From: "", To: mv.To}
 	}
 	var planned, failed int
-	for i, o := range a.store.SetTargetMany(ctx, targets) {
+	for i, o := range a.d.Store.SetTargetMany(ctx, targets) {
 		mv := moves[i]
 		switch {
 		case o.Err != nil:
 			failed++
-			a.deps.log.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", o.Err)
+			a.d.Logger.Warn("rebalance: set target", "topic", mv.Topic, "partition", mv.Partition, "to", mv.To, "err", o.Err)
 		case o.Result.Code == messages.ResultOK:
 			planned++
-			a.deps.log.Debug("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
+			a.d.Logger.Debug("move planned", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.To)
 		}
 	}
-	a.deps.log.Info("moves planned", "planned", planned, "failed", failed, "picks", len(moves))
+	a.d.Logger.Info("moves planned", "planned", planned, "failed", failed, "picks", len(moves))
 }
 
 // targetLeaving clears the target of a move aimed at a node that is
@@ -139,21 +139,21 @@ func (a *controllerActor) setTargets(ctx context.Context, moves []planner.Move) 
 // did. The change of eligibility drops the move whether or not it
 // started (rule B4): the source still owns the partition, and the
 // destination's worker stops as for an abort.
-func (a *controllerActor) targetLeaving(ctx context.Context, as messages.Assignment, members map[string]messages.Member) bool {
+func (a *Actor) targetLeaving(ctx context.Context, as messages.Assignment, members map[string]messages.Member) bool {
 	if m, ok := members[as.Target]; !ok || !m.Leaving || !a.clearTarget(ctx, as, "leaving") {
 		return false
 	}
-	a.deps.log.Info("move dropped: its destination is leaving", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
+	a.d.Logger.Info("move dropped: its destination is leaving", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
 	return true
 }
 
 // clearTarget clears as's target with a compare-and-swap and reports
 // whether it did; a refusal (the move ended or changed meanwhile) or an
 // error is logged, and the next pass looks again.
-func (a *controllerActor) clearTarget(ctx context.Context, as messages.Assignment, why string) bool {
-	r, err := a.store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
+func (a *Actor) clearTarget(ctx context.Context, as messages.Assignment, why string) bool {
+	r, err := a.d.Store.SetTarget(ctx, messages.SetTarget{Incarnation: as.Incarnation, Partition: as.Partition, Owner: as.Owner, From: as.Target, To: ""})
 	if err != nil || r.Code != messages.ResultOK {
-		a.deps.log.Warn("rebalance: clear the target of a "+why+" destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "code", r.Code, "err", err)
+		a.d.Logger.Warn("rebalance: clear the target of a "+why+" destination", "topic", as.Topic, "partition", as.Partition, "target", as.Target, "code", r.Code, "err", err)
 		return false
 	}
 	return true
@@ -164,7 +164,7 @@ func (a *controllerActor) clearTarget(ctx context.Context, as messages.Assignmen
 // own clock, or is out of the Raft configuration while dead or draining
 // (rule T1), and reports whether it did. inRaft reads the configuration,
 // only for a destination that is dead or draining.
-func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment, members map[string]messages.Member, now time.Time, inRaft func(messages.Member) bool) bool {
+func (a *Actor) targetGone(ctx context.Context, as messages.Assignment, members map[string]messages.Member, now time.Time, inRaft func(messages.Member) bool) bool {
 	m, ok := members[as.Target]
 	d := planner.Destination{Member: ok, Dead: m.Status == messages.MemberDead, Draining: m.Draining, InRaft: true}
 	if a.tracker != nil {
@@ -173,10 +173,10 @@ func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment
 	if ok && (d.Dead || d.Draining) {
 		d.InRaft = inRaft(m)
 	}
-	if !planner.TargetGone(d, a.cfg.DeadTargetAbortAfter) || !a.clearTarget(ctx, as, "dead") {
+	if !planner.TargetGone(d, a.d.Config.DeadTargetAbortAfter) || !a.clearTarget(ctx, as, "dead") {
 		return false
 	}
-	a.deps.log.Error("move cleared: its destination is dead, gone or out of the Raft configuration", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
+	a.d.Logger.Error("move cleared: its destination is dead, gone or out of the Raft configuration", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target)
 	return true
 }
 
@@ -184,15 +184,15 @@ func (a *controllerActor) targetGone(ctx context.Context, as messages.Assignment
 // and only when asked: most passes have no dead or draining destination.
 // A failed read counts every destination in it: nothing is cleared on a
 // guess, and the next pass reads again.
-func (a *controllerActor) raftConfig(ctx context.Context) func(messages.Member) bool {
+func (a *Actor) raftConfig(ctx context.Context) func(messages.Member) bool {
 	var rm *metastore.RaftMembership
 	failed := false
 	return func(m messages.Member) bool {
 		if rm == nil && !failed {
-			r, err := a.store.RaftMembership(ctx, metastore.MetaShard)
+			r, err := a.d.Store.RaftMembership(ctx, metastore.MetaShard)
 			if err != nil {
 				failed = true
-				a.deps.log.Warn("rebalance: read the Raft configuration", "err", err)
+				a.d.Logger.Warn("rebalance: read the Raft configuration", "err", err)
 			} else {
 				rm = &r
 			}
@@ -208,7 +208,7 @@ func (a *controllerActor) raftConfig(ctx context.Context) func(messages.Member) 
 
 // noteBlocked counts a move whose source or destination reads dead (rule
 // T5) and logs it at error once per leadership.
-func (a *controllerActor) noteBlocked(as messages.Assignment, members map[string]messages.Member, counts map[string]float64) {
+func (a *Actor) noteBlocked(as messages.Assignment, members map[string]messages.Member, counts map[string]float64) {
 	for _, side := range []struct{ id, reason string }{{as.Owner, "source_dead"}, {as.Target, "target_dead"}} {
 		if m, ok := members[side.id]; ok && m.Status != messages.MemberDead {
 			continue
@@ -220,7 +220,7 @@ func (a *controllerActor) noteBlocked(as messages.Assignment, members map[string
 		}
 		if !a.loggedBlocked[key] {
 			a.loggedBlocked[key] = true
-			a.deps.log.Error("move blocked", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target, "reason", side.reason)
+			a.d.Logger.Error("move blocked", "topic", as.Topic, "partition", as.Partition, "owner", as.Owner, "target", as.Target, "reason", side.reason)
 		}
 	}
 }
