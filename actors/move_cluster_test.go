@@ -325,7 +325,15 @@ func moveTestCluster(t *testing.T, g *gate, tweak ...func(int, *Config)) *testCl
 func (c *testCluster) planMove(topic string, partition, to int) int {
 	c.t.Helper()
 	s := c.node(to).n.Store()
-	t, _ := s.Topic(topic)
+	// The topic may be newer than this node's replica (a create answered
+	// by another node): a target set against incarnation 0 is refused
+	// as invalid.
+	var t messages.Topic
+	c.waitFor(fmt.Sprintf("topic %s on n%d's replica", topic, to+1), func() bool {
+		var ok bool
+		t, ok = s.Topic(topic)
+		return ok
+	})
 	want := fmt.Sprintf("n%d", to+1)
 	// A metastore that cannot answer in time (a loaded machine, -race) is
 	// asked again, as a client would: a target set by a try whose answer
