@@ -89,15 +89,16 @@ func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 	// "c" passes the gate while "b" syncs: it waits in the stash.
 	in.send("f", commitOf(`"c"`))
 	in.send("f", &messages.Handoff{Op: messages.HandoffPrepare})
-	in.settle("f")                 // parked, the pacer told; "c" waits in the stash
-	tn.n.pacingCounts(t.Context()) // the pacer's turn is on its way: the gate arms next
-	in.send("f", &messages.GetStats{})
+	// The prepare goes round the freeze actor and the pacer; the gate
+	// closes when the freeze actor's Close reaches the partition, and "c",
+	// still in the stash behind "b", is refused then.
 	if c := wantNext[*messages.CommitResult](in, "the stashed commit, as the gate arms"); c.Status != messages.StatusFrozen {
 		t.Fatalf("stashed commit: got %+v, want refused as frozen", c)
 	}
 	// Reporting now would hand out an HWM that "b" is about to pass: the
 	// stats come back before any report.
-	wantNext[*messages.PartitionStats](in, "the stats, sent after the prepare")
+	in.send("f", &messages.GetStats{})
+	wantNext[*messages.PartitionStats](in, "the stats, sent after the gate armed")
 	h.unblock()
 	r := wantNext[*messages.HandoffResult](in, "the prepare, once the held batch is visible")
 	if r.Status != messages.StatusOK || r.Listing == nil {
