@@ -1,13 +1,13 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
@@ -153,14 +153,6 @@ type Config struct {
 	// PartitionRestartBackoff is the first restart delay; each further
 	// failure in the window waits one more of it.
 	PartitionRestartBackoff time.Duration
-	// WorkerMaxRestarts, WorkerRestartWindow and WorkerRestartBackoff are
-	// the same for a move worker: past the limit the worker is stopped and
-	// the runner starts a new one on a later tick, keeping its verify
-	// count (rule V4). The back-off keeps a worker failing on a bad disk
-	// from hammering the source.
-	WorkerMaxRestarts    int
-	WorkerRestartWindow  time.Duration
-	WorkerRestartBackoff time.Duration
 
 	// Membership: HeartbeatInterval (how often this node heartbeats into
 	// the metadata shard) and DeadTimeout (how long the metadata leader
@@ -188,13 +180,19 @@ type Config struct {
 	// bounds, FreezeTTL, ForcePromoteAfter, ...); the source uses its
 	// FreezeTTL too.
 	Move move.Config
+	// Mover is the move runner's and its workers' limits (actors/mover):
+	// the full scan and the sweep's turn (FullScanEvery, SweepEveryTicks),
+	// the workers' restarts (WorkerMaxRestarts, WorkerRestartWindow,
+	// WorkerRestartBackoff), a copy's chunk window and inline bytes
+	// (ChunkWindow, InlineBytes) and the flip and install batches
+	// (FlipBatchWindow, MaxFlipBatch, InstallBatchWindow,
+	// MaxInstallBatch). What other actors read too stays here: MoveTick,
+	// MoveChunkBytes, Move, RequestTimeout.
+	Mover mover.Config
 	// MoveChunkBytes bounds one chunk read of a copy: chunks travel as raw
 	// bytes, so 768 KiB plus headers stays under NATS's default 1 MiB max
 	// payload.
 	MoveChunkBytes int
-	// MoveChunkWindow is how many chunk reads of one move are in flight:
-	// they hide the round trips; each holds MoveChunkBytes in memory.
-	MoveChunkWindow int
 	// MoveGroupMaxItems and MoveGroupsInFlight carry the move requests
 	// waiting for the same source in one request (movegroup.go): at most
 	// MoveGroupMaxItems in a group (a group's reply holds that many
@@ -214,12 +212,6 @@ type Config struct {
 	// Within 1..1024 and 1..64.
 	CommitGroupMaxItems  int
 	CommitGroupsInFlight int
-	// MoveInlineBytes: a partition whose committed bytes total at most
-	// this comes whole in its listing, and its move reads no chunk (2 KiB:
-	// a group of MoveGroupMaxItems such listings stays far under NATS's
-	// 1 MiB, and one too large is sent again item by item). 0 turns it
-	// off; at most 64 KiB.
-	MoveInlineBytes int
 	// MoveGroupWaitFor bounds how long a source's answer to a group waits
 	// for any one item (1 s): an item still unanswered then (its partition
 	// actor busy) answers 504, unknown, and its worker asks again, so a
@@ -231,14 +223,10 @@ type Config struct {
 	// LeaseDrainTimeout is how long a prepare waits for leases out before
 	// it reports (the seed's 500 ms, or a quarter of FreezeTTL if shorter).
 	LeaseDrainTimeout time.Duration
-	// MoveTick is the move runner's tick (the seed's 1 s); MoveFullScanEvery
-	// forces a scan that often even when nothing changed (30 s).
-	MoveTick          time.Duration
-	MoveFullScanEvery time.Duration
-	// SweepEveryTicks is how many runner ticks, skipped or not, lie
-	// between two stale-copy sweeps (rule R5: the seed's 30). A sweep asks
-	// the owner of every copy it judges for a listing, so it is rare.
-	SweepEveryTicks int
+	// MoveTick is the move runner's tick (the seed's 1 s; its full scan is
+	// Mover.FullScanEvery), which the partitions supervisor retries a
+	// failed reconcile on too.
+	MoveTick time.Duration
 	// Sweep is the stale-copy sweeper's limits (actors/sweeper): the copies
 	// a pass judges and the owners it asks at once, and the quarantine
 	// listings and asks it holds.
@@ -273,18 +261,6 @@ type Config struct {
 	// 15 s): on the first stop signal the node leaves and waits this long
 	// at most for its partitions to move; 0 skips the hand-off.
 	ShutdownHandoffTimeout time.Duration
-	// FlipBatchWindow and MaxFlipBatch: the flips of moves that finish
-	// together are proposed in one Raft entry per shard (Store.FlipMany);
-	// a flip waits at most FlipBatchWindow for others to join it, and a
-	// batch holds at most MaxFlipBatch.
-	FlipBatchWindow time.Duration
-	MaxFlipBatch    int
-	// InstallBatchWindow and MaxInstallBatch: the installs of moves that
-	// reach their install together share one syncfs per step
-	// (storage.InstallBatch); an install waits at most InstallBatchWindow
-	// for others, and a batch holds at most MaxInstallBatch copies.
-	InstallBatchWindow time.Duration
-	MaxInstallBatch    int
 	// MaxParallelPartitionOpens bounds the partitions that open their log
 	// at once, a count (8): each recovery walk holds a Log.ReadBufferBytes
 	// window (256 KiB) while it reads its active segment, so the hundreds
@@ -314,18 +290,10 @@ type faultHooks struct {
 	// openPartition runs as a partition actor opens its log; an error
 	// makes the open fail as a damaged disk would.
 	openPartition func(messages.PartitionKey) error
-	// movePass runs on a move worker's I/O goroutine before each copy
-	// pass (final: under the freeze); it may block to hold a move in a
-	// phase, until ctx ends (the worker stopped), and an error it returns
-	// fails the pass as a listing lost on the way would.
-	movePass func(ctx context.Context, k messages.PartitionKey, final bool) error
-	// moveFlip runs on a move worker's I/O goroutine right before it
-	// proposes the flip; it may block until ctx ends.
-	moveFlip func(ctx context.Context, k messages.PartitionKey)
-	// moveListed runs on a move worker's I/O goroutine after a pass's
-	// listing arrived and before its chunks are read (hwm: the listing's);
-	// it may block until ctx ends.
-	moveListed func(ctx context.Context, k messages.PartitionKey, hwm int64)
+	// mover are the move workers' knobs (mover.Knobs: Pass before each
+	// copy pass, Flip before the flip, Listed after a pass's listing),
+	// handed to them in their mover.Deps.
+	mover mover.Knobs
 	// partitionSynced runs on a partition's sync goroutine after a write's
 	// fsync and before the actor hears of it, so before the batch is
 	// published: it may block to hold a batch between its write and its
@@ -400,25 +368,19 @@ func DefaultConfig() Config {
 		PartitionMaxRestarts:      5,
 		PartitionRestartWindow:    time.Minute,
 		PartitionRestartBackoff:   200 * time.Millisecond,
-		WorkerMaxRestarts:         5,
-		WorkerRestartWindow:       time.Minute,
-		WorkerRestartBackoff:      time.Second,
 		Membership:                membership.Config{}.WithDefaults(),
 		ControllerTimeout:         10 * time.Second,
 		FanoutAnchorWait:          5 * time.Second,
 		Move:                      move.DefaultConfig(),
 		MoveChunkBytes:            768 << 10,
-		MoveChunkWindow:           4,
 		MoveGroupMaxItems:         128,
 		MoveGroupsInFlight:        4,
 		CommitGroupMaxItems:       256,
 		CommitGroupsInFlight:      2,
 		MoveGroupWaitFor:          time.Second,
-		MoveInlineBytes:           2 << 10,
 		LeaseDrainTimeout:         500 * time.Millisecond,
 		MoveTick:                  time.Second,
-		MoveFullScanEvery:         30 * time.Second,
-		SweepEveryTicks:           30,
+		Mover:                     mover.DefaultConfig(),
 		Sweep:                     sweeper.DefaultConfig(),
 		Controller:                controller.DefaultConfig(),
 		MaxInFlightMoves:          512,
@@ -428,10 +390,6 @@ func DefaultConfig() Config {
 		FreezeHoldFor:             2 * time.Second,
 		FreezeTurnKeepFor:         3 * time.Second,
 		ShutdownHandoffTimeout:    15 * time.Second,
-		FlipBatchWindow:           2 * time.Millisecond,
-		MaxFlipBatch:              512,
-		InstallBatchWindow:        2 * time.Millisecond,
-		MaxInstallBatch:           256,
 		MaxParallelPartitionOpens: 8,
 		MoveChunkReadsInFlight:    8,
 
@@ -512,8 +470,6 @@ func (c Config) Validate() error {
 		return bad("RetentionInterval", c.RetentionInterval, "must be positive")
 	case c.ShutdownDrainTimeout < 0:
 		return bad("ShutdownDrainTimeout", c.ShutdownDrainTimeout, "must not be negative")
-	case c.WorkerMaxRestarts < 0 || c.WorkerRestartWindow <= 0 || c.WorkerRestartBackoff <= 0:
-		return bad("WorkerMaxRestarts/WorkerRestartWindow/WorkerRestartBackoff", fmt.Sprint(c.WorkerMaxRestarts, c.WorkerRestartWindow, c.WorkerRestartBackoff), "must be non-negative, positive, positive")
 	case c.PartitionMaxRestarts < 0 || c.PartitionRestartWindow <= 0 || c.PartitionRestartBackoff <= 0:
 		return bad("PartitionMaxRestarts/Window/Backoff", fmt.Sprint(c.PartitionMaxRestarts, c.PartitionRestartWindow, c.PartitionRestartBackoff), "must be positive")
 	case c.ControllerTimeout <= 0:
@@ -526,8 +482,6 @@ func (c Config) Validate() error {
 		return bad("MaxParallelPartitionOpens", c.MaxParallelPartitionOpens, "must be within 1..1024")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
 		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..900 KiB (a chunk travels in one 1 MiB NATS message)")
-	case c.MoveChunkWindow < 1 || c.MoveChunkWindow > 64:
-		return bad("MoveChunkWindow", c.MoveChunkWindow, "must be within 1..64")
 	case c.MoveGroupMaxItems < 1 || c.MoveGroupMaxItems > maxMoveGroupItems:
 		return bad("MoveGroupMaxItems", c.MoveGroupMaxItems, "must be within 1..1024")
 	case c.MoveGroupsInFlight < 1 || c.MoveGroupsInFlight > 64:
@@ -536,16 +490,12 @@ func (c Config) Validate() error {
 		return bad("CommitGroupMaxItems", c.CommitGroupMaxItems, "must be within 1..1024")
 	case c.CommitGroupsInFlight < 1 || c.CommitGroupsInFlight > 64:
 		return bad("CommitGroupsInFlight", c.CommitGroupsInFlight, "must be within 1..64")
-	case c.MoveInlineBytes < 0 || c.MoveInlineBytes > 64<<10:
-		return bad("MoveInlineBytes", c.MoveInlineBytes, "must be within 0..65536")
 	case c.MoveGroupWaitFor < 10*time.Millisecond:
 		return bad("MoveGroupWaitFor", c.MoveGroupWaitFor, "must be at least 10ms")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
-	case c.SweepEveryTicks < 1 || c.SweepEveryTicks > 100000:
-		return bad("SweepEveryTicks", c.SweepEveryTicks, "must be 1 to 100000")
-	case c.MoveTick <= 0 || c.MoveFullScanEvery < c.MoveTick:
-		return bad("MoveTick/MoveFullScanEvery", fmt.Sprint(c.MoveTick, c.MoveFullScanEvery), "must be positive, the full scan at least a tick")
+	case c.MoveTick <= 0 || c.Mover.FullScanEvery < c.MoveTick:
+		return bad("MoveTick/Mover.FullScanEvery", fmt.Sprint(c.MoveTick, c.Mover.FullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
 		return bad("MaxInFlightMoves", c.MaxInFlightMoves, "must be within 1..100000")
 	case c.FreezePaceTick <= 0 || c.FreezePaceTick > time.Second:
@@ -560,20 +510,15 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
-	case c.FlipBatchWindow < 0 || c.FlipBatchWindow > time.Second:
-		return bad("FlipBatchWindow", c.FlipBatchWindow, "must be within 0..1s")
-	case c.MaxFlipBatch < 1 || c.MaxFlipBatch > 10000:
-		return bad("MaxFlipBatch", c.MaxFlipBatch, "must be within 1..10000")
-	case c.InstallBatchWindow < 0 || c.InstallBatchWindow > time.Second:
-		return bad("InstallBatchWindow", c.InstallBatchWindow, "must be within 0..1s")
-	case c.MaxInstallBatch < 1 || c.MaxInstallBatch > 10000:
-		return bad("MaxInstallBatch", c.MaxInstallBatch, "must be within 1..10000")
 	}
 	if err := paceConfig(c).Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Move.Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Mover.Validate(); err != nil {
+		return fmt.Errorf("node config: Mover: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Sweep.Validate(); err != nil {
 		return fmt.Errorf("node config: Sweep: %w: %w", err, ErrInvalid)

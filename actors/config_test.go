@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/naradmq/narad/cluster/planner"
 )
@@ -22,6 +23,10 @@ func TestNodeConfigValidate(t *testing.T) {
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.MaxCommitsInFlight = 8 },
 		"MaxCommitsInFlight*MaxCommitBatchBytes":   func(c *Config) { c.MaxCommitBatchBytes = 10 << 20 },
+		// The runner's full scan is at least its tick (actors/mover), and
+		// the mover's own limits are checked with the node's.
+		"Mover.FullScanEvery":              func(c *Config) { c.Mover.FullScanEvery = c.MoveTick - 1 },
+		"Mover: mover config: ChunkWindow": func(c *Config) { c.Mover.ChunkWindow = 0 },
 	}
 	for field, mutate := range bad {
 		c := DefaultConfig()
@@ -51,5 +56,14 @@ func TestRuleB1ThePlannerKeeps512MovesInFlightByDefault(t *testing.T) {
 	}
 	if got := len(planner.Plan(planner.NewInput(members, ps, max))); got != 12 {
 		t.Fatalf("with 500 in flight: got %d moves, want 12", got)
+	}
+}
+
+// rule R1: the move runner looks for partitions targeted at its node every
+// MoveTick, a second unless told otherwise. (The runner's ticks are tested
+// in actors/mover, TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick.)
+func TestRuleR1TheMoveTickIsASecondByDefault(t *testing.T) {
+	if got := DefaultConfig().MoveTick; got != time.Second {
+		t.Fatalf("default MoveTick: got %v, want 1s (rule R1)", got)
 	}
 }

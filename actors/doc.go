@@ -7,8 +7,9 @@
 // router.go (where a partition lives, and how a request reaches it, here
 // or on a peer), partition.go (the one actor that touches a partition's
 // log; its handoff freeze is decided by actors/freeze), dispatcher.go
-// (ingress WAL to partition commits), mover.go and moveworker.go (moves
-// onto this node, decided by actors/move), and the Node's domain methods:
+// (ingress WAL to partition commits), actors/mover (moves onto this node,
+// decided by actors/move; moverdeps.go wires it), and the Node's domain
+// methods:
 // produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
 // Each actor sees the metastore through the small interfaces of roles.go,
 // so it can be run against a fake (partitions_test.go).
@@ -19,8 +20,8 @@
 //	├── partitions      one child per partition this node owns (partitions.go)
 //	│   └── p:<incarnation>:<n>   partition.go
 //	├── dispatcher      ingress WAL -> owner commits (dispatcher.go)
-//	├── mover           the move runner (mover.go)
-//	│   └── move-p:<incarnation>:<n>   one worker per incoming move (moveworker.go)
+//	├── mover           the move runner (actors/mover, runner.go)
+//	│   └── move-p:<incarnation>:<n>   one worker per incoming move (actors/mover, worker.go)
 //	└── controller      acts while this node leads the metadata shard (actors/controller)
 //
 // HTTP handlers and NATS handlers run on their own goroutines and reach the

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/messages"
 )
@@ -558,7 +559,7 @@ func TestClusterFanoutHistoryThroughMovesAndACrash(t *testing.T) {
 		// planner's barrier, bounded by a heartbeat interval, needs more
 		// than the harness's 50 ms to read every shard.
 		cfg.Membership.HeartbeatInterval, cfg.Membership.DeadTimeout = 250*time.Millisecond, 3*time.Second
-		cfg.faults = &faultHooks{movePass: hold.hook, moveFlip: run.flipHook}
+		cfg.faults = &faultHooks{mover: mover.Knobs{Pass: hold.hook, Flip: run.flipHook}}
 	})
 	run.c = c
 	// The three, and the joiner once it runs.

@@ -1,25 +1,9 @@
 package actors
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 )
-
-// untilClosed is a context for I/O an actor started on a goroutine of its
-// own and waits for as it stops: closing stop cancels it, so the wait is
-// short. cancel releases it once the I/O is over.
-func untilClosed(stop <-chan struct{}) (ctx context.Context, cancel context.CancelFunc) {
-	ctx, cancel = context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
-}
 
 // changeWatch turns the replica's changes into one message at a time to an
 // actor: a change that arrives while the last message is still unhandled

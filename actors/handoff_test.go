@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -212,12 +213,12 @@ func TestClusterRuleB6ATransferSessionHoldsItsPartitionOnly(t *testing.T) {
 	}
 	var held atomic.Pointer[gate] // set once the partition to hold is known
 	c := moveTestCluster(t, nil, func(_ int, cfg *Config) {
-		cfg.faults = &faultHooks{movePass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
+		cfg.faults = &faultHooks{mover: mover.Knobs{Pass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
 			if g := held.Load(); g != nil {
 				return g.hook(ctx, k, final)
 			}
 			return nil
-		}}
+		}}}
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":6}`))
 	// Two partitions of one owner.

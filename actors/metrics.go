@@ -8,6 +8,7 @@ import (
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
 )
@@ -223,6 +224,15 @@ func (m *nodeMetrics) decommissionBlocked(member, reason string) *metrics.Gauge 
 func (m *nodeMetrics) controllerMetrics() controller.Metrics {
 	return controller.Metrics{Placed: m.placed, Promoted: m.promoted, CreateGroups: m.createGroups, CreatesGrouped: m.createsGrouped,
 		HeartbeatAge: m.heartbeatAge, MovesBlocked: m.movesBlockedSet, DecommissionBlocked: m.decommissionBlocked}
+}
+
+// moverMetrics is the handle the move runner and its workers set the
+// node's series through: they stay registered here, in the node's set,
+// under the names the dashboards and alerts read.
+func (m *nodeMetrics) moverMetrics() mover.Metrics {
+	return mover.Metrics{InFlight: m.movesInFlight, Done: m.movesDone, Bytes: m.moveBytes, NonConverged: m.nonConverged,
+		Seconds: m.moveSeconds, FreezeSeconds: m.freezeSeconds, Passes: m.movePasses, LastFreeze: m.lastFreeze,
+		PhaseSeconds: m.phaseSeconds, InstallNotWhole: m.installNotWhole, StagingSetAside: m.stagingSetAside, Blocked: m.movesBlocked}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

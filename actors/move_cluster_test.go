@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -316,7 +317,7 @@ func moveTestCluster(t *testing.T, g *gate, tweak ...func(int, *Config)) *testCl
 	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
 		cfg.Controller.Rebalance = false
 		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
-		cfg.faults = &faultHooks{movePass: g.hook}
+		cfg.faults = &faultHooks{mover: mover.Knobs{Pass: g.hook}}
 	}}, tweak...)...)
 }
 
@@ -574,7 +575,7 @@ func TestClusterAPartitionWrittenFasterThanItCopiesStillMoves(t *testing.T) {
 		cfg.MoveTick = 100 * time.Millisecond
 		cfg.Move.CatchUpStopBytes = 0 // only a pass that copies nothing converges
 		cfg.Move.MaxCatchUpPasses = 4
-		cfg.faults = &faultHooks{movePass: writeAhead}
+		cfg.faults = &faultHooks{mover: mover.Knobs{Pass: writeAhead}}
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
 	load = startLoad(c, "m", 3, 300)
@@ -664,7 +665,7 @@ func TestClusterAFlipWhoseLeaderDiesMidProposalCompletes(t *testing.T) {
 	}
 	flipGate := newGate("m", 0, false)
 	c := moveTestCluster(t, newGate("none", 0, false), func(_ int, cfg *Config) {
-		cfg.faults.moveFlip = func(ctx context.Context, k messages.PartitionKey) { flipGate.hook(ctx, k, false) }
+		cfg.faults.mover.Flip = func(ctx context.Context, k messages.PartitionKey) { flipGate.hook(ctx, k, false) }
 	})
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"m","partitions":3,"visibility_timeout_ms":2000}`))
 	load := startLoad(c, "m", 2, 300)

@@ -51,7 +51,7 @@ func TestClusterRuleP4ACopyBehindTheLastListingIsNeverForcePromoted(t *testing.T
 		cfg.Move.ForcePromoteAfter = time.Second
 		cfg.Move.CatchUpStopBytes = 0 // only a pass that copies nothing converges
 		cfg.RequestTimeout = 500 * time.Millisecond
-		cfg.faults.moveListed = onListed
+		cfg.faults.mover.Listed = onListed
 	})
 	// A loaded run can find the control plane still settling: retry a 503.
 	if ok, _, problem := createUntilAnswered(c.node(0), "m"); !ok {

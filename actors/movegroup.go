@@ -18,12 +18,10 @@ import (
 // them all in one reply, each partition alone. A prepare never travels in a group: the
 // source's pacing may hold it for FreezeHoldFor (rule B5), and a group
 // waits for its slowest item; nor do the final listing and the fence of a
-// freeze (alone). Chunk reads keep their own raw service.
+// freeze (the worker's AskAlone). Chunk reads keep their own raw service.
 
 // aloneKey marks a context whose request goes alone, never waiting for a
-// group: the final listing and the fence of a freeze, which every write to
-// the partition waits for (a group answers when its slowest item does,
-// and the hand-off's measured freeze grew by a fifth in groups).
+// group: the worker's AskAlone.
 type aloneKey struct{}
 
 // alone marks ctx's request to go alone (aloneKey).
@@ -32,8 +30,10 @@ func alone(ctx context.Context) context.Context { return context.WithValue(ctx, 
 // moveGroupService answers a MoveGroup.
 const moveGroupService = "movegroup"
 
-// moveGroups is the sourceClient of a node's move workers: the move
-// group service's lanes (peerGroups), and chunk reads alone.
+// moveGroups is the mover.Source of a node's move workers (actors/mover):
+// the move group service's lanes (peerGroups), and chunk reads alone. It
+// stays here, beside the router and the dispatcher's commit groups, whose
+// peerGroups it shares.
 type moveGroups struct {
 	*peerGroups
 	// metrics counts the groups sent and the requests they carried; nil
@@ -53,7 +53,19 @@ func newMoveGroups(r *router, c Config, m *nodeMetrics) *moveGroups {
 	return g
 }
 
-func (g *moveGroups) readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+// Ask is a request to k's owner, in a group with others to the same node
+// when it may travel in one.
+func (g *moveGroups) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return g.ask(ctx, k, msg)
+}
+
+// AskAlone is a request to k's owner that never waits for a group.
+func (g *moveGroups) AskAlone(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return g.ask(alone(ctx), k, msg)
+}
+
+// ReadChunk reads a chunk of k's segment from its owner.
+func (g *moveGroups) ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
 	return g.r.readChunk(ctx, k, rc)
 }
 

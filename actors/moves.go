@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -75,7 +76,7 @@ func (n *Node) addProgress(ctx context.Context, moves []messages.MoveInfo) {
 // cannot be asked.
 func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgress {
 	if id == n.cfg.NodeID || n.nats == nil {
-		res, err := n.request(ctx, n.mover, getMoveProgress{})
+		res, err := n.request(ctx, n.mover, mover.GetProgress{})
 		if err != nil {
 			return nil
 		}
@@ -95,7 +96,7 @@ const movesService = "moves"
 
 func (n *Node) serveMoves() error {
 	return errors.Join(transport.HandleJSON(n.nats, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
-		res, err := n.request(ctx, n.mover, getMoveProgress{})
+		res, err := n.request(ctx, n.mover, mover.GetProgress{})
 		if err != nil {
 			return nil, transport.Errorf(transport.StatusTimeout, "move progress: %v", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/freeze"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -62,10 +63,12 @@ type Node struct {
 	// quarantine is the inventory of the copies set aside, taken at start
 	// and handed to the sweeper, whose alone it is from then on.
 	quarantine *sweeper.Book
-	// flips batches the move workers' flips (flipbatch.go).
-	flips  *flipBatcher
-	keySeq atomic.Uint64 // suffix of generated keys
-	rotor  atomic.Uint64 // rotating start of queue-mode scans
+	// flips and installs batch the move workers' flips and installs
+	// (actors/mover); the node closes them once the runner stopped.
+	flips    *mover.FlipBatcher
+	installs *mover.InstallBatcher
+	keySeq   atomic.Uint64 // suffix of generated keys
+	rotor    atomic.Uint64 // rotating start of queue-mode scans
 	// rotations counts queue-mode consumes apart from rotor, which picks
 	// the start: one in ConsumeRotateEvery asks in plain rotation.
 	rotations atomic.Uint64
@@ -299,8 +302,8 @@ func (n *Node) startActors() error {
 	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout, groupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
-	workers := &restartStrategy{maxRestarts: n.cfg.WorkerMaxRestarts, window: n.cfg.WorkerRestartWindow,
-		backoff: n.cfg.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
+	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
+		backoff: n.cfg.Mover.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
@@ -314,8 +317,6 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn the freeze pacer: %w", err)
 	}
 	n.pacer = &pacer{pid: pacerPID}
-	n.flips = newFlipBatcher(n.cfg, n.store.FlipMany)
-	n.installs = newInstallBatcher(n.deps)
 	n.fanoutDeps = newFanoutDeps(n.cfg, n.log, n.metrics, n.route)
 	n.figures = newTopicFigures(n.metrics)
 	d := n.deps
@@ -339,11 +340,11 @@ func (n *Node) startActors() error {
 	if err != nil {
 		return fmt.Errorf("spawn sweeper: %w", err)
 	}
+	md := newMoverDeps(n, n.partitions, n.sweeper)
+	n.flips, n.installs = md.Flips, md.Installs
 	n.mover, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &moverActor{deps: d, store: n.store, source: newMoveGroups(n.route, n.cfg, n.metrics), flips: n.flips, workers: map[messages.PartitionKey]*actor.PID{},
-			progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]workerCarry{},
-			sweeper: n.sweeper, partitions: n.partitions}
-	}, actor.WithSupervisor(workers)), moverName)
+		return mover.New(md)
+	}, actor.WithSupervisor(workers)), mover.Name)
 	if err != nil {
 		return fmt.Errorf("spawn mover: %w", err)
 	}
@@ -664,8 +665,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	// The mover's ticks start sweeps: the sweeper stops after it, ending a
 	// pass, walk or release under way before the stores close under it.
 	n.system.Root.StopFuture(n.sweeper).Wait()
-	n.flips.close()
-	n.installs.close()
+	n.flips.Close()
+	n.installs.Close()
 	n.system.Root.StopFuture(n.partitions).Wait()
 	// After the partitions: each tells the pacer its freeze ended as it
 	// closes.
@@ -708,9 +709,9 @@ func (n *Node) abortStart() {
 		n.system.Shutdown()
 	}
 	if n.flips != nil {
-		n.flips.close()
+		n.flips.Close()
 	}
-	n.installs.close()
+	n.installs.Close()
 	n.server.Close()
 	<-n.serveDone
 	n.closeStores()

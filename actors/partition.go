@@ -30,9 +30,6 @@ type deps struct {
 	// pacer paces the freezes this node arms as a move's source (rule B5,
 	// pacing.go: the pacer actor); nil paces nothing.
 	pacer *pacer
-	// installs batches the move workers' installs (installbatch.go); nil
-	// installs each copy alone.
-	installs *installBatcher
 	// lane batches the fsyncs of every partition's writes (nil when
 	// Config.SyncLane.Disabled: each partition fsyncs its own log).
 	lane *storage.SyncLane

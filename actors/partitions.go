@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/fanout"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -21,16 +22,6 @@ type reconcilePartitions struct{}
 // reconciled answers a reconcilePartitions sent as a request: the
 // partitions owned here as of the local replica have running actors.
 type reconciled struct{}
-
-// dropEarlier asks the supervisor to drop whatever in-memory consumer
-// state an earlier ownership of the partition left on this node (rule K7):
-// a move's destination asks before its install and again after it. The
-// supervisor stops the partition's actor if one still runs while the node
-// does not own the partition; the answer is droppedEarlier.
-type dropEarlier struct{ key messages.PartitionKey }
-
-// droppedEarlier answers dropEarlier; stopped says an actor was stopped.
-type droppedEarlier struct{ stopped bool }
 
 // retentionTick asks every partition to apply its topic's retention.
 type retentionTick struct{}
@@ -111,8 +102,8 @@ func (s *partitionsActor) Receive(ctx actor.Context) {
 		}
 	case retentionTick:
 		s.retain(ctx)
-	case dropEarlier:
-		ctx.Respond(s.dropEarlier(ctx, m.key))
+	case mover.DropEarlier:
+		ctx.Respond(s.dropEarlier(ctx, m.Key))
 	case *actor.Terminated:
 		s.terminated(m)
 	}
@@ -297,17 +288,18 @@ func (s *partitionsActor) tellLinks(ctx actor.Context) {
 
 // dropEarlier stops k's actor when it still runs and this node does not
 // own k: the state of an earlier ownership, leases and acks in memory,
-// must not survive into the one an install starts (rule K7).
-func (s *partitionsActor) dropEarlier(ctx actor.Context, k messages.PartitionKey) droppedEarlier {
+// must not survive into the one an install starts (rule K7, the mover's
+// mover.DropEarlier).
+func (s *partitionsActor) dropEarlier(ctx actor.Context, k messages.PartitionKey) mover.DroppedEarlier {
 	if _, running := s.children[k]; !running {
-		return droppedEarlier{}
+		return mover.DroppedEarlier{}
 	}
 	if a, ok := s.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == s.cfg.NodeID {
-		return droppedEarlier{} // served now: not an earlier ownership
+		return mover.DroppedEarlier{} // served now: not an earlier ownership
 	}
 	s.handOver(ctx, []messages.PartitionKey{k})
 	s.owned.Store(int64(len(s.children)))
-	return droppedEarlier{stopped: true}
+	return mover.DroppedEarlier{Stopped: true}
 }
 
 // retryLater reconciles again after a MoveTick, once however many

@@ -68,12 +68,3 @@ type partitionsStore interface {
 type ownerReader interface {
 	LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error)
 }
-
-// moveStore is what the runner and its workers use: the replica to find
-// moves, the leaders to confirm them, and the flip.
-type moveStore interface {
-	replica
-	watcher
-	leaderReads
-	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
-}

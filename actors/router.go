@@ -430,3 +430,21 @@ func (r *router) servedError(k messages.PartitionKey, err error) error {
 	}
 	return transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", k.Topic, k.Partition, r.self, err)
 }
+
+// describe names an unexpected answer for an error message.
+func describe(res any) string {
+	switch r := res.(type) {
+	case *messages.PartitionListing:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *messages.Chunk:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *messages.HandoffResult:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	}
+	return fmt.Sprintf("answer %T", res)
+}
+
+// partitionKeyString names a partition in logs and metrics.
+func partitionKeyString(k messages.PartitionKey) string {
+	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -28,7 +29,7 @@ func sweepTestCluster(t *testing.T, tweak ...func(int, *Config)) *testCluster {
 	return newTestCluster(t, 3, append([]func(int, *Config){func(_ int, cfg *Config) {
 		cfg.Controller.Rebalance = false
 		cfg.MoveTick, cfg.Controller.RebalanceInterval = 100*time.Millisecond, 100*time.Millisecond
-		cfg.SweepEveryTicks = 3
+		cfg.Mover.SweepEveryTicks = 3
 	}}, tweak...)...)
 }
 
@@ -102,8 +103,8 @@ func (h *gateHooks) hold(ctx context.Context, k messages.PartitionKey, at gatePh
 }
 
 func (h *gateHooks) faults() *faultHooks {
-	return &faultHooks{
-		movePass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
+	return &faultHooks{mover: mover.Knobs{
+		Pass: func(ctx context.Context, k messages.PartitionKey, final bool) error {
 			at := atCatchUp
 			if final {
 				at = atFinal
@@ -111,8 +112,8 @@ func (h *gateHooks) faults() *faultHooks {
 			h.hold(ctx, k, at)
 			return nil
 		},
-		moveFlip: func(ctx context.Context, k messages.PartitionKey) { h.hold(ctx, k, atFlip) },
-	}
+		Flip: func(ctx context.Context, k messages.PartitionKey) { h.hold(ctx, k, atFlip) },
+	}}
 }
 
 // Phases of the delete-and-recreate load: a record's body names the phase

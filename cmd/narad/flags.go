@@ -89,15 +89,15 @@ func settings(c *actors.Config) []setting {
 		// Move I/O, the runner and the planner.
 		{flag: "move-chunk-bytes", fields: []string{"MoveChunkBytes"}, ptr: &c.MoveChunkBytes,
 			usage: "bytes of one chunk read of a copy (4 KiB to 900 KiB: a chunk is one NATS message)"},
-		{flag: "move-chunk-window", fields: []string{"MoveChunkWindow"}, ptr: &c.MoveChunkWindow,
+		{flag: "move-chunk-window", fields: []string{"Mover.ChunkWindow", "ChunkWindow", "MoveChunkWindow"}, ptr: &c.Mover.ChunkWindow,
 			usage: "chunk reads of one move in flight, a count (1 to 64)"},
 		{flag: "lease-drain-timeout", fields: []string{"LeaseDrainTimeout"}, ptr: &c.LeaseDrainTimeout,
 			usage: "how long a freeze waits for leases out before it reports"},
 		{flag: "move-tick", fields: []string{"MoveTick"}, ptr: &c.MoveTick,
 			usage: "the move runner's tick"},
-		{flag: "move-full-scan-every", fields: []string{"MoveFullScanEvery"}, ptr: &c.MoveFullScanEvery,
+		{flag: "move-full-scan-every", fields: []string{"Mover.FullScanEvery", "FullScanEvery", "MoveFullScanEvery"}, ptr: &c.Mover.FullScanEvery,
 			usage: "the move runner scans the metastore at least this often, at least --move-tick"},
-		{flag: "sweep-every-ticks", fields: []string{"SweepEveryTicks"}, ptr: &c.SweepEveryTicks,
+		{flag: "sweep-every-ticks", fields: []string{"Mover.SweepEveryTicks", "SweepEveryTicks"}, ptr: &c.Mover.SweepEveryTicks,
 			usage: "move-runner ticks between two stale-copy sweeps, a count (1 to 100000)"},
 		{flag: "max-sweep-copies-per-pass", fields: []string{"Sweep.MaxCopiesPerPass", "MaxCopiesPerPass"}, ptr: &c.Sweep.MaxCopiesPerPass,
 			usage: "copies one stale-copy sweep judges, a count (1 to 1000000)"},
@@ -125,13 +125,13 @@ func settings(c *actors.Config) []setting {
 			usage: "how long a freeze request waits for its turn before it is answered held"},
 		{flag: "freeze-turn-keep-for", fields: []string{"FreezeTurnKeepFor"}, ptr: &c.FreezeTurnKeepFor,
 			usage: "how long a held move keeps its place in line, at least --move-retry-after"},
-		{flag: "flip-batch-window", fields: []string{"FlipBatchWindow"}, ptr: &c.FlipBatchWindow,
+		{flag: "flip-batch-window", fields: []string{"Mover.FlipBatchWindow", "FlipBatchWindow"}, ptr: &c.Mover.FlipBatchWindow,
 			usage: "how long a flip waits for others to share its Raft entry, up to 1s"},
-		{flag: "max-flip-batch", fields: []string{"MaxFlipBatch"}, ptr: &c.MaxFlipBatch,
+		{flag: "max-flip-batch", fields: []string{"Mover.MaxFlipBatch", "MaxFlipBatch"}, ptr: &c.Mover.MaxFlipBatch,
 			usage: "flips in one Raft entry, a count (1 to 10000)"},
-		{flag: "install-batch-window", fields: []string{"InstallBatchWindow"}, ptr: &c.InstallBatchWindow,
+		{flag: "install-batch-window", fields: []string{"Mover.InstallBatchWindow", "InstallBatchWindow"}, ptr: &c.Mover.InstallBatchWindow,
 			usage: "how long a move's install waits for others to share its syncs, up to 1s"},
-		{flag: "max-install-batch", fields: []string{"MaxInstallBatch"}, ptr: &c.MaxInstallBatch,
+		{flag: "max-install-batch", fields: []string{"Mover.MaxInstallBatch", "MaxInstallBatch"}, ptr: &c.Mover.MaxInstallBatch,
 			usage: "installs sharing one set of syncs, a count (1 to 10000)"},
 
 		// Liveness (cluster/membership).
@@ -331,7 +331,7 @@ func (h *handoffTimeout) Set(s string) error {
 func (h *handoffTimeout) Get() any { return time.Duration(*h) }
 
 // fieldName is a word of a Validate message that may name a field:
-// MoveTick/MoveFullScanEvery holds two, 1..MaxFrozenPartitions one.
+// MoveTick/Mover.FullScanEvery holds two, 1..MaxFrozenPartitions one.
 var fieldName = regexp.MustCompile(`[A-Za-z][A-Za-z0-9.]*`)
 
 // validate runs Config.Validate and names the flags of the fields its

@@ -9,8 +9,8 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// The move runner and its workers on a destination, as actors/mover.go
-// and actors/moveworker.go run them: the runner starts a worker for every
+// The move runner and its workers on a destination, as actors/mover's
+// runner.go and worker.go run them: the runner starts a worker for every
 // partition its replica targets here and stops the ones no longer
 // targeted; a worker runs move.Step and carries out its effects against
 // the simulated source, metastore and disk.
@@ -310,7 +310,7 @@ func (wk *worker) effect(f any) {
 		delete(n.stagingCursor, wk.p)
 	case move.Install:
 		// The staging copy is the one the worker holds when it asks, as
-		// moveWorker.installInput takes it on the actor. A second install
+		// the mover's worker.installInput takes it on the actor. A second install
 		// of it while the first is out goes into the node's same install
 		// batch (storage.InstallBatch), where, before issue 26's guard,
 		// it met the first one's copy at the path and set it aside.

@@ -1,9 +1,8 @@
-package actors
+package mover
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -62,21 +61,21 @@ func (s *settlingStore) CatchUp(ctx context.Context) error {
 func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 3, false)
-		r.cfg.MoveTick = 100 * time.Millisecond
+		r.d.Tick = 100 * time.Millisecond
 		store := &settlingStore{workerStore: r.store, settle: make(chan struct{})}
-		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
-		startTestMover(t, newTestSystem(t), func() *moverActor { return &moverActor{deps: d, store: store, source: r.source} })
+		d := r.runnerDeps(store)
+		startTestMover(t, newTestSystem(t), d)
 
-		time.Sleep(10 * r.cfg.MoveTick)
+		time.Sleep(10 * r.d.Tick)
 		synctest.Wait()
-		if got := d.metrics.movesInFlight.Get(); got != 0 {
+		if got := d.Metrics.InFlight.Get(); got != 0 {
 			t.Fatalf("moves in flight before the replica settled: got %v, want 0", got)
 		}
 		if got := len(r.store.flips); got != 0 {
 			t.Fatalf("flips before the replica settled: got %d, want 0", got)
 		}
 		close(store.settle)
-		time.Sleep(2 * r.cfg.MoveTick) // the next tick asks again
+		time.Sleep(2 * r.d.Tick) // the next tick asks again
 		synctest.Wait()
 		r.store.mu.Lock()
 		a := r.store.assignments[assignmentKey(r.key.Incarnation, 0)]
@@ -92,8 +91,8 @@ func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 // between two ticks has its worker, and here its whole move, by the next
 // one. The bubble's clock runs the ticks.
 func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
-	if got := DefaultConfig().MoveTick; got != time.Second {
-		t.Fatalf("default MoveTick: got %v, want 1s (rule R1)", got)
+	if got := testDeps("").Tick; got != time.Second {
+		t.Fatalf("the rig's MoveTick: got %v, want the node's default 1s (rule R1; actors checks its default)", got)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 3, false)
@@ -104,15 +103,14 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 		settled.Target, settled.TargetSince = "", 0
 		r.store.assignments[k0] = settled
 		r.store.mu.Unlock()
-		d := deps{cfg: r.cfg, log: testLogger(t), metrics: newNodeMetrics("mover-rig-" + t.Name()), notifier: newCommitNotifier()}
-		startTestMover(t, newTestSystem(t), func() *moverActor { return &moverActor{deps: d, store: r.store, source: r.source} })
+		startTestMover(t, newTestSystem(t), r.runnerDeps(r.store))
 		owner := func() string {
 			r.store.mu.Lock()
 			defer r.store.mu.Unlock()
 			return r.store.assignments[k0].Owner
 		}
 
-		time.Sleep(3*r.cfg.MoveTick + r.cfg.MoveTick/10) // just past a tick
+		time.Sleep(3*r.d.Tick + r.d.Tick/10) // just past a tick
 		synctest.Wait()
 		if got := owner(); got != "n1" {
 			t.Fatalf("owner with no target: got %q, want n1", got)
@@ -121,7 +119,7 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 		r.store.assignments[k0] = targeted
 		r.store.version++
 		r.store.mu.Unlock()
-		time.Sleep(r.cfg.MoveTick) // the next tick is due within this
+		time.Sleep(r.d.Tick) // the next tick is due within this
 		synctest.Wait()
 		if got := owner(); got != "n2" {
 			t.Fatalf("owner one tick after the target was written: got %q, want n2 (its worker ran)", got)
@@ -129,24 +127,23 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 	})
 }
 
-// newTestSystem is an actor system that logs to the test.
-func newTestSystem(t *testing.T) *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+// runnerDeps are the rig's Deps for a runner over store: the worker it
+// starts moves the rig's partition from the rig's source.
+func (r *workerRig) runnerDeps(store Store) Deps {
+	d := r.d
+	d.Logger, d.Metrics, d.Store, d.Source = testLogger(r.t), newTestMetrics(), store, r.source
+	d.Dirs = rigDirs{dataDir: d.DataDir, guards: d.Guards, topics: store}
+	return d
 }
 
-// startTestMover spawns the mover newMover makes (its maps made here) in
-// system, inside a synctest bubble, and stops the mover and the system when
-// the test ends. Timers that fire after the stop are dead letters, whose
-// throttle holds a goroutine for its period: the cleanup waits that out on
-// the bubble's clock.
-func startTestMover(t *testing.T, system *actor.ActorSystem, newMover func() *moverActor) {
+// startTestMover spawns the runner of d in system, inside a synctest
+// bubble, and stops the runner and the system when the test ends. Timers
+// that fire after the stop are dead letters, whose throttle holds a
+// goroutine for its period: the cleanup waits that out on the bubble's
+// clock.
+func startTestMover(t *testing.T, system *actor.ActorSystem, d Deps) {
 	t.Helper()
-	mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		m := newMover()
-		m.workers, m.carries = map[messages.PartitionKey]*actor.PID{}, map[messages.PartitionKey]workerCarry{}
-		m.progress = map[messages.PartitionKey]messages.MoveProgress{}
-		return m
-	}), moverName)
+	mover, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return New(d) }), Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +160,7 @@ func startTestMover(t *testing.T, system *actor.ActorSystem, newMover func() *mo
 func TestTheRunnerKeepsTheVerifyCountOfItsMoves(t *testing.T) {
 	k := messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 1}
 	other := messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 2}
-	m := &moverActor{carries: map[messages.PartitionKey]workerCarry{k: {since: 9, source: "n1"}}}
+	m := &Runner{carries: map[messages.PartitionKey]workerCarry{k: {since: 9, source: "n1"}}}
 	m.carryUpdated(carryUpdate{key: k, verifyFailures: 1})
 	m.carryUpdated(carryUpdate{key: other, verifyFailures: 2})
 	if got := m.carries[k]; got != (workerCarry{since: 9, source: "n1", verifyFailures: 1}) {

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ type windowSource struct {
 	reads, shortened int
 }
 
-func (s *windowSource) readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+func (s *windowSource) ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
 	s.mu.Lock()
 	s.inFlight++
 	s.reads++
@@ -40,7 +40,7 @@ func (s *windowSource) readChunk(ctx context.Context, k messages.PartitionKey, r
 		s.inFlight--
 		s.mu.Unlock()
 	}()
-	return s.fakeSource.readChunk(ctx, k, rc)
+	return s.fakeSource.ReadChunk(ctx, k, rc)
 }
 
 // The windowed copy writes the chunks in order, asks again from where a
@@ -48,11 +48,11 @@ func (s *windowSource) readChunk(ctx context.Context, k messages.PartitionKey, r
 // window's bound is checked too, but reads this fast rarely overlap: a copy
 // that kept more out would mostly pass.)
 func TestMoveCopyReasksAfterAShortChunkAndCopiesExactly(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.DataDir = "n2", t.TempDir()
-	cfg.Log.SegmentMaxBytes = 256 << 10
-	cfg.MoveChunkBytes, cfg.MoveChunkWindow = 16<<10, 3
-	l, err := storage.OpenLog(t.TempDir(), cfg.Log)
+	d := testDeps(t.TempDir())
+	d.NodeID = "n2"
+	d.LogConfig.SegmentMaxBytes = 256 << 10
+	d.ChunkBytes, d.Config.ChunkWindow = 16<<10, 3
+	l, err := storage.OpenLog(t.TempDir(), d.LogConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,8 @@ func TestMoveCopyReasksAfterAShortChunkAndCopiesExactly(t *testing.T) {
 	}
 	src := &windowSource{fakeSource: fakeSource{log: l}, shortAt: 5 * 16 << 10}
 	key := messages.PartitionKey{Topic: "t", Partition: 0, Incarnation: 1}
-	w := &moveWorker{deps: deps{cfg: cfg, metrics: newNodeMetrics(t.Name())}, peer: src, key: key}
-	s, _, err := storage.OpenStaging(storage.StagingPath(cfg.DataDir, "t", 0), cfg.Log, "m")
+	w := &worker{d: d, peer: src, key: key}
+	s, _, err := storage.OpenStaging(storage.StagingPath(d.DataDir, "t", 0), d.LogConfig, "m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,8 @@ func TestMoveCopyReasksAfterAShortChunkAndCopiesExactly(t *testing.T) {
 	if want := toStorageListing(ls).Bytes(); copied != want {
 		t.Errorf("copied %d bytes, want %d", copied, want)
 	}
-	if src.most > cfg.MoveChunkWindow {
-		t.Errorf("%d chunk reads in flight at once, want at most %d", src.most, cfg.MoveChunkWindow)
+	if src.most > d.Config.ChunkWindow {
+		t.Errorf("%d chunk reads in flight at once, want at most %d", src.most, d.Config.ChunkWindow)
 	}
 	if src.shortened != 1 {
 		t.Errorf("short chunks served: got %d, want 1", src.shortened)

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"context"
@@ -24,8 +24,11 @@ import (
 // bubble, the worker's timers (re-arm, retry, tick) run on the bubble's
 // fake clock.
 type workerRig struct {
-	t       *testing.T
-	cfg     Config
+	t *testing.T
+	// d are the worker's Deps but for what start adds (its logger,
+	// series, store, source, guarded acts, batcher, supervisor): a test
+	// may change them before it starts the worker.
+	d       Deps
 	key     messages.PartitionKey
 	store   *workerStore
 	source  *fakeSource
@@ -45,7 +48,7 @@ type workerRig struct {
 	// batchInstalls gives the worker the node's install batcher, as a node
 	// does (nil otherwise: each copy installs alone); installs is it.
 	batchInstalls bool
-	installs      *installBatcher
+	installs      *InstallBatcher
 }
 
 // newWorkerRig builds the source with records records and the rig; start
@@ -53,16 +56,16 @@ type workerRig struct {
 // releaseFinal.
 func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NodeID, cfg.DataDir = "n2", t.TempDir()
+	d := testDeps(t.TempDir())
+	d.NodeID = "n2"
 	topic := messages.Topic{Name: "w", Incarnation: 7, Partitions: 3, RetentionMs: 3_600_000}
-	r := &workerRig{t: t, cfg: cfg, key: messages.PartitionKey{Topic: topic.Name, Incarnation: topic.Incarnation},
+	r := &workerRig{t: t, d: d, key: messages.PartitionKey{Topic: topic.Name, Incarnation: topic.Incarnation},
 		store: &workerStore{fakeReplica: newFakeReplica()}, logs: &recordingHandler{},
 		ended: make(chan moveEnded, 1), holdFin: make(chan struct{})}
 	if !holdFinal {
 		close(r.holdFin)
 	}
-	r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) error {
+	r.d.Knobs.Pass = func(ctx context.Context, _ messages.PartitionKey, final bool) error {
 		if final {
 			select {
 			case <-r.holdFin:
@@ -70,14 +73,14 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 			}
 		}
 		return nil
-	}}
+	}
 	f := r.store.fakeReplica
 	f.topics[topic.Name] = topic
 	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive}
 	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
 	f.assignments[assignmentKey(topic.Incarnation, 0)] = messages.Assignment{Topic: topic.Name, Incarnation: topic.Incarnation, Partition: 0, Owner: "n1", Target: "n2", TargetSince: 41}
 
-	l, err := storage.OpenLog(t.TempDir(), cfg.Log)
+	l, err := storage.OpenLog(t.TempDir(), d.LogConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +90,7 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 			t.Fatal(err)
 		}
 	}
-	r.source = &fakeSource{log: l, ttl: cfg.Move.FreezeTTL, position: messages.ConsumerPosition{Frontier: -1}}
+	r.source = &fakeSource{log: l, ttl: d.Move.FreezeTTL, position: messages.ConsumerPosition{Frontier: -1}}
 	return r
 }
 
@@ -101,19 +104,18 @@ func (r *workerRig) carried() int {
 // start spawns the worker under a parent that keeps what it reports.
 func (r *workerRig) start() {
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
-	d := deps{cfg: r.cfg, log: slog.New(r.logs), metrics: newNodeMetrics("worker-rig-" + r.t.Name()), notifier: newCommitNotifier(), guards: storage.NewGuards()}
+	d := r.d
+	d.Logger, d.Metrics, d.Store, d.Source = slog.New(r.logs), newTestMetrics(), r.store, r.source
+	d.Guards = storage.NewGuards()
+	d.Dirs = rigDirs{dataDir: d.DataDir, guards: d.Guards, topics: r.store}
 	if r.batchInstalls {
-		r.installs = newInstallBatcher(d)
-		d.installs = r.installs
+		r.installs = NewInstallBatcher(d)
+		d.Installs = r.installs
 	}
-	parts := r.partitions
-	worker := actor.PropsFromProducer(func() actor.Actor {
-		w := newMoveWorker(d, r.store, r.source, r.key, "n1", 41)
-		if parts != nil {
-			w.partitions = parts(r.system)
-		}
-		return w
-	})
+	if r.partitions != nil {
+		d.Partitions = r.partitions(r.system)
+	}
+	worker := actor.PropsFromProducer(func() actor.Actor { return newWorker(d, r.key, "n1", 41) })
 	parent, err := r.system.Root.SpawnNamed(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *actor.Started:
@@ -140,7 +142,7 @@ func (r *workerRig) start() {
 func (r *workerRig) stop() {
 	_ = r.system.Root.StopFuture(r.parent).Wait()
 	r.system.Shutdown()
-	r.installs.close()
+	r.installs.Close()
 }
 
 func (r *workerRig) releaseFinal() { close(r.holdFin) }
@@ -148,7 +150,7 @@ func (r *workerRig) releaseFinal() { close(r.holdFin) }
 // installed is the consumer state at the partition's path.
 func (r *workerRig) installed() storage.ConsumerState {
 	r.t.Helper()
-	st, err := storage.LoadConsumerState(storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition))
+	st, err := storage.LoadConsumerState(storage.PartitionPath(r.d.DataDir, r.key.Topic, r.key.Partition))
 	if err != nil {
 		r.t.Fatalf("installed consumer state: %v", err)
 	}
@@ -251,7 +253,7 @@ func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionL
 	return out
 }
 
-func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
+func (s *fakeSource) Ask(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -301,7 +303,12 @@ func (s *fakeSource) ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 	return nil, fmt.Errorf("fake source: unexpected %T", msg)
 }
 
-func (s *fakeSource) readChunk(_ context.Context, _ messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+// AskAlone is Ask: the fake has no groups.
+func (s *fakeSource) AskAlone(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return s.Ask(ctx, k, msg)
+}
+
+func (s *fakeSource) ReadChunk(_ context.Context, _ messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
 	s.mu.Lock()
 	s.chunkReads++
 	s.mu.Unlock()
@@ -354,7 +361,7 @@ func (h *recordingHandler) count(level slog.Level, msg string) int {
 func TestRuleF7TheWorkerReArmsEveryQuarterTTLThroughALongPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 5, true)
-		ttl := r.cfg.Move.FreezeTTL
+		ttl := r.d.Move.FreezeTTL
 		r.start()
 		defer r.stop()
 		synctest.Wait() // copied, frozen, the first pass under the freeze held
@@ -465,7 +472,7 @@ func TestASmallPartitionMovesWithoutAChunkRead(t *testing.T) {
 		t.Run(fmt.Sprintf("inline=%d", inline), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newWorkerRig(t, 5, false)
-				r.cfg.MoveInlineBytes = inline
+				r.d.Config.InlineBytes = inline
 				runInstall(t, r)
 				r.source.mu.Lock()
 				reads := r.source.chunkReads
@@ -554,7 +561,7 @@ func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
 		f.mu.Lock()
 		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}
 		f.mu.Unlock()
-		time.Sleep(r.cfg.Move.ForcePromoteAfter + 10*time.Second)
+		time.Sleep(r.d.Move.ForcePromoteAfter + 10*time.Second)
 		synctest.Wait()
 		got := flips()
 		if len(got) != 1 || got[0].From != "n1" || got[0].To != "n2" {
@@ -576,15 +583,15 @@ func TestAMoveWhoseSourceRestartsMidFinalizeFlipsOnlyToItsWholeCopy(t *testing.T
 		r.batchInstalls = true
 		// An install waits long enough for a retry to join its batch, as
 		// it does behind a backed-up batcher in a bulk move.
-		r.cfg.InstallBatchWindow = time.Second
-		r.cfg.Move.RetryAfter = 300 * time.Millisecond
+		r.d.Config.InstallBatchWindow = time.Second
+		r.d.Move.RetryAfter = 300 * time.Millisecond
 		// Final passes by the order they start: the first (old freeze)
 		// and the second and third (new freeze) wait for the test; the
 		// second fails.
 		gates := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
 		var mu sync.Mutex
 		finals, running, mostRunning := 0, 0, 0
-		r.cfg.faults = &faultHooks{movePass: func(ctx context.Context, _ messages.PartitionKey, final bool) error {
+		r.d.Knobs.Pass = func(ctx context.Context, _ messages.PartitionKey, final bool) error {
 			if !final {
 				return nil
 			}
@@ -611,7 +618,7 @@ func TestAMoveWhoseSourceRestartsMidFinalizeFlipsOnlyToItsWholeCopy(t *testing.T
 				return fmt.Errorf("listing lost")
 			}
 			return nil
-		}}
+		}
 		r.start()
 		defer r.stop()
 		synctest.Wait() // copied, frozen, the first final pass out
@@ -620,7 +627,7 @@ func TestAMoveWhoseSourceRestartsMidFinalizeFlipsOnlyToItsWholeCopy(t *testing.T
 		r.source.mu.Lock()
 		r.source.token = ""
 		r.source.mu.Unlock()
-		time.Sleep(r.cfg.Move.FreezeTTL / 4) // the re-arm finds it gone: freeze again
+		time.Sleep(r.d.Move.FreezeTTL / 4) // the re-arm finds it gone: freeze again
 		synctest.Wait()
 		for _, g := range gates {
 			close(g)
@@ -637,8 +644,8 @@ func TestAMoveWhoseSourceRestartsMidFinalizeFlipsOnlyToItsWholeCopy(t *testing.T
 		if mostRunning > 1 {
 			t.Errorf("passes on the staging copy at once: got %d, want 1 (storage.Staging is not safe for concurrent use)", mostRunning)
 		}
-		path := storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
-		ls, err := storage.ListClosed(path, r.cfg.Log, time.Now())
+		path := storage.PartitionPath(r.d.DataDir, r.key.Topic, r.key.Partition)
+		ls, err := storage.ListClosed(path, r.d.LogConfig, time.Now())
 		qs, _ := filepath.Glob(path + ".quarantine*")
 		if err != nil || ls.HWM != records || len(qs) != 0 {
 			t.Fatalf("after the flip, the partition's path: got hwm %d (%v) and copies set aside %v, want hwm %d and none set aside",

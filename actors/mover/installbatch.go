@@ -1,16 +1,17 @@
-package actors
+package mover
 
 import (
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
 // The installs of moves that reach their install together share their
-// syncs: the node's installBatcher gathers the copies staged within
+// syncs: the node's InstallBatcher gathers the copies staged within
 // InstallBatchWindow, up to MaxInstallBatch, and installs them with
 // storage.InstallBatch, one syncfs barrier per step for the whole batch
 // instead of a file and directory fsync per copy. Each copy keeps
@@ -18,6 +19,11 @@ import (
 
 // installsInFlight bounds the batches installing at once.
 const installsInFlight = 4
+
+// errInvariant is an invariant the code should make impossible, caught
+// where it would have broken (logged at error and counted): an install
+// that did not leave its copy whole. Its text is the node's ErrInvariant's.
+var errInvariant = errors.New("invariant broken")
 
 type installOutcome struct {
 	res storage.InstallResult
@@ -30,14 +36,19 @@ type guardedInstall struct {
 	item storage.InstallItem
 }
 
-type installBatcher struct {
+// InstallBatcher is the node's batcher of its move workers' installs. The
+// node makes it (NewInstallBatcher), hands it to the runner in
+// Deps.Installs, and closes it once the runner stopped.
+type InstallBatcher struct {
 	b *batcher[guardedInstall, installOutcome]
 }
 
-// newInstallBatcher batches installs for the node of d. Each batch runs
-// under the guards of its topics (rule V9), taken in name order.
-func newInstallBatcher(d deps) *installBatcher {
-	return &installBatcher{b: newBatcher(d.cfg.InstallBatchWindow, d.cfg.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
+// NewInstallBatcher batches installs for the node of d (its Config's
+// InstallBatchWindow and MaxInstallBatch, its DataDir, LogConfig and
+// Guards). Each batch runs under the guards of its topics (rule V9), taken
+// in name order.
+func NewInstallBatcher(d Deps) *InstallBatcher {
+	return &InstallBatcher{b: newBatcher(d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
 		return installGuarded(d, batch, storage.InstallBatch)
 	})}
 }
@@ -46,18 +57,18 @@ func newInstallBatcher(d deps) *installBatcher {
 // whose topic directory's marker no longer names its incarnation, or whose
 // path has a log open, is refused and left staged (the move retries).
 // install is storage.InstallBatch, or each copy's own Install.
-func installGuarded(d deps, batch []guardedInstall, install func([]storage.InstallItem) ([]storage.InstallResult, []error)) []installOutcome {
+func installGuarded(d Deps, batch []guardedInstall, install func([]storage.InstallItem) ([]storage.InstallResult, []error)) []installOutcome {
 	out := make([]installOutcome, len(batch))
 	topics := make([]string, len(batch))
 	for i, g := range batch {
 		topics[i] = g.key.Topic
 	}
-	unlock := d.guards.LockAll(topics)
+	unlock := d.Guards.LockAll(topics)
 	defer unlock()
 	var items []storage.InstallItem
 	var at []int
 	for i, g := range batch {
-		if err := pathFree(d, g.key, false); err != nil {
+		if err := d.Guards.PathFree(d.DataDir, g.key.Topic, g.key.Incarnation, g.key.Partition, false); err != nil {
 			out[i].err = fmt.Errorf("install: %w", err)
 			continue
 		}
@@ -66,7 +77,7 @@ func installGuarded(d deps, batch []guardedInstall, install func([]storage.Insta
 	res, errs := install(items)
 	for j, i := range at {
 		if errs[j] == nil {
-			errs[j] = installedWhole(d.cfg.Log, items[j])
+			errs[j] = installedWhole(d.LogConfig, items[j])
 		}
 		out[i] = installOutcome{res: res[j], err: errs[j]}
 	}
@@ -91,10 +102,10 @@ func installedWhole(cfg storage.LogConfig, it storage.InstallItem) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("install at %s: read the installed copy back: %v: %w", it.Target, err, ErrInvariant)
+		return fmt.Errorf("install at %s: read the installed copy back: %v: %w", it.Target, err, errInvariant)
 	}
 	if ls.HWM != want {
-		return fmt.Errorf("install at %s: the copy there ends at %d, want %d: %w", it.Target, ls.HWM, want, ErrInvariant)
+		return fmt.Errorf("install at %s: the copy there ends at %d, want %d: %w", it.Target, ls.HWM, want, errInvariant)
 	}
 	return nil
 }
@@ -104,8 +115,8 @@ func installedWhole(cfg storage.LogConfig, it storage.InstallItem) error {
 // for it, so that a worker that stops never clears a copy an install is
 // still renaming (its stop waits for its I/O). A nil batcher installs the
 // copy alone, under the guard all the same.
-func (ib *installBatcher) install(d deps, k messages.PartitionKey, s *storage.Staging, opts storage.InstallOptions) (storage.InstallResult, error) {
-	target := storage.PartitionPath(d.cfg.DataDir, k.Topic, k.Partition)
+func (ib *InstallBatcher) install(d Deps, k messages.PartitionKey, s *storage.Staging, opts storage.InstallOptions) (storage.InstallResult, error) {
+	target := storage.PartitionPath(d.DataDir, k.Topic, k.Partition)
 	g := guardedInstall{key: k, item: storage.InstallItem{Staging: s, Target: target, Options: opts}}
 	if ib == nil {
 		o := installGuarded(d, []guardedInstall{g}, installEach)[0]
@@ -113,14 +124,14 @@ func (ib *installBatcher) install(d deps, k messages.PartitionKey, s *storage.St
 	}
 	done, ok := ib.b.submit(g)
 	if !ok {
-		return storage.InstallResult{}, fmt.Errorf("install at %s: the node is stopping: %w", target, ErrUnavailable)
+		return storage.InstallResult{}, fmt.Errorf("install at %s: the node is stopping: %w", target, api.ErrUnavailable)
 	}
 	o := <-done
 	return o.res, o.err
 }
 
-// close stops gathering and waits for the installs under way.
-func (ib *installBatcher) close() {
+// Close stops gathering and waits for the installs under way.
+func (ib *InstallBatcher) Close() {
 	if ib != nil {
 		ib.b.close()
 	}

@@ -1,8 +1,12 @@
-package actors
+package mover
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,15 +17,15 @@ import (
 
 // The move runner (seed 000 "Owner and target", rules R1-R4): on each node
 // it looks every MoveTick for partitions targeted at the node and starts
-// one worker actor per partition (moveworker.go); a worker whose partition
-// is no longer targeted here (aborted, re-planned, flipped) is stopped.
+// one worker actor per partition (worker.go); a worker whose partition is
+// no longer targeted here (aborted, re-planned, flipped) is stopped.
 
-// sourceClient is how a move reaches the partition's owner (*router): its
-// freeze and listings through ask, its bytes through readChunk.
-type sourceClient interface {
-	ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
-	readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error)
-}
+// Name is the runner's name under the node's root.
+const Name = "mover"
+
+// GetProgress asks the runner for the progress of every move it runs; the
+// answer is a []messages.MoveProgress.
+type GetProgress struct{}
 
 // moverTick is the runner's own timer.
 type moverTick struct{}
@@ -39,9 +43,6 @@ type moveProgressUpdate struct {
 	progress messages.MoveProgress
 }
 
-// getMoveProgress asks the runner for the progress of every move it runs.
-type getMoveProgress struct{}
-
 // moverChanged is the replica having changed: a target set here starts
 // its worker now, not at the next tick.
 type moverChanged struct{}
@@ -50,15 +51,15 @@ type moverChanged struct{}
 // B7): until one succeeds, the runner starts no move.
 type replicaSettled struct{ err error }
 
-type moverActor struct {
-	deps
+// Runner is the move runner: the parent of this node's move workers,
+// which keeps what they must not forget across their restarts. Spawn it
+// with New, supervising its children with the node's worker strategy
+// (Config.WorkerMaxRestarts...); the node stops it, which stops every
+// worker.
+type Runner struct {
+	d Deps
 	// progress is each running worker's latest report.
 	progress map[messages.PartitionKey]messages.MoveProgress
-	store    moveStore
-	// flips batches the workers' flips (flipbatch.go); nil: each worker
-	// proposes its own.
-	flips  *flipBatcher
-	source sourceClient
 	// workers are the running workers by partition.
 	workers map[messages.PartitionKey]*actor.PID
 	// lastVersion and lastScan gate the scan (rules R2, R3); rescan forces
@@ -73,23 +74,22 @@ type moverActor struct {
 	// carries keep what a move's worker must not forget across its
 	// restarts and respawns (its verify count, rule V4), by partition.
 	carries map[messages.PartitionKey]workerCarry
-	// partitions is the partitions supervisor, which a worker asks to drop
-	// an earlier ownership's state around its install (rule K7); nil in
-	// rigs without one.
-	partitions *actor.PID
-	// sweeper hears every SweepEveryTicks'th tick (rule R5); ticks counts
-	// them, skipped scans or not. nil in rigs without a sweep.
-	sweeper *actor.PID
-	ticks   int
+	// ticks counts the ticks for the sweep's turn (rule R5), skipped
+	// scans or not.
+	ticks int
 	// changes turns the replica's changes into moverChanged; stop ends it.
 	changes changeWatch
 	stop    chan struct{}
 }
 
-const moverName = "mover"
+// New is the runner of d's node.
+func New(d Deps) *Runner {
+	return &Runner{d: d, workers: map[messages.PartitionKey]*actor.PID{},
+		progress: map[messages.PartitionKey]messages.MoveProgress{}, carries: map[messages.PartitionKey]workerCarry{}}
+}
 
-func (m *moverActor) Receive(ctx actor.Context) {
-	defer logPanic(m.deps.log, moverName)
+func (m *Runner) Receive(ctx actor.Context) {
+	defer logPanic(m.d.Logger, Name)
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.rescan = true
@@ -120,7 +120,7 @@ func (m *moverActor) Receive(ctx actor.Context) {
 		if _, running := m.workers[msg.key]; running {
 			m.progress[msg.key] = msg.progress
 		}
-	case getMoveProgress:
+	case GetProgress:
 		out := make([]messages.MoveProgress, 0, len(m.progress))
 		for _, p := range m.progress {
 			out = append(out, p)
@@ -137,25 +137,25 @@ func (m *moverActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (m *moverActor) schedule(ctx actor.Context) {
+func (m *Runner) schedule(ctx actor.Context) {
 	if m.stopped {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(m.cfg.MoveTick, func() { root.Send(self, moverTick{}) })
+	time.AfterFunc(m.d.Tick, func() { root.Send(self, moverTick{}) })
 }
 
 // watch sends moverChanged at the replica's changes (coalesced: one at a
 // time), so a target set here starts its worker at once; the tick stays
 // as the catch-all scan. The goroutine ends when the runner stops.
-func (m *moverActor) watch(ctx actor.Context) {
+func (m *Runner) watch(ctx actor.Context) {
 	m.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go m.changes.run(m.store, m.stop, func() { root.Send(self, moverChanged{}) })
+	go m.changes.run(m.d.Store, m.stop, func() { root.Send(self, moverChanged{}) })
 }
 
 // endWatch ends the watch goroutine.
-func (m *moverActor) endWatch() {
+func (m *Runner) endWatch() {
 	if m.stop != nil {
 		close(m.stop)
 		m.stop = nil
@@ -166,12 +166,12 @@ func (m *moverActor) endWatch() {
 // B7): a node whose replica lags would start workers for targets already
 // cleared, or miss ones already set. The goroutine ends with the
 // barrier's timeout.
-func (m *moverActor) settle(ctx actor.Context) {
+func (m *Runner) settle(ctx actor.Context) {
 	if m.settled || m.settling {
 		return
 	}
 	m.settling = true
-	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, m.store, m.cfg.RequestTimeout
+	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, m.d.Store, m.d.RequestTimeout
 	go func() {
 		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -179,10 +179,10 @@ func (m *moverActor) settle(ctx actor.Context) {
 	}()
 }
 
-func (m *moverActor) settledAnswer(ctx actor.Context, r replicaSettled) {
+func (m *Runner) settledAnswer(ctx actor.Context, r replicaSettled) {
 	m.settling = false
 	if r.err != nil {
-		m.deps.log.Warn("move runner: the replica has not caught up; no move starts yet", "err", r.err)
+		m.d.Logger.Warn("move runner: the replica has not caught up; no move starts yet", "err", r.err)
 		return // the next tick asks again
 	}
 	m.settled, m.rescan = true, true
@@ -192,10 +192,10 @@ func (m *moverActor) settledAnswer(ctx actor.Context, r replicaSettled) {
 // countTick counts the runner's ticks for the stale-copy sweep, which runs
 // every SweepEveryTicks'th whatever the tick does (rule R5): a tick that
 // skips its scan, or comes before the replica settled, counts all the same.
-func (m *moverActor) countTick(ctx actor.Context) {
+func (m *Runner) countTick(ctx actor.Context) {
 	m.ticks++
-	if sweepTurn(m.ticks, m.cfg.SweepEveryTicks) && m.sweeper != nil {
-		ctx.Send(m.sweeper, sweeper.Due{})
+	if sweepTurn(m.ticks, m.d.Config.SweepEveryTicks) && m.d.Sweeper != nil {
+		ctx.Send(m.d.Sweeper, sweeper.Due{})
 	}
 }
 
@@ -206,19 +206,19 @@ func sweepTurn(tick, every int) bool { return tick%every == 0 }
 // last scan (rule R2); it scans anyway after a worker ended and at least
 // every MoveFullScanEvery (rule R3). Before the replica settled (rule B7)
 // it scans nothing.
-func (m *moverActor) tick(ctx actor.Context) {
+func (m *Runner) tick(ctx actor.Context) {
 	if !m.settled {
 		m.settle(ctx)
 		return
 	}
-	v, now := m.store.AssignmentsVersion(), time.Now()
-	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.cfg.MoveFullScanEvery) {
+	v, now := m.d.Store.AssignmentsVersion(), time.Now()
+	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.d.Config.FullScanEvery) {
 		return
 	}
 	m.rescan, m.lastVersion, m.lastScan = false, v, now
 	want := map[messages.PartitionKey]messages.Assignment{}
-	topics := topicCache{store: m.store}
-	for _, a := range m.store.TargetedAt(m.cfg.NodeID) {
+	topics := topicCache{store: m.d.Store}
+	for _, a := range m.d.Store.TargetedAt(m.d.NodeID) {
 		if k, ok := topics.currentKey(a); ok {
 			want[k] = a
 		}
@@ -233,43 +233,38 @@ func (m *moverActor) tick(ctx actor.Context) {
 			delete(m.workers, k)
 			delete(m.progress, k)
 			delete(m.carries, k)
-			if a, ok := m.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == m.cfg.NodeID {
-				m.metrics.movesDone.Inc()
+			if a, ok := m.d.Store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == m.d.NodeID {
+				m.d.Metrics.Done.Inc()
 			}
 		}
 	}
 	// A leaving node is never a target (rule B11): the controller clears
 	// the targets aimed at it, and until its replica shows that, it starts
 	// none of them.
-	me, _ := m.store.Member(m.cfg.NodeID)
+	me, _ := m.d.Store.Member(m.d.NodeID)
 	for k, a := range want {
 		if _, running := m.workers[k]; running || me.Leaving {
 			continue
 		}
-		d, store, src, owner, since := m.deps, m.store, m.source, a.Owner, a.TargetSince
-		if m.flips != nil {
-			store = batchedFlips{moveStore: m.store, flips: m.flips}
+		d, owner, since := m.d, a.Owner, a.TargetSince
+		if d.Flips != nil {
+			d.Store = batchedFlips{Store: d.Store, flips: d.Flips}
 		}
 		if c, ok := m.carries[k]; !ok || c.since != since || c.source != owner {
 			m.carries[k] = workerCarry{since: since, source: owner}
 		}
-		parts := m.partitions
-		props := actor.PropsFromProducer(func() actor.Actor {
-			w := newMoveWorker(d, store, src, k, owner, since)
-			w.partitions = parts
-			return w
-		})
-		pid, err := ctx.SpawnNamed(props, "move-"+partitionChildName(k))
+		props := actor.PropsFromProducer(func() actor.Actor { return newWorker(d, k, owner, since) })
+		pid, err := ctx.SpawnNamed(props, workerName(k))
 		if err != nil {
-			m.deps.log.Error("start move worker", "partition", k, "err", err)
+			m.d.Logger.Error("start move worker", "partition", k, "err", err)
 			m.rescan = true
 			continue
 		}
 		ctx.Watch(pid)
 		m.workers[k] = pid
-		m.deps.log.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", owner, "to", m.cfg.NodeID)
+		m.d.Logger.Info("move started", "topic", k.Topic, "partition", k.Partition, "from", owner, "to", m.d.NodeID)
 	}
-	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+	m.d.Metrics.InFlight.Set(float64(len(m.workers)))
 }
 
 // workerCarry is what a move's worker keeps across its restarts (the
@@ -289,7 +284,7 @@ type workerCarry struct {
 
 // carryUpdated keeps a worker's V4 count for its move, while the runner
 // keeps that move (a move ended or re-planned forgets it).
-func (m *moverActor) carryUpdated(u carryUpdate) {
+func (m *Runner) carryUpdated(u carryUpdate) {
 	if c, ok := m.carries[u.key]; ok {
 		c.verifyFailures = u.verifyFailures
 		m.carries[u.key] = c
@@ -314,7 +309,7 @@ func scanDue(rescan bool, version, lastVersion uint64, sinceScan, fullEvery time
 	return rescan || version != lastVersion || sinceScan >= fullEvery
 }
 
-func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
+func (m *Runner) ended(ctx actor.Context, e moveEnded) {
 	pid, running := m.workers[e.key]
 	if running {
 		ctx.Stop(pid)
@@ -323,13 +318,100 @@ func (m *moverActor) ended(ctx actor.Context, e moveEnded) {
 	delete(m.progress, e.key)
 	delete(m.carries, e.key)
 	m.rescan = true
-	m.metrics.movesInFlight.Set(float64(len(m.workers)))
+	m.d.Metrics.InFlight.Set(float64(len(m.workers)))
 	if e.flipped && running { // a tick that saw the flip first counted it
-		m.metrics.movesDone.Inc()
+		m.d.Metrics.Done.Inc()
 	}
 }
 
-// partitionKeyString names a partition in logs and metrics.
-func partitionKeyString(k messages.PartitionKey) string {
+// workerName is a worker's name under the runner: the partition's name
+// under the partitions supervisor, which holds the incarnation, not the
+// topic name, after "move-".
+func workerName(k messages.PartitionKey) string {
+	return "move-p:" + strconv.FormatUint(k.Incarnation, 10) + ":" + strconv.Itoa(k.Partition)
+}
+
+// keyString names a partition in logs and errors.
+func keyString(k messages.PartitionKey) string {
 	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
+}
+
+// logPanic is deferred at the top of a Receive: it logs a panic with its
+// stack, then panics again so the supervisor decides. Nothing is
+// swallowed; protoactor's mailbox would otherwise drop the stack.
+func logPanic(log *slog.Logger, who string) {
+	if r := recover(); r != nil {
+		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		panic(r)
+	}
+}
+
+// changeWatch turns the replica's changes into one message at a time to
+// the runner: a change that arrives while the last message is still
+// unhandled (the runner has not called handled) sends nothing more, since
+// its next scan reads the latest state anyway. A bulk move applies
+// thousands of changes a second; without this, each would queue a full
+// scan behind the others. (The partitions supervisor watches its replica
+// the same way, with a watch of its own.)
+type changeWatch struct{ pending atomic.Bool }
+
+// changePassEvery spaces the scans a changeWatch asks for: 20 ms adds that
+// much to a move's start and caps the scans at 50 a second.
+const changePassEvery = 20 * time.Millisecond
+
+// run sends msg to self at each change, at most every changePassEvery,
+// until stop is closed.
+//
+// The next change's channel is taken as soon as one fired, before the
+// send and the pause: a change during them closes it, so none is missed.
+func (w *changeWatch) run(store Store, stop <-chan struct{}, send func()) {
+	next := store.Changed()
+	for {
+		select {
+		case <-next:
+		case <-stop:
+			return
+		}
+		next = store.Changed()
+		if !w.pending.Swap(true) {
+			send()
+		}
+		select {
+		case <-time.After(changePassEvery):
+		case <-stop:
+			return
+		}
+	}
+}
+
+// handled is the runner starting the scan a change asked for: the next
+// change sends again.
+func (w *changeWatch) handled() { w.pending.Store(false) }
+
+// topicCache names the partition of an assignment (currentKey) when it
+// belongs to the topic's current incarnation and partition count; an
+// assignment of a deleted incarnation, or past a count not yet grown here,
+// is no partition to move. A scan over thousands of assignments of a few
+// topics looks each topic up once per incarnation, not per partition.
+type topicCache struct {
+	store Store
+	seen  map[uint64]messages.Topic
+}
+
+func (c *topicCache) currentKey(a messages.Assignment) (messages.PartitionKey, bool) {
+	t, ok := c.seen[a.Incarnation]
+	if !ok {
+		t, ok = c.store.Topic(a.Topic)
+		if !ok || t.Incarnation != a.Incarnation {
+			t = messages.Topic{} // Partitions 0: no partition of it is current
+		}
+		if c.seen == nil {
+			c.seen = map[uint64]messages.Topic{}
+		}
+		c.seen[a.Incarnation] = t
+	}
+	if t.Name != a.Topic || a.Partition >= t.Partitions {
+		return messages.PartitionKey{}, false
+	}
+	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
 }

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
 // The flips of moves that finish together share their Raft entries: each
 // move worker still proposes its own flip and handles its own result, but
-// the node's flipBatcher gathers the flips proposed within
+// the node's FlipBatcher gathers the flips proposed within
 // FlipBatchWindow, up to MaxFlipBatch, and proposes them with
 // Store.FlipMany, one entry per assignment shard. Each flip is a
 // compare-and-swap of its own inside the entry, so batching changes no
@@ -22,10 +23,13 @@ import (
 // its entries to commit, and the next flips should not wait behind it.
 const flipsInFlight = 8
 
-// flipMany is Store.FlipMany.
-type flipMany func(ctx context.Context, flips []messages.Flip) []metastore.FlipOutcome
+// FlipMany is metastore.Store.FlipMany.
+type FlipMany func(ctx context.Context, flips []messages.Flip) []metastore.FlipOutcome
 
-type flipBatcher struct {
+// FlipBatcher is the node's batcher of its move workers' flips. The node
+// makes it (NewFlipBatcher), hands it to the runner in Deps.Flips, and
+// closes it once the runner stopped.
+type FlipBatcher struct {
 	b *batcher[askedFlip, metastore.FlipOutcome]
 }
 
@@ -39,9 +43,10 @@ type askedFlip struct {
 // its batch was proposed: it never is.
 var errFlipNotProposed = errors.New("not proposed: its caller stopped waiting")
 
-func newFlipBatcher(c Config, many flipMany) *flipBatcher {
-	timeout := c.RequestTimeout
-	return &flipBatcher{b: newBatcher(c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(asked []askedFlip) []metastore.FlipOutcome {
+// NewFlipBatcher batches flips by c's FlipBatchWindow and MaxFlipBatch,
+// each batch proposed with many within timeout at most.
+func NewFlipBatcher(c Config, timeout time.Duration, many FlipMany) *FlipBatcher {
+	return &FlipBatcher{b: newBatcher(c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(asked []askedFlip) []metastore.FlipOutcome {
 		return proposeAsked(many, asked, time.Now(), timeout)
 	})}
 }
@@ -53,7 +58,7 @@ func newFlipBatcher(c Config, many flipMany) *flipBatcher {
 // the worker knows it; a flip a batch proposed later could commit after a
 // leader read the worker counted as settled, and the worker would take its
 // install off the path of a partition that is its by then (issue 26).
-func proposeAsked(many flipMany, asked []askedFlip, now time.Time, timeout time.Duration) []metastore.FlipOutcome {
+func proposeAsked(many FlipMany, asked []askedFlip, now time.Time, timeout time.Duration) []metastore.FlipOutcome {
 	out := make([]metastore.FlipOutcome, len(asked))
 	deadline := now.Add(timeout)
 	var flips []messages.Flip
@@ -83,14 +88,14 @@ func proposeAsked(many flipMany, asked []askedFlip, now time.Time, timeout time.
 // Store.Flip does: an error means the outcome is unknown (the worker
 // resolves it with a leader read), including a flip that ctx ended before
 // its answer, which is only the safe side of unknown.
-func (fb *flipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.AssignResult, error) {
+func (fb *FlipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.AssignResult, error) {
 	if ctx.Err() != nil {
 		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: not proposed: %w", f.Incarnation, f.Partition, ctx.Err())
 	}
 	deadline, _ := ctx.Deadline()
 	done, ok := fb.b.submit(askedFlip{flip: f, deadline: deadline})
 	if !ok {
-		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: the node is stopping: %w", f.Incarnation, f.Partition, ErrUnavailable)
+		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: the node is stopping: %w", f.Incarnation, f.Partition, api.ErrUnavailable)
 	}
 	select {
 	case o := <-done:
@@ -100,15 +105,15 @@ func (fb *flipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.Assi
 	}
 }
 
-// close stops gathering and waits for the batches out; a flip asked after
-// it answers ErrUnavailable (unknown, to its worker).
-func (fb *flipBatcher) close() { fb.b.close() }
+// Close stops gathering and waits for the batches out; a flip asked after
+// it answers api.ErrUnavailable (unknown, to its worker).
+func (fb *FlipBatcher) Close() { fb.b.close() }
 
 // batchedFlips is the move store a worker sees: its flips go through the
 // node's batcher.
 type batchedFlips struct {
-	moveStore
-	flips *flipBatcher
+	Store
+	flips *FlipBatcher
 }
 
 func (s batchedFlips) Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error) {

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
@@ -46,8 +47,8 @@ func TestFlipsProposedTogetherShareABatchAndEachGetsItsOwnOutcome(t *testing.T) 
 	cfg := DefaultConfig()
 	cfg.FlipBatchWindow, cfg.MaxFlipBatch = time.Hour, 5 // a batch closes when full
 	f := &fakeFlipMany{}
-	b := newFlipBatcher(cfg, f.many)
-	defer b.close()
+	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
+	defer b.Close()
 	type got struct {
 		p    int
 		code messages.ResultCode
@@ -84,8 +85,8 @@ func TestAFlipBatchClosesAfterItsWindowOrWhenFull(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.FlipBatchWindow, cfg.MaxFlipBatch = time.Millisecond, 2
 	f := &fakeFlipMany{}
-	b := newFlipBatcher(cfg, f.many)
-	defer b.close()
+	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
+	defer b.Close()
 	if r, err := b.Flip(t.Context(), messages.Flip{Partition: 0}); err != nil || r.Code != messages.ResultOK {
 		t.Fatalf("a lone flip: got %v %v, want OK once its window passed", r.Code, err)
 	}
@@ -107,7 +108,7 @@ func TestAFlipBatchClosesAfterItsWindowOrWhenFull(t *testing.T) {
 func TestAFlipWhoseCallerGivesUpIsUnknown(t *testing.T) {
 	cfg := DefaultConfig()
 	f := &fakeFlipMany{release: make(chan struct{})}
-	b := newFlipBatcher(cfg, f.many)
+	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
@@ -119,8 +120,8 @@ func TestAFlipWhoseCallerGivesUpIsUnknown(t *testing.T) {
 		t.Fatalf("got %v, want an error wrapping context.Canceled", err)
 	}
 	close(f.release)
-	b.close()
-	if _, err := b.Flip(t.Context(), messages.Flip{Partition: 2}); !errors.Is(err, ErrUnavailable) {
+	b.Close()
+	if _, err := b.Flip(t.Context(), messages.Flip{Partition: 2}); !errors.Is(err, api.ErrUnavailable) {
 		t.Fatalf("a flip after close: got %v, want ErrUnavailable", err)
 	}
 }

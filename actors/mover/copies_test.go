@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // The copies a move leaves when it ends without its flip (rules X6, X9),
 // the staging copy of an earlier move (T2), the state of an earlier
 // ownership (K7) and the topic directory's preparation (V10), on the
-// worker rig of moveworker_test.go.
+// worker rig of worker_test.go.
 
 func exists(t *testing.T, path string) bool {
 	t.Helper()
@@ -46,11 +46,11 @@ func runToEnd(t *testing.T, r *workerRig) moveEnded {
 }
 
 func (r *workerRig) stagingPath() string {
-	return storage.StagingPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
+	return storage.StagingPath(r.d.DataDir, r.key.Topic, r.key.Partition)
 }
 
 func (r *workerRig) partitionPath() string {
-	return storage.PartitionPath(r.cfg.DataDir, r.key.Topic, r.key.Partition)
+	return storage.PartitionPath(r.d.DataDir, r.key.Topic, r.key.Partition)
 }
 
 // rule X6: a flip the leader refuses ends the move; with the owner alive
@@ -88,7 +88,7 @@ func TestRuleX6ARefusedFlipKeepsTheCopyWhenThisNodeOwnsThePartitionByThen(t *tes
 		if !exists(t, q) || exists(t, r.stagingPath()) {
 			t.Fatalf("after a refused flip on a partition this node owns: quarantine %v, staging %v; want the copy set aside", exists(t, q), exists(t, r.stagingPath()))
 		}
-		if ls, err := storage.ListClosed(q, r.cfg.Log, time.Now()); err != nil || ls.HWM != 5 {
+		if ls, err := storage.ListClosed(q, r.d.LogConfig, time.Now()); err != nil || ls.HWM != 5 {
 			t.Fatalf("the copy set aside: got HWM %d (%v), want the move's 5 records", ls.HWM, err)
 		}
 		if n := r.logs.count(slog.LevelError, "move ended without its flip, and its staging copy may hold the only copy of its records; set aside for an operator"); n != 1 {
@@ -149,9 +149,9 @@ func TestRuleX9AMoveGoneWhileItsSourceIsDeadSetsItsCopyAside(t *testing.T) {
 func TestRuleT2ALaterMoveClearsAnEarlierMovesStagingCopy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 0, false)
-		small := r.cfg.Log
+		small := r.d.LogConfig
 		small.SegmentMaxBytes = 4 << 10
-		r.cfg.Log = small
+		r.d.LogConfig = small
 		l, err := storage.OpenLog(t.TempDir(), small)
 		if err != nil {
 			t.Fatal(err)
@@ -212,15 +212,15 @@ func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testin
 		var installedAtFirst, installedAtSecond atomic.Bool
 		r.partitions = func(sys *actor.ActorSystem) *actor.PID {
 			return sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-				if m, ok := ctx.Message().(dropEarlier); ok {
+				if m, ok := ctx.Message().(DropEarlier); ok {
 					n := asks.Add(1)
-					on := exists(t, storage.PartitionPath(r.cfg.DataDir, m.key.Topic, m.key.Partition))
+					on := exists(t, storage.PartitionPath(r.d.DataDir, m.Key.Topic, m.Key.Partition))
 					if n == 1 {
 						installedAtFirst.Store(on)
 					} else {
 						installedAtSecond.Store(on)
 					}
-					ctx.Respond(droppedEarlier{})
+					ctx.Respond(DroppedEarlier{})
 				}
 			}))
 		}
@@ -247,12 +247,12 @@ func TestRuleV10ARefusedPreparationFailsTheAttemptAndWarnsOnce(t *testing.T) {
 		t8.Incarnation = 8
 		f.topics["w"] = t8
 		f.mu.Unlock()
-		time.Sleep(10 * r.cfg.Move.RetryAfter)
+		time.Sleep(10 * r.d.Move.RetryAfter)
 		synctest.Wait()
 		if exists(t, r.partitionPath()) {
 			t.Fatal("with the record naming incarnation 8: got an install of incarnation 7, want none")
 		}
-		if inc, found, _ := storage.TopicIncarnation(r.cfg.DataDir, "w"); found {
+		if inc, found, _ := storage.TopicIncarnation(r.d.DataDir, "w"); found {
 			t.Fatalf("with the record naming incarnation 8: got the topic directory stamped %d, want it left alone", inc)
 		}
 		if n := r.logs.count(slog.LevelWarn, "move: the topic directory's preparation was refused; retrying until the replica catches up or the move is re-planned"); n != 1 {
@@ -294,10 +294,10 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newWorkerRig(t, 5, false)
 				r.source.marker = tc.marker
-				if _, err := storage.PrepareTopicDir(r.cfg.DataDir, "w", 7); err != nil {
+				if _, err := storage.PrepareTopicDir(r.d.DataDir, "w", 7); err != nil {
 					t.Fatal(err)
 				}
-				old, err := storage.OpenLog(r.partitionPath(), r.cfg.Log)
+				old, err := storage.OpenLog(r.partitionPath(), r.d.LogConfig)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -312,7 +312,7 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 				if exists(t, q) != tc.quarantined {
 					t.Fatalf("the old copy: got quarantined %v, want %v", exists(t, q), tc.quarantined)
 				}
-				if ls, err := storage.ListClosed(r.partitionPath(), r.cfg.Log, time.Now()); err != nil || ls.HWM != 5 {
+				if ls, err := storage.ListClosed(r.partitionPath(), r.d.LogConfig, time.Now()); err != nil || ls.HWM != 5 {
 					t.Fatalf("the installed copy: got HWM %d (%v), want the source's 5", ls.HWM, err)
 				}
 			})

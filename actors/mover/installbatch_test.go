@@ -1,8 +1,7 @@
-package actors
+package mover
 
 import (
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -15,24 +14,22 @@ import (
 // (issue 26: a second install of the same copy set the first one's aside),
 // answers that copy ErrInvariant, and its move is not flipped.
 func TestAnInstallThatLeftNoWholeCopyAtThePathIsNotDone(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	d := deps{cfg: cfg, log: slog.New(slog.DiscardHandler), guards: storage.NewGuards()}
+	d := testDeps(t.TempDir())
 	k := messages.PartitionKey{Topic: "t", Incarnation: 3, Partition: 0}
-	if _, err := storage.PrepareTopicDir(cfg.DataDir, k.Topic, k.Incarnation); err != nil {
+	if _, err := storage.PrepareTopicDir(d.DataDir, k.Topic, k.Incarnation); err != nil {
 		t.Fatal(err)
 	}
-	target := storage.PartitionPath(cfg.DataDir, k.Topic, k.Partition)
+	target := storage.PartitionPath(d.DataDir, k.Topic, k.Partition)
 	item := guardedInstall{key: k, item: storage.InstallItem{Target: target,
 		Options: storage.InstallOptions{Marker: storage.Marker{PromotedHWM: 2}, Now: time.Now()}}}
 	// The batch says it installed the copy but left the path as it was.
 	reportsDone := func(items []storage.InstallItem) ([]storage.InstallResult, []error) {
 		return make([]storage.InstallResult, len(items)), make([]error, len(items))
 	}
-	if out := installGuarded(d, []guardedInstall{item}, reportsDone); !errors.Is(out[0].err, ErrInvariant) {
+	if out := installGuarded(d, []guardedInstall{item}, reportsDone); !errors.Is(out[0].err, errInvariant) {
 		t.Fatalf("nothing at the path: got %v, want ErrInvariant", out[0].err)
 	}
-	l, err := storage.OpenLog(target, cfg.Log)
+	l, err := storage.OpenLog(target, d.LogConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +37,10 @@ func TestAnInstallThatLeftNoWholeCopyAtThePathIsNotDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	if out := installGuarded(d, []guardedInstall{item}, reportsDone); !errors.Is(out[0].err, ErrInvariant) {
+	if out := installGuarded(d, []guardedInstall{item}, reportsDone); !errors.Is(out[0].err, errInvariant) {
 		t.Fatalf("a copy at hwm 1 where 2 was installed: got %v, want ErrInvariant", out[0].err)
 	}
-	l, _ = storage.OpenLog(target, cfg.Log)
+	l, _ = storage.OpenLog(target, d.LogConfig)
 	l.Append(time.Now(), []storage.Entry{{Body: []byte(`"two"`)}})
 	l.Close()
 	if out := installGuarded(d, []guardedInstall{item}, reportsDone); out[0].err != nil {

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"sync/atomic"
@@ -33,9 +33,8 @@ func (s *r5Store) TargetedAt(node string) []messages.Assignment {
 func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const every = 4
-		cfg := DefaultConfig()
-		cfg.NodeID, cfg.DataDir = "n1", t.TempDir()
-		cfg.MoveTick, cfg.SweepEveryTicks, cfg.MoveFullScanEvery = 100*time.Millisecond, every, time.Hour
+		d := testDeps(t.TempDir())
+		d.Tick, d.Config.SweepEveryTicks, d.Config.FullScanEvery = 100*time.Millisecond, every, time.Hour
 		store := &r5Store{settlingStore: &settlingStore{workerStore: &workerStore{fakeReplica: newFakeReplica()}, settle: make(chan struct{})}}
 		system := newTestSystem(t)
 		var dues atomic.Int64
@@ -47,11 +46,11 @@ func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("r5-rig-" + t.Name()), notifier: newCommitNotifier()}
-		startTestMover(t, system, func() *moverActor { return &moverActor{deps: d, store: store, sweeper: standIn} })
+		d.Logger, d.Store, d.Sweeper = testLogger(t), store, standIn
+		startTestMover(t, system, d)
 
 		// Ticks 1-8, the replica not settled: no scan, two sweeps.
-		time.Sleep(8*cfg.MoveTick + cfg.MoveTick/2)
+		time.Sleep(8*d.Tick + d.Tick/2)
 		synctest.Wait()
 		if got := store.scans.Load(); got != 0 {
 			t.Fatalf("scans before the replica settled: got %d, want 0", got)
@@ -64,7 +63,7 @@ func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 		// finds nothing; nothing changes after, so every later scan is
 		// skipped. The sweeps keep their pace.
 		close(store.settle)
-		time.Sleep(16 * cfg.MoveTick)
+		time.Sleep(16 * d.Tick)
 		synctest.Wait()
 		if got := store.scans.Load(); got != 1 {
 			t.Fatalf("scans over ticks 9-24, nothing changed: got %d, want 1 (the rest skipped)", got)

@@ -1,4 +1,4 @@
-package actors
+package mover
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 // flipAnswerStore answers every flip with code, or with err.
 type flipAnswerStore struct {
-	moveStore
+	Store
 	code messages.ResultCode
 	err  error
 	got  messages.Flip
@@ -46,9 +46,9 @@ func TestRuleX4AFlipsAnswerIsRefusedMissingOrUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &flipAnswerStore{code: tc.code, err: tc.err}
-			w := &moveWorker{deps: deps{cfg: DefaultConfig()}, store: s, source: "n1", since: 9,
+			w := &worker{d: testDeps(""), store: s, source: "n1", since: 9,
 				key: messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 2}}
-			w.cfg.NodeID = "n2"
+			w.d.NodeID = "n2"
 			got, ok := w.flip(context.Background(), 104, 3).(move.FlipAnswered)
 			if !ok {
 				t.Fatalf("flip answered %T, want move.FlipAnswered", got)

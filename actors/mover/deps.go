@@ -1,0 +1,123 @@
+package mover
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// Deps is what the runner and its workers need of their node. Every field
+// is set by the node before the runner is spawned and only read
+// afterwards; one Deps serves the runner and all of its workers.
+type Deps struct {
+	// NodeID is this node, the destination of every move it runs.
+	NodeID string
+	// DataDir holds the partitions and their staging copies; LogConfig is
+	// how their logs are laid out.
+	DataDir   string
+	LogConfig storage.LogConfig
+	// RequestTimeout bounds each request to the source, the leader or the
+	// partitions supervisor, and each catch-up barrier.
+	RequestTimeout time.Duration
+	// Tick is the runner's tick and the workers' (the node's MoveTick,
+	// rule R1), which the partitions supervisor retries on too.
+	Tick time.Duration
+	// DeadTimeout is how long a member goes without a heartbeat before
+	// the leader marks it dead: the force-promote gate's clock (rule P2).
+	DeadTimeout time.Duration
+	// Move is the seed's move constants, which move.Step decides by (the
+	// source reads FreezeTTL too).
+	Move move.Config
+	// ChunkBytes bounds one chunk read of a copy (the node's
+	// MoveChunkBytes, which the source serves by too).
+	ChunkBytes int
+	Config     Config
+	Logger     *slog.Logger
+	Store      Store
+	Source     Source
+	// Dirs acts on a partition's directory under its topic's guard;
+	// Guards is that guard, which a batch of installs holds for its
+	// topics (rule V9).
+	Dirs   TopicDirs
+	Guards *storage.Guards
+	// Flips batches the workers' flips; nil: each proposes its own.
+	// Installs batches their installs; nil: each installs alone.
+	Flips    *FlipBatcher
+	Installs *InstallBatcher
+	// Partitions is the partitions supervisor, which a worker asks to
+	// drop an earlier ownership's state around its install (DropEarlier,
+	// rule K7); nil in rigs without one. Sweeper hears every
+	// SweepEveryTicks'th tick (sweeper.Due, rule R5); nil in rigs without
+	// a sweep.
+	Partitions, Sweeper *actor.PID
+	Metrics             Metrics
+	Knobs               Knobs
+}
+
+// Store is the metastore as the runner and its workers use it: the local
+// replica to find moves, the leaders to confirm them, and the flip.
+// *metastore.Store is one.
+type Store interface {
+	Topic(name string) (messages.Topic, bool)
+	Member(id string) (messages.Member, bool)
+	Assignment(incarnation uint64, partition int) (messages.Assignment, bool)
+	TargetedAt(node string) []messages.Assignment
+	// AssignmentsVersion moves whenever any assignment changes.
+	AssignmentsVersion() uint64
+	// Changed is closed at the replica's next change.
+	Changed() <-chan struct{}
+	LeaderMembers(ctx context.Context) ([]messages.Member, error)
+	LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error)
+	// CatchUp returns once the local replica applied everything the
+	// leaders had committed when it was called.
+	CatchUp(ctx context.Context) error
+	// Flip is a compare-and-swap of a partition's owner.
+	Flip(ctx context.Context, c messages.Flip) (messages.AssignResult, error)
+}
+
+// Source is how a move reaches the partition's owner, its source: its
+// freeze and listings through Ask, which may carry a request in a group
+// with others to the same node, or AskAlone, which never waits for one
+// (the final listing and the fence of a freeze); its bytes through
+// ReadChunk. The node's router, through its move groups, is one.
+type Source interface {
+	Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	AskAlone(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error)
+}
+
+// TopicDirs are the acts on a partition's directory that run under its
+// topic's open guard, as the node's partitions supervisor runs its own
+// (rules V9, V10).
+type TopicDirs interface {
+	// Prepare makes the topic's directory belong to k's incarnation, only
+	// while the local replica's record still names it (rule V10).
+	Prepare(k messages.PartitionKey) error
+	// RenameBack takes a move's install off the partition's path back to
+	// staging, only while the path still names installed, the directory
+	// the install put there (rule V9).
+	RenameBack(k messages.PartitionKey, installed os.FileInfo) error
+}
+
+// Knobs are test hooks; zero in production.
+type Knobs struct {
+	// Pass runs on a worker's I/O goroutine before each copy pass (final:
+	// under the freeze); it may block to hold a move in a phase, until ctx
+	// ends (the worker stopped), and an error it returns fails the pass as
+	// a listing lost on the way would.
+	Pass func(ctx context.Context, k messages.PartitionKey, final bool) error
+	// Flip runs on a worker's I/O goroutine right before it proposes the
+	// flip; it may block until ctx ends.
+	Flip func(ctx context.Context, k messages.PartitionKey)
+	// Listed runs on a worker's I/O goroutine after a pass's listing
+	// arrived and before its chunks are read (hwm: the listing's); it may
+	// block until ctx ends.
+	Listed func(ctx context.Context, k messages.PartitionKey, hwm int64)
+}
