@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/cluster/testnet"
 )
 
 // Requests submitted together are carried out in one call, each answered
@@ -32,6 +34,14 @@ func TestABatcherCarriesOutTogetherAndAnswersEachItsOwn(t *testing.T) {
 		}
 		dones = append(dones, d)
 	}
+	// The first batch gathers its 4 before the close: a close that came
+	// first would end the gathering early (a closing batcher carries out
+	// what it holds at once), and the batches would split otherwise.
+	testnet.Eventually(t, time.Minute, "the first batch under way", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) == 1
+	})
 	closed := make(chan struct{})
 	go func() { b.close(); close(closed) }()
 	close(release)
