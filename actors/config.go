@@ -8,10 +8,10 @@ import (
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
-	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
@@ -69,6 +69,11 @@ type Config struct {
 	// partition committed meanwhile in one. A peer's long poll wakes up to
 	// this much later than a local one. Within 100µs..1s.
 	CommitNoticeInterval time.Duration
+	// Partition is the partition actors' own settings (actors/partition):
+	// how often a partition writes its consumer position, how long a
+	// freeze waits for leases out and the chunk reads served off a
+	// partition's actor.
+	Partition partition.Config
 	// Fanout is the fan-out's limits (actors/fanout): the records and
 	// bytes of one copy per link (BatchRecords, BatchBytes) and the
 	// back-off of a link whose child did not commit (RetryMin, RetryMax).
@@ -136,10 +141,6 @@ type Config struct {
 	// MaxBacklogRecords is how many accepted records may wait for their
 	// owner before produce answers 503: the dispatcher holds them in memory.
 	MaxBacklogRecords int64
-	// ConsumerFlushInterval is how often a partition writes its consumer
-	// position after an ack (the seed's 100 ms bound on redelivery after a
-	// restart).
-	ConsumerFlushInterval time.Duration
 	// RetentionInterval is how often partitions apply age retention.
 	RetentionInterval time.Duration
 	// ShutdownDrainTimeout bounds how long a stopping node waits for the
@@ -220,9 +221,6 @@ type Config struct {
 	// FreezeTTL/4 has seconds to spare. At least 10 ms; RequestTimeout
 	// caps it.
 	MoveGroupWaitFor time.Duration
-	// LeaseDrainTimeout is how long a prepare waits for leases out before
-	// it reports (the seed's 500 ms, or a quarter of FreezeTTL if shorter).
-	LeaseDrainTimeout time.Duration
 	// MoveTick is the move runner's tick (the seed's 1 s; its full scan is
 	// Mover.FullScanEvery), which the partitions supervisor retries a
 	// failed reconcile on too.
@@ -266,14 +264,9 @@ type Config struct {
 	// window (256 KiB) while it reads its active segment, so the hundreds
 	// a node reopens at start would hold tens of MiB at once and queue on
 	// the disk all the same. A partition waiting its turn keeps its
-	// requests in its mailbox and answers them once open.
+	// requests in its mailbox and answers them once open. The node holds
+	// the bound (partition.Deps.Opens), as it holds its open files.
 	MaxParallelPartitionOpens int
-	// MoveChunkReadsInFlight bounds the chunk reads one source partition
-	// serves off its actor at once (8): each holds up to MoveChunkBytes,
-	// and off the actor a read neither waits behind the partition's
-	// commits nor holds them up. Past it a read runs on the actor, which
-	// slows the asker down rather than queueing more memory.
-	MoveChunkReadsInFlight int
 
 	// clock is the time partition actors (the handoff freeze, leases, the
 	// consumer-flush timer) and the dispatcher (retries, reroute grace)
@@ -287,18 +280,15 @@ type Config struct {
 
 // faultHooks are failures a test can inject into a node.
 type faultHooks struct {
-	// openPartition runs as a partition actor opens its log; an error
-	// makes the open fail as a damaged disk would.
-	openPartition func(messages.PartitionKey) error
+	// partition are the partition actors' knobs (partition.Knobs: a
+	// failing open, a hold between a write's sync and its publish, a
+	// freeze actor's step, a report past the pipeline), handed to them in
+	// their partition.Deps.
+	partition partition.Knobs
 	// mover are the move workers' knobs (mover.Knobs: Pass before each
 	// copy pass, Flip before the flip, Listed after a pass's listing),
 	// handed to them in their mover.Deps.
 	mover mover.Knobs
-	// partitionSynced runs on a partition's sync goroutine after a write's
-	// fsync and before the actor hears of it, so before the batch is
-	// published: it may block to hold a batch between its write and its
-	// publish.
-	partitionSynced func(k messages.PartitionKey)
 	// produceAdmitted runs in Node.Produce once the record is admitted
 	// (the node was not draining) and before it is appended to the ingress
 	// WAL; it may block to hold the produce there.
@@ -310,14 +300,6 @@ type faultHooks struct {
 	// noSpace, while it returns true, fails the WAL's appends and the
 	// write probe as a full disk does (ENOSPC).
 	noSpace func() bool
-	// freezeStep runs in a partition's freeze actor before each event its
-	// hold steps; it may panic, as a bug would, to show that the failure
-	// is the partition's own (freeze.Knobs).
-	freezeStep func(k messages.PartitionKey, ev any)
-	// reportPastPipeline makes a prepare report without waiting for the
-	// batches already written: rule F3 broken on purpose, so a test can
-	// watch the publish guard catch what F3 prevents.
-	reportPastPipeline bool
 }
 
 // freezeHold is how long a paced prepare waits at the source: FreezeHoldFor,
@@ -350,6 +332,7 @@ func DefaultConfig() Config {
 		ConsumeRotateEvery:        8,
 		CommitNoticeInterval:      time.Millisecond,
 		Fanout:                    fanout.DefaultConfig(),
+		Partition:                 partition.DefaultConfig(),
 		ConsumeRescanInterval:     200 * time.Millisecond,
 		ConsumeFullScanInterval:   time.Second,
 		HTTPWriteTimeout:          30 * time.Second,
@@ -362,7 +345,6 @@ func DefaultConfig() Config {
 		MaxRemoteCommitBytes:      2 << 20,
 		MaxCommitsInFlight:        2,
 		MaxBacklogRecords:         1 << 20,
-		ConsumerFlushInterval:     100 * time.Millisecond,
 		RetentionInterval:         time.Minute,
 		ShutdownDrainTimeout:      30 * time.Second,
 		PartitionMaxRestarts:      5,
@@ -378,7 +360,6 @@ func DefaultConfig() Config {
 		CommitGroupMaxItems:       256,
 		CommitGroupsInFlight:      2,
 		MoveGroupWaitFor:          time.Second,
-		LeaseDrainTimeout:         500 * time.Millisecond,
 		MoveTick:                  time.Second,
 		Mover:                     mover.DefaultConfig(),
 		Sweep:                     sweeper.DefaultConfig(),
@@ -391,7 +372,6 @@ func DefaultConfig() Config {
 		FreezeTurnKeepFor:         3 * time.Second,
 		ShutdownHandoffTimeout:    15 * time.Second,
 		MaxParallelPartitionOpens: 8,
-		MoveChunkReadsInFlight:    8,
 
 		// Security (API contract §2.1).
 		SecurityEnabled:           true,
@@ -464,8 +444,6 @@ func (c Config) Validate() error {
 		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
 	case c.MaxBacklogRecords < 1:
 		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
-	case c.ConsumerFlushInterval <= 0:
-		return bad("ConsumerFlushInterval", c.ConsumerFlushInterval, "must be positive")
 	case c.RetentionInterval <= 0:
 		return bad("RetentionInterval", c.RetentionInterval, "must be positive")
 	case c.ShutdownDrainTimeout < 0:
@@ -476,8 +454,6 @@ func (c Config) Validate() error {
 		return bad("ControllerTimeout", c.ControllerTimeout, "must be positive")
 	case c.FanoutAnchorWait < 0 || c.FanoutAnchorWait >= c.HTTPWriteTimeout:
 		return bad("FanoutAnchorWait", c.FanoutAnchorWait, "must be within 0..HTTPWriteTimeout")
-	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
-		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
 	case c.MaxParallelPartitionOpens < 1 || c.MaxParallelPartitionOpens > 1024:
 		return bad("MaxParallelPartitionOpens", c.MaxParallelPartitionOpens, "must be within 1..1024")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
@@ -492,8 +468,6 @@ func (c Config) Validate() error {
 		return bad("CommitGroupsInFlight", c.CommitGroupsInFlight, "must be within 1..64")
 	case c.MoveGroupWaitFor < 10*time.Millisecond:
 		return bad("MoveGroupWaitFor", c.MoveGroupWaitFor, "must be at least 10ms")
-	case c.LeaseDrainTimeout < 0:
-		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	case c.MoveTick <= 0 || c.Mover.FullScanEvery < c.MoveTick:
 		return bad("MoveTick/Mover.FullScanEvery", fmt.Sprint(c.MoveTick, c.Mover.FullScanEvery), "must be positive, the full scan at least a tick")
 	case c.MaxInFlightMoves < 1 || c.MaxInFlightMoves > 100000:
@@ -522,6 +496,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Sweep.Validate(); err != nil {
 		return fmt.Errorf("node config: Sweep: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Partition.Validate(); err != nil {
+		return fmt.Errorf("node config: Partition: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Fanout.Validate(); err != nil {
 		return fmt.Errorf("node config: Fanout: %w: %w", err, ErrInvalid)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -267,7 +268,7 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			// beside its retry: the partition refuses it past NotAfter.
 			now := time.Now()
 			c.NotAfter = messages.CommitDeadline(now, now.Add(d.cfg.RequestTimeout))
-			f := ctx.RequestFuture(partitionPID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+			f := ctx.RequestFuture(partition.PID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
 			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}
 			ctx.ReenterAfter(f, func(res interface{}, err error) {
 				delete(d.local, f)

@@ -5,20 +5,21 @@
 //
 // Where to start: node.go (Node, what runs and in which order), then
 // router.go (where a partition lives, and how a request reaches it, here
-// or on a peer), partition.go (the one actor that touches a partition's
-// log; its handoff freeze is decided by actors/freeze), dispatcher.go
-// (ingress WAL to partition commits), actors/mover (moves onto this node,
-// decided by actors/move; moverdeps.go wires it), and the Node's domain
-// methods:
+// or on a peer), actors/partition (the one actor that touches a
+// partition's log, and its supervisor; its handoff freeze is decided by
+// actors/freeze), dispatcher.go (ingress WAL to partition commits),
+// actors/mover (moves onto this node, decided by actors/move; moverdeps.go
+// wires it), and the Node's domain methods:
 // produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
 // Each actor sees the metastore through the small interfaces of roles.go,
-// so it can be run against a fake (partitions_test.go).
+// so it can be run against a fake (partitions_test.go); the packages
+// split out of this one declare their own.
 //
 // The tree on one node:
 //
 //	root
-//	├── partitions      one child per partition this node owns (partitions.go)
-//	│   └── p:<incarnation>:<n>   partition.go
+//	├── partitions      one child per partition this node owns (actors/partition)
+//	│   └── p:<incarnation>:<n>   partition.Actor
 //	├── dispatcher      ingress WAL -> owner commits (dispatcher.go)
 //	├── mover           the move runner (actors/mover, runner.go)
 //	│   └── move-p:<incarnation>:<n>   one worker per incoming move (actors/mover, worker.go)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/metastore"
 )
 
@@ -26,8 +27,9 @@ var (
 	// ErrTooLarge is a record body larger than the node takes.
 	ErrTooLarge = api.ErrTooLarge
 	// ErrInvariant is an invariant the code should make impossible, caught
-	// where it would have broken (logged at error and counted).
-	ErrInvariant = errors.New("invariant broken")
+	// where it would have broken (logged at error and counted): the
+	// partition actors' own sentinel, so that one error names every break.
+	ErrInvariant = partition.ErrInvariant
 )
 
 // invalid is an ErrInvalid whose reason a client reads as is.

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/freeze"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -66,7 +67,7 @@ func (in *inbox) send(topic string, msg any) {
 		in.t.Fatalf("topic %s unknown", topic)
 	}
 	k := messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0}
-	in.tn.n.system.Root.RequestWithCustomSender(partitionPID(in.tn.n.system, k), msg, in.pid)
+	in.tn.n.system.Root.RequestWithCustomSender(partition.PID(in.tn.n.system, k), msg, in.pid)
 }
 
 // next is the next answer; it fails the test after clusterWaitBound.
@@ -297,7 +298,7 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 	in.prepare("f") // the prepare waits: the stats come first
 	tn.must(http.StatusNoContent, "POST", "/v1/topics/f/ack?receipt_handle="+url.QueryEscape(first.ReceiptHandle), nil)
 	in.settle("f") // an ack does not report; the poll does
-	clk.advance(leaseDrainPoll)
+	clk.advance(partition.LeaseDrainPoll)
 	r := wantNext[*messages.HandoffResult](in, "the prepare, once its poll saw the ack")
 	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.HWM != 2 || r.Listing.Position.Frontier != 0 {
 		t.Fatalf("prepare: got %+v, want a listing at HWM 2 with the acked offset 0 in its frontier", r)
@@ -309,9 +310,9 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 		t.Fatalf("consume after the release: got %+v, want offset 1", second)
 	}
 	in.prepare("f")
-	clk.advance(tn.cfg.LeaseDrainTimeout - time.Nanosecond)
+	clk.advance(tn.cfg.Partition.LeaseDrainTimeout - time.Nanosecond)
 	in.settle("f") // the poll before the deadline found the lease out
-	clk.advance(leaseDrainPoll)
+	clk.advance(partition.LeaseDrainPoll)
 	r = wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
 	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.Position.Frontier != 0 {
 		t.Fatalf("prepare: got %+v, want a listing whose frontier leaves the leased offset 1 out", r)
@@ -384,7 +385,7 @@ func TestRuleK5TheListingCarriesAcksNotLeases(t *testing.T) {
 	// out, then reports the same position.
 	in := newInbox(t, tn)
 	in.prepare("f")
-	clk.advance(tn.cfg.LeaseDrainTimeout)
+	clk.advance(tn.cfg.Partition.LeaseDrainTimeout)
 	r := wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
 	if r.Status != messages.StatusOK || r.Listing == nil {
 		t.Fatalf("prepare: got %+v, want a listing", r)
@@ -433,11 +434,11 @@ func TestAFreezeActorThatPanicsRestartsItsPartition(t *testing.T) {
 	clk := newFakeClock()
 	var armed atomic.Bool
 	tn := frozenNode(t, clk, func(c *Config) {
-		c.faults = &faultHooks{freezeStep: func(k messages.PartitionKey, ev any) {
+		c.faults = &faultHooks{partition: partition.Knobs{FreezeStep: func(k messages.PartitionKey, ev any) {
 			if _, rearm := ev.(freeze.Rearm); rearm && armed.Load() {
 				panic("injected: a bug in the freeze actor")
 			}
-		}}
+		}}}
 	})
 	tn.createTopic("f", 3)
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"x"`))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -68,7 +69,7 @@ func TestRuleV9TheRenameBackMovesOnlyTheDirectoryTheInstallPutThere(t *testing.T
 	if err := os.Mkdir(r.path(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := renameBackUnderGuard(r.d, r.key, installed); !errors.Is(err, errGuardRefused) {
+	if err := r.d.guard().RenameBackUnderGuard(r.key, installed); !errors.Is(err, partition.ErrGuardRefused) {
 		t.Fatalf("rename back of a path naming another directory: got %v, want refused", err)
 	}
 	if _, err := os.Stat(r.path()); err != nil {
@@ -82,54 +83,16 @@ func TestRuleV9TheRenameBackMovesOnlyTheDirectoryTheInstallPutThere(t *testing.T
 	if err := os.WriteFile(storage.TopicPath(r.d.cfg.DataDir, "g")+"/incarnation", []byte("8\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := renameBackUnderGuard(r.d, r.key, installed); !errors.Is(err, errGuardRefused) {
+	if err := r.d.guard().RenameBackUnderGuard(r.key, installed); !errors.Is(err, partition.ErrGuardRefused) {
 		t.Fatalf("rename back under incarnation 8's marker: got %v, want refused", err)
 	}
 	if err := os.WriteFile(storage.TopicPath(r.d.cfg.DataDir, "g")+"/incarnation", []byte("7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := renameBackUnderGuard(r.d, r.key, installed); err != nil {
+	if err := r.d.guard().RenameBackUnderGuard(r.key, installed); err != nil {
 		t.Fatalf("rename back of the install itself: %v", err)
 	}
 	if _, err := os.Stat(storage.StagingPath(r.d.cfg.DataDir, "g", 0)); err != nil {
 		t.Fatalf("staging after the rename back: %v", err)
-	}
-}
-
-// staticTopics is a topic record table for prepareTopicDir.
-type staticTopics map[string]messages.Topic
-
-func (s staticTopics) Topic(name string) (messages.Topic, bool) { t, ok := s[name]; return t, ok }
-
-// rule V10: the preparation re-reads the topic record under the guard and
-// refuses unless it names the incarnation the move read, and refuses while
-// a partition of another incarnation is open in the directory; otherwise
-// it sets a deleted incarnation's directory aside and stamps its own.
-func TestRuleV10ThePreparationRereadsTheRecordUnderTheGuard(t *testing.T) {
-	r := newGuardRig(t)
-	k8 := messages.PartitionKey{Topic: "g", Incarnation: 8, Partition: 0}
-	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 9}}, k8); !errors.Is(err, errGuardRefused) {
-		t.Fatalf("prepare for 8 with the record naming 9: got %v, want refused", err)
-	}
-	if err := prepareTopicDir(r.d, staticTopics{}, k8); !errors.Is(err, errGuardRefused) {
-		t.Fatalf("prepare for 8 with no record: got %v, want refused", err)
-	}
-	r.d.guards.MarkOpen("g", 7, 1)
-	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 8}}, k8); !errors.Is(err, errGuardRefused) {
-		t.Fatalf("prepare for 8 with a partition of 7 open: got %v, want refused", err)
-	}
-	if inc, _, _ := storage.TopicIncarnation(r.d.cfg.DataDir, "g"); inc != 7 {
-		t.Fatalf("the marker after refused preparations: got %d, want 7 untouched", inc)
-	}
-	r.d.guards.MarkClosed("g", 7, 1)
-	if err := prepareTopicDir(r.d, staticTopics{"g": {Name: "g", Incarnation: 8}}, k8); err != nil {
-		t.Fatalf("prepare for 8 with the record naming 8: %v", err)
-	}
-	if inc, _, _ := storage.TopicIncarnation(r.d.cfg.DataDir, "g"); inc != 8 {
-		t.Fatalf("the marker after the preparation: got %d, want 8", inc)
-	}
-	stale, err := storage.StaleDirs(r.d.cfg.DataDir)
-	if err != nil || len(stale) != 1 || stale[0].Incarnation != 7 {
-		t.Fatalf("set aside: got %+v (%v), want incarnation 7's directory", stale, err)
 	}
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
 // syncHold holds one partition's next write between its fsync and its
-// publish (the partitionSynced fault hook), until released.
+// publish (the partition.Knobs.Synced fault hook), until released.
 type syncHold struct {
 	mu      sync.Mutex
 	key     string // topic/partition to hold; "" holds nothing
@@ -83,7 +84,7 @@ func hwmOf(t *testing.T, tn *testNode, topic string) int64 {
 // the reported HWM while the freeze holds.
 func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 	h := newSyncHold()
-	tn := frozenNode(t, newFakeClock(), func(c *Config) { c.faults = &faultHooks{partitionSynced: h.hook} })
+	tn := frozenNode(t, newFakeClock(), func(c *Config) { c.faults = &faultHooks{partition: partition.Knobs{Synced: h.hook}} })
 	holdSecondRecord(t, tn, h)
 	in := newInbox(t, tn)
 	// "c" passes the gate while "b" syncs: it waits in the stash.
@@ -135,7 +136,7 @@ func TestRuleF3PrepareReportsEveryBatchPastTheGate(t *testing.T) {
 func TestRuleF3GuardRefusesAPublishPastAReportedHWM(t *testing.T) {
 	h := newSyncHold()
 	tn := frozenNode(t, newFakeClock(), func(c *Config) {
-		c.faults = &faultHooks{partitionSynced: h.hook, reportPastPipeline: true}
+		c.faults = &faultHooks{partition: partition.Knobs{Synced: h.hook, ReportPastPipeline: true}}
 	})
 	refused := tn.n.metrics.frozenPublishRefused
 	before := refused.Get()

@@ -9,6 +9,7 @@ import (
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
 )
@@ -233,6 +234,16 @@ func (m *nodeMetrics) moverMetrics() mover.Metrics {
 	return mover.Metrics{InFlight: m.movesInFlight, Done: m.movesDone, Bytes: m.moveBytes, NonConverged: m.nonConverged,
 		Seconds: m.moveSeconds, FreezeSeconds: m.freezeSeconds, Passes: m.movePasses, LastFreeze: m.lastFreeze,
 		PhaseSeconds: m.phaseSeconds, InstallNotWhole: m.installNotWhole, StagingSetAside: m.stagingSetAside, Blocked: m.movesBlocked}
+}
+
+// partitionMetrics is the handle the partition actors set the node's
+// series through (actors/partition): they stay registered here, under the
+// names the dashboards and alerts read.
+func (m *nodeMetrics) partitionMetrics() partition.Metrics {
+	return partition.Metrics{CommitSeconds: m.commitSeconds, CommitRecords: m.commitRecords, CommitsExpired: m.commitsExpired,
+		CommitFailures: m.commitFailures, Consumed: m.consumed, Acked: m.acked, Nacked: m.nacked, Extended: m.extended,
+		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
+		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

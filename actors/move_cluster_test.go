@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -372,16 +373,16 @@ func (c *testCluster) planMove(topic string, partition, to int) int {
 // It also waits until node i serves the partition: the supervisor opens it
 // a pass after its replica applied the flip, and until then the API
 // answers 503 (retry later), as clients expect.
-func (c *testCluster) waitForOwner(i int, topic string, partition int) {
+func (c *testCluster) waitForOwner(i int, topic string, part int) {
 	c.t.Helper()
-	c.waitFor(fmt.Sprintf("n%d owning and serving %s/%d", i+1, topic, partition), func() bool {
-		a := c.assignmentOf(i, topic, partition)
+	c.waitFor(fmt.Sprintf("n%d owning and serving %s/%d", i+1, topic, part), func() bool {
+		a := c.assignmentOf(i, topic, part)
 		if a.Owner != fmt.Sprintf("n%d", i+1) || a.Target != "" {
 			return false
 		}
 		n := c.node(i).n
-		k := messages.PartitionKey{Topic: topic, Incarnation: a.Incarnation, Partition: partition}
-		res, err := n.system.Root.RequestFuture(partitionPID(n.system, k), &messages.GetStats{}, time.Second).Result()
+		k := messages.PartitionKey{Topic: topic, Incarnation: a.Incarnation, Partition: part}
+		res, err := n.system.Root.RequestFuture(partition.PID(n.system, k), &messages.GetStats{}, time.Second).Result()
 		_, serving := res.(*messages.PartitionStats)
 		return err == nil && serving
 	})

@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -30,15 +31,18 @@ func newMoverDeps(n *Node, partitions, sweeper *actor.PID) mover.Deps {
 }
 
 // guardedDirs are the acts of a move on a partition's directory, under its
-// topic's open guard as the partitions supervisor's own (guard.go): the
-// preparation of the topic directory, and the rename back of an install.
+// topic's open guard as the partitions supervisor's own (partition.Guard):
+// the preparation of the topic directory, and the rename back of an
+// install.
 type guardedDirs struct {
 	d      deps
-	topics topicRecords
+	topics partition.TopicRecords
 }
 
-func (g guardedDirs) Prepare(k messages.PartitionKey) error { return prepareTopicDir(g.d, g.topics, k) }
+func (g guardedDirs) Prepare(k messages.PartitionKey) error {
+	return g.d.guard().PrepareTopicDir(g.topics, k)
+}
 
 func (g guardedDirs) RenameBack(k messages.PartitionKey, installed os.FileInfo) error {
-	return renameBackUnderGuard(g.d, k, installed)
+	return g.d.guard().RenameBackUnderGuard(k, installed)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -99,8 +100,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	log = log.With("node", cfg.NodeID)
 	phases := newStartPhases()
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards(),
-		opens: make(chan struct{}, cfg.MaxParallelPartitionOpens)},
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards()},
 		serveDone: make(chan error, 1), left: make(chan struct{})}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
@@ -184,7 +184,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	phases.mark("actors")
-	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, partition.Reconcile{}); err != nil {
 		n.log.Warn("first reconcile of partitions", "err", err)
 	}
 	phases.mark("partitions")
@@ -317,12 +317,12 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn the freeze pacer: %w", err)
 	}
 	n.pacer = &pacer{pid: pacerPID}
-	n.fanoutDeps = newFanoutDeps(n.cfg, n.log, n.metrics, n.route)
-	n.figures = newTopicFigures(n.metrics)
 	d := n.deps
+	pd := partitionDeps(d, newFanoutDeps(n.cfg, n.log, n.metrics, n.route), partition.NewFigures(n.metrics.set, n.metrics.node))
+	pd.Opens = make(chan struct{}, n.cfg.MaxParallelPartitionOpens)
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &partitionsActor{deps: d, store: n.store, children: map[messages.PartitionKey]*actor.PID{}, failed: map[messages.PartitionKey]bool{}, owned: owned}
-	}, actor.WithSupervisor(strategy)), partitionsName)
+		return partition.NewSupervisor(pd, n.store, owned)
+	}, actor.WithSupervisor(strategy)), partition.SupervisorName)
 	if err != nil {
 		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
@@ -366,7 +366,7 @@ func (n *Node) startActors() error {
 		for {
 			select {
 			case <-t.C:
-				root.Send(parts, retentionTick{})
+				root.Send(parts, partition.RetentionTick{})
 			case <-loops.Done():
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -49,7 +50,7 @@ func TestAtMostMaxParallelPartitionOpensOpenAtOnce(t *testing.T) {
 	held := &heldOpens{release: make(chan struct{})}
 	tn := newTestNode(t, func(c *Config) {
 		c.MaxParallelPartitionOpens = bound
-		c.faults = &faultHooks{openPartition: held.open}
+		c.faults = &faultHooks{partition: partition.Knobs{OpenPartition: held.open}}
 	})
 	tn.createTopic("opens", partitions)
 	// Every open waits in the hook until released: the first ones are in

@@ -4,23 +4,17 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/freeze"
-	"github.com/naradmq/narad/messages"
 )
 
 // The node's freeze pacing (seed 003, rule B5) is freeze.PacerActor, spawned
 // in startActors; the freeze actors ask it for their turns. The node keeps
-// a handle on it for the moves summary and the hand-over's thaw.
+// a handle on it for the moves summary, and hands its PID to the
+// partitions (partition.Deps.Pacer) for their freezes and the hand-over's
+// thaw.
 
 // pacer is the node's handle on its pacer actor; a nil one paces nothing
 // (rigs), and each prepare arms at once.
 type pacer struct{ pid *actor.PID }
-
-// thaw tells the pacer k's freeze no longer holds.
-func (pc *pacer) thaw(ctx actor.Context, k messages.PartitionKey) {
-	if pc != nil {
-		ctx.Send(pc.pid, freeze.PaceFrozen{Key: k})
-	}
-}
 
 // pidOrNil is the pacer's actor, nil without one.
 func (pc *pacer) pidOrNil() *actor.PID {
@@ -46,15 +40,4 @@ func newPacerActor(d deps) *freeze.PacerActor {
 		pd.Frozen, pd.Held = d.metrics.partitionsFrozen.Set, d.metrics.movesHeld.Set
 	}
 	return freeze.NewPacerActor(pd)
-}
-
-// freezeDeps is the freeze actor of partition p.
-func (p *partitionActor) freezeDeps() freeze.Deps {
-	d := freeze.Deps{Config: p.gateCfg, Clock: p.clock, Key: p.key, Pacer: p.pacer.pidOrNil(),
-		HoldFor: p.cfg.freezeHold(), Nonce: p.boot, Log: p.deps.log, Name: p.name}
-	if f := p.cfg.faults; f != nil && f.freezeStep != nil {
-		k, step := p.key, f.freezeStep
-		d.Knobs.BeforeStep = func(ev any) { step(k, ev) }
-	}
-	return d
 }

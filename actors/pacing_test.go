@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -15,7 +16,7 @@ func (in *inbox) sendTo(topic string, p int, msg any) {
 		in.t.Fatalf("topic %s unknown", topic)
 	}
 	k := messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: p}
-	in.tn.n.system.Root.RequestWithCustomSender(partitionPID(in.tn.n.system, k), msg, in.pid)
+	in.tn.n.system.Root.RequestWithCustomSender(partition.PID(in.tn.n.system, k), msg, in.pid)
 }
 
 // noAnswerYet fails if an answer is waiting: partitions 0..n-1 of topic

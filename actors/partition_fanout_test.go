@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/fanout"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -66,7 +67,7 @@ func (r *fanoutRig) detach(name string) {
 
 func (r *fanoutRig) stats(k messages.PartitionKey) *messages.PartitionStats {
 	r.t.Helper()
-	res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.GetStats{}, time.Second)
+	res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.GetStats{}, time.Second)
 	if err != nil {
 		r.t.Fatalf("stats of %v: %v", k, err)
 	}
@@ -107,7 +108,7 @@ func (r *fanoutRig) produce(p int, batch string, n int) {
 		recs = append(recs, messages.CommitRecord{Seq: uint64(i), Key: fmt.Appendf(nil, "k%d", i%5), Body: fmt.Appendf(nil, "%s-%d", batch, i)})
 	}
 	k := r.key(r.parent, p)
-	res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
+	res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
 	if err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 		r.t.Fatalf("commit to the parent: %v %+v", err, res)
 	}
@@ -121,7 +122,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 		k := r.key(child, p)
 		hwm := r.stats(k).HighWatermark
 		for off := int64(0); off < hwm; off++ {
-			res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
+			res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
 			if err != nil {
 				r.t.Fatalf("read %v@%d: %v", k, off, err)
 			}
@@ -140,7 +141,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 func (r *fanoutRig) childHolds(child messages.Topic) int64 {
 	var n int64
 	for p := range child.Partitions {
-		res, err := request(context.Background(), r.system.Root, partitionPID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
+		res, err := request(context.Background(), r.system.Root, partition.PID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
 		if err == nil {
 			n += res.(*messages.PartitionStats).HighWatermark
 		}
@@ -188,7 +189,7 @@ func TestADelayChildGetsEachRecordOnlyOnceItsDelayHasPassed(t *testing.T) {
 	pk := r.key(r.parent, 1)
 	parentTime := map[string]int64{}
 	for off := range int64(20) {
-		res, err := request(context.Background(), r.system.Root, partitionPID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
+		res, err := request(context.Background(), r.system.Root, partition.PID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +332,7 @@ func BenchmarkFanoutDrain(b *testing.B) {
 			recs[i] = messages.CommitRecord{Key: fmt.Appendf(nil, "k%d", done+i), Body: body}
 		}
 		k := r.key(r.parent, done/64%3)
-		if res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
+		if res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 			b.Fatalf("commit: %v %+v", err, res)
 		}
 		done += n

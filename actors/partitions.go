@@ -1,451 +1,58 @@
 package actors
 
 import (
-	"slices"
-	"strconv"
-	"sync/atomic"
-	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
+	"context"
+	"log/slog"
 
 	"github.com/naradmq/narad/actors/fanout"
-	"github.com/naradmq/narad/actors/mover"
-	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
-	"github.com/naradmq/narad/storage"
 )
 
-// reconcilePartitions asks the partitions supervisor to compare the
-// partitions it runs with those the metastore says this node owns.
-type reconcilePartitions struct{}
+// The node's side of its partitions (actors/partition): what the
+// partitions supervisor and its partition actors get of the node, and the
+// router as the fan-out actors' route.
 
-// reconciled answers a reconcilePartitions sent as a request: the
-// partitions owned here as of the local replica have running actors.
-type reconciled struct{}
-
-// retentionTick asks every partition to apply its topic's retention.
-type retentionTick struct{}
-
-// partitionsActor supervises one child per partition this node owns. It
-// reconciles on every metastore change: it spawns a child for a partition
-// newly owned here and stops the child of one no longer owned. The data of
-// a deleted topic is removed once its children stopped.
-type partitionsActor struct {
-	deps
-	store    partitionsStore
-	children map[messages.PartitionKey]*actor.PID
-	// byPID names each child's partition by its PID's id: a node handing
-	// off 10,000 partitions gets a Terminated per child, and finding each
-	// by a walk over the children was a third of its CPU.
-	byPID map[string]messages.PartitionKey
-	// failed holds partitions whose actor kept failing and was stopped;
-	// they are not respawned until the topic changes (an operator looks).
-	failed map[messages.PartitionKey]bool
-	stop   chan struct{}
-	// changes coalesces the replica's changes into reconciles.
-	changes changeWatch
-	// stopping is set once the supervisor itself stops.
-	stopping bool
-	// retrying: a reconcile is scheduled after a failed preparation.
-	retrying bool
-	// owned is read by the partitions-owned gauge at scrape time.
-	owned *atomic.Int64
-	// linksSent is the signature of the fan-out links each child was
-	// last told (fanout.LinksSignature).
-	linksSent map[messages.PartitionKey]string
-	// ownedBuf and want are each reconcile's scratch, kept between passes:
-	// a bulk move's destination reconciles up to 50 times a second over
-	// thousands of partitions, and building them afresh each time was a
-	// quarter of its CPU with the GC it caused (issue 27's profile).
-	ownedBuf []messages.Assignment
-	want     map[messages.PartitionKey]bool
-	// linksAt is the metadata version the children were last told their
-	// links at (linksTold: they were told once): links change only with
-	// topic records, and walking every child at each of a bulk move's
-	// reconciles was a twentieth of a destination's CPU.
-	linksAt   uint64
-	linksTold bool
-	// cursor is how far the passes followed the owner changes; wholeNext
-	// asks the next pass to read every owned partition (a spawn or a
-	// preparation failed: the journal will not name it again).
-	cursor    metastore.OwnerCursor
-	wholeNext bool
+// partitionDeps is what d's node hands its partitions supervisor: the
+// partition config and the node-wide settings it reads, the node's
+// series, guard, notices and pacer, and the fan-out's deps (fd) and the
+// topic figures (figures; nil in rigs). Opens, the bound on the logs
+// opening at once, is the caller's to set (nil bounds nothing: rigs).
+func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition.Deps {
+	cfg := d.cfg
+	pd := partition.Deps{Config: cfg.Partition, NodeID: cfg.NodeID, DataDir: cfg.DataDir, LogConfig: cfg.Log,
+		Consumer: cfg.Consumer, RequestTimeout: cfg.RequestTimeout, MoveTick: cfg.MoveTick, MoveChunkBytes: cfg.MoveChunkBytes,
+		FreezeTTL: cfg.Move.FreezeTTL, ConfirmRetry: cfg.Move.RetryAfter, FreezeHoldFor: cfg.freezeHold(),
+		Logger: d.log, Clock: cfg.clockOrWall(), Pacer: d.pacer.pidOrNil(), Lane: d.lane, Files: d.files,
+		Guards: d.guards, Fanout: fd, Figures: figures}
+	if d.metrics != nil {
+		pd.Metrics = d.metrics.partitionMetrics()
+	}
+	if d.notifier != nil {
+		pd.Notify = d.notifier.notify
+	}
+	if f := cfg.faults; f != nil {
+		pd.Knobs = f.partition
+	}
+	return pd
 }
 
-const partitionsName = "partitions"
+// routeFanout is the router as a fanout.Route.
+type routeFanout struct{ r *router }
 
-// partitionChildName is the child's name under the supervisor. It holds
-// the incarnation, not the topic name, so that a recreated topic never
-// reaches its predecessor's actor.
-func partitionChildName(k messages.PartitionKey) string {
-	return "p:" + strconv.FormatUint(k.Incarnation, 10) + ":" + strconv.Itoa(k.Partition)
+func (f routeFanout) Topic(name string) (messages.Topic, bool)  { return f.r.replica.Topic(name) }
+func (f routeFanout) LivePartition(t messages.Topic, p int) int { return f.r.livePartition(t, p) }
+func (f routeFanout) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return f.r.ask(ctx, k, msg)
 }
 
-// partitionPID is the address of a partition's actor on this node.
-func partitionPID(sys *actor.ActorSystem, k messages.PartitionKey) *actor.PID {
-	return actor.NewPID(sys.Address(), partitionsName+"/"+partitionChildName(k))
-}
-
-func (s *partitionsActor) Receive(ctx actor.Context) {
-	defer logPanic(s.deps.log, partitionsName)
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		s.watch(ctx)
-		s.reconcile(ctx)
-	case *actor.Stopping:
-		s.stopping = true
-		close(s.stop)
-	case reconcilePartitions:
-		s.reconcile(ctx)
-		if ctx.Sender() != nil {
-			ctx.Respond(reconciled{})
-		}
-	case retentionTick:
-		s.retain(ctx)
-	case mover.DropEarlier:
-		ctx.Respond(s.dropEarlier(ctx, m.Key))
-	case *actor.Terminated:
-		s.terminated(m)
+// newFanoutDeps is what the node's fan-out actors get of it, made once per
+// node (its lag gauges sum every partition's share), r its router.
+func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *router) fanout.Deps {
+	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: routeFanout{r},
+		PartitionOf: partitionForKey, Metrics: m.fanoutMetrics()}
+	if cfg.faults != nil {
+		d.Knobs = cfg.faults.fanout
 	}
-}
-
-// watch turns metastore changes into reconcile messages. The goroutine
-// ends when the supervisor stops.
-func (s *partitionsActor) watch(ctx actor.Context) {
-	s.stop = make(chan struct{})
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go s.changes.run(s.store, s.stop, func() { root.Send(self, reconcilePartitions{}) })
-}
-
-// reconcile brings the children in line with what this node owns: a whole
-// pass over every partition it owns when a topic record may have changed
-// (a create, a delete, fan-out links; the metadata shard moves with the
-// heartbeats too, a few times a second), after a failed spawn or
-// preparation, or when the owner journal no longer holds what changed;
-// otherwise a pass over the partitions whose owner changed since the last
-// one. A bulk move's destination reconciles up to 50 times a second, and
-// a whole pass over its 10,000-20,000 partitions each time was a quarter
-// of its CPU (issue 27's profile).
-func (s *partitionsActor) reconcile(ctx actor.Context) {
-	s.changes.handled()
-	s.retrying = false
-	if s.linksSent == nil {
-		s.linksSent = map[messages.PartitionKey]string{}
-	}
-	// Read before the links are: a topic change after it moves it again,
-	// and its own reconcile tells the links then.
-	metaAt := s.store.MetaVersion()
-	if s.linksTold && metaAt == s.linksAt && !s.wholeNext && s.reconcileChanges(ctx) {
-		s.owned.Store(int64(len(s.children)))
-		return
-	}
-	s.wholeNext = false
-	// Marked before the read: a change during it comes again next pass.
-	s.store.MarkOwners(&s.cursor)
-	s.reconcileWhole(ctx)
-	if !s.linksTold || metaAt != s.linksAt {
-		s.tellLinks(ctx)
-		s.linksAt, s.linksTold = metaAt, true
-	}
-	s.owned.Store(int64(len(s.children)))
-}
-
-// reconcileWhole compares every partition this node owns with the children.
-func (s *partitionsActor) reconcileWhole(ctx actor.Context) {
-	s.ownedBuf = s.store.AppendOwnedBy(s.cfg.NodeID, s.ownedBuf[:0])
-	// want maps each partition this node owns to whether a move targets it.
-	if s.want == nil {
-		s.want = make(map[messages.PartitionKey]bool, len(s.ownedBuf))
-	}
-	want := s.want
-	clear(want)
-	topics := topicCache{store: s.store}
-	for _, a := range s.ownedBuf {
-		if k, ok := topics.currentKey(a); ok {
-			want[k] = a.Target != ""
-		}
-	}
-	var leaving []messages.PartitionKey
-	for k := range s.children {
-		if _, ok := want[k]; !ok {
-			leaving = append(leaving, k)
-		}
-	}
-	s.handOver(ctx, leaving)
-	for k := range s.failed {
-		if _, ok := want[k]; !ok {
-			delete(s.failed, k)
-		}
-	}
-	for k, targeted := range want {
-		s.spawn(ctx, k, targeted)
-	}
-}
-
-// reconcileChanges compares the partitions whose owner changed since the
-// last pass with the children; false when it cannot (the journal lost some
-// changes, or a partition was deleted: a whole pass finds its child by the
-// topic it no longer has), and the caller makes a whole pass.
-func (s *partitionsActor) reconcileChanges(ctx actor.Context) bool {
-	changed, ok := s.store.OwnerChangesSince(&s.cursor, s.ownedBuf[:0])
-	s.ownedBuf = changed
-	if !ok {
-		return false
-	}
-	for _, a := range changed {
-		if a.Topic == "" {
-			return false // deleted: the cursor moved on, the whole pass sees the rest
-		}
-	}
-	topics := topicCache{store: s.store}
-	var leaving []messages.PartitionKey
-	if s.want == nil {
-		s.want = map[messages.PartitionKey]bool{}
-	}
-	clear(s.want)
-	for _, a := range changed {
-		k, current := topics.currentKey(a)
-		if !current {
-			continue // no child of it: the topic record changed, and a whole pass follows
-		}
-		if a.Owner == s.cfg.NodeID {
-			s.want[k] = a.Target != ""
-			continue
-		}
-		delete(s.want, k) // owned earlier in this list, not any more
-		if _, running := s.children[k]; running && !slices.Contains(leaving, k) {
-			leaving = append(leaving, k)
-		}
-		delete(s.failed, k)
-	}
-	s.handOver(ctx, leaving)
-	for k, targeted := range s.want {
-		s.spawn(ctx, k, targeted)
-	}
-	return true
-}
-
-// spawn starts k's actor unless it runs or its supervisor gave up on it.
-func (s *partitionsActor) spawn(ctx actor.Context, k messages.PartitionKey, targeted bool) {
-	if _, running := s.children[k]; running || s.failed[k] {
-		return
-	}
-	if err := prepareTopicDir(s.deps, s.store, k); err != nil {
-		// Refused under the guard (a partition of the deleted
-		// incarnation still closing, a record not caught up) or
-		// failed: try again shortly, a change may not come.
-		s.deps.log.Error("prepare topic directory", "topic", k.Topic, "err", err)
-		s.retryLater(ctx)
-		return
-	}
-	d, dir, owners, moving := s.deps, storage.PartitionPath(s.cfg.DataDir, k.Topic, k.Partition), ownerReader(s.store), targeted
-	// The links are read at each production, so a restarted actor
-	// anchors the links of the moment, not those of its first spawn.
-	store := s.store
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return newPartitionActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
-	})
-	pid, err := ctx.SpawnNamed(props, partitionChildName(k))
-	if err != nil {
-		s.deps.log.Error("spawn partition", "partition", k, "err", err)
-		s.wholeNext = true // the next change retries it, as a whole pass would
-		return
-	}
-	ctx.Watch(pid)
-	s.children[k] = pid
-	if s.byPID == nil {
-		s.byPID = map[string]messages.PartitionKey{}
-	}
-	s.byPID[pid.Id] = k
-	s.linksSent[k] = fanout.LinksSignature(fanout.LinksOf(s.store, k))
-}
-
-// tellLinks tells each partition actor its topic's fan-out links when they
-// changed since it was last told (an attach, a detach, a child deleted).
-func (s *partitionsActor) tellLinks(ctx actor.Context) {
-	// One look-up and signature per topic, not per partition: a bulk move
-	// reconciles thousands of partitions of a few topics, often.
-	type topicLinks struct {
-		links []messages.ChildLink
-		sig   string
-	}
-	byTopic := map[uint64]topicLinks{}
-	for k, pid := range s.children {
-		tl, ok := byTopic[k.Incarnation]
-		if !ok {
-			tl.links = fanout.LinksOf(s.store, k)
-			tl.sig = fanout.LinksSignature(tl.links)
-			byTopic[k.Incarnation] = tl
-		}
-		links, sig := tl.links, tl.sig
-		if sig == s.linksSent[k] {
-			continue
-		}
-		s.linksSent[k] = sig
-		ctx.Send(pid, fanout.Links{Links: links})
-	}
-}
-
-// dropEarlier stops k's actor when it still runs and this node does not
-// own k: the state of an earlier ownership, leases and acks in memory,
-// must not survive into the one an install starts (rule K7, the mover's
-// mover.DropEarlier).
-func (s *partitionsActor) dropEarlier(ctx actor.Context, k messages.PartitionKey) mover.DroppedEarlier {
-	if _, running := s.children[k]; !running {
-		return mover.DroppedEarlier{}
-	}
-	if a, ok := s.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == s.cfg.NodeID {
-		return mover.DroppedEarlier{} // served now: not an earlier ownership
-	}
-	s.handOver(ctx, []messages.PartitionKey{k})
-	s.owned.Store(int64(len(s.children)))
-	return mover.DroppedEarlier{Stopped: true}
-}
-
-// retryLater reconciles again after a MoveTick, once however many
-// partitions asked for it.
-func (s *partitionsActor) retryLater(ctx actor.Context) {
-	s.wholeNext = true // the partitions it retries are not in the journal
-	if s.retrying {
-		return
-	}
-	s.retrying = true
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.cfg.MoveTick, func() { root.Send(self, reconcilePartitions{}) })
-}
-
-// handOver stops the actors of partitions this node no longer owns, all
-// at once: a bulk move hands hundreds over in one pass, and each close
-// waits for its own fsyncs. Each is first told, when a flip took it away,
-// the HWM its new owner's copy ends at (records past it would exist
-// nowhere else); the answers are awaited, since a stop is a system message
-// and would overtake the telling. Then every stop is awaited: a log must be
-// closed before a deleted topic's files go.
-func (s *partitionsActor) handOver(ctx actor.Context, keys []messages.PartitionKey) {
-	if len(keys) == 0 {
-		return
-	}
-	// Their freezes count no more (rule B5): the flip that took them
-	// committed, and the pacer's room is what the next moves off this node
-	// wait for. Each close would thaw its own, but only after every
-	// handover of this pass is told and stopped in turn.
-	for _, k := range keys {
-		s.pacer.thaw(ctx, k)
-	}
-	told := make([]*actor.Future, len(keys))
-	for i, k := range keys {
-		told[i] = s.tellHandover(ctx, k, s.children[k])
-	}
-	for i, f := range told {
-		if f == nil {
-			continue
-		}
-		if _, err := f.Result(); err != nil {
-			s.deps.log.Error("tell a handed-over partition its flipped HWM; it closes unchecked", "partition", keys[i], "err", err)
-		}
-	}
-	stopped := make([]*actor.Future, len(keys))
-	for i, k := range keys {
-		stopped[i] = ctx.StopFuture(s.children[k])
-	}
-	for i, k := range keys {
-		if err := stopped[i].Wait(); err != nil {
-			s.deps.log.Error("stop partition", "partition", k, "err", err)
-		}
-		delete(s.byPID, s.children[k].Id)
-		delete(s.children, k)
-		delete(s.linksSent, k)
-		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
-			s.purge(k)
-		}
-	}
-}
-
-// tellHandover tells the actor of a partition that moved away from this
-// node, by a flip that named the new owner's HWM, what that HWM is; nil
-// when no flip by this node's hand took it (nothing to check).
-func (s *partitionsActor) tellHandover(ctx actor.Context, k messages.PartitionKey, pid *actor.PID) *actor.Future {
-	a, ok := s.store.Assignment(k.Incarnation, k.Partition)
-	if !ok || a.Owner == s.cfg.NodeID || a.FlippedFrom != s.cfg.NodeID {
-		return nil
-	}
-	return ctx.RequestFuture(pid, handedOver{to: a.Owner, hwm: a.FlippedAtHWM}, s.cfg.RequestTimeout)
-}
-
-// terminated handles a child that stopped. A child the supervisor gave up
-// on is remembered so a reconcile does not respawn it in a loop.
-func (s *partitionsActor) terminated(m *actor.Terminated) {
-	if s.stopping {
-		return // the node is shutting down: every child stops
-	}
-	k, ok := s.byPID[m.Who.Id]
-	if !ok || !s.children[k].Equal(m.Who) {
-		return // handed over: handOver forgot it when its stop was awaited
-	}
-	delete(s.byPID, m.Who.Id)
-	delete(s.children, k)
-	delete(s.linksSent, k)
-	s.failed[k] = true
-	s.owned.Store(int64(len(s.children)))
-	s.deps.log.Error("partition stopped after repeated failures; not serving it", "partition", k)
-}
-
-func (s *partitionsActor) retain(ctx actor.Context) {
-	for k, pid := range s.children {
-		if t, ok := s.store.Topic(k.Topic); ok && t.RetentionMs > 0 {
-			ctx.Send(pid, &messages.Retain{MaxAge: msDuration(t.RetentionMs)})
-		}
-	}
-}
-
-// purge removes a deleted topic's partition data, and the topic directory
-// once no partition is left in it.
-//
-// It runs under the topic's guard, and only while the topic directory's
-// marker still names the deleted incarnation: a successor's move may have
-// set that directory aside and installed its own partition at the same
-// path meanwhile (rule V9); the copy set aside is the sweep's then.
-func (s *partitionsActor) purge(k messages.PartitionKey) {
-	unlock := s.guards.Lock(k.Topic)
-	defer unlock()
-	ok, err := storage.MarkerNames(s.cfg.DataDir, k.Topic, k.Incarnation, false)
-	switch {
-	case err != nil:
-		s.deps.log.Error("purge deleted partition: read the topic directory's marker", "partition", k, "err", err)
-		return
-	case !ok || s.guards.PartitionOpen(k.Topic, k.Partition):
-		return
-	}
-	if err := storage.PurgePartition(s.cfg.DataDir, k.Topic, k.Partition); err != nil {
-		s.deps.log.Error("purge deleted partition", "partition", k, "err", err)
-	}
-}
-
-// topicCache names the partition of an assignment (currentKey) when it
-// belongs to the topic's current incarnation and partition count; an
-// assignment of a deleted incarnation, or past a count not yet grown here,
-// is no partition to serve or move. A pass over thousands of assignments
-// of a few topics looks each topic up once per incarnation, not per
-// partition.
-type topicCache struct {
-	store routeReader
-	seen  map[uint64]messages.Topic
-}
-
-func (c *topicCache) currentKey(a messages.Assignment) (messages.PartitionKey, bool) {
-	t, ok := c.seen[a.Incarnation]
-	if !ok {
-		t, ok = c.store.Topic(a.Topic)
-		if !ok || t.Incarnation != a.Incarnation {
-			t = messages.Topic{} // Partitions 0: no partition of it is current
-		}
-		if c.seen == nil {
-			c.seen = map[uint64]messages.Topic{}
-		}
-		c.seen[a.Incarnation] = t
-	}
-	if t.Name != a.Topic || a.Partition >= t.Partitions {
-		return messages.PartitionKey{}, false
-	}
-	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
+	return d
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -283,13 +284,12 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 	}
 	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })), owned: new(atomic.Int64), dataDir: cfg.DataDir}
 	m := newNodeMetrics("rig-" + t.Name())
-	d := deps{cfg: cfg, log: testLogger(t), metrics: m, notifier: newCommitNotifier(),
-		fanoutDeps: newFanoutDeps(cfg, testLogger(t), m, &router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second})}
+	d := deps{cfg: cfg, log: testLogger(t), metrics: m, notifier: newCommitNotifier()}
+	pd := partitionDeps(d, newFanoutDeps(cfg, testLogger(t), m, &router{self: "n1", system: r.system, replica: r.replica, timeout: time.Second}), nil)
 	r.metrics = d.metrics
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &partitionsActor{deps: d, store: r.replica, children: map[messages.PartitionKey]*actor.PID{},
-			failed: map[messages.PartitionKey]bool{}, owned: r.owned}
-	}), partitionsName)
+		return partition.NewSupervisor(pd, r.replica, r.owned)
+	}), partition.SupervisorName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Config)) *supervisorRig {
 // serving reports whether partition p of t has an actor here that answers.
 func (r *supervisorRig) serving(t messages.Topic, p int) bool {
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-	_, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), &messages.GetStats{}, time.Second)
+	_, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.GetStats{}, time.Second)
 	return err == nil
 }
 
@@ -472,7 +472,7 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
 	ask := func(msg any) any {
 		t.Helper()
-		res, err := request(context.Background(), r.system.Root, partitionPID(r.system, k), msg, 5*time.Second)
+		res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), msg, 5*time.Second)
 		if err != nil {
 			t.Fatalf("ask %T: %v", msg, err)
 		}

@@ -137,34 +137,6 @@ func TestReadyBookKeepsANoticeNewerThanTheAsk(t *testing.T) {
 	}
 }
 
-func TestReservationTableDeliverable(t *testing.T) {
-	now := time.Unix(3000, 0)
-	lim := reserveLimits{HWM: 3, Oldest: 0, MaxInFlight: 2, MaxAckedAhead: 8, Visibility: time.Second}
-	tb := newReservationTable(-1, nil)
-	if !tb.deliverable(lim) {
-		t.Fatal("three records, none leased: got not deliverable")
-	}
-	if _, ok := tb.nextExpiry(); ok {
-		t.Fatal("no lease out: got an expiry")
-	}
-	off, _ := tb.reserve(now, lim, 1)
-	if at, ok := tb.nextExpiry(); !ok || !at.Equal(now.Add(time.Second)) {
-		t.Fatalf("one lease out: got expiry %v %v, want %v", at, ok, now.Add(time.Second))
-	}
-	tb.reserve(now, lim, 2)
-	if tb.deliverable(lim) {
-		t.Fatal("max_in_flight leases out: got deliverable")
-	}
-	tb.ack(now, off, 1, lim.MaxAckedAhead)
-	if !tb.deliverable(lim) {
-		t.Fatal("a slot freed and record 2 unleased: got not deliverable")
-	}
-	tb.reserve(now, lim, 3)
-	if tb.deliverable(lim) {
-		t.Fatal("every record leased or acked: got deliverable")
-	}
-}
-
 func BenchmarkConsumePlan(b *testing.B) {
 	for _, n := range []int{12, 108} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 
-	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -43,28 +42,4 @@ type leaderReads interface {
 	// CatchUp returns once the local replica applied everything the
 	// leaders had committed when it was called.
 	CatchUp(ctx context.Context) error
-}
-
-// partitionsStore is what the partitions supervisor reads: which
-// partitions this node owns, and when that may have changed.
-type partitionsStore interface {
-	replica
-	// AppendOwnedBy is OwnedBy unsorted, appended to buf.
-	AppendOwnedBy(node string, buf []messages.Assignment) []messages.Assignment
-	// MarkOwners and OwnerChangesSince follow ownership change by change
-	// between whole passes.
-	MarkOwners(c *metastore.OwnerCursor)
-	OwnerChangesSince(c *metastore.OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool)
-	// MetaVersion moves whenever a topic record (its fan-out links among
-	// them) may have changed.
-	MetaVersion() uint64
-	watcher
-	ownerReader
-}
-
-// ownerReader is what a partition's freeze gate asks after a reported
-// freeze lapsed: the leader's assignment, read linearizably, after which
-// the local replica has applied every flip committed before the read.
-type ownerReader interface {
-	LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error)
 }

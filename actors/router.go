@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -128,7 +129,7 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 
 // local sends msg to the actor of a partition on this node.
 func (r *router) local(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return request(ctx, r.system.Root, partitionPID(r.system, k), msg, r.timeout)
+	return request(ctx, r.system.Root, partition.PID(r.system, k), msg, r.timeout)
 }
 
 // owner is the node that serves k: "" (with an error) when the replica

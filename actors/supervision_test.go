@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -41,7 +42,7 @@ func (f *flakyOpen) tries() int {
 func TestAFailingPartitionIsRestartedWithBackoffAndServesAgain(t *testing.T) {
 	flaky := &flakyOpen{partition: 1, failures: 2}
 	tn := newTestNode(t, func(c *Config) {
-		c.faults = &faultHooks{openPartition: flaky.open}
+		c.faults = &faultHooks{partition: partition.Knobs{OpenPartition: flaky.open}}
 		c.PartitionMaxRestarts = 5
 	})
 	restarts := tn.n.metrics.actorRestarts.Get()
@@ -62,7 +63,7 @@ func TestAFailingPartitionIsRestartedWithBackoffAndServesAgain(t *testing.T) {
 func TestAPartitionThatKeepsFailingIsStoppedAndTheRestKeepServing(t *testing.T) {
 	flaky := &flakyOpen{partition: 0, failures: 1 << 30}
 	tn := newTestNode(t, func(c *Config) {
-		c.faults = &faultHooks{openPartition: flaky.open}
+		c.faults = &faultHooks{partition: partition.Knobs{OpenPartition: flaky.open}}
 		c.PartitionMaxRestarts = 2
 	})
 	failed := tn.n.metrics.partitionFailed.Get()

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -256,7 +257,7 @@ func (n *Node) servePlaced(ctx context.Context, t messages.Topic) {
 	if err := n.store.CatchUp(ctx); err != nil {
 		n.log.Warn("catch up with a placement", "topic", t.Name, "err", err)
 	}
-	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, partition.Reconcile{}); err != nil {
 		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
 	}
 }
@@ -372,7 +373,7 @@ func (n *Node) DeleteTopic(ctx context.Context, name string) error {
 	if err := n.store.CatchUp(ctx); err != nil {
 		n.log.Warn("catch up after deleting a topic", "topic", name, "err", err)
 	}
-	if _, err := n.request(ctx, n.partitions, reconcilePartitions{}); err != nil {
+	if _, err := n.request(ctx, n.partitions, partition.Reconcile{}); err != nil {
 		n.log.Warn("reconcile after deleting a topic", "topic", name, "err", err)
 	}
 	return nil

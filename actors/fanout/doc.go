@@ -18,7 +18,6 @@
 // The package knows no Node and no partition actor: what it needs of its
 // node comes in Deps (a Route interface of its own, which the root package
 // adapts its router to, the Metrics the node registered, the contract's
-// PartitionOf), and the root package actors spawns the actor from the
-// partition actor (actors/partition_fanout.go) and answers its messages
-// there.
+// PartitionOf), and the partition actor (actors/partition/fanout.go)
+// spawns the actor and answers its messages.
 package fanout

@@ -43,7 +43,7 @@ type rig struct {
 type add struct{ n int }
 
 // parentActor is the rig's partition actor: it spawns the fan-out actor
-// as its child, as partitionActor.setLinks does.
+// as its child, as partition.Actor.setLinks does.
 type parentActor struct {
 	r     *rig
 	d     Deps
@@ -87,7 +87,7 @@ func (r *rig) links() Links {
 	return Links{Links: []messages.ChildLink{r.link}, Cursors: map[string]int64{r.link.Name: r.cursor}, HWM: r.oldest + int64(len(r.recs))}
 }
 
-// read answers a Read as partitionActor.fanoutRead does, the byte bound
+// read answers a Read as partition.Actor.fanoutRead does, the byte bound
 // aside.
 func (r *rig) read(m *Read) Records {
 	r.mu.Lock()

@@ -91,7 +91,7 @@ func settings(c *actors.Config) []setting {
 			usage: "bytes of one chunk read of a copy (4 KiB to 900 KiB: a chunk is one NATS message)"},
 		{flag: "move-chunk-window", fields: []string{"Mover.ChunkWindow", "ChunkWindow", "MoveChunkWindow"}, ptr: &c.Mover.ChunkWindow,
 			usage: "chunk reads of one move in flight, a count (1 to 64)"},
-		{flag: "lease-drain-timeout", fields: []string{"LeaseDrainTimeout"}, ptr: &c.LeaseDrainTimeout,
+		{flag: "lease-drain-timeout", fields: []string{"Partition.LeaseDrainTimeout", "LeaseDrainTimeout"}, ptr: &c.Partition.LeaseDrainTimeout,
 			usage: "how long a freeze waits for leases out before it reports"},
 		{flag: "move-tick", fields: []string{"MoveTick"}, ptr: &c.MoveTick,
 			usage: "the move runner's tick"},

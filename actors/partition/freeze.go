@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"context"
@@ -21,22 +21,22 @@ import (
 // this actor forwards to it, and tells the gate each change as a message,
 // taken here in this mailbox's order.
 
-// leaseDrainPoll is how often a prepare looks at the leases out again.
-const leaseDrainPoll = 10 * time.Millisecond
+// LeaseDrainPoll is how often a prepare looks at the leases out again.
+const LeaseDrainPoll = 10 * time.Millisecond
 
 // freezePoll is the lease poll's timer firing for the prepare of token.
 type freezePoll struct{ token string }
 
 // gateConfig is the freeze's part of the node's configuration.
-func gateConfig(c Config) freeze.Config {
-	return freeze.Config{FreezeTTL: c.Move.FreezeTTL, LeaseDrainTimeout: c.LeaseDrainTimeout, LeaseDrainPoll: leaseDrainPoll,
-		ConfirmRetry: c.Move.RetryAfter}
+func gateConfig(d Deps) freeze.Config {
+	return freeze.Config{FreezeTTL: d.FreezeTTL, LeaseDrainTimeout: d.Config.LeaseDrainTimeout, LeaseDrainPoll: LeaseDrainPoll,
+		ConfirmRetry: d.ConfirmRetry}
 }
 
 // step feeds one event to the gate and carries out what it decides. It
 // reports whether the gate refused what the event asked for (a commit, a
 // reservation, a publish); the caller answers that refusal itself.
-func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
+func (p *Actor) step(ctx actor.Context, ev any) (refused bool) {
 	var fx []any
 	p.gate, fx = freeze.GateStep(p.gateCfg, p.gate, p.clock.Now(), ev)
 	for _, f := range fx {
@@ -51,7 +51,7 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 		case freeze.Report:
 			p.reportHandoff(ctx, f)
 		case freeze.NotifyConsumers:
-			p.notifier.notify(p.key) // consumes may resume here
+			p.notify() // consumes may resume here
 		case freeze.ConfirmOwner:
 			p.confirmOwner(ctx, f.After)
 		case freeze.Pinned, freeze.Reopened:
@@ -67,12 +67,23 @@ func (p *partitionActor) step(ctx actor.Context, ev any) (refused bool) {
 // freeze; it lives as long as this actor (a restart stops it with the
 // freeze: a restarted partition opens frozen again if a move still
 // targets it, freeze.Reopen).
-func (p *partitionActor) freezeActor(ctx actor.Context) *actor.PID {
+func (p *Actor) freezeActor(ctx actor.Context) *actor.PID {
 	if p.freezer == nil {
 		d := p.freezeDeps()
 		p.freezer = ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return freeze.New(d) }), "freeze")
 	}
 	return p.freezer
+}
+
+// freezeDeps is the freeze actor of partition p.
+func (p *Actor) freezeDeps() freeze.Deps {
+	d := freeze.Deps{Config: p.gateCfg, Clock: p.clock, Key: p.key, Pacer: p.deps.Pacer,
+		HoldFor: p.deps.FreezeHoldFor, Nonce: p.boot, Log: p.deps.Logger, Name: p.name}
+	if step := p.deps.Knobs.FreezeStep; step != nil {
+		k := p.key
+		d.Knobs.BeforeStep = func(ev any) { step(k, ev) }
+	}
+	return d
 }
 
 // HandleFailure is the supervision of the partition actor's children. A
@@ -81,7 +92,7 @@ func (p *partitionActor) freezeActor(ctx actor.Context) *actor.PID {
 // move targets it, freeze.Reopen) knows what its gate may let through
 // then, so it escalates to the partitions supervisor. The fan-out actor is
 // restarted as protoactor's default strategy does.
-func (p *partitionActor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
+func (p *Actor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
 	if p.freezer != nil && child.Equal(p.freezer) {
 		sup.EscalateFailure(reason, msg)
 		return
@@ -97,9 +108,9 @@ type ownerConfirmed struct{ owner, failed bool }
 // have committed unseen by this replica. The read is a ReadIndex, so once
 // it answers the local replica has any such flip and the supervisor hands
 // the partition over. The goroutine ends with the read's timeout.
-func (p *partitionActor) confirmOwner(ctx actor.Context, after time.Duration) {
+func (p *Actor) confirmOwner(ctx actor.Context, after time.Duration) {
 	self, root, k, owners := ctx.Self(), ctx.ActorSystem().Root, p.key, p.owners
-	timeout, me := p.cfg.RequestTimeout, p.cfg.NodeID
+	timeout, me := p.deps.RequestTimeout, p.deps.NodeID
 	p.clock.AfterFunc(after, func() {
 		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -108,21 +119,21 @@ func (p *partitionActor) confirmOwner(ctx actor.Context, after time.Duration) {
 	})
 }
 
-func (p *partitionActor) ownerConfirmed(ctx actor.Context, m ownerConfirmed) {
+func (p *Actor) ownerConfirmed(ctx actor.Context, m ownerConfirmed) {
 	if p.log == nil {
 		return
 	}
 	if m.failed || !m.owner {
-		p.deps.log.Warn("partition: a reported freeze lapsed and the leader does not confirm this node owns it; commits wait", "partition", p.name, "read_failed", m.failed)
+		p.deps.Logger.Warn("partition: a reported freeze lapsed and the leader does not confirm this node owns it; commits wait", "partition", p.name, "read_failed", m.failed)
 	}
 	p.step(ctx, freeze.OwnerConfirmed{Owner: m.owner, Err: m.failed})
 }
 
 // pipeline is what the freeze must know of the commit pipeline and the
 // leases when a prepare may report.
-func (p *partitionActor) pipeline() freeze.Partition {
+func (p *Actor) pipeline() freeze.Partition {
 	settling := p.syncing != nil || len(p.writing) > 0 || len(p.awaiting) > 0
-	if f := p.cfg.faults; f != nil && f.reportPastPipeline {
+	if p.deps.Knobs.ReportPastPipeline {
 		settling = false
 	}
 	return freeze.Partition{Settling: settling, LeasesOut: p.table.inFlight()}
@@ -130,7 +141,7 @@ func (p *partitionActor) pipeline() freeze.Partition {
 
 // settled tells a waiting prepare that the pipeline moved on (a write
 // became visible or failed).
-func (p *partitionActor) settled(ctx actor.Context) {
+func (p *Actor) settled(ctx actor.Context) {
 	if p.log == nil {
 		return
 	}
@@ -138,7 +149,7 @@ func (p *partitionActor) settled(ctx actor.Context) {
 }
 
 // pollFreeze is the lease poll's timer firing.
-func (p *partitionActor) pollFreeze(ctx actor.Context, m freezePoll) {
+func (p *Actor) pollFreeze(ctx actor.Context, m freezePoll) {
 	if p.log == nil {
 		return
 	}
@@ -148,7 +159,7 @@ func (p *partitionActor) pollFreeze(ctx actor.Context, m freezePoll) {
 // gateWord is the freeze actor's word: a prepare armed (Close, which the
 // gate takes with the pipeline as it is now), or a freeze lapsed or was
 // released.
-func (p *partitionActor) gateWord(ctx actor.Context, ev any) {
+func (p *Actor) gateWord(ctx actor.Context, ev any) {
 	if p.log == nil {
 		return
 	}
@@ -162,7 +173,7 @@ func (p *partitionActor) gateWord(ctx actor.Context, ev any) {
 // reportHandoff answers a prepare with the listing, read now: the pipeline
 // has settled, so every batch that passed the gate is in it (rules F3, F4:
 // the frontier is the in-memory one).
-func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
+func (p *Actor) reportHandoff(ctx actor.Context, r freeze.Report) {
 	ls := p.listing(0)
 	p.step(ctx, freeze.Reported{Token: r.Token, HWM: ls.HWM, OK: ls.Status == messages.StatusOK})
 	ctx.Send(r.Asker.(*actor.PID), &messages.HandoffResult{Status: messages.StatusOK, Token: r.Token, Listing: ls})
@@ -172,7 +183,7 @@ func (p *partitionActor) reportHandoff(ctx actor.Context, r freeze.Report) {
 // HWM and the segments' committed bytes (rule C7, listingReads): a listing
 // never carries a position past what it copies. A partition of at most
 // inline committed bytes has them read into the listing (inlineSegments).
-func (p *partitionActor) listing(inline int) *messages.PartitionListing {
+func (p *Actor) listing(inline int) *messages.PartitionListing {
 	if p.log == nil {
 		return &messages.PartitionListing{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
@@ -225,7 +236,7 @@ func (r listingReads) read() *messages.PartitionListing {
 // commit lands between the sizes listed and the bytes read; a read that
 // comes back short leaves every segment without its bytes, and the
 // destination reads them in chunks as before.
-func (p *partitionActor) inlineSegments(ls *messages.PartitionListing, max int) {
+func (p *Actor) inlineSegments(ls *messages.PartitionListing, max int) {
 	var total int64
 	for _, sg := range ls.Segments {
 		total += sg.Size
@@ -247,7 +258,7 @@ func (p *partitionActor) inlineSegments(ls *messages.PartitionListing, max int) 
 
 // moveMarker is the copy's move marker as a listing reports it, read once
 // when the log opened (nothing rewrites it while the log is open).
-func (p *partitionActor) moveMarker(now time.Time) *messages.MoveMarker {
+func (p *Actor) moveMarker(now time.Time) *messages.MoveMarker {
 	if p.marker == nil {
 		return nil
 	}
@@ -267,13 +278,13 @@ func (p *partitionActor) moveMarker(now time.Time) *messages.MoveMarker {
 // size (rule C4), the bytes below it are never rewritten (a refused publish
 // or an abort truncates only past it), and a log closed meanwhile answers
 // ErrClosed. Each goroutine ends with its one read.
-func (p *partitionActor) serveChunk(ctx actor.Context, m *messages.ReadChunk) {
-	if p.log == nil || p.cfg.MoveChunkReadsInFlight == 0 {
+func (p *Actor) serveChunk(ctx actor.Context, m *messages.ReadChunk) {
+	if p.log == nil || p.deps.Config.MoveChunkReadsInFlight == 0 {
 		ctx.Respond(p.readChunk(m))
 		return
 	}
 	if p.chunkReads == nil {
-		p.chunkReads = make(chan struct{}, p.cfg.MoveChunkReadsInFlight)
+		p.chunkReads = make(chan struct{}, p.deps.Config.MoveChunkReadsInFlight)
 	}
 	select {
 	case p.chunkReads <- struct{}{}:
@@ -281,7 +292,7 @@ func (p *partitionActor) serveChunk(ctx actor.Context, m *messages.ReadChunk) {
 		ctx.Respond(p.readChunk(m))
 		return
 	}
-	l, limit, slots := p.log, p.cfg.MoveChunkBytes, p.chunkReads
+	l, limit, slots := p.log, p.deps.MoveChunkBytes, p.chunkReads
 	sender, root := ctx.Sender(), ctx.ActorSystem().Root
 	go func() {
 		defer func() { <-slots }()
@@ -293,11 +304,11 @@ func (p *partitionActor) serveChunk(ctx actor.Context, m *messages.ReadChunk) {
 }
 
 // readChunk reads committed bytes only (rule C4), at most MoveChunkBytes.
-func (p *partitionActor) readChunk(m *messages.ReadChunk) *messages.Chunk {
+func (p *Actor) readChunk(m *messages.ReadChunk) *messages.Chunk {
 	if p.log == nil {
 		return &messages.Chunk{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
-	return readChunk(p.log, m, p.cfg.MoveChunkBytes)
+	return readChunk(p.log, m, p.deps.MoveChunkBytes)
 }
 
 func readChunk(l *storage.Log, m *messages.ReadChunk, limit int) *messages.Chunk {
@@ -316,7 +327,7 @@ func readChunk(l *storage.Log, m *messages.ReadChunk, limit int) *messages.Chunk
 // handoff forwards a freeze request to the freeze actor, which answers
 // it: prepare (rules F1-F5), re-arm (F6), fence (F9) or release. A fence
 // carries the HWM as this actor has it.
-func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
+func (p *Actor) handoff(ctx actor.Context, m *messages.Handoff) {
 	if p.log == nil {
 		ctx.Respond(&messages.HandoffResult{Status: messages.StatusUnavailable, Err: "partition not open"})
 		return
@@ -330,7 +341,7 @@ func (p *partitionActor) handoff(ctx actor.Context, m *messages.Handoff) {
 
 // askFreeze forwards a freeze.Ask to the freeze actor, or answers it: no
 // freeze yet.
-func (p *partitionActor) askFreeze(ctx actor.Context, m freeze.Ask) {
+func (p *Actor) askFreeze(ctx actor.Context, m freeze.Ask) {
 	if p.freezer == nil {
 		ctx.Respond(freeze.Status{})
 		return
@@ -340,7 +351,7 @@ func (p *partitionActor) askFreeze(ctx actor.Context, m freeze.Ask) {
 
 // refuseStash answers every commit not yet written: refused by the
 // freeze, nothing appended; the dispatcher retries them at the new owner.
-func (p *partitionActor) refuseStash(ctx actor.Context) {
+func (p *Actor) refuseStash(ctx actor.Context) {
 	for _, c := range p.stash {
 		if c.sender != nil {
 			ctx.Send(c.sender, frozenResult(p.key, c.m))
@@ -358,7 +369,7 @@ func frozenResult(k messages.PartitionKey, m *messages.Commit) *messages.CommitR
 // it holds, so a publish that does is a bug). Such a write is taken back
 // instead: its frames are truncated, its commits fail and the dispatcher
 // retries them at the new owner; it is logged and counted, never served.
-func (p *partitionActor) publish(ctx actor.Context, b *storage.Batch) error {
+func (p *Actor) publish(ctx actor.Context, b *storage.Batch) error {
 	if err := p.pinnedRefusal(ctx); err != nil {
 		return p.log.Abort(err)
 	}
@@ -368,12 +379,12 @@ func (p *partitionActor) publish(ctx actor.Context, b *storage.Batch) error {
 // pinnedRefusal is the error, logged and counted, for making the awaiting
 // batch visible while a freeze's reported HWM is pinned (by a publish, or
 // by the flush of a partition that closes); nil when that is allowed.
-func (p *partitionActor) pinnedRefusal(ctx actor.Context) error {
+func (p *Actor) pinnedRefusal(ctx actor.Context) error {
 	if !p.step(ctx, freeze.Publish{Awaiting: len(p.awaiting) > 0}) {
 		return nil
 	}
-	p.metrics.frozenPublishRefused.Inc()
-	p.deps.log.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.gate.HWM, "records", recordsIn(p.awaiting))
+	p.deps.Metrics.FrozenPublishRefused.Inc()
+	p.deps.Logger.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.gate.HWM, "records", recordsIn(p.awaiting))
 	return fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.gate.HWM, ErrInvariant)
 }
 

@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"fmt"
@@ -10,14 +10,14 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// topicFigures are the figures an operator watches per topic, summed over
+// Figures are the figures an operator watches per topic, summed over
 // the topic's partitions on this node at scrape time:
 // narad_topic_backlog_records{node,topic} (records not yet acked, leased
 // or not) and narad_topic_leases{node,topic} (leases out). Per topic, not
 // per partition: 30,000 partitions would flood a TSDB. Each partition
 // actor stores its own figures in atomics as they change (no lock on the
 // commit or ack path); the gauges' callbacks read them under the lock.
-type topicFigures struct {
+type Figures struct {
 	node    string
 	set     *metrics.Set
 	mu      sync.Mutex
@@ -29,11 +29,12 @@ type partitionFigures struct {
 	backlog, leases, bytes atomic.Int64
 }
 
-// newTopicFigures makes the node's book, with the node-wide gauge of the
-// bytes its partition logs hold on disk (narad_partitions_disk_bytes).
-func newTopicFigures(m *nodeMetrics) *topicFigures {
-	f := &topicFigures{node: m.node, set: m.set, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
-	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_partitions_disk_bytes{node=%q}`, m.node), func() float64 {
+// NewFigures makes the node's book over its series set, node its label,
+// with the node-wide gauge of the bytes its partition logs hold on disk
+// (narad_partitions_disk_bytes).
+func NewFigures(set *metrics.Set, node string) *Figures {
+	f := &Figures{node: node, set: set, byTopic: map[string]map[messages.PartitionKey]*partitionFigures{}}
+	set.GetOrCreateGauge(fmt.Sprintf(`narad_partitions_disk_bytes{node=%q}`, node), func() float64 {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		var n int64
@@ -47,14 +48,14 @@ func newTopicFigures(m *nodeMetrics) *topicFigures {
 	return f
 }
 
-func (f *topicFigures) names(topic string) (backlog, leases string) {
+func (f *Figures) names(topic string) (backlog, leases string) {
 	return fmt.Sprintf(`narad_topic_backlog_records{node=%q,topic=%q}`, f.node, topic),
 		fmt.Sprintf(`narad_topic_leases{node=%q,topic=%q}`, f.node, topic)
 }
 
 // open registers k's figures, and the topic's gauges with its first
 // partition on this node. A nil book (rigs) hands out figures nobody reads.
-func (f *topicFigures) open(k messages.PartitionKey) *partitionFigures {
+func (f *Figures) open(k messages.PartitionKey) *partitionFigures {
 	pf := &partitionFigures{}
 	if f == nil {
 		return pf
@@ -76,7 +77,7 @@ func (f *topicFigures) open(k messages.PartitionKey) *partitionFigures {
 
 // close forgets k's figures, and the topic's gauges with its last
 // partition here (a topic moved away or deleted leaves no series behind).
-func (f *topicFigures) close(k messages.PartitionKey) {
+func (f *Figures) close(k messages.PartitionKey) {
 	if f == nil {
 		return
 	}
@@ -92,7 +93,7 @@ func (f *topicFigures) close(k messages.PartitionKey) {
 	}
 }
 
-func (f *topicFigures) sum(topic string, get func(*partitionFigures) int64) float64 {
+func (f *Figures) sum(topic string, get func(*partitionFigures) int64) float64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var n int64

@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"math/rand/v2"

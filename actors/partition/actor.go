@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"context"
@@ -20,37 +20,6 @@ import (
 	"github.com/naradmq/narad/storage"
 )
 
-// deps are the node-wide things every actor may use. All of them are safe
-// for concurrent use or immutable; no actor's state is in here.
-type deps struct {
-	cfg      Config
-	log      *slog.Logger
-	metrics  *nodeMetrics
-	notifier *commitNotifier
-	// pacer paces the freezes this node arms as a move's source (rule B5,
-	// pacing.go: the pacer actor); nil paces nothing.
-	pacer *pacer
-	// lane batches the fsyncs of every partition's writes (nil when
-	// Config.SyncLane.Disabled: each partition fsyncs its own log).
-	lane *storage.SyncLane
-	// files bounds the active segment files the node's partitions hold
-	// open (nil in rigs: each log holds its own).
-	files *storage.Files
-	// guards is the node's topic open guard (storage.Guards, rules V9,
-	// V10, S6): every open, install, rename back and reclaim of a
-	// partition's directory runs under its topic's lock.
-	guards *storage.Guards
-	// opens holds a token per partition opening its log
-	// (MaxParallelPartitionOpens); nil bounds nothing (rigs).
-	opens chan struct{}
-	// fanoutDeps is what the fan-out actors get of the node
-	// (actors/fanout: the router as their route, their series, the lag
-	// gauges); zero in rigs without fan-out.
-	fanoutDeps fanout.Deps
-	// figures sums each topic's backlog and leases into its gauges.
-	figures *topicFigures
-}
-
 // flushConsumerState is a partition's own timer message: write the
 // consumer position if acks moved it.
 type flushConsumerState struct{}
@@ -68,14 +37,14 @@ type synced struct {
 	err   error
 }
 
-// partitionActor is the only code that touches one partition's log and
+// Actor is the only code that touches one partition's log and
 // consumer state: commits, reservations, acks, replay reads and stats all
 // arrive as messages, one at a time. The one exception is the fsync of a
 // write, which runs on a goroutine of its own (kick) so that consumes are
 // served meanwhile, through the node's SyncLane or Log.Sync; both are safe
 // beside the actor's reads.
-type partitionActor struct {
-	deps
+type Actor struct {
+	deps Deps
 	key  messages.PartitionKey
 	dir  string
 	name string
@@ -83,12 +52,12 @@ type partitionActor struct {
 	// damaged one reads as none: the asking sweep then quarantines).
 	marker *openedMarker
 	// owners answers the gate's ownership checks (freeze.ConfirmOwner).
-	owners ownerReader
+	owners Owners
 	// moving: a move targeted the partition when the supervisor started
 	// this actor, so it opens frozen (freeze.Reopen).
 	moving bool
 
-	clock     clock
+	clock     Clock
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
@@ -121,13 +90,13 @@ type partitionActor struct {
 	maxServed int64
 	// starved: a reserve found nothing to lease while records waited past
 	// the frontier; the next ack or nack announces the partition again
-	// (commitNotifier), since a slot may have opened.
+	// (Deps.Notify), since a slot may have opened.
 	starved bool
 	// handover is set when the partition moved to another node and this
 	// actor is about to stop: close checks the HWM against it.
 	handover *handedOver
 	// The fan-out of this partition to its topic's children
-	// (partition_fanout.go, actors/fanout):
+	// (fanout.go, actors/fanout):
 	// links as the replica had them, the anchored cursors by child, the
 	// fan-out actor (nil without links), and swept once the cursor files
 	// of links detached while the actor was away were removed.
@@ -147,13 +116,20 @@ type handedOver struct {
 	hwm int64
 }
 
-func newPartitionActor(d deps, key messages.PartitionKey, dir string, owners ownerReader, moving bool, links []messages.ChildLink) *partitionActor {
-	return &partitionActor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
-		clock: d.cfg.clockOrWall(), gateCfg: gateConfig(d.cfg), links: links}
+func newActor(d Deps, key messages.PartitionKey, dir string, owners Owners, moving bool, links []messages.ChildLink) *Actor {
+	return &Actor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
+		clock: d.Clock, gateCfg: gateConfig(d), links: links}
 }
 
-func (p *partitionActor) Receive(ctx actor.Context) {
-	defer logPanic(p.deps.log, p.name)
+// notify announces that the partition may have records to deliver.
+func (p *Actor) notify() {
+	if p.deps.Notify != nil {
+		p.deps.Notify(p.key)
+	}
+}
+
+func (p *Actor) Receive(ctx actor.Context) {
+	defer logPanic(p.deps.Logger, p.name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.start(ctx)
@@ -216,54 +192,54 @@ func (p *partitionActor) Receive(ctx actor.Context) {
 // start opens (and so recovers) the log and restores the consumer position,
 // clamped to what the log holds. A failure panics: the supervisor retries
 // with back-off and gives up on a partition that keeps failing.
-func (p *partitionActor) start(ctx actor.Context) {
-	if p.opens != nil {
-		p.opens <- struct{}{}
-		defer func() { <-p.opens }()
+func (p *Actor) start(ctx actor.Context) {
+	if p.deps.Opens != nil {
+		p.deps.Opens <- struct{}{}
+		defer func() { <-p.deps.Opens }()
 	}
-	if f := p.cfg.faults; f != nil && f.openPartition != nil {
-		if err := f.openPartition(p.key); err != nil {
+	if f := p.deps.Knobs.OpenPartition; f != nil {
+		if err := f(p.key); err != nil {
 			panic(fmt.Errorf("open partition %s: %w", p.name, err))
 		}
 	}
 	// Under the guard (rule V9): no install or reclaim acts on the path
 	// while the log is open.
-	if err := openUnderGuard(p.deps, p.key); err != nil {
+	if err := p.deps.guard().open(p.key); err != nil {
 		panic(err)
 	}
-	l, err := p.files.OpenLog(p.dir, p.cfg.Log)
+	l, err := p.deps.Files.OpenLog(p.dir, p.deps.LogConfig)
 	if err != nil {
-		closedUnderGuard(p.deps, p.key)
+		p.deps.guard().closed(p.key)
 		panic(fmt.Errorf("open partition %s: %w", p.name, err))
 	}
 	st, err := storage.LoadConsumerState(p.dir)
 	if errors.Is(err, storage.ErrCorrupt) {
 		// Every copy of the position is damaged: redeliver from the start
 		// rather than skip anything (at-least-once).
-		p.deps.log.Error("consumer state damaged; redelivering from the oldest record", "partition", p.name, "err", err)
+		p.deps.Logger.Error("consumer state damaged; redelivering from the oldest record", "partition", p.name, "err", err)
 	} else if err != nil {
 		l.Close()
-		closedUnderGuard(p.deps, p.key)
+		p.deps.guard().closed(p.key)
 		panic(fmt.Errorf("load consumer state of %s: %w", p.name, err))
 	}
 	// Acked-ahead offsets at or past the HWM are dropped even when the
 	// frontier needs no clamp: records appended there later are new.
 	c, clamped := storage.ClampConsumerState(st, l.HWM())
 	if clamped {
-		p.deps.log.Warn("consumer position past the log end; clamped", "partition", p.name, "frontier", st.Frontier, "hwm", l.HWM())
+		p.deps.Logger.Warn("consumer position past the log end; clamped", "partition", p.name, "frontier", st.Frontier, "hwm", l.HWM())
 	}
 	st = c
-	committer, err := storage.NewOffsetCommitter(p.dir, p.cfg.Consumer)
+	committer, err := storage.NewOffsetCommitter(p.dir, p.deps.Consumer)
 	if err != nil {
 		l.Close()
-		closedUnderGuard(p.deps, p.key)
+		p.deps.guard().closed(p.key)
 		panic(fmt.Errorf("consumer state of %s: %w", p.name, err))
 	}
 	p.log = l
 	p.committer = committer
-	p.marker = readOpenedMarker(p.dir, p.deps.log)
+	p.marker = readOpenedMarker(p.dir, p.deps.Logger)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
-	p.mine = p.figures.open(p.key)
+	p.mine = p.deps.Figures.open(p.key)
 	p.noteFigures()
 	p.maxServed = -1
 	// A freeze token must not repeat across restarts: the wall clock, never
@@ -276,14 +252,14 @@ func (p *partitionActor) start(ctx actor.Context) {
 		// it tells keeps the time, and tells the pacer (frozen without
 		// asking: it counts all the same).
 		p.step(ctx, freeze.Reopen{HWM: l.HWM(), Nonce: p.boot})
-		p.deps.log.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
+		p.deps.Logger.Info("partition opened under a move: frozen until the freeze lapses and the leader confirms the owner", "partition", p.name, "hwm", l.HWM())
 	}
 	if l.HWM() > st.Frontier+1 {
 		// Records not yet acked are deliverable without any commit here (a
 		// restart, or a move: leases do not survive either): say so, or a
 		// node that believes the partition empty asks it only at its next
 		// full scan.
-		p.notifier.notify(p.key)
+		p.notify()
 	}
 }
 
@@ -312,7 +288,7 @@ func readOpenedMarker(dir string, log *slog.Logger) *openedMarker {
 // close writes the consumer position durably and closes the log. A
 // partition handed over to another node checks that it holds nothing past
 // the HWM the new owner's copy ends at.
-func (p *partitionActor) close(ctx actor.Context) {
+func (p *Actor) close(ctx actor.Context) {
 	// A restart or a stop ends the freeze with the actor (a restarted one
 	// opens frozen again if a move still targets it): the freeze actor
 	// stops with it, answering a parked prepare and telling the pacer.
@@ -322,18 +298,18 @@ func (p *partitionActor) close(ctx actor.Context) {
 	p.drainCommits(ctx)
 	p.flush()
 	if err := p.committer.FlushSync(); err != nil {
-		p.deps.log.Error("flush consumer state", "partition", p.name, "err", err)
+		p.deps.Logger.Error("flush consumer state", "partition", p.name, "err", err)
 	}
 	hwm := p.log.HWM()
-	p.figures.close(p.key)
+	p.deps.Figures.close(p.key)
 	if err := p.log.Close(); err != nil {
-		p.deps.log.Error("close partition log", "partition", p.name, "err", err)
+		p.deps.Logger.Error("close partition log", "partition", p.name, "err", err)
 	}
 	p.log = nil
 	if h := p.handover; h != nil && hwm > h.hwm {
 		p.setAside(h, hwm)
 	}
-	closedUnderGuard(p.deps, p.key)
+	p.deps.guard().closed(p.key)
 }
 
 // setAside quarantines a handed-over copy that holds records past the HWM
@@ -341,11 +317,11 @@ func (p *partitionActor) close(ctx actor.Context) {
 // was taken (a freeze that lapsed, or a source promoted away from while it
 // still served), so they exist nowhere else: the copy is renamed, never
 // removed, and the offsets are logged for an operator.
-func (p *partitionActor) setAside(h *handedOver, hwm int64) {
-	p.metrics.handoverSetAside.Inc()
-	p.metrics.handoverSetAsideRecs.Add(int(hwm - h.hwm))
+func (p *Actor) setAside(h *handedOver, hwm int64) {
+	p.deps.Metrics.HandoverSetAside.Inc()
+	p.deps.Metrics.HandoverSetAsideRecs.Add(int(hwm - h.hwm))
 	q, err := storage.Quarantine(p.dir)
-	p.deps.log.Error("partition handed over holding records past the HWM its move flipped at; copy set aside",
+	p.deps.Logger.Error("partition handed over holding records past the HWM its move flipped at; copy set aside",
 		"partition", p.name, "new_owner", h.to, "flipped_at_hwm", h.hwm, "hwm", hwm,
 		"records", hwm-h.hwm, "quarantine", q, "err", err)
 }
@@ -355,13 +331,13 @@ func (p *partitionActor) setAside(h *handedOver, hwm int64) {
 // goroutine, so the actor keeps serving consumes during the fsync and a
 // busy partition pays one fsync per batch. A commit is answered once its
 // commit frame is durable and its records visible.
-func (p *partitionActor) commit(ctx actor.Context, m *messages.Commit) {
+func (p *Actor) commit(ctx actor.Context, m *messages.Commit) {
 	if p.log == nil {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
 		return
 	}
 	if m.Expired(time.Now()) {
-		p.metrics.commitsExpired.Inc()
+		p.deps.Metrics.CommitsExpired.Inc()
 		ctx.Respond(expiredResult(p.key, m))
 		return
 	}
@@ -384,14 +360,14 @@ func expiredResult(k messages.PartitionKey, m *messages.Commit) *messages.Commit
 
 // dropExpired refuses the stashed commits that expired while they waited
 // for the write before them, and keeps the rest in order.
-func (p *partitionActor) dropExpired(ctx actor.Context, now time.Time) {
+func (p *Actor) dropExpired(ctx actor.Context, now time.Time) {
 	kept := p.stash[:0]
 	for _, c := range p.stash {
 		if !c.m.Expired(now) {
 			kept = append(kept, c)
 			continue
 		}
-		p.metrics.commitsExpired.Inc()
+		p.deps.Metrics.CommitsExpired.Inc()
 		if c.sender != nil {
 			ctx.Send(c.sender, expiredResult(p.key, c.m))
 		}
@@ -411,7 +387,7 @@ func seqsOf(m *messages.Commit) []uint64 {
 // kick starts the next write unless one is syncing: the stashed commits
 // (carrying the awaiting batch's commit frame), or else the awaiting
 // batch's commit frame alone.
-func (p *partitionActor) kick(ctx actor.Context) {
+func (p *Actor) kick(ctx actor.Context) {
 	if p.syncing != nil || p.log == nil {
 		return
 	}
@@ -451,11 +427,8 @@ func (p *partitionActor) kick(ctx actor.Context) {
 		return
 	}
 	p.syncing = b
-	self, root, l, k, lane := ctx.Self(), ctx.ActorSystem().Root, p.log, p.key, p.lane
-	var hold func(messages.PartitionKey)
-	if f := p.cfg.faults; f != nil {
-		hold = f.partitionSynced
-	}
+	self, root, l, k, lane := ctx.Self(), ctx.ActorSystem().Root, p.log, p.key, p.deps.Lane
+	hold := p.deps.Knobs.Synced
 	p.syncer.Go(func() {
 		var err error
 		if lane != nil {
@@ -474,7 +447,7 @@ func (p *partitionActor) kick(ctx actor.Context) {
 
 // synced finishes a write: read it back and publish it, which makes the
 // awaiting batch visible; then start the next write.
-func (p *partitionActor) synced(ctx actor.Context, m synced) {
+func (p *Actor) synced(ctx actor.Context, m synced) {
 	if m.batch != p.syncing {
 		return // from before a restart: that log is closed
 	}
@@ -497,7 +470,7 @@ func (p *partitionActor) synced(ctx actor.Context, m synced) {
 
 // answer tells each commit its outcome. On success the records are
 // visible, from the first offset of each commit on.
-func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) {
+func (p *Actor) answer(ctx actor.Context, reqs []commitReq, err error) {
 	if len(reqs) == 0 {
 		return
 	}
@@ -511,15 +484,15 @@ func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) 
 		if err != nil {
 			res.Status, res.Err = messages.StatusFailed, err.Error()
 		} else {
-			p.metrics.commitSeconds.UpdateDuration(c.start)
-			p.metrics.commitRecords.Add(len(c.m.Records))
+			p.deps.Metrics.CommitSeconds.UpdateDuration(c.start)
+			p.deps.Metrics.CommitRecords.Add(len(c.m.Records))
 		}
 		if c.sender != nil {
 			ctx.Send(c.sender, res)
 		}
 	}
 	if err == nil {
-		p.notifier.notify(p.key)
+		p.notify()
 		p.wakeFanout(ctx)
 		p.noteFigures()
 	}
@@ -527,7 +500,7 @@ func (p *partitionActor) answer(ctx actor.Context, reqs []commitReq, err error) 
 
 // noteFigures stores the partition's backlog and leases for the topic's
 // gauges: two atomic stores, after every commit and lease change.
-func (p *partitionActor) noteFigures() {
+func (p *Actor) noteFigures() {
 	if p.mine == nil || p.log == nil {
 		return
 	}
@@ -539,9 +512,9 @@ func (p *partitionActor) noteFigures() {
 // failCommits answers every commit not yet visible: the log truncated their
 // frames, and the dispatcher retries them. A broken log (the truncation
 // failed) is reopened by restarting the actor.
-func (p *partitionActor) failCommits(ctx actor.Context, err error) {
-	p.metrics.commitFailures.Inc()
-	p.deps.log.Error("commit failed", "partition", p.name, "err", err)
+func (p *Actor) failCommits(ctx actor.Context, err error) {
+	p.deps.Metrics.CommitFailures.Inc()
+	p.deps.Logger.Error("commit failed", "partition", p.name, "err", err)
 	p.answer(ctx, p.awaiting, err)
 	p.answer(ctx, p.writing, err)
 	p.awaiting, p.writing, p.syncing = nil, nil, nil
@@ -555,7 +528,7 @@ func (p *partitionActor) failCommits(ctx actor.Context, err error) {
 // drainCommits finishes the pipeline synchronously before the log closes:
 // what is durable becomes visible and is answered; stashed commits are
 // refused (the dispatcher retries them after the restart).
-func (p *partitionActor) drainCommits(ctx actor.Context) {
+func (p *Actor) drainCommits(ctx actor.Context) {
 	if b := p.syncing; b != nil {
 		// Its synced message stays in the mailbox: the fsync is done again
 		// here, and costs nothing more once the goroutine's is over.
@@ -592,14 +565,14 @@ func (p *partitionActor) drainCommits(ctx actor.Context) {
 	p.stash = nil
 }
 
-func (p *partitionActor) limits(l messages.ConsumeLimits) reserveLimits {
+func (p *Actor) limits(l messages.ConsumeLimits) reserveLimits {
 	return reserveLimits{HWM: p.log.HWM(), Oldest: p.log.Oldest(), MaxInFlight: l.MaxInFlight, MaxAckedAhead: l.MaxAckedAhead, Visibility: l.Visibility}
 }
 
 // reserve leases the next deliverable record. A record that cannot be read
 // (a damaged frame, or removed by retention meanwhile) is skipped so the
 // head never sticks on it.
-func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messages.Reserved {
+func (p *Actor) reserve(ctx actor.Context, m *messages.Reserve) *messages.Reserved {
 	if p.log == nil {
 		return &messages.Reserved{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
@@ -625,14 +598,14 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 			return &messages.Reserved{Status: messages.StatusFailed, Err: err.Error()}
 		}
 		if len(recs) == 0 || recs[0].Offset != off || recs[0].Corrupt {
-			p.deps.log.Warn("record cannot be read; skipped", "partition", p.name, "offset", off)
-			p.metrics.corruptSkipped.Inc()
+			p.deps.Logger.Warn("record cannot be read; skipped", "partition", p.name, "offset", off)
+			p.deps.Metrics.CorruptSkipped.Inc()
 			p.table.skip(off)
 			continue
 		}
-		p.metrics.consumed.Inc()
+		p.deps.Metrics.Consumed.Inc()
 		if off <= p.maxServed {
-			p.metrics.redelivered.Inc()
+			p.deps.Metrics.Redelivered.Inc()
 		}
 		p.maxServed = max(p.maxServed, off)
 		r := recs[0]
@@ -644,7 +617,7 @@ func (p *partitionActor) reserve(ctx actor.Context, m *messages.Reserve) *messag
 
 // expiresIn is how long until the earliest lease out expires (0: none), for
 // the ready book of the node that asked (Reserved.ExpiresIn).
-func (p *partitionActor) expiresIn(now time.Time) time.Duration {
+func (p *Actor) expiresIn(now time.Time) time.Duration {
 	if at, ok := p.table.nextExpiry(); ok {
 		return max(at.Sub(now), time.Nanosecond)
 	}
@@ -667,7 +640,7 @@ func leaseNonce() uint64 {
 	}
 }
 
-func (p *partitionActor) readAt(m *messages.ReadAt) *messages.Reserved {
+func (p *Actor) readAt(m *messages.ReadAt) *messages.Reserved {
 	if p.log == nil {
 		return &messages.Reserved{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
@@ -686,7 +659,7 @@ func (p *partitionActor) readAt(m *messages.ReadAt) *messages.Reserved {
 		Partition: p.key.Partition, Offset: r.Offset, Key: r.Key, Body: r.Body, Time: r.Time}}
 }
 
-func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
+func (p *Actor) lease(m *messages.Lease) *messages.LeaseResult {
 	if p.log == nil {
 		return &messages.LeaseResult{Status: messages.StatusUnavailable, Err: "partition not open"}
 	}
@@ -696,17 +669,17 @@ func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
 	case messages.LeaseAck:
 		out = p.table.ack(now, m.Offset, m.Nonce, m.Limits.MaxAckedAhead)
 		if out == ackDone {
-			p.metrics.acked.Inc()
+			p.deps.Metrics.Acked.Inc()
 		}
 	case messages.LeaseExtend:
 		out = p.table.extend(now, m.Offset, m.Nonce, m.Limits.Visibility)
 		if out == ackDone {
-			p.metrics.extended.Inc()
+			p.deps.Metrics.Extended.Inc()
 		}
 	case messages.LeaseNack:
 		out = p.table.nack(now, m.Offset, m.Nonce)
 		if out == ackDone {
-			p.metrics.nacked.Inc()
+			p.deps.Metrics.Nacked.Inc()
 		}
 	}
 	switch out {
@@ -714,7 +687,7 @@ func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
 		p.dirty = true
 		if m.Action == messages.LeaseNack || p.starved {
 			p.starved = false
-			p.notifier.notify(p.key)
+			p.notify()
 		}
 		return &messages.LeaseResult{Status: messages.StatusOK}
 	case ackFull:
@@ -726,16 +699,16 @@ func (p *partitionActor) lease(m *messages.Lease) *messages.LeaseResult {
 
 // scheduleFlush arms the consumer-position timer once per interval: an idle
 // partition costs no timer, and a busy one at most one write per interval.
-func (p *partitionActor) scheduleFlush(ctx actor.Context) {
+func (p *Actor) scheduleFlush(ctx actor.Context) {
 	if !p.dirty || p.flushScheduled {
 		return
 	}
 	p.flushScheduled = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	p.clock.AfterFunc(p.cfg.ConsumerFlushInterval, func() { root.Send(self, flushConsumerState{}) })
+	p.clock.AfterFunc(p.deps.Config.ConsumerFlushInterval, func() { root.Send(self, flushConsumerState{}) })
 }
 
-func (p *partitionActor) flush() {
+func (p *Actor) flush() {
 	p.flushScheduled = false
 	if !p.dirty || p.log == nil {
 		return
@@ -744,12 +717,12 @@ func (p *partitionActor) flush() {
 	frontier, ahead := p.table.state()
 	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead})
 	if _, err := p.committer.Flush(time.Now()); err != nil {
-		p.deps.log.Error("write consumer state", "partition", p.name, "err", err)
+		p.deps.Logger.Error("write consumer state", "partition", p.name, "err", err)
 		p.dirty = true
 	}
 }
 
-func (p *partitionActor) stats() *messages.PartitionStats {
+func (p *Actor) stats() *messages.PartitionStats {
 	st := &messages.PartitionStats{Index: p.key.Partition}
 	if p.log == nil {
 		return st
@@ -771,11 +744,11 @@ func (p *partitionActor) stats() *messages.PartitionStats {
 	return st
 }
 
-func (p *partitionActor) retain(m *messages.Retain) {
+func (p *Actor) retain(m *messages.Retain) {
 	if p.log == nil || m.MaxAge <= 0 {
 		return
 	}
 	if _, err := p.log.Retain(time.Now(), m.MaxAge, 0); err != nil {
-		p.deps.log.Error("retention", "partition", p.name, "err", err)
+		p.deps.Logger.Error("retention", "partition", p.name, "err", err)
 	}
 }

@@ -1,10 +1,8 @@
-package actors
+package partition
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -19,31 +17,17 @@ import (
 // committed records past a cursor to its fan-out actor (fanout.Read), and
 // moves a cursor on only when told the child committed everything before
 // it (fanout.Advance). The fan-out actor, its child, runs the copies.
-
-// routeFanout is the router as a fanout.Route.
-type routeFanout struct{ r *router }
-
-func (f routeFanout) Topic(name string) (messages.Topic, bool)  { return f.r.replica.Topic(name) }
-func (f routeFanout) LivePartition(t messages.Topic, p int) int { return f.r.livePartition(t, p) }
-func (f routeFanout) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return f.r.ask(ctx, k, msg)
-}
-
-// newFanoutDeps is what the node's fan-out actors get of it, made once per
-// node (its lag gauges sum every partition's share), r its router.
-func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *router) fanout.Deps {
-	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: routeFanout{r},
-		PartitionOf: partitionForKey, Metrics: m.fanoutMetrics()}
-	if cfg.faults != nil {
-		d.Knobs = cfg.faults.fanout
-	}
-	return d
-}
+//
+// The cursors move with the partition (rules K6, K8, V7): the source ships
+// each cursor file as a sidecar of its listing, the verified record as
+// read (cursorSidecars); the destination's move worker (actors/mover, its
+// sidecars.go) checks each as the listing arrives and installs them, last,
+// into the staged copy, clamped to the installed HWM.
 
 // setLinks anchors every link without a cursor, removes the cursor
 // files of links gone from the metadata, and tells the fan-out actor (one
 // is spawned for the first link, stopped with the last).
-func (p *partitionActor) setLinks(ctx actor.Context, links []messages.ChildLink) {
+func (p *Actor) setLinks(ctx actor.Context, links []messages.ChildLink) {
 	if p.log == nil {
 		p.links = links
 		return
@@ -70,14 +54,14 @@ func (p *partitionActor) setLinks(ctx actor.Context, links []messages.ChildLink)
 		// no links left keeps them: harmless, each names an old epoch,
 		// and the open of every partition need not read its directory).
 		p.swept = true
-		if files, err := storage.ListCursors(p.dir, p.cfg.Consumer.CursorReadAttempts); err == nil {
+		if files, err := storage.ListCursors(p.dir, p.deps.Consumer.CursorReadAttempts); err == nil {
 			for child := range files {
 				if _, ok := want[child]; !ok {
 					p.dropCursor(child)
 				}
 			}
 		} else {
-			p.deps.log.Warn("list fan-out cursors", "partition", p.name, "err", err)
+			p.deps.Logger.Warn("list fan-out cursors", "partition", p.name, "err", err)
 		}
 	}
 	switch {
@@ -85,7 +69,7 @@ func (p *partitionActor) setLinks(ctx actor.Context, links []messages.ChildLink)
 		ctx.Stop(p.fanout)
 		p.fanout = nil
 	case len(links) > 0 && p.fanout == nil:
-		d, k := p.fanoutDeps, p.key
+		d, k := p.deps.Fanout, p.key
 		// A prefix, not a name: the child of an earlier life of a
 		// restarted partition actor may still be stopping.
 		p.fanout = ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return fanout.New(d, k) }), "fanout")
@@ -97,47 +81,47 @@ func (p *partitionActor) setLinks(ctx actor.Context, links []messages.ChildLink)
 
 // anchor decides and writes a new link's cursor, durably: a lost anchor
 // would be re-decided at a later HWM, skipping what came between.
-func (p *partitionActor) anchor(l messages.ChildLink) {
+func (p *Actor) anchor(l messages.ChildLink) {
 	var named []storage.ChildLink
 	if p.marker != nil {
 		named = p.marker.m.Children
 	}
 	in := fanout.AnchorInput{Epoch: l.AttachEpoch, InMarker: fanout.MarkerNames(named, l.Name, l.AttachEpoch),
 		Oldest: p.log.Oldest(), HWM: p.log.HWM()}
-	c, err := storage.ReadCursor(p.dir, l.Name, p.cfg.Consumer.CursorReadAttempts)
+	c, err := storage.ReadCursor(p.dir, l.Name, p.deps.Consumer.CursorReadAttempts)
 	switch {
 	case err == nil:
 		in.File, in.Found = c, true
 	case errors.Is(err, storage.ErrNotFound):
 	default:
 		in.Corrupt = true
-		p.deps.log.Error("fan-out cursor unreadable; copying from the oldest record", "partition", p.name, "child", l.Name, "err", err)
+		p.deps.Logger.Error("fan-out cursor unreadable; copying from the oldest record", "partition", p.name, "child", l.Name, "err", err)
 	}
 	off, why := fanout.AnchorCursor(in)
 	cur := storage.Cursor{Child: l.Name, Epoch: l.AttachEpoch, Offset: off}
 	if err := storage.WriteCursor(p.dir, cur, true); err != nil {
 		// The memory cursor still serves; the next advance writes again.
-		p.deps.log.Error("write fan-out cursor", "partition", p.name, "child", l.Name, "err", err)
+		p.deps.Logger.Error("write fan-out cursor", "partition", p.name, "child", l.Name, "err", err)
 	}
 	p.cursors[l.Name] = cur
 	switch why {
 	case fanout.AnchorMarker:
-		p.deps.log.Warn("fan-out cursor missing for a link the move marker names; copying from the oldest record (rule K9)",
+		p.deps.Logger.Warn("fan-out cursor missing for a link the move marker names; copying from the oldest record (rule K9)",
 			"partition", p.name, "child", l.Name, "offset", off)
 	case fanout.AnchorTail:
-		p.deps.log.Info("fan-out link anchored at the log end", "partition", p.name, "child", l.Name, "offset", off)
+		p.deps.Logger.Info("fan-out link anchored at the log end", "partition", p.name, "child", l.Name, "offset", off)
 	}
 }
 
-func (p *partitionActor) dropCursor(child string) {
+func (p *Actor) dropCursor(child string) {
 	delete(p.cursors, child)
 	if err := storage.RemoveCursor(p.dir, child); err != nil {
-		p.deps.log.Error("remove fan-out cursor", "partition", p.name, "child", child, "err", err)
+		p.deps.Logger.Error("remove fan-out cursor", "partition", p.name, "child", child, "err", err)
 	}
-	p.fanoutDeps.Metrics.Lags.Forget(p.key, child)
+	p.deps.Fanout.Metrics.Lags.Forget(p.key, child)
 }
 
-func (p *partitionActor) cursorOffsets() map[string]int64 {
+func (p *Actor) cursorOffsets() map[string]int64 {
 	if len(p.cursors) == 0 {
 		return nil
 	}
@@ -150,7 +134,7 @@ func (p *partitionActor) cursorOffsets() map[string]int64 {
 
 // fanoutRead serves committed records past a cursor: never past the HWM
 // (a copy must not expose records the parent has not made visible).
-func (p *partitionActor) fanoutRead(ctx actor.Context, m *fanout.Read) {
+func (p *Actor) fanoutRead(ctx actor.Context, m *fanout.Read) {
 	out := fanout.Records{Child: m.Child, Epoch: m.Epoch, From: m.From}
 	if p.log == nil {
 		out.Err = errors.New("partition not open")
@@ -182,7 +166,7 @@ func (p *partitionActor) fanoutRead(ctx actor.Context, m *fanout.Read) {
 // fanoutAdvance moves a cursor once the child committed what lies before
 // it. The file is overwritten without a sync: a crash that loses the write
 // copies those records again (at-least-once), never skips them.
-func (p *partitionActor) fanoutAdvance(m fanout.Advance) {
+func (p *Actor) fanoutAdvance(m fanout.Advance) {
 	c, ok := p.cursors[m.Child]
 	if !ok || c.Epoch != m.Epoch || m.Offset <= c.Offset {
 		return // detached, re-attached, or an old answer
@@ -193,19 +177,33 @@ func (p *partitionActor) fanoutAdvance(m fanout.Advance) {
 		return
 	}
 	if err := storage.WriteCursor(p.dir, c, false); err != nil {
-		p.deps.log.Error("write fan-out cursor", "partition", p.name, "child", m.Child, "err", err)
+		p.deps.Logger.Error("write fan-out cursor", "partition", p.name, "child", m.Child, "err", err)
 	}
 }
 
+// cursorSidecars reads the partition's cursor files for a listing (rule
+// K8): a record caught mid-write is read again, and one that never
+// verifies fails the listing, so no unverified record is ever shipped.
+func (p *Actor) cursorSidecars() ([][]byte, error) {
+	raws, err := storage.ListCursorFiles(p.dir, p.deps.Consumer.CursorReadAttempts)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", keyString(p.key), err)
+	}
+	return raws, nil
+}
+
 // helloFanout answers a (re)started fan-out actor with the links.
-func (p *partitionActor) helloFanout(ctx actor.Context) {
+func (p *Actor) helloFanout(ctx actor.Context) {
 	if p.fanout != nil && p.log != nil {
 		ctx.Send(p.fanout, fanout.Links{Links: p.links, Cursors: p.cursorOffsets(), HWM: p.log.HWM()})
 	}
 }
 
 // wakeFanout tells the fan-out actor that records became visible.
-func (p *partitionActor) wakeFanout(ctx actor.Context) {
+func (p *Actor) wakeFanout(ctx actor.Context) {
 	if p.fanout != nil && p.log != nil {
 		ctx.Send(p.fanout, fanout.Wake{HWM: p.log.HWM()})
 	}

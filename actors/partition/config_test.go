@@ -1,0 +1,42 @@
+package partition
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigValidateBounds holds each limit at the edges of its range: the
+// bound itself is valid, one step past it is refused with an error naming
+// the field. The rest of the config is the default.
+func TestConfigValidateBounds(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig: got %v, want valid", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" when valid
+	}{
+		{"ConsumerFlushInterval 1ns", func(c *Config) { c.ConsumerFlushInterval = time.Nanosecond }, ""},
+		{"ConsumerFlushInterval 0", func(c *Config) { c.ConsumerFlushInterval = 0 }, "ConsumerFlushInterval"},
+		{"LeaseDrainTimeout 0", func(c *Config) { c.LeaseDrainTimeout = 0 }, ""},
+		{"LeaseDrainTimeout -1ns", func(c *Config) { c.LeaseDrainTimeout = -time.Nanosecond }, "LeaseDrainTimeout"},
+		{"MoveChunkReadsInFlight 0", func(c *Config) { c.MoveChunkReadsInFlight = 0 }, ""},
+		{"MoveChunkReadsInFlight -1", func(c *Config) { c.MoveChunkReadsInFlight = -1 }, "MoveChunkReadsInFlight"},
+		{"MoveChunkReadsInFlight 64", func(c *Config) { c.MoveChunkReadsInFlight = 64 }, ""},
+		{"MoveChunkReadsInFlight 65", func(c *Config) { c.MoveChunkReadsInFlight = 65 }, "MoveChunkReadsInFlight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate: got %v, want nil", err)
+			case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
+				t.Fatalf("Validate: got %v, want an error naming %s", err, tc.field)
+			}
+		})
+	}
+}
