@@ -2,9 +2,6 @@ package partition
 
 import (
 	"errors"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/naradmq/narad/messages"
@@ -25,13 +22,6 @@ func newGuardRig(t *testing.T) *guardRig {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // staticTopics is a topic record table for Guard.PrepareTopicDir.

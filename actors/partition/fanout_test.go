@@ -1,4 +1,4 @@
-package actors
+package partition
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/fanout"
-	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -23,9 +22,11 @@ type fanoutRig struct {
 	parent messages.Topic
 }
 
-func newFanoutRig(t testing.TB, tweak ...func(*Config)) *fanoutRig {
+func newFanoutRig(t testing.TB, tweak ...func(*Deps)) *fanoutRig {
 	t.Helper()
-	tweak = append([]func(*Config){func(c *Config) { c.Fanout.RetryMin, c.Fanout.RetryMax = 5*time.Millisecond, 20*time.Millisecond }}, tweak...)
+	tweak = append([]func(*Deps){func(d *Deps) {
+		d.Fanout.Config.RetryMin, d.Fanout.Config.RetryMax = 5*time.Millisecond, 20*time.Millisecond
+	}}, tweak...)
 	r := &fanoutRig{supervisorRig: newSupervisorRig(t, tweak...)}
 	r.parent = messages.Topic{Name: "orders", Incarnation: 10, Partitions: 3}
 	r.replica.put(r.parent, "n1", "n1", "n1")
@@ -67,7 +68,7 @@ func (r *fanoutRig) detach(name string) {
 
 func (r *fanoutRig) stats(k messages.PartitionKey) *messages.PartitionStats {
 	r.t.Helper()
-	res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.GetStats{}, time.Second)
+	res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.GetStats{}, time.Second)
 	if err != nil {
 		r.t.Fatalf("stats of %v: %v", k, err)
 	}
@@ -108,7 +109,7 @@ func (r *fanoutRig) produce(p int, batch string, n int) {
 		recs = append(recs, messages.CommitRecord{Seq: uint64(i), Key: fmt.Appendf(nil, "k%d", i%5), Body: fmt.Appendf(nil, "%s-%d", batch, i)})
 	}
 	k := r.key(r.parent, p)
-	res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
+	res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
 	if err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 		r.t.Fatalf("commit to the parent: %v %+v", err, res)
 	}
@@ -122,7 +123,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 		k := r.key(child, p)
 		hwm := r.stats(k).HighWatermark
 		for off := int64(0); off < hwm; off++ {
-			res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
+			res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
 			if err != nil {
 				r.t.Fatalf("read %v@%d: %v", k, off, err)
 			}
@@ -141,7 +142,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 func (r *fanoutRig) childHolds(child messages.Topic) int64 {
 	var n int64
 	for p := range child.Partitions {
-		res, err := request(context.Background(), r.system.Root, partition.PID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
+		res, err := request(context.Background(), r.system.Root, PID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
 		if err == nil {
 			n += res.(*messages.PartitionStats).HighWatermark
 		}
@@ -189,7 +190,7 @@ func TestADelayChildGetsEachRecordOnlyOnceItsDelayHasPassed(t *testing.T) {
 	pk := r.key(r.parent, 1)
 	parentTime := map[string]int64{}
 	for off := range int64(20) {
-		res, err := request(context.Background(), r.system.Root, partition.PID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
+		res, err := request(context.Background(), r.system.Root, PID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +333,7 @@ func BenchmarkFanoutDrain(b *testing.B) {
 			recs[i] = messages.CommitRecord{Key: fmt.Appendf(nil, "k%d", done+i), Body: body}
 		}
 		k := r.key(r.parent, done/64%3)
-		if res, err := request(context.Background(), r.system.Root, partition.PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
+		if res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 			b.Fatalf("commit: %v %+v", err, res)
 		}
 		done += n
@@ -350,12 +351,12 @@ func BenchmarkFanoutDrain(b *testing.B) {
 
 func TestAFanoutActorThatPanicsIsRestartedAndResumesFromTheLastAdvance(t *testing.T) {
 	var panics atomic.Int32
-	r := newFanoutRig(t, func(c *Config) {
-		c.faults = &faultHooks{fanout: fanout.Knobs{OnRecords: func(k messages.PartitionKey) {
+	r := newFanoutRig(t, func(d *Deps) {
+		d.Fanout.Knobs = fanout.Knobs{OnRecords: func(k messages.PartitionKey) {
 			if k.Partition == 0 && panics.Add(1) == 2 {
 				panic("injected: a bug in the copy loop")
 			}
-		}}}
+		}}
 	})
 	child := r.addChild("audit", 20, 21, 0)
 	r.produce(0, "a", 10)
@@ -368,7 +369,7 @@ func TestAFanoutActorThatPanicsIsRestartedAndResumesFromTheLastAdvance(t *testin
 	if got := len(r.records(child)); got != 20 {
 		t.Fatalf("child records: got %d distinct, want 20", got)
 	}
-	if got := r.metrics.fanoutPanics.Get(); got != 1 {
+	if got := r.fanoutPanics.Get(); got != 1 {
 		t.Fatalf("narad_fanout_actor_panics_total: got %d, want 1", got)
 	}
 }

@@ -1,0 +1,176 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
+	r := newSupervisorRig(t)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 3}
+	r.replica.put(orders, "n1", "n2", "n1")
+	r.waitServing(orders, 0, true)
+	r.waitServing(orders, 2, true)
+	if r.serving(orders, 1) {
+		t.Fatal("partition 1 is n2's: got an actor here, want none")
+	}
+	if got := r.owned.Load(); got != 2 {
+		t.Fatalf("partitions owned: got %d, want 2", got)
+	}
+
+	// Partition 2 moves to n2: its actor stops, its data stays (the topic
+	// lives on, and a later move back may resume from it).
+	r.replica.put(orders, "n1", "n2", "n2")
+	r.waitServing(orders, 2, false)
+	if _, err := os.Stat(storage.PartitionPath(r.dataDir, "orders", 2)); err != nil {
+		t.Fatalf("data of a partition that moved away: got %v, want it kept", err)
+	}
+
+	// The topic is deleted: the last actor stops and its data goes.
+	r.replica.drop("orders")
+	r.waitServing(orders, 0, false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.Stat(storage.PartitionPath(r.dataDir, "orders", 0))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("data of a deleted topic's partition: got %v, want it removed", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The gauge is stored at the end of the reconcile that purged the data.
+	for r.owned.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions owned after the delete: got %d, want 0", r.owned.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Flips move no topic record, so the supervisor follows them from the
+// owner journal, not by a whole pass: what moves here is served, what
+// moves away stops, and what did not change keeps its actor.
+func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
+	r := newSupervisorRig(t)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 4}
+	r.replica.put(orders, "n1", "n2", "n1", "n2")
+	r.waitServing(orders, 0, true)
+	r.waitServing(orders, 2, true)
+	meta := r.replica.MetaVersion()
+	r.replica.setOwner(orders, 1, "n1")
+	r.replica.setOwner(orders, 2, "n2")
+	r.waitServing(orders, 1, true)
+	r.waitServing(orders, 2, false)
+	r.replica.setOwner(orders, 3, "n1")
+	r.replica.setOwner(orders, 2, "n1") // back again
+	r.waitServing(orders, 3, true)
+	r.waitServing(orders, 2, true)
+	r.waitServing(orders, 0, true)
+	if got := r.replica.MetaVersion(); got != meta {
+		t.Fatalf("metadata version: got %d, want %d (no whole pass asked for)", got, meta)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for r.owned.Load() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions owned: got %d, want 4", r.owned.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A recreated topic is a new incarnation: the old one's actor never
+// serves it, and its data is not the new topic's.
+func TestTheSupervisorNeverServesARecreatedTopicFromTheOldIncarnation(t *testing.T) {
+	r := newSupervisorRig(t)
+	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
+	r.replica.put(old, "n1")
+	r.waitServing(old, 0, true)
+	r.replica.drop("jobs")
+	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
+	r.replica.put(recreated, "n1")
+	r.waitServing(recreated, 0, true)
+	r.waitServing(old, 0, false)
+}
+
+// The assignments of a deleted incarnation can outlive its topic record
+// for a moment (two shards, two proposals): while they do, the name's new
+// incarnation is served and the old one is not.
+func TestTheSupervisorIgnoresAssignmentsOfAnIncarnationNoLongerListed(t *testing.T) {
+	r := newSupervisorRig(t)
+	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
+	r.replica.put(old, "n1")
+	r.waitServing(old, 0, true)
+	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
+	r.replica.put(recreated, "n1") // the old assignment stays
+	r.waitServing(recreated, 0, true)
+	r.waitServing(old, 0, false)
+}
+
+// A reported freeze that lapses: until the leader confirms this node still
+// owns the partition, commits are refused with nothing appended; while the
+// leader names another owner (a flip this replica has not applied, the
+// source cut off right after the fence) they stay refused. Found by the
+// move simulator (actors/move/sim, break Confirm).
+func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
+	clk := newFakeClock()
+	r := newSupervisorRig(t, func(d *Deps) { d.Clock = clk })
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	ask := func(msg any) any {
+		t.Helper()
+		res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
+		if err != nil {
+			t.Fatalf("ask %T: %v", msg, err)
+		}
+		return res
+	}
+	commit := func(seq uint64) messages.Status {
+		return ask(&messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
+	}
+	if got := commit(1); got != messages.StatusOK {
+		t.Fatalf("commit before the move: got status %d, want OK", got)
+	}
+	if r, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare}).(*messages.HandoffResult); !ok || r.Status != messages.StatusOK {
+		t.Fatalf("prepare: got %+v, want OK", r)
+	}
+
+	// The leader has flipped the partition away; this replica has not.
+	r.replica.mu.Lock()
+	r.replica.leaderOwner = "n2"
+	r.replica.mu.Unlock()
+	clk.advance(move.DefaultConfig().FreezeTTL)
+	for seq := uint64(2); seq < 6; seq++ {
+		if got := commit(seq); got != messages.StatusFrozen {
+			t.Fatalf("commit %d after the lapse, the leader naming n2: got status %d, want StatusFrozen (%d)", seq, got, messages.StatusFrozen)
+		}
+		clk.advance(move.DefaultConfig().RetryAfter) // the confirm's retries
+	}
+
+	// The leader names this node after all (the move was aborted).
+	r.replica.mu.Lock()
+	r.replica.leaderOwner = "n1"
+	r.replica.mu.Unlock()
+	deadline := time.Now().Add(20 * time.Second)
+	for commit(9) != messages.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("commit once the leader confirms n1: still refused after 20s")
+		}
+		clk.advance(move.DefaultConfig().RetryAfter)
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := ask(&messages.GetStats{}).(*messages.PartitionStats)
+	if st.HighWatermark != 2 {
+		t.Fatalf("HWM after the confirm: got %d, want 2 (nothing appended while refused)", st.HighWatermark)
+	}
+}
