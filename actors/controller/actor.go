@@ -106,7 +106,7 @@ type Actor struct {
 	// and a node that starts leaving is shed within it.
 	busy bool
 	// changes turns the replica's changes into changed; stop ends it.
-	changes changeWatch
+	changes metastore.ChangeWatch
 	stop    chan struct{}
 	// decomBlocked is why each draining member could not progress at the
 	// last pass (narad_decommission_blocked).
@@ -128,7 +128,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.stop = make(chan struct{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go a.changes.run(a.d.Store, a.stop, func() { root.Send(self, changed{}) })
+		go a.changes.Run(a.d.Store, a.stop, func() { root.Send(self, changed{}) })
 		a.schedule(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted instance starts a watch of its own.
@@ -137,7 +137,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.stop = nil
 		}
 	case changed:
-		a.changes.handled()
+		a.changes.Handled()
 		if a.leading() {
 			a.busy = true
 			a.rebalance(time.Now())

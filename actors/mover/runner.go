@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -78,7 +78,7 @@ type Runner struct {
 	// scans or not.
 	ticks int
 	// changes turns the replica's changes into moverChanged; stop ends it.
-	changes changeWatch
+	changes metastore.ChangeWatch
 	stop    chan struct{}
 }
 
@@ -106,7 +106,7 @@ func (m *Runner) Receive(ctx actor.Context) {
 		m.tick(ctx)
 		m.schedule(ctx)
 	case moverChanged:
-		m.changes.handled()
+		m.changes.Handled()
 		m.tick(ctx)
 	case replicaSettled:
 		m.settledAnswer(ctx, msg)
@@ -151,7 +151,7 @@ func (m *Runner) schedule(ctx actor.Context) {
 func (m *Runner) watch(ctx actor.Context) {
 	m.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go m.changes.run(m.d.Store, m.stop, func() { root.Send(self, moverChanged{}) })
+	go m.changes.Run(m.d.Store, m.stop, func() { root.Send(self, moverChanged{}) })
 }
 
 // endWatch ends the watch goroutine.
@@ -217,9 +217,9 @@ func (m *Runner) tick(ctx actor.Context) {
 	}
 	m.rescan, m.lastVersion, m.lastScan = false, v, now
 	want := map[messages.PartitionKey]messages.Assignment{}
-	topics := topicCache{store: m.d.Store}
+	topics := metastore.TopicKeys{Topics: m.d.Store}
 	for _, a := range m.d.Store.TargetedAt(m.d.NodeID) {
-		if k, ok := topics.currentKey(a); ok {
+		if k, ok := topics.Key(a); ok {
 			want[k] = a
 		}
 	}
@@ -344,74 +344,4 @@ func logPanic(log *slog.Logger, who string) {
 		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		panic(r)
 	}
-}
-
-// changeWatch turns the replica's changes into one message at a time to
-// the runner: a change that arrives while the last message is still
-// unhandled (the runner has not called handled) sends nothing more, since
-// its next scan reads the latest state anyway. A bulk move applies
-// thousands of changes a second; without this, each would queue a full
-// scan behind the others. (The partitions supervisor watches its replica
-// the same way, with a watch of its own.)
-type changeWatch struct{ pending atomic.Bool }
-
-// changePassEvery spaces the scans a changeWatch asks for: 20 ms adds that
-// much to a move's start and caps the scans at 50 a second.
-const changePassEvery = 20 * time.Millisecond
-
-// run sends msg to self at each change, at most every changePassEvery,
-// until stop is closed.
-//
-// The next change's channel is taken as soon as one fired, before the
-// send and the pause: a change during them closes it, so none is missed.
-func (w *changeWatch) run(store Store, stop <-chan struct{}, send func()) {
-	next := store.Changed()
-	for {
-		select {
-		case <-next:
-		case <-stop:
-			return
-		}
-		next = store.Changed()
-		if !w.pending.Swap(true) {
-			send()
-		}
-		select {
-		case <-time.After(changePassEvery):
-		case <-stop:
-			return
-		}
-	}
-}
-
-// handled is the runner starting the scan a change asked for: the next
-// change sends again.
-func (w *changeWatch) handled() { w.pending.Store(false) }
-
-// topicCache names the partition of an assignment (currentKey) when it
-// belongs to the topic's current incarnation and partition count; an
-// assignment of a deleted incarnation, or past a count not yet grown here,
-// is no partition to move. A scan over thousands of assignments of a few
-// topics looks each topic up once per incarnation, not per partition.
-type topicCache struct {
-	store Store
-	seen  map[uint64]messages.Topic
-}
-
-func (c *topicCache) currentKey(a messages.Assignment) (messages.PartitionKey, bool) {
-	t, ok := c.seen[a.Incarnation]
-	if !ok {
-		t, ok = c.store.Topic(a.Topic)
-		if !ok || t.Incarnation != a.Incarnation {
-			t = messages.Topic{} // Partitions 0: no partition of it is current
-		}
-		if c.seen == nil {
-			c.seen = map[uint64]messages.Topic{}
-		}
-		c.seen[a.Incarnation] = t
-	}
-	if t.Name != a.Topic || a.Partition >= t.Partitions {
-		return messages.PartitionKey{}, false
-	}
-	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
 }

@@ -44,7 +44,7 @@ type Supervisor struct {
 	failed map[messages.PartitionKey]bool
 	stop   chan struct{}
 	// changes coalesces the replica's changes into reconciles.
-	changes changeWatch
+	changes metastore.ChangeWatch
 	// stopping is set once the supervisor itself stops.
 	stopping bool
 	// retrying: a reconcile is scheduled after a failed preparation.
@@ -125,7 +125,7 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 func (s *Supervisor) watch(ctx actor.Context) {
 	s.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go s.changes.run(s.store, s.stop, func() { root.Send(self, Reconcile{}) })
+	go s.changes.Run(s.store, s.stop, func() { root.Send(self, Reconcile{}) })
 }
 
 // reconcile brings the children in line with what this node owns: a whole
@@ -138,7 +138,7 @@ func (s *Supervisor) watch(ctx actor.Context) {
 // a whole pass over its 10,000-20,000 partitions each time was a quarter
 // of its CPU (issue 27's profile).
 func (s *Supervisor) reconcile(ctx actor.Context) {
-	s.changes.handled()
+	s.changes.Handled()
 	s.retrying = false
 	if s.linksSent == nil {
 		s.linksSent = map[messages.PartitionKey]string{}
@@ -170,9 +170,9 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 	}
 	want := s.want
 	clear(want)
-	topics := topicCache{store: s.store}
+	topics := metastore.TopicKeys{Topics: s.store}
 	for _, a := range s.ownedBuf {
-		if k, ok := topics.currentKey(a); ok {
+		if k, ok := topics.Key(a); ok {
 			want[k] = a.Target != ""
 		}
 	}
@@ -208,14 +208,14 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 			return false // deleted: the cursor moved on, the whole pass sees the rest
 		}
 	}
-	topics := topicCache{store: s.store}
+	topics := metastore.TopicKeys{Topics: s.store}
 	var leaving []messages.PartitionKey
 	if s.want == nil {
 		s.want = map[messages.PartitionKey]bool{}
 	}
 	clear(s.want)
 	for _, a := range changed {
-		k, current := topics.currentKey(a)
+		k, current := topics.Key(a)
 		if !current {
 			continue // no child of it: the topic record changed, and a whole pass follows
 		}
@@ -433,77 +433,3 @@ func (s *Supervisor) purge(k messages.PartitionKey) {
 		s.deps.Logger.Error("purge deleted partition", "partition", k, "err", err)
 	}
 }
-
-// topicCache names the partition of an assignment (currentKey) when it
-// belongs to the topic's current incarnation and partition count; an
-// assignment of a deleted incarnation, or past a count not yet grown here,
-// is no partition to serve or move. A pass over thousands of assignments
-// of a few topics looks each topic up once per incarnation, not per
-// partition.
-type topicCache struct {
-	store TopicRecords
-	seen  map[uint64]messages.Topic
-}
-
-func (c *topicCache) currentKey(a messages.Assignment) (messages.PartitionKey, bool) {
-	t, ok := c.seen[a.Incarnation]
-	if !ok {
-		t, ok = c.store.Topic(a.Topic)
-		if !ok || t.Incarnation != a.Incarnation {
-			t = messages.Topic{} // Partitions 0: no partition of it is current
-		}
-		if c.seen == nil {
-			c.seen = map[uint64]messages.Topic{}
-		}
-		c.seen[a.Incarnation] = t
-	}
-	if t.Name != a.Topic || a.Partition >= t.Partitions {
-		return messages.PartitionKey{}, false
-	}
-	return messages.PartitionKey{Topic: a.Topic, Incarnation: a.Incarnation, Partition: a.Partition}, true
-}
-
-// changeWatch turns the replica's changes into one message at a time to an
-// actor: a change that arrives while the last message is still unhandled
-// (the actor has not called handled) sends nothing more, since the
-// actor's next pass reads the latest state anyway. A bulk move applies
-// thousands of changes a second; without this, each would queue a full
-// pass behind the others. (The root package's mover and controller keep
-// a copy of their own.)
-type changeWatch struct{ pending atomic.Bool }
-
-// changePassEvery spaces the passes a changeWatch asks for: a pass reads
-// and sorts every assignment the node owns or is targeted with (10,000 at
-// seed 003's scale), and a bulk move applies thousands of changes a
-// second. 20 ms adds that much to a handover or a move's start and caps
-// the passes at 50 a second.
-const changePassEvery = 20 * time.Millisecond
-
-// run sends msg to self at each change, at most every changePassEvery,
-// until stop is closed.
-//
-// The next change's channel is taken as soon as one fired, before the
-// send and the pause: a change during them closes it, so none is missed.
-func (w *changeWatch) run(store interface{ Changed() <-chan struct{} }, stop <-chan struct{}, send func()) {
-	next := store.Changed()
-	for {
-		select {
-		case <-next:
-		case <-stop:
-			return
-		}
-		next = store.Changed()
-		if !w.pending.Swap(true) {
-			send()
-		}
-		select {
-		case <-time.After(changePassEvery):
-		case <-stop:
-			return
-		}
-	}
-}
-
-// handled is the actor starting the pass a change asked for: the next
-// change sends again.
-func (w *changeWatch) handled() { w.pending.Store(false) }
