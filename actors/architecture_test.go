@@ -75,8 +75,8 @@ func wholeTypes(text string) map[string]bool {
 // actorDirs are the packages whose actors and goroutines sections 6 and 7
 // list: the root package and the actors split out of it, each a package of
 // its own (actors/sweeper, actors/fanout, actors/freeze, actors/controller,
-// actors/mover, actors/partition).
-var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition"}
+// actors/mover, actors/partition, actors/dispatch).
+var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch"}
 
 // actorKey names a receiver type as the tests' maps do: bare in the root
 // package, qualified by its package elsewhere (sweeper.Actor).
@@ -151,7 +151,7 @@ func typeName(e ast.Expr) string {
 func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	rows := map[string]string{ // receiver type (actorKey) → the row's actor
 		"partition.Supervisor": "partitions", "sweeper.Actor": "sweeper", "partition.Actor": "p:<inc>:<n>",
-		"fanout.Actor": "fanout<id>", "dispatcherActor": "dispatcher", "mover.Runner": "mover",
+		"fanout.Actor": "fanout<id>", "dispatch.Actor": "dispatcher", "mover.Runner": "mover",
 		"mover.worker": "move-p:<inc>:<n>", "controller.Actor": "controller", "freeze.PacerActor": "pacer", "freeze.Actor": "freeze<id>",
 	}
 	lifecycle := map[string]bool{"Started": true, "Stopping": true, "Stopped": true, "Restarting": true, "ReceiveTimeout": true}

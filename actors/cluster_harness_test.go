@@ -64,7 +64,7 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 		cfg.SecurityEnabled = false // a test with security on says so
 		cfg.NATSURL = ns.ClientURL()
 		cfg.MaxConsumeWait = 2 * time.Second
-		cfg.CommitRetryInterval = 100 * time.Millisecond
+		cfg.Dispatch.CommitRetryInterval = 100 * time.Millisecond
 		cfg.ShutdownDrainTimeout = 5 * time.Second
 		cfg.Membership.HeartbeatInterval = 50 * time.Millisecond
 		cfg.Membership.DeadTimeout = 500 * time.Millisecond

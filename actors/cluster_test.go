@@ -138,7 +138,7 @@ func TestClusterHeldRecordsAreReroutedToALiveSiblingAfterTheGrace(t *testing.T) 
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.RerouteGrace = 300 * time.Millisecond })
+	c := newTestCluster(t, 3, func(_ int, cfg *Config) { cfg.Dispatch.RerouteGrace = 300 * time.Millisecond })
 	c.waitFor("three members alive", func() bool { return len(c.memberStatuses(0)) == 3 })
 	c.node(0).createTopic("held", 3)
 	owners, _ := ownersOf(t, c.node(0), "held")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/naradmq/narad/actors/dispatch"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -26,6 +28,32 @@ const commitGroupService = "commitgroup"
 // maxCommitGroupItems is the most commits an owner takes in one group, the
 // bound of Config.CommitGroupMaxItems.
 const maxCommitGroupItems = 1024
+
+// owners is how the dispatcher reaches the owners of partitions (*router,
+// groupedOwners; dispatchOwners hands it to actors/dispatch).
+type owners interface {
+	// ask sends a request to a partition's owner, here or on a peer.
+	ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	// isLocal reports whether this node serves a partition itself.
+	isLocal(k messages.PartitionKey) bool
+	// ownerOf reads a partition's owner from the local replica.
+	ownerOf(k messages.PartitionKey) string
+	// sibling names a partition of the same topic, other than k, whose
+	// owner is alive; false when there is none.
+	sibling(k messages.PartitionKey) (messages.PartitionKey, bool)
+}
+
+// dispatchOwners adapts the root's owners to dispatch.Owners.
+type dispatchOwners struct{ o owners }
+
+func (d dispatchOwners) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return d.o.ask(ctx, k, msg)
+}
+func (d dispatchOwners) IsLocal(k messages.PartitionKey) bool   { return d.o.isLocal(k) }
+func (d dispatchOwners) OwnerOf(k messages.PartitionKey) string { return d.o.ownerOf(k) }
+func (d dispatchOwners) Sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	return d.o.sibling(k)
+}
 
 // groupedOwners is the dispatcher's owners: the router, with the commits
 // to a peer carried in commit groups.
@@ -74,4 +102,13 @@ func (r *router) serveCommitGroup(ctx context.Context, _ string, body []byte) ([
 		return nil, transport.Errorf(transport.StatusBadRequest, "commit group of %d items, want 1 to %d", len(items), maxCommitGroupItems)
 	}
 	return json.Marshal(r.serveGroup(ctx, items, true))
+}
+
+// newDispatchDeps is what the dispatcher gets of its node: d's config,
+// logger and series, the replica, the ingress WAL and o for the owners.
+func newDispatchDeps(d deps, store dispatch.Store, wal dispatch.WAL, o owners) dispatch.Deps {
+	return dispatch.Deps{Config: d.cfg.Dispatch, RequestTimeout: d.cfg.RequestTimeout,
+		MaxCommitBatchBytes: d.cfg.MaxCommitBatchBytes, MaxRemoteCommitBytes: d.cfg.MaxRemoteCommitBytes,
+		Logger: d.log, Store: store, Owners: dispatchOwners{o}, WAL: wal, PartitionPID: partition.PID,
+		Clock: d.cfg.clockOrWall(), Metrics: d.metrics.dispatchMetrics()}
 }

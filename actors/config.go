@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
@@ -109,20 +110,11 @@ type Config struct {
 	// a peer's (the transport's own bound is set to it): a partition busy
 	// with a large commit answers well within it.
 	RequestTimeout time.Duration
-	// CommitRetryInterval is how often the dispatcher retries a commit that
-	// a partition refused or did not answer (the seed's "about once a second").
-	CommitRetryInterval time.Duration
-	// RerouteGrace is how long a partition's commits may fail before the
-	// dispatcher sends what it holds to a live sibling partition (the
-	// seed's 3 s: longer than a normal hand-off freeze).
-	RerouteGrace time.Duration
-	// MaxCommitBatchRecords caps one dispatcher commit: it is also the group
-	// commit size of the partition log.
-	MaxCommitBatchRecords int
-	// MaxCommitsInFlight is how many commits the dispatcher keeps in flight
-	// per partition. Two let a partition write the next batch with the
-	// previous batch's commit frame: one fsync per batch under load.
-	MaxCommitsInFlight int
+	// Dispatch is the dispatcher's settings (actors/dispatch): its retry
+	// interval, reroute grace and commit batch records and commits in
+	// flight. The byte caps below stay here: the NATS payload check at
+	// start (payload.go) reads them too.
+	Dispatch dispatch.Config
 	// MaxCommitBatchBytes caps one dispatcher commit, counting each record's
 	// key, body and recordOverheadBytes, so that the partition log never
 	// refuses a batch as too large (it would be retried forever).
@@ -308,7 +300,7 @@ func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.Reque
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its
 // key and body: more than a log frame's header, so its byte cap is safe.
-const recordOverheadBytes = 64
+const recordOverheadBytes = dispatch.RecordOverheadBytes
 
 // DefaultConfig is a node's configuration unless told otherwise.
 func DefaultConfig() Config {
@@ -338,12 +330,9 @@ func DefaultConfig() Config {
 		HTTPWriteTimeout:          30 * time.Second,
 		HTTPReadHeaderTimeout:     5 * time.Second,
 		RequestTimeout:            10 * time.Second,
-		CommitRetryInterval:       time.Second,
-		RerouteGrace:              3 * time.Second,
-		MaxCommitBatchRecords:     1024,
+		Dispatch:                  dispatch.DefaultConfig(),
 		MaxCommitBatchBytes:       4 << 20,
 		MaxRemoteCommitBytes:      2 << 20,
-		MaxCommitsInFlight:        2,
 		MaxBacklogRecords:         1 << 20,
 		RetentionInterval:         time.Minute,
 		ShutdownDrainTimeout:      30 * time.Second,
@@ -424,24 +413,18 @@ func (c Config) Validate() error {
 		return bad("MaxPasswordChecksInFlight", c.MaxPasswordChecksInFlight, "must be within 1..1024")
 	case c.MaxAuthFailureUsers < 1 || c.MaxAuthFailureUsers > 1000000:
 		return bad("MaxAuthFailureUsers", c.MaxAuthFailureUsers, "must be within 1..1000000")
-	case c.CommitRetryInterval <= 0:
-		return bad("CommitRetryInterval", c.CommitRetryInterval, "must be positive")
-	case c.RerouteGrace < c.CommitRetryInterval:
-		return bad("RerouteGrace", c.RerouteGrace, "must be at least CommitRetryInterval")
-	case c.MaxCommitBatchRecords < 1 || c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
-		return bad("MaxCommitBatchRecords", c.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
-	case c.MaxCommitsInFlight < 1 || c.MaxCommitsInFlight > 16:
-		return bad("MaxCommitsInFlight", c.MaxCommitsInFlight, "must be within 1..16")
+	case c.Dispatch.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
+		return bad("Dispatch.MaxCommitBatchRecords", c.Dispatch.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
 	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes:
 		return bad("MaxCommitBatchBytes", c.MaxCommitBatchBytes, "must hold one largest record")
 	case c.MaxRemoteCommitBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes || c.MaxRemoteCommitBytes > 64<<20:
 		// 64 MiB is the largest max_payload a NATS server takes.
 		return bad("MaxRemoteCommitBytes", c.MaxRemoteCommitBytes, "must hold one largest record and be at most 64 MiB")
-	case c.MaxCommitsInFlight*c.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
+	case c.Dispatch.MaxCommitsInFlight*c.Dispatch.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		// A partition writes every commit that queued during a sync as one batch.
-		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.MaxCommitsInFlight*c.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")
-	case c.MaxCommitsInFlight*c.MaxCommitBatchBytes+recordOverheadBytes > c.Log.MaxBatchBytes:
-		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
+		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.Dispatch.MaxCommitsInFlight*c.Dispatch.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")
+	case c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes+recordOverheadBytes > c.Log.MaxBatchBytes:
+		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
 	case c.MaxBacklogRecords < 1:
 		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
 	case c.RetentionInterval <= 0:
@@ -502,6 +485,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Fanout.Validate(); err != nil {
 		return fmt.Errorf("node config: Fanout: %w: %w", err, ErrInvalid)
+	}
+	if err := c.Dispatch.Validate(); err != nil {
+		return fmt.Errorf("node config: Dispatch: %w: %w", err, ErrInvalid)
 	}
 	if err := c.Controller.Validate(); err != nil {
 		return fmt.Errorf("node config: Controller: %w: %w", err, ErrInvalid)

@@ -21,7 +21,7 @@ func TestNodeConfigValidate(t *testing.T) {
 		"FanoutAnchorWait":       func(c *Config) { c.FanoutAnchorWait = c.HTTPWriteTimeout },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
-		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.MaxCommitsInFlight = 8 },
+		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.Dispatch.MaxCommitsInFlight = 8 },
 		"MaxCommitsInFlight*MaxCommitBatchBytes":   func(c *Config) { c.MaxCommitBatchBytes = 10 << 20 },
 		// The runner's full scan is at least its tick (actors/mover), and
 		// the mover's own limits are checked with the node's.

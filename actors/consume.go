@@ -10,6 +10,13 @@ import (
 )
 
 // msDuration is a topic setting in milliseconds as a duration.
+// topicIncarnation names one life of a topic; incarnation 0 is a record
+// that does not know its own (written by an older node).
+type topicIncarnation struct {
+	topic       string
+	incarnation uint64
+}
+
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // limitsOf is a topic's consume settings as a partition applies them.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -122,8 +123,11 @@ type dispatcherRig struct {
 	wal    *storage.WAL
 	walDir string
 	owners *fakeOwners
-	d      *dispatcherActor
-	pid    *actor.PID
+	// deps is the dispatcher's, which a test may change until start;
+	// metrics the node series its handle is on.
+	deps    dispatch.Deps
+	metrics *nodeMetrics
+	pid     *actor.PID
 }
 
 // The rig's reroute grace and retry tick, on its fake clock.
@@ -146,7 +150,7 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 	})
 	clk := newFakeClock()
 	cfg := tn.cfg
-	cfg.RerouteGrace, cfg.CommitRetryInterval, cfg.clock = rigGrace, rigTick, clk
+	cfg.Dispatch.RerouteGrace, cfg.Dispatch.CommitRetryInterval, cfg.clock = rigGrace, rigTick, clk
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -154,18 +158,17 @@ func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak .
 	for p := range owners {
 		f.answers[p] = answerStatus(messages.StatusOK)
 	}
-	d := &dispatcherActor{
-		deps:  deps{cfg: cfg, log: testLogger(t), metrics: newNodeMetrics("rig-" + t.Name())},
-		store: tn.n.Store(), wal: wal, owners: f,
-	}
-	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, d: d}
+	m := newNodeMetrics("rig-" + t.Name())
+	d := newDispatchDeps(deps{cfg: cfg, log: testLogger(t), metrics: m}, tn.n.Store(), wal, f)
+	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, deps: d, metrics: m}
 }
 
 // start spawns the rig's dispatcher, which first replays what its WAL
 // holds. It is stopped when the test ends.
 func (r *dispatcherRig) start() *dispatcherRig {
 	system := r.tn.n.system
-	r.pid = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return r.d }))
+	d := dispatch.New(r.deps)
+	r.pid = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return d }))
 	// Runs before the WAL's close, registered earlier.
 	r.t.Cleanup(func() { _ = system.Root.StopFuture(r.pid).Wait() })
 	return r
@@ -189,7 +192,7 @@ func (r *dispatcherRig) append(topic string, partition int, body []byte) storage
 func (r *dispatcherRig) produce(topic string, partition int, body []byte) uint64 {
 	r.t.Helper()
 	rec := r.append(topic, partition, body)
-	r.tn.n.system.Root.Send(r.pid, &dispatch{rec: rec})
+	r.tn.n.system.Root.Send(r.pid, &dispatch.Record{Rec: rec})
 	return rec.Seq
 }
 
@@ -291,7 +294,7 @@ func TestDispatcherKeepsRecordsOfAPartitionThatFailsForOtherReasons(t *testing.T
 			r.owners.answer(0, answerStatus(messages.StatusOK))
 			r.tick(0)
 			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
-			if got := r.d.metrics.commitsTooLarge.Get(); (got > 0) != tc.tooLarge {
+			if got := r.metrics.commitsTooLarge.Get(); (got > 0) != tc.tooLarge {
 				t.Fatalf("narad_dispatcher_commits_too_large_total: got %d, want it counted: %v", got, tc.tooLarge)
 			}
 		})
@@ -367,7 +370,7 @@ func TestDispatcherCapsACommitToAPeerAtMaxRemoteCommitBytes(t *testing.T) {
 // rigMembers overrides the replica's members the dispatcher reads: the
 // rig's owners may be dead members, or removed ones, without a cluster.
 type rigMembers struct {
-	replica
+	dispatch.Store
 	mu sync.Mutex
 	// members holds the overridden ids; a nil value is a removed member.
 	members map[string]*messages.Member
@@ -382,7 +385,7 @@ func (m *rigMembers) Member(id string) (messages.Member, bool) {
 		}
 		return *mem, true
 	}
-	return m.replica.Member(id)
+	return m.Store.Member(id)
 }
 
 // set makes id a member of the status, or removes it ("").
@@ -448,12 +451,12 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newDispatcherRig(t, tn, map[int]string{0: "n9", 1: "n1", 2: "n1"})
-			members := &rigMembers{replica: r.d.store, members: map[string]*messages.Member{}}
+			members := &rigMembers{Store: r.deps.Store, members: map[string]*messages.Member{}}
 			members.set("n9", messages.MemberDead)
 			if tc.aliveFirst {
 				members.set("n9", messages.MemberAlive)
 			}
-			r.d.store = members
+			r.deps.Store = members
 			r.start()
 			r.owners.answer(0, tc.answer)
 			seq := r.produce("unknown", 0, []byte(`"v"`))
@@ -516,7 +519,7 @@ func (r *dispatcherRig) tickQuiet() {
 }
 
 func unknownOutcomeGauge(r *dispatcherRig, node string) float64 {
-	return r.d.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, r.d.metrics.node, node), nil).Get()
+	return r.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, r.metrics.node, node), nil).Get()
 }
 
 // replayCopy opens a copy of the rig's WAL, as a restart would find it

@@ -7,7 +7,7 @@
 // router.go (where a partition lives, and how a request reaches it, here
 // or on a peer), actors/partition (the one actor that touches a
 // partition's log, and its supervisor; its handoff freeze is decided by
-// actors/freeze), dispatcher.go (ingress WAL to partition commits),
+// actors/freeze), actors/dispatch (ingress WAL to partition commits),
 // actors/mover (moves onto this node, decided by actors/move; moverdeps.go
 // wires it), and the Node's domain methods:
 // produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
@@ -20,7 +20,7 @@
 //	root
 //	├── partitions      one child per partition this node owns (actors/partition)
 //	│   └── p:<incarnation>:<n>   partition.Actor
-//	├── dispatcher      ingress WAL -> owner commits (dispatcher.go)
+//	├── dispatcher      ingress WAL -> owner commits (actors/dispatch)
 //	├── mover           the move runner (actors/mover, runner.go)
 //	│   └── move-p:<incarnation>:<n>   one worker per incoming move (actors/mover, worker.go)
 //	└── controller      acts while this node leads the metadata shard (actors/controller)

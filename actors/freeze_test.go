@@ -30,7 +30,7 @@ func frozenNode(t *testing.T, clk *fakeClock, tweak ...func(*Config)) *testNode 
 		// The tests move the clock by whole TTLs: a record held by the
 		// freeze must stay on its partition, not outlast the reroute grace
 		// (rule K3, proved by the dispatcher's own tests).
-		c.clock, c.RerouteGrace = clk, time.Hour
+		c.clock, c.Dispatch.RerouteGrace = clk, time.Hour
 	}}, tweak...)...)
 }
 
@@ -158,7 +158,7 @@ func wantHWM(t *testing.T, tn *testNode, topic string, hwm int64) {
 		// The dispatcher retries held records on the node's clock: a fake
 		// one moves a retry interval per look.
 		if clk, ok := tn.cfg.clock.(*fakeClock); ok {
-			clk.advance(tn.cfg.CommitRetryInterval)
+			clk.advance(tn.cfg.Dispatch.CommitRetryInterval)
 		}
 		if got := hwmOf(t, tn, topic); got != hwm {
 			return fmt.Errorf("got HWM %d, want %d", got, hwm)

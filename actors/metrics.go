@@ -6,6 +6,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
@@ -263,19 +264,10 @@ func (m *nodeMetrics) sweepJudged(a sweep.Action) *metrics.Counter {
 // this node: a rising count means the node is about to be marked dead.
 func (m *nodeMetrics) heartbeatWithheld() { m.beatsWithheld.Inc() }
 
-// dispatcherBacklog records how many accepted records wait for commits at
-// one owner node.
-func (m *nodeMetrics) dispatcherBacklog(owner string, records int) {
-	if owner == "" {
-		owner = "unassigned"
-	}
-	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_backlog_records{node=%q,destination=%q}`, m.node, owner), nil).Set(float64(records))
-}
-
-// walRecordsDropped counts ingress WAL records released without a commit,
-// by why (dispatcher.go's drop reasons).
-func (m *nodeMetrics) walRecordsDropped(why string, n int) {
-	m.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, m.node, why)).Add(n)
+// dispatchMetrics is the dispatcher's handle on the node's series
+// (actors/dispatch makes its gauges over the node's set and name).
+func (m *nodeMetrics) dispatchMetrics() dispatch.Metrics {
+	return dispatch.Metrics{Set: m.set, Node: m.node, CommitsTooLarge: m.commitsTooLarge}
 }
 
 // gauge registers a gauge of the node's set whose value is read from fn

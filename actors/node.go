@@ -18,6 +18,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
@@ -327,8 +328,8 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &dispatcherActor{deps: d, store: n.store, wal: n.wal, owners: groupedOwners{n.route, newCommitGroups(n.route, n.cfg, n.metrics)}}
-	}), dispatcherName)
+		return dispatch.New(newDispatchDeps(d, n.store, n.wal, groupedOwners{n.route, newCommitGroups(n.route, n.cfg, n.metrics)}))
+	}), dispatch.Name)
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}

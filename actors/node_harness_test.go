@@ -60,7 +60,7 @@ func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
 	cfg.SecurityEnabled = false // a test with security on says so
 	cfg.HTTPAddr = freeAddr(t)
 	cfg.MaxConsumeWait = 2 * time.Second
-	cfg.CommitRetryInterval = 100 * time.Millisecond
+	cfg.Dispatch.CommitRetryInterval = 100 * time.Millisecond
 	cfg.ShutdownDrainTimeout = 5 * time.Second
 	for _, f := range tweak {
 		f(&cfg)

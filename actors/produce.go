@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -107,7 +108,7 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	n.writes.succeeded(n.log)
 	// Dispatched either way: the dispatcher releases the seq of a record it
 	// drops.
-	n.system.Root.Send(n.dispatcher, &dispatch{rec: wr})
+	n.system.Root.Send(n.dispatcher, &dispatch.Record{Rec: wr})
 	if now, ok := n.store.Topic(t.Name); !ok || now.Incarnation != t.Incarnation {
 		// The topic was deleted while the record was written: it will never
 		// be consumable, so the producer hears what the contract answers a

@@ -308,7 +308,7 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 		cfg.faults = hooks.faults()
 		// Records held for the frozen partitions stay held until the
 		// delete, rather than reroute to a sibling.
-		cfg.RerouteGrace = 2 * clusterWaitBound
+		cfg.Dispatch.RerouteGrace = 2 * clusterWaitBound
 	})
 	const topic, parts = "reborn", 4
 	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":2000}`, topic, parts)))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -28,7 +29,7 @@ func (r *dispatcherRig) appendRecord(rec storage.WALRecord) storage.WALRecord {
 // dropped reads narad_wal_records_dropped_total of the rig's dispatcher
 // (its node's metrics set).
 func (r *dispatcherRig) dropped(why string) uint64 {
-	return r.d.metrics.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, r.d.metrics.node, why)).Get()
+	return r.metrics.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node=%q,reason=%q}`, r.metrics.node, why)).Get()
 }
 
 // incarnationOf is the topic's incarnation as the node's replica has it.
@@ -89,8 +90,8 @@ func TestDispatcherNeverCommitsARecordToANewerIncarnationOfItsTopic(t *testing.T
 	old := tn.incarnationOf("reborn")
 	r := newDispatcherRig(t, tn, nil)
 	// The node's own partitions, committed to through its router.
-	r.d.owners = tn.n.route
-	droppedBefore := r.dropped(dropTopicDeleted)
+	r.deps.Owners = dispatchOwners{tn.n.route}
+	droppedBefore := r.dropped(dispatch.DropTopicDeleted)
 	stale := r.appendRecord(storage.WALRecord{Topic: "reborn", Incarnation: old, Partition: 0, Key: []byte("k"), Body: []byte("of the deleted incarnation")})
 
 	inc := tn.recreate("reborn", 3)
@@ -104,8 +105,8 @@ func TestDispatcherNeverCommitsARecordToANewerIncarnationOfItsTopic(t *testing.T
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("new incarnation's partition: got %q, want %q (seq %d dropped)", got, want, stale.Seq)
 	}
-	if n := r.dropped(dropTopicDeleted) - droppedBefore; n != 1 {
-		t.Fatalf("narad_wal_records_dropped_total{reason=%q}: got %d more, want 1", dropTopicDeleted, n)
+	if n := r.dropped(dispatch.DropTopicDeleted) - droppedBefore; n != 1 {
+		t.Fatalf("narad_wal_records_dropped_total{reason=%q}: got %d more, want 1", dispatch.DropTopicDeleted, n)
 	}
 }
 
@@ -119,7 +120,7 @@ func TestDispatcherDropsAQueuedRecordWhoseIncarnationWasDeleted(t *testing.T) {
 	tn.createTopic("requeued", 3)
 	old := tn.incarnationOf("requeued")
 	r := newDispatcherRig(t, tn, map[int]string{0: "n1", 1: "n1", 2: "n1"})
-	droppedBefore := r.dropped(dropTopicDeleted)
+	droppedBefore := r.dropped(dispatch.DropTopicDeleted)
 	noActor := answerError(fmt.Errorf("commit to n1: %w: %w", transport.Errorf(transport.StatusUnavailable, "no partition"), ErrUnavailable))
 	r.owners.answer(0, noActor)
 	// Queued by the replay at the start: a dispatch sent as well could
@@ -158,8 +159,8 @@ func TestDispatcherDropsAQueuedRecordWhoseIncarnationWasDeleted(t *testing.T) {
 			t.Fatalf("commit of a deleted incarnation's record: got %v, want only incarnation %d (new is %d)", a, old, inc)
 		}
 	}
-	if n := r.dropped(dropTopicDeleted) - droppedBefore; n != 1 {
-		t.Fatalf("narad_wal_records_dropped_total{reason=%q}: got %d more, want 1", dropTopicDeleted, n)
+	if n := r.dropped(dispatch.DropTopicDeleted) - droppedBefore; n != 1 {
+		t.Fatalf("narad_wal_records_dropped_total{reason=%q}: got %d more, want 1", dispatch.DropTopicDeleted, n)
 	}
 }
 

@@ -1,39 +1,84 @@
-package actors
+package dispatch
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
 
-// dispatch hands the dispatcher a record that is durable in the ingress WAL.
-type dispatch struct {
-	rec storage.WALRecord
+// Name is the dispatcher's actor name under the node's root.
+const Name = "dispatcher"
+
+// RecordOverheadBytes is what a dispatcher counts per record on top of its
+// key and body: more than a log frame's header, so its byte cap is safe.
+const RecordOverheadBytes = 64
+
+// Store is the local replica's reads the dispatcher makes: a record's
+// topic incarnation and partitions, and whether an owner is a live member.
+type Store interface {
+	Topic(name string) (messages.Topic, bool)
+	Member(id string) (messages.Member, bool)
 }
 
-// dispatchTick is the dispatcher's own timer: retry held commits, compact
-// the WAL.
-type dispatchTick struct{}
+// Owners is how the dispatcher reaches the owners of partitions (the
+// node's router, its commits to a peer carried in commit groups).
+type Owners interface {
+	// Ask sends a request to a partition's owner, here or on a peer.
+	Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+	// IsLocal reports whether this node serves a partition itself.
+	IsLocal(k messages.PartitionKey) bool
+	// OwnerOf reads a partition's owner from the local replica.
+	OwnerOf(k messages.PartitionKey) string
+	// Sibling names a partition of the same topic, other than k, whose
+	// owner is alive; false when there is none.
+	Sibling(k messages.PartitionKey) (messages.PartitionKey, bool)
+}
 
-// commitDone is the outcome of one commit request, delivered back to the
-// dispatcher in its own context.
-type commitDone struct {
-	key messages.PartitionKey
-	// owner is the node the commit was sent to, as the replica read when
-	// it was sent.
-	owner string
-	batch []storage.WALRecord
-	res   *messages.CommitResult
-	err   error
+// WAL is the node's ingress WAL as the dispatcher uses it (*storage.WAL):
+// it replays it at start, releases what was committed, and compacts it.
+type WAL interface {
+	Replay(fn func(storage.WALRecord) error) (storage.WALReplayStats, error)
+	MarkCommitted(seq uint64) error
+	Compact() error
+}
+
+// Clock is the time the dispatcher's retries and reroute grace read; tests
+// hand it a fake one, so that none of them waits for the grace to pass.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f on a goroutine of its own once d has passed.
+	AfterFunc(d time.Duration, f func())
+}
+
+// Deps is what the dispatcher needs of its node. Every field is set by the
+// node before the spawn and only read afterwards.
+type Deps struct {
+	Config Config
+	// RequestTimeout bounds one commit, to a local partition or a peer's.
+	RequestTimeout time.Duration
+	// MaxCommitBatchBytes and MaxRemoteCommitBytes cap one commit, to any
+	// partition and to a peer's (the lower applies); the node's check of
+	// its NATS server's max payload reads them too, so they stay in the
+	// node's flat configuration.
+	MaxCommitBatchBytes, MaxRemoteCommitBytes int
+	Logger                                    *slog.Logger
+	Store                                     Store
+	Owners                                    Owners
+	WAL                                       WAL
+	// PartitionPID names the local actor of a partition this node serves.
+	PartitionPID func(system *actor.ActorSystem, k messages.PartitionKey) *actor.PID
+	Clock        Clock
+	Metrics      Metrics
 }
 
 // partitionQueue holds the records accepted for one partition that are not
@@ -72,27 +117,11 @@ type partitionQueue struct {
 	unknownLogged bool
 }
 
-// owners is how the dispatcher reaches the owners of partitions (*router).
-type owners interface {
-	// ask sends a request to a partition's owner, here or on a peer.
-	ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
-	// isLocal reports whether this node serves a partition itself.
-	isLocal(k messages.PartitionKey) bool
-	// ownerOf reads a partition's owner from the local replica.
-	ownerOf(k messages.PartitionKey) string
-	// sibling names a partition of the same topic, other than k, whose
-	// owner is alive; false when there is none.
-	sibling(k messages.PartitionKey) (messages.PartitionKey, bool)
-}
-
-// dispatcherActor commits every record of the ingress WAL at its
-// partition's owner, retrying about once a second until it is committed,
-// and only then releases it from the WAL.
-type dispatcherActor struct {
-	deps
-	store  replica
-	wal    *storage.WAL
-	owners owners
+// Actor commits every record of the ingress WAL at its partition's owner,
+// retrying about once a second until it is committed, and only then
+// releases it from the WAL.
+type Actor struct {
+	deps Deps
 	// reported are the owners a backlog gauge was set for.
 	reported map[string]bool
 	// dropWarned are the topic incarnations whose dropped records were
@@ -102,9 +131,9 @@ type dispatcherActor struct {
 	dropWarned map[topicIncarnation]bool
 	queues     map[messages.PartitionKey]*partitionQueue
 	// clock is when retries and the reroute grace fall due.
-	clock clock
+	clock Clock
 	// remote are the commits in flight to peers, each on its own goroutine
-	// bounded by RequestTimeout (router.ask), which releases what its
+	// bounded by RequestTimeout (Owners.Ask), which releases what its
 	// owner committed itself; the actor waits for them as it stops.
 	remote sync.WaitGroup
 	// local are the commits in flight to partitions of this node, whose
@@ -113,9 +142,10 @@ type dispatcherActor struct {
 	local map[*actor.Future]*commitDone
 }
 
-const dispatcherName = "dispatcher"
+// New is a dispatcher over deps; it replays the WAL once started.
+func New(deps Deps) *Actor { return &Actor{deps: deps} }
 
-// maxDropWarned bounds dispatcherActor.dropWarned. It is no knob: past it a
+// maxDropWarned bounds Actor.dropWarned. It is no knob: past it a
 // warning is logged again, nothing else changes.
 const maxDropWarned = 1024
 
@@ -129,26 +159,35 @@ type topicIncarnation struct {
 // Why the dispatcher drops a record instead of committing it, the reason
 // label of narad_wal_records_dropped_total.
 const (
-	// dropTopicDeleted: the topic incarnation the produce was validated
+	// DropTopicDeleted: the topic incarnation the produce was validated
 	// against is gone (deleted, perhaps recreated under the same name).
-	dropTopicDeleted = "topic_deleted"
-	// dropNoPartition: the incarnation is current but has no such
+	DropTopicDeleted = "topic_deleted"
+	// DropNoPartition: the incarnation is current but has no such
 	// partition. Partitions never shrink, so only an older node's record
 	// (incarnation 0) of a topic recreated with fewer partitions gets here.
-	dropNoPartition = "no_partition"
+	DropNoPartition = "no_partition"
 )
 
-func (d *dispatcherActor) Receive(ctx actor.Context) {
-	defer logPanic(d.deps.log, dispatcherName)
+// logPanic logs a panic of the actor with its stack and panics again, so
+// the failure is the supervisor's as before; it hides nothing.
+func logPanic(log *slog.Logger, who string) {
+	if r := recover(); r != nil {
+		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		panic(r)
+	}
+}
+
+func (d *Actor) Receive(ctx actor.Context) {
+	defer logPanic(d.deps.Logger, Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.clock = d.cfg.clockOrWall()
+		d.clock = d.deps.Clock
 		d.queues = map[messages.PartitionKey]*partitionQueue{}
 		d.local = map[*actor.Future]*commitDone{}
 		d.replay(ctx)
 		d.scheduleTick(ctx)
-	case *dispatch:
-		d.enqueue(ctx, m.rec)
+	case *Record:
+		d.enqueue(ctx, m.Rec)
 	case *commitDone:
 		d.done(ctx, m)
 	case dispatchTick:
@@ -162,15 +201,15 @@ func (d *dispatcherActor) Receive(ctx actor.Context) {
 		d.remote.Wait()
 		// Persist what was released, so a graceful restart replays nothing
 		// that is already committed.
-		if err := d.wal.Compact(); err != nil {
-			d.deps.log.Error("compact ingress WAL at stop", "err", err)
+		if err := d.deps.WAL.Compact(); err != nil {
+			d.deps.Logger.Error("compact ingress WAL at stop", "err", err)
 		}
 	}
 }
 
 // awaitLocal waits for the local commits in flight and releases what they
 // committed.
-func (d *dispatcherActor) awaitLocal() {
+func (d *Actor) awaitLocal() {
 	for f, m := range d.local {
 		res, err := f.Result()
 		if r, _ := res.(*messages.CommitResult); err == nil && r != nil && r.Status == messages.StatusOK {
@@ -181,8 +220,8 @@ func (d *dispatcherActor) awaitLocal() {
 }
 
 // replay queues every record the WAL still holds from before a restart.
-func (d *dispatcherActor) replay(ctx actor.Context) {
-	stats, err := d.wal.Replay(func(r storage.WALRecord) error {
+func (d *Actor) replay(ctx actor.Context) {
+	stats, err := d.deps.WAL.Replay(func(r storage.WALRecord) error {
 		d.enqueue(ctx, r)
 		return nil
 	})
@@ -192,28 +231,28 @@ func (d *dispatcherActor) replay(ctx actor.Context) {
 		panic(err)
 	}
 	if stats.Records > 0 || stats.Corrupt > 0 {
-		d.deps.log.Info("ingress WAL replayed", "records", stats.Records, "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
+		d.deps.Logger.Info("ingress WAL replayed", "records", stats.Records, "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
 	}
 	if stats.Corrupt > 0 || stats.Lost > 0 {
-		d.deps.log.Error("ingress WAL had damaged records", "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
+		d.deps.Logger.Error("ingress WAL had damaged records", "corrupt_regions", stats.Corrupt, "lost", stats.Lost)
 	}
 }
 
 // keyOf is the partition r commits to: its own topic incarnation's, never
 // another's. A record with incarnation 0 predates incarnations in the WAL
 // and takes the topic's current one. The reason is "" when there is one.
-func (d *dispatcherActor) keyOf(r storage.WALRecord) (messages.PartitionKey, string) {
-	t, ok := d.store.Topic(r.Topic)
+func (d *Actor) keyOf(r storage.WALRecord) (messages.PartitionKey, string) {
+	t, ok := d.deps.Store.Topic(r.Topic)
 	switch {
 	case !ok, r.Incarnation != 0 && r.Incarnation != t.Incarnation:
-		return messages.PartitionKey{}, dropTopicDeleted
+		return messages.PartitionKey{}, DropTopicDeleted
 	case int(r.Partition) >= t.Partitions, r.Partition < 0:
-		return messages.PartitionKey{}, dropNoPartition
+		return messages.PartitionKey{}, DropNoPartition
 	}
 	return messages.PartitionKey{Topic: r.Topic, Incarnation: t.Incarnation, Partition: int(r.Partition)}, ""
 }
 
-func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
+func (d *Actor) enqueue(ctx actor.Context, r storage.WALRecord) {
 	k, why := d.keyOf(r)
 	if why != "" {
 		// Nobody may commit it: the contract deletes a topic's data with
@@ -235,18 +274,18 @@ func (d *dispatcherActor) enqueue(ctx actor.Context, r storage.WALRecord) {
 
 // send starts commits of what queued for k while fewer than
 // MaxCommitsInFlight are in flight.
-func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
-	local := d.owners.isLocal(k)
-	limit := d.cfg.MaxCommitBatchBytes
+func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
+	local := d.deps.Owners.IsLocal(k)
+	limit := d.deps.MaxCommitBatchBytes
 	if !local {
 		// A peer's commit crosses NATS as one message, which the node
 		// checked at start that the server carries at this size.
-		limit = min(limit, d.cfg.MaxRemoteCommitBytes)
+		limit = min(limit, d.deps.MaxRemoteCommitBytes)
 	}
 	for !q.hold && q.inFlight < d.maxInFlight(k) && len(q.recs) > 0 {
 		n, bytes := 0, 0
-		for n < len(q.recs) && n < d.cfg.MaxCommitBatchRecords {
-			size := len(q.recs[n].Key) + len(q.recs[n].Body) + recordOverheadBytes
+		for n < len(q.recs) && n < d.deps.Config.MaxCommitBatchRecords {
+			size := len(q.recs[n].Key) + len(q.recs[n].Body) + RecordOverheadBytes
 			if n > 0 && bytes+size > limit {
 				break
 			}
@@ -260,15 +299,15 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
-		owner := d.owners.ownerOf(k)
+		owner := d.deps.Owners.OwnerOf(k)
 		if local {
 			// Sent now, from this actor, so batches reach the partition's
 			// mailbox in order. A commit still in the mailbox (a partition
 			// waiting for its open) when the future times out would land
 			// beside its retry: the partition refuses it past NotAfter.
 			now := time.Now()
-			c.NotAfter = messages.CommitDeadline(now, now.Add(d.cfg.RequestTimeout))
-			f := ctx.RequestFuture(partition.PID(ctx.ActorSystem(), k), c, d.cfg.RequestTimeout)
+			c.NotAfter = messages.CommitDeadline(now, now.Add(d.deps.RequestTimeout))
+			f := ctx.RequestFuture(d.deps.PartitionPID(ctx.ActorSystem(), k), c, d.deps.RequestTimeout)
 			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}
 			ctx.ReenterAfter(f, func(res interface{}, err error) {
 				delete(d.local, f)
@@ -279,7 +318,7 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 		}
 		// A peer owns it: the request runs on its own goroutine (bounded by
 		// RequestTimeout) and reports back here.
-		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.owners.ask
+		self, root, ask := ctx.Self(), ctx.ActorSystem().Root, d.deps.Owners.Ask
 		d.remote.Go(func() {
 			res, err := ask(context.Background(), k, c)
 			r, _ := res.(*messages.CommitResult)
@@ -296,9 +335,9 @@ func (d *dispatcherActor) send(ctx actor.Context, k messages.PartitionKey, q *pa
 // maxInFlight is MaxCommitsInFlight for a partition owned here, where the
 // mailbox keeps batches in order; one for a peer's, since two requests on
 // their own goroutines could arrive in either order.
-func (d *dispatcherActor) maxInFlight(k messages.PartitionKey) int {
-	if d.owners.isLocal(k) {
-		return d.cfg.MaxCommitsInFlight
+func (d *Actor) maxInFlight(k messages.PartitionKey) int {
+	if d.deps.Owners.IsLocal(k) {
+		return d.deps.Config.MaxCommitsInFlight
 	}
 	return 1
 }
@@ -307,7 +346,7 @@ func (d *dispatcherActor) maxInFlight(k messages.PartitionKey) int {
 // or unanswered commit goes back to the front of the queue and waits for
 // the next tick: its outcome may be unknown (a timeout), and committing it
 // again is at-least-once.
-func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
+func (d *Actor) done(ctx actor.Context, m *commitDone) {
 	q := d.queues[m.key]
 	if q == nil {
 		return
@@ -333,7 +372,7 @@ func (d *dispatcherActor) done(ctx actor.Context, m *commitDone) {
 
 // failed records why a commit failed, which decides whether its records
 // may ever leave their partition (reroute).
-func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time) {
+func (d *Actor) failed(m *commitDone, q *partitionQueue, now time.Time) {
 	if q.failingSince.IsZero() {
 		q.failingSince = now
 	}
@@ -356,11 +395,11 @@ func (d *dispatcherActor) failed(m *commitDone, q *partitionQueue, now time.Time
 	if !q.tooLarge {
 		return
 	}
-	d.metrics.commitsTooLarge.Inc()
+	d.deps.Metrics.CommitsTooLarge.Inc()
 	if !q.tooLargeLogged {
 		q.tooLargeLogged = true
-		d.deps.log.Error("commit exceeds the NATS max payload: holding its records until it fits",
-			"topic", m.key.Topic, "partition", m.key.Partition, "owner", d.owners.ownerOf(m.key), "records", len(m.batch), "err", m.err)
+		d.deps.Logger.Error("commit exceeds the NATS max payload: holding its records until it fits",
+			"topic", m.key.Topic, "partition", m.key.Partition, "owner", d.deps.Owners.OwnerOf(m.key), "records", len(m.batch), "err", m.err)
 	}
 }
 
@@ -380,11 +419,11 @@ func outcomeUnknown(m *commitDone) bool {
 // drop releases records that will never be committed, as if committed, so
 // the WAL's watermark passes them; counted, and logged once per topic
 // incarnation.
-func (d *dispatcherActor) drop(ti topicIncarnation, why string, recs []storage.WALRecord) {
+func (d *Actor) drop(ti topicIncarnation, why string, recs []storage.WALRecord) {
 	for _, r := range recs {
 		d.release(r.Seq)
 	}
-	d.metrics.walRecordsDropped(why, len(recs))
+	d.deps.Metrics.dropped(why, len(recs))
 	if d.dropWarned[ti] {
 		return
 	}
@@ -392,34 +431,34 @@ func (d *dispatcherActor) drop(ti topicIncarnation, why string, recs []storage.W
 		d.dropWarned = map[topicIncarnation]bool{}
 	}
 	d.dropWarned[ti] = true
-	d.deps.log.Warn("dropping ingress WAL records: their topic incarnation is gone or has no such partition",
+	d.deps.Logger.Warn("dropping ingress WAL records: their topic incarnation is gone or has no such partition",
 		"topic", ti.topic, "incarnation", ti.incarnation, "reason", why, "records", len(recs), "first_seq", recs[0].Seq)
 }
 
 // releaseAll releases a committed batch. It only calls the WAL, so a
 // commit's goroutine may call it too; releasing twice is harmless.
-func (d *dispatcherActor) releaseAll(batch []storage.WALRecord) {
+func (d *Actor) releaseAll(batch []storage.WALRecord) {
 	for _, r := range batch {
 		d.release(r.Seq)
 	}
 }
 
-func (d *dispatcherActor) release(seq uint64) {
-	if err := d.wal.MarkCommitted(seq); err != nil {
-		d.deps.log.Error("release WAL record", "seq", seq, "err", err)
+func (d *Actor) release(seq uint64) {
+	if err := d.deps.WAL.MarkCommitted(seq); err != nil {
+		d.deps.Logger.Error("release WAL record", "seq", seq, "err", err)
 	}
 }
 
-func (d *dispatcherActor) tick(ctx actor.Context) {
+func (d *Actor) tick(ctx actor.Context) {
 	for k, q := range d.queues {
 		// A queue outlives its topic incarnation when the delete came after
 		// the enqueue; its owner refuses commits (no actor of that
 		// incarnation: 503), and a reroute would find no sibling. A commit
 		// in flight is waited for: it may land in the old incarnation,
 		// never a newer one (the partition actors are named by it).
-		if t, ok := d.store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && q.inFlight == 0 {
+		if t, ok := d.deps.Store.Topic(k.Topic); (!ok || t.Incarnation != k.Incarnation) && q.inFlight == 0 {
 			if len(q.recs) > 0 {
-				d.drop(topicIncarnation{k.Topic, k.Incarnation}, dropTopicDeleted, q.recs)
+				d.drop(topicIncarnation{k.Topic, k.Incarnation}, DropTopicDeleted, q.recs)
 			}
 			delete(d.queues, k)
 			continue
@@ -430,164 +469,14 @@ func (d *dispatcherActor) tick(ctx actor.Context) {
 		q.hold = false
 		d.send(ctx, k, q)
 	}
-	if err := d.wal.Compact(); err != nil {
-		d.deps.log.Error("compact ingress WAL", "err", err)
+	if err := d.deps.WAL.Compact(); err != nil {
+		d.deps.Logger.Error("compact ingress WAL", "err", err)
 	}
 	d.reportBacklog()
 	d.scheduleTick(ctx)
 }
 
-// reportBacklog sets, once a tick, how many records wait for each owner
-// node; an owner with nothing waiting reads 0 rather than vanishing.
-func (d *dispatcherActor) reportBacklog() {
-	held, unknown := map[string]int{}, map[string]int{}
-	for k, q := range d.queues {
-		held[d.owners.ownerOf(k)] += len(q.recs)
-		for _, node := range q.unknown {
-			unknown[node]++
-		}
-	}
-	if d.reported == nil {
-		d.reported = map[string]bool{}
-	}
-	for owner := range d.reported {
-		if _, ok := held[owner]; !ok {
-			held[owner] = 0
-		}
-	}
-	for owner, n := range held {
-		d.reported[owner] = true
-		d.metrics.dispatcherBacklog(owner, n)
-		d.setUnknownOutcome(owner, unknown[owner])
-	}
-	for node, n := range unknown {
-		if _, ok := held[node]; !ok {
-			d.reported[node] = true
-			d.setUnknownOutcome(node, n)
-		}
-	}
-}
-
-// setUnknownOutcome sets narad_dispatcher_unknown_outcome_records: records
-// whose commit to node has an unknown outcome, which wait for that node to
-// answer or leave the cluster and are never rerouted meanwhile. An alert
-// on it staying above 0 with the node dead says: remove the node (or
-// bring it back) to release them.
-func (d *dispatcherActor) setUnknownOutcome(node string, records int) {
-	if node == "" {
-		node = "unassigned"
-	}
-	d.metrics.set.GetOrCreateGauge(fmt.Sprintf(`narad_dispatcher_unknown_outcome_records{node=%q,destination=%q}`, d.metrics.node, node), nil).Set(float64(records))
-}
-
-// reroute sends what a partition holds to a live sibling partition, at the
-// price of its key's order (rule K3), only when the partition will not take
-// it soon: its owner is dead or gone (after RerouteGrace of failed commits),
-// or it has answered frozen for RerouteGrace (a hand-off's freeze is far
-// shorter). Any other failure (a paused owner, a timeout, a refusal, a
-// commit too large to send) keeps the records waiting for their partition,
-// so a partition a producer named is never overridden because a send
-// failed. A commit in flight is waited for: its outcome may still come.
-// Records a commit of unknown outcome carried stay even then, while the
-// node it went to is a member (splitUnknown); it returns false while any
-// stay, so they are retried at their partition.
-func (d *dispatcherActor) reroute(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) bool {
-	if q.inFlight > 0 || q.failingSince.IsZero() || len(q.recs) == 0 || q.tooLarge {
-		return false
-	}
-	now := d.clock.Now()
-	why := ""
-	switch {
-	case !q.frozenSince.IsZero() && now.Sub(q.frozenSince) >= d.cfg.RerouteGrace:
-		why = "frozen"
-	case now.Sub(q.failingSince) >= d.cfg.RerouteGrace && d.ownerDead(k):
-		why = "owner dead"
-	default:
-		return false
-	}
-	to, ok := d.owners.sibling(k)
-	if !ok {
-		return false
-	}
-	movable, pinned := d.splitUnknown(q)
-	d.warnPinned(k, q, len(pinned), why)
-	if len(movable) == 0 {
-		return false
-	}
-	d.deps.log.Warn("rerouting held records to a live sibling partition", "topic", k.Topic, "from", k.Partition, "to", to.Partition,
-		"records", len(movable), "failing_for", now.Sub(q.failingSince), "why", why, "owner", d.owners.ownerOf(k))
-	if len(pinned) > 0 {
-		q.recs = pinned
-	} else {
-		delete(d.queues, k)
-	}
-	for _, r := range movable {
-		delete(q.unknown, r.Seq)
-		r.Partition = int32(to.Partition)
-		d.enqueue(ctx, r)
-	}
-	// Pinned records stay and are retried at their partition this tick.
-	return len(pinned) == 0
-}
-
-// awaitsOwner reports whether q holds records of a commit of unknown
-// outcome while its partition's owner reads dead: then nothing is resent
-// until the owner reads alive again (or another node owns the partition,
-// or the node is removed and reroute moves them). A paused owner reads
-// every request queued for it when it wakes, so each resend meanwhile
-// would be one more copy in the partition.
-func (d *dispatcherActor) awaitsOwner(k messages.PartitionKey, q *partitionQueue) bool {
-	if len(q.unknown) == 0 || !d.ownerDead(k) {
-		return false
-	}
-	_, pinned := d.splitUnknown(q)
-	d.warnPinned(k, q, len(pinned), "owner dead")
-	return len(pinned) > 0
-}
-
-// warnPinned logs, once per queue, that records of a commit of unknown
-// outcome are held for their owner; what an operator does about it.
-func (d *dispatcherActor) warnPinned(k messages.PartitionKey, q *partitionQueue, pinned int, why string) {
-	if pinned == 0 || q.unknownLogged {
-		return
-	}
-	q.unknownLogged = true
-	d.deps.log.Warn("holding records whose commit has an unknown outcome: their owner may still commit them, so they wait for it to answer or to be removed from the cluster",
-		"topic", k.Topic, "partition", k.Partition, "records", pinned, "owner", d.owners.ownerOf(k), "why", why)
-}
-
-// splitUnknown parts q's records into those a sibling may take and those
-// pinned to their partition: a commit of unknown outcome went to a node
-// that is still a member (alive, paused or marked dead), which may commit
-// them yet. Once that node is removed from the cluster it commits nothing
-// the cluster sees, and its records move on.
-func (d *dispatcherActor) splitUnknown(q *partitionQueue) (movable, pinned []storage.WALRecord) {
-	for _, r := range q.recs {
-		node, ok := q.unknown[r.Seq]
-		if ok {
-			if _, member := d.store.Member(node); member {
-				pinned = append(pinned, r)
-				continue
-			}
-		}
-		movable = append(movable, r)
-	}
-	return movable, pinned
-}
-
-// ownerDead reports whether k's owner, as the local replica reads it, is
-// dead or gone: no owner, an owner that is no member, or a dead member. A
-// paused owner that is not marked dead yet is alive: its commits wait.
-func (d *dispatcherActor) ownerDead(k messages.PartitionKey) bool {
-	owner := d.owners.ownerOf(k)
-	if owner == "" {
-		return true
-	}
-	m, ok := d.store.Member(owner)
-	return !ok || m.Status == messages.MemberDead
-}
-
-func (d *dispatcherActor) scheduleTick(ctx actor.Context) {
+func (d *Actor) scheduleTick(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	d.clock.AfterFunc(d.cfg.CommitRetryInterval, func() { root.Send(self, dispatchTick{}) })
+	d.clock.AfterFunc(d.deps.Config.CommitRetryInterval, func() { root.Send(self, dispatchTick{}) })
 }

@@ -1,0 +1,28 @@
+package dispatch
+
+import (
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// Record hands the dispatcher a record that is durable in the ingress WAL
+// (the node's Produce sends it once the append returned).
+type Record struct {
+	Rec storage.WALRecord
+}
+
+// dispatchTick is the dispatcher's own timer: retry held commits, compact
+// the WAL.
+type dispatchTick struct{}
+
+// commitDone is the outcome of one commit request, delivered back to the
+// dispatcher in its own context.
+type commitDone struct {
+	key messages.PartitionKey
+	// owner is the node the commit was sent to, as the replica read when
+	// it was sent.
+	owner string
+	batch []storage.WALRecord
+	res   *messages.CommitResult
+	err   error
+}
