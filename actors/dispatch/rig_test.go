@@ -1,0 +1,187 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// The root package's dispatcher tests (actors/dispatcher_test.go,
+// walincarnation_test.go) run the actor on a running node's metastore;
+// this rig needs none: a fake replica, owners that are all peers, a real
+// ingress WAL and a clock that never fires on its own.
+
+// fakeStore is a replica of fixed topics and members.
+type fakeStore struct {
+	mu      sync.Mutex
+	topics  map[string]messages.Topic
+	members map[string]messages.Member
+}
+
+func (s *fakeStore) Topic(name string) (messages.Topic, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	return t, ok
+}
+
+func (s *fakeStore) Member(id string) (messages.Member, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.members[id]
+	return m, ok
+}
+
+// peerOwners owns every partition on n1, a peer, and answers each commit
+// with answer.
+type peerOwners struct {
+	mu      sync.Mutex
+	answer  func(*messages.Commit) (any, error)
+	commits []*messages.Commit
+}
+
+func (o *peerOwners) Ask(_ context.Context, _ messages.PartitionKey, msg any) (any, error) {
+	c := msg.(*messages.Commit)
+	o.mu.Lock()
+	o.commits = append(o.commits, c)
+	answer := o.answer
+	o.mu.Unlock()
+	return answer(c)
+}
+func (o *peerOwners) IsLocal(messages.PartitionKey) bool   { return false }
+func (o *peerOwners) OwnerOf(messages.PartitionKey) string { return "n1" }
+func (o *peerOwners) Sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	return k, false
+}
+
+func answerOK(c *messages.Commit) (any, error) {
+	return &messages.CommitResult{Key: c.Key, Status: messages.StatusOK}, nil
+}
+
+// stillClock is a clock whose timers fire only when the test says.
+type stillClock struct {
+	mu     sync.Mutex
+	timers []func()
+}
+
+func (c *stillClock) Now() time.Time { return time.Unix(1e9, 0) }
+func (c *stillClock) AfterFunc(_ time.Duration, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timers = append(c.timers, f)
+}
+
+type rig struct {
+	t      *testing.T
+	deps   Deps
+	wal    *storage.WAL
+	owners *peerOwners
+	set    *metrics.Set
+	system *actor.ActorSystem
+	pid    *actor.PID
+}
+
+func newRig(t *testing.T, store *fakeStore) *rig {
+	t.Helper()
+	wal, err := storage.OpenWAL(t.TempDir(), storage.DefaultWALConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wal.Close() })
+	set := metrics.NewSet()
+	o := &peerOwners{answer: answerOK}
+	d := Deps{Config: DefaultConfig(), RequestTimeout: time.Second, MaxCommitBatchBytes: 4 << 20, MaxRemoteCommitBytes: 2 << 20,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: store, Owners: o, WAL: wal,
+		PartitionPID: func(*actor.ActorSystem, messages.PartitionKey) *actor.PID { return nil },
+		Clock:        &stillClock{}, Metrics: Metrics{Set: set, Node: "rig", CommitsTooLarge: set.NewCounter(`narad_dispatcher_commits_too_large_total{node="rig"}`)}}
+	return &rig{t: t, deps: d, wal: wal, owners: o, set: set, system: actor.NewActorSystem()}
+}
+
+func (r *rig) start() {
+	d := New(r.deps)
+	r.pid = r.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return d }))
+	r.t.Cleanup(func() { _ = r.system.Root.StopFuture(r.pid).Wait() })
+}
+
+func (r *rig) produce(rec storage.WALRecord) {
+	r.t.Helper()
+	seq, err := r.wal.Append(context.Background(), rec)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	rec.Seq = seq
+	r.system.Root.Send(r.pid, &Record{Rec: rec})
+}
+
+// waitBacklog waits until the WAL holds want records.
+func (r *rig) waitBacklog(want int64) {
+	r.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		held, _ := r.wal.Backlog()
+		if held == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("WAL backlog: got %d records, want %d", held, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A record of a live topic is committed at its partition's owner, pinned
+// to the topic's incarnation, and released from the WAL; one whose
+// incarnation is gone is released without a commit and counted.
+func TestDispatcherCommitsOrDropsEachRecord(t *testing.T) {
+	store := &fakeStore{topics: map[string]messages.Topic{"t": {Name: "t", Incarnation: 3, Partitions: 2}}, members: map[string]messages.Member{}}
+	r := newRig(t, store)
+	r.start()
+	r.produce(storage.WALRecord{Topic: "t", Partition: 1, Key: []byte("k"), Body: []byte("live")})
+	r.produce(storage.WALRecord{Topic: "t", Incarnation: 2, Partition: 0, Key: []byte("k"), Body: []byte("gone")})
+	r.produce(storage.WALRecord{Topic: "t", Incarnation: 3, Partition: 5, Key: []byte("k"), Body: []byte("no partition")})
+	r.waitBacklog(0)
+	r.owners.mu.Lock()
+	commits := r.owners.commits
+	r.owners.mu.Unlock()
+	if len(commits) != 1 || commits[0].Key != (messages.PartitionKey{Topic: "t", Incarnation: 3, Partition: 1}) || string(commits[0].Records[0].Body) != "live" {
+		t.Fatalf("commits: got %+v, want the live record's alone, at incarnation 3 partition 1", commits)
+	}
+	for _, why := range []string{DropTopicDeleted, DropNoPartition} {
+		if n := r.set.GetOrCreateCounter(fmt.Sprintf(`narad_wal_records_dropped_total{node="rig",reason=%q}`, why)).Get(); n != 1 {
+			t.Errorf("narad_wal_records_dropped_total{reason=%q}: got %d, want 1", why, n)
+		}
+	}
+}
+
+// A failure is of unknown outcome unless the partition answered or the
+// request provably was not processed.
+func TestOutcomeUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    commitDone
+		want bool
+	}{
+		{"answered", commitDone{res: &messages.CommitResult{Status: messages.StatusFrozen}}, false},
+		{"wrong answer type", commitDone{}, true},
+		{"timeout", commitDone{err: context.DeadlineExceeded}, true},
+		{"too large to send", commitDone{err: fmt.Errorf("send: %w", transport.ErrTooLarge)}, false},
+		{"dead letter", commitDone{err: actor.ErrDeadLetter}, false},
+		{"other", commitDone{err: errors.New("boom")}, true},
+	} {
+		if got := outcomeUnknown(&tc.m); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
