@@ -20,10 +20,18 @@
 //	root
 //	├── partitions      one child per partition this node owns (actors/partition)
 //	│   └── p:<incarnation>:<n>   partition.Actor
+//	│       ├── freeze<id>        its handoff freeze (actors/freeze)
+//	│       └── fanout<id>        its copies to the topic's children (actors/fanout)
 //	├── dispatcher      ingress WAL -> owner commits (actors/dispatch)
+//	├── sweeper         the stale-copy sweep (actors/sweeper)
+//	├── pacer           the freeze pacing of this node as a source (actors/freeze)
 //	├── mover           the move runner (actors/mover, runner.go)
 //	│   └── move-p:<incarnation>:<n>   one worker per incoming move (actors/mover, worker.go)
 //	└── controller      acts while this node leads the metadata shard (actors/controller)
+//
+// No actor's code is in this package any more: it is the composition root
+// (node.go) and the adapters between the actors and the API, the admin
+// verbs and the peers (router.go, peergroups.go).
 //
 // HTTP handlers and NATS handlers run on their own goroutines and reach the
 // actors only by request/response messages; no state is shared with an
