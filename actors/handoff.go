@@ -90,6 +90,11 @@ func (n *Node) markLeaving(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		// A proposal whose answer was cut short (a second signal) may
+		// have committed: the node is leaving whatever the call said.
+		if m, ok := n.store.Member(n.cfg.NodeID); ok && m.Leaving {
+			return nil
+		}
 		n.log.Warn("hand-off: mark this node leaving", "err", err)
 		select {
 		case <-ctx.Done():
