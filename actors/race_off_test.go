@@ -1,0 +1,6 @@
+//go:build !race
+
+package actors
+
+// raceSlowdown stretches the harness's waits under the race detector.
+const raceSlowdown = 1
