@@ -1019,7 +1019,9 @@ func (s *Store) read(ctx context.Context, shard uint64, q any) (any, error) {
 		// A read changes nothing, so another try is always safe.
 		tctx, tcancel := context.WithTimeout(rctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
 		v, err := s.nh.SyncRead(tctx, shard, q)
-		tried := tctx.Err() != nil
+		// A try whose deadline was too near to start (a loaded machine
+		// between the timer and the call) was not tried either.
+		tried := tctx.Err() != nil || errors.Is(err, dragonboat.ErrTimeoutTooSmall) || errors.Is(err, dragonboat.ErrInvalidDeadline)
 		tcancel()
 		if err == nil {
 			return v, nil
