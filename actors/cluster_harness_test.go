@@ -79,7 +79,7 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 			Dir: filepath.Join(cfg.DataDir, "raft"), InitialMembers: raft,
 			RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
 		c.nodes = append(c.nodes, &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
-			http: &http.Client{Timeout: 30 * time.Second}})
+			http: &http.Client{Timeout: clusterWaitBound}})
 	}
 	// Registered after startTestNATS's cleanup, so it runs before it: the
 	// nodes stop while NATS is still up.
@@ -126,7 +126,7 @@ func (c *testCluster) join() int {
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = cfg.NodeID, id, freeAddr(c.t)
 	mcfg.Dir, mcfg.InitialMembers, mcfg.Join = filepath.Join(cfg.DataDir, "raft"), nil, true
 	c.nodes = append(c.nodes, &testNode{t: c.t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
-		http: &http.Client{Timeout: 30 * time.Second}})
+		http: &http.Client{Timeout: clusterWaitBound}})
 	c.start(i)
 	return i
 }

@@ -152,7 +152,7 @@ func startNodeOn(t *testing.T, url string, tweak func(*Config)) (*testNode, erro
 	if err != nil {
 		return nil, err
 	}
-	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, n: n, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 30 * time.Second}}
+	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, n: n, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: clusterWaitBound}}
 	t.Cleanup(tn.stop)
 	return tn, nil
 }

@@ -67,7 +67,7 @@ func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
 	}
 	raft := freeAddr(t)
 	mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: 1, RaftAddr: raft, RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
-	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: 30 * time.Second}}
+	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: clusterWaitBound}}
 	tn.start()
 	t.Cleanup(func() { tn.stop() })
 	return tn
