@@ -1019,9 +1019,12 @@ func (s *Store) read(ctx context.Context, shard uint64, q any) (any, error) {
 		// A read changes nothing, so another try is always safe.
 		tctx, tcancel := context.WithTimeout(rctx, time.Duration(s.cfg.ElectionRTT)*s.tick())
 		v, err := s.nh.SyncRead(tctx, shard, q)
-		// A try whose deadline was too near to start (a loaded machine
-		// between the timer and the call) was not tried either.
-		tried := tctx.Err() != nil || errors.Is(err, dragonboat.ErrTimeoutTooSmall) || errors.Is(err, dragonboat.ErrInvalidDeadline)
+		// Dragonboat times a try out in its own ticks, which may end it
+		// just before tctx does (ErrTimeout); and a try whose deadline was
+		// too near to start (a loaded machine between the timer and the
+		// call) was not tried either.
+		tried := tctx.Err() != nil || errors.Is(err, dragonboat.ErrTimeout) ||
+			errors.Is(err, dragonboat.ErrTimeoutTooSmall) || errors.Is(err, dragonboat.ErrInvalidDeadline)
 		tcancel()
 		if err == nil {
 			return v, nil
