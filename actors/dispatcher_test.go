@@ -204,7 +204,7 @@ func (r *dispatcherRig) tick(p int) {
 	r.owners.mu.Lock()
 	before := len(r.owners.attempts)
 	r.owners.mu.Unlock()
-	r.clock.advance(rigTick)
+	r.clock.Advance(rigTick)
 	waitFor(r.t, func() bool {
 		r.owners.mu.Lock()
 		defer r.owners.mu.Unlock()
@@ -499,7 +499,7 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 			}
 			waitFor(t, func() bool { return r.wal.CommittedThrough() >= seq })
 			// The next tick's report clears the gauge.
-			r.clock.advance(rigTick)
+			r.clock.Advance(rigTick)
 			waitFor(t, func() bool { return unknownOutcomeGauge(r, "n9") == 0 })
 		})
 	}
@@ -510,12 +510,8 @@ func TestDispatcherNeverReroutesACommitOfUnknownOutcomeWhileItsOwnerIsAMember(t 
 // sent anything.
 func (r *dispatcherRig) tickQuiet() {
 	r.t.Helper()
-	r.clock.advance(rigTick)
-	waitFor(r.t, func() bool {
-		r.clock.mu.Lock()
-		defer r.clock.mu.Unlock()
-		return len(r.clock.timers) > 0
-	})
+	r.clock.Advance(rigTick)
+	waitFor(r.t, func() bool { return r.clock.Pending() > 0 })
 }
 
 func unknownOutcomeGauge(r *dispatcherRig, node string) float64 {

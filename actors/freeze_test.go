@@ -158,7 +158,7 @@ func wantHWM(t *testing.T, tn *testNode, topic string, hwm int64) {
 		// The dispatcher retries held records on the node's clock: a fake
 		// one moves a retry interval per look.
 		if clk, ok := tn.cfg.clock.(*fakeClock); ok {
-			clk.advance(tn.cfg.Dispatch.CommitRetryInterval)
+			clk.Advance(tn.cfg.Dispatch.CommitRetryInterval)
 		}
 		if got := hwmOf(t, tn, topic); got != hwm {
 			return fmt.Errorf("got HWM %d, want %d", got, hwm)
@@ -240,11 +240,11 @@ func TestHandoffFreezeOnTheSource(t *testing.T) {
 	// rules F6, F9, F12: a re-arm just before the lapse holds the freeze a
 	// full TTL from the re-arm; unattended then, it lapses on that TTL, the
 	// fence refuses, and the held record lands.
-	clk.advance(tn.cfg.Move.FreezeTTL - time.Nanosecond)
+	clk.Advance(tn.cfg.Move.FreezeTTL - time.Nanosecond)
 	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffRearm, Token: token}); r.Status != messages.StatusOK {
 		t.Fatalf("re-arm just before the TTL: got %+v, want OK", r)
 	}
-	clk.advance(tn.cfg.Move.FreezeTTL)
+	clk.Advance(tn.cfg.Move.FreezeTTL)
 	if r := handoff(t, tn, messages.Handoff{Op: messages.HandoffFence, Token: token, HWM: 3}); r.Status != messages.StatusGone {
 		t.Fatalf("fence after the TTL: got %+v, want gone (409)", r)
 	}
@@ -298,7 +298,7 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 	in.prepare("f") // the prepare waits: the stats come first
 	tn.must(http.StatusNoContent, "POST", "/v1/topics/f/ack?receipt_handle="+url.QueryEscape(first.ReceiptHandle), nil)
 	in.settle("f") // an ack does not report; the poll does
-	clk.advance(partition.LeaseDrainPoll)
+	clk.Advance(partition.LeaseDrainPoll)
 	r := wantNext[*messages.HandoffResult](in, "the prepare, once its poll saw the ack")
 	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.HWM != 2 || r.Listing.Position.Frontier != 0 {
 		t.Fatalf("prepare: got %+v, want a listing at HWM 2 with the acked offset 0 in its frontier", r)
@@ -310,9 +310,9 @@ func TestRuleF2PrepareWaitsForLeasesOutThenReports(t *testing.T) {
 		t.Fatalf("consume after the release: got %+v, want offset 1", second)
 	}
 	in.prepare("f")
-	clk.advance(tn.cfg.Partition.LeaseDrainTimeout - time.Nanosecond)
+	clk.Advance(tn.cfg.Partition.LeaseDrainTimeout - time.Nanosecond)
 	in.settle("f") // the poll before the deadline found the lease out
-	clk.advance(partition.LeaseDrainPoll)
+	clk.Advance(partition.LeaseDrainPoll)
 	r = wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
 	if r.Status != messages.StatusOK || r.Listing == nil || r.Listing.Position.Frontier != 0 {
 		t.Fatalf("prepare: got %+v, want a listing whose frontier leaves the leased offset 1 out", r)
@@ -385,7 +385,7 @@ func TestRuleK5TheListingCarriesAcksNotLeases(t *testing.T) {
 	// out, then reports the same position.
 	in := newInbox(t, tn)
 	in.prepare("f")
-	clk.advance(tn.cfg.Partition.LeaseDrainTimeout)
+	clk.Advance(tn.cfg.Partition.LeaseDrainTimeout)
 	r := wantNext[*messages.HandoffResult](in, "the prepare, past the lease drain's deadline")
 	if r.Status != messages.StatusOK || r.Listing == nil {
 		t.Fatalf("prepare: got %+v, want a listing", r)

@@ -205,14 +205,14 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 	// clients produce.
 	<-flipGate.reached
 	c.cutOff(owner, true)
-	clk.advance(time.Second)
+	clk.Advance(time.Second)
 	for i := range 3 {
 		c.node(owner).must(http.StatusAccepted, "POST", "/v1/topics/m/produce?partition=0", []byte(fmt.Sprintf(`"late%d"`, i)))
 	}
 	c.waitFor("the late records committed on the cut-off source", func() bool {
 		// A re-arm already on its way when the cut came may renew the
 		// freeze once more: every poll moves past any TTL.
-		clk.advance(time.Second)
+		clk.Advance(time.Second)
 		tp, _ := c.node(owner).n.store.Topic("m")
 		res, err := c.node(owner).n.route.ask(context.Background(), messages.PartitionKey{Topic: "m", Incarnation: tp.Incarnation}, &messages.ListPartition{})
 		ls, _ := res.(*messages.PartitionListing)

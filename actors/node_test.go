@@ -47,11 +47,11 @@ func TestExpiredLeaseIsRedeliveredWithANewHandle(t *testing.T) {
 	if first == nil {
 		t.Fatal("first consume: got nothing")
 	}
-	clk.advance(199 * time.Millisecond)
+	clk.Advance(199 * time.Millisecond)
 	if m := tn.consume("jobs", ""); m != nil {
 		t.Fatalf("1 ms before the lease ends: got %+v, want nothing", m)
 	}
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	second := tn.consume("jobs", "")
 	if second == nil || second.Offset != first.Offset || second.ReceiptHandle == first.ReceiptHandle {
 		t.Fatalf("after the lease expired: got %+v, want offset %d with a new handle", second, first.Offset)
@@ -83,14 +83,14 @@ func TestExtendKeepsTheLeaseAlive(t *testing.T) {
 		t.Fatal("first consume: got nothing")
 	}
 	for i := range 4 {
-		clk.advance(150 * time.Millisecond) // past the original lease after two rounds
+		clk.Advance(150 * time.Millisecond) // past the original lease after two rounds
 		tn.must(http.StatusNoContent, "POST", "/v1/topics/slow/ack?extend=true&receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)
 		if other := tn.consume("slow", ""); other != nil {
 			t.Fatalf("after extend %d: got %+v delivered again, want nothing", i+1, other)
 		}
 	}
 	// An extend renews for the visibility timeout from its own time.
-	clk.advance(300 * time.Millisecond)
+	clk.Advance(300 * time.Millisecond)
 	again := tn.consume("slow", "")
 	if again == nil || again.Offset != m.Offset {
 		t.Fatalf("300 ms after the last extend: got %+v, want offset %d again", again, m.Offset)

@@ -68,9 +68,9 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 		t.Fatalf("narad_partitions_frozen: got %v, want 2", got)
 	}
 
-	clk.advance(10 * time.Millisecond) // next tick: one more, then the cap of 3
+	clk.Advance(10 * time.Millisecond) // next tick: one more, then the cap of 3
 	wantHandoff(in, "the parked prepare granted on the next tick", messages.StatusOK)
-	clk.advance(10 * time.Millisecond)
+	clk.Advance(10 * time.Millisecond)
 	in.noAnswerYet("f", 5, "a prepare with 3 frozen")
 	if got := tn.n.metrics.movesHeld.Get(); got != 2 {
 		t.Fatalf("narad_moves_held: got %v, want 2", got)
@@ -89,11 +89,11 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 			t.Fatalf("release: %v", err)
 		}
 	}
-	clk.advance(10 * time.Millisecond)
+	clk.Advance(10 * time.Millisecond)
 	wantHandoff(in, "the head of the line once a freeze ended", messages.StatusOK)
 
 	// The last one waits past FreezeHoldFor: answered held, keeping its turn.
-	clk.advance(tn.cfg.freezeHold())
+	clk.Advance(tn.cfg.freezeHold())
 	wantHandoff(in, "a prepare parked past FreezeHoldFor", messages.StatusHeld)
 	if frozen, held := tn.n.pacingCounts(t.Context()); frozen != 3 || held != 1 {
 		t.Fatalf("counts after the hold: got frozen %d held %d, want 3 and 1 (the held move keeps its place)", frozen, held)

@@ -144,7 +144,7 @@ func TestDispatcherDropsAQueuedRecordWhoseIncarnationWasDeleted(t *testing.T) {
 	// have happened by then.
 	deadline := time.Now().Add(rigWaitBound)
 	for range 3 * rigGrace / rigTick {
-		r.clock.advance(rigTick)
+		r.clock.Advance(rigTick)
 		for r.wal.CommittedThrough() < rec.Seq && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/metastore"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -408,50 +409,10 @@ type wallClock struct{}
 func (wallClock) Now() time.Time                      { return time.Now() }
 func (wallClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
 
-// fakeClock is a clock the test moves (advance), firing the timers due.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-}
+// fakeClock is a clock the test moves (cluster/testnet.Clock).
+type fakeClock = testnet.Clock
 
-type fakeTimer struct {
-	at time.Time
-	f  func()
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), f: f})
-}
-
-// advance moves the clock by d and fires every timer due by then.
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []fakeTimer
-	c.timers = slices.DeleteFunc(c.timers, func(tm fakeTimer) bool {
-		if tm.at.After(c.now) {
-			return false
-		}
-		due = append(due, tm)
-		return true
-	})
-	c.mu.Unlock()
-	slices.SortStableFunc(due, func(a, b fakeTimer) int { return a.at.Compare(b.at) })
-	for _, tm := range due {
-		tm.f()
-	}
-}
+func newFakeClock() *fakeClock { return testnet.NewClock() }
 
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {

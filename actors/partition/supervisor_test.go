@@ -149,12 +149,12 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	r.replica.mu.Lock()
 	r.replica.leaderOwner = "n2"
 	r.replica.mu.Unlock()
-	clk.advance(move.DefaultConfig().FreezeTTL)
+	clk.Advance(move.DefaultConfig().FreezeTTL)
 	for seq := uint64(2); seq < 6; seq++ {
 		if got := commit(seq); got != messages.StatusFrozen {
 			t.Fatalf("commit %d after the lapse, the leader naming n2: got status %d, want StatusFrozen (%d)", seq, got, messages.StatusFrozen)
 		}
-		clk.advance(move.DefaultConfig().RetryAfter) // the confirm's retries
+		clk.Advance(move.DefaultConfig().RetryAfter) // the confirm's retries
 	}
 
 	// The leader names this node after all (the move was aborted).
@@ -166,7 +166,7 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("commit once the leader confirms n1: still refused after 20s")
 		}
-		clk.advance(move.DefaultConfig().RetryAfter)
+		clk.Advance(move.DefaultConfig().RetryAfter)
 		time.Sleep(5 * time.Millisecond)
 	}
 	st := ask(&messages.GetStats{}).(*messages.PartitionStats)
