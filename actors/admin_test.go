@@ -35,8 +35,12 @@ func TestAdminVerbsAnswerAPlainNATSRequest(t *testing.T) {
 	ns := startTestNATS(t)
 	// The controller's pass would clear the hand-made move to a
 	// non-member (rule T1): it runs once at start, then not for an hour.
+	// The busy interval too: the topic's create marks the controller busy,
+	// and a busy pass due late (a loaded machine, -race) would otherwise
+	// land after the move is set.
 	tn := newTestNode(t, func(c *Config) {
-		c.NATSURL, c.Cluster, c.Controller.RebalanceInterval = ns.ClientURL(), "test", time.Hour
+		c.NATSURL, c.Cluster = ns.ClientURL(), "test"
+		c.Controller.RebalanceInterval, c.Controller.RebalanceBusyInterval = time.Hour, time.Hour
 	})
 	tn.createTopic("t", 3)
 	nc, err := nats.Connect(ns.ClientURL())

@@ -81,6 +81,11 @@ func TestClusterRuleB8AStoppingNodeHandsItsPartitionsOffFirst(t *testing.T) {
 	if r.err != nil || r.before != 4 || r.after != 0 {
 		t.Fatalf("hand-off: got before %d after %d err %v, want 4, 0, nil", r.before, r.after, r.err)
 	}
+	// n1's replica may not have applied the last flips yet (seen under
+	// -race beside a second suite): read it after a barrier.
+	if err := c.node(0).n.Store().CatchUp(t.Context()); err != nil {
+		t.Fatalf("n1's replica catching up: %v", err)
+	}
 	per, moving := c.owned(0, "h")
 	if per[id] != 0 || moving != 0 {
 		t.Fatalf("owners after the hand-off: got %v with %d moving, want none on %s", per, moving, id)

@@ -128,7 +128,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.stop = make(chan struct{})
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		go a.changes.Run(a.d.Store, a.stop, func() { root.Send(self, changed{}) })
+		a.changes.Start(a.d.Store, a.stop, func() { root.Send(self, changed{}) })
 		a.schedule(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		// A restarted instance starts a watch of its own.

@@ -151,7 +151,7 @@ func (m *Runner) schedule(ctx actor.Context) {
 func (m *Runner) watch(ctx actor.Context) {
 	m.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go m.changes.Run(m.d.Store, m.stop, func() { root.Send(self, moverChanged{}) })
+	m.changes.Start(m.d.Store, m.stop, func() { root.Send(self, moverChanged{}) })
 }
 
 // endWatch ends the watch goroutine.

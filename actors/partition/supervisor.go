@@ -125,7 +125,7 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 func (s *Supervisor) watch(ctx actor.Context) {
 	s.stop = make(chan struct{})
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	go s.changes.Run(s.store, s.stop, func() { root.Send(self, Reconcile{}) })
+	s.changes.Start(s.store, s.stop, func() { root.Send(self, Reconcile{}) })
 }
 
 // reconcile brings the children in line with what this node owns: a whole

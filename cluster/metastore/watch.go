@@ -25,13 +25,22 @@ type ChangeWatch struct{ pending atomic.Bool }
 // caps the passes at 50 a second.
 const ChangePassEvery = 20 * time.Millisecond
 
-// Run calls send at each change of changes, at most every ChangePassEvery,
-// until stop is closed; it is the goroutine's whole life.
+// Start calls send at each change of changes after Start was called, at
+// most every ChangePassEvery, until stop is closed, on a goroutine that
+// ends with stop. Start takes the first change's channel before it
+// returns: the caller's first pass, which reads the state after Start,
+// cannot miss a change that lands before the goroutine runs (a supervisor
+// whose goroutine took the channel late never learned of a topic put in
+// between, with nothing after it to wake it).
 //
 // The next change's channel is taken as soon as one fired, before the send
 // and the pause: a change during them closes it, so none is missed.
-func (w *ChangeWatch) Run(changes interface{ Changed() <-chan struct{} }, stop <-chan struct{}, send func()) {
+func (w *ChangeWatch) Start(changes interface{ Changed() <-chan struct{} }, stop <-chan struct{}, send func()) {
 	next := changes.Changed()
+	go w.run(changes, next, stop, send)
+}
+
+func (w *ChangeWatch) run(changes interface{ Changed() <-chan struct{} }, next <-chan struct{}, stop <-chan struct{}, send func()) {
 	for {
 		select {
 		case <-next:

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/naradmq/narad/messages"
@@ -40,9 +41,8 @@ func TestAChangeWatchSendsOneNoticeAtATime(t *testing.T) {
 	var w ChangeWatch
 	var sent atomic.Int32
 	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { w.Run(&feed, stop, func() { sent.Add(1) }); close(done) }()
-	defer func() { close(stop); <-done }()
+	w.Start(&feed, stop, func() { sent.Add(1) })
+	defer close(stop)
 	waitSent := func(want int32) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -64,6 +64,26 @@ func TestAChangeWatchSendsOneNoticeAtATime(t *testing.T) {
 	}
 	w.Handled()
 	waitSent(2)
+}
+
+// A change that lands after Start returned and before its goroutine first
+// runs still sends: the caller's first pass read the state before it. In
+// a bubble the goroutine runs only once the test blocks, after the change.
+func TestAChangeWatchMissesNoChangeBeforeItsGoroutineRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var feed changes
+		var w ChangeWatch
+		var sent atomic.Int32
+		stop := make(chan struct{})
+		w.Start(&feed, stop, func() { sent.Add(1) })
+		feed.fire()
+		synctest.Wait()
+		if got := sent.Load(); got != 1 {
+			t.Errorf("notices for a change before the goroutine ran: got %d, want 1", got)
+		}
+		close(stop)
+		synctest.Wait()
+	})
 }
 
 // TopicKeys names only the partitions of a topic's current incarnation.
