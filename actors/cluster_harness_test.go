@@ -70,7 +70,12 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 		cfg.Dispatch.CommitRetryInterval = 100 * time.Millisecond
 		cfg.ShutdownDrainTimeout = 5 * time.Second
 		cfg.Membership.HeartbeatInterval = 50 * time.Millisecond
-		cfg.Membership.DeadTimeout = 500 * time.Millisecond
+		// Liveness bounds stretch under the race detector as the waits do:
+		// there, beside a second suite, a node missed heartbeats for 500 ms
+		// and was judged dead while it ran, and a child topic's create
+		// waited past 10 s for the controller on the leader.
+		cfg.Membership.DeadTimeout = 500 * time.Millisecond * raceSlowdown
+		cfg.ControllerTimeout *= raceSlowdown
 		for _, f := range tweak {
 			f(i, &cfg)
 		}
