@@ -54,7 +54,8 @@ type Actor struct {
 	// owners answers the gate's ownership checks (freeze.ConfirmOwner).
 	owners Owners
 	// moving: a move targeted the partition when the supervisor started
-	// this actor, so it opens frozen (freeze.Reopen).
+	// or restarted this actor (the replica read at each production), so
+	// it opens frozen (freeze.Reopen).
 	moving bool
 
 	clock     Clock

@@ -85,6 +85,17 @@ func (f *fakeReplica) setOwner(t messages.Topic, p int, owner string) {
 	f.change()
 }
 
+// setTarget plans a move of partition p of t to target, then tells the
+// watchers.
+func (f *fakeReplica) setTarget(t messages.Topic, p int, target string) {
+	f.mu.Lock()
+	a := f.assignments[assignmentKey(t.Incarnation, p)]
+	a.Target = target
+	f.assignments[assignmentKey(t.Incarnation, p)] = a
+	f.mu.Unlock()
+	f.change()
+}
+
 // drop deletes topic name and its assignments, then tells the watchers.
 func (f *fakeReplica) drop(name string) {
 	f.mu.Lock()

@@ -249,11 +249,21 @@ func (s *Supervisor) spawn(ctx actor.Context, k messages.PartitionKey, targeted 
 		s.retryLater(ctx)
 		return
 	}
-	d, dir, owners, moving := s.deps, storage.PartitionPath(s.deps.DataDir, k.Topic, k.Partition), Owners(s.store), targeted
-	// The links are read at each production, so a restarted actor
-	// anchors the links of the moment, not those of its first spawn.
+	d, dir, owners := s.deps, storage.PartitionPath(s.deps.DataDir, k.Topic, k.Partition), Owners(s.store)
+	// The links and the move are read at each production, so a restarted
+	// actor anchors the links of the moment, not those of its first
+	// spawn, and opens frozen when a move targets it now: a move is
+	// planned long after its partition's actor started, and an actor that
+	// restarts between the fence and the flip and opens unfrozen takes
+	// commits the flip leaves behind.
 	store := s.store
+	var restarted atomic.Bool
 	props := actor.PropsFromProducer(func() actor.Actor {
+		moving := targeted
+		if restarted.Swap(true) {
+			a, ok := store.Assignment(k.Incarnation, k.Partition)
+			moving = ok && a.Target != ""
+		}
 		return newActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
 	})
 	pid, err := ctx.SpawnNamed(props, childName(k))

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -172,5 +174,69 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	st := ask(&messages.GetStats{}).(*messages.PartitionStats)
 	if st.HighWatermark != 2 {
 		t.Fatalf("HWM after the confirm: got %d, want 2 (nothing appended while refused)", st.HighWatermark)
+	}
+}
+
+// rule F9: the fence's promise (nothing committed past the fenced HWM
+// until the flip or the lapse) holds across a restart of the source's
+// actor. A partition actor that restarts between the fence and the flip opens
+// frozen when a move targets it at the restart, though none did when the
+// supervisor first spawned it (as with every move: a partition is planned
+// away long after its actor started). Opened unfrozen, it would take
+// commits past the fenced HWM that the flip then leaves behind.
+func TestAPartitionRestartedBetweenFenceAndFlipOpensFrozen(t *testing.T) {
+	var opens atomic.Int32
+	var armed atomic.Bool
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Knobs.OpenPartition = func(messages.PartitionKey) error { opens.Add(1); return nil }
+		d.Knobs.FreezeStep = func(_ messages.PartitionKey, ev any) {
+			if _, rearm := ev.(freeze.Rearm); rearm && armed.Load() {
+				panic("injected: a bug in the freeze actor")
+			}
+		}
+	})
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	ask := func(msg any) any {
+		t.Helper()
+		res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
+		if err != nil {
+			t.Fatalf("ask %T: %v", msg, err)
+		}
+		return res
+	}
+	commit := func(seq uint64) messages.Status {
+		return ask(&messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
+	}
+	if got := commit(1); got != messages.StatusOK {
+		t.Fatalf("commit before the move: got status %d, want OK", got)
+	}
+
+	r.replica.setTarget(orders, 0, "n2")
+	prep, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare, From: "n2"}).(*messages.HandoffResult)
+	if !ok || prep.Status != messages.StatusOK {
+		t.Fatalf("prepare: got %+v, want OK", prep)
+	}
+	if f := ask(&messages.Handoff{Op: messages.HandoffFence, Token: prep.Token, HWM: 1}).(*messages.HandoffResult); f.Status != messages.StatusOK {
+		t.Fatalf("fence at HWM 1: got %+v, want OK", f)
+	}
+
+	armed.Store(true)
+	r.system.Root.Send(PID(r.system, k), &messages.Handoff{Op: messages.HandoffRearm, Token: prep.Token})
+	deadline := time.Now().Add(20 * time.Second)
+	for opens.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("log opens: got %d, want 2 (the partition restarted)", opens.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	armed.Store(false)
+	if got := commit(2); got != messages.StatusFrozen {
+		t.Fatalf("commit after the restart, the move still targeting it: got status %d, want StatusFrozen (%d)", got, messages.StatusFrozen)
+	}
+	if st := ask(&messages.GetStats{}).(*messages.PartitionStats); st.HighWatermark != 1 {
+		t.Fatalf("HWM after the restart: got %d, want the fenced 1", st.HighWatermark)
 	}
 }
