@@ -347,6 +347,23 @@ func (r *supervisorRig) serving(t messages.Topic, p int) bool {
 	return err == nil
 }
 
+// ask sends msg to partition k's actor and returns its answer.
+func (r *supervisorRig) ask(k messages.PartitionKey, msg any) any {
+	r.t.Helper()
+	res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
+	if err != nil {
+		r.t.Fatalf("ask %T: %v", msg, err)
+	}
+	return res
+}
+
+// commit commits one record of sequence seq to partition k and returns
+// the answer's status.
+func (r *supervisorRig) commit(k messages.PartitionKey, seq uint64) messages.Status {
+	r.t.Helper()
+	return r.ask(k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
+}
+
 // waitServing waits until partition p of t is served here, or not, as want
 // says.
 func (r *supervisorRig) waitServing(t messages.Topic, p int, want bool) {

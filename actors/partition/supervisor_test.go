@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"context"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -129,17 +128,8 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	r.replica.put(orders, "n1")
 	r.waitServing(orders, 0, true)
 	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	ask := func(msg any) any {
-		t.Helper()
-		res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
-		if err != nil {
-			t.Fatalf("ask %T: %v", msg, err)
-		}
-		return res
-	}
-	commit := func(seq uint64) messages.Status {
-		return ask(&messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
-	}
+	ask := func(msg any) any { t.Helper(); return r.ask(k, msg) }
+	commit := func(seq uint64) messages.Status { t.Helper(); return r.commit(k, seq) }
 	if got := commit(1); got != messages.StatusOK {
 		t.Fatalf("commit before the move: got status %d, want OK", got)
 	}
@@ -199,17 +189,8 @@ func TestAPartitionRestartedBetweenFenceAndFlipOpensFrozen(t *testing.T) {
 	r.replica.put(orders, "n1")
 	r.waitServing(orders, 0, true)
 	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	ask := func(msg any) any {
-		t.Helper()
-		res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
-		if err != nil {
-			t.Fatalf("ask %T: %v", msg, err)
-		}
-		return res
-	}
-	commit := func(seq uint64) messages.Status {
-		return ask(&messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
-	}
+	ask := func(msg any) any { t.Helper(); return r.ask(k, msg) }
+	commit := func(seq uint64) messages.Status { t.Helper(); return r.commit(k, seq) }
 	if got := commit(1); got != messages.StatusOK {
 		t.Fatalf("commit before the move: got status %d, want OK", got)
 	}
