@@ -551,8 +551,37 @@ const movesWithin = 2 * clusterWaitBound
 func (c *testCluster) waitForMoves(what string, cond func() bool) {
 	c.t.Helper()
 	if !testnet.Wait(movesWithin, cond) {
-		c.t.Fatalf("timed out after %s waiting for %s", movesWithin, what)
+		c.t.Fatalf("timed out after %s waiting for %s; %s", movesWithin, what, c.movesReport())
 	}
+}
+
+// movesReport is what a failed wait for moves names: the moves in flight
+// as the first running node lists them (each with its blocked reasons and
+// progress), and each node's blocked-moves series that are not zero.
+func (c *testCluster) movesReport() string {
+	var b strings.Builder
+	listed := false
+	for i, tn := range c.nodes {
+		if tn.n == nil {
+			continue
+		}
+		if !listed {
+			code, body := tn.do("GET", "/v1/cluster/moves", nil)
+			if len(body) > 8<<10 {
+				body = append(body[:8<<10:8<<10], "…"...)
+			}
+			fmt.Fprintf(&b, "moves listed by n%d (%d): %s", i+1, code, bytes.TrimSpace(body))
+			listed = true
+		}
+		var m strings.Builder
+		tn.n.metrics.set.WritePrometheus(&m)
+		for _, line := range strings.Split(m.String(), "\n") {
+			if strings.HasPrefix(line, "narad_moves_blocked") && !strings.HasSuffix(line, " 0") {
+				fmt.Fprintf(&b, "; n%d: %s", i+1, line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // waitDecommissioned waits until member id is gone with nothing owned or
