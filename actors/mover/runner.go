@@ -71,6 +71,13 @@ type Runner struct {
 	// settled: the local replica caught up with the leaders once since the
 	// runner started (rule B7); settling: that barrier is on its way.
 	settled, settling bool
+	// endSettle cancels the barrier on its way and settleDone closes when
+	// its goroutine ended: the runner waits for it as it stops, so the
+	// read never outlives the metastore the node closes after the runner
+	// (Dragonboat's read of a state machine that closes under it is a
+	// data race the race detector found there).
+	endSettle  context.CancelFunc
+	settleDone chan struct{}
 	// carries keep what a move's worker must not forget across its
 	// restarts and respawns (its verify count, rule V4), by partition.
 	carries map[messages.PartitionKey]workerCarry
@@ -99,8 +106,10 @@ func (m *Runner) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		m.stopped = true
 		m.endWatch()
+		m.waitSettle()
 	case *actor.Restarting:
 		m.endWatch() // the restarted instance starts its own
+		m.waitSettle()
 	case moverTick:
 		m.countTick(ctx)
 		m.tick(ctx)
@@ -165,18 +174,32 @@ func (m *Runner) endWatch() {
 // settle runs the catch-up barrier that lets the runner take moves (rule
 // B7): a node whose replica lags would start workers for targets already
 // cleared, or miss ones already set. The goroutine ends with the
-// barrier's timeout.
+// barrier's timeout, or when the runner stops (waitSettle).
 func (m *Runner) settle(ctx actor.Context) {
 	if m.settled || m.settling {
 		return
 	}
 	m.settling = true
-	self, root, store, timeout := ctx.Self(), ctx.ActorSystem().Root, m.d.Store, m.d.RequestTimeout
+	self, root, store := ctx.Self(), ctx.ActorSystem().Root, m.d.Store
+	c, cancel := context.WithTimeout(context.Background(), m.d.RequestTimeout)
+	done := make(chan struct{})
+	m.endSettle, m.settleDone = cancel, done
 	go func() {
-		c, cancel := context.WithTimeout(context.Background(), timeout)
+		defer close(done)
 		defer cancel()
 		root.Send(self, replicaSettled{err: store.CatchUp(c)})
 	}()
+}
+
+// waitSettle cancels the barrier on its way, if one is, and waits for its
+// goroutine to end.
+func (m *Runner) waitSettle() {
+	if m.settleDone == nil {
+		return
+	}
+	m.endSettle()
+	<-m.settleDone
+	m.endSettle, m.settleDone = nil, nil
 }
 
 func (m *Runner) settledAnswer(ctx actor.Context, r replicaSettled) {

@@ -66,6 +66,12 @@ type Actor struct {
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
 	boot uint64
+	// reads are the owner confirmations' leader reads on their way, and
+	// readCancels their cancels by number (readSeq), dropped as each
+	// answers (readOwner).
+	reads       sync.WaitGroup
+	readSeq     uint64
+	readCancels map[uint64]context.CancelFunc
 	// chunkReads holds a slot per chunk read served off the actor
 	// (serveChunk); nil until the first.
 	chunkReads chan struct{}
@@ -170,6 +176,8 @@ func (p *Actor) Receive(ctx actor.Context) {
 		p.gateWord(ctx, m)
 	case freeze.Ask:
 		p.askFreeze(ctx, m)
+	case confirmDue:
+		p.readOwner(ctx)
 	case ownerConfirmed:
 		p.ownerConfirmed(ctx, m)
 	case *messages.Retain:
@@ -293,6 +301,7 @@ func (p *Actor) close(ctx actor.Context) {
 	// A restart or a stop ends the freeze with the actor (a restarted one
 	// opens frozen again if a move still targets it): the freeze actor
 	// stops with it, answering a parked prepare and telling the pacer.
+	p.endOwnerReads()
 	if p.log == nil {
 		return
 	}

@@ -100,26 +100,61 @@ func (p *Actor) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, chil
 	actor.DefaultSupervisorStrategy().HandleFailure(sys, sup, child, rs, reason, msg)
 }
 
-// ownerConfirmed is the answer of confirmOwner's leader read.
-type ownerConfirmed struct{ owner, failed bool }
+// ownerConfirmed is the answer of confirmOwner's leader read number
+// read; confirmDue is its delay's timer firing.
+type (
+	ownerConfirmed struct {
+		read          uint64
+		owner, failed bool
+	}
+	confirmDue struct{}
+)
 
 // confirmOwner asks the leader, after a delay, whether this node still
 // owns the partition: a reported freeze lapsed, and a flip at its HWM may
 // have committed unseen by this replica. The read is a ReadIndex, so once
 // it answers the local replica has any such flip and the supervisor hands
-// the partition over. The goroutine ends with the read's timeout.
+// the partition over.
 func (p *Actor) confirmOwner(ctx actor.Context, after time.Duration) {
-	self, root, k, owners := ctx.Self(), ctx.ActorSystem().Root, p.key, p.owners
-	timeout, me := p.deps.RequestTimeout, p.deps.NodeID
-	p.clock.AfterFunc(after, func() {
-		c, cancel := context.WithTimeout(context.Background(), timeout)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	p.clock.AfterFunc(after, func() { root.Send(self, confirmDue{}) })
+}
+
+// readOwner starts the leader read on a goroutine that ends with the read,
+// within RequestTimeout, or when the actor closes: close cancels it and
+// waits (endOwnerReads), so the read never outlives the metastore the node
+// closes after its partitions (Dragonboat reading a state machine that
+// closes under it is a data race the race detector found at a mover's
+// read). One read is out per confirmation, at most one a Move.RetryAfter.
+func (p *Actor) readOwner(ctx actor.Context) {
+	if p.log == nil {
+		return
+	}
+	if p.readCancels == nil {
+		p.readCancels = map[uint64]context.CancelFunc{}
+	}
+	p.readSeq++
+	read, self, root, k, owners, me := p.readSeq, ctx.Self(), ctx.ActorSystem().Root, p.key, p.owners, p.deps.NodeID
+	c, cancel := context.WithTimeout(context.Background(), p.deps.RequestTimeout)
+	p.readCancels[read] = cancel
+	p.reads.Go(func() {
 		defer cancel()
 		a, found, err := owners.LeaderAssignment(c, k.Incarnation, k.Partition)
-		root.Send(self, ownerConfirmed{owner: err == nil && found && a.Owner == me, failed: err != nil})
+		root.Send(self, ownerConfirmed{read: read, owner: err == nil && found && a.Owner == me, failed: err != nil})
 	})
 }
 
+// endOwnerReads cancels the leader reads on their way and waits for them.
+func (p *Actor) endOwnerReads() {
+	for _, cancel := range p.readCancels {
+		cancel()
+	}
+	p.readCancels = nil
+	p.reads.Wait()
+}
+
 func (p *Actor) ownerConfirmed(ctx actor.Context, m ownerConfirmed) {
+	delete(p.readCancels, m.read)
 	if p.log == nil {
 		return
 	}
