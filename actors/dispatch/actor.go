@@ -140,6 +140,11 @@ type Actor struct {
 	// futures the actor waits for as it stops (their continuations never
 	// run once it stopped).
 	local map[*actor.Future]*commitDone
+	// replayedTo is the highest WAL sequence the start's replay enqueued.
+	// A produce appended while the replay ran is read by it and also sent
+	// as a Record, queued behind Started: that Record is skipped, or the
+	// record would be committed twice.
+	replayedTo uint64
 }
 
 // New is a dispatcher over deps; it replays the WAL once started.
@@ -187,7 +192,9 @@ func (d *Actor) Receive(ctx actor.Context) {
 		d.replay(ctx)
 		d.scheduleTick(ctx)
 	case *Record:
-		d.enqueue(ctx, m.Rec)
+		if m.Rec.Seq > d.replayedTo {
+			d.enqueue(ctx, m.Rec)
+		}
 	case *commitDone:
 		d.done(ctx, m)
 	case dispatchTick:
@@ -223,6 +230,7 @@ func (d *Actor) awaitLocal() {
 func (d *Actor) replay(ctx actor.Context) {
 	stats, err := d.deps.WAL.Replay(func(r storage.WALRecord) error {
 		d.enqueue(ctx, r)
+		d.replayedTo = max(d.replayedTo, r.Seq)
 		return nil
 	})
 	if err != nil {
