@@ -176,9 +176,20 @@ func TestQuarantineOverTheClusterGathersEveryMember(t *testing.T) {
 			seeded = seedSetAside(t, cfg.DataDir)
 		}
 	})
+	n1 := c.nodes[0].n
+	// The listing asks the members n1's replica lists alive, which may not
+	// have applied every registration yet (seen beside a second suite).
+	c.waitFor("n1's replica listing three live members", func() bool {
+		alive := 0
+		for _, m := range n1.Store().Members() {
+			if m.Status == messages.MemberAlive {
+				alive++
+			}
+		}
+		return alive == 3
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n1 := c.nodes[0].n
 	list, err := n1.adminQuarantine(ctx, "", messages.QuarantineRequest{})
 	if err != nil {
 		t.Fatal(err)
