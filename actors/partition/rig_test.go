@@ -364,6 +364,20 @@ func (r *supervisorRig) commit(k messages.PartitionKey, seq uint64) messages.Sta
 	return r.ask(k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(`"x"`)}}}).(*messages.CommitResult).Status
 }
 
+// servedWithOneRecord puts topic orders (incarnation 7, one partition)
+// on n1, waits until it is served here, and commits record 1 to it.
+func (r *supervisorRig) servedWithOneRecord() (messages.Topic, messages.PartitionKey) {
+	r.t.Helper()
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	if got := r.commit(k, 1); got != messages.StatusOK {
+		r.t.Fatalf("commit before the move: got status %d, want OK", got)
+	}
+	return orders, k
+}
+
 // waitServing waits until partition p of t is served here, or not, as want
 // says.
 func (r *supervisorRig) waitServing(t messages.Topic, p int, want bool) {

@@ -124,15 +124,9 @@ func TestTheSupervisorIgnoresAssignmentsOfAnIncarnationNoLongerListed(t *testing
 func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	clk := newFakeClock()
 	r := newSupervisorRig(t, func(d *Deps) { d.Clock = clk })
-	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
-	r.replica.put(orders, "n1")
-	r.waitServing(orders, 0, true)
-	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	_, k := r.servedWithOneRecord()
 	ask := func(msg any) any { t.Helper(); return r.ask(k, msg) }
 	commit := func(seq uint64) messages.Status { t.Helper(); return r.commit(k, seq) }
-	if got := commit(1); got != messages.StatusOK {
-		t.Fatalf("commit before the move: got status %d, want OK", got)
-	}
 	if r, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare}).(*messages.HandoffResult); !ok || r.Status != messages.StatusOK {
 		t.Fatalf("prepare: got %+v, want OK", r)
 	}
@@ -185,15 +179,9 @@ func TestAPartitionRestartedBetweenFenceAndFlipOpensFrozen(t *testing.T) {
 			}
 		}
 	})
-	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
-	r.replica.put(orders, "n1")
-	r.waitServing(orders, 0, true)
-	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	orders, k := r.servedWithOneRecord()
 	ask := func(msg any) any { t.Helper(); return r.ask(k, msg) }
 	commit := func(seq uint64) messages.Status { t.Helper(); return r.commit(k, seq) }
-	if got := commit(1); got != messages.StatusOK {
-		t.Fatalf("commit before the move: got status %d, want OK", got)
-	}
 
 	r.replica.setTarget(orders, 0, "n2")
 	prep, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare, From: "n2"}).(*messages.HandoffResult)
