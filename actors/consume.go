@@ -9,14 +9,14 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// msDuration is a topic setting in milliseconds as a duration.
-// topicIncarnation names one life of a topic; incarnation 0 is a record
-// that does not know its own (written by an older node).
+// topicIncarnation names one life of a topic (the consume side's ready
+// book and commit notices are kept per life).
 type topicIncarnation struct {
 	topic       string
 	incarnation uint64
 }
 
+// msDuration is a topic setting in milliseconds as a duration.
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // limitsOf is a topic's consume settings as a partition applies them.
