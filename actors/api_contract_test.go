@@ -273,6 +273,20 @@ func ctAck(t *testing.T, tn *testNode, topic, handle, extra string) ctResp {
 	return ctDo(t, tn, "POST", "/v1/topics/"+topic+"/ack?receipt_handle="+url.QueryEscape(handle)+extra, nil)
 }
 
+// otherHandle is handle with its nonce changed: the same record under a
+// lease it never had.
+func otherHandle(t *testing.T, handle string) string {
+	t.Helper()
+	i := strings.LastIndexByte(handle, ':')
+	if i < 0 {
+		t.Fatalf("receipt handle %q: want partition:offset:nonce", handle)
+	}
+	if strings.HasSuffix(handle, "1") {
+		return handle[:len(handle)-1] + "2"
+	}
+	return handle[:len(handle)-1] + "1"
+}
+
 // ctWaitCommitted waits until (partition, offset) is readable by replay.
 func ctWaitCommitted(t *testing.T, tn *testNode, topic string, partition int, offset int64) {
 	t.Helper()
@@ -1631,7 +1645,12 @@ func TestContractAck(t *testing.T) {
 			ctWantEmpty(t, "ack"+c.extend, ctAck(t, tn, "ak", m.ReceiptHandle, c.extend), http.StatusNoContent)
 			switch c.action {
 			case "ack":
-				ctWantError(t, "ack after ack"+c.extend, ctAck(t, tn, "ak", m.ReceiptHandle, ""), http.StatusGone, errStale)
+				// A retry of the same handle's ack is answered as the first
+				// was (its answer may have been lost on the way); any other
+				// handle of the acked record stays gone (issue 30).
+				ctWantEmpty(t, "ack retried"+c.extend, ctAck(t, tn, "ak", m.ReceiptHandle, ""), http.StatusNoContent)
+				ctWantError(t, "ack of another handle of the acked record"+c.extend, ctAck(t, tn, "ak", otherHandle(t, m.ReceiptHandle), ""), http.StatusGone, errStale)
+				ctWantError(t, "extend after ack"+c.extend, ctAck(t, tn, "ak", m.ReceiptHandle, "&extend=1"), http.StatusGone, errStale)
 				if again := ctConsume(t, tn, "ak", ""); again != nil {
 					t.Fatalf("consume after ack%s: got %+v, want nothing", c.extend, again)
 				}

@@ -30,10 +30,13 @@ type nodeMetrics struct {
 	// commitsExpired counts commits a partition refused unwritten because
 	// their sender had stopped waiting (Commit.NotAfter): each would have
 	// been stored twice.
-	commitsExpired  *metrics.Counter
-	commitFailures  *metrics.Counter
-	consumed        *metrics.Counter
-	acked           *metrics.Counter
+	commitsExpired *metrics.Counter
+	commitFailures *metrics.Counter
+	consumed       *metrics.Counter
+	acked          *metrics.Counter
+	// acksRepeated counts retried acks answered 204 because the same
+	// handle's first ack had taken effect (its answer was lost).
+	acksRepeated    *metrics.Counter
 	nacked          *metrics.Counter
 	extended        *metrics.Counter
 	redelivered     *metrics.Counter
@@ -132,6 +135,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
 		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
 		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
+		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
 		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
 		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
 		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
@@ -244,7 +248,7 @@ func (m *nodeMetrics) partitionMetrics() partition.Metrics {
 	return partition.Metrics{CommitSeconds: m.commitSeconds, CommitRecords: m.commitRecords, CommitsExpired: m.commitsExpired,
 		CommitFailures: m.commitFailures, Consumed: m.consumed, Acked: m.acked, Nacked: m.nacked, Extended: m.extended,
 		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
-		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs}
+		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

@@ -62,6 +62,9 @@ type Actor struct {
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
+	// acks remembers the handles acked lately, so a retried ack answers
+	// 204 again (ackMemory).
+	acks ackMemory
 	// boot tells this actor's freezes apart from those of its earlier
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
@@ -248,6 +251,7 @@ func (p *Actor) start(ctx actor.Context) {
 	p.committer = committer
 	p.marker = readOpenedMarker(p.dir, p.deps.Logger)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
+	p.acks = newAckMemory(p.deps.Config.AckMemoryWindow, p.deps.Config.AckMemoryEntriesMax)
 	p.mine = p.deps.Figures.open(p.key)
 	p.noteFigures()
 	p.maxServed = -1
@@ -678,8 +682,15 @@ func (p *Actor) lease(m *messages.Lease) *messages.LeaseResult {
 	switch m.Action {
 	case messages.LeaseAck:
 		out = p.table.ack(now, m.Offset, m.Nonce, m.Limits.MaxAckedAhead)
-		if out == ackDone {
+		switch {
+		case out == ackDone:
 			p.deps.Metrics.Acked.Inc()
+			p.acks.remember(now, m.Offset, m.Nonce)
+		case out == ackGone && p.acks.acked(now, m.Offset, m.Nonce):
+			// The same handle's ack took effect before and its answer
+			// was lost: this is its retry, and it is done.
+			p.deps.Metrics.AcksRepeated.Inc()
+			return &messages.LeaseResult{Status: messages.StatusOK}
 		}
 	case messages.LeaseExtend:
 		out = p.table.extend(now, m.Offset, m.Nonce, m.Limits.Visibility)

@@ -22,12 +22,22 @@ type Config struct {
 	// commits nor holds them up. Past it a read runs on the actor, which
 	// slows the asker down rather than queueing more memory.
 	MoveChunkReadsInFlight int
+	// AckMemoryWindow is how long a partition remembers a handle it acked,
+	// so that a retry of that ack answers 204, not 410 (ackMemory): a
+	// client retries when the node that forwarded its ack died, or the
+	// connection broke, after the owner applied it. A minute covers a
+	// client's request timeout and a few retries; 0 turns it off.
+	AckMemoryWindow time.Duration
+	// AckMemoryEntriesMax bounds the handles one partition remembers
+	// (about 40 bytes each), oldest dropped first: a busy partition keeps
+	// the last AckMemoryEntriesMax acks, not a minute of them.
+	AckMemoryEntriesMax int
 }
 
 // DefaultConfig is the partition actors' settings as a node runs them.
 func DefaultConfig() Config {
 	return Config{ConsumerFlushInterval: 100 * time.Millisecond, LeaseDrainTimeout: 500 * time.Millisecond,
-		MoveChunkReadsInFlight: 8}
+		MoveChunkReadsInFlight: 8, AckMemoryWindow: time.Minute, AckMemoryEntriesMax: 4096}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -40,6 +50,10 @@ func (c Config) Validate() error {
 		return bad("ConsumerFlushInterval", c.ConsumerFlushInterval, "must be positive")
 	case c.MoveChunkReadsInFlight < 0 || c.MoveChunkReadsInFlight > 64:
 		return bad("MoveChunkReadsInFlight", c.MoveChunkReadsInFlight, "must be within 0..64 (0: every chunk read on the partition's actor)")
+	case c.AckMemoryWindow < 0 || c.AckMemoryWindow > time.Hour:
+		return bad("AckMemoryWindow", c.AckMemoryWindow, "must be within 0..1h (0: a retried ack of an acked handle answers 410)")
+	case c.AckMemoryEntriesMax < 0 || c.AckMemoryEntriesMax > 1<<20:
+		return bad("AckMemoryEntriesMax", c.AckMemoryEntriesMax, "must be within 0..1048576")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	}

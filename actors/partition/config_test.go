@@ -26,6 +26,14 @@ func TestConfigValidateBounds(t *testing.T) {
 		{"MoveChunkReadsInFlight -1", func(c *Config) { c.MoveChunkReadsInFlight = -1 }, "MoveChunkReadsInFlight"},
 		{"MoveChunkReadsInFlight 64", func(c *Config) { c.MoveChunkReadsInFlight = 64 }, ""},
 		{"MoveChunkReadsInFlight 65", func(c *Config) { c.MoveChunkReadsInFlight = 65 }, "MoveChunkReadsInFlight"},
+		{"AckMemoryWindow 0", func(c *Config) { c.AckMemoryWindow = 0 }, ""},
+		{"AckMemoryWindow -1ns", func(c *Config) { c.AckMemoryWindow = -time.Nanosecond }, "AckMemoryWindow"},
+		{"AckMemoryWindow 1h", func(c *Config) { c.AckMemoryWindow = time.Hour }, ""},
+		{"AckMemoryWindow 1h+1ns", func(c *Config) { c.AckMemoryWindow = time.Hour + time.Nanosecond }, "AckMemoryWindow"},
+		{"AckMemoryEntriesMax 0", func(c *Config) { c.AckMemoryEntriesMax = 0 }, ""},
+		{"AckMemoryEntriesMax -1", func(c *Config) { c.AckMemoryEntriesMax = -1 }, "AckMemoryEntriesMax"},
+		{"AckMemoryEntriesMax 1<<20", func(c *Config) { c.AckMemoryEntriesMax = 1 << 20 }, ""},
+		{"AckMemoryEntriesMax 1<<20+1", func(c *Config) { c.AckMemoryEntriesMax = 1<<20 + 1 }, "AckMemoryEntriesMax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

@@ -20,4 +20,7 @@ type Metrics struct {
 	// freeze had reported its HWM, and handed-over partitions that held
 	// records past the HWM their move flipped at (set aside).
 	FrozenPublishRefused, HandoverSetAside, HandoverSetAsideRecs *metrics.Counter
+	// AcksRepeated counts retried acks of a handle already acked through
+	// it, answered 204 from the partition's memory (ackMemory).
+	AcksRepeated *metrics.Counter
 }

@@ -317,7 +317,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	d.Metrics = Metrics{CommitSeconds: set.NewPrometheusHistogram(`narad_commit_seconds{node="n1"}`)}
 	for _, c := range []**metrics.Counter{&d.Metrics.CommitRecords, &d.Metrics.CommitsExpired, &d.Metrics.CommitFailures, &d.Metrics.Consumed,
 		&d.Metrics.Acked, &d.Metrics.Nacked, &d.Metrics.Extended, &d.Metrics.Redelivered, &d.Metrics.CorruptSkipped,
-		&d.Metrics.FrozenPublishRefused, &d.Metrics.HandoverSetAside, &d.Metrics.HandoverSetAsideRecs} {
+		&d.Metrics.FrozenPublishRefused, &d.Metrics.HandoverSetAside, &d.Metrics.HandoverSetAsideRecs, &d.Metrics.AcksRepeated} {
 		*c = set.NewCounter(fmt.Sprintf("rig_counter_%d", len(set.ListMetricNames())))
 	}
 	d.Fanout = fanout.Deps{Config: fanout.DefaultConfig(), RequestTimeout: time.Second, Logger: testLogger(t),
