@@ -1,4 +1,4 @@
-# Sourced by bench/ab3.sh and bench/vs-public.sh: the ports and probes of a
+# Sourced by bench/ab3.sh, bench/vs-public.sh and bench/chaos-public.sh: the ports and probes of a
 # three-node cluster on this machine. A cluster takes a base port B: NATS
 # (or nothing) on B, HTTP on B+1..B+3, Raft on B+11..B+13, all below 32768
 # (the kernel hands out 32768-60999 to outgoing connections). The caller
@@ -19,3 +19,38 @@ free_base() {
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 url() { echo "http://127.0.0.1:$((base + $1))"; }
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
+
+# The two sides of a run beside the public Narad (vs-public.sh,
+# chaos-public.sh). The caller sets side (ours or public), base, cdir (the
+# cluster's data directory), out (its log prefix), pw (the admin password)
+# and OUR_NARAD or PUBLIC_NARAD.
+# side_peers: the three nodes' peer list in the side's own syntax.
+side_peers() {
+  if [ "$side" = public ]; then
+    echo "narad-1@127.0.0.1:$((base + 11)),narad-2@127.0.0.1:$((base + 12)),narad-3@127.0.0.1:$((base + 13))"
+  else
+    echo "n1=127.0.0.1:$((base + 11)),n2=127.0.0.1:$((base + 12)),n3=127.0.0.1:$((base + 13))"
+  fi
+}
+# launch_nats: this project's NATS server on base, in the background,
+# returning once it wrote the nodes' credentials; the caller reads $!.
+launch_nats() {
+  "$OUR_NARAD" nats --listen "127.0.0.1:$base" --data "$cdir/nats" >>"$out.nats.log" 2>&1 &
+  for _ in $(seq 1 300); do [ -s "$cdir/nats/node.nk" ] && break; sleep 0.1; done
+}
+# launch_node I: node I of the side, secured, in the background; the
+# caller reads $!.
+launch_node() {
+  local i=$1 peers
+  peers=$(side_peers)
+  if [ "$side" = public ]; then
+    NARAD_HTTP_ADDR="127.0.0.1:$((base + i))" NARAD_CLUSTER_ADDR="127.0.0.1:$((base + 10 + i))" \
+      NARAD_NODE_ID="narad-$i" NARAD_CLUSTER_PEERS="$peers" NARAD_DATA_DIR="$cdir/n$i" \
+      NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
+      NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
+  else
+    NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
+      --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
+      --peers "$peers" --log-level warn >>"$out.n$i.log" 2>&1 &
+  fi
+}

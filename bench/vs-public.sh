@@ -62,18 +62,8 @@ hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 # start_node I: node I of this run's side; its pid in node_pid[I].
 declare -A node_pid
 start_node() {
-  local i=$1
-  if [ "$side" = public ]; then
-    NARAD_HTTP_ADDR="127.0.0.1:$((base + i))" NARAD_CLUSTER_ADDR="127.0.0.1:$((base + 10 + i))" \
-      NARAD_NODE_ID="narad-$i" NARAD_CLUSTER_PEERS="$peers" NARAD_DATA_DIR="$cdir/n$i" \
-      NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
-      NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
-  else
-    NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
-      --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
-      --peers "$peers" --log-level warn >>"$out.n$i.log" 2>&1 &
-  fi
-  node_pid[$i]=$!
+  launch_node "$1"
+  node_pid[$1]=$!
   pids+=("$!")
 }
 # wait_ready I: nI's /readyz 200 within 60 s, polled every 20 ms.
@@ -91,14 +81,10 @@ start_cluster() {
   out=$tmp/$round-$side
   mkdir -p "$cdir"
   pw=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-  if [ "$side" = public ]; then
-    peers="narad-1@127.0.0.1:$((base + 11)),narad-2@127.0.0.1:$((base + 12)),narad-3@127.0.0.1:$((base + 13))"
-  else
-    peers="n1=127.0.0.1:$((base + 11)),n2=127.0.0.1:$((base + 12)),n3=127.0.0.1:$((base + 13))"
-    "$OUR_NARAD" nats --listen "127.0.0.1:$base" --data "$cdir/nats" >>"$out.nats.log" 2>&1 &
+  if [ "$side" = ours ]; then
+    launch_nats
     nats_pid=$!
     pids+=("$!")
-    for _ in $(seq 1 300); do [ -s "$cdir/nats/node.nk" ] && break; sleep 0.1; done
   fi
   servers="$(url 1),$(url 2),$(url 3)"
   local i
