@@ -18,7 +18,9 @@
 # Env: RUNS (5), SIGNAL (KILL), SIDES ("ours"; "ours public" also runs the
 # public Narad, PUBLIC_NARAD its binary, alternating which goes first),
 # OUR_NARAD (built from this checkout when unset), MESSAGES (2400), SEED.
-# It prints one line per run and side (PASS or the driver's last line) and
+# It prints one line per run and side (PASS or the driver's last line, and
+# the acks answered from the owners' memory of acked handles: the retries
+# that would have been 410 before issue 30, summed over each node's lives) and
 # exits 1 if any run of ours failed; the temporary directory is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,8 +69,14 @@ wait_ready() {
     sleep 0.05
   done
 }
+# repeated I: node I's count of acks answered from its memory of acked
+# handles (narad_acks_repeated_total; empty for the public Narad).
+repeated() {
+  curl -s --max-time 2 "$(url "$1")/metrics" 2>/dev/null | awk '/^narad_acks_repeated_total/ { print $2 }'
+}
 # restarts: the fault schedule, in a subshell of its own; it logs each
-# stop and start with the time since the driver started.
+# stop and start with the time since the driver started, and each node's
+# repeated acks just before its counter dies with it.
 restarts() {
   RANDOM=$seed
   local t0 i p pause
@@ -77,6 +85,7 @@ restarts() {
   while true; do
     i=$(( RANDOM % 3 + 1 )); pause=$(( 1 + RANDOM % 3 ))
     p=$(cat "$cdir/pid.$i")
+    echo "repeated n$i $(repeated "$i")" >>"$out.repeated"
     echo "$(( $(now_ms) - t0 )) ms: SIG$SIGNAL n$i" >>"$out.schedule"
     kill -"$SIGNAL" "$p" 2>/dev/null || true
     while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
@@ -115,14 +124,16 @@ for run in $(seq 1 "$RUNS"); do
       >"$out.driver.log" 2>&1 || true
     secs=$(awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN { printf "%.1f", ms / 1000 }')
     kill "$restarter" 2>/dev/null || true; wait "$restarter" 2>/dev/null || true; restarter=""
+    for i in 1 2 3; do echo "repeated n$i $(repeated "$i")" >>"$out.repeated"; done
+    acks_repeated=$(awk '{ n += $3 } END { print n + 0 }' "$out.repeated")
     faults=$(grep -c "SIG" "$out.schedule" 2>/dev/null || echo 0)
     for i in 1 2 3; do kill -9 "$(cat "$cdir/pid.$i")" 2>/dev/null || true; done
     [ "$side" = ours ] && kill -9 "${pids[-1]}" 2>/dev/null || true
     wait 2>/dev/null || true
     if grep -q "^PASS chaos" "$out.driver.log"; then
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s: $(grep '^PASS chaos' "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated: $(grep '^PASS chaos' "$out.driver.log")"
     else
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s: FAIL $(tail -n 1 "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated: FAIL $(tail -n 1 "$out.driver.log")"
       [ "$side" = ours ] && failed=1
     fi
   done
