@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/bench/proc"
 	"github.com/naradmq/narad/cmd/narad/client"
 	"github.com/naradmq/narad/messages"
 )
@@ -82,15 +83,15 @@ type brokers struct {
 	next  atomic.Uint64
 }
 
-func newBrokers(nodes []*node, conns int) (*brokers, error) {
+func newBrokers(nodes []*proc.Node, conns int) (*brokers, error) {
 	b := &brokers{}
 	for _, n := range nodes {
-		c, err := client.New(n.url(), client.Options{Conns: conns, Timeout: apiTimeout, User: benchUser, Password: benchPassword})
+		c, err := client.New(n.URL(), client.Options{Conns: conns, Timeout: apiTimeout, User: benchUser, Password: benchPassword})
 		if err != nil {
 			return nil, err
 		}
 		b.list = append(b.list, c)
-		b.bases = append(b.bases, n.url())
+		b.bases = append(b.bases, n.URL())
 	}
 	return b, nil
 }
@@ -229,7 +230,7 @@ type waitResult struct {
 	took  time.Duration // from the wait's start to the read that saw the last mark
 	moved int           // partitions that reached their mark
 	total int
-	err   error // errTimeout or what stopped the wait
+	err   error // proc.ErrTimeout or what stopped the wait
 }
 
 // marks tracks the partitions whose high watermark has not reached its mark
@@ -366,7 +367,7 @@ func waitHWM(ctx context.Context, b *brokers, l layout, base map[part]int64, del
 		case err != nil:
 			return waitResult{moved: total - n, total: total, err: err}
 		case time.Now().After(deadline):
-			return waitResult{moved: total - n, total: total, err: fmt.Errorf("after %v: %w", timeout, errTimeout)}
+			return waitResult{moved: total - n, total: total, err: fmt.Errorf("after %v: %w", timeout, proc.ErrTimeout)}
 		}
 		select {
 		case <-ctx.Done():
@@ -404,7 +405,7 @@ func (w *writer) pass(ctx context.Context, l layout, phase string, base map[part
 		// Interrupted, not a figure.
 		return r, ctx.Err()
 	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errTimeout) {
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, proc.ErrTimeout) {
 		return r, fmt.Errorf("%s: %w", phase, err)
 	}
 	if err != nil {

@@ -29,8 +29,9 @@
 // them by the temp dir in their arguments).
 //
 // Start with run in main.go, then stopScenario and joinScenario
-// (scenario.go); cluster.go starts and stops the processes, load.go writes
-// and reads records, table.go prints the figures.
+// (scenario.go); cluster.go starts and stops the processes (over
+// bench/proc), load.go writes and reads records, table.go prints the
+// figures.
 package main
 
 import (

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/bench/proc"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -92,7 +91,7 @@ func TestAFigureNotMeasuredSaysSo(t *testing.T) {
 	if rows[i][1] != "2.50 s" || rows[i][2] != "not run" {
 		t.Errorf("graceful stop: got %q, %q, want 2.50 s, not run", rows[i][1], rows[i][2])
 	}
-	if got := waitCell(waitResult{moved: 2, total: 3, err: errTimeout}, 20*time.Second); got != "timeout after 20.0 s (2 of 3 moved)" {
+	if got := waitCell(waitResult{moved: 2, total: 3, err: proc.ErrTimeout}, 20*time.Second); got != "timeout after 20.0 s (2 of 3 moved)" {
 		t.Errorf("a wait past its bound: got %q", got)
 	}
 }
@@ -161,7 +160,7 @@ func (f fakeStats) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func statsBrokers(t *testing.T, f fakeStats) *brokers {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	b, err := newBrokers([]*node{{http: strings.TrimPrefix(srv.URL, "http://")}}, 4)
+	b, err := newBrokers([]*proc.Node{{HTTP: strings.TrimPrefix(srv.URL, "http://")}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +173,7 @@ func TestAWriteWaitCountsLivePartitionsOfATopicWithADeadOwner(t *testing.T) {
 	base := map[part]int64{{"t-000", 0}: 3, {"t-000", 1}: 3, {"t-000", 2}: 3}
 	b := statsBrokers(t, fakeStats{hwm: map[int]int64{0: 4, 1: 4}, dead: map[int]bool{2: true}})
 	got := waitHWM(context.Background(), b, l, base, 1, 2, time.Millisecond, 20*time.Millisecond, time.Now())
-	if !errors.Is(got.err, errTimeout) || got.moved != 2 || got.total != 3 {
+	if !errors.Is(got.err, proc.ErrTimeout) || got.moved != 2 || got.total != 3 {
 		t.Errorf("got %d of %d moved, err %v; want 2 of 3, a timeout", got.moved, got.total, got.err)
 	}
 }
@@ -203,21 +202,6 @@ func TestAHighWatermarkBelowItsMarkDoesNotCount(t *testing.T) {
 	}
 }
 
-func TestPeakRSSIsReadFromProc(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("VmHWM is in Linux's /proc")
-	}
-	self, err := os.FindProcess(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: &exec.Cmd{Process: self}}
-	p.sampleRSS()
-	if p.peakRSS() <= 0 {
-		t.Errorf("peak RSS of this test: got %d KiB, want more than 0", p.peakRSS())
-	}
-}
-
 // fakeRecords serves one topic of three partitions: its stats and the
 // replay of the records it holds, by partition and offset.
 type fakeRecords map[int][]string // partition: ids by offset
@@ -243,7 +227,7 @@ func (f fakeRecords) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestAnAcknowledgedRecordNotReadableIsReportedByID(t *testing.T) {
 	srv := httptest.NewServer(fakeRecords{0: {"a"}, 1: {"b", "rerouted"}})
 	t.Cleanup(srv.Close)
-	b, err := newBrokers([]*node{{http: strings.TrimPrefix(srv.URL, "http://")}}, 4)
+	b, err := newBrokers([]*proc.Node{{HTTP: strings.TrimPrefix(srv.URL, "http://")}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/naradmq/narad/bench/proc"
 )
 
 // profile starts a CPU profile of each node in nodes, over -profile-for,
@@ -16,7 +18,7 @@ import (
 // that waits for them. Without -profile it does nothing. A profile that
 // fails is logged, not fatal: it is evidence about the figures, not one of
 // them.
-func (r *runner) profile(ctx context.Context, scenario string, nodes []*node) (wait func()) {
+func (r *runner) profile(ctx context.Context, scenario string, nodes []*proc.Node) (wait func()) {
 	if r.cfg.profileDir == "" {
 		return func() {}
 	}
@@ -29,14 +31,14 @@ func (r *runner) profile(ctx context.Context, scenario string, nodes []*node) (w
 	hc := &http.Client{Timeout: r.cfg.profileFor + 30*time.Second}
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		path := filepath.Join(r.cfg.profileDir, fmt.Sprintf("%s-%s.cpu.pprof", scenario, n.id))
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.pprof, secs)
+		path := filepath.Join(r.cfg.profileDir, fmt.Sprintf("%s-%s.cpu.pprof", scenario, n.ID))
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.Pprof, secs)
 		wg.Go(func() {
 			if err := fetchProfile(ctx, hc, url, path); err != nil {
-				r.logf("%s: profile of %s: %v", scenario, n.id, err)
+				r.logf("%s: profile of %s: %v", scenario, n.ID, err)
 				return
 			}
-			r.logf("%s: CPU profile of %s over %ds in %s", scenario, n.id, secs, path)
+			r.logf("%s: CPU profile of %s over %ds in %s", scenario, n.ID, secs, path)
 		})
 	}
 	return wg.Wait

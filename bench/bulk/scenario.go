@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/bench/proc"
 )
 
 // runner runs the scenarios of every variant and keeps their figures.
@@ -59,7 +60,7 @@ func (r *runner) repeatAll(ctx context.Context, stdout io.Writer) error {
 	r.bin = r.cfg.bin
 	if r.bin == "" {
 		r.logf("building narad into %s", r.dir)
-		bin, err := buildBinary(ctx, r.dir)
+		bin, err := proc.Build(ctx, r.dir)
 		if err != nil {
 			return err
 		}
@@ -120,28 +121,28 @@ func (r *runner) boot(ctx context.Context, name string, handoff bool, total int)
 		return c, err
 	}
 	if r.cfg.profileDir != "" {
-		if err := c.servePprof(); err != nil {
+		if err := c.ServePprof(); err != nil {
 			return c, err
 		}
-		c.stopProfiles = filepath.Join(r.cfg.profileDir, name)
+		c.StopProfiles = filepath.Join(r.cfg.profileDir, name)
 	}
-	if err := c.startNATS(ctx, r.cfg.readyTimeout); err != nil {
+	if err := c.StartNATS(ctx, r.cfg.readyTimeout); err != nil {
 		return c, err
 	}
-	for _, n := range c.nodes[:3] {
-		if err := c.startNode(n); err != nil {
+	for _, n := range c.Nodes[:3] {
+		if err := c.StartNode(n); err != nil {
 			return c, err
 		}
 	}
-	for _, n := range c.nodes[:3] {
-		if _, err := c.waitReady(ctx, n, r.cfg.readyTimeout); err != nil {
+	for _, n := range c.Nodes[:3] {
+		if _, err := c.WaitReady(ctx, n, r.cfg.readyTimeout); err != nil {
 			return c, err
 		}
 	}
 	if err := c.waitAdmin(ctx, r.cfg.readyTimeout); err != nil {
 		return c, err
 	}
-	r.logf("%s: nats %s, nodes %v up, logs in %s", name, c.natsURL, c.nodes[0].http, dir)
+	r.logf("%s: nats %s, nodes %v up, logs in %s", name, c.NATSURL, c.Nodes[0].HTTP, dir)
 	return c, nil
 }
 
@@ -152,12 +153,12 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	name := variantName(handoff) + "-stop"
 	c, err := r.boot(ctx, name, handoff, 3)
 	if c != nil {
-		defer c.close()
+		defer c.Close()
 	}
 	if err != nil {
 		return err
 	}
-	all, err := newBrokers(c.nodes, cfg.produceConc)
+	all, err := newBrokers(c.Nodes, cfg.produceConc)
 	if err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	// creates instead of the stop.
 	createsProfiled := func() {}
 	if cfg.createOnly {
-		createsProfiled = r.profile(ctx, name+"-create", c.nodes)
+		createsProfiled = r.profile(ctx, name+"-create", c.Nodes)
 	}
 	if err := createTopics(fctx, all, l, cfg.createConc); err != nil {
 		return fmt.Errorf("create %d topics: %w", len(l.topics), err)
@@ -214,37 +215,37 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	if err != nil {
 		return err
 	}
-	victim, rest := c.nodes[2], c.nodes[:2]
+	victim, rest := c.Nodes[2], c.Nodes[:2]
 	live, err := newBrokers(rest, cfg.produceConc)
 	if err != nil {
 		return err
 	}
 	defer live.close()
-	before, err := ownedBy(ctx, rest[0], victim.id)
+	before, err := ownedBy(ctx, rest[0], victim.ID)
 	if err != nil {
 		return err
 	}
 	profiled := r.profile(ctx, name, rest)
-	took, err := c.stop(ctx, victim, cfg.stopTimeout)
+	took, err := c.Stop(ctx, victim, cfg.stopTimeout)
 	switch {
-	case errors.Is(err, errTimeout):
+	case errors.Is(err, proc.ErrTimeout):
 		r.set(handoff, "stop.exit", "timeout after "+seconds(cfg.stopTimeout))
-		r.logf("%s: %s killed after %s\n%s", name, victim.id, seconds(cfg.stopTimeout), tail(victim.proc.logPath))
+		r.logf("%s: %s killed after %s\n%s", name, victim.ID, seconds(cfg.stopTimeout), proc.Tail(victim.Proc.LogPath))
 	case err != nil:
 		return err
 	default:
 		r.set(handoff, "stop.exit", seconds(took))
 	}
-	after, err := ownedBy(ctx, rest[0], victim.id)
+	after, err := ownedBy(ctx, rest[0], victim.ID)
 	if err != nil {
 		return err
 	}
 	r.set(handoff, "stop.handed", fmt.Sprintf("%d of %d", before-after, before))
-	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.id, seconds(took), before, after)
+	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.ID, seconds(took), before, after)
 	phases := phaseTimes{}
 	for _, n := range rest {
-		if err := readPhases(ctx, n.url(), phases); err != nil {
-			r.logf("%s: move phases of %s: %v", name, n.id, err)
+		if err := readPhases(ctx, n.URL(), phases); err != nil {
+			r.logf("%s: move phases of %s: %v", name, n.ID, err)
 		}
 	}
 	r.logf("%s: where the moves onto %d nodes spent their time since the cluster started, by phase:\n%s", name, len(rest), phases)
@@ -260,31 +261,31 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	r.set(handoff, "pass.down.acked", ackedCell(down, cfg.passTimeout))
 	r.logf("%s: write pass after the stop: %s", name, waitCell(down.wait, cfg.passTimeout))
 
-	if err := c.startNode(victim); err != nil {
+	if err := c.StartNode(victim); err != nil {
 		return err
 	}
-	ready, err := c.waitReady(ctx, victim, cfg.readyTimeout)
+	ready, err := c.WaitReady(ctx, victim, cfg.readyTimeout)
 	if err != nil {
 		return err
 	}
 	r.set(handoff, "restart.ready", seconds(ready))
 	share := len(l.parts) / 3
-	err = poll(ctx, cfg.restartTimeout, cfg.pollInterval, victim.proc, func() bool {
-		n, err := ownedBy(ctx, rest[0], victim.id)
+	err = proc.Poll(ctx, cfg.restartTimeout, cfg.pollInterval, victim.Proc, func() bool {
+		n, err := ownedBy(ctx, rest[0], victim.ID)
 		return err == nil && withinBalance(n, share)
 	})
 	switch {
-	case errors.Is(err, errTimeout):
+	case errors.Is(err, proc.ErrTimeout):
 		r.set(handoff, "restart.share", "timeout after "+seconds(cfg.restartTimeout))
 	case err != nil:
 		return err
 	default:
-		r.set(handoff, "restart.share", seconds(time.Since(victim.proc.started)))
+		r.set(handoff, "restart.share", seconds(time.Since(victim.Proc.Started)))
 	}
-	r.logf("%s: %s restarted: ready %s, its share %s", name, victim.id, seconds(ready), r.figures[handoff]["restart.share"])
+	r.logf("%s: %s restarted: ready %s, its share %s", name, victim.ID, seconds(ready), r.figures[handoff]["restart.share"])
 
-	for i, n := range c.nodes {
-		r.set(handoff, fmt.Sprintf("rss.n%d", i+1), fmt.Sprintf("%d MB", n.peakRSS()>>10))
+	for i, n := range c.Nodes {
+		r.set(handoff, fmt.Sprintf("rss.n%d", i+1), fmt.Sprintf("%d MB", n.PeakRSS()>>10))
 	}
 	err = r.checkLoss(ctx, handoff, name, all, h, l)
 	if lines, serr := logSummary(filepath.Join(r.runDir, name)); serr != nil {
@@ -303,7 +304,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 func (r *runner) checkLoss(ctx context.Context, handoff bool, name string, b *brokers, h *history.History, l layout) error {
 	cfg := r.cfg
 	want := int64(h.Check().Produced)
-	err := poll(ctx, cfg.settleTimeout, cfg.pollInterval, nil, func() bool {
+	err := proc.Poll(ctx, cfg.settleTimeout, cfg.pollInterval, nil, func() bool {
 		marks, err := hwms(ctx, b, l, cfg.readConc)
 		if err != nil {
 			return false
@@ -314,7 +315,7 @@ func (r *runner) checkLoss(ctx context.Context, handoff bool, name string, b *br
 		}
 		return sum >= want
 	})
-	if err != nil && !errors.Is(err, errTimeout) {
+	if err != nil && !errors.Is(err, proc.ErrTimeout) {
 		return err
 	}
 	if err := scan(ctx, b, h, l, cfg.readConc); err != nil {
@@ -343,12 +344,12 @@ func (r *runner) joinScenario(ctx context.Context, handoff bool) error {
 	name := variantName(handoff) + "-join"
 	c, err := r.boot(ctx, name, handoff, 4)
 	if c != nil {
-		defer c.close()
+		defer c.Close()
 	}
 	if err != nil {
 		return err
 	}
-	b, err := newBrokers(c.nodes[:3], cfg.produceConc)
+	b, err := newBrokers(c.Nodes[:3], cfg.produceConc)
 	if err != nil {
 		return err
 	}
@@ -373,63 +374,63 @@ func (r *runner) joinScenario(ctx context.Context, handoff bool) error {
 	}
 	r.logf("%s: %d partitions of %d records of %d bytes in %s", name, len(l.parts), records, cfg.joinRecordBytes, seconds(filled.took))
 
-	n4, first := c.nodes[3], c.nodes[0]
-	if err := c.startNode(n4); err != nil {
+	n4, first := c.Nodes[3], c.Nodes[0]
+	if err := c.StartNode(n4); err != nil {
 		return err
 	}
 	share := len(l.parts) / 4
-	err = poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, n4.proc, func() bool {
-		owned, err := ownedBy(ctx, first, n4.id)
+	err = proc.Poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, n4.Proc, func() bool {
+		owned, err := ownedBy(ctx, first, n4.ID)
 		if err != nil || !withinBalance(owned, share) {
 			return false
 		}
-		moving, err := movesInFlight(ctx, first.url())
+		moving, err := movesInFlight(ctx, first.URL())
 		return err == nil && moving == 0
 	})
 	switch {
-	case errors.Is(err, errTimeout):
+	case errors.Is(err, proc.ErrTimeout):
 		r.set(handoff, "join.rebalance", "timeout after "+seconds(cfg.rebalanceTimeout))
 	case err != nil:
-		return fmt.Errorf("rebalance onto %s: %w\n%s", n4.id, err, tail(n4.proc.logPath))
+		return fmt.Errorf("rebalance onto %s: %w\n%s", n4.ID, err, proc.Tail(n4.Proc.LogPath))
 	default:
-		r.set(handoff, "join.rebalance", seconds(time.Since(n4.proc.started)))
+		r.set(handoff, "join.rebalance", seconds(time.Since(n4.Proc.Started)))
 	}
-	r.logf("%s: rebalance onto %s: %s", name, n4.id, r.figures[handoff]["join.rebalance"])
+	r.logf("%s: rebalance onto %s: %s", name, n4.ID, r.figures[handoff]["join.rebalance"])
 
-	if err := decommission(ctx, first.url(), n4.id); err != nil {
+	if err := decommission(ctx, first.URL(), n4.ID); err != nil {
 		return err
 	}
 	start = time.Now()
 	// n4 may exit by itself once it left, so it is not watched here.
-	err = poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, nil, func() bool {
-		ms, err := members(ctx, first.url())
+	err = proc.Poll(ctx, cfg.rebalanceTimeout, cfg.pollInterval, nil, func() bool {
+		ms, err := members(ctx, first.URL())
 		if err != nil {
 			return false
 		}
-		_, present := ms[n4.id]
+		_, present := ms[n4.ID]
 		return !present
 	})
 	switch {
-	case errors.Is(err, errTimeout):
+	case errors.Is(err, proc.ErrTimeout):
 		r.set(handoff, "join.decommission", "timeout after "+seconds(cfg.rebalanceTimeout))
 	case err != nil:
 		return err
 	default:
 		r.set(handoff, "join.decommission", seconds(time.Since(start)))
 	}
-	r.logf("%s: decommission of %s: %s", name, n4.id, r.figures[handoff]["join.decommission"])
+	r.logf("%s: decommission of %s: %s", name, n4.ID, r.figures[handoff]["join.decommission"])
 	return nil
 }
 
 // ownedBy reads how many partitions member id owns, as node at sees it.
-func ownedBy(ctx context.Context, at *node, id string) (int, error) {
-	ms, err := members(ctx, at.url())
+func ownedBy(ctx context.Context, at *proc.Node, id string) (int, error) {
+	ms, err := members(ctx, at.URL())
 	if err != nil {
 		return 0, err
 	}
 	m, ok := ms[id]
 	if !ok {
-		return 0, fmt.Errorf("%s is not in %s's member list", id, at.id)
+		return 0, fmt.Errorf("%s is not in %s's member list", id, at.ID)
 	}
 	return m.OwnedPartitions, nil
 }

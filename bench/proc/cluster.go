@@ -1,0 +1,279 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Node is one narad serve process and what it needs to be started again.
+type Node struct {
+	ID      string
+	HTTP    string // host:port
+	Raft    string
+	Replica int
+	Joiner  bool
+	Proc    *Proc
+	// Past holds the processes this node ran before a restart, for their
+	// peak RSS.
+	Past []*Proc
+	// Pprof is where it serves its profiles (host:port), "" for nowhere.
+	Pprof string
+}
+
+// URL is the node's HTTP base, http://host:port.
+func (n *Node) URL() string { return "http://" + n.HTTP }
+
+// PeakRSS is the highest VmHWM of any process the node ran, in KiB.
+func (n *Node) PeakRSS() int64 {
+	var k int64
+	for _, p := range append(n.Past, n.Proc) {
+		if p != nil {
+			k = max(k, p.PeakRSS())
+		}
+	}
+	return k
+}
+
+// Cluster is NATS and the nodes of one run, all under Dir: each process's
+// log is Dir/<name>.log, a node's data Dir/<id>, NATS's credentials
+// Dir/nats.
+type Cluster struct {
+	Bin string
+	Dir string
+	// Env is every node's environment; nil is this program's.
+	Env []string
+	// Args are flags every node gets after the ones StartNode sets
+	// (--dead-timeout 3s, say).
+	Args []string
+	// StopProfiles, when set, is the path prefix of each node's CPU profile
+	// of its shutdown (--stop-profile): <prefix>-<node>-run<k>.stop.cpu.pprof
+	// for its k-th process. The stopped node's is the hand-off's own cost,
+	// which no profile over HTTP can take from a process that exits.
+	StopProfiles string
+	// RSSPoll is how often each process's VmHWM is read; 0 never.
+	RSSPoll time.Duration
+	NATSURL string
+	NATS    *Proc
+	Nodes   []*Node
+	taken   map[int]bool
+
+	mu    sync.Mutex
+	procs []*Proc // every process started, for the cleanup
+}
+
+// Build builds narad from the module this runs in (./cmd/narad) once into
+// dir and returns the binary's path.
+func Build(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "narad")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/narad")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/narad: %w\n%s", err, out.String())
+	}
+	return bin, nil
+}
+
+// New picks the ports of NATS and of nodes node ids n1..nN, total of them:
+// the first voters start with --peers, any further one joins. Nothing
+// starts yet.
+func New(bin, dir string, voters, total int) (*Cluster, error) {
+	c := &Cluster{Bin: bin, Dir: dir, taken: map[int]bool{}}
+	p, err := FreePort(c.taken)
+	if err != nil {
+		return nil, err
+	}
+	c.NATSURL = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	for i := 1; i <= total; i++ {
+		hp, err := FreePort(c.taken)
+		if err != nil {
+			return nil, err
+		}
+		rp, err := FreePort(c.taken)
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, &Node{ID: "n" + strconv.Itoa(i), Replica: i, Joiner: i > voters,
+			HTTP: fmt.Sprintf("127.0.0.1:%d", hp), Raft: fmt.Sprintf("127.0.0.1:%d", rp)})
+	}
+	return c, nil
+}
+
+// Start runs one process of Bin with its output appended to Dir/name.log,
+// in a process group of its own: a Ctrl-C on the terminal reaches only this
+// program, which then stops the children itself. Close kills it.
+func (c *Cluster) Start(name string, env []string, args ...string) (*Proc, error) {
+	p, err := start(c.Bin, name, filepath.Join(c.Dir, name+".log"), c.RSSPoll, env, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+// Environ is this program's environment without the variables named in
+// drop, with add (NAME=value each) appended: a node's Env when the harness
+// sets some variables itself.
+func Environ(drop []string, add ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, d := range drop {
+			if name == d {
+				keep = false
+			}
+		}
+		if keep {
+			env = append(env, kv)
+		}
+	}
+	return append(env, add...)
+}
+
+// ServePprof gives every node a loopback port for --pprof.
+func (c *Cluster) ServePprof() error {
+	for _, n := range c.Nodes {
+		p, err := FreePort(c.taken)
+		if err != nil {
+			return err
+		}
+		n.Pprof = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	return nil
+}
+
+// StartNATS starts narad nats and waits until it accepts connections.
+func (c *Cluster) StartNATS(ctx context.Context, timeout time.Duration) error {
+	addr := strings.TrimPrefix(c.NATSURL, "nats://")
+	p, err := c.Start("nats", os.Environ(), "nats", "--listen", addr, "--data", c.NATSCreds())
+	if err != nil {
+		return err
+	}
+	c.NATS = p
+	err = Poll(ctx, timeout, 50*time.Millisecond, p, func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	if err != nil {
+		return fmt.Errorf("nats on %s: %w\n%s", addr, err, Tail(p.LogPath))
+	}
+	return nil
+}
+
+// NATSCreds is where narad nats writes the credentials, before it listens.
+func (c *Cluster) NATSCreds() string { return filepath.Join(c.Dir, "nats") }
+
+// Peers is the --peers value of the voters.
+func (c *Cluster) Peers() string {
+	var s []string
+	for _, n := range c.Nodes {
+		if !n.Joiner {
+			s = append(s, n.ID+"="+n.Raft)
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// StartNode starts one node as deploy/local-cluster.sh does, or starts it
+// again on its data after it exited (its last process joins Past).
+func (c *Cluster) StartNode(n *Node) error {
+	args := []string{"serve", "--id", n.ID, "--data", filepath.Join(c.Dir, n.ID), "--http", n.HTTP,
+		"--raft", n.Raft, "--nats", c.NATSURL, "--nats-creds", filepath.Join(c.NATSCreds(), "node.nk")}
+	if n.Pprof != "" {
+		args = append(args, "--pprof", n.Pprof)
+	}
+	if c.StopProfiles != "" {
+		args = append(args, "--stop-profile", fmt.Sprintf("%s-%s-run%d.stop.cpu.pprof", c.StopProfiles, n.ID, len(n.Past)+1))
+	}
+	if n.Joiner {
+		args = append(args, "--join", "--replica-id", strconv.Itoa(n.Replica))
+	} else {
+		args = append(args, "--peers", c.Peers())
+	}
+	args = append(args, c.Args...)
+	p, err := c.Start(n.ID, c.Env, args...)
+	if err != nil {
+		return err
+	}
+	if n.Proc != nil {
+		n.Past = append(n.Past, n.Proc)
+	}
+	n.Proc = p
+	return nil
+}
+
+// WaitReady waits until the node's /readyz answers 200 and returns how long
+// that took from the exec.
+func (c *Cluster) WaitReady(ctx context.Context, n *Node, timeout time.Duration) (time.Duration, error) {
+	hc := &http.Client{Timeout: time.Second}
+	err := Poll(ctx, timeout, 50*time.Millisecond, n.Proc, func() bool {
+		resp, err := hc.Get(n.URL() + "/readyz")
+		if err != nil {
+			return false
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if errors.Is(err, context.Canceled) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s ready: %w\n%s", n.ID, err, Tail(n.Proc.LogPath))
+	}
+	return time.Since(n.Proc.Started), nil
+}
+
+// Stop sends SIGTERM to a node and waits for its exit, at most timeout; past
+// it the node is killed and ErrTimeout returned.
+func (c *Cluster) Stop(ctx context.Context, n *Node, timeout time.Duration) (time.Duration, error) {
+	p := n.Proc
+	sent := time.Now()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return 0, fmt.Errorf("sigterm %s: %w", n.ID, err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return p.exited.Sub(sent), nil
+	case <-t.C:
+		p.KillGroup()
+		<-p.done
+		return 0, fmt.Errorf("%s did not exit: %w", n.ID, ErrTimeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Close kills every process still running and waits for each to exit.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	procs := append([]*Proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		p.KillGroup()
+	}
+	for _, p := range procs {
+		<-p.done
+	}
+}
