@@ -74,11 +74,12 @@ type Cluster struct {
 	procs []*Proc // every process started, for the cleanup
 }
 
-// Build builds narad from the module this runs in (./cmd/narad) once into
-// dir and returns the binary's path.
+// Build builds narad (cmd/narad of the module this runs in, from any of
+// its directories: a test's is its package's) once into dir and returns the
+// binary's path.
 func Build(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "narad")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/narad")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/naradmq/narad/cmd/narad")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
