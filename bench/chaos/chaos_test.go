@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/naradmq/narad/bench/proc"
+)
+
+// shortProfile is the run CI makes: 20 s of faults on three nodes. Seed 5
+// draws kill n3, stop n1, term n3 (TestTheShortProfileThrowsEveryKind).
+var shortProfile = []string{"-seed", "5", "-duration", "20s", "-nodes", "3", "-gap", "1s-2s"}
+
+func TestTheShortProfileThrowsEveryKind(t *testing.T) {
+	cfg, err := parseFlags(shortProfile, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schedule(cfg.seed, cfg.plan())
+	for _, k := range kinds {
+		if n := len(slices.DeleteFunc(slices.Clone(s), func(f Fault) bool { return f.Kind != k })); n < 1 {
+			t.Errorf("%s: got %d in %v, want at least 1", k, n, s)
+		}
+	}
+}
+
+// TestShortProfileLosesNothing runs the short profile on real processes:
+// narad built once from this checkout, NATS and three nodes, a kill, a
+// term and a stop under load, then the history. A minute or so on two
+// cores; skipped with -short and under the race detector.
+func TestShortProfileLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cluster of processes for about a minute")
+	}
+	if raceEnabled {
+		t.Skip("three nodes under the race detector run several times slower")
+	}
+	dir, err := os.MkdirTemp("", "narad-chaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := proc.Build(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseFlags(append([]string{"-bin", bin}, shortProfile...), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := run(ctx, cfg, dir, testWriter{t})
+	if err != nil {
+		t.Fatalf("run: %v (data and logs kept in %s)", err, dir)
+	}
+	t.Logf("summary:\n%s", sum)
+	if sum.Lost != 0 {
+		t.Errorf("lost: got %d, want 0 (%v)", sum.Lost, sum.LostIDs)
+	}
+	for _, c := range []struct {
+		what string
+		got  int
+	}{{"phantoms", sum.Phantoms}, {"offset conflicts", sum.OffsetConflicts},
+		{"deliveries past a high watermark", sum.BeyondWatermark}, {"unreadable bodies", sum.Unreadable}} {
+		if c.got != 0 {
+			t.Errorf("%s: got %d, want 0", c.what, c.got)
+		}
+	}
+	if sum.Failure != "" {
+		t.Errorf("run stopped early: got %q, want nothing", sum.Failure)
+	}
+	if got, want := len(sum.Ran), len(sum.Schedule); got != want {
+		t.Errorf("faults thrown: got %d, want %d", got, want)
+	}
+	if t.Failed() {
+		t.Logf("data and logs kept in %s", dir)
+		return
+	}
+	os.RemoveAll(dir)
+}
+
+// testWriter sends the run's progress lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

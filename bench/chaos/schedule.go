@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Kind is a process fault.
+type Kind string
+
+// The process faults of this slice. Each ends with the node back: started
+// again on its data after kill and term, resumed after stop.
+const (
+	// Kill is SIGKILL: the node dies at once, its leases and its
+	// unanswered requests with it; it is started again after Fault.Hold.
+	Kill Kind = "kill"
+	// Term is SIGTERM: the node hands its partitions off on its way out
+	// (--shutdown-handoff-timeout), drains its WAL and exits; it is started
+	// again Fault.Hold after its exit.
+	Term Kind = "term"
+	// Stop is SIGSTOP held for Fault.Hold, past the cluster's dead timeout,
+	// then SIGCONT: the node is judged dead while its process, its data
+	// and its connections are all still there.
+	Stop Kind = "stop"
+)
+
+// kinds is every Kind, in the order -faults lists them by default.
+var kinds = []Kind{Kill, Term, Stop}
+
+// parseKinds reads -faults: a comma list of kinds, each at most once.
+func parseKinds(list string) ([]Kind, error) {
+	var out []Kind
+	for _, s := range strings.Split(list, ",") {
+		k := Kind(strings.TrimSpace(s))
+		known := false
+		for _, want := range kinds {
+			known = known || k == want
+		}
+		if !known {
+			return nil, fmt.Errorf("-faults: %q is none of kill, term, stop: %w", s, errConfig)
+		}
+		for _, seen := range out {
+			if seen == k {
+				return nil, fmt.Errorf("-faults: %s twice: %w", k, errConfig)
+			}
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// parseGap reads -gap: one duration ("3s") or a range ("2s-5s").
+func parseGap(s string) (lo, hi time.Duration, err error) {
+	a, b, isRange := strings.Cut(s, "-")
+	if lo, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
+		return 0, 0, fmt.Errorf("-gap %q: %w", s, errConfig)
+	}
+	hi = lo
+	if isRange {
+		if hi, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
+			return 0, 0, fmt.Errorf("-gap %q: %w", s, errConfig)
+		}
+	}
+	if lo <= 0 || hi < lo {
+		return 0, 0, fmt.Errorf("-gap %q: want a positive duration or a range low-high: %w", s, errConfig)
+	}
+	return lo, hi, nil
+}
+
+// Plan is what a schedule is drawn for, besides its seed.
+type Plan struct {
+	// Duration is how long faults are thrown: a fault is planned only to
+	// start before it.
+	Duration time.Duration
+	// GapMin and GapMax bound the pause before each fault, drawn between
+	// them: the first one's from the start, any other's from the moment
+	// the node of the fault before it answers /readyz again.
+	GapMin, GapMax time.Duration
+	// Nodes is how many nodes there are to fault, n1..nN.
+	Nodes int
+	// Kinds are the faults to throw, at least one.
+	Kinds []Kind
+	// DeadTimeout is the nodes' --dead-timeout, which a Stop is held past.
+	DeadTimeout time.Duration
+	// Heartbeat is the nodes' --heartbeat-interval: a Stop is held a
+	// heartbeat longer still, since the last heartbeat before the stop
+	// starts the dead timeout.
+	Heartbeat time.Duration
+}
+
+// Fault is one fault of a schedule.
+type Fault struct {
+	// At is when the fault is planned, from the start of the faults. The
+	// run throws it at At, or Gap after the node of the fault before it is
+	// ready again when that comes later: a planned time assumes each fault
+	// takes its kind's estimate (planned), which a loaded machine exceeds.
+	At   time.Duration `json:"at_ns"`
+	Gap  time.Duration `json:"gap_ns"`
+	Kind Kind          `json:"kind"`
+	// Node is the index of the node faulted (0 for n1).
+	Node int `json:"node"`
+	// Hold is how long the node stays down before it is started again
+	// (kill: from the SIGKILL; term: from its exit), or stopped (stop).
+	Hold time.Duration `json:"hold_ns"`
+}
+
+// NodeID is the faulted node's id, n1..nN.
+func (f Fault) NodeID() string { return fmt.Sprintf("n%d", f.Node+1) }
+
+func (f Fault) String() string {
+	return fmt.Sprintf("%7s  %-4s %-3s hold %s", seconds(f.At), f.Kind, f.NodeID(), seconds(f.Hold))
+}
+
+// The planning estimates of how long each kind keeps its node from /readyz
+// besides its Hold: a restart's exec to /readyz, and a term's hand-off and
+// drain before its exit, on this machine with a small topic. They only
+// space the planned times; the run waits for the real thing.
+const (
+	restartEstimate = 2 * time.Second
+	handOffEstimate = 2 * time.Second
+	resumeEstimate  = time.Second
+)
+
+// planned is how long fault f is estimated to take, from its signal until
+// its node is ready again.
+func planned(f Fault) time.Duration {
+	switch f.Kind {
+	case Term:
+		return handOffEstimate + f.Hold + restartEstimate
+	case Stop:
+		return f.Hold + resumeEstimate
+	default:
+		return f.Hold + restartEstimate
+	}
+}
+
+// seedStream is the PCG's second word; the seed is the first.
+const seedStream = 0x6e61726164 // "narad"
+
+// Schedule draws the faults of one run: a pure function of seed and p, so a
+// seed replays its schedule. Kinds come in shuffled rounds (each round is
+// every kind of p.Kinds once, in an order drawn from the seed), so every
+// kind appears once in any len(p.Kinds) faults in a row; the node of each
+// is drawn alone. Holds are drawn per kind: a kill keeps its node down 0.5 s
+// to a second past the dead timeout (marked dead or not), a term 0.5 to 2 s
+// after its exit, and a stop holds its node 1 to 3 s past the dead timeout
+// and a heartbeat.
+func Schedule(seed uint64, p Plan) []Fault {
+	r := rand.New(rand.NewPCG(seed, seedStream))
+	between := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	var out []Fault
+	var round []Kind
+	var t time.Duration
+	for {
+		gap := between(p.GapMin, p.GapMax)
+		t += gap
+		if t >= p.Duration {
+			return out
+		}
+		if len(round) == 0 {
+			round = append(round, p.Kinds...)
+			r.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		f := Fault{At: t, Gap: gap, Kind: round[0], Node: r.IntN(p.Nodes)}
+		round = round[1:]
+		switch f.Kind {
+		case Kill:
+			f.Hold = between(500*time.Millisecond, p.DeadTimeout+time.Second)
+		case Term:
+			f.Hold = between(500*time.Millisecond, 2*time.Second)
+		case Stop:
+			f.Hold = p.DeadTimeout + p.Heartbeat + between(time.Second, 3*time.Second)
+		}
+		// Whole milliseconds print and replay alike.
+		f.Hold = f.Hold.Truncate(time.Millisecond)
+		out = append(out, f)
+		t += planned(f)
+	}
+}
+
+// seconds prints d as seconds with one decimal, "12.3 s".
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
