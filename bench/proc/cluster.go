@@ -83,7 +83,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/narad: %w\n%s", err, out.String())
+		return "", fmt.Errorf("go build github.com/naradmq/narad/cmd/narad: %w\n%s", err, out.String())
 	}
 	return bin, nil
 }
