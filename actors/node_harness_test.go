@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -45,12 +44,9 @@ var testPorts = testnet.Actors.Ports()
 // free a moment ago and never handed out before (testnet.Ports).
 func freeAddr(t testing.TB) string { return testPorts.Addr(t) }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger is the nodes' logger: everything with -v, else their last
+// warnings printed if the test fails (testnet.Logger).
+func testLogger(t testing.TB) *slog.Logger { return testnet.Logger(t) }
 
 // newTestNode starts a node; tweak adjusts its config before the start.
 func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {

@@ -179,6 +179,12 @@ func (a *Actor) leading() bool {
 		return true
 	}
 	a.tracker, a.swept, a.loggedBlocked = nil, false, nil
+	// A former leader's reasons are stale: left at 1, they would stand
+	// beside the new leader's own, and an operator would read two nodes
+	// blocking one decommission for different reasons (rule D7).
+	if len(a.decomBlocked) > 0 {
+		a.reportBlocked(nil)
+	}
 	return false
 }
 

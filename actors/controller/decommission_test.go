@@ -348,3 +348,35 @@ func TestRuleD2ALeaderTransfersLeadershipFirst(t *testing.T) {
 		})
 	}
 }
+
+// rule D7: the reasons a controller reports are its leadership's: once
+// another node leads, its gauges go back to 0, so an operator reads one
+// reason per draining member, the current leader's.
+func TestRuleD7AFormerLeaderClearsItsBlockedReasons(t *testing.T) {
+	s := &leaderStore{leader: 1}
+	d := testDeps(t, DefaultConfig(), s)
+	d.Metrics = testMetrics("n1")
+	a := &Actor{d: d}
+	a.reportBlocked(map[string]string{"n4": "raft_removal"})
+	gauge := d.Metrics.DecommissionBlocked("n4", "raft_removal")
+	if !a.leading() || gauge.Get() != 1 {
+		t.Fatalf("while leading: got leading %v, gauge %v, want true and 1", a.leading(), gauge.Get())
+	}
+	s.leader = 2
+	if a.leading() {
+		t.Fatal("leading after the leadership moved to replica 2: got true, want false")
+	}
+	if got := gauge.Get(); got != 0 {
+		t.Errorf("narad_decommission_blocked{node=n4,reason=raft_removal} on the former leader: got %v, want 0", got)
+	}
+}
+
+// leaderStore is a store whose metadata shard is led by replica leader;
+// this node is replica 1.
+type leaderStore struct {
+	Store
+	leader uint64
+}
+
+func (s *leaderStore) Leader(uint64) (uint64, bool) { return s.leader, true }
+func (s *leaderStore) ReplicaID() uint64            { return 1 }

@@ -1,8 +1,10 @@
 package testnet
 
 import (
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,5 +62,19 @@ func TestStartNATSServesOnLoopback(t *testing.T) {
 	s := StartNATS(t, nil)
 	if got := s.Addr().(*net.TCPAddr); !got.IP.IsLoopback() {
 		t.Fatalf("listening on %v, want loopback", got)
+	}
+}
+
+func TestTailKeepsTheLastLinesOldestFirst(t *testing.T) {
+	var tl tail
+	for i := range LogLinesMax + 2 {
+		fmt.Fprintf(&tl, "line %d\n", i)
+	}
+	lines := strings.Split(strings.TrimSuffix(tl.String(), "\n"), "\n")
+	if len(lines) != LogLinesMax {
+		t.Fatalf("kept %d lines, want %d", len(lines), LogLinesMax)
+	}
+	if first, last := lines[0], lines[len(lines)-1]; first != "line 2" || last != fmt.Sprintf("line %d", LogLinesMax+1) {
+		t.Errorf("first and last kept: got %q, %q, want %q, %q", first, last, "line 2", fmt.Sprintf("line %d", LogLinesMax+1))
 	}
 }
