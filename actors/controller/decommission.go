@@ -132,12 +132,20 @@ func (a *Actor) decommissionStep(ctx context.Context, m messages.Member, members
 	if len(a.d.Store.TargetedAt(m.ID)) > 0 {
 		return "move_target"
 	}
-	if why := a.walHandedOff(ctx, m); why != "" {
-		return why
-	}
 	rm, err := a.d.Store.RaftMembership(ctx, metastore.MetaShard)
 	if err != nil {
 		return "raft_unavailable"
+	}
+	// Once its removal began, the node is not asked again: RemoveReplica
+	// removes it from the metadata shard first, and only after this check
+	// passed; the node then leaves and closes its NATS connection. Asked
+	// again after a removal cut short (a later shard's change timed out),
+	// it would answer nothing, and the rest of its removal would wait for
+	// it as "unreachable" forever.
+	if !rm.Removed[m.ReplicaID] {
+		if why := a.walHandedOff(ctx, m); why != "" {
+			return why
+		}
 	}
 	if _, voter := rm.Voters[m.ReplicaID]; voter {
 		if why := a.voterMayLeave(ctx, m, members, rm); why != "" {

@@ -202,6 +202,9 @@ func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing
 		{ID: "n4", ReplicaID: 4, Status: messages.MemberAlive, Role: messages.RoleVoter},
 		{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true},
 		{ID: "n5", ReplicaID: 5, Status: messages.MemberAlive, Draining: true}, // serves no drain service
+		// Removed from the metadata shard by a removal cut short: it left,
+		// and serves no drain service any more.
+		{ID: "n6", ReplicaID: 6, Status: messages.MemberAlive, Draining: true},
 	}
 
 	// answer is what n3's drain service says, one case after another.
@@ -228,6 +231,7 @@ func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing
 		{"still admitting produce", 3, DrainStatus{Refusing: false, Backlog: 0}, "wal_backlog", false},
 		{"a node that cannot be asked", 4, DrainStatus{}, "unreachable", false},
 		{"refusing produce with an empty WAL", 3, DrainStatus{Refusing: true, Backlog: 0}, "", true},
+		{"its removal began, so it was asked before", 5, DrainStatus{}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeReplica()
@@ -237,6 +241,7 @@ func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing
 			s := &decomStore{replica: f, rm: metastore.RaftMembership{
 				Voters:    map[uint64]string{1: "a1", 2: "a2", 4: "a4"},
 				NonVoters: map[uint64]string{3: "a3", 5: "a5"},
+				Removed:   map[uint64]bool{6: true},
 			}}
 			mu.Lock()
 			answer = tc.status
