@@ -19,6 +19,7 @@ import (
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
+	natsserver "github.com/nats-io/nats-server/v2/server"
 )
 
 // testCluster is n nodes started in-process on loopback, talking through
@@ -37,6 +38,11 @@ import (
 type testCluster struct {
 	t     testing.TB
 	nodes []*testNode
+	// nats is the NATS server the nodes reach each other through;
+	// restartedNATS the servers restartNATS started in its place, which
+	// stop after the nodes.
+	nats          *natsserver.Server
+	restartedNATS []*natsserver.Server
 }
 
 // clusterWaitBound bounds every wait of the harness: a liveness bound, not
@@ -57,7 +63,7 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 	for i := range n {
 		raft[uint64(i+1)] = freeAddr(t)
 	}
-	c := &testCluster{t: t}
+	c := &testCluster{t: t, nats: ns}
 	for i := range n {
 		cfg := DefaultConfig()
 		cfg.NodeID = fmt.Sprintf("n%d", i+1)
@@ -174,6 +180,10 @@ func (c *testCluster) stopAll() {
 		}
 	}
 	wg.Wait()
+	for _, s := range c.restartedNATS {
+		s.Shutdown()
+		s.WaitForShutdown()
+	}
 }
 
 // node is node i, for the single-node helpers (do, must, createTopic,
