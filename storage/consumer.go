@@ -28,6 +28,19 @@ type ConsumerState struct {
 	// max_acked_ahead_per_partition, which the partition enforces when it
 	// leases; the storage only refuses what its own limits cannot hold.
 	AckedAhead []int64
+	// Recent are the receipt handles acked last, oldest first, at most
+	// consumerRecentLimit: each offset is acked (<= Frontier or in
+	// AckedAhead). They let a restarted owner answer a retried ack of a
+	// handle its previous life applied with 204 instead of 410: the retry
+	// of an ack whose answer died with the process.
+	Recent []AckedHandle
+}
+
+// AckedHandle is one receipt handle a consumer acked: its record's offset
+// and its lease's nonce.
+type AckedHandle struct {
+	Offset int64
+	Nonce  uint64
 }
 
 // EmptyConsumerState is the state of a partition no consumer has acked in.
@@ -74,13 +87,13 @@ func (s ConsumerState) IsAcked(offset int64) bool {
 // Clone returns a copy that shares no memory with s, so a caller may keep
 // acking into s while the copy is being persisted.
 func (s ConsumerState) Clone() ConsumerState {
-	return ConsumerState{Frontier: s.Frontier, AckedAhead: slices.Clone(s.AckedAhead)}
+	return ConsumerState{Frontier: s.Frontier, AckedAhead: slices.Clone(s.AckedAhead), Recent: slices.Clone(s.Recent)}
 }
 
-// Equal reports whether s and o describe the same acks. A nil and an empty
-// AckedAhead are equal.
+// Equal reports whether s and o describe the same acks and handles. A nil
+// and an empty AckedAhead (or Recent) are equal.
 func (s ConsumerState) Equal(o ConsumerState) bool {
-	return s.Frontier == o.Frontier && slices.Equal(s.AckedAhead, o.AckedAhead)
+	return s.Frontier == o.Frontier && slices.Equal(s.AckedAhead, o.AckedAhead) && slices.Equal(s.Recent, o.Recent)
 }
 
 // Validate checks the invariants the encoding and Ack rely on. A state that
@@ -105,6 +118,14 @@ func (s ConsumerState) Validate() error {
 				i, o, i-1, s.AckedAhead[i-1], ErrInvalid)
 		}
 	}
+	if len(s.Recent) > consumerRecentLimit {
+		return fmt.Errorf("consumer state: %d recent handles, limit %d: %w", len(s.Recent), consumerRecentLimit, ErrTooLarge)
+	}
+	for i, h := range s.Recent {
+		if !s.IsAcked(h.Offset) {
+			return fmt.Errorf("consumer state: recent handle %d at offset %d, which is not acked: %w", i, h.Offset, ErrInvalid)
+		}
+	}
 	return nil
 }
 
@@ -112,6 +133,7 @@ func (s ConsumerState) Validate() error {
 // destination's log, whose high watermark hwm may be lower than the source's
 // was: nothing at or past hwm may count as acked, or records the destination
 // later appends at those offsets would be skipped without delivery. It
+// keeps only the recent handles whose offsets it still counts as acked. It
 // reports whether the frontier was lowered, which the caller logs as a
 // warning (acked-ahead entries dropped at or past hwm are expected and not
 // reported). s must be valid; a negative hwm is treated as 0. s is not
@@ -127,6 +149,11 @@ func ClampConsumerState(s ConsumerState, hwm int64) (ConsumerState, bool) {
 	for _, o := range s.AckedAhead {
 		if o < hwm && o-1 > out.Frontier {
 			out.AckedAhead = append(out.AckedAhead, o)
+		}
+	}
+	for _, h := range s.Recent {
+		if out.IsAcked(h.Offset) {
+			out.Recent = append(out.Recent, h)
 		}
 	}
 	return out, clamped
@@ -217,22 +244,34 @@ func (c ConsumerConfig) Validate() error {
 //
 //	off  size  field
 //	0    4     magic "NCST"
-//	4    2     version (1)
+//	4    2     version (1, or 2 with recent handles)
 //	6    2     reserved, zero
 //	8    8     seq: uint64 >= 1, the write's sequence; the newest valid slot wins
 //	16   8     frontier: int64 >= -1
 //	24   4     n: uint32 acked-ahead count <= consumerAckedAheadLimit
 //	28   8*n   acked-ahead offsets: int64, strictly ascending, each > frontier+1
-//	28+8n 4    CRC-32C (Castagnoli) of bytes [0, 28+8n)
+//	version 2 only:
+//	     4     m: uint32 recent-handle count, 1..consumerRecentLimit
+//	     16*m  recent handles: offset int64, nonce uint64, each offset acked
+//	end  4     CRC-32C (Castagnoli) of every byte before it
 //
-// The length is exact: trailing bytes are corruption, so every record has
-// one encoding and a decode re-encodes to the same bytes.
+// The length is exact: trailing bytes are corruption. A state without
+// recent handles is written as version 1 and one with them as version 2,
+// never as a version 2 with m = 0, so every record still has one encoding
+// and a decode re-encodes to the same bytes; files written before version
+// 2 load as they are.
 const (
-	consumerVersion     = 1
-	consumerHeaderBytes = 28
-	consumerFixedBytes  = consumerHeaderBytes + 4
-	consumerMaxRecord   = consumerFixedBytes + 8*consumerAckedAheadLimit
+	consumerVersion       = 1
+	consumerVersionRecent = 2
+	consumerHeaderBytes   = 28
+	consumerFixedBytes    = consumerHeaderBytes + 4
+	consumerMaxRecord     = consumerFixedBytes + 8*consumerAckedAheadLimit + 4 + 16*consumerRecentLimit
 )
+
+// consumerRecentLimit is the format's ceiling on recent handles (16 KiB of
+// them). A partition writes as many as its config says, far fewer: only
+// the acks in flight when a process dies are retried against its next life.
+const consumerRecentLimit = 1024
 
 var (
 	consumerMagic = [4]byte{'N', 'C', 'S', 'T'}
@@ -244,7 +283,11 @@ var (
 func appendConsumerState(dst []byte, seq uint64, s ConsumerState) []byte {
 	start := len(dst)
 	dst = append(dst, consumerMagic[:]...)
-	dst = binary.BigEndian.AppendUint16(dst, consumerVersion)
+	version := uint16(consumerVersion)
+	if len(s.Recent) > 0 {
+		version = consumerVersionRecent
+	}
+	dst = binary.BigEndian.AppendUint16(dst, version)
 	dst = binary.BigEndian.AppendUint16(dst, 0)
 	dst = binary.BigEndian.AppendUint64(dst, seq)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(s.Frontier))
@@ -252,11 +295,18 @@ func appendConsumerState(dst []byte, seq uint64, s ConsumerState) []byte {
 	for _, o := range s.AckedAhead {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(o))
 	}
+	if len(s.Recent) > 0 {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(s.Recent)))
+		for _, h := range s.Recent {
+			dst = binary.BigEndian.AppendUint64(dst, uint64(h.Offset))
+			dst = binary.BigEndian.AppendUint64(dst, h.Nonce)
+		}
+	}
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], consumerCRC))
 }
 
 func encodeConsumerState(seq uint64, s ConsumerState) []byte {
-	return appendConsumerState(make([]byte, 0, consumerFixedBytes+8*len(s.AckedAhead)), seq, s)
+	return appendConsumerState(make([]byte, 0, consumerFixedBytes+8*len(s.AckedAhead)+4+16*len(s.Recent)), seq, s)
 }
 
 // decodeConsumerState parses one slot record. Every failure wraps
@@ -275,15 +325,29 @@ func decodeConsumerState(b []byte) (uint64, ConsumerState, error) {
 	if n > consumerAckedAheadLimit {
 		return fail("%d acked-ahead entries, limit %d", n, consumerAckedAheadLimit)
 	}
-	if want := consumerFixedBytes + 8*uint64(n); uint64(len(b)) != want {
+	version := binary.BigEndian.Uint16(b[4:6])
+	if version != consumerVersion && version != consumerVersionRecent {
+		return fail("version %d, want %d or %d", version, consumerVersion, consumerVersionRecent)
+	}
+	recentAt := consumerHeaderBytes + 8*uint64(n)
+	want := consumerFixedBytes + 8*uint64(n)
+	var m uint32
+	if version == consumerVersionRecent {
+		if uint64(len(b)) < recentAt+4+4 {
+			return fail("%d bytes, too short for version 2 with %d acked-ahead entries", len(b), n)
+		}
+		m = binary.BigEndian.Uint32(b[recentAt:])
+		if m == 0 || m > consumerRecentLimit {
+			return fail("%d recent handles, want 1..%d", m, consumerRecentLimit)
+		}
+		want += 4 + 16*uint64(m)
+	}
+	if uint64(len(b)) != want {
 		return fail("%d bytes, header says %d", len(b), want)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if got := crc32.Checksum(body, consumerCRC); got != sum {
 		return fail("crc %08x, stored %08x", got, sum)
-	}
-	if v := binary.BigEndian.Uint16(b[4:6]); v != consumerVersion {
-		return fail("version %d, want %d", v, consumerVersion)
 	}
 	if r := binary.BigEndian.Uint16(b[6:8]); r != 0 {
 		return fail("reserved field %d, want 0", r)
@@ -297,6 +361,13 @@ func decodeConsumerState(b []byte) (uint64, ConsumerState, error) {
 		s.AckedAhead = make([]int64, n)
 		for i := range s.AckedAhead {
 			s.AckedAhead[i] = int64(binary.BigEndian.Uint64(b[consumerHeaderBytes+8*i:]))
+		}
+	}
+	if m > 0 {
+		s.Recent = make([]AckedHandle, m)
+		for i := range s.Recent {
+			at := recentAt + 4 + 16*uint64(i)
+			s.Recent[i] = AckedHandle{Offset: int64(binary.BigEndian.Uint64(b[at:])), Nonce: binary.BigEndian.Uint64(b[at+8:])}
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -663,6 +734,7 @@ func NewOffsetCommitter(dir string, cfg ConsumerConfig) (*OffsetCommitter, error
 func (c *OffsetCommitter) Update(s ConsumerState) {
 	c.pending.Frontier = s.Frontier
 	c.pending.AckedAhead = append(c.pending.AckedAhead[:0], s.AckedAhead...)
+	c.pending.Recent = append(c.pending.Recent[:0], s.Recent...)
 	c.dirty = !c.hasWritten || !c.pending.Equal(c.written)
 }
 
@@ -724,6 +796,7 @@ func (c *OffsetCommitter) writePending(sync bool) error {
 	}
 	c.written.Frontier = c.pending.Frontier
 	c.written.AckedAhead = append(c.written.AckedAhead[:0], c.pending.AckedAhead...)
+	c.written.Recent = append(c.written.Recent[:0], c.pending.Recent...)
 	c.hasWritten, c.dirty = true, false
 	return nil
 }

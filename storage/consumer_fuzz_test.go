@@ -23,6 +23,9 @@ func consumerFuzzFixCRC(b []byte) []byte {
 func FuzzConsumerStateDecode(f *testing.F) {
 	f.Add(encodeConsumerState(1, EmptyConsumerState()))
 	f.Add(encodeConsumerState(9, consumerTestState(41, 43, 50, 1<<40)))
+	recent := consumerTestState(41, 43)
+	recent.Recent = []AckedHandle{{Offset: 43, Nonce: 5}, {Offset: 2, Nonce: 1 << 60}}
+	f.Add(encodeConsumerState(3, recent))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(b []byte) {
 			seq, s, err := decodeConsumerState(b)

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -723,4 +725,91 @@ func BenchmarkSaveConsumerState(b *testing.B) {
 		b.ReportMetric(float64(c.slots.fileSyncs)/float64(b.N), "fsyncs/flush")
 		b.ReportMetric(float64(len(encodeConsumerState(1, s))), "bytes/save")
 	})
+}
+
+// The recent handles ride in a version 2 record; a state without them is
+// still written as version 1, byte for byte as before, so an older file
+// loads and a record has one encoding.
+func TestConsumerStateRecentHandlesRoundTripAsVersion2(t *testing.T) {
+	plain := consumerTestState(41, 43, 50)
+	withRecent := plain.Clone()
+	withRecent.Recent = []AckedHandle{{Offset: 43, Nonce: 7}, {Offset: 12, Nonce: 1 << 63}, {Offset: 50, Nonce: 0}}
+	for _, tc := range []struct {
+		name        string
+		s           ConsumerState
+		wantVersion uint16
+		wantLen     int
+	}{
+		{"no recent handles", plain, 1, consumerFixedBytes + 8*2},
+		{"three recent handles", withRecent, 2, consumerFixedBytes + 8*2 + 4 + 16*3},
+	} {
+		b := encodeConsumerState(9, tc.s)
+		if v := binary.BigEndian.Uint16(b[4:6]); v != tc.wantVersion || len(b) != tc.wantLen {
+			t.Errorf("%s: got version %d in %d bytes, want version %d in %d", tc.name, v, len(b), tc.wantVersion, tc.wantLen)
+		}
+		seq, got, err := decodeConsumerState(b)
+		if err != nil || seq != 9 || !got.Equal(tc.s) {
+			t.Errorf("%s: decode(encode) got seq %d %+v (%v), want seq 9 %+v", tc.name, seq, got, err, tc.s)
+		}
+		if again := encodeConsumerState(seq, got); !bytes.Equal(again, b) {
+			t.Errorf("%s: the decoded state encodes to other bytes", tc.name)
+		}
+	}
+	// A version 2 record that says it has no handle is not the encoding
+	// of anything: refused as corrupt.
+	b := encodeConsumerState(9, plain)
+	b[5] = 2
+	b = append(b[:len(b)-4], 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
+	if _, _, err := decodeConsumerState(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("version 2 with 0 recent handles: got %v, want ErrCorrupt", err)
+	}
+}
+
+// A recent handle names an acked offset; the clamp of a move drops those
+// it no longer counts as acked.
+func TestConsumerStateRecentHandlesAreAcked(t *testing.T) {
+	s := consumerTestState(3, 7)
+	s.Recent = []AckedHandle{{Offset: 2, Nonce: 1}, {Offset: 7, Nonce: 2}}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("handles of acked offsets: got %v, want nil", err)
+	}
+	bad := s.Clone()
+	bad.Recent = append(bad.Recent, AckedHandle{Offset: 5, Nonce: 3})
+	if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a handle of offset 5, not acked: got %v, want ErrInvalid", err)
+	}
+	big := EmptyConsumerState()
+	big.Recent = make([]AckedHandle, consumerRecentLimit+1)
+	if err := big.Validate(); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d handles: got %v, want ErrTooLarge", len(big.Recent), err)
+	}
+	got, _ := ClampConsumerState(s, 3)
+	if want := []AckedHandle{{Offset: 2, Nonce: 1}}; !slices.Equal(got.Recent, want) {
+		t.Errorf("recent handles clamped to HWM 3: got %v, want %v", got.Recent, want)
+	}
+}
+
+// The committer writes a state whose only change is a new recent handle:
+// it is what the next life answers a retried ack from.
+func TestOffsetCommitterWritesANewRecentHandle(t *testing.T) {
+	dir := t.TempDir()
+	c, err := NewOffsetCommitter(dir, DefaultConsumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := consumerTestState(3)
+	c.Update(s)
+	if _, err := c.Flush(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.Recent = []AckedHandle{{Offset: 3, Nonce: 11}}
+	c.Update(s)
+	if wrote, err := c.Flush(time.Now()); err != nil || !wrote {
+		t.Fatalf("flush of a state with a new recent handle: got wrote %v (%v), want a write", wrote, err)
+	}
+	got, err := LoadConsumerState(dir)
+	if err != nil || !got.Equal(s) {
+		t.Fatalf("loaded: got %+v (%v), want %+v", got, err, s)
+	}
 }
