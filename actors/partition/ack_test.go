@@ -1,10 +1,12 @@
 package partition
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
 )
 
 // A consumer whose ack took effect but whose answer was lost (the node that
@@ -65,4 +67,98 @@ func TestARetriedAckOfTheSameHandleAnswersOKAndNoOtherHandleDoes(t *testing.T) {
 			t.Fatalf("retried ack with the memory off: got status %d, want Gone", got)
 		}
 	})
+}
+
+// An ack is answered once the consumer state that holds it is written, so a
+// process killed right after the 204 finds the ack on disk and does not
+// deliver the record again (issue 30: a third of the duplicates after a
+// SIGKILL were acks answered within the flush interval). With write-through
+// off the state waits for the flush timer, here an hour away.
+func TestAnAckIsAnsweredOnceItsStateIsWritten(t *testing.T) {
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	for _, tc := range []struct {
+		name         string
+		writeThrough int
+		wantFrontier int64
+	}{
+		{"write-through", 1024, 0},
+		{"off", 0, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newSupervisorRig(t, func(d *Deps) {
+				d.Config.AckWriteThroughEntriesMax = tc.writeThrough
+				d.Config.ConsumerFlushInterval = time.Hour
+			})
+			_, k := r.servedWithOneRecord()
+			res := r.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+			if res.Status != messages.StatusOK {
+				t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
+			}
+			ack := &messages.Lease{Action: messages.LeaseAck, Offset: res.Delivery.Offset, Nonce: res.Delivery.Nonce, Limits: lim}
+			if got := r.ask(k, ack).(*messages.LeaseResult).Status; got != messages.StatusOK {
+				t.Fatalf("ack: got status %d, want OK", got)
+			}
+			st, err := storage.LoadConsumerState(storage.PartitionPath(r.dataDir, k.Topic, k.Partition))
+			if err != nil {
+				t.Fatalf("load consumer state after the ack: %v", err)
+			}
+			if st.Frontier != tc.wantFrontier {
+				t.Fatalf("frontier on disk once the ack is answered: got %d, want %d", st.Frontier, tc.wantFrontier)
+			}
+		})
+	}
+}
+
+// The process dies right after an ack was applied and written, before its
+// answer left: the consumer retries the same handle against the
+// partition's next life, which answers OK from the handles its state
+// carries (Config.AckMemoryPersistedMax); another handle of the record
+// still answers Gone. The next life is a second supervisor opening a copy
+// of the first one's data dir as a kill leaves it (the first is still
+// running, so nothing was flushed on a way out).
+func TestARetriedAckAnswersOKInThePartitionsNextLife(t *testing.T) {
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	for _, tc := range []struct {
+		name      string
+		persisted int
+		want      messages.Status
+	}{
+		{"handles written with the state", 64, messages.StatusOK},
+		{"none written", 0, messages.StatusGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tweak := func(d *Deps) {
+				d.Config.AckMemoryPersistedMax = tc.persisted
+				d.Config.ConsumerFlushInterval = time.Hour // only the ack's own write
+			}
+			first := newSupervisorRig(t, tweak)
+			orders, k := first.servedWithOneRecord()
+			res := first.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+			if res.Status != messages.StatusOK {
+				t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
+			}
+			d := res.Delivery
+			ack := &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}
+			if got := first.ask(k, ack).(*messages.LeaseResult).Status; got != messages.StatusOK {
+				t.Fatalf("ack: got status %d, want OK", got)
+			}
+			killed := t.TempDir()
+			if err := os.CopyFS(killed, os.DirFS(first.dataDir)); err != nil {
+				t.Fatal(err)
+			}
+			next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
+			next.replica.put(orders, "n1")
+			next.waitServing(orders, 0, true)
+			if got := next.ask(k, ack).(*messages.LeaseResult).Status; got != tc.want {
+				t.Fatalf("the ack retried in the next life: got status %d, want %d", got, tc.want)
+			}
+			other := &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce + 1, Limits: lim}
+			if got := next.ask(k, other).(*messages.LeaseResult).Status; got != messages.StatusGone {
+				t.Fatalf("an ack of another handle in the next life: got status %d, want Gone", got)
+			}
+			if got := next.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved).Status; got != messages.StatusEmpty {
+				t.Fatalf("consume in the next life: got status %d, want Empty (acked before the kill)", got)
+			}
+		})
+	}
 }

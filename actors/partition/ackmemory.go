@@ -1,6 +1,10 @@
 package partition
 
-import "time"
+import (
+	"time"
+
+	"github.com/naradmq/narad/storage"
+)
 
 // ackMemory remembers the leases a partition acked lately, so that a retried
 // ack of the same receipt handle answers 204 again instead of 410. A client
@@ -18,10 +22,12 @@ import "time"
 // Bounds: an entry lives for window after its ack, and at most max entries
 // are kept, the oldest dropped first; so a partition holds min(ack rate x
 // window, max) entries, and an idle one none (the storage is released when
-// the last entry goes). The memory lives in the actor, like the leases: a
-// restart or a move forgets it, and a retry that reaches the new life
-// answers 410 as before. A pure value: no clock (every call is handed now),
-// no I/O; the partition actor is its only user.
+// the last entry goes). The newest few entries are written with the
+// consumer state (newest, Config.AckMemoryPersistedMax) and remembered
+// again when the partition opens, so a retry that reaches the next life of
+// a killed owner still answers 204; a move forgets them all. A pure value:
+// no clock (every call is handed now), no I/O; the partition actor is its
+// only user.
 type ackMemory struct {
 	window time.Duration
 	max    int
@@ -106,4 +112,15 @@ func (m *ackMemory) releaseIfEmpty() bool {
 	}
 	m.fifo, m.head, m.byOffset = nil, 0, nil
 	return true
+}
+
+// newest appends to dst up to n of the handles remembered last, oldest
+// first: what the consumer state carries to the next life. They are acked
+// offsets (the table acked each), as storage.ConsumerState requires.
+func (m *ackMemory) newest(dst []storage.AckedHandle, n int) []storage.AckedHandle {
+	live := m.fifo[m.head:]
+	for _, e := range live[max(0, len(live)-n):] {
+		dst = append(dst, storage.AckedHandle{Offset: e.offset, Nonce: e.nonce})
+	}
+	return dst
 }

@@ -65,6 +65,17 @@ type Actor struct {
 	// acks remembers the handles acked lately, so a retried ack answers
 	// 204 again (ackMemory).
 	acks ackMemory
+	// ackAnswers are the senders of acks applied but not yet answered:
+	// their answer waits for the consumer state that holds them to be
+	// written (writeAcks), so a process that dies after a 204 has the ack
+	// on disk. One writeAcks is queued for all of them (ackWriteQueued),
+	// behind whatever the mailbox held, so a burst of acks costs one
+	// write. Bounded by the mailbox: each entry is a request taken from it
+	// since the last write.
+	ackAnswers     []*actor.PID
+	ackWriteQueued bool
+	// recent is flush's buffer of the newest acked handles (ackMemory.newest).
+	recent []storage.AckedHandle
 	// boot tells this actor's freezes apart from those of its earlier
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
@@ -158,9 +169,11 @@ func (p *Actor) Receive(ctx actor.Context) {
 	case *messages.ReadAt:
 		ctx.Respond(p.readAt(m))
 	case *messages.Lease:
-		ctx.Respond(p.lease(m))
+		p.answerLease(ctx, m, p.lease(m))
 		p.scheduleFlush(ctx)
 		p.noteFigures()
+	case writeAcks:
+		p.writeAcks(ctx)
 	case *messages.GetStats:
 		ctx.Respond(p.stats())
 	case *messages.ListPartition:
@@ -189,6 +202,7 @@ func (p *Actor) Receive(ctx actor.Context) {
 		p.handover = &m
 		ctx.Respond(m)
 	case flushConsumerState:
+		p.flushScheduled = false
 		p.flush()
 	case fanout.Links:
 		p.setLinks(ctx, m.Links)
@@ -252,6 +266,11 @@ func (p *Actor) start(ctx actor.Context) {
 	p.marker = readOpenedMarker(p.dir, p.deps.Logger)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
 	p.acks = newAckMemory(p.deps.Config.AckMemoryWindow, p.deps.Config.AckMemoryEntriesMax)
+	// The handles the last life acked just before it ended: a consumer
+	// whose ack answer died with that process retries it against this one.
+	for _, h := range st.Recent {
+		p.acks.remember(p.clock.Now(), h.Offset, h.Nonce)
+	}
 	p.mine = p.deps.Figures.open(p.key)
 	p.noteFigures()
 	p.maxServed = -1
@@ -314,6 +333,7 @@ func (p *Actor) close(ctx actor.Context) {
 	if err := p.committer.FlushSync(); err != nil {
 		p.deps.Logger.Error("flush consumer state", "partition", p.name, "err", err)
 	}
+	p.answerAcks(ctx)
 	hwm := p.log.HWM()
 	p.deps.Figures.close(p.key)
 	if err := p.log.Close(); err != nil {
@@ -718,6 +738,45 @@ func (p *Actor) lease(m *messages.Lease) *messages.LeaseResult {
 	}
 }
 
+// writeAcks is a partition's own message: write the consumer state now and
+// answer the acks that wait for it (ackAnswers).
+type writeAcks struct{}
+
+// answerLease answers an ack once the state that holds it is written, when
+// the acked-ahead set is small enough for a write per burst
+// (Config.AckWriteThroughEntriesMax); every other answer goes at once.
+func (p *Actor) answerLease(ctx actor.Context, m *messages.Lease, res *messages.LeaseResult) {
+	limit := p.deps.Config.AckWriteThroughEntriesMax
+	if m.Action != messages.LeaseAck || res.Status != messages.StatusOK || ctx.Sender() == nil ||
+		limit == 0 || len(p.table.ackedAhead) > limit {
+		ctx.Respond(res)
+		return
+	}
+	p.ackAnswers = append(p.ackAnswers, ctx.Sender())
+	if !p.ackWriteQueued {
+		p.ackWriteQueued = true
+		ctx.Send(ctx.Self(), writeAcks{})
+	}
+}
+
+// writeAcks writes the consumer state and answers the acks it holds. A
+// failed write is logged by flush and retried by the timer; the acks are
+// answered all the same, as they were before answers waited: they are
+// applied, and the state is as durable as the flush timer makes it.
+func (p *Actor) writeAcks(ctx actor.Context) {
+	p.ackWriteQueued = false
+	p.flush()
+	p.answerAcks(ctx)
+}
+
+func (p *Actor) answerAcks(ctx actor.Context) {
+	for _, to := range p.ackAnswers {
+		ctx.Send(to, &messages.LeaseResult{Status: messages.StatusOK})
+	}
+	clear(p.ackAnswers)
+	p.ackAnswers = p.ackAnswers[:0]
+}
+
 // scheduleFlush arms the consumer-position timer once per interval: an idle
 // partition costs no timer, and a busy one at most one write per interval.
 func (p *Actor) scheduleFlush(ctx actor.Context) {
@@ -729,14 +788,16 @@ func (p *Actor) scheduleFlush(ctx actor.Context) {
 	p.clock.AfterFunc(p.deps.Config.ConsumerFlushInterval, func() { root.Send(self, flushConsumerState{}) })
 }
 
+// flush writes the consumer state if an ack or nack changed it. The timer
+// calls it (flushConsumerState), and so do writeAcks and close.
 func (p *Actor) flush() {
-	p.flushScheduled = false
 	if !p.dirty || p.log == nil {
 		return
 	}
 	p.dirty = false
 	frontier, ahead := p.table.state()
-	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead})
+	p.recent = p.acks.newest(p.recent[:0], p.deps.Config.AckMemoryPersistedMax)
+	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead, Recent: p.recent})
 	if _, err := p.committer.Flush(time.Now()); err != nil {
 		p.deps.Logger.Error("write consumer state", "partition", p.name, "err", err)
 		p.dirty = true

@@ -32,12 +32,28 @@ type Config struct {
 	// (about 40 bytes each), oldest dropped first: a busy partition keeps
 	// the last AckMemoryEntriesMax acks, not a minute of them.
 	AckMemoryEntriesMax int
+	// AckWriteThroughEntriesMax: while a partition's acked-ahead set holds
+	// at most this many offsets, an ack is answered only once the consumer
+	// state holding it is written (to the page cache; the fsync still
+	// comes every SyncInterval), one write for the acks of a mailbox
+	// burst, so a process killed after a 204 does not deliver the record
+	// again. Each write rewrites the set (8 bytes an offset), so above
+	// this size acks are answered at once and written by the
+	// ConsumerFlushInterval timer, as before. 0 turns it off.
+	AckWriteThroughEntriesMax int
+	// AckMemoryPersistedMax is how many of the handles acked last each
+	// consumer-state write carries (16 bytes each), remembered again when
+	// the partition opens: the acks in flight when a process is killed are
+	// retried against its next life, and there are about as many as
+	// consumers acking at once, not a minute of them. 0 writes none.
+	AckMemoryPersistedMax int
 }
 
 // DefaultConfig is the partition actors' settings as a node runs them.
 func DefaultConfig() Config {
 	return Config{ConsumerFlushInterval: 100 * time.Millisecond, LeaseDrainTimeout: 500 * time.Millisecond,
-		MoveChunkReadsInFlight: 8, AckMemoryWindow: time.Minute, AckMemoryEntriesMax: 4096}
+		MoveChunkReadsInFlight: 8, AckMemoryWindow: time.Minute, AckMemoryEntriesMax: 4096,
+		AckWriteThroughEntriesMax: 1024, AckMemoryPersistedMax: 64}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -54,6 +70,10 @@ func (c Config) Validate() error {
 		return bad("AckMemoryWindow", c.AckMemoryWindow, "must be within 0..1h (0: a retried ack of an acked handle answers 410)")
 	case c.AckMemoryEntriesMax < 0 || c.AckMemoryEntriesMax > 1<<20:
 		return bad("AckMemoryEntriesMax", c.AckMemoryEntriesMax, "must be within 0..1048576")
+	case c.AckWriteThroughEntriesMax < 0 || c.AckWriteThroughEntriesMax > 1<<16:
+		return bad("AckWriteThroughEntriesMax", c.AckWriteThroughEntriesMax, "must be within 0..65536 (0: acks are answered before their state is written)")
+	case c.AckMemoryPersistedMax < 0 || c.AckMemoryPersistedMax > 1024:
+		return bad("AckMemoryPersistedMax", c.AckMemoryPersistedMax, "must be within 0..1024 (the consumer state's limit)")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	}

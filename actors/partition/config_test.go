@@ -34,6 +34,14 @@ func TestConfigValidateBounds(t *testing.T) {
 		{"AckMemoryEntriesMax -1", func(c *Config) { c.AckMemoryEntriesMax = -1 }, "AckMemoryEntriesMax"},
 		{"AckMemoryEntriesMax 1<<20", func(c *Config) { c.AckMemoryEntriesMax = 1 << 20 }, ""},
 		{"AckMemoryEntriesMax 1<<20+1", func(c *Config) { c.AckMemoryEntriesMax = 1<<20 + 1 }, "AckMemoryEntriesMax"},
+		{"AckWriteThroughEntriesMax 0", func(c *Config) { c.AckWriteThroughEntriesMax = 0 }, ""},
+		{"AckWriteThroughEntriesMax -1", func(c *Config) { c.AckWriteThroughEntriesMax = -1 }, "AckWriteThroughEntriesMax"},
+		{"AckWriteThroughEntriesMax 1<<16", func(c *Config) { c.AckWriteThroughEntriesMax = 1 << 16 }, ""},
+		{"AckWriteThroughEntriesMax 1<<16+1", func(c *Config) { c.AckWriteThroughEntriesMax = 1<<16 + 1 }, "AckWriteThroughEntriesMax"},
+		{"AckMemoryPersistedMax 0", func(c *Config) { c.AckMemoryPersistedMax = 0 }, ""},
+		{"AckMemoryPersistedMax -1", func(c *Config) { c.AckMemoryPersistedMax = -1 }, "AckMemoryPersistedMax"},
+		{"AckMemoryPersistedMax 1024", func(c *Config) { c.AckMemoryPersistedMax = 1024 }, ""},
+		{"AckMemoryPersistedMax 1025", func(c *Config) { c.AckMemoryPersistedMax = 1025 }, "AckMemoryPersistedMax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
