@@ -15,7 +15,7 @@ import (
 func sidecar(t *testing.T, c storage.Cursor) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	if err := storage.WriteCursor(dir, c, false); err != nil {
+	if err := storage.WriteCursor(dir, c, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw, _, err := storage.ReadCursorFile(dir, c.Child, 1)
@@ -35,7 +35,7 @@ func TestRuleK8TheSourceShipsVerifiedCursorsOnly(t *testing.T) {
 	wantHWM(t, tn, "f", 1)
 	dir := storage.PartitionPath(tn.cfg.DataDir, "f", 0)
 	c := storage.Cursor{Child: "kid", Epoch: 9, Offset: 1}
-	if err := storage.WriteCursor(dir, c, false); err != nil {
+	if err := storage.WriteCursor(dir, c, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	ls := askPartition(t, tn, "f", &messages.ListPartition{}).(*messages.PartitionListing)

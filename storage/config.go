@@ -33,6 +33,9 @@ type LogConfig struct {
 	// and the files reads open for a call. A log opened alone (OpenLog)
 	// holds its own file and ignores it.
 	MaxOpenSegmentFiles int
+	// Faults, when not nil, fails the log's writes or fsyncs on purpose
+	// (a fault-injection run); a node hands every log the same switch.
+	Faults *Faults
 }
 
 // DefaultLogConfig is the configuration a node uses unless told otherwise.

@@ -184,6 +184,10 @@ type ConsumerConfig struct {
 	// small write, so a few immediate re-reads suffice; a file still bad
 	// after that is damaged, not in flight.
 	CursorReadAttempts int
+	// Faults, when not nil, fails the consumer state's writes or fsyncs
+	// on purpose (a fault-injection run); the partition actor hands it to
+	// its fan-out cursor writes too.
+	Faults *Faults
 }
 
 // Bounds for ConsumerConfig.Validate. They reject values that are surely
@@ -496,7 +500,7 @@ func SaveConsumerState(dir string, s ConsumerState, sync bool) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("save consumer state in %s: %w", dir, err)
 	}
-	slots := newConsumerSlots(dir)
+	slots := newConsumerSlots(dir, nil)
 	return slots.write(s, sync)
 }
 
@@ -516,18 +520,21 @@ type consumerSlots struct {
 	nextSeq    uint64
 	buf        []byte
 
-	// syncFile is f.Sync; tests replace it to count or to model power loss.
+	// syncFile is f.Sync under faults; tests replace it to count or to
+	// model power loss.
 	syncFile  func(f *os.File) error
+	faults    *Faults
 	fileSyncs int
 	writes    int
 }
 
-func newConsumerSlots(dir string) *consumerSlots {
+func newConsumerSlots(dir string, faults *Faults) *consumerSlots {
 	return &consumerSlots{
 		dir:      dir,
 		last:     -1,
 		durable:  -1,
-		syncFile: (*os.File).Sync,
+		syncFile: faults.sync,
+		faults:   faults,
 	}
 }
 
@@ -552,13 +559,13 @@ func (c *consumerSlots) prepare() error {
 	}
 	c.nextSeq++
 	if exist {
-		if err := syncDir(c.dir); err != nil {
+		if err := c.faults.syncDir(c.dir); err != nil {
 			return err
 		}
 		for i := range c.nameSynced {
 			c.nameSynced[i] = c.size[i] >= 0
 		}
-	} else if err := mkdirAllSync(c.dir); err != nil {
+	} else if err := c.faults.mkdirAllSync(c.dir); err != nil {
 		// First state of this partition: its directory may be new too.
 		return err
 	}
@@ -627,7 +634,7 @@ func (c *consumerSlots) writeSlot(i int, data []byte, sync bool) error {
 		return fmt.Errorf("open consumer slot %s: %w", path, err)
 	}
 	c.writes++
-	if _, err := f.WriteAt(data, 0); err != nil {
+	if _, err := c.faults.writeAt(f, data, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("write consumer slot %s: %w", path, err)
 	}
@@ -690,7 +697,7 @@ func (c *consumerSlots) syncOpen(f *os.File, i int) error {
 	if c.nameSynced[i] {
 		return nil
 	}
-	if err := syncDir(c.dir); err != nil {
+	if err := c.faults.syncDir(c.dir); err != nil {
 		return err
 	}
 	for j := range c.nameSynced {
@@ -725,7 +732,7 @@ func NewOffsetCommitter(dir string, cfg ConsumerConfig) (*OffsetCommitter, error
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("offset committer for %s: %w", dir, err)
 	}
-	return &OffsetCommitter{cfg: cfg, slots: newConsumerSlots(dir)}, nil
+	return &OffsetCommitter{cfg: cfg, slots: newConsumerSlots(dir, cfg.Faults)}, nil
 }
 
 // Update remembers s as the state to write at the next flush. It copies s,

@@ -451,7 +451,7 @@ func TestConsumerStateSaveAfterRestartMakesTheFoundStateDurableBeforeOverwriting
 	if got := consumerMustLoad(t, dir); !got.Equal(found) {
 		t.Fatalf("after crash: got %+v, want %+v", got, found)
 	}
-	second := newConsumerSlots(dir)
+	second := newConsumerSlots(dir, nil)
 	model.attach(second)
 	for i := range 4 {
 		s.Ack(int64(5 + i))

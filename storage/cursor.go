@@ -162,7 +162,9 @@ func decodeCursor(b []byte) (Cursor, error) {
 // value survives power loss; that includes syncing dir every time, because
 // an earlier unsynced call may have created the file and its name would
 // otherwise not be durable (a dir fsync with nothing new in it is cheap).
-func WriteCursor(dir string, c Cursor, sync bool) error {
+// faults, when not nil, may fail the write or its fsyncs (a fault-injection
+// run).
+func WriteCursor(dir string, c Cursor, sync bool, faults *Faults) error {
 	if err := cursorCheckChild(c.Child); err != nil {
 		return fmt.Errorf("write cursor: %w", err)
 	}
@@ -178,7 +180,7 @@ func WriteCursor(dir string, c Cursor, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("open cursor %s: %w", path, err)
 	}
-	if _, err := f.WriteAt(rec, 0); err != nil {
+	if _, err := faults.writeAt(f, rec, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("write cursor %s: %w", path, err)
 	}
@@ -194,7 +196,7 @@ func WriteCursor(dir string, c Cursor, sync bool) error {
 		return fmt.Errorf("resize cursor %s: %w", path, err)
 	}
 	if sync {
-		if err := f.Sync(); err != nil {
+		if err := faults.sync(f); err != nil {
 			f.Close()
 			return fmt.Errorf("sync cursor %s: %w", path, err)
 		}
@@ -203,7 +205,7 @@ func WriteCursor(dir string, c Cursor, sync bool) error {
 		return fmt.Errorf("close cursor %s: %w", path, err)
 	}
 	if sync {
-		return syncDir(dir)
+		return faults.syncDir(dir)
 	}
 	return nil
 }
@@ -432,7 +434,7 @@ func InstallCursor(dir string, raw []byte, hwm int64, sync bool) (Cursor, error)
 		return Cursor{}, fmt.Errorf("install cursor %s: hwm %d below 0: %w", c.Child, hwm, ErrInvalid)
 	}
 	c.Offset = ClampCursor(c.Offset, hwm)
-	if err := WriteCursor(dir, c, sync); err != nil {
+	if err := WriteCursor(dir, c, sync, nil); err != nil {
 		return Cursor{}, fmt.Errorf("install cursor: %w", err)
 	}
 	return c, nil

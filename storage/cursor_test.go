@@ -18,7 +18,7 @@ const cursorEpoch = 41
 
 func cursorMustWrite(t *testing.T, dir, child string, offset int64, sync bool) {
 	t.Helper()
-	if err := WriteCursor(dir, Cursor{Child: child, Epoch: cursorEpoch, Offset: offset}, sync); err != nil {
+	if err := WriteCursor(dir, Cursor{Child: child, Epoch: cursorEpoch, Offset: offset}, sync, nil); err != nil {
 		t.Fatalf("WriteCursor(%s, %d): %v", child, offset, err)
 	}
 }
@@ -95,7 +95,7 @@ func TestCursorTornFileIsReadAgainNeverReturnedUnverified(t *testing.T) {
 		reads++
 		b, err := cursorReadFile(p)
 		if reads == 1 {
-			if err := WriteCursor(dir, Cursor{child, 1, 1<<33 + 5}, false); err != nil {
+			if err := WriteCursor(dir, Cursor{child, 1, 1<<33 + 5}, false, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -181,7 +181,7 @@ func TestCursorPastHWMIsLoweredSilently(t *testing.T) {
 func TestCursorInvalidChildIsRejected(t *testing.T) {
 	dir := t.TempDir()
 	for _, child := range []string{"", ".", "..", "a/b", "../x", "a b", "t\x00", "café", strings.Repeat("x", 256)} {
-		if err := WriteCursor(dir, Cursor{Child: child, Offset: 1}, false); !errors.Is(err, ErrInvalid) {
+		if err := WriteCursor(dir, Cursor{Child: child, Offset: 1}, false, nil); !errors.Is(err, ErrInvalid) {
 			t.Errorf("WriteCursor(%q): got %v, want ErrInvalid", child, err)
 		}
 		if _, err := ReadCursor(dir, child, 1); !errors.Is(err, ErrInvalid) {
@@ -198,7 +198,7 @@ func TestCursorInvalidChildIsRejected(t *testing.T) {
 	if len(entries) != 0 {
 		t.Fatalf("files after rejected writes: got %d, want 0", len(entries))
 	}
-	if err := WriteCursor(dir, Cursor{Child: "ok", Offset: -1}, false); !errors.Is(err, ErrInvalid) {
+	if err := WriteCursor(dir, Cursor{Child: "ok", Offset: -1}, false, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("negative offset: got %v, want ErrInvalid", err)
 	}
 	if _, err := ReadCursor(dir, "ok", 0); !errors.Is(err, ErrInvalid) {
@@ -380,7 +380,7 @@ func TestCursorVersion1FileReadsWithEpochZeroAndIsOverwrittenAsVersion2(t *testi
 	if want := map[string]Cursor{"old": {"old", 0, 99}}; err != nil || !maps.Equal(all, want) {
 		t.Fatalf("ListCursors over a version 1 file: got %v, %v, want %v", all, err, want)
 	}
-	if err := WriteCursor(dir, Cursor{"old", 5, 100}, false); err != nil {
+	if err := WriteCursor(dir, Cursor{"old", 5, 100}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -395,7 +395,7 @@ func TestCursorVersion1FileReadsWithEpochZeroAndIsOverwrittenAsVersion2(t *testi
 func TestReadCursorFileReturnsTheVerifiedRecord(t *testing.T) {
 	dir := t.TempDir()
 	c := Cursor{"side", 12, 3456}
-	if err := WriteCursor(dir, c, false); err != nil {
+	if err := WriteCursor(dir, c, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw, got, err := ReadCursorFile(dir, "side", 2)
@@ -457,7 +457,7 @@ func TestRuleK8ListCursorFilesReReadsATornRecordAndNeverShipsABadOne(t *testing.
 	dir := t.TempDir()
 	want := []Cursor{{"a", 3, 10}, {"b", 4, 20}}
 	for _, c := range want {
-		if err := WriteCursor(dir, c, false); err != nil {
+		if err := WriteCursor(dir, c, false, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -505,10 +505,10 @@ func TestRuleK8ListCursorFilesReReadsATornRecordAndNeverShipsABadOne(t *testing.
 // for a child not shipped now is removed.
 func TestRuleK8ReplaceCursorsInstallsVerifiedRecordsClampedOrNothing(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteCursor(dir, Cursor{"left", 1, 5}, false); err != nil {
+	if err := WriteCursor(dir, Cursor{"left", 1, 5}, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteCursor(dir, Cursor{"a", 1, 1}, false); err != nil {
+	if err := WriteCursor(dir, Cursor{"a", 1, 1}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	good, past := encodeCursor(Cursor{"a", 2, 30}), encodeCursor(Cursor{"b", 3, 90})

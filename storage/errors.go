@@ -28,4 +28,7 @@ var (
 	// under its guard (Guards) refused: nothing was changed, and the caller
 	// retries or gives up.
 	ErrGuardRefused = errors.New("refused under the topic guard")
+	// ErrInjected is a write or fsync a Faults failed on purpose (a
+	// fault-injection run): nothing was written, or nothing is known durable.
+	ErrInjected = errors.New("injected storage fault")
 )

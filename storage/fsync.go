@@ -8,7 +8,13 @@ import (
 
 // syncDir makes the directory entries of dir durable (creates, renames and
 // removes inside it). A file's fsync does not cover its name.
-func syncDir(dir string) error {
+func syncDir(dir string) error { return (*Faults)(nil).syncDir(dir) }
+
+// syncDir is syncDir under the fault switch f.
+func (f *Faults) syncDir(dir string) error {
+	if err := f.failSync("dir " + dir); err != nil {
+		return err
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("open dir %s for sync: %w", dir, err)
@@ -25,7 +31,10 @@ func syncDir(dir string) error {
 
 // mkdirAllSync creates dir and its missing parents and syncs each parent whose
 // entries changed, so a created path survives a power loss.
-func mkdirAllSync(dir string) error {
+func mkdirAllSync(dir string) error { return (*Faults)(nil).mkdirAllSync(dir) }
+
+// mkdirAllSync is mkdirAllSync under the fault switch f.
+func (f *Faults) mkdirAllSync(dir string) error {
 	var created []string
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		if _, err := os.Stat(p); err == nil {
@@ -40,7 +49,7 @@ func mkdirAllSync(dir string) error {
 		return fmt.Errorf("create dir %s: %w", dir, err)
 	}
 	for _, p := range created {
-		if err := syncDir(filepath.Dir(p)); err != nil {
+		if err := f.syncDir(filepath.Dir(p)); err != nil {
 			return err
 		}
 	}
@@ -51,24 +60,29 @@ func mkdirAllSync(dir string) error {
 // renames it into place, then syncs the directory. A crash leaves either the
 // old file or the new one, never a torn one.
 func writeFileSync(path string, data []byte) error {
+	return (*Faults)(nil).writeFileSync(path, data)
+}
+
+// writeFileSync is writeFileSync under the fault switch f.
+func (f *Faults) writeFileSync(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	file, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	if _, err := f.writeAt(file, data, 0); err != nil {
+		file.Close()
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := f.sync(file); err != nil {
+		file.Close()
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := file.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return f.syncDir(filepath.Dir(path))
 }

@@ -95,9 +95,12 @@ type Log struct {
 	awaiting *Batch // durable, verified frames whose commit frame is not yet written
 	pending  *Batch // written, not yet synced and read back
 	broken   error
-	closed   bool
-	encBuf   []byte // reused encode buffer: at most one write is pending
-	readBuf  []byte // reused read-back buffer
+	// cutUnsynced: an abort cut the file back but the cut's fsync failed;
+	// the next Write syncs it first (syncCutLocked).
+	cutUnsynced bool
+	closed      bool
+	encBuf      []byte // reused encode buffer: at most one write is pending
+	readBuf     []byte // reused read-back buffer
 
 	hooks *logHooks // test fault injection; nil in production
 }
@@ -140,7 +143,7 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := mkdirAllSync(dir); err != nil {
+	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
 		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, files: files}
@@ -200,7 +203,7 @@ func (l *Log) recoverActive(f *os.File, last int64) error {
 		if err := f.Truncate(sc.committed); err != nil {
 			return fmt.Errorf("cut tail of %s: %w", segmentName(last), err)
 		}
-		if err := f.Sync(); err != nil {
+		if err := l.cfg.Faults.sync(f); err != nil {
 			return fmt.Errorf("sync cut tail of %s: %w", segmentName(last), err)
 		}
 	}
@@ -211,7 +214,7 @@ func (l *Log) recoverActive(f *os.File, last int64) error {
 
 // createActive creates the segment at base as the active one.
 func (l *Log) createActive(base int64) (*os.File, error) {
-	f, err := createSegment(l.dir, base)
+	f, err := createSegment(l.dir, base, l.cfg.Faults)
 	if err != nil {
 		return nil, err
 	}
@@ -291,12 +294,12 @@ func listSegmentBases(dir string) ([]int64, error) {
 
 // createSegment creates an empty segment file and makes its name durable, so
 // that a later commit into it cannot outlive the file's directory entry.
-func createSegment(dir string, base int64) (*os.File, error) {
+func createSegment(dir string, base int64, faults *Faults) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, segmentName(base)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := faults.syncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -363,6 +366,9 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 	}
 	if l.pending != nil {
 		return nil, fmt.Errorf("write with a write pending: %w", ErrInvalid)
+	}
+	if err := l.syncCutLocked(); err != nil {
+		return nil, err
 	}
 	if len(entries) == 0 || len(entries) > l.cfg.MaxBatchRecords {
 		return nil, fmt.Errorf("batch of %d records (max %d): %w", len(entries), l.cfg.MaxBatchRecords, ErrInvalid)
@@ -443,7 +449,7 @@ func (l *Log) writeLocked(b *Batch) error {
 	l.pending = b
 	err = l.hook(func(h *logHooks) func() error { return h.write })
 	if err == nil {
-		_, err = f.WriteAt(b.buf, b.start)
+		_, err = l.cfg.Faults.writeAt(f, b.buf, b.start)
 	}
 	if err != nil {
 		return l.abortLocked(fmt.Errorf("write batch: %w", err))
@@ -504,6 +510,9 @@ func (l *Log) Sync() error {
 	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
 		return fmt.Errorf("sync batch: %w", err)
 	}
+	if err := l.cfg.Faults.failSync(l.dir); err != nil {
+		return fmt.Errorf("sync batch: %w", err)
+	}
 	if f == nil {
 		return nil
 	}
@@ -526,6 +535,11 @@ func (l *Log) syncFile() (f *os.File, release func(), err error) {
 		return nil, nil, fmt.Errorf("log %s: %w", l.dir, ErrClosed)
 	}
 	if err := l.hook(func(h *logHooks) func() error { return h.sync }); err != nil {
+		return nil, nil, fmt.Errorf("sync batch: %w", err)
+	}
+	// The lane's syncfs or fdatasync round never sees a log the switch
+	// fails: its request fails here, as that log's own sync would.
+	if err := l.cfg.Faults.failSync(l.dir); err != nil {
 		return nil, nil, fmt.Errorf("sync batch: %w", err)
 	}
 	if f, err = l.files.pin(l, nil); err != nil {
@@ -680,6 +694,13 @@ func (l *Log) Abort(cause error) error {
 // synced: a failed fsync may have left frames on disk, and a later, shorter
 // write must not leave a stale frame reachable. If the truncation fails the
 // log refuses writes until it is reopened (recovery cuts the same bytes).
+//
+// If only the truncation's fsync fails, the cut is in the file all the
+// same: a reopen would find exactly what the log now holds and sync
+// nothing more. So the log stays writable and syncs the cut before its
+// next write (syncCutLocked) rather than refuse every commit until its
+// actor restarts: under a disk whose fsyncs fail for a while, those
+// restarts ran out and the partition was given up on until it moved.
 func (l *Log) abortLocked(cause error) error {
 	// The file is pinned before the pending write's pin ends: closed in
 	// between, it would reopen longer than the tail and look replaced.
@@ -694,14 +715,35 @@ func (l *Log) abortLocked(cause error) error {
 	if err == nil {
 		err = f.Truncate(boundary)
 	}
-	if err == nil {
-		err = f.Sync()
-	}
 	if err != nil {
 		l.broken = fmt.Errorf("truncate failed commit at %d: %v: %w", boundary, err, ErrBroken)
 		return fmt.Errorf("%w (and %w)", cause, l.broken)
 	}
+	if err := l.cfg.Faults.sync(f); err != nil {
+		l.cutUnsynced = true
+		return fmt.Errorf("%w (and the cut at %d is not yet durable: %v)", cause, boundary, err)
+	}
+	l.cutUnsynced = false
 	return cause
+}
+
+// syncCutLocked makes the cut of an earlier abort durable before anything
+// is written after it, so a record never lands where a power loss could
+// bring a failed batch's frames back past it.
+func (l *Log) syncCutLocked() error {
+	if !l.cutUnsynced {
+		return nil
+	}
+	f, err := l.fileLocked()
+	if err != nil {
+		return fmt.Errorf("sync cut of a failed commit: %w", err)
+	}
+	defer l.files.unpin(l)
+	if err := l.cfg.Faults.sync(f); err != nil {
+		return fmt.Errorf("sync cut of a failed commit: %w", err)
+	}
+	l.cutUnsynced = false
+	return nil
 }
 
 // clearPendingLocked ends the pending write and its pin of the file.
@@ -719,7 +761,7 @@ func (l *Log) syncPendingLocked() error {
 		return err
 	}
 	defer l.files.unpin(l)
-	return f.Sync()
+	return l.cfg.Faults.sync(f)
 }
 
 // Read returns up to maxRecords records (and about maxBytes of keys and
@@ -875,7 +917,7 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 		removed++
 	}
 	if removed > 0 {
-		return removed, syncDir(l.dir)
+		return removed, l.cfg.Faults.syncDir(l.dir)
 	}
 	return 0, nil
 }

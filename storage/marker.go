@@ -101,7 +101,7 @@ func ReadMarker(dir string) (Marker, error) {
 // writeMarker writes the marker file, and fsyncs it when sync is set (a batch
 // install covers it with a filesystem barrier instead). The caller syncs the
 // directory (the install does it once for the whole staging directory).
-func writeMarker(dir string, m Marker, sync bool) error {
+func writeMarker(dir string, m Marker, sync bool, faults *Faults) error {
 	b, err := encodeMarker(m)
 	if err != nil {
 		return err
@@ -110,12 +110,12 @@ func writeMarker(dir string, m Marker, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("write marker: %w", err)
 	}
-	if _, err := f.Write(b); err != nil {
+	if _, err := faults.writeAt(f, b, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("write marker: %w", err)
 	}
 	if sync {
-		if err := f.Sync(); err != nil {
+		if err := faults.sync(f); err != nil {
 			f.Close()
 			return fmt.Errorf("sync marker: %w", err)
 		}
@@ -129,4 +129,4 @@ func writeMarker(dir string, m Marker, sync bool) error {
 // WriteMarker writes m as dir's move marker. An install writes its own
 // (InstallBatch); this is for a tool or a test that lays out a copy as an
 // install would.
-func WriteMarker(dir string, m Marker, sync bool) error { return writeMarker(dir, m, sync) }
+func WriteMarker(dir string, m Marker, sync bool) error { return writeMarker(dir, m, sync, nil) }

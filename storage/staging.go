@@ -87,7 +87,7 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 		}
 		cleared = true
 	}
-	if err := mkdirAllSync(dir); err != nil {
+	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
 		return nil, cleared, err
 	}
 	// Not synced here: the install syncs every file of the copy, and a
@@ -185,7 +185,7 @@ func (s *Staging) Reconcile(ls Listing) error {
 	}
 	s.limits = listed
 	if changed {
-		return syncDir(s.dir)
+		return s.cfg.Faults.syncDir(s.dir)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (s *Staging) WriteChunk(name string, pos int64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(data, pos); err != nil {
+	if _, err := s.cfg.Faults.writeAt(f, data, pos); err != nil {
 		return fmt.Errorf("write chunk of %s at %d: %w", name, pos, err)
 	}
 	if end := pos + int64(len(data)); end > have {
@@ -287,7 +287,7 @@ func (s *Staging) syncFile(name, op string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := s.cfg.Faults.sync(f); err != nil {
 		return fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	s.synced[name] = true
@@ -477,13 +477,13 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	}
 	m := opts.Marker
 	m.DurableAt = opts.Now
-	if err := writeMarker(s.dir, m, true); err != nil {
+	if err := writeMarker(s.dir, m, true, s.cfg.Faults); err != nil {
 		return InstallResult{}, err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.cfg.Faults.syncDir(s.dir); err != nil {
 		return InstallResult{}, err
 	}
-	if err := mkdirAllSync(filepath.Dir(target)); err != nil {
+	if err := s.cfg.Faults.mkdirAllSync(filepath.Dir(target)); err != nil {
 		return InstallResult{}, err
 	}
 	if err := s.present(); err != nil {
@@ -497,10 +497,10 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 		return res, fmt.Errorf("install %s as %s: %w", s.dir, target, err)
 	}
 	s.done = true
-	if err := syncDir(filepath.Dir(target)); err != nil {
+	if err := s.cfg.Faults.syncDir(filepath.Dir(target)); err != nil {
 		return res, err
 	}
-	return res, syncDir(filepath.Dir(s.dir))
+	return res, s.cfg.Faults.syncDir(filepath.Dir(s.dir))
 }
 
 // present checks, right before an install sets aside what is at the
@@ -697,9 +697,13 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		results[0], errs[0] = items[0].Staging.Install(items[0].Target, items[0].Options)
 		return results, errs
 	}
-	root := filepath.Dir(items[0].Staging.dir)
+	root, faults := filepath.Dir(items[0].Staging.dir), items[0].Staging.cfg.Faults
 	barrier := func() {
-		if err := syncFS(root); err != nil {
+		err := faults.failSync("filesystem of " + root)
+		if err == nil {
+			err = syncFS(root)
+		}
+		if err != nil {
 			for i := range errs {
 				if errs[i] == nil {
 					errs[i] = err
@@ -724,7 +728,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	each(func(_ int, it InstallItem) error {
 		m := it.Options.Marker
 		m.DurableAt = it.Options.Now
-		return writeMarker(it.Staging.dir, m, false)
+		return writeMarker(it.Staging.dir, m, false, it.Staging.cfg.Faults)
 	})
 	barrier()
 	each(func(i int, it InstallItem) error {

@@ -137,6 +137,9 @@ type WALConfig struct {
 	// traffic, plus the commits whose answers were on their way. 0 writes
 	// as soon as the last write finished. At most 1 s.
 	PositionSaveInterval time.Duration
+	// Faults, when not nil, fails the WAL's writes or fsyncs on purpose
+	// (a fault-injection run).
+	Faults *Faults
 }
 
 // DefaultWALConfig returns the configuration a node runs with unless told
@@ -315,6 +318,9 @@ type WAL struct {
 	active *walSegment
 	buf    []byte
 	batch  []*walRequest
+	// cutUnsynced: the last failed batch was cut back, but the cut's fsync
+	// failed too; the next batch syncs it before writing (cutBack).
+	cutUnsynced bool
 }
 
 // walFile is what the writer needs from a segment file; tests wrap it to
@@ -353,7 +359,7 @@ func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := mkdirAllSync(dir); err != nil {
+	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}
 	w := &WAL{
@@ -448,7 +454,7 @@ func (w *WAL) openLive() (through uint64, ranges []walSeqRange, err error) {
 	}
 	w.live = f
 	if errors.Is(statErr, fs.ErrNotExist) {
-		if err := syncDir(w.dir); err != nil {
+		if err := w.cfg.Faults.syncDir(w.dir); err != nil {
 			return 0, nil, fmt.Errorf("create wal live position: %w", err)
 		}
 		return 0, nil, nil
@@ -537,7 +543,7 @@ func (w *WAL) rebuild() error {
 			if err := f.Truncate(end); err != nil {
 				return fmt.Errorf("cut torn tail of wal segment %s at %d: %w", last.path, end, err)
 			}
-			if err := f.Sync(); err != nil {
+			if err := w.cfg.Faults.sync(f); err != nil {
 				return fmt.Errorf("sync wal segment %s after cut: %w", last.path, err)
 			}
 			w.tornBytes = last.size - end
@@ -584,7 +590,7 @@ func (w *WAL) createSegment(base uint64) (*walSegment, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("create wal segment: %w", err)
 	}
-	if err := syncDir(w.dir); err != nil {
+	if err := w.cfg.Faults.syncDir(w.dir); err != nil {
 		f.Close() // the sync error is the one worth returning
 		return nil, nil, fmt.Errorf("create wal segment %s: %w", path, err)
 	}
@@ -798,6 +804,21 @@ func (w *WAL) commit(batch []*walRequest) {
 	for _, r := range batch {
 		size += int64(len(r.frame))
 	}
+	if w.cutUnsynced {
+		// Before anything new is written (or the segment rolls and closes),
+		// so no acknowledged frame ever lies where a power loss could bring
+		// back a failed batch's bytes past it.
+		w.syncs.Add(1)
+		err := w.cfg.Faults.failSync(w.active.path)
+		if err == nil {
+			err = w.file.Sync()
+		}
+		if err != nil {
+			walAnswerAll(batch, fmt.Errorf("sync wal segment %s cut after a failed batch: %w", w.active.path, err))
+			return
+		}
+		w.cutUnsynced = false
+	}
 	if err := w.rollIfFull(size); err != nil {
 		walAnswerAll(batch, err)
 		return
@@ -814,10 +835,15 @@ func (w *WAL) commit(batch []*walRequest) {
 	w.buf = buf
 
 	seg, at := w.active, w.active.size
-	_, err := w.file.WriteAt(buf, at)
+	err := w.cfg.Faults.failWrite(seg.path)
+	if err == nil {
+		_, err = w.file.WriteAt(buf, at)
+	}
 	if err == nil {
 		w.syncs.Add(1)
-		err = w.file.Sync()
+		if err = w.cfg.Faults.failSync(seg.path); err == nil {
+			err = w.file.Sync()
+		}
 	}
 	if err != nil {
 		err = fmt.Errorf("write wal segment %s at %d: %w", seg.path, at, err)
@@ -849,12 +875,23 @@ func (w *WAL) commit(batch []*walRequest) {
 // cutBack truncates the active segment to at, where the failed batch began,
 // and makes that durable. The batch's seqs are handed out again: nobody was
 // told about them.
+//
+// Only a failed truncation is an error. A cut whose fsync fails is in the
+// file all the same (a reader, the next write, a crash of the process see
+// it); what is not known is whether a power loss keeps it, so the next
+// batch syncs it before it writes (commit), and the WAL keeps serving once
+// fsyncs work again instead of refusing every append until a restart.
 func (w *WAL) cutBack(at int64) error {
 	if err := w.file.Truncate(at); err != nil {
 		return err
 	}
 	w.syncs.Add(1)
-	return w.file.Sync()
+	err := w.cfg.Faults.failSync(w.active.path)
+	if err == nil {
+		err = w.file.Sync()
+	}
+	w.cutUnsynced = err != nil
+	return nil
 }
 
 // rollIfFull seals the active segment if the next size bytes would push it
@@ -954,7 +991,7 @@ func (w *WAL) writePosition(live bool) error {
 		} else {
 			b = walEncodePositionRanges(through, ranges)
 		}
-		if err := writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
+		if err := w.cfg.Faults.writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
 			return fmt.Errorf("wal save position %d: %w", through, err)
 		}
 	}
@@ -970,10 +1007,10 @@ func (w *WAL) writePosition(live bool) error {
 // whole one.
 func (w *WAL) writeLive(through uint64, ranges []walSeqRange) error {
 	b := walEncodePositionRanges(through, ranges)
-	if _, err := w.live.WriteAt(b, int64(w.liveSlot*w.cfg.liveSlotBytes())); err != nil {
+	if _, err := w.cfg.Faults.writeAt(w.live, b, int64(w.liveSlot*w.cfg.liveSlotBytes())); err != nil {
 		return err
 	}
-	if err := w.live.Sync(); err != nil {
+	if err := w.cfg.Faults.sync(w.live); err != nil {
 		return err
 	}
 	w.liveSlot ^= 1
@@ -1014,7 +1051,7 @@ func (w *WAL) Compact() error {
 		// removed entries are still the ones removed.
 		w.segs = slices.Clone(w.segs[removed:])
 		w.mu.Unlock()
-		if serr := syncDir(w.dir); err == nil && serr != nil {
+		if serr := w.cfg.Faults.syncDir(w.dir); err == nil && serr != nil {
 			err = fmt.Errorf("wal compact: %w", serr)
 		}
 	}

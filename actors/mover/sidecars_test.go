@@ -15,7 +15,7 @@ import (
 func sidecar(t *testing.T, c storage.Cursor) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	if err := storage.WriteCursor(dir, c, false); err != nil {
+	if err := storage.WriteCursor(dir, c, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw, _, err := storage.ReadCursorFile(dir, c.Child, 1)

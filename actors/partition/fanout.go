@@ -99,7 +99,7 @@ func (p *Actor) anchor(l messages.ChildLink) {
 	}
 	off, why := fanout.AnchorCursor(in)
 	cur := storage.Cursor{Child: l.Name, Epoch: l.AttachEpoch, Offset: off}
-	if err := storage.WriteCursor(p.dir, cur, true); err != nil {
+	if err := storage.WriteCursor(p.dir, cur, true, p.deps.Consumer.Faults); err != nil {
 		// The memory cursor still serves; the next advance writes again.
 		p.deps.Logger.Error("write fan-out cursor", "partition", p.name, "child", l.Name, "err", err)
 	}
@@ -176,7 +176,7 @@ func (p *Actor) fanoutAdvance(m fanout.Advance) {
 	if p.log == nil {
 		return
 	}
-	if err := storage.WriteCursor(p.dir, c, false); err != nil {
+	if err := storage.WriteCursor(p.dir, c, false, p.deps.Consumer.Faults); err != nil {
 		p.deps.Logger.Error("write fan-out cursor", "partition", p.name, "child", m.Child, "err", err)
 	}
 }

@@ -298,7 +298,7 @@ func TestAStaleCursorFileOfADetachedLinkIsRemovedWhenThePartitionOpens(t *testin
 	r.replica.put(r.parent, "n2", "n1", "n1")
 	r.waitServing(r.parent, 0, false)
 	dir := storage.PartitionPath(r.dataDir, r.parent.Name, 0)
-	if err := storage.WriteCursor(dir, storage.Cursor{Child: "gone", Epoch: 3, Offset: 0}, true); err != nil {
+	if err := storage.WriteCursor(dir, storage.Cursor{Child: "gone", Epoch: 3, Offset: 0}, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	r.replica.put(r.parent, "n1", "n1", "n1")

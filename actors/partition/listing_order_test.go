@@ -33,7 +33,7 @@ func (w *listingWorld) reads() listingReads {
 		},
 		cursors: func() ([][]byte, error) {
 			defer w.advance()
-			if err := storage.WriteCursor(w.dir, storage.Cursor{Child: "child", Epoch: 1, Offset: w.cursor}, false); err != nil {
+			if err := storage.WriteCursor(w.dir, storage.Cursor{Child: "child", Epoch: 1, Offset: w.cursor}, false, nil); err != nil {
 				w.t.Fatal(err)
 			}
 			return storage.ListCursorFiles(w.dir, 3)
