@@ -85,6 +85,10 @@ type Config struct {
 	// API contract) and seeds the root user admin; off, every request acts
 	// as root (§2.2, narad dev).
 	SecurityEnabled bool
+	// DebugFaults serves /debug/faults, an admin's switches that fail this
+	// node's disk writes or fsyncs and step its injected clock (faults.go):
+	// for fault-injection runs, never production.
+	DebugFaults bool
 	// AdminPassword is the seeded admin's password; "" generates one and
 	// logs it once at WARN.
 	AdminPassword string

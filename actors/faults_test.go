@@ -17,9 +17,11 @@ import (
 // consumers through every node, the history checked at the end (every
 // record answered 202 delivered, no phantom, no offset reused). A test
 // proves its fault when its name says "Fault" and the kind: go test
-// ./actors -run TestFault lists them. The kinds that need a process live
-// elsewhere: kill in cmd/narad (TestKillMidRunLosesNoAcceptedRecord), stop
-// (SIGSTOP past the dead timeout) only in bench/chaos.
+// ./actors -run TestFault lists them. Disk errors and clock steps, which a
+// node turns on through /debug/faults, are in debugfaults_test.go. The
+// kinds that need a process live elsewhere: kill in cmd/narad
+// (TestKillMidRunLosesNoAcceptedRecord), stop (SIGSTOP past the dead
+// timeout) only in bench/chaos.
 
 // fault cut: a node's NATS connection is cut while its process, its
 // metastore replica and its HTTP listener live on; it is marked dead, its

@@ -13,6 +13,7 @@ import (
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/storage"
 )
 
 // Metrics are registered with GetOrCreate so that several nodes in one
@@ -44,6 +45,9 @@ type nodeMetrics struct {
 	actorRestarts   *metrics.Counter
 	partitionFailed *metrics.Counter
 	httpPanics      *metrics.Counter
+	// faultsInjected counts the failures a debug fault switch made up
+	// (faults.go), by storage.FaultMode.
+	faultsInjected map[storage.FaultMode]*metrics.Counter
 	// noticesLost counts commit notices not sent or not understood
 	// (notify.go): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
@@ -126,23 +130,27 @@ func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	set := metrics.NewSet()
 	m := &nodeMetrics{
-		set:                   set,
-		node:                  node,
-		produceSeconds:        set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
-		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),
-		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
-		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
-		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
-		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
-		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:        set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:         set.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed:       set.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:            set.GetOrCreateCounter(name("narad_http_panics_total")),
+		set:             set,
+		node:            node,
+		produceSeconds:  set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
+		commitSeconds:   set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:   set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitsExpired:  set.GetOrCreateCounter(name("narad_commits_expired_total")),
+		commitFailures:  set.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:        set.GetOrCreateCounter(name("narad_consume_total")),
+		acked:           set.GetOrCreateCounter(name("narad_ack_total")),
+		acksRepeated:    set.GetOrCreateCounter(name("narad_acks_repeated_total")),
+		nacked:          set.GetOrCreateCounter(name("narad_nack_total")),
+		extended:        set.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:     set.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:  set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:   set.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed: set.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:      set.GetOrCreateCounter(name("narad_http_panics_total")),
+		faultsInjected: map[storage.FaultMode]*metrics.Counter{
+			storage.FaultFsync: set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind="fsync"}`, node)),
+			storage.FaultWrite: set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind="write"}`, node)),
+		},
 		noticesLost:           set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
 		readyFromPeer:         set.GetOrCreateCounter(name("narad_ready_from_peer_total")),
 		registeredThroughPeer: set.GetOrCreateCounter(name("narad_registered_through_peer_total")),

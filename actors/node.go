@@ -81,6 +81,8 @@ type Node struct {
 	left     chan struct{}
 	leftOnce sync.Once
 	leftWhy  atomic.Pointer[string]
+	// faults are the /debug/faults switches (Config.DebugFaults), else nil.
+	faults *debugFaults
 }
 
 // Start opens the node's storage and metastore, starts serving HTTP (health
@@ -101,8 +103,15 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	log = log.With("node", cfg.NodeID)
 	phases := newStartPhases()
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: newNodeMetrics(cfg.NodeID), notifier: newCommitNotifier(), guards: storage.NewGuards()},
-		serveDone: make(chan error, 1), left: make(chan struct{})}
+	nm := newNodeMetrics(cfg.NodeID)
+	var faults *debugFaults
+	if cfg.DebugFaults {
+		faults = newDebugFaults(cfg.clockOrWall(), log, nm.faultsInjected)
+		cfg = faults.withFaults(cfg)
+		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
+	}
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: newCommitNotifier(), guards: storage.NewGuards()},
+		serveDone: make(chan error, 1), left: make(chan struct{}), faults: faults}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
 		return nil, err
@@ -143,8 +152,12 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
-	handler := api.Handler(n, api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
-		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers})
+	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
+		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers}
+	if faults != nil {
+		opts.Faults = faults // only then: a nil *debugFaults is no nil api.Faults
+	}
+	handler := api.Handler(n, opts)
 	n.server = httpServer(cfg, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
 	phases.mark("http_listen")

@@ -299,3 +299,23 @@ type PasswordRequest struct {
 	NewPassword     string `json:"new_password"`
 	CurrentPassword string `json:"current_password,omitempty"`
 }
+
+// DiskFaultRequest is the body of POST /debug/faults/disk (narad serve
+// --debug-faults): Fail is "fsync", "write" or "off".
+type DiskFaultRequest struct {
+	Fail string `json:"fail"`
+}
+
+// ClockStepRequest is the body of POST /debug/faults/clock: the node's
+// injected clock jumps by StepMs milliseconds (negative: back), on top of
+// the steps before. A pointer, so a body without it is refused.
+type ClockStepRequest struct {
+	StepMs *int64 `json:"step_ms"`
+}
+
+// FaultsStatus is the answer of GET /debug/faults: the disk fault mode
+// ("off", "fsync", "write") and the sum of the clock steps.
+type FaultsStatus struct {
+	Disk          string `json:"disk"`
+	ClockOffsetMs int64  `json:"clock_offset_ms"`
+}

@@ -47,6 +47,9 @@ type Options struct {
 	// process-wide default set (runtime, process, Dragonboat, transport).
 	// Nil writes the default set alone.
 	Metrics *metrics.Set
+	// Faults, when not nil, serves /debug/faults (an admin's route):
+	// narad serve --debug-faults. Nil leaves those paths unknown (404).
+	Faults Faults
 }
 
 // handlers serve the routes of one node.
@@ -90,6 +93,9 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission))
+	if opts.Faults != nil {
+		faultRoutes(mux, opts.Faults)
+	}
 	var routes http.Handler = mux
 	if opts.Security {
 		now := opts.Now

@@ -47,6 +47,7 @@ var metricHelp = map[string]string{
 	"narad_http_panics_total":         "HTTP handler panics answered 500.",
 	"narad_http_requests_total":       "HTTP requests, by route and status.",
 	"narad_heartbeats_withheld_total": "Heartbeats this node withheld (it could not write to its disk).",
+	"narad_faults_injected_total":     "Disk writes or fsyncs this node failed on purpose, by kind (fsync, write): narad serve --debug-faults only.",
 	// Controller and members.
 	"narad_member_heartbeat_age_seconds":       "Seconds since the controller last saw each member's heartbeat.",
 	"narad_controller_placed_partitions_total": "Partitions the controller placed on a node.",
