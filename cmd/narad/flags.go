@@ -62,6 +62,8 @@ func settings(c *actors.Config) []setting {
 			usage: "retention of a topic created with retention_ms 0 (the variable is in ms)", fromEnv: millisToDuration},
 		{flag: "security-enabled", fields: []string{"SecurityEnabled"}, ptr: &c.SecurityEnabled,
 			usage: "HTTP Basic, users and grants on the client API (true or false); the root user admin is seeded with NARAD_ADMIN_PASSWORD, or a generated password logged once"},
+		{flag: "debug-faults", fields: []string{"DebugFaults"}, ptr: &c.DebugFaults,
+			usage: "serve /debug/faults (an admin's route) that fails this node's disk writes or fsyncs and steps its injected clock: for fault-injection runs, never production (true or false)"},
 		{flag: "shutdown-drain-timeout", fields: []string{"ShutdownDrainTimeout"}, ptr: &c.ShutdownDrainTimeout,
 			usage: "how long a stopping node commits what its ingress WAL holds"},
 		{flag: "shutdown-handoff-timeout", fields: []string{"ShutdownHandoffTimeout"}, ptr: &c.ShutdownHandoffTimeout, skipSpellings: true,

@@ -44,6 +44,7 @@ var nodeFlagCases = []struct {
 	{"topic-default-partitions", "NARAD_TOPIC_DEFAULT_PARTITIONS", "12", "", func(c actors.Config) any { return c.TopicDefaultPartitions }, 12},
 	{"topic-default-retention", "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", "2h", "7200000", func(c actors.Config) any { return c.TopicDefaultRetention }, 2 * time.Hour},
 	{"security-enabled", "NARAD_SECURITY_ENABLED", "false", "", func(c actors.Config) any { return c.SecurityEnabled }, false},
+	{"debug-faults", "NARAD_DEBUG_FAULTS", "true", "", func(c actors.Config) any { return c.DebugFaults }, true},
 	{"shutdown-drain-timeout", "NARAD_SHUTDOWN_DRAIN_TIMEOUT", "5s", "", func(c actors.Config) any { return c.ShutdownDrainTimeout }, 5 * time.Second},
 	{"shutdown-handoff-timeout", "NARAD_SHUTDOWN_HANDOFF_TIMEOUT", "7s", "", func(c actors.Config) any { return c.ShutdownHandoffTimeout }, 7 * time.Second},
 	{"move-catch-up-stop-bytes", "NARAD_MOVE_CATCH_UP_STOP_BYTES", "1048576", "", func(c actors.Config) any { return c.Move.CatchUpStopBytes }, int64(1 << 20)},
