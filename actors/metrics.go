@@ -130,27 +130,23 @@ func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	set := metrics.NewSet()
 	m := &nodeMetrics{
-		set:             set,
-		node:            node,
-		produceSeconds:  set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
-		commitSeconds:   set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:   set.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitsExpired:  set.GetOrCreateCounter(name("narad_commits_expired_total")),
-		commitFailures:  set.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:        set.GetOrCreateCounter(name("narad_consume_total")),
-		acked:           set.GetOrCreateCounter(name("narad_ack_total")),
-		acksRepeated:    set.GetOrCreateCounter(name("narad_acks_repeated_total")),
-		nacked:          set.GetOrCreateCounter(name("narad_nack_total")),
-		extended:        set.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:     set.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:  set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:   set.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed: set.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:      set.GetOrCreateCounter(name("narad_http_panics_total")),
-		faultsInjected: map[storage.FaultMode]*metrics.Counter{
-			storage.FaultFsync: set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind="fsync"}`, node)),
-			storage.FaultWrite: set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind="write"}`, node)),
-		},
+		set:                   set,
+		node:                  node,
+		produceSeconds:        set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
+		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),
+		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
+		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
+		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
+		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
+		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:        set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:         set.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed:       set.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:            set.GetOrCreateCounter(name("narad_http_panics_total")),
 		noticesLost:           set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
 		readyFromPeer:         set.GetOrCreateCounter(name("narad_ready_from_peer_total")),
 		registeredThroughPeer: set.GetOrCreateCounter(name("narad_registered_through_peer_total")),
@@ -197,6 +193,10 @@ func newNodeMetrics(node string) *nodeMetrics {
 	}
 	for ph := range m.phaseSeconds {
 		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogram(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)))
+	}
+	m.faultsInjected = map[storage.FaultMode]*metrics.Counter{}
+	for _, mode := range []storage.FaultMode{storage.FaultFsync, storage.FaultWrite} {
+		m.faultsInjected[mode] = set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind=%q}`, node, mode))
 	}
 	return m
 }
