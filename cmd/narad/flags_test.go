@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -303,5 +304,28 @@ func TestAValueValidateRefusesFailsAtParseNamingTheFlag(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Fault injection is off unless asked for: a node started without
+// --debug-faults or NARAD_DEBUG_FAULTS serves no /debug/faults (404,
+// actors' TestFaultRoutesAreUnknownWithoutDebugFaults), and its help says
+// the flag is never for production.
+func TestDebugFaultsIsOffByDefaultAndItsHelpWarns(t *testing.T) {
+	t.Setenv("NARAD_DEBUG_FAULTS", "true") // restored after the test
+	os.Unsetenv("NARAD_DEBUG_FAULTS")
+	cfg, err := parseNode(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DebugFaults {
+		t.Fatalf("DebugFaults without the flag: got true, want false")
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	var nf nodeFlags
+	nf.register(fs)
+	f := fs.Lookup("debug-faults")
+	if f == nil || f.DefValue != "false" || !strings.Contains(f.Usage, "never production") {
+		t.Fatalf("--debug-faults: got %+v, want a false default and a usage that says never production", f)
 	}
 }
