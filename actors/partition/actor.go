@@ -163,15 +163,19 @@ func (p *Actor) Receive(ctx actor.Context) {
 	case synced:
 		p.synced(ctx, m)
 	case *messages.Reserve:
-		ctx.Respond(p.reserve(ctx, m))
-		p.scheduleFlush(ctx)
+		// The figures first: whoever gets the answer and reads the
+		// backlog and leases gauges next finds them counting it.
+		res := p.reserve(ctx, m)
 		p.noteFigures()
+		ctx.Respond(res)
+		p.scheduleFlush(ctx)
 	case *messages.ReadAt:
 		ctx.Respond(p.readAt(m))
 	case *messages.Lease:
-		p.answerLease(ctx, m, p.lease(m))
-		p.scheduleFlush(ctx)
+		res := p.lease(m)
 		p.noteFigures()
+		p.answerLease(ctx, m, res)
+		p.scheduleFlush(ctx)
 	case writeAcks:
 		p.writeAcks(ctx)
 	case *messages.GetStats:
