@@ -38,6 +38,8 @@ func runNATS(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name the subject permissions are for, also the NATS cluster's name (NARAD_CLUSTER)")
 	clusterListen := fs.String("cluster-listen", env("NARAD_NATS_CLUSTER_LISTEN", ""), "host:port the NATS cluster's routes listen on, e.g. 0.0.0.0:6222; empty runs one server alone. Off loopback it needs NARAD_NATS_ROUTE_PASSWORD or --tls-* (NARAD_NATS_CLUSTER_LISTEN)")
 	routes := fs.String("routes", env("NARAD_NATS_ROUTES", ""), "the NATS cluster's route URLs, comma-separated, e.g. nats://nats-1:6222,nats://nats-2:6222; a server's own is ignored (NARAD_NATS_ROUTES)")
+	noAdvertiseEnv, _ := strconv.ParseBool(env("NARAD_NATS_NO_ADVERTISE", "false"))
+	noAdvertise := fs.Bool("no-advertise", noAdvertiseEnv, "with --cluster-listen, do not tell clients the other servers' client URLs: a client then reconnects only to the URLs it was given, e.g. through a proxy or a load balancer (NARAD_NATS_NO_ADVERTISE=1)")
 	var files transport.TLSFiles
 	fs.StringVar(&files.CAFile, "tls-ca", env("NARAD_NATS_SERVER_TLS_CA", ""), "CA file clients' and routes' certificates must chain to; with --tls-cert and --tls-key the server requires TLS of clients and routes (NARAD_NATS_SERVER_TLS_CA)")
 	fs.StringVar(&files.CertFile, "tls-cert", env("NARAD_NATS_SERVER_TLS_CERT", ""), "the server's certificate file, also presented to the other servers' routes (NARAD_NATS_SERVER_TLS_CERT)")
@@ -74,6 +76,7 @@ Flags:`)
 	if err != nil {
 		return err
 	}
+	co.NoAdvertise = *noAdvertise
 	o := &natsserver.Options{Host: host, Port: p, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes, Cluster: co, Routes: routeURLs}
 	s, err := startNATSWith(o, sec)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
@@ -139,4 +140,57 @@ func TestNATSClusterRoutesOverTLS(t *testing.T) {
 	a := start("s1", "")
 	b := start("s2", fmt.Sprintf("nats://%s", a.ClusterAddr()))
 	waitUntil(t, "b routed to a over TLS", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
+}
+
+// A client of a NATS cluster learns the other servers' client URLs from
+// the first INFO, and reconnects to them directly; with --no-advertise it
+// learns none and keeps to the URLs it was given (a proxy in front of the
+// server, in bench/chaos).
+func TestNATSClusterNoAdvertiseTellsClientsNoOtherServer(t *testing.T) {
+	for _, noAdvertise := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-advertise %v", noAdvertise), func(t *testing.T) {
+			sec, _, err := natsSecurityIn(t.TempDir(), "narad", transport.TLSFiles{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := func(routes string) *natsserver.Server {
+				t.Helper()
+				co, urls, err := clusterOptions("narad", "127.0.0.1:0", routes, "", transport.TLSFiles{})
+				if err != nil {
+					t.Fatalf("clusterOptions: %v", err)
+				}
+				co.NoAdvertise = noAdvertise
+				o := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes, Cluster: co, Routes: urls}
+				s, err := startNATSWith(o, sec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+				return s
+			}
+			a := start("")
+			b := start(fmt.Sprintf("nats://%s", a.ClusterAddr()))
+			waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
+			auth, err := transport.Auth{CredsFile: sec.creds.File(transport.RoleNode)}.Options()
+			if err != nil {
+				t.Fatal(err)
+			}
+			told := func() int {
+				nc, err := nats.Connect(a.ClientURL(), auth...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer nc.Close()
+				return len(nc.DiscoveredServers())
+			}
+			if !noAdvertise {
+				// b's URL reaches a over the route a moment after it.
+				waitUntil(t, "a client of a told of b", func() bool { return told() == 1 })
+				return
+			}
+			if got := told(); got != 0 {
+				t.Errorf("servers a client of a was told of: got %d, want 0", got)
+			}
+		})
+	}
 }
