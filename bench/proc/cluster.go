@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,9 @@ type Node struct {
 	Past []*Proc
 	// Pprof is where it serves its profiles (host:port), "" for nowhere.
 	Pprof string
+	// NATSURL, when set, is the node's --nats instead of the cluster's: a
+	// proxy in front of NATS, say, that the run can cut.
+	NATSURL string
 }
 
 // URL is the node's HTTP base, http://host:port.
@@ -65,10 +69,15 @@ type Cluster struct {
 	StopProfiles string
 	// RSSPoll is how often each process's VmHWM is read; 0 never.
 	RSSPoll time.Duration
+	// NATSURL is every NATS server's client URL, comma-separated: what a
+	// node is given by default.
 	NATSURL string
-	NATS    *Proc
-	Nodes   []*Node
-	taken   map[int]bool
+	// NATS is the first NATS server's process.
+	NATS *Proc
+	// NATSServers are the NATS servers, one unless UseNATSCluster.
+	NATSServers []*NATSServer
+	Nodes       []*Node
+	taken       map[int]bool
 
 	mu    sync.Mutex
 	procs []*Proc // every process started, for the cleanup
@@ -97,7 +106,8 @@ func New(bin, dir string, voters, total int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.NATSURL = fmt.Sprintf("nats://127.0.0.1:%d", p)
+	c.NATSServers = []*NATSServer{{Name: "nats", Addr: fmt.Sprintf("127.0.0.1:%d", p)}}
+	c.NATSURL = "nats://" + c.NATSServers[0].Addr
 	for i := 1; i <= total; i++ {
 		hp, err := FreePort(c.taken)
 		if err != nil {
@@ -159,24 +169,87 @@ func (c *Cluster) ServePprof() error {
 	return nil
 }
 
-// StartNATS starts narad nats and waits until it accepts connections.
+// StartNATS starts every NATS server and waits until each accepts
+// connections.
 func (c *Cluster) StartNATS(ctx context.Context, timeout time.Duration) error {
-	addr := strings.TrimPrefix(c.NATSURL, "nats://")
-	p, err := c.Start("nats", os.Environ(), "nats", "--listen", addr, "--data", c.NATSCreds())
+	for i := range c.NATSServers {
+		if err := c.StartNATSServer(ctx, i, timeout); err != nil {
+			return err
+		}
+	}
+	c.NATS = c.NATSServers[0].Proc
+	return nil
+}
+
+// StartNATSServer starts NATS server i, or starts it again after it exited
+// (its last process joins Past), and waits until it accepts connections.
+// The servers share the credentials in NATSCreds: the first start writes
+// them, before it listens.
+func (c *Cluster) StartNATSServer(ctx context.Context, i int, timeout time.Duration) error {
+	s := c.NATSServers[i]
+	args := []string{"nats", "--listen", s.Addr, "--data", c.NATSCreds()}
+	if s.Route != "" {
+		var routes []string
+		for _, o := range c.NATSServers {
+			if o != s {
+				routes = append(routes, "nats://"+o.Route)
+			}
+		}
+		// No advertising: a client told of the other servers would
+		// reconnect to them directly, past a proxy that cuts it off.
+		args = append(args, "--cluster-listen", s.Route, "--routes", strings.Join(routes, ","), "--no-advertise")
+	}
+	p, err := c.Start(s.Name, os.Environ(), args...)
 	if err != nil {
 		return err
 	}
-	c.NATS = p
+	if s.Proc != nil {
+		s.Past = append(s.Past, s.Proc)
+	}
+	s.Proc = p
 	err = Poll(ctx, timeout, 50*time.Millisecond, p, func() bool {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err == nil {
 			conn.Close()
 		}
 		return err == nil
 	})
 	if err != nil {
-		return fmt.Errorf("nats on %s: %w\n%s", addr, err, Tail(p.LogPath))
+		return fmt.Errorf("%s on %s: %w\n%s", s.Name, s.Addr, err, Tail(p.LogPath))
 	}
+	return nil
+}
+
+// NATSServer is one narad nats process.
+type NATSServer struct {
+	Name string
+	// Addr is where clients connect (host:port); Route where the other
+	// servers route to, "" for a server alone.
+	Addr, Route string
+	Proc        *Proc
+	Past        []*Proc
+}
+
+// UseNATSCluster makes NATS a cluster of n servers, nats1..natsN, routed
+// to each other on loopback, in place of the one New picked. Call it before
+// StartNATS.
+func (c *Cluster) UseNATSCluster(n int) error {
+	var servers []*NATSServer
+	var urls []string
+	for i := 1; i <= n; i++ {
+		cp, err := FreePort(c.taken)
+		if err != nil {
+			return err
+		}
+		rp, err := FreePort(c.taken)
+		if err != nil {
+			return err
+		}
+		s := &NATSServer{Name: "nats" + strconv.Itoa(i), Addr: fmt.Sprintf("127.0.0.1:%d", cp), Route: fmt.Sprintf("127.0.0.1:%d", rp)}
+		servers = append(servers, s)
+		urls = append(urls, "nats://"+s.Addr)
+	}
+	c.NATSServers, c.NATSURL = servers, strings.Join(urls, ",")
 	return nil
 }
 
@@ -198,7 +271,7 @@ func (c *Cluster) Peers() string {
 // again on its data after it exited (its last process joins Past).
 func (c *Cluster) StartNode(n *Node) error {
 	args := []string{"serve", "--id", n.ID, "--data", filepath.Join(c.Dir, n.ID), "--http", n.HTTP,
-		"--raft", n.Raft, "--nats", c.NATSURL, "--nats-creds", filepath.Join(c.NATSCreds(), "node.nk")}
+		"--raft", n.Raft, "--nats", cmp.Or(n.NATSURL, c.NATSURL), "--nats-creds", filepath.Join(c.NATSCreds(), "node.nk")}
 	if n.Pprof != "" {
 		args = append(args, "--pprof", n.Pprof)
 	}
