@@ -21,7 +21,7 @@ func TestTheShortProfileThrowsEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Schedule(cfg.seed, cfg.plan())
-	for _, k := range kinds {
+	for _, k := range cfg.kinds {
 		if n := len(slices.DeleteFunc(slices.Clone(s), func(f Fault) bool { return f.Kind != k })); n < 1 {
 			t.Errorf("%s: got %d in %v, want at least 1", k, n, s)
 		}

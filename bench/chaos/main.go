@@ -40,6 +40,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,10 +59,12 @@ func main() {
 
 // config is every flag.
 type config struct {
-	bin        string
-	seed       uint64
-	duration   time.Duration
-	nodes      int
+	bin      string
+	seed     uint64
+	duration time.Duration
+	nodes    int
+	// nats is how many NATS servers: 1, or 3 routed as a NATS cluster.
+	nats       int
 	partitions int
 	producers  int
 	consumers  int
@@ -83,14 +86,19 @@ type config struct {
 	// visibility is the topic's lease (visibility_timeout_ms): how soon a
 	// delivery whose consumer lost it is delivered again.
 	visibility time.Duration
+	// password is the run's admin password, drawn by run.
+	password string
 	// readyTimeout bounds a node's start to /readyz; stopTimeout a term's
 	// wait for the exit, past which the node is killed.
 	readyTimeout, stopTimeout time.Duration
+	// settleTimeout bounds a decommission's leaving and the moves onto
+	// the node that takes its place.
+	settleTimeout time.Duration
 }
 
 // plan is what Schedule draws the faults of cfg for.
 func (c config) plan() Plan {
-	return Plan{Duration: c.duration, GapMin: c.gapMin, GapMax: c.gapMax, Nodes: c.nodes, Kinds: c.kinds,
+	return Plan{Duration: c.duration, GapMin: c.gapMin, GapMax: c.gapMax, Nodes: c.nodes, NATS: c.nats, Visibility: c.visibility, Kinds: c.kinds,
 		DeadTimeout: c.deadTimeout, Heartbeat: c.heartbeat}
 }
 
@@ -105,10 +113,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 0, "the schedule's seed; 0 draws one (printed, so that -seed replays it)")
 	fs.DurationVar(&c.duration, "duration", 60*time.Second, "how long faults are thrown (planned: the last starts before it)")
 	fs.IntVar(&c.nodes, "nodes", 3, "narad serve processes, all voters (3 to 4)")
+	fs.IntVar(&c.nats, "nats", 1, "NATS servers: 1, or 3 routed as a NATS cluster (each node given all three, through its proxies)")
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the topic")
 	fs.IntVar(&c.producers, "producers", 4, "producers")
 	fs.IntVar(&c.consumers, "consumers", 4, "consumers")
-	faults := fs.String("faults", "kill,term,stop", "the faults to throw, a comma list of kill, term, stop")
+	faults := fs.String("faults", defaultKinds, "the faults to throw, a comma list of "+strings.Join(kindNames(), ", "))
 	gap := fs.String("gap", "2s-5s", "pause before each fault, a duration or a range drawn from the seed")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout (the progress stays on stderr)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs); it is kept anyway when the run fails")
@@ -118,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.heartbeat, "heartbeat", 500*time.Millisecond, "the nodes' --heartbeat-interval (at most a third of -dead-timeout)")
 	fs.DurationVar(&c.visibility, "visibility", 5*time.Second, "the topic's visibility timeout (lease)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "bound on a node's start to /readyz 200")
+	fs.DurationVar(&c.settleTimeout, "settle-timeout", 2*time.Minute, "bound on a decommission's leaving, and on the moves onto the node joining in its place")
 	fs.DurationVar(&c.stopTimeout, "stop-timeout", time.Minute, "bound on a term's wait for the node's exit; past it the node is killed")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -139,6 +149,15 @@ func (c config) validate() error {
 	if c.nodes < 3 || c.nodes > 4 {
 		return fmt.Errorf("-nodes %d: want 3 or 4 (one faulted at a time keeps a quorum): %w", c.nodes, errConfig)
 	}
+	if c.nats != 1 && c.nats != 3 {
+		return fmt.Errorf("-nats %d: want 1 or 3: %w", c.nats, errConfig)
+	}
+	if slices.Contains(c.kinds, Decommission) && c.nodes != 4 {
+		return fmt.Errorf("-faults decommission needs -nodes 4 (a decommission never leaves fewer than 3 voters): %w", errConfig)
+	}
+	if slices.Contains(c.kinds, NATSKill) && c.nats != 3 {
+		return fmt.Errorf("-faults natskill needs -nats 3 (a NATS server killed alone takes every node off NATS): %w", errConfig)
+	}
 	for name, v := range map[string]int{"partitions": c.partitions, "producers": c.producers, "consumers": c.consumers} {
 		if v <= 0 {
 			return fmt.Errorf("-%s %d: must be positive: %w", name, v, errConfig)
@@ -148,7 +167,7 @@ func (c config) validate() error {
 		return fmt.Errorf("-rate %d: must be 0 or more: %w", c.rate, errConfig)
 	}
 	durations := map[string]time.Duration{"duration": c.duration, "drain": c.drain, "dead-timeout": c.deadTimeout,
-		"heartbeat": c.heartbeat, "visibility": c.visibility, "ready-timeout": c.readyTimeout, "stop-timeout": c.stopTimeout}
+		"heartbeat": c.heartbeat, "visibility": c.visibility, "ready-timeout": c.readyTimeout, "stop-timeout": c.stopTimeout, "settle-timeout": c.settleTimeout}
 	for name, d := range durations {
 		if d <= 0 {
 			return fmt.Errorf("-%s %v: must be positive: %w", name, d, errConfig)
@@ -243,14 +262,20 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(log, "%s chaos: %s\n", time.Now().Format("15:04:05.0"), fmt.Sprintf(format, args...))
 	}
+	cfg.password = newPassword()
 	schedule := Schedule(cfg.seed, cfg.plan())
 	fmt.Fprintf(log, "chaos: seed %d: %d faults planned over %v (replay: %s)\n", cfg.seed, len(schedule), cfg.duration, replay(cfg))
 	for _, f := range schedule {
 		fmt.Fprintf(log, "  %s\n", f)
 	}
-	c, bs, err := setup(ctx, cfg, dir, logf)
+	c, proxies, bs, err := setup(ctx, cfg, dir, logf)
 	if c != nil {
 		defer c.Close()
+	}
+	for _, ps := range proxies {
+		for _, p := range ps {
+			defer p.Close()
+		}
 	}
 	for _, b := range bs {
 		defer b.Close()
@@ -279,7 +304,7 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 		consumers.Go(func() { w.consumer(ctx, consumeCtx, j, done, stopConsuming) })
 	}
 
-	nem := &nemesis{c: c, cfg: cfg, start: start, logf: logf}
+	nem := &nemesis{c: c, proxies: proxies, cfg: cfg, start: start, logf: logf}
 	thrown, faultErr := nem.throw(ctx, schedule)
 	if faultErr == nil {
 		// Faults that ended early leave the producers the rest of
@@ -316,54 +341,79 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 	return sum, nil
 }
 
-// setup starts NATS and the nodes under dir, waits for each to be ready,
-// and creates the topic. The caller closes the cluster and the brokers
-// returned, also with an error.
-func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any)) (*proc.Cluster, []*client.Broker, error) {
+// setup starts NATS and the nodes under dir, each node's NATS connections
+// through proxies of its own (proxies[i] are node i's, one per NATS server),
+// waits for each node to be ready, and creates the topic. The caller closes
+// the cluster, the proxies and the brokers returned, also with an error.
+func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any)) (c *proc.Cluster, proxies [][]*proc.Proxy, bs []*client.Broker, err error) {
 	bin := cfg.bin
 	if bin == "" {
 		logf("building narad into %s", dir)
-		var err error
 		if bin, err = proc.Build(ctx, dir); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	c, err := proc.New(bin, dir, cfg.nodes, cfg.nodes)
+	c, err = proc.New(bin, dir, cfg.nodes, cfg.nodes)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	password := newPassword()
+	if cfg.nats > 1 {
+		if err := c.UseNATSCluster(cfg.nats); err != nil {
+			return c, nil, nil, err
+		}
+	}
+	// Every node talks to every NATS server through a proxy of its own,
+	// always: a cut is then a cut of that node alone, and a run without
+	// cuts goes the same way as one with them until the first.
+	for _, n := range c.Nodes {
+		var ps []*proc.Proxy
+		var urls []string
+		for _, s := range c.NATSServers {
+			p, err := proc.NewProxy(s.Addr)
+			if err != nil {
+				return c, proxies, nil, err
+			}
+			ps = append(ps, p)
+			urls = append(urls, p.URL())
+		}
+		proxies = append(proxies, ps)
+		n.NATSURL = strings.Join(urls, ",")
+	}
+	password := cfg.password
 	// The first metadata leader seeds admin with it; the hand-off keeps
 	// its default, which a term relies on.
 	c.Env = proc.Environ([]string{"NARAD_ADMIN_PASSWORD", "NARAD_SHUTDOWN_HANDOFF_TIMEOUT"}, "NARAD_ADMIN_PASSWORD="+password)
 	c.Args = []string{"--dead-timeout", cfg.deadTimeout.String(), "--heartbeat-interval", cfg.heartbeat.String()}
+	if slices.Contains(cfg.kinds, Disk) || slices.Contains(cfg.kinds, Clock) {
+		// The fault routes exist only on a node that asks for them.
+		c.Args = append(c.Args, "--debug-faults")
+	}
 	if err := c.StartNATS(ctx, cfg.readyTimeout); err != nil {
-		return c, nil, err
+		return c, proxies, nil, err
 	}
 	for _, n := range c.Nodes {
 		if err := c.StartNode(n); err != nil {
-			return c, nil, err
+			return c, proxies, nil, err
 		}
 	}
 	for _, n := range c.Nodes {
 		if _, err := c.WaitReady(ctx, n, cfg.readyTimeout); err != nil {
-			return c, nil, err
+			return c, proxies, nil, err
 		}
 	}
-	var bs []*client.Broker
 	for _, n := range c.Nodes {
 		b, err := client.New(n.URL(), client.Options{Conns: cfg.producers + cfg.consumers, Timeout: clientTimeout, User: "admin", Password: password})
 		if err != nil {
-			return c, bs, err
+			return c, proxies, bs, err
 		}
 		bs = append(bs, b)
 	}
 	if err := createTopic(ctx, cfg, bs); err != nil {
-		return c, bs, err
+		return c, proxies, bs, err
 	}
-	logf("cluster up: nats %s, nodes %s..%s, topic %q of %d partitions, logs in %s",
+	logf("cluster up: nats %s (each node through proxies of its own), nodes %s..%s, topic %q of %d partitions, logs in %s",
 		c.NATSURL, c.Nodes[0].HTTP, c.Nodes[len(c.Nodes)-1].HTTP, topic, cfg.partitions, dir)
-	return c, bs, nil
+	return c, proxies, bs, nil
 }
 
 // createTopic creates the topic and waits until every node serves stats of

@@ -17,9 +17,12 @@ var errNodeLost = errors.New("node lost")
 // ran is one fault as the run threw it; times are from the start.
 type ran struct {
 	Fault
+	// Target is what the fault hit: the node's id, or a NATS server's name.
+	Target string `json:"target"`
 	// Fired is when its signal was sent.
 	Fired time.Duration `json:"fired_ns"`
-	// Exit is a term's time from SIGTERM to the exit.
+	// Exit is a term's time from SIGTERM to the exit, a decommission's
+	// from the request to the node's exit after it left.
 	Exit time.Duration `json:"exit_ns,omitempty"`
 	// Back is when its node answered /readyz 200 again; 0 if it did not.
 	Back time.Duration `json:"back_ns,omitempty"`
@@ -33,10 +36,10 @@ func (r ran) String() string {
 	if r.Back > 0 {
 		back = seconds(r.Back)
 	}
-	if r.Kind == Term {
+	if r.Kind == Term || r.Kind == Decommission {
 		exit = seconds(r.Exit)
 	}
-	s := fmt.Sprintf("%7s %7s  %-4s %-3s %7s %7s %7s", seconds(r.At), seconds(r.Fired), r.Kind, r.NodeID(), seconds(r.Hold), exit, back)
+	s := fmt.Sprintf("%7s %7s  %-12s %-5s %7s %7s %7s%s", seconds(r.At), seconds(r.Fired), r.Kind, r.Target, seconds(r.Hold), exit, back, r.detail())
 	if r.Note != "" {
 		s += "  " + r.Note
 	}
@@ -44,14 +47,16 @@ func (r ran) String() string {
 }
 
 // ranHeader heads the lines of ran.String.
-const ranHeader = "planned   fired  kind node   hold    exit   ready"
+const ranHeader = "planned   fired  kind         node     hold    exit   ready"
 
 // nemesis throws a schedule's faults at a cluster, one node at a time.
 type nemesis struct {
-	c     *proc.Cluster
-	cfg   config
-	start time.Time
-	logf  func(format string, args ...any)
+	c *proc.Cluster
+	// proxies[i] are node i's proxies in front of NATS, one per server.
+	proxies [][]*proc.Proxy
+	cfg     config
+	start   time.Time
+	logf    func(format string, args ...any)
 }
 
 // throw throws every fault of schedule in turn: each at its planned time,
@@ -70,13 +75,20 @@ func (n *nemesis) throw(ctx context.Context, schedule []Fault) ([]ran, error) {
 		if err := n.allRunning(); err != nil {
 			return out, err
 		}
-		r := ran{Fault: f, Fired: time.Since(n.start)}
-		n.logf("fault %s: %s %s, hold %s", seconds(r.Fired), f.Kind, f.NodeID(), seconds(f.Hold))
-		err := n.fault(ctx, f, &r)
+		idx, err := n.resolve(ctx, f)
+		if err != nil {
+			return out, err
+		}
+		r := ran{Fault: f, Target: f.NodeID(), Fired: time.Since(n.start)}
+		if idx >= 0 {
+			r.Target = n.c.Nodes[idx].ID
+		}
+		n.logf("fault %s: %s %s, hold %s", seconds(r.Fired), f.Kind, r.Target, seconds(f.Hold))
+		err = n.fault(ctx, f, idx, &r)
 		if err == nil {
 			r.Back = time.Since(n.start)
 			back = r.Back
-			n.logf("fault %s: %s ready again after %s", seconds(r.Back), f.NodeID(), seconds(r.Back-r.Fired))
+			n.logf("fault %s: %s ready again after %s", seconds(r.Back), r.Target, seconds(r.Back-r.Fired))
 		} else {
 			if r.Note == "" {
 				r.Note = err.Error()
@@ -91,8 +103,50 @@ func (n *nemesis) throw(ctx context.Context, schedule []Fault) ([]ran, error) {
 	return out, n.allRunning()
 }
 
-// allRunning checks that no node exited while no fault was on it.
+// natsKill kills NATS server f.Node, starts it again after f.Hold and waits
+// until every node is ready and relays through its proxies again.
+func (n *nemesis) natsKill(ctx context.Context, f Fault, r *ran) error {
+	s := n.c.NATSServers[f.Node]
+	if err := s.Proc.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-s.Proc.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !sleep(ctx, f.Hold-(time.Since(n.start)-r.Fired)) {
+		return ctx.Err()
+	}
+	if err := n.c.StartNATSServer(ctx, f.Node, n.cfg.readyTimeout); err != nil {
+		return fmt.Errorf("%s after a kill: %w: %w", s.Name, errNodeLost, err)
+	}
+	for i, node := range n.c.Nodes {
+		err := proc.Poll(ctx, n.cfg.readyTimeout, 50*time.Millisecond, node.Proc, func() bool {
+			conns := 0
+			for _, px := range n.proxies[i] {
+				conns += px.Conns()
+			}
+			return conns > 0
+		})
+		if err != nil {
+			return fmt.Errorf("%s reconnecting to NATS after %s's kill: %w: %w", node.ID, s.Name, errNodeLost, err)
+		}
+		if _, err := n.c.WaitReady(ctx, node, n.cfg.readyTimeout); err != nil {
+			return fmt.Errorf("%s after %s's kill: %w: %w", node.ID, s.Name, errNodeLost, err)
+		}
+	}
+	return nil
+}
+
+// allRunning checks that no node and no NATS server exited while no fault
+// was on it.
 func (n *nemesis) allRunning() error {
+	for _, s := range n.c.NATSServers {
+		if !s.Proc.Running() {
+			return fmt.Errorf("%s exited by itself (%v): %w\n%s", s.Name, s.Proc.ExitErr(), errNodeLost, proc.Tail(s.Proc.LogPath))
+		}
+	}
 	for _, node := range n.c.Nodes {
 		if !node.Proc.Running() {
 			return fmt.Errorf("%s exited by itself (%v): %w\n%s", node.ID, node.Proc.ExitErr(), errNodeLost, proc.Tail(node.Proc.LogPath))
@@ -101,13 +155,45 @@ func (n *nemesis) allRunning() error {
 	return nil
 }
 
-// fault throws f and brings its node back: started again on its data
-// (kill, term) or resumed (stop), then ready.
-func (n *nemesis) fault(ctx context.Context, f Fault, r *ran) error {
-	node := n.c.Nodes[f.Node]
+// resolve is the index of the node f is thrown at: its own, or for a
+// leader the node that leads the metadata shard now.
+func (n *nemesis) resolve(ctx context.Context, f Fault) (int, error) {
+	switch f.Kind {
+	case NATSKill:
+		return -1, nil
+	case Leader:
+	default:
+		return f.Node, nil
+	}
+	var idx int
+	var last error
+	// A leader may be moving (the last fault's node just came back):
+	// asked again until exactly one node claims it.
+	err := proc.Poll(ctx, n.cfg.readyTimeout, 100*time.Millisecond, nil, func() bool {
+		idx, last = metaLeader(ctx, n.c.Nodes)
+		return last == nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("finding the metadata leader: %w (%v)", err, last)
+	}
+	return idx, nil
+}
+
+// fault throws f at node idx and brings it back: started again on its data
+// (kill, leader, term), resumed (stop) or reconnected (cut), then ready.
+func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
+	switch f.Kind {
+	case NATSKill:
+		return n.natsKill(ctx, f, r)
+	case Decommission:
+		return n.decommission(ctx, f, idx, r)
+	case Disk, Clock:
+		return n.debugFault(ctx, f, idx, r)
+	}
+	node := n.c.Nodes[idx]
 	p := node.Proc
 	switch f.Kind {
-	case Kill:
+	case Kill, Leader:
 		if err := p.Signal(syscall.SIGKILL); err != nil {
 			return err
 		}
@@ -153,6 +239,36 @@ func (n *nemesis) fault(ctx context.Context, f Fault, r *ran) error {
 		}
 		if !held {
 			return ctx.Err()
+		}
+	case Cut:
+		severed := 0
+		for _, px := range n.proxies[idx] {
+			severed += px.Cut()
+		}
+		n.logf("cut %s off NATS: %d connections severed, new ones refused for %s", node.ID, severed, seconds(f.Hold))
+		held := sleep(ctx, f.Hold)
+		// Restored even when the run is interrupted: the proxies close
+		// with the run anyway, this keeps the order of a cut.
+		for _, px := range n.proxies[idx] {
+			px.Restore()
+		}
+		if !held {
+			return ctx.Err()
+		}
+		if !p.Running() {
+			return fmt.Errorf("%s exited while cut off NATS (%v): %w\n%s", node.ID, p.ExitErr(), errNodeLost, proc.Tail(p.LogPath))
+		}
+		// /readyz may never have gone down; back is the node relaying
+		// through its proxy again.
+		err := proc.Poll(ctx, n.cfg.readyTimeout, 50*time.Millisecond, p, func() bool {
+			conns := 0
+			for _, px := range n.proxies[idx] {
+				conns += px.Conns()
+			}
+			return conns > 0
+		})
+		if err != nil {
+			return fmt.Errorf("%s reconnecting to NATS after a cut: %w: %w", node.ID, errNodeLost, err)
 		}
 	}
 	if _, err := n.c.WaitReady(ctx, node, n.cfg.readyTimeout); err != nil {

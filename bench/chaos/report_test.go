@@ -80,7 +80,8 @@ func TestTheJSONSummaryCarriesTheSeedAndTheVerdict(t *testing.T) {
 }
 
 func TestABadFlagIsASetupFailure(t *testing.T) {
-	for _, args := range [][]string{{"-nodes", "2"}, {"-faults", "kill,nap"}, {"-gap", "5s-2s"}, {"-heartbeat", "2s"}, {"-duration", "0s"}, {"extra"}} {
+	for _, args := range [][]string{{"-nodes", "2"}, {"-faults", "kill,nap"}, {"-gap", "5s-2s"}, {"-heartbeat", "2s"}, {"-duration", "0s"}, {"extra"},
+		{"-faults", "natskill"}, {"-faults", "kill,natskill", "-nats", "1"}, {"-nats", "2"}, {"-faults", "decommission"}, {"-faults", "decommission", "-nodes", "3"}} {
 		if got := cli(args, io.Discard, io.Discard); got != exitSetup {
 			t.Errorf("%v: got exit %d, want %d", args, got, exitSetup)
 		}

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// Kind is a process fault.
+// Kind is a fault.
 type Kind string
 
-// The process faults of this slice. Each ends with the node back: started
-// again on its data after kill and term, resumed after stop.
+// The faults. Each ends with the node back: started again on its data after
+// kill and term, resumed after stop, reconnected after cut.
 const (
 	// Kill is SIGKILL: the node dies at once, its leases and its
 	// unanswered requests with it; it is started again after Fault.Hold.
@@ -24,10 +24,49 @@ const (
 	// then SIGCONT: the node is judged dead while its process, its data
 	// and its connections are all still there.
 	Stop Kind = "stop"
+	// Cut severs the node's connections to NATS and refuses new ones for
+	// Fault.Hold, past the dead timeout, then lets it reconnect: the run's
+	// proxy in front of NATS does it, the node's process lives on, so the
+	// node is cut off the cluster's messaging while its Raft, its HTTP and
+	// its leases are all still there.
+	Cut Kind = "cut"
+	// Leader is a kill of whichever node leads the metadata shard when it
+	// is thrown (its narad_raft_leader{shard="1"} is 1), started again as
+	// after a kill: the schedule draws the kind, the run names the node.
+	Leader Kind = "leader"
+	// NATSKill is SIGKILL of one server of a 3-server NATS cluster (-nats
+	// 3), started again on its port after Fault.Hold: the nodes it served
+	// move to the others of their URL lists, and the routes heal.
+	NATSKill Kind = "natskill"
+	// Decommission (-nodes 4) decommissions the node through the admin
+	// API, waits until it left the members (its partitions moved off),
+	// then, Fault.Hold later, starts a fresh node (next id, new data
+	// directory, --join) on its HTTP port and waits until the moves onto
+	// it settled: the cluster is four again, rebalanced twice.
+	Decommission Kind = "decommission"
+	// Disk makes the node's storage fail every fsync, or every write
+	// (Fault.Op, drawn), for Fault.Hold, then turns it off, through
+	// narad serve's --debug-faults routes (POST /debug/faults/disk). A node
+	// that stops itself on the error is started again on its data.
+	Disk Kind = "disk"
+	// Clock steps the node's injected clock by Fault.StepMs (either way,
+	// one to three visibility timeouts) for Fault.Hold, then steps it back
+	// (POST /debug/faults/clock): leases and the dead timeout measured on
+	// one node jump while the others' do not.
+	Clock Kind = "clock"
 )
 
-// kinds is every Kind, in the order -faults lists them by default.
-var kinds = []Kind{Kill, Term, Stop}
+// kinds is every Kind, in the order the report lists them.
+var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock}
+
+// The disk faults a Disk draws between (Fault.Op).
+const (
+	failFsync = "fsync"
+	failWrite = "write"
+)
+
+// defaultKinds is -faults' default.
+const defaultKinds = "kill,term,stop"
 
 // parseKinds reads -faults: a comma list of kinds, each at most once.
 func parseKinds(list string) ([]Kind, error) {
@@ -39,7 +78,7 @@ func parseKinds(list string) ([]Kind, error) {
 			known = known || k == want
 		}
 		if !known {
-			return nil, fmt.Errorf("-faults: %q is none of kill, term, stop: %w", s, errConfig)
+			return nil, fmt.Errorf("-faults: %q is none of %s: %w", s, strings.Join(kindNames(), ", "), errConfig)
 		}
 		for _, seen := range out {
 			if seen == k {
@@ -80,6 +119,12 @@ type Plan struct {
 	GapMin, GapMax time.Duration
 	// Nodes is how many nodes there are to fault, n1..nN.
 	Nodes int
+	// NATS is how many NATS servers there are, nats1..natsN for a
+	// natskill.
+	NATS int
+	// Visibility is the topic's visibility timeout, the unit of a Clock's
+	// step.
+	Visibility time.Duration
 	// Kinds are the faults to throw, at least one.
 	Kinds []Kind
 	// DeadTimeout is the nodes' --dead-timeout, which a Stop is held past.
@@ -99,18 +144,44 @@ type Fault struct {
 	At   time.Duration `json:"at_ns"`
 	Gap  time.Duration `json:"gap_ns"`
 	Kind Kind          `json:"kind"`
-	// Node is the index of the node faulted (0 for n1).
+	// Node is the index of the node faulted (0 for n1); -1 for a leader,
+	// whose node the run finds when it throws it; for a natskill, the
+	// index of the NATS server (0 for nats1).
 	Node int `json:"node"`
 	// Hold is how long the node stays down before it is started again
 	// (kill: from the SIGKILL; term: from its exit), or stopped (stop).
 	Hold time.Duration `json:"hold_ns"`
+	// Op is what a Disk makes fail: failFsync or failWrite.
+	Op string `json:"op,omitempty"`
+	// StepMs is a Clock's step, in milliseconds, either way.
+	StepMs int64 `json:"step_ms,omitempty"`
 }
 
-// NodeID is the faulted node's id, n1..nN.
-func (f Fault) NodeID() string { return fmt.Sprintf("n%d", f.Node+1) }
+// NodeID is the faulted node's id, n1..nN, or what the run resolves.
+func (f Fault) NodeID() string {
+	switch {
+	case f.Node < 0:
+		return "?"
+	case f.Kind == NATSKill:
+		return fmt.Sprintf("nats%d", f.Node+1)
+	}
+	return fmt.Sprintf("n%d", f.Node+1)
+}
 
 func (f Fault) String() string {
-	return fmt.Sprintf("%7s  %-4s %-3s hold %s", seconds(f.At), f.Kind, f.NodeID(), seconds(f.Hold))
+	return fmt.Sprintf("%7s  %-12s %-5s hold %s%s", seconds(f.At), f.Kind, f.NodeID(), seconds(f.Hold), f.detail())
+}
+
+// detail is what a Disk or a Clock does besides its hold, "" for the
+// others.
+func (f Fault) detail() string {
+	switch f.Kind {
+	case Disk:
+		return ", fail " + f.Op
+	case Clock:
+		return fmt.Sprintf(", step %+.1f s", float64(f.StepMs)/1000)
+	}
+	return ""
 }
 
 // The planning estimates of how long each kind keeps its node from /readyz
@@ -121,6 +192,12 @@ const (
 	restartEstimate = 2 * time.Second
 	handOffEstimate = 2 * time.Second
 	resumeEstimate  = time.Second
+	// natsRestartEstimate is a NATS server's restart until every node
+	// relays through its proxies again.
+	natsRestartEstimate = time.Second
+	// rebalanceEstimate is the moves of a decommission, or of a join,
+	// with a small topic.
+	rebalanceEstimate = 5 * time.Second
 )
 
 // planned is how long fault f is estimated to take, from its signal until
@@ -129,8 +206,12 @@ func planned(f Fault) time.Duration {
 	switch f.Kind {
 	case Term:
 		return handOffEstimate + f.Hold + restartEstimate
-	case Stop:
+	case Stop, Cut, Disk, Clock:
 		return f.Hold + resumeEstimate
+	case NATSKill:
+		return f.Hold + natsRestartEstimate
+	case Decommission:
+		return 2*rebalanceEstimate + f.Hold + restartEstimate
 	default:
 		return f.Hold + restartEstimate
 	}
@@ -145,8 +226,9 @@ const seedStream = 0x6e61726164 // "narad"
 // kind appears once in any len(p.Kinds) faults in a row; the node of each
 // is drawn alone. Holds are drawn per kind: a kill keeps its node down 0.5 s
 // to a second past the dead timeout (marked dead or not), a term 0.5 to 2 s
-// after its exit, and a stop holds its node 1 to 3 s past the dead timeout
-// and a heartbeat.
+// after its exit, and a stop or a cut holds its node 1 to 3 s past the dead
+// timeout and a heartbeat. A kind draws only what it needs, after the node,
+// so a schedule of some kinds draws the same whatever other kinds exist.
 func Schedule(seed uint64, p Plan) []Fault {
 	r := rand.New(rand.NewPCG(seed, seedStream))
 	between := func(lo, hi time.Duration) time.Duration {
@@ -167,13 +249,32 @@ func Schedule(seed uint64, p Plan) []Fault {
 		}
 		f := Fault{At: t, Gap: gap, Kind: round[0], Node: r.IntN(p.Nodes)}
 		round = round[1:]
+		if f.Kind == Leader {
+			// Drawn all the same, so the draws after it do not
+			// depend on the kind.
+			f.Node = -1
+		}
 		switch f.Kind {
-		case Kill:
+		case Kill, Leader:
 			f.Hold = between(500*time.Millisecond, p.DeadTimeout+time.Second)
 		case Term:
 			f.Hold = between(500*time.Millisecond, 2*time.Second)
-		case Stop:
+		case Stop, Cut:
 			f.Hold = p.DeadTimeout + p.Heartbeat + between(time.Second, 3*time.Second)
+		case NATSKill:
+			f.Node = r.IntN(p.NATS)
+			f.Hold = between(time.Second, p.DeadTimeout+2*time.Second)
+		case Decommission:
+			f.Hold = between(500*time.Millisecond, 2*time.Second)
+		case Disk:
+			f.Op = []string{failFsync, failWrite}[r.IntN(2)]
+			f.Hold = between(time.Second, p.DeadTimeout+2*time.Second)
+		case Clock:
+			f.StepMs = between(p.Visibility, 3*p.Visibility).Milliseconds()
+			if r.IntN(2) == 0 {
+				f.StepMs = -f.StepMs
+			}
+			f.Hold = between(time.Second, 5*time.Second)
 		}
 		// Whole milliseconds print and replay alike.
 		f.Hold = f.Hold.Truncate(time.Millisecond)

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// plan is the default run's plan: 60 s of every kind on three nodes.
+// plan is a run's plan of 60 s of every kind on three nodes and three NATS
+// servers.
 func plan() Plan {
 	return Plan{Duration: 60 * time.Second, GapMin: 2 * time.Second, GapMax: 5 * time.Second,
-		Nodes: 3, Kinds: kinds, DeadTimeout: 3 * time.Second, Heartbeat: 500 * time.Millisecond}
+		Nodes: 3, NATS: 3, Visibility: 5 * time.Second, Kinds: kinds, DeadTimeout: 3 * time.Second, Heartbeat: 500 * time.Millisecond}
 }
 
 func TestASeedReplaysItsScheduleAndAnotherSeedDiffers(t *testing.T) {
@@ -51,6 +52,8 @@ func TestEveryKindAskedForAppears(t *testing.T) {
 		for seed := range uint64(50) {
 			p := plan()
 			p.Kinds = ks
+			// Every kind's planned time fits twice.
+			p.Duration = 3 * time.Minute
 			s := Schedule(seed, p)
 			if len(s) < len(ks) {
 				t.Fatalf("kinds %v, seed %d: got %d faults in %v, want at least %d", ks, seed, len(s), p.Duration, len(ks))
@@ -80,18 +83,62 @@ func TestAScheduleKeepsItsBounds(t *testing.T) {
 			if f.Gap < p.GapMin || f.Gap > p.GapMax {
 				t.Errorf("seed %d, fault %d: got gap %v, want within %v..%v", seed, i, f.Gap, p.GapMin, p.GapMax)
 			}
-			if f.Node < 0 || f.Node >= p.Nodes {
+			if f.Kind == Leader && f.Node != -1 {
+				t.Errorf("seed %d, fault %d: got a leader at node %d, want -1 (resolved by the run)", seed, i, f.Node)
+			}
+			if f.Kind == NATSKill && (f.Node < 0 || f.Node >= p.NATS) {
+				t.Errorf("seed %d, fault %d: got NATS server %d, want 0..%d", seed, i, f.Node, p.NATS-1)
+			}
+			if f.Kind != Leader && f.Kind != NATSKill && (f.Node < 0 || f.Node >= p.Nodes) {
 				t.Errorf("seed %d, fault %d: got node %d, want 0..%d", seed, i, f.Node, p.Nodes-1)
 			}
-			if f.Kind == Stop && f.Hold <= p.DeadTimeout+p.Heartbeat {
-				t.Errorf("seed %d, fault %d: got a stop held %v, want past %v", seed, i, f.Hold, p.DeadTimeout+p.Heartbeat)
+			if (f.Kind == Stop || f.Kind == Cut) && f.Hold <= p.DeadTimeout+p.Heartbeat {
+				t.Errorf("seed %d, fault %d: got a %s held %v, want past %v", seed, i, f.Kind, f.Hold, p.DeadTimeout+p.Heartbeat)
+			}
+			switch f.Kind {
+			case Disk:
+				if f.Op != failFsync && f.Op != failWrite {
+					t.Errorf("seed %d, fault %d: got a disk fault of %q, want fsync or write", seed, i, f.Op)
+				}
+			case Clock:
+				step := time.Duration(max(f.StepMs, -f.StepMs)) * time.Millisecond
+				if step < p.Visibility || step > 3*p.Visibility {
+					t.Errorf("seed %d, fault %d: got a clock step of %d ms, want %v..%v either way", seed, i, f.StepMs, p.Visibility, 3*p.Visibility)
+				}
 			}
 			prev = f.At
 		}
 	}
 }
 
+func TestAClockStepsBothWaysAndADiskFailsBothOps(t *testing.T) {
+	p := plan()
+	p.Kinds = []Kind{Disk, Clock}
+	p.Duration = 10 * time.Minute
+	seen := map[string]bool{}
+	for seed := range uint64(20) {
+		for _, f := range Schedule(seed, p) {
+			switch {
+			case f.Kind == Disk:
+				seen[f.Op] = true
+			case f.StepMs > 0:
+				seen["forward"] = true
+			case f.StepMs < 0:
+				seen["back"] = true
+			}
+		}
+	}
+	for _, want := range []string{failFsync, failWrite, "forward", "back"} {
+		if !seen[want] {
+			t.Errorf("got no %s in 20 seeds of disk and clock, want some", want)
+		}
+	}
+}
+
 func TestFaultsAndGapsParse(t *testing.T) {
+	if got, err := parseKinds("cut,leader,natskill,decommission,disk,clock"); err != nil || len(got) != 6 {
+		t.Errorf("every new kind: got %v, %v, want the six", got, err)
+	}
 	if got, err := parseKinds("stop, kill"); err != nil || !slices.Equal(got, []Kind{Stop, Kill}) {
 		t.Errorf("stop, kill: got %v, %v, want [stop kill]", got, err)
 	}
@@ -113,5 +160,25 @@ func TestFaultsAndGapsParse(t *testing.T) {
 		if _, _, err := parseGap(bad); !errors.Is(err, errConfig) {
 			t.Errorf("-gap %q: got %v, want errConfig", bad, err)
 		}
+	}
+}
+
+// Seed 7's schedule of the first slice's kinds, as that slice drew it: the
+// kinds added since draw nothing in a schedule without them, so an old
+// seed replays what it did.
+func TestAnOldSeedReplaysTheFirstSlicesSchedule(t *testing.T) {
+	p := plan()
+	p.Kinds = []Kind{Kill, Term, Stop}
+	want := []Fault{
+		{At: 2344419836, Gap: 2344419836, Kind: Term, Node: 2, Hold: 799 * time.Millisecond},
+		{At: 10533225720, Gap: 3389805884, Kind: Kill, Node: 1, Hold: 3323 * time.Millisecond},
+		{At: 18014793744, Gap: 2158568024, Kind: Stop, Node: 0, Hold: 6303 * time.Millisecond},
+		{At: 28815363759, Gap: 3497570015, Kind: Term, Node: 2, Hold: 1802 * time.Millisecond},
+		{At: 39080962239, Gap: 4463598480, Kind: Kill, Node: 2, Hold: 1400 * time.Millisecond},
+		{At: 47402681534, Gap: 4921719295, Kind: Stop, Node: 0, Hold: 6273 * time.Millisecond},
+		{At: 59402709017, Gap: 4727027483, Kind: Kill, Node: 0, Hold: 3190 * time.Millisecond},
+	}
+	if got := Schedule(7, p); !slices.Equal(got, want) {
+		t.Errorf("seed 7:\ngot  %v\nwant %v", got, want)
 	}
 }

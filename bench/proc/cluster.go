@@ -78,6 +78,9 @@ type Cluster struct {
 	NATSServers []*NATSServer
 	Nodes       []*Node
 	taken       map[int]bool
+	// retired is the highest replica id of a node Replace took out, never
+	// given again.
+	retired int
 
 	mu    sync.Mutex
 	procs []*Proc // every process started, for the cleanup
@@ -350,4 +353,30 @@ func (c *Cluster) Close() {
 	for _, p := range procs {
 		<-p.done
 	}
+}
+
+// Replace puts a fresh node in slot i, in place of one that left the
+// cluster (decommissioned): the next free id and replica id, a data
+// directory of its own, a new Raft port, and the slot's HTTP port and NATS
+// URL, so that clients of the slot reach it. It joins when started. The
+// node it replaces must have exited.
+func (c *Cluster) Replace(i int) (*Node, error) {
+	old := c.Nodes[i]
+	if old.Proc != nil && old.Proc.Running() {
+		return nil, fmt.Errorf("replace %s: still running", old.ID)
+	}
+	replica := 0
+	for _, n := range c.Nodes {
+		replica = max(replica, n.Replica)
+	}
+	replica = max(replica, c.retired) + 1
+	rp, err := FreePort(c.taken)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{ID: "n" + strconv.Itoa(replica), Replica: replica, Joiner: true, HTTP: old.HTTP,
+		Raft: fmt.Sprintf("127.0.0.1:%d", rp), Pprof: old.Pprof, NATSURL: old.NATSURL}
+	c.retired = max(c.retired, old.Replica)
+	c.Nodes[i] = n
+	return n, nil
 }

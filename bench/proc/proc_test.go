@@ -37,3 +37,24 @@ func TestEnvironDropsTheNamedVariablesOnlyAndAddsItsOwn(t *testing.T) {
 		}
 	}
 }
+
+func TestAReplacedNodeIsAFreshJoinerOnTheSlotsHTTPPort(t *testing.T) {
+	c, err := New("narad", t.TempDir(), 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *c.Nodes[3]
+	n, err := c.Replace(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ID != "n5" || n.Replica != 5 || !n.Joiner || n.HTTP != old.HTTP || n.Raft == old.Raft || c.Nodes[3] != n {
+		t.Errorf("got %+v, want n5, replica 5, a joiner on %s with a Raft port other than %s, in slot 3", *n, old.HTTP, old.Raft)
+	}
+	if n, err = c.Replace(3); err != nil || n.ID != "n6" {
+		t.Errorf("slot 3 again: got %v, %v, want n6", n, err)
+	}
+	if n, err = c.Replace(0); err != nil || n.ID != "n7" {
+		t.Errorf("slot 0: got %v, %v, want n7", n, err)
+	}
+}
