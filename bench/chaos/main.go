@@ -1,18 +1,27 @@
 // Command chaos is a nemesis run (issue 30): a cluster of real processes on
-// this machine (narad nats and -nodes narad serve, through bench/proc),
-// producers and consumers on one topic checked by bench/history, and a
-// seeded schedule of process faults thrown at one node at a time:
+// this machine (narad nats, or three routed with -nats 3, and -nodes narad
+// serve, through bench/proc), producers and consumers on one topic checked
+// by bench/history, and a seeded schedule of faults thrown one at a time:
 //
 //	go run ./bench/chaos                    # 60 s of faults, a seed drawn and printed
 //	go run ./bench/chaos -seed 42           # replays seed 42's schedule (same flags)
 //	go run ./bench/chaos -faults stop -duration 5m -json
+//	go run ./bench/chaos -nats 3 -faults natskill,cut,leader
+//	go run ./bench/chaos -nodes 4 -faults decommission,kill
 //
-// The faults are kill (SIGKILL, then a restart on its data), term (SIGTERM:
-// the node hands its partitions off on its way out, then a restart) and
-// stop (SIGSTOP held past the cluster's dead timeout, then SIGCONT). After
-// each the node comes back and the run waits for its /readyz before the
-// next. Not yet: network cuts, NATS server kills, disk errors and clock
-// steps.
+// The faults (-faults; kill, term, stop by default) are kill (SIGKILL,
+// then a restart on its data), term (SIGTERM: the node hands its
+// partitions off on its way out, then a restart), stop (SIGSTOP held past
+// the cluster's dead timeout, then SIGCONT), cut (the node's proxies in
+// front of NATS sever and refuse its connections past the dead timeout:
+// a partition, the process lives), leader (a kill of the metadata leader
+// of the moment), natskill (-nats 3: SIGKILL of one NATS server, then a
+// restart), decommission (-nodes 4: a node decommissioned through the
+// admin API until it left, then a fresh node joins in its place), and disk
+// and clock (fsyncs or writes failing, a clock stepped, on one node
+// through narad serve's --debug-faults routes, which the run turns on only
+// for them). After each the node comes back and the run waits for its
+// /readyz before the next.
 //
 // The schedule is a pure function of -seed and the flags, printed before
 // the run. Producers produce while faults are thrown; consumers consume and
@@ -26,8 +35,10 @@
 // and logs) is removed unless -keep or the run failed.
 //
 // Start with run in main.go; schedule.go draws the faults (Schedule),
-// nemesis.go throws them at the cluster, workers.go is the producers and
-// consumers, report.go the summary. chaos_test.go is the short profile CI
+// nemesis.go throws them at the cluster, admin.go those that go through a
+// node's HTTP (the metadata leader, decommission, disk and clock),
+// workers.go is the producers and consumers, report.go the summary; the
+// proxies are bench/proc's Proxy. chaos_test.go is the short profile CI
 // runs.
 package main
 
