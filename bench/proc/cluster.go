@@ -78,6 +78,8 @@ type Cluster struct {
 	NATSServers []*NATSServer
 	Nodes       []*Node
 	taken       map[int]bool
+	// peers is Peers, set at its first call (at the latest in Replace).
+	peers string
 	// retired is the highest replica id of a node Replace took out, never
 	// given again.
 	retired int
@@ -259,15 +261,22 @@ func (c *Cluster) UseNATSCluster(n int) error {
 // NATSCreds is where narad nats writes the credentials, before it listens.
 func (c *Cluster) NATSCreds() string { return filepath.Join(c.Dir, "nats") }
 
-// Peers is the --peers value of the voters.
+// Peers is the --peers value of the voters New made: always the same, since
+// a voter's replica id is its position in it; a voter that Replace took
+// out stays in it, or the voters after it would restart under another
+// replica id.
 func (c *Cluster) Peers() string {
+	if c.peers != "" {
+		return c.peers
+	}
 	var s []string
 	for _, n := range c.Nodes {
 		if !n.Joiner {
 			s = append(s, n.ID+"="+n.Raft)
 		}
 	}
-	return strings.Join(s, ",")
+	c.peers = strings.Join(s, ",")
+	return c.peers
 }
 
 // StartNode starts one node as deploy/local-cluster.sh does, or starts it
@@ -365,6 +374,7 @@ func (c *Cluster) Replace(i int) (*Node, error) {
 	if old.Proc != nil && old.Proc.Running() {
 		return nil, fmt.Errorf("replace %s: still running", old.ID)
 	}
+	c.Peers()
 	replica := 0
 	for _, n := range c.Nodes {
 		replica = max(replica, n.Replica)

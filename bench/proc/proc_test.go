@@ -43,18 +43,30 @@ func TestAReplacedNodeIsAFreshJoinerOnTheSlotsHTTPPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := *c.Nodes[3]
-	n, err := c.Replace(3)
+	old, peers := *c.Nodes[3], c.Peers()
+	n, err := c.Replace(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.ID != "n5" || n.Replica != 5 || !n.Joiner || n.HTTP != old.HTTP || n.Raft == old.Raft || c.Nodes[3] != n {
-		t.Errorf("got %+v, want n5, replica 5, a joiner on %s with a Raft port other than %s, in slot 3", *n, old.HTTP, old.Raft)
+	// A voter's replica id is its position in --peers: n3 and n4 restart
+	// as replicas 3 and 4 after n2 left.
+	if got := c.Peers(); got != peers {
+		t.Errorf("--peers after n2 was replaced: got %s, want %s as before", got, peers)
 	}
-	if n, err = c.Replace(3); err != nil || n.ID != "n6" {
-		t.Errorf("slot 3 again: got %v, %v, want n6", n, err)
+	if n.ID != "n5" {
+		t.Errorf("slot 1: got %s, want n5", n.ID)
 	}
-	if n, err = c.Replace(0); err != nil || n.ID != "n7" {
-		t.Errorf("slot 0: got %v, %v, want n7", n, err)
+	n, err = c.Replace(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ID != "n6" || n.Replica != 6 || !n.Joiner || n.HTTP != old.HTTP || n.Raft == old.Raft || c.Nodes[3] != n {
+		t.Errorf("got %+v, want n6, replica 6, a joiner on %s with a Raft port other than %s, in slot 3", *n, old.HTTP, old.Raft)
+	}
+	if n, err = c.Replace(3); err != nil || n.ID != "n7" {
+		t.Errorf("slot 3 again: got %v, %v, want n7", n, err)
+	}
+	if n, err = c.Replace(0); err != nil || n.ID != "n8" {
+		t.Errorf("slot 0: got %v, %v, want n8", n, err)
 	}
 }
