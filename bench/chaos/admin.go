@@ -131,7 +131,7 @@ func (n *nemesis) decommission(ctx context.Context, f Fault, idx int, r *ran) er
 	if err := n.c.StartNode(fresh); err != nil {
 		return err
 	}
-	if _, err := n.c.WaitReady(ctx, fresh, n.cfg.readyTimeout); err != nil {
+	if err := n.waitReady(ctx, fresh); err != nil {
 		return fmt.Errorf("%s after %s's decommission: %w: %w", fresh.ID, old.ID, errNodeLost, err)
 	}
 	err = proc.Poll(ctx, n.cfg.settleTimeout, 200*time.Millisecond, fresh.Proc, func() bool {
@@ -249,6 +249,12 @@ type clockFault struct {
 	StepMs int64 `json:"step_ms"`
 }
 
+// faultState is GET /debug/faults.
+type faultState struct {
+	Disk          string `json:"disk"`
+	ClockOffsetMs int64  `json:"clock_offset_ms"`
+}
+
 // failOff turns a disk fault off.
 const failOff = "off"
 
@@ -265,6 +271,16 @@ func (n *nemesis) debugFault(ctx context.Context, f Fault, idx int, r *ran) erro
 	if err := n.send(ctx, http.MethodPost, route, on); err != nil {
 		return fmt.Errorf("%s on %s: %w", f.Kind, node.ID, err)
 	}
+	// The node says what it now injects: a route that answered 204 and
+	// changed nothing would make a clean run of nothing.
+	var st faultState
+	if err := n.getJSON(ctx, node.URL()+"/debug/faults", &st); err != nil {
+		return fmt.Errorf("%s on %s: reading /debug/faults: %w", f.Kind, node.ID, err)
+	}
+	if f.Kind == Disk && st.Disk != f.Op {
+		return fmt.Errorf("%s on %s: /debug/faults says disk %q, want %q", f.Kind, node.ID, st.Disk, f.Op)
+	}
+	n.logf("%s on %s: the node injects disk %s, clock offset %+d ms", f.Kind, node.ID, st.Disk, st.ClockOffsetMs)
 	if !sleep(ctx, f.Hold) {
 		return ctx.Err()
 	}
@@ -279,7 +295,7 @@ func (n *nemesis) debugFault(ctx context.Context, f Fault, idx int, r *ran) erro
 			return err
 		}
 	}
-	if _, err := n.c.WaitReady(ctx, node, n.cfg.readyTimeout); err != nil {
+	if err := n.waitReady(ctx, node); err != nil {
 		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
 	}
 	return nil

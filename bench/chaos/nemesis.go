@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -132,23 +134,59 @@ func (n *nemesis) natsKill(ctx context.Context, f Fault, r *ran) error {
 		if err != nil {
 			return fmt.Errorf("%s reconnecting to NATS after %s's kill: %w: %w", node.ID, s.Name, errNodeLost, err)
 		}
-		if _, err := n.c.WaitReady(ctx, node, n.cfg.readyTimeout); err != nil {
+		if err := n.waitReady(ctx, node); err != nil {
 			return fmt.Errorf("%s after %s's kill: %w: %w", node.ID, s.Name, errNodeLost, err)
 		}
 	}
 	return nil
 }
 
+// othersEvery is how often waitReady looks at the other processes.
+const othersEvery = 200 * time.Millisecond
+
+// waitReady waits for node's /readyz within -ready-timeout, and gives up
+// at once when another node or a NATS server exits meanwhile: that exit is
+// the finding, and a wait for the node would only hide it behind a
+// timeout (a node that panicked while another came back went unseen for
+// the two minutes of that wait).
+func (n *nemesis) waitReady(ctx context.Context, node *proc.Node) error {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var watcher sync.WaitGroup
+	defer watcher.Wait()
+	watcher.Go(func() {
+		t := time.NewTicker(othersEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := n.allRunning(node); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	})
+	_, err := n.c.WaitReady(wctx, node, n.cfg.readyTimeout)
+	if cause := context.Cause(wctx); err != nil && cause != nil && ctx.Err() == nil {
+		return fmt.Errorf("waiting for %s: %w", node.ID, cause)
+	}
+	cancel(nil)
+	return err
+}
+
 // allRunning checks that no node and no NATS server exited while no fault
-// was on it.
-func (n *nemesis) allRunning() error {
+// was on it; except, when given, is a node a fault is on.
+func (n *nemesis) allRunning(except ...*proc.Node) error {
 	for _, s := range n.c.NATSServers {
 		if !s.Proc.Running() {
 			return fmt.Errorf("%s exited by itself (%v): %w\n%s", s.Name, s.Proc.ExitErr(), errNodeLost, proc.Tail(s.Proc.LogPath))
 		}
 	}
 	for _, node := range n.c.Nodes {
-		if !node.Proc.Running() {
+		if !node.Proc.Running() && !slices.Contains(except, node) {
 			return fmt.Errorf("%s exited by itself (%v): %w\n%s", node.ID, node.Proc.ExitErr(), errNodeLost, proc.Tail(node.Proc.LogPath))
 		}
 	}
@@ -271,7 +309,7 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 			return fmt.Errorf("%s reconnecting to NATS after a cut: %w: %w", node.ID, errNodeLost, err)
 		}
 	}
-	if _, err := n.c.WaitReady(ctx, node, n.cfg.readyTimeout); err != nil {
+	if err := n.waitReady(ctx, node); err != nil {
 		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
 	}
 	return nil
