@@ -33,6 +33,40 @@ func TestTheShortProfileThrowsEveryKind(t *testing.T) {
 // term and a stop under load, then the history. A minute or so on two
 // cores; skipped with -short and under the race detector.
 func TestShortProfileLosesNothing(t *testing.T) {
+	runProfile(t, shortProfile)
+}
+
+// partitionProfile is the short run of the first kinds past the signals
+// that need no more than three nodes and one NATS server: seed 3 draws a
+// leader kill, then a cut of n1 (TestThePartitionProfileThrowsACutAndALeader).
+var partitionProfile = []string{"-seed", "3", "-duration", "8s", "-nodes", "3", "-gap", "1s-2s", "-faults", "cut,leader"}
+
+func TestThePartitionProfileThrowsACutAndALeader(t *testing.T) {
+	cfg, err := parseFlags(partitionProfile, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Kind
+	for _, f := range Schedule(cfg.seed, cfg.plan()) {
+		got = append(got, f.Kind)
+	}
+	if want := []Kind{Leader, Cut}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestPartitionProfileLosesNothing runs partitionProfile as the short
+// profile runs: a node cut off NATS while it lives, and the metadata
+// leader killed, under load. About half a minute here; skipped with -short
+// and under the race detector.
+func TestPartitionProfileLosesNothing(t *testing.T) {
+	runProfile(t, partitionProfile)
+}
+
+// runProfile builds narad, runs a profile's flags on real processes and
+// checks the history.
+func runProfile(t *testing.T, profile []string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("a cluster of processes for about a minute")
 	}
@@ -49,7 +83,7 @@ func TestShortProfileLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseFlags(append([]string{"-bin", bin}, shortProfile...), os.Stderr)
+	cfg, err := parseFlags(append([]string{"-bin", bin}, profile...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
