@@ -13,7 +13,7 @@ import (
 
 // shortProfile is the run CI makes: 20 s of faults on three nodes. Seed 5
 // draws kill n3, stop n1, term n3 (TestTheShortProfileThrowsEveryKind).
-var shortProfile = []string{"-seed", "5", "-duration", "20s", "-nodes", "3", "-gap", "1s-2s"}
+var shortProfile = []string{"-seed", "5", "-duration", "20s", "-nodes", "3", "-gap", "1s-2s", "-faults", "kill,term,stop"}
 
 func TestTheShortProfileThrowsEveryKind(t *testing.T) {
 	cfg, err := parseFlags(shortProfile, os.Stderr)

@@ -9,7 +9,7 @@
 //	go run ./bench/chaos -nats 3 -faults natskill,cut,leader
 //	go run ./bench/chaos -nodes 4 -faults decommission,kill
 //
-// The faults (-faults; kill, term, stop by default) are kill (SIGKILL,
+// The faults (-faults; every kind the flags allow by default) are kill (SIGKILL,
 // then a restart on its data), term (SIGTERM: the node hands its
 // partitions off on its way out, then a restart), stop (SIGSTOP held past
 // the cluster's dead timeout, then SIGCONT), cut (the node's proxies in
@@ -128,7 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the topic")
 	fs.IntVar(&c.producers, "producers", 4, "producers")
 	fs.IntVar(&c.consumers, "consumers", 4, "consumers")
-	faults := fs.String("faults", defaultKinds, "the faults to throw, a comma list of "+strings.Join(kindNames(), ", "))
+	faults := fs.String("faults", "", "the faults to throw, a comma list of "+strings.Join(kindNames(), ", ")+"; empty is every kind the flags allow (natskill with -nats 3, decommission with -nodes 4)")
 	gap := fs.String("gap", "2s-5s", "pause before each fault, a duration or a range drawn from the seed")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout (the progress stays on stderr)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs); it is kept anyway when the run fails")
@@ -147,7 +147,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errConfig)
 	}
 	var err error
-	if c.kinds, err = parseKinds(*faults); err != nil {
+	if *faults == "" {
+		c.kinds = validKinds(c.nodes, c.nats)
+	} else if c.kinds, err = parseKinds(*faults); err != nil {
 		return c, err
 	}
 	if c.gapMin, c.gapMax, err = parseGap(*gap); err != nil {

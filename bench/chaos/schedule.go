@@ -65,8 +65,19 @@ const (
 	failWrite = "write"
 )
 
-// defaultKinds is -faults' default.
-const defaultKinds = "kill,term,stop"
+// validKinds is -faults' default: every kind the run's flags can throw,
+// in the order of kinds. A natskill needs three NATS servers, a
+// decommission four nodes.
+func validKinds(nodes, nats int) []Kind {
+	var out []Kind
+	for _, k := range kinds {
+		if (k == NATSKill && nats != 3) || (k == Decommission && nodes != 4) {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
 
 // parseKinds reads -faults: a comma list of kinds, each at most once.
 func parseKinds(list string) ([]Kind, error) {

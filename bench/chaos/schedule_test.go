@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -131,6 +132,24 @@ func TestAClockStepsBothWaysAndADiskFailsBothOps(t *testing.T) {
 	for _, want := range []string{failFsync, failWrite, "forward", "back"} {
 		if !seen[want] {
 			t.Errorf("got no %s in 20 seeds of disk and clock, want some", want)
+		}
+	}
+}
+
+func TestTheDefaultFaultsAreEveryKindTheFlagsAllow(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []Kind
+	}{
+		{nil, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock}},
+		{[]string{"-nats", "3"}, []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Disk, Clock}},
+		{[]string{"-nodes", "4"}, []Kind{Kill, Term, Stop, Cut, Leader, Decommission, Disk, Clock}},
+		{[]string{"-nodes", "4", "-nats", "3"}, kinds},
+		{[]string{"-faults", "stop,kill"}, []Kind{Stop, Kill}},
+	} {
+		cfg, err := parseFlags(c.args, io.Discard)
+		if err != nil || !slices.Equal(cfg.kinds, c.want) {
+			t.Errorf("%v: got %v, %v, want %v", c.args, cfg.kinds, err, c.want)
 		}
 	}
 }
