@@ -90,7 +90,12 @@ func (n *nemesis) throw(ctx context.Context, schedule []Fault) ([]ran, error) {
 		if err == nil {
 			r.Back = time.Since(n.start)
 			back = r.Back
-			n.logf("fault %s: %s ready again after %s", seconds(r.Back), r.Target, seconds(r.Back-r.Fired))
+			back := r.Target
+			if r.Kind == Decommission {
+				// The slot's node now, not the one that left.
+				back = n.c.Nodes[idx].ID
+			}
+			n.logf("fault %s: %s ready again after %s", seconds(r.Back), back, seconds(r.Back-r.Fired))
 		} else {
 			if r.Note == "" {
 				r.Note = err.Error()
