@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"maps"
@@ -85,5 +86,33 @@ func TestABadFlagIsASetupFailure(t *testing.T) {
 		if got := cli(args, io.Discard, io.Discard); got != exitSetup {
 			t.Errorf("%v: got exit %d, want %d", args, got, exitSetup)
 		}
+	}
+}
+
+// The drain goes on while records are delivered and gives up only once
+// none was for its idle bound: a backlog that drains slowly is not a loss.
+func TestWatchDrainWaitsWhileTheBacklogShrinks(t *testing.T) {
+	quiet := func(string, ...any) {}
+	t0 := time.Unix(1000, 0)
+	// ticks feeds watchDrain one poll a minute, far past its idle bound of
+	// a second: only progress keeps it going.
+	ticks := func(n int) <-chan time.Time {
+		c := make(chan time.Time, n)
+		for i := range n {
+			c <- t0.Add(time.Duration(i) * time.Minute)
+		}
+		return c
+	}
+	left := 5
+	shrink := func() int { left--; return left }
+	watchDrain(context.Background(), nil, ticks(100), shrink, time.Second, quiet)
+	if left != 0 {
+		t.Errorf("backlog when a shrinking drain ended: got %d, want 0", left)
+	}
+	polls := 0
+	stuck := func() int { polls++; return 3 }
+	watchDrain(context.Background(), nil, ticks(100), stuck, 3*time.Minute, quiet)
+	if polls != 4 {
+		t.Errorf("polls of a stuck drain with an idle bound of 3 polls: got %d, want 4", polls)
 	}
 }
