@@ -138,6 +138,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			n.closeEarly()
 			return nil, err
 		}
+	} else if err := keepFoundingReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+		n.closeEarly()
+		return nil, err
 	}
 	if mcfg.Metrics == nil {
 		mcfg.Metrics = n.metrics.set

@@ -92,6 +92,28 @@ func syncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
+// keepFoundingReplicaID binds a founding node's data dir to its replica id
+// (its position in --peers, or --replica-id): the first start keeps it,
+// every later one must name the same. A node restarted on its data under
+// another id (--peers listed in another order) would open Raft shards of
+// its own as that id and answer for a replica it is not: a healthy member
+// of the cluster then panicked in Raft ("inconsistent target") and the
+// metadata lost its quorum (issue 30's nemesis, a harness that reordered
+// --peers). Refused before the metastore opens, with what to do.
+func keepFoundingReplicaID(dir string, id uint64) error {
+	stored, ok, err := readReplicaID(dir)
+	switch {
+	case err != nil:
+		return err
+	case ok && stored != id:
+		return fmt.Errorf("data dir %s belongs to replica id %d, not %d: list --peers in the order the cluster was founded with (this node at position %d), or pass --replica-id %d: %w",
+			dir, stored, id, stored, stored, ErrInvalid)
+	case ok:
+		return nil
+	}
+	return writeReplicaID(dir, id)
+}
+
 // joinerReplicaID settles a joining node's replica id before its metastore
 // opens: the one its data dir holds, else the flag's (flag 0: none given),
 // else one the cluster allocates, which is kept at once: the metastore
