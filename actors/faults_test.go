@@ -31,10 +31,7 @@ func TestFaultCutANodeOffNATSUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := newTestCluster(t, 3)
-	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"f","partitions":6,"visibility_timeout_ms":2000}`))
-	load := startLoad(c, "f", 2, 300)
-	load.waitProduced(100)
+	c, load := underFaultLoad(t)
 	cut := (c.leader() + 1) % 3
 	watcher := (cut + 1) % 3
 	id := fmt.Sprintf("n%d", cut+1)
@@ -54,10 +51,7 @@ func TestFaultNATSServerKilledAndRestartedUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := newTestCluster(t, 3)
-	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"f","partitions":6,"visibility_timeout_ms":2000}`))
-	load := startLoad(c, "f", 2, 300)
-	load.waitProduced(100)
+	c, load := underFaultLoad(t)
 	c.restartNATS(time.Second)
 	load.waitProduced(400)
 	rep := load.finish()
@@ -71,10 +65,7 @@ func TestFaultMetadataLeaderKilledUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := newTestCluster(t, 3)
-	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"f","partitions":6,"visibility_timeout_ms":2000}`))
-	load := startLoad(c, "f", 2, 300)
-	load.waitProduced(100)
+	c, load := underFaultLoad(t)
 	leader := c.leader()
 	load.down(leader)
 	c.kill(leader)
@@ -83,6 +74,18 @@ func TestFaultMetadataLeaderKilledUnderLoad(t *testing.T) {
 	load.back(leader)
 	rep := load.finish()
 	t.Logf("metadata leader n%d killed: %s", leader+1, rep)
+}
+
+// underFaultLoad starts three nodes and a load on a topic of six
+// partitions, and returns once 100 records were accepted: the faults of
+// this file strike in the middle of it.
+func underFaultLoad(t *testing.T) (*testCluster, *testLoad) {
+	t.Helper()
+	c := newTestCluster(t, 3)
+	c.node(0).must(http.StatusCreated, "POST", "/v1/topics", []byte(`{"name":"f","partitions":6,"visibility_timeout_ms":2000}`))
+	load := startLoad(c, "f", 2, 300)
+	load.waitProduced(100)
+	return c, load
 }
 
 // restartNATS kills the cluster's NATS server, and after down starts a
