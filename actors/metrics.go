@@ -37,7 +37,10 @@ type nodeMetrics struct {
 	acked          *metrics.Counter
 	// acksRepeated counts retried acks answered 204 because the same
 	// handle's first ack had taken effect (its answer was lost).
-	acksRepeated    *metrics.Counter
+	acksRepeated *metrics.Counter
+	// leasesRestored counts leases a restarted partition brought back
+	// from its consumer state, so a holder's retried ack still finds them.
+	leasesRestored  *metrics.Counter
 	nacked          *metrics.Counter
 	extended        *metrics.Counter
 	redelivered     *metrics.Counter
@@ -140,6 +143,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
 		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
 		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
+		leasesRestored:        set.GetOrCreateCounter(name("narad_leases_restored_total")),
 		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
 		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
 		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
@@ -256,7 +260,8 @@ func (m *nodeMetrics) partitionMetrics() partition.Metrics {
 	return partition.Metrics{CommitSeconds: m.commitSeconds, CommitRecords: m.commitRecords, CommitsExpired: m.commitsExpired,
 		CommitFailures: m.commitFailures, Consumed: m.consumed, Acked: m.acked, Nacked: m.nacked, Extended: m.extended,
 		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
-		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated}
+		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated,
+		LeasesRestored: m.leasesRestored}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

@@ -20,7 +20,8 @@
 # OUR_NARAD (built from this checkout when unset), MESSAGES (2400), SEED.
 # It prints one line per run and side (PASS or the driver's last line, and
 # the acks answered from the owners' memory of acked handles: the retries
-# that would have been 410 before issue 30, summed over each node's lives) and
+# that would have been 410 before issue 30, and the leases brought back by
+# restarted owners, each summed over each node's lives) and
 # exits 1 if any run of ours failed; the temporary directory is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,9 +71,11 @@ wait_ready() {
   done
 }
 # repeated I: node I's count of acks answered from its memory of acked
-# handles (narad_acks_repeated_total; empty for the public Narad).
+# handles (narad_acks_repeated_total) and of leases its partitions brought
+# back at open (narad_leases_restored_total); 0 0 for the public Narad.
 repeated() {
-  curl -s --max-time 2 "$(url "$1")/metrics" 2>/dev/null | awk '/^narad_acks_repeated_total/ { print $2 }'
+  curl -s --max-time 2 "$(url "$1")/metrics" 2>/dev/null |
+    awk '/^narad_acks_repeated_total/ { a = $2 } /^narad_leases_restored_total/ { l = $2 } END { print a + 0, l + 0 }'
 }
 # restarts: the fault schedule, in a subshell of its own; it logs each
 # stop and start with the time since the driver started, and each node's
@@ -126,14 +129,15 @@ for run in $(seq 1 "$RUNS"); do
     kill "$restarter" 2>/dev/null || true; wait "$restarter" 2>/dev/null || true; restarter=""
     for i in 1 2 3; do echo "repeated n$i $(repeated "$i")" >>"$out.repeated"; done
     acks_repeated=$(awk '{ n += $3 } END { print n + 0 }' "$out.repeated")
+    leases_restored=$(awk '{ n += $4 } END { print n + 0 }' "$out.repeated")
     faults=$(grep -c "SIG" "$out.schedule" 2>/dev/null || echo 0)
     for i in 1 2 3; do kill -9 "$(cat "$cdir/pid.$i")" 2>/dev/null || true; done
     [ "$side" = ours ] && kill -9 "${pids[-1]}" 2>/dev/null || true
     wait 2>/dev/null || true
     if grep -q "^PASS chaos" "$out.driver.log"; then
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated: $(grep '^PASS chaos' "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored: $(grep '^PASS chaos' "$out.driver.log")"
     else
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated: FAIL $(tail -n 1 "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored: FAIL $(tail -n 1 "$out.driver.log")"
       [ "$side" = ours ] && failed=1
     fi
   done

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,6 +35,21 @@ type ConsumerState struct {
 	// handle its previous life applied with 204 instead of 410: the retry
 	// of an ack whose answer died with the process.
 	Recent []AckedHandle
+	// Leases are the receipt handles out when the state was written,
+	// ascending by offset, at most consumerLeaseLimit, each on an offset
+	// not acked. They let a restarted owner keep a record its previous
+	// life leased from another consumer while the holder retries its ack
+	// against the new life, instead of redelivering it at once: the
+	// duplicate a crash costs. A move never carries them (rule K5).
+	Leases []Lease
+}
+
+// Lease is one receipt handle out: its record's offset, its nonce and the
+// lease's length, which a restarted owner grants again from its start.
+type Lease struct {
+	Offset     int64
+	Nonce      uint64
+	Visibility time.Duration
 }
 
 // AckedHandle is one receipt handle a consumer acked: its record's offset
@@ -52,10 +68,13 @@ func EmptyConsumerState() ConsumerState {
 // ack of Frontier+1 advances the frontier through every contiguous offset
 // already in AckedAhead, so AckedAhead only ever holds true gaps. Acks of
 // negative or already-acked offsets are no-ops: redelivery makes duplicate
-// acks normal.
+// acks normal. A lease on offset ends with its ack.
 func (s *ConsumerState) Ack(offset int64) bool {
 	if offset <= s.Frontier || offset < 0 {
 		return false
+	}
+	if i, found := slices.BinarySearchFunc(s.Leases, offset, func(l Lease, o int64) int { return cmp.Compare(l.Offset, o) }); found {
+		s.Leases = slices.Delete(s.Leases, i, i+1)
 	}
 	if offset-1 > s.Frontier {
 		i, found := slices.BinarySearch(s.AckedAhead, offset)
@@ -87,13 +106,14 @@ func (s ConsumerState) IsAcked(offset int64) bool {
 // Clone returns a copy that shares no memory with s, so a caller may keep
 // acking into s while the copy is being persisted.
 func (s ConsumerState) Clone() ConsumerState {
-	return ConsumerState{Frontier: s.Frontier, AckedAhead: slices.Clone(s.AckedAhead), Recent: slices.Clone(s.Recent)}
+	return ConsumerState{Frontier: s.Frontier, AckedAhead: slices.Clone(s.AckedAhead), Recent: slices.Clone(s.Recent), Leases: slices.Clone(s.Leases)}
 }
 
-// Equal reports whether s and o describe the same acks and handles. A nil
-// and an empty AckedAhead (or Recent) are equal.
+// Equal reports whether s and o describe the same acks, handles and leases.
+// A nil and an empty AckedAhead (or Recent, or Leases) are equal.
 func (s ConsumerState) Equal(o ConsumerState) bool {
-	return s.Frontier == o.Frontier && slices.Equal(s.AckedAhead, o.AckedAhead) && slices.Equal(s.Recent, o.Recent)
+	return s.Frontier == o.Frontier && slices.Equal(s.AckedAhead, o.AckedAhead) &&
+		slices.Equal(s.Recent, o.Recent) && slices.Equal(s.Leases, o.Leases)
 }
 
 // Validate checks the invariants the encoding and Ack rely on. A state that
@@ -126,6 +146,24 @@ func (s ConsumerState) Validate() error {
 			return fmt.Errorf("consumer state: recent handle %d at offset %d, which is not acked: %w", i, h.Offset, ErrInvalid)
 		}
 	}
+	if len(s.Leases) > consumerLeaseLimit {
+		return fmt.Errorf("consumer state: %d leases, limit %d: %w", len(s.Leases), consumerLeaseLimit, ErrTooLarge)
+	}
+	for i, l := range s.Leases {
+		switch {
+		case i > 0 && l.Offset <= s.Leases[i-1].Offset:
+			return fmt.Errorf("consumer state: lease[%d] at offset %d not above lease[%d] at %d: %w",
+				i, l.Offset, i-1, s.Leases[i-1].Offset, ErrInvalid)
+		case l.Offset < 0 || s.IsAcked(l.Offset):
+			return fmt.Errorf("consumer state: lease %d at offset %d, which is acked or negative: %w", i, l.Offset, ErrInvalid)
+		case l.Nonce == 0:
+			// A handle with nonce 0 is refused by the API (§10); a
+			// lease holding one could never be acked.
+			return fmt.Errorf("consumer state: lease %d at offset %d has nonce 0: %w", i, l.Offset, ErrInvalid)
+		case l.Visibility <= 0:
+			return fmt.Errorf("consumer state: lease %d at offset %d has visibility %v: %w", i, l.Offset, l.Visibility, ErrInvalid)
+		}
+	}
 	return nil
 }
 
@@ -133,7 +171,8 @@ func (s ConsumerState) Validate() error {
 // destination's log, whose high watermark hwm may be lower than the source's
 // was: nothing at or past hwm may count as acked, or records the destination
 // later appends at those offsets would be skipped without delivery. It
-// keeps only the recent handles whose offsets it still counts as acked. It
+// keeps only the recent handles whose offsets it still counts as acked, and
+// only the leases below hwm (a move installs none: rule K5). It
 // reports whether the frontier was lowered, which the caller logs as a
 // warning (acked-ahead entries dropped at or past hwm are expected and not
 // reported). s must be valid; a negative hwm is treated as 0. s is not
@@ -154,6 +193,11 @@ func ClampConsumerState(s ConsumerState, hwm int64) (ConsumerState, bool) {
 	for _, h := range s.Recent {
 		if out.IsAcked(h.Offset) {
 			out.Recent = append(out.Recent, h)
+		}
+	}
+	for _, l := range s.Leases {
+		if l.Offset < hwm {
+			out.Leases = append(out.Leases, l)
 		}
 	}
 	return out, clamped
@@ -254,28 +298,42 @@ func (c ConsumerConfig) Validate() error {
 //	16   8     frontier: int64 >= -1
 //	24   4     n: uint32 acked-ahead count <= consumerAckedAheadLimit
 //	28   8*n   acked-ahead offsets: int64, strictly ascending, each > frontier+1
-//	version 2 only:
+//	version 2 and 3:
 //	     4     m: uint32 recent-handle count, 1..consumerRecentLimit
+//	           (0..consumerRecentLimit in version 3)
 //	     16*m  recent handles: offset int64, nonce uint64, each offset acked
+//	version 3 only:
+//	     4     k: uint32 lease count, 1..consumerLeaseLimit
+//	     24*k  leases: offset int64, nonce uint64, visibility int64 ns;
+//	           offsets strictly ascending, none acked
 //	end  4     CRC-32C (Castagnoli) of every byte before it
 //
-// The length is exact: trailing bytes are corruption. A state without
-// recent handles is written as version 1 and one with them as version 2,
-// never as a version 2 with m = 0, so every record still has one encoding
+// The length is exact: trailing bytes are corruption. A state with leases
+// is written as version 3, one with recent handles and no lease as
+// version 2, and one with neither as version 1, never as a version 2 with
+// m = 0 or a version 3 with k = 0, so every record still has one encoding
 // and a decode re-encodes to the same bytes; files written before version
-// 2 load as they are.
+// 2 or 3 load as they are.
 const (
 	consumerVersion       = 1
 	consumerVersionRecent = 2
+	consumerVersionLeases = 3
 	consumerHeaderBytes   = 28
 	consumerFixedBytes    = consumerHeaderBytes + 4
-	consumerMaxRecord     = consumerFixedBytes + 8*consumerAckedAheadLimit + 4 + 16*consumerRecentLimit
+	consumerLeaseBytes    = 24
+	consumerMaxRecord     = consumerFixedBytes + 8*consumerAckedAheadLimit + 4 + 16*consumerRecentLimit +
+		4 + consumerLeaseBytes*consumerLeaseLimit
 )
 
 // consumerRecentLimit is the format's ceiling on recent handles (16 KiB of
 // them). A partition writes as many as its config says, far fewer: only
 // the acks in flight when a process dies are retried against its next life.
 const consumerRecentLimit = 1024
+
+// consumerLeaseLimit is the format's ceiling on leases (1.5 MiB of them). A
+// partition writes as many as its config says (Config.LeasePersistedMax),
+// far fewer; the ceiling bounds what a decoder allocates.
+const consumerLeaseLimit = 1 << 16
 
 var (
 	consumerMagic = [4]byte{'N', 'C', 'S', 'T'}
@@ -288,7 +346,10 @@ func appendConsumerState(dst []byte, seq uint64, s ConsumerState) []byte {
 	start := len(dst)
 	dst = append(dst, consumerMagic[:]...)
 	version := uint16(consumerVersion)
-	if len(s.Recent) > 0 {
+	switch {
+	case len(s.Leases) > 0:
+		version = consumerVersionLeases
+	case len(s.Recent) > 0:
 		version = consumerVersionRecent
 	}
 	dst = binary.BigEndian.AppendUint16(dst, version)
@@ -299,18 +360,27 @@ func appendConsumerState(dst []byte, seq uint64, s ConsumerState) []byte {
 	for _, o := range s.AckedAhead {
 		dst = binary.BigEndian.AppendUint64(dst, uint64(o))
 	}
-	if len(s.Recent) > 0 {
+	if version >= consumerVersionRecent {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(s.Recent)))
 		for _, h := range s.Recent {
 			dst = binary.BigEndian.AppendUint64(dst, uint64(h.Offset))
 			dst = binary.BigEndian.AppendUint64(dst, h.Nonce)
 		}
 	}
+	if version == consumerVersionLeases {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(s.Leases)))
+		for _, l := range s.Leases {
+			dst = binary.BigEndian.AppendUint64(dst, uint64(l.Offset))
+			dst = binary.BigEndian.AppendUint64(dst, l.Nonce)
+			dst = binary.BigEndian.AppendUint64(dst, uint64(l.Visibility))
+		}
+	}
 	return binary.BigEndian.AppendUint32(dst, crc32.Checksum(dst[start:], consumerCRC))
 }
 
 func encodeConsumerState(seq uint64, s ConsumerState) []byte {
-	return appendConsumerState(make([]byte, 0, consumerFixedBytes+8*len(s.AckedAhead)+4+16*len(s.Recent)), seq, s)
+	size := consumerFixedBytes + 8*len(s.AckedAhead) + 4 + 16*len(s.Recent) + 4 + consumerLeaseBytes*len(s.Leases)
+	return appendConsumerState(make([]byte, 0, size), seq, s)
 }
 
 // decodeConsumerState parses one slot record. Every failure wraps
@@ -330,21 +400,36 @@ func decodeConsumerState(b []byte) (uint64, ConsumerState, error) {
 		return fail("%d acked-ahead entries, limit %d", n, consumerAckedAheadLimit)
 	}
 	version := binary.BigEndian.Uint16(b[4:6])
-	if version != consumerVersion && version != consumerVersionRecent {
-		return fail("version %d, want %d or %d", version, consumerVersion, consumerVersionRecent)
+	if version < consumerVersion || version > consumerVersionLeases {
+		return fail("version %d, want %d..%d", version, consumerVersion, consumerVersionLeases)
 	}
 	recentAt := consumerHeaderBytes + 8*uint64(n)
 	want := consumerFixedBytes + 8*uint64(n)
-	var m uint32
-	if version == consumerVersionRecent {
+	var m, k uint32
+	if version >= consumerVersionRecent {
 		if uint64(len(b)) < recentAt+4+4 {
-			return fail("%d bytes, too short for version 2 with %d acked-ahead entries", len(b), n)
+			return fail("%d bytes, too short for version %d with %d acked-ahead entries", len(b), version, n)
 		}
 		m = binary.BigEndian.Uint32(b[recentAt:])
-		if m == 0 || m > consumerRecentLimit {
-			return fail("%d recent handles, want 1..%d", m, consumerRecentLimit)
+		least := uint32(1)
+		if version == consumerVersionLeases {
+			least = 0
+		}
+		if m < least || m > consumerRecentLimit {
+			return fail("%d recent handles, want %d..%d", m, least, consumerRecentLimit)
 		}
 		want += 4 + 16*uint64(m)
+	}
+	leasesAt := want - 4
+	if version == consumerVersionLeases {
+		if uint64(len(b)) < leasesAt+4+4 {
+			return fail("%d bytes, too short for version 3 with %d acked-ahead entries and %d recent handles", len(b), n, m)
+		}
+		k = binary.BigEndian.Uint32(b[leasesAt:])
+		if k == 0 || k > consumerLeaseLimit {
+			return fail("%d leases, want 1..%d", k, consumerLeaseLimit)
+		}
+		want += 4 + consumerLeaseBytes*uint64(k)
 	}
 	if uint64(len(b)) != want {
 		return fail("%d bytes, header says %d", len(b), want)
@@ -372,6 +457,14 @@ func decodeConsumerState(b []byte) (uint64, ConsumerState, error) {
 		for i := range s.Recent {
 			at := recentAt + 4 + 16*uint64(i)
 			s.Recent[i] = AckedHandle{Offset: int64(binary.BigEndian.Uint64(b[at:])), Nonce: binary.BigEndian.Uint64(b[at+8:])}
+		}
+	}
+	if k > 0 {
+		s.Leases = make([]Lease, k)
+		for i := range s.Leases {
+			at := leasesAt + 4 + consumerLeaseBytes*uint64(i)
+			s.Leases[i] = Lease{Offset: int64(binary.BigEndian.Uint64(b[at:])), Nonce: binary.BigEndian.Uint64(b[at+8:]),
+				Visibility: time.Duration(binary.BigEndian.Uint64(b[at+16:]))}
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -742,6 +835,7 @@ func (c *OffsetCommitter) Update(s ConsumerState) {
 	c.pending.Frontier = s.Frontier
 	c.pending.AckedAhead = append(c.pending.AckedAhead[:0], s.AckedAhead...)
 	c.pending.Recent = append(c.pending.Recent[:0], s.Recent...)
+	c.pending.Leases = append(c.pending.Leases[:0], s.Leases...)
 	c.dirty = !c.hasWritten || !c.pending.Equal(c.written)
 }
 
@@ -804,6 +898,7 @@ func (c *OffsetCommitter) writePending(sync bool) error {
 	c.written.Frontier = c.pending.Frontier
 	c.written.AckedAhead = append(c.written.AckedAhead[:0], c.pending.AckedAhead...)
 	c.written.Recent = append(c.written.Recent[:0], c.pending.Recent...)
+	c.written.Leases = append(c.written.Leases[:0], c.pending.Leases...)
 	c.hasWritten, c.dirty = true, false
 	return nil
 }

@@ -26,6 +26,11 @@ func FuzzConsumerStateDecode(f *testing.F) {
 	recent := consumerTestState(41, 43)
 	recent.Recent = []AckedHandle{{Offset: 43, Nonce: 5}, {Offset: 2, Nonce: 1 << 60}}
 	f.Add(encodeConsumerState(3, recent))
+	leased := recent.Clone()
+	leased.Leases = []Lease{{Offset: 42, Nonce: 9, Visibility: 3e9}, {Offset: 44, Nonce: 1 << 62, Visibility: 1}}
+	f.Add(encodeConsumerState(4, leased))
+	leased.Recent = nil
+	f.Add(encodeConsumerState(5, leased))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(b []byte) {
 			seq, s, err := decodeConsumerState(b)

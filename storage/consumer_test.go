@@ -813,3 +813,103 @@ func TestOffsetCommitterWritesANewRecentHandle(t *testing.T) {
 		t.Fatalf("loaded: got %+v (%v), want %+v", got, err, s)
 	}
 }
+
+// The leases out ride in a version 3 record, with or without recent
+// handles; a state without leases keeps its version 1 or 2 bytes.
+func TestConsumerStateLeasesRoundTripAsVersion3(t *testing.T) {
+	plain := consumerTestState(41, 43, 50)
+	leased := plain.Clone()
+	leased.Leases = []Lease{{Offset: 42, Nonce: 7, Visibility: 3 * time.Second}, {Offset: 51, Nonce: 1 << 63, Visibility: time.Millisecond}}
+	both := leased.Clone()
+	both.Recent = []AckedHandle{{Offset: 43, Nonce: 5}}
+	for _, tc := range []struct {
+		name        string
+		s           ConsumerState
+		wantVersion uint16
+		wantLen     int
+	}{
+		{"two leases, no recent handle", leased, 3, consumerFixedBytes + 8*2 + 4 + 4 + 24*2},
+		{"two leases and a recent handle", both, 3, consumerFixedBytes + 8*2 + 4 + 16 + 4 + 24*2},
+	} {
+		b := encodeConsumerState(9, tc.s)
+		if v := binary.BigEndian.Uint16(b[4:6]); v != tc.wantVersion || len(b) != tc.wantLen {
+			t.Errorf("%s: got version %d in %d bytes, want version %d in %d", tc.name, v, len(b), tc.wantVersion, tc.wantLen)
+		}
+		seq, got, err := decodeConsumerState(b)
+		if err != nil || seq != 9 || !got.Equal(tc.s) {
+			t.Errorf("%s: decode(encode) got seq %d %+v (%v), want seq 9 %+v", tc.name, seq, got, err, tc.s)
+		}
+		if again := encodeConsumerState(seq, got); !bytes.Equal(again, b) {
+			t.Errorf("%s: the decoded state encodes to other bytes", tc.name)
+		}
+	}
+	// A version 3 record that says it has no lease is the encoding of
+	// nothing: refused as corrupt.
+	b := encodeConsumerState(9, plain)
+	b[5] = 3
+	b = append(b[:len(b)-4], 0, 0, 0, 0, 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, consumerCRC))
+	if _, _, err := decodeConsumerState(b); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("version 3 with 0 leases: got %v, want ErrCorrupt", err)
+	}
+}
+
+// A lease names an offset nobody acked, under a handle the API accepts; the
+// clamp keeps those below the HWM only.
+func TestConsumerStateLeasesAreUnackedAndOrdered(t *testing.T) {
+	s := consumerTestState(3, 7)
+	s.Leases = []Lease{{Offset: 5, Nonce: 1, Visibility: time.Second}, {Offset: 8, Nonce: 2, Visibility: time.Second}}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("leases of unacked offsets: got %v, want nil", err)
+	}
+	for _, tc := range []struct {
+		name string
+		l    Lease
+	}{
+		{"at the frontier", Lease{Offset: 3, Nonce: 3, Visibility: time.Second}},
+		{"on an acked-ahead offset", Lease{Offset: 7, Nonce: 3, Visibility: time.Second}},
+		{"below the previous one", Lease{Offset: 6, Nonce: 3, Visibility: time.Second}},
+		{"nonce 0", Lease{Offset: 9, Nonce: 0, Visibility: time.Second}},
+		{"no visibility", Lease{Offset: 9, Nonce: 3}},
+	} {
+		bad := s.Clone()
+		bad.Leases = append(bad.Leases, tc.l)
+		if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a lease %s: got %v, want ErrInvalid", tc.name, err)
+		}
+	}
+	big := EmptyConsumerState()
+	big.Leases = make([]Lease, consumerLeaseLimit+1)
+	if err := big.Validate(); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%d leases: got %v, want ErrTooLarge", len(big.Leases), err)
+	}
+	got, _ := ClampConsumerState(s, 8)
+	if want := s.Leases[:1]; !slices.Equal(got.Leases, want) {
+		t.Errorf("leases clamped to HWM 8: got %v, want %v", got.Leases, want)
+	}
+}
+
+// The committer writes a state whose only change is a lease, and the next
+// life loads it.
+func TestOffsetCommitterWritesANewLease(t *testing.T) {
+	dir := t.TempDir()
+	c, err := NewOffsetCommitter(dir, DefaultConsumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := consumerTestState(3)
+	c.Update(s)
+	if _, err := c.Flush(time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.Leases = []Lease{{Offset: 4, Nonce: 11, Visibility: time.Minute}}
+	c.Update(s)
+	wrote, err := c.Flush(time.Unix(0, 1))
+	if err != nil || !wrote {
+		t.Fatalf("flush after a new lease: got wrote %v (%v), want a write", wrote, err)
+	}
+	got, err := LoadConsumerState(dir)
+	if err != nil || !got.Equal(s) {
+		t.Errorf("load: got %+v (%v), want %+v", got, err, s)
+	}
+}

@@ -22,6 +22,7 @@ var metricHelp = map[string]string{
 	"narad_consume_routed_total":          "Consumes this node answered, by where the leased record's owner was (local or peer).",
 	"narad_ack_total":                     "Leases acked.",
 	"narad_acks_repeated_total":           "Retried acks of a handle whose first ack had taken effect, answered 204 from the partition's memory of recent acks.",
+	"narad_leases_restored_total":         "Leases a partition's previous life wrote with its consumer state and its next one brought back at open, so the holders' acks still find them.",
 	"narad_nack_total":                    "Leases nacked (the record is delivered again).",
 	"narad_extend_total":                  "Leases extended.",
 	"narad_redeliveries_total":            "Records delivered again after a lease expired, a nack or a restart.",

@@ -162,3 +162,59 @@ func TestARetriedAckAnswersOKInThePartitionsNextLife(t *testing.T) {
 		})
 	}
 }
+
+// The process dies while a consumer holds a record: the partition's next
+// life brings the lease back from the state written before the delivery
+// was answered (Config.LeasePersistedMax), so no other consumer gets the
+// record, and the holder's ack, retried against the next life, answers OK.
+// With the leases not written, the record goes at once to whoever asks and
+// the holder's ack is Gone: a duplicate (issue 30, the duplicates after a
+// SIGKILL). The next life opens a copy of the data dir as a kill leaves it.
+func TestALeaseOutWhenTheProcessDiesHoldsItsRecordInTheNextLife(t *testing.T) {
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	for _, tc := range []struct {
+		name        string
+		persisted   int
+		wantConsume messages.Status
+		wantAck     messages.Status
+	}{
+		{"leases written with the state", 1024, messages.StatusEmpty, messages.StatusOK},
+		{"none written", 0, messages.StatusOK, messages.StatusGone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tweak := func(d *Deps) {
+				d.Config.LeasePersistedMax = tc.persisted
+				d.Config.ConsumerFlushInterval = time.Hour // only the delivery's own write
+			}
+			first := newSupervisorRig(t, tweak)
+			orders, k := first.servedWithOneRecord()
+			res := first.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+			if res.Status != messages.StatusOK {
+				t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
+			}
+			d := res.Delivery
+			killed := t.TempDir()
+			if err := os.CopyFS(killed, os.DirFS(first.dataDir)); err != nil {
+				t.Fatal(err)
+			}
+			next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
+			next.replica.put(orders, "n1")
+			next.waitServing(orders, 0, true)
+			if got := next.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved).Status; got != tc.wantConsume {
+				t.Fatalf("another consume in the next life: got status %d, want %d", got, tc.wantConsume)
+			}
+			ack := &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}
+			if got := next.ask(k, ack).(*messages.LeaseResult).Status; got != tc.wantAck {
+				t.Fatalf("the holder's ack in the next life: got status %d, want %d", got, tc.wantAck)
+			}
+			if tc.wantAck == messages.StatusOK {
+				if got := next.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved).Status; got != messages.StatusEmpty {
+					t.Fatalf("consume after the holder's ack: got status %d, want Empty", got)
+				}
+				if got := next.leasesRestored.Get(); got != 1 {
+					t.Errorf("narad_leases_restored_total: got %d, want 1", got)
+				}
+			}
+		})
+	}
+}

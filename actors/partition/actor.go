@@ -65,17 +65,22 @@ type Actor struct {
 	// acks remembers the handles acked lately, so a retried ack answers
 	// 204 again (ackMemory).
 	acks ackMemory
-	// ackAnswers are the senders of acks applied but not yet answered:
-	// their answer waits for the consumer state that holds them to be
-	// written (writeAcks), so a process that dies after a 204 has the ack
-	// on disk. One writeAcks is queued for all of them (ackWriteQueued),
-	// behind whatever the mailbox held, so a burst of acks costs one
-	// write. Bounded by the mailbox: each entry is a request taken from it
-	// since the last write.
-	ackAnswers     []*actor.PID
-	ackWriteQueued bool
+	// held are the answers to acks applied and consumes leased but not
+	// yet answered: each waits for the consumer state that holds its ack
+	// or lease to be written (writeThrough), so a process that dies after
+	// a 204 has the ack on disk, and one that dies after a delivery has
+	// its lease there for the holder's next ack. One writeThrough is
+	// queued for all of them (writeQueued), behind whatever the mailbox
+	// held, so a burst costs one write. Bounded by the mailbox: each entry
+	// is a request taken from it since the last write.
+	held        []heldAnswer
+	writeQueued bool
 	// recent is flush's buffer of the newest acked handles (ackMemory.newest).
 	recent []storage.AckedHandle
+	// leaseBuf and leases are flush's buffers of the leases out
+	// (reservationTable.leasesOut).
+	leaseBuf []heldLease
+	leases   []storage.Lease
 	// boot tells this actor's freezes apart from those of its earlier
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
@@ -167,7 +172,7 @@ func (p *Actor) Receive(ctx actor.Context) {
 		// backlog and leases gauges next finds them counting it.
 		res := p.reserve(ctx, m)
 		p.noteFigures()
-		ctx.Respond(res)
+		p.answerReserve(ctx, res)
 		p.scheduleFlush(ctx)
 	case *messages.ReadAt:
 		ctx.Respond(p.readAt(m))
@@ -176,8 +181,8 @@ func (p *Actor) Receive(ctx actor.Context) {
 		p.noteFigures()
 		p.answerLease(ctx, m, res)
 		p.scheduleFlush(ctx)
-	case writeAcks:
-		p.writeAcks(ctx)
+	case writeThrough:
+		p.writeThrough(ctx)
 	case *messages.GetStats:
 		ctx.Respond(p.stats())
 	case *messages.ListPartition:
@@ -269,6 +274,9 @@ func (p *Actor) start(ctx actor.Context) {
 	p.committer = committer
 	p.marker = readOpenedMarker(p.dir, p.deps.Logger)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
+	if n := p.restoreLeases(st.Leases); n > 0 {
+		p.deps.Metrics.LeasesRestored.Add(n)
+	}
 	p.acks = newAckMemory(p.deps.Config.AckMemoryWindow, p.deps.Config.AckMemoryEntriesMax)
 	// The handles the last life acked just before it ended: a consumer
 	// whose ack answer died with that process retries it against this one.
@@ -337,7 +345,7 @@ func (p *Actor) close(ctx actor.Context) {
 	if err := p.committer.FlushSync(); err != nil {
 		p.deps.Logger.Error("flush consumer state", "partition", p.name, "err", err)
 	}
-	p.answerAcks(ctx)
+	p.answerHeld(ctx)
 	hwm := p.log.HWM()
 	p.deps.Figures.close(p.key)
 	if err := p.log.Close(); err != nil {
@@ -742,9 +750,15 @@ func (p *Actor) lease(m *messages.Lease) *messages.LeaseResult {
 	}
 }
 
-// writeAcks is a partition's own message: write the consumer state now and
-// answer the acks that wait for it (ackAnswers).
-type writeAcks struct{}
+// writeThrough is a partition's own message: write the consumer state now
+// and send the answers that wait for it (held).
+type writeThrough struct{}
+
+// heldAnswer is an answer that waits for the consumer state to be written.
+type heldAnswer struct {
+	to  *actor.PID
+	res any
+}
 
 // answerLease answers an ack once the state that holds it is written, when
 // the acked-ahead set is small enough for a write per burst
@@ -756,29 +770,59 @@ func (p *Actor) answerLease(ctx actor.Context, m *messages.Lease, res *messages.
 		ctx.Respond(res)
 		return
 	}
-	p.ackAnswers = append(p.ackAnswers, ctx.Sender())
-	if !p.ackWriteQueued {
-		p.ackWriteQueued = true
-		ctx.Send(ctx.Self(), writeAcks{})
+	p.hold(ctx, res)
+}
+
+// answerReserve answers a delivery once the state that holds its lease is
+// written, while the partition's leases fit in it
+// (Config.LeasePersistedMax); every other answer goes at once.
+func (p *Actor) answerReserve(ctx actor.Context, res *messages.Reserved) {
+	limit := p.deps.Config.LeasePersistedMax
+	if res.Status != messages.StatusOK || ctx.Sender() == nil || limit == 0 || p.table.inFlight() > limit {
+		ctx.Respond(res)
+		return
+	}
+	p.hold(ctx, res)
+}
+
+func (p *Actor) hold(ctx actor.Context, res any) {
+	p.held = append(p.held, heldAnswer{to: ctx.Sender(), res: res})
+	if !p.writeQueued {
+		p.writeQueued = true
+		ctx.Send(ctx.Self(), writeThrough{})
 	}
 }
 
-// writeAcks writes the consumer state and answers the acks it holds. A
-// failed write is logged by flush and retried by the timer; the acks are
-// answered all the same, as they were before answers waited: they are
-// applied, and the state is as durable as the flush timer makes it.
-func (p *Actor) writeAcks(ctx actor.Context) {
-	p.ackWriteQueued = false
+// writeThrough writes the consumer state and sends the answers it holds. A
+// failed write is logged by flush and retried by the timer; the answers go
+// all the same, as they did before answers waited: the acks are applied and
+// the leases granted, and the state is as durable as the flush timer makes
+// it.
+func (p *Actor) writeThrough(ctx actor.Context) {
+	p.writeQueued = false
 	p.flush()
-	p.answerAcks(ctx)
+	p.answerHeld(ctx)
 }
 
-func (p *Actor) answerAcks(ctx actor.Context) {
-	for _, to := range p.ackAnswers {
-		ctx.Send(to, &messages.LeaseResult{Status: messages.StatusOK})
+func (p *Actor) answerHeld(ctx actor.Context) {
+	for _, a := range p.held {
+		ctx.Send(a.to, a.res)
 	}
-	clear(p.ackAnswers)
-	p.ackAnswers = p.ackAnswers[:0]
+	clear(p.held)
+	p.held = p.held[:0]
+}
+
+// restoreLeases gives the leases the last life wrote back to the table
+// (reservationTable.restoreLeases) and reports how many it restored.
+func (p *Actor) restoreLeases(leases []storage.Lease) int {
+	if p.deps.Config.LeasePersistedMax == 0 || len(leases) == 0 {
+		return 0
+	}
+	held := make([]heldLease, len(leases))
+	for i, l := range leases {
+		held[i] = heldLease{offset: l.Offset, nonce: l.Nonce, visibility: l.Visibility}
+	}
+	return p.table.restoreLeases(p.clock.Now(), held, p.deps.Config.LeaseRestoreSpanMax)
 }
 
 // scheduleFlush arms the consumer-position timer once per interval: an idle
@@ -793,7 +837,7 @@ func (p *Actor) scheduleFlush(ctx actor.Context) {
 }
 
 // flush writes the consumer state if an ack or nack changed it. The timer
-// calls it (flushConsumerState), and so do writeAcks and close.
+// calls it (flushConsumerState), and so do writeThrough and close.
 func (p *Actor) flush() {
 	if !p.dirty || p.log == nil {
 		return
@@ -801,7 +845,12 @@ func (p *Actor) flush() {
 	p.dirty = false
 	frontier, ahead := p.table.state()
 	p.recent = p.acks.newest(p.recent[:0], p.deps.Config.AckMemoryPersistedMax)
-	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead, Recent: p.recent})
+	p.leaseBuf = p.table.leasesOut(p.leaseBuf[:0], p.clock.Now(), p.deps.Config.LeasePersistedMax)
+	p.leases = p.leases[:0]
+	for _, l := range p.leaseBuf {
+		p.leases = append(p.leases, storage.Lease{Offset: l.offset, Nonce: l.nonce, Visibility: l.visibility})
+	}
+	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead, Recent: p.recent, Leases: p.leases})
 	if _, err := p.committer.Flush(time.Now()); err != nil {
 		p.deps.Logger.Error("write consumer state", "partition", p.name, "err", err)
 		p.dirty = true

@@ -47,13 +47,31 @@ type Config struct {
 	// retried against its next life, and there are about as many as
 	// consumers acking at once, not a minute of them. 0 writes none.
 	AckMemoryPersistedMax int
+	// LeasePersistedMax is how many of a partition's leases out each
+	// consumer-state write carries (24 bytes each, lowest offsets first),
+	// restored at open with a full visibility each (restoreLeases): a
+	// consumer holding a record when its owner was killed retries its ack
+	// against the next life and finds its lease, where the record would
+	// otherwise go at once to another consumer, a duplicate. While a
+	// partition holds at most this many leases, a delivery is answered
+	// only once the state holding its lease is written (to the page
+	// cache, one write per mailbox burst, as acks are); above it the
+	// timer writes them. The price: after a crash, a record whose holder
+	// died with it waits one more visibility. 0 turns it off.
+	LeasePersistedMax int
+	// LeaseRestoreSpanMax bounds how far past the frontier a restored
+	// lease may lie: every unacked offset below the highest one restored
+	// becomes redeliverable at open, a map entry each, since the last life
+	// may have delivered it. A lease further out is not restored; its
+	// record is served again at once.
+	LeaseRestoreSpanMax int64
 }
 
 // DefaultConfig is the partition actors' settings as a node runs them.
 func DefaultConfig() Config {
 	return Config{ConsumerFlushInterval: 100 * time.Millisecond, LeaseDrainTimeout: 500 * time.Millisecond,
 		MoveChunkReadsInFlight: 8, AckMemoryWindow: time.Minute, AckMemoryEntriesMax: 4096,
-		AckWriteThroughEntriesMax: 1024, AckMemoryPersistedMax: 64}
+		AckWriteThroughEntriesMax: 1024, AckMemoryPersistedMax: 64, LeasePersistedMax: 1024, LeaseRestoreSpanMax: 1 << 16}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -74,6 +92,10 @@ func (c Config) Validate() error {
 		return bad("AckWriteThroughEntriesMax", c.AckWriteThroughEntriesMax, "must be within 0..65536 (0: acks are answered before their state is written)")
 	case c.AckMemoryPersistedMax < 0 || c.AckMemoryPersistedMax > 1024:
 		return bad("AckMemoryPersistedMax", c.AckMemoryPersistedMax, "must be within 0..1024 (the consumer state's limit)")
+	case c.LeasePersistedMax < 0 || c.LeasePersistedMax > 1<<16:
+		return bad("LeasePersistedMax", c.LeasePersistedMax, "must be within 0..65536 (the consumer state's limit; 0: leases die with the process)")
+	case c.LeasePersistedMax > 0 && (c.LeaseRestoreSpanMax < 1 || c.LeaseRestoreSpanMax > 1<<22):
+		return bad("LeaseRestoreSpanMax", c.LeaseRestoreSpanMax, "must be within 1..4194304 while leases are persisted")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	}

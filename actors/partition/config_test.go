@@ -42,6 +42,13 @@ func TestConfigValidateBounds(t *testing.T) {
 		{"AckMemoryPersistedMax -1", func(c *Config) { c.AckMemoryPersistedMax = -1 }, "AckMemoryPersistedMax"},
 		{"AckMemoryPersistedMax 1024", func(c *Config) { c.AckMemoryPersistedMax = 1024 }, ""},
 		{"AckMemoryPersistedMax 1025", func(c *Config) { c.AckMemoryPersistedMax = 1025 }, "AckMemoryPersistedMax"},
+		{"LeasePersistedMax 0", func(c *Config) { c.LeasePersistedMax = 0 }, ""},
+		{"LeasePersistedMax -1", func(c *Config) { c.LeasePersistedMax = -1 }, "LeasePersistedMax"},
+		{"LeasePersistedMax 65536", func(c *Config) { c.LeasePersistedMax = 1 << 16 }, ""},
+		{"LeasePersistedMax 65537", func(c *Config) { c.LeasePersistedMax = 1<<16 + 1 }, "LeasePersistedMax"},
+		{"LeaseRestoreSpanMax 0", func(c *Config) { c.LeaseRestoreSpanMax = 0 }, "LeaseRestoreSpanMax"},
+		{"LeaseRestoreSpanMax 0, leases off", func(c *Config) { c.LeaseRestoreSpanMax, c.LeasePersistedMax = 0, 0 }, ""},
+		{"LeaseRestoreSpanMax past the acked-ahead limit", func(c *Config) { c.LeaseRestoreSpanMax = 1<<22 + 1 }, "LeaseRestoreSpanMax"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

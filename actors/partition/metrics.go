@@ -23,4 +23,7 @@ type Metrics struct {
 	// AcksRepeated counts retried acks of a handle already acked through
 	// it, answered 204 from the partition's memory (ackMemory).
 	AcksRepeated *metrics.Counter
+	// LeasesRestored counts leases a partition's previous life wrote and
+	// its next one brought back at open (restoreLeases).
+	LeasesRestored *metrics.Counter
 }

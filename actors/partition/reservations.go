@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -97,6 +98,9 @@ func (o ackOutcome) String() string {
 type resvLease struct {
 	nonce    uint64
 	deadline time.Time
+	// visibility is the lease's length as granted or last extended; a
+	// restarted owner grants it again (restoreLeases).
+	visibility time.Duration
 }
 
 // resvExpiry is an expiry heap entry. It is live only while the lease of
@@ -131,8 +135,9 @@ type reservationTable struct {
 
 // newReservationTable restores persisted consumer state: offsets <= frontier
 // or in ackedAhead are never delivered again. Everything else from frontier+1
-// on counts as never delivered, which is right after a restart or a move:
-// leases do not survive either (rule K5), so their records are served again.
+// on counts as never delivered, which is right after a move: leases do not
+// travel (rule K5), so their records are served again. After a restart,
+// restoreLeases then brings back the leases the last life wrote.
 // The input is normalised rather than trusted: a frontier below -1 is -1,
 // acked-ahead entries <= frontier are dropped and an entry at frontier+1
 // advances the frontier. ackedAhead is not retained.
@@ -154,6 +159,86 @@ func newReservationTable(frontier int64, ackedAhead []int64) *reservationTable {
 	t.next = t.frontier + 1
 	t.resvFixNext()
 	return t
+}
+
+// heldLease is a lease as the consumer state keeps it across a restart:
+// offset, nonce and length, no deadline (a deadline of another life's clock
+// means nothing to this one).
+type heldLease struct {
+	offset     int64
+	nonce      uint64
+	visibility time.Duration
+}
+
+// restoreLeases brings back the leases a previous life of the partition had
+// out when it last wrote its state, on a table just made by
+// newReservationTable. Each is granted its own visibility again from now:
+// its holder could not ack while no owner was up, and the ack it retries
+// against this life must find the lease, not a redelivery to another
+// consumer. The handles stay the same, so that retry is an ordinary ack.
+//
+// Every other unacked offset up to the highest restored lease becomes
+// pending: the previous life may have delivered it (its lease was not
+// written, expired or was nacked), and the invariant "everything below next
+// is acked, leased or pending" must hold. So a lease further than spanMax
+// past the frontier is not restored (its record is served again, as it was
+// before leases were kept), which bounds the pending set this makes. Leases
+// on acked offsets, with nonce 0 or no visibility, or repeating an offset
+// are skipped: the input is normalised, not trusted, as in
+// newReservationTable. The caller has already dropped leases at or past the
+// HWM (storage.ClampConsumerState). It returns how many it restored. O(n +
+// span log span).
+func (t *reservationTable) restoreLeases(now time.Time, held []heldLease, spanMax int64) (restored int) {
+	top := int64(-1)
+	for _, l := range held {
+		if l.offset <= t.frontier || l.offset-t.frontier > spanMax || l.nonce == 0 || l.visibility <= 0 {
+			continue
+		}
+		if _, acked := t.ackedAhead[l.offset]; acked {
+			continue
+		}
+		if _, dup := t.leases[l.offset]; dup {
+			continue
+		}
+		deadline := now.Add(l.visibility)
+		t.leases[l.offset] = resvLease{nonce: l.nonce, deadline: deadline, visibility: l.visibility}
+		t.expiry.push(resvExpiry{deadline: deadline, offset: l.offset, nonce: l.nonce})
+		top = max(top, l.offset)
+		restored++
+	}
+	for off := t.next; off < top; off++ {
+		if _, acked := t.ackedAhead[off]; acked {
+			continue
+		}
+		if _, leased := t.leases[off]; leased {
+			continue
+		}
+		t.resvAddPending(off)
+	}
+	if top >= t.next {
+		t.next = top + 1
+		t.resvFixNext()
+	}
+	return restored
+}
+
+// leasesOut appends to dst the leases out at now, lowest offsets first, at
+// most limit of them, for the consumer state (restoreLeases reads them
+// back). A lease past its deadline is left out even if not reaped yet: its
+// record is redeliverable. O(n log n) in the leases out.
+func (t *reservationTable) leasesOut(dst []heldLease, now time.Time, limit int) []heldLease {
+	start := len(dst)
+	for off, l := range t.leases {
+		if l.deadline.After(now) {
+			dst = append(dst, heldLease{offset: off, nonce: l.nonce, visibility: l.visibility})
+		}
+	}
+	out := dst[start:]
+	slices.SortFunc(out, func(a, b heldLease) int { return cmp.Compare(a.offset, b.offset) })
+	if len(out) > limit {
+		dst = dst[:start+max(limit, 0)]
+	}
+	return dst
 }
 
 // reserve leases the lowest deliverable offset until now+lim.Visibility
@@ -183,7 +268,7 @@ func (t *reservationTable) reserve(now time.Time, lim reserveLimits, nonce uint6
 		return -1, false
 	}
 	deadline := now.Add(lim.Visibility)
-	t.leases[offset] = resvLease{nonce: nonce, deadline: deadline}
+	t.leases[offset] = resvLease{nonce: nonce, deadline: deadline, visibility: lim.Visibility}
 	t.expiry.push(resvExpiry{deadline: deadline, offset: offset, nonce: nonce})
 	return offset, true
 }
@@ -292,7 +377,7 @@ func (t *reservationTable) extend(now time.Time, offset int64, nonce uint64, vis
 		return ackGone
 	}
 	deadline := now.Add(visibility)
-	t.leases[offset] = resvLease{nonce: nonce, deadline: deadline}
+	t.leases[offset] = resvLease{nonce: nonce, deadline: deadline, visibility: visibility}
 	t.expiry.push(resvExpiry{deadline: deadline, offset: offset, nonce: nonce})
 	return ackDone
 }

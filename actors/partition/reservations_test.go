@@ -280,6 +280,74 @@ func TestReservationRestoreNormalisesTheState(t *testing.T) {
 	s.reserve(2, 6)
 }
 
+// A restart that kept the leases out: the holder of one acks it with the
+// handle the last life gave, and nobody else gets its record meanwhile.
+func TestReservationRestoredLeaseHoldsItsRecordForItsHolder(t *testing.T) {
+	s := resvRestore(t, 8, 1, []int64{4})
+	held := []heldLease{{offset: 3, nonce: 7, visibility: 5 * time.Second}, {offset: 5, nonce: 8, visibility: time.Minute}}
+	if got := s.tab.restoreLeases(s.now, held, 100); got != 2 {
+		t.Fatalf("restoreLeases: got %d restored, want 2", got)
+	}
+	s.inFlight(2)
+	// 2 may have been delivered by the last life: it is served first,
+	// then the records past the highest lease.
+	s.reserve(1, 2)
+	s.reserve(2, 6)
+	s.reserve(10, 7)
+	s.ack(3, 7, ackDone)
+	s.ack(5, 9, ackGone)
+	s.after(time.Minute)
+	// The lease of 5 ran a full minute from the restart: only now is its
+	// record served again.
+	s.reserve(3, 2)
+	s.reserve(4, 5)
+	s.reserve(11, 6)
+}
+
+// What restoreLeases must not bring back: leases on acked offsets, beyond
+// the span, with nonce 0, no visibility or a repeated offset.
+func TestReservationRestoreLeasesSkipsWhatCannotBeALease(t *testing.T) {
+	s := resvRestore(t, 20, 1, []int64{4})
+	held := []heldLease{
+		{offset: 1, nonce: 1, visibility: time.Second},  // acked (frontier)
+		{offset: 4, nonce: 2, visibility: time.Second},  // acked ahead
+		{offset: 3, nonce: 0, visibility: time.Second},  // nonce 0
+		{offset: 5, nonce: 3},                           // no visibility
+		{offset: 6, nonce: 4, visibility: time.Second},  // kept
+		{offset: 6, nonce: 5, visibility: time.Second},  // repeated
+		{offset: 12, nonce: 6, visibility: time.Second}, // 11 past the frontier
+	}
+	if got := s.tab.restoreLeases(s.now, held, 10); got != 1 {
+		t.Fatalf("restoreLeases: got %d restored, want 1", got)
+	}
+	s.ack(6, 4, ackDone)
+	for _, want := range []int64{2, 3, 5, 7, 8} {
+		s.reserve(uint64(100+want), want)
+	}
+}
+
+// leasesOut lists the live leases lowest first, at most the limit, with
+// the length each was granted or extended to.
+func TestReservationLeasesOutAreLiveAndLowestFirst(t *testing.T) {
+	s := resvStart(t, 10)
+	for i := range int64(4) {
+		s.reserve(uint64(i+1), i)
+	}
+	s.lim.Visibility = time.Minute
+	s.extend(1, 2, ackDone)
+	s.lim.Visibility = time.Second
+	s.reserve(5, 4)
+	s.after(2 * time.Second) // 4's lease has expired, not yet reaped
+	got := s.tab.leasesOut(nil, s.now, 3)
+	want := []heldLease{{0, 1, resvVis}, {1, 2, time.Minute}, {2, 3, resvVis}}
+	if !slices.Equal(got, want) {
+		t.Errorf("leasesOut(limit 3): got %v, want %v", got, want)
+	}
+	if got := s.tab.leasesOut(nil, s.now, 10); len(got) != 4 {
+		t.Errorf("leasesOut(limit 10): got %v, want the 4 leases not expired", got)
+	}
+}
+
 func TestReservationRetentionSkipsOffsetsBelowOldest(t *testing.T) {
 	s := resvStart(t, 10)
 	s.reserve(1, 0)
@@ -543,7 +611,7 @@ func (m *resvModel) reserve(now time.Time, lim reserveLimits, nonce uint64) (int
 		return -1, false
 	}
 	m.delivered[pick] = true
-	m.leases[pick] = resvLease{nonce: nonce, deadline: now.Add(lim.Visibility)}
+	m.leases[pick] = resvLease{nonce: nonce, deadline: now.Add(lim.Visibility), visibility: lim.Visibility}
 	return pick, true
 }
 
@@ -569,7 +637,7 @@ func (m *resvModel) extend(now time.Time, off int64, nonce uint64, vis time.Dura
 	if !m.holds(now, off, nonce) {
 		return ackGone
 	}
-	m.leases[off] = resvLease{nonce: nonce, deadline: now.Add(vis)}
+	m.leases[off] = resvLease{nonce: nonce, deadline: now.Add(vis), visibility: vis}
 	return ackDone
 }
 
@@ -826,6 +894,8 @@ func (h *resvHarness) step(c resvChooser) {
 		h.m.leases = map[int64]resvLease{}
 		h.tab.dropLeases()
 		h.log("dropLeases")
+	case op < 92 && c.pick(2) == 0:
+		h.restartKeepingLeases(int(1+c.pick(4)), int64(1+c.pick(8)))
 	case op < 92:
 		// A restart or a move: only the persisted position survives.
 		f, ahead := h.tab.state()
@@ -853,6 +923,44 @@ func (h *resvHarness) step(c resvChooser) {
 		h.reserve()
 	}
 	h.check()
+}
+
+// restartKeepingLeases is a restart whose state carried the leases out
+// (at most limit, lowest first) and restores those within span of the
+// frontier: the model keeps exactly those, each with its visibility again
+// from now, and counts every offset up to the highest as delivered.
+func (h *resvHarness) restartKeepingLeases(limit int, span int64) {
+	f, ahead := h.tab.state()
+	held := h.tab.leasesOut(nil, h.now, limit)
+	h.tab = newReservationTable(f, ahead)
+	got := h.tab.restoreLeases(h.now, held, span)
+	h.log("restart(%d, %v) keeping %d of the leases within %d: restored %d", f, ahead, limit, span, got)
+
+	var live []int64
+	for off, l := range h.m.leases {
+		if l.deadline.After(h.now) {
+			live = append(live, off)
+		}
+	}
+	slices.Sort(live)
+	kept := map[int64]resvLease{}
+	top := int64(-1)
+	for _, off := range live[:min(limit, len(live))] {
+		if off-f > span {
+			continue
+		}
+		l := h.m.leases[off]
+		kept[off] = resvLease{nonce: l.nonce, deadline: h.now.Add(l.visibility), visibility: l.visibility}
+		top = max(top, off)
+	}
+	h.m.leases = kept
+	h.m.delivered = map[int64]bool{}
+	for off := f + 1; off <= top; off++ {
+		h.m.delivered[off] = true
+	}
+	if got != len(kept) {
+		h.fail("restoreLeases: got %d restored, want %d", got, len(kept))
+	}
 }
 
 // check compares the visible state with the model and the table's internals
