@@ -743,17 +743,7 @@ func TestConsumerStateRecentHandlesRoundTripAsVersion2(t *testing.T) {
 		{"no recent handles", plain, 1, consumerFixedBytes + 8*2},
 		{"three recent handles", withRecent, 2, consumerFixedBytes + 8*2 + 4 + 16*3},
 	} {
-		b := encodeConsumerState(9, tc.s)
-		if v := binary.BigEndian.Uint16(b[4:6]); v != tc.wantVersion || len(b) != tc.wantLen {
-			t.Errorf("%s: got version %d in %d bytes, want version %d in %d", tc.name, v, len(b), tc.wantVersion, tc.wantLen)
-		}
-		seq, got, err := decodeConsumerState(b)
-		if err != nil || seq != 9 || !got.Equal(tc.s) {
-			t.Errorf("%s: decode(encode) got seq %d %+v (%v), want seq 9 %+v", tc.name, seq, got, err, tc.s)
-		}
-		if again := encodeConsumerState(seq, got); !bytes.Equal(again, b) {
-			t.Errorf("%s: the decoded state encodes to other bytes", tc.name)
-		}
+		checkConsumerRoundTrip(t, tc.name, tc.s, tc.wantVersion, tc.wantLen)
 	}
 	// A version 2 record that says it has no handle is not the encoding
 	// of anything: refused as corrupt.
@@ -790,27 +780,36 @@ func TestConsumerStateRecentHandlesAreAcked(t *testing.T) {
 	}
 }
 
-// The committer writes a state whose only change is a new recent handle:
-// it is what the next life answers a retried ack from.
-func TestOffsetCommitterWritesANewRecentHandle(t *testing.T) {
-	dir := t.TempDir()
-	c, err := NewOffsetCommitter(dir, DefaultConsumerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := consumerTestState(3)
-	c.Update(s)
-	if _, err := c.Flush(time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	s.Recent = []AckedHandle{{Offset: 3, Nonce: 11}}
-	c.Update(s)
-	if wrote, err := c.Flush(time.Now()); err != nil || !wrote {
-		t.Fatalf("flush of a state with a new recent handle: got wrote %v (%v), want a write", wrote, err)
-	}
-	got, err := LoadConsumerState(dir)
-	if err != nil || !got.Equal(s) {
-		t.Fatalf("loaded: got %+v (%v), want %+v", got, err, s)
+// The committer writes a state whose only change is a new recent handle
+// (what the next life answers a retried ack from) or a new lease (what it
+// keeps for the lease's holder), and the next life loads it.
+func TestOffsetCommitterWritesANewRecentHandleOrLease(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*ConsumerState)
+	}{
+		{"a new recent handle", func(s *ConsumerState) { s.Recent = []AckedHandle{{Offset: 3, Nonce: 11}} }},
+		{"a new lease", func(s *ConsumerState) { s.Leases = []Lease{{Offset: 4, Nonce: 11, Visibility: time.Minute}} }},
+	} {
+		dir := t.TempDir()
+		c, err := NewOffsetCommitter(dir, DefaultConsumerConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := consumerTestState(3)
+		c.Update(s)
+		if _, err := c.Flush(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		tc.change(&s)
+		c.Update(s)
+		if wrote, err := c.Flush(time.Now()); err != nil || !wrote {
+			t.Fatalf("flush of a state with %s: got wrote %v (%v), want a write", tc.name, wrote, err)
+		}
+		got, err := LoadConsumerState(dir)
+		if err != nil || !got.Equal(s) {
+			t.Fatalf("%s, loaded: got %+v (%v), want %+v", tc.name, got, err, s)
+		}
 	}
 }
 
@@ -831,17 +830,7 @@ func TestConsumerStateLeasesRoundTripAsVersion3(t *testing.T) {
 		{"two leases, no recent handle", leased, 3, consumerFixedBytes + 8*2 + 4 + 4 + 24*2},
 		{"two leases and a recent handle", both, 3, consumerFixedBytes + 8*2 + 4 + 16 + 4 + 24*2},
 	} {
-		b := encodeConsumerState(9, tc.s)
-		if v := binary.BigEndian.Uint16(b[4:6]); v != tc.wantVersion || len(b) != tc.wantLen {
-			t.Errorf("%s: got version %d in %d bytes, want version %d in %d", tc.name, v, len(b), tc.wantVersion, tc.wantLen)
-		}
-		seq, got, err := decodeConsumerState(b)
-		if err != nil || seq != 9 || !got.Equal(tc.s) {
-			t.Errorf("%s: decode(encode) got seq %d %+v (%v), want seq 9 %+v", tc.name, seq, got, err, tc.s)
-		}
-		if again := encodeConsumerState(seq, got); !bytes.Equal(again, b) {
-			t.Errorf("%s: the decoded state encodes to other bytes", tc.name)
-		}
+		checkConsumerRoundTrip(t, tc.name, tc.s, tc.wantVersion, tc.wantLen)
 	}
 	// A version 3 record that says it has no lease is the encoding of
 	// nothing: refused as corrupt.
@@ -889,27 +878,19 @@ func TestConsumerStateLeasesAreUnackedAndOrdered(t *testing.T) {
 	}
 }
 
-// The committer writes a state whose only change is a lease, and the next
-// life loads it.
-func TestOffsetCommitterWritesANewLease(t *testing.T) {
-	dir := t.TempDir()
-	c, err := NewOffsetCommitter(dir, DefaultConsumerConfig())
-	if err != nil {
-		t.Fatal(err)
+// checkConsumerRoundTrip encodes s, expects the version and length given,
+// decodes it back to s and the decoded state to the same bytes.
+func checkConsumerRoundTrip(t *testing.T, name string, s ConsumerState, wantVersion uint16, wantLen int) {
+	t.Helper()
+	b := encodeConsumerState(9, s)
+	if v := binary.BigEndian.Uint16(b[4:6]); v != wantVersion || len(b) != wantLen {
+		t.Errorf("%s: got version %d in %d bytes, want version %d in %d", name, v, len(b), wantVersion, wantLen)
 	}
-	s := consumerTestState(3)
-	c.Update(s)
-	if _, err := c.Flush(time.Unix(0, 0)); err != nil {
-		t.Fatal(err)
+	seq, got, err := decodeConsumerState(b)
+	if err != nil || seq != 9 || !got.Equal(s) {
+		t.Errorf("%s: decode(encode) got seq %d %+v (%v), want seq 9 %+v", name, seq, got, err, s)
 	}
-	s.Leases = []Lease{{Offset: 4, Nonce: 11, Visibility: time.Minute}}
-	c.Update(s)
-	wrote, err := c.Flush(time.Unix(0, 1))
-	if err != nil || !wrote {
-		t.Fatalf("flush after a new lease: got wrote %v (%v), want a write", wrote, err)
-	}
-	got, err := LoadConsumerState(dir)
-	if err != nil || !got.Equal(s) {
-		t.Errorf("load: got %+v (%v), want %+v", got, err, s)
+	if again := encodeConsumerState(seq, got); !bytes.Equal(again, b) {
+		t.Errorf("%s: the decoded state encodes to other bytes", name)
 	}
 }

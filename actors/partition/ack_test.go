@@ -133,22 +133,12 @@ func TestARetriedAckAnswersOKInThePartitionsNextLife(t *testing.T) {
 			}
 			first := newSupervisorRig(t, tweak)
 			orders, k := first.servedWithOneRecord()
-			res := first.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
-			if res.Status != messages.StatusOK {
-				t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
-			}
-			d := res.Delivery
+			d := first.leaseWith(k, lim)
 			ack := &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}
 			if got := first.ask(k, ack).(*messages.LeaseResult).Status; got != messages.StatusOK {
 				t.Fatalf("ack: got status %d, want OK", got)
 			}
-			killed := t.TempDir()
-			if err := os.CopyFS(killed, os.DirFS(first.dataDir)); err != nil {
-				t.Fatal(err)
-			}
-			next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
-			next.replica.put(orders, "n1")
-			next.waitServing(orders, 0, true)
+			next := first.nextLife(t, orders, tweak)
 			if got := next.ask(k, ack).(*messages.LeaseResult).Status; got != tc.want {
 				t.Fatalf("the ack retried in the next life: got status %d, want %d", got, tc.want)
 			}
@@ -188,18 +178,8 @@ func TestALeaseOutWhenTheProcessDiesHoldsItsRecordInTheNextLife(t *testing.T) {
 			}
 			first := newSupervisorRig(t, tweak)
 			orders, k := first.servedWithOneRecord()
-			res := first.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
-			if res.Status != messages.StatusOK {
-				t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
-			}
-			d := res.Delivery
-			killed := t.TempDir()
-			if err := os.CopyFS(killed, os.DirFS(first.dataDir)); err != nil {
-				t.Fatal(err)
-			}
-			next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
-			next.replica.put(orders, "n1")
-			next.waitServing(orders, 0, true)
+			d := first.leaseWith(k, lim)
+			next := first.nextLife(t, orders, tweak)
 			if got := next.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved).Status; got != tc.wantConsume {
 				t.Fatalf("another consume in the next life: got status %d, want %d", got, tc.wantConsume)
 			}
@@ -217,4 +197,31 @@ func TestALeaseOutWhenTheProcessDiesHoldsItsRecordInTheNextLife(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaseWith leases partition k's next record under lim, failing the test
+// if none is served.
+func (r *supervisorRig) leaseWith(k messages.PartitionKey, lim messages.ConsumeLimits) messages.Delivery {
+	r.t.Helper()
+	res := r.ask(k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+	if res.Status != messages.StatusOK {
+		r.t.Fatalf("reserve: got status %d (%s), want OK", res.Status, res.Err)
+	}
+	return res.Delivery
+}
+
+// nextLife is the partitions' next life after a kill of this rig's
+// process: a second rig opening a copy of the data dir as a kill leaves it
+// (this one still runs, so nothing was flushed on a way out), serving
+// topic orders here.
+func (r *supervisorRig) nextLife(t *testing.T, orders messages.Topic, tweak func(*Deps)) *supervisorRig {
+	t.Helper()
+	killed := t.TempDir()
+	if err := os.CopyFS(killed, os.DirFS(r.dataDir)); err != nil {
+		t.Fatal(err)
+	}
+	next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
+	next.replica.put(orders, "n1")
+	next.waitServing(orders, 0, true)
+	return next
 }
