@@ -160,12 +160,18 @@ func TestAConsumeThroughANonOwnerAsksOneOwnerOnce(t *testing.T) {
 // A record whose lease a restart of its owner dropped is deliverable again
 // with no commit: the partition announces itself as it opens, so a node
 // that believed it empty asks it at once (not only at its next full scan,
-// which this cluster never makes within a consume).
+// which this cluster never makes within a consume). The nodes keep no
+// leases across a restart (LeasePersistedMax 0), so the record's lease dies
+// with the kill; a node that keeps them opens with it leased.
 func TestAPartitionThatOpensWithRecordsToDeliverIsAnnounced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
 	}
-	c := routedCluster(t, "open")
+	c := newTestCluster(t, 3, func(i int, c *Config) {
+		c.NodeID = fmt.Sprintf("open%d", i+1)
+		c.ConsumeRescanInterval, c.ConsumeFullScanInterval = time.Minute, time.Minute
+		c.Partition.LeasePersistedMax = 0
+	})
 	const partitions = 3
 	c.node(0).createTopic("reopen", partitions)
 	p, owner := c.ownedElsewhere(0, "reopen", partitions)

@@ -98,13 +98,15 @@ func TestIssue14AReceiptHandleCannotBeGuessedFromAnother(t *testing.T) {
 }
 
 // Issue 14 item 4: a lease after a restart never matches a handle from
-// before it, though it leases the same offset.
+// before it, though it leases the same offset. The handle from before was
+// nacked, so the restart keeps no lease of the record and serves it again.
 func TestIssue14AHandleFromBeforeARestartMatchesNoLeaseAfterIt(t *testing.T) {
 	tn := ctNode(t)
 	tn.createTopic("reboot", 3)
 	ctProduce(t, tn, "reboot", "partition=0", []byte("a"))
 	ctWaitCommitted(t, tn, "reboot", 0, 0)
 	before := ctConsume(t, tn, "reboot", "partition=0")
+	ctWantEmpty(t, "nack before the restart", ctAck(t, tn, "reboot", before.ReceiptHandle, "&extend=0"), http.StatusNoContent)
 	tn.restart()
 	after := ctConsume(t, tn, "reboot", "partition=0&wait=5s")
 	if before == nil || after == nil || after.Offset != before.Offset {

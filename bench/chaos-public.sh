@@ -15,7 +15,7 @@
 # waits for its /readyz and pauses 1-3 s. The schedule's seed is printed
 # (RANDOM is seeded with it), so SEED=... replays a run's choices.
 #
-# Env: RUNS (5), SIGNAL (KILL), SIDES ("ours"; "ours public" also runs the
+# Env: RUNS (5), SIGNAL (KILL; NONE throws no fault, the baseline), SIDES ("ours"; "ours public" also runs the
 # public Narad, PUBLIC_NARAD its binary, alternating which goes first),
 # OUR_NARAD (built from this checkout when unset), MESSAGES (2400), SEED.
 # It prints one line per run and side (PASS or the driver's last line, and
@@ -30,7 +30,7 @@ RUNS=${RUNS:-5}
 SIGNAL=${SIGNAL:-KILL}
 SIDES=${SIDES:-ours}
 MESSAGES=${MESSAGES:-2400}
-case "$SIGNAL" in KILL | TERM) ;; *) echo "chaos-public: SIGNAL must be KILL or TERM, got $SIGNAL" >&2; exit 2 ;; esac
+case "$SIGNAL" in KILL | TERM | NONE) ;; *) echo "chaos-public: SIGNAL must be KILL, TERM or NONE, got $SIGNAL" >&2; exit 2 ;; esac
 for s in $SIDES; do
   case "$s" in ours) ;; public) : "${PUBLIC_NARAD:?PUBLIC_NARAD: the public Narad binary, for SIDES=public}" ;;
   *) echo "chaos-public: SIDES holds ours and public, got $s" >&2; exit 2 ;; esac
@@ -85,6 +85,12 @@ restarts() {
   local t0 i p pause
   t0=$(now_ms)
   sleep 2
+  if [ "$SIGNAL" = NONE ]; then
+    # The baseline: no fault. Short sleeps, so none outlives the kill of
+    # this subshell holding the caller's output open.
+    : >"$out.schedule"
+    while true; do sleep 1; done
+  fi
   while true; do
     i=$(( RANDOM % 3 + 1 )); pause=$(( 1 + RANDOM % 3 ))
     p=$(cat "$cdir/pid.$i")
@@ -130,7 +136,7 @@ for run in $(seq 1 "$RUNS"); do
     for i in 1 2 3; do echo "repeated n$i $(repeated "$i")" >>"$out.repeated"; done
     acks_repeated=$(awk '{ n += $3 } END { print n + 0 }' "$out.repeated")
     leases_restored=$(awk '{ n += $4 } END { print n + 0 }' "$out.repeated")
-    faults=$(grep -c "SIG" "$out.schedule" 2>/dev/null || echo 0)
+    faults=$(grep -c "SIG" "$out.schedule" 2>/dev/null) || true; faults=${faults:-0}
     for i in 1 2 3; do kill -9 "$(cat "$cdir/pid.$i")" 2>/dev/null || true; done
     [ "$side" = ours ] && kill -9 "${pids[-1]}" 2>/dev/null || true
     wait 2>/dev/null || true
