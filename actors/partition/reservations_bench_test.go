@@ -144,3 +144,35 @@ func BenchmarkReserveAck(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLeasesOutAndRestore measures what keeping leases across a
+// restart costs the table: leasesOut, which every consumer-state write
+// with leases out runs (1,000 here, about the LeasePersistedMax default),
+// and restoreLeases into a fresh table, which an open runs once.
+func BenchmarkLeasesOutAndRestore(b *testing.B) {
+	const out = 1000
+	lim := reserveLimits{HWM: 1 << 62, MaxInFlight: out, MaxAckedAhead: 1 << 20, Visibility: 30 * time.Second}
+	tab := newReservationTable(-1, nil)
+	for n := range uint64(out) {
+		tab.reserve(resvEpoch, lim, n+1)
+	}
+	b.Run("leasesOut", func(b *testing.B) {
+		var buf []heldLease
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = tab.leasesOut(buf[:0], resvEpoch, out)
+		}
+		if len(buf) != out {
+			b.Fatalf("leasesOut: got %d, want %d", len(buf), out)
+		}
+	})
+	b.Run("restoreLeases", func(b *testing.B) {
+		held := tab.leasesOut(nil, resvEpoch, out)
+		b.ReportAllocs()
+		for b.Loop() {
+			if got := newReservationTable(-1, nil).restoreLeases(resvEpoch, held, 1<<16); got != out {
+				b.Fatalf("restoreLeases: got %d, want %d", got, out)
+			}
+		}
+	})
+}
