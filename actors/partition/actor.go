@@ -77,10 +77,8 @@ type Actor struct {
 	writeQueued bool
 	// recent is flush's buffer of the newest acked handles (ackMemory.newest).
 	recent []storage.AckedHandle
-	// leaseBuf and leases are flush's buffers of the leases out
-	// (reservationTable.leasesOut).
-	leaseBuf []heldLease
-	leases   []storage.Lease
+	// leases is flush's buffer of the leases out (reservationTable.leasesOut).
+	leases []storage.Lease
 	// boot tells this actor's freezes apart from those of its earlier
 	// lives (freeze.Prepare, freeze.Reopen). Lease nonces are drawn
 	// apart (leaseNonce).
@@ -274,8 +272,10 @@ func (p *Actor) start(ctx actor.Context) {
 	p.committer = committer
 	p.marker = readOpenedMarker(p.dir, p.deps.Logger)
 	p.table = newReservationTable(st.Frontier, st.AckedAhead)
-	if n := p.restoreLeases(st.Leases); n > 0 {
-		p.deps.Metrics.LeasesRestored.Add(n)
+	if p.deps.Config.LeasePersistedMax > 0 {
+		// The leases the last life wrote: their holders' acks, retried
+		// against this life, find them.
+		p.deps.Metrics.LeasesRestored.Add(p.table.restoreLeases(p.clock.Now(), st.Leases, p.deps.Config.LeaseRestoreSpanMax))
 	}
 	p.acks = newAckMemory(p.deps.Config.AckMemoryWindow, p.deps.Config.AckMemoryEntriesMax)
 	// The handles the last life acked just before it ended: a consumer
@@ -812,19 +812,6 @@ func (p *Actor) answerHeld(ctx actor.Context) {
 	p.held = p.held[:0]
 }
 
-// restoreLeases gives the leases the last life wrote back to the table
-// (reservationTable.restoreLeases) and reports how many it restored.
-func (p *Actor) restoreLeases(leases []storage.Lease) int {
-	if p.deps.Config.LeasePersistedMax == 0 || len(leases) == 0 {
-		return 0
-	}
-	held := make([]heldLease, len(leases))
-	for i, l := range leases {
-		held[i] = heldLease{offset: l.Offset, nonce: l.Nonce, visibility: l.Visibility}
-	}
-	return p.table.restoreLeases(p.clock.Now(), held, p.deps.Config.LeaseRestoreSpanMax)
-}
-
 // scheduleFlush arms the consumer-position timer once per interval: an idle
 // partition costs no timer, and a busy one at most one write per interval.
 func (p *Actor) scheduleFlush(ctx actor.Context) {
@@ -845,11 +832,7 @@ func (p *Actor) flush() {
 	p.dirty = false
 	frontier, ahead := p.table.state()
 	p.recent = p.acks.newest(p.recent[:0], p.deps.Config.AckMemoryPersistedMax)
-	p.leaseBuf = p.table.leasesOut(p.leaseBuf[:0], p.clock.Now(), p.deps.Config.LeasePersistedMax)
-	p.leases = p.leases[:0]
-	for _, l := range p.leaseBuf {
-		p.leases = append(p.leases, storage.Lease{Offset: l.offset, Nonce: l.nonce, Visibility: l.visibility})
-	}
+	p.leases = p.table.leasesOut(p.leases[:0], p.clock.Now(), p.deps.Config.LeasePersistedMax)
 	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead, Recent: p.recent, Leases: p.leases})
 	if _, err := p.committer.Flush(time.Now()); err != nil {
 		p.deps.Logger.Error("write consumer state", "partition", p.name, "err", err)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/naradmq/narad/storage"
 )
 
 // This file is the pure core of a partition's consume path (API contract
@@ -161,17 +163,9 @@ func newReservationTable(frontier int64, ackedAhead []int64) *reservationTable {
 	return t
 }
 
-// heldLease is a lease as the consumer state keeps it across a restart:
-// offset, nonce and length, no deadline (a deadline of another life's clock
-// means nothing to this one).
-type heldLease struct {
-	offset     int64
-	nonce      uint64
-	visibility time.Duration
-}
-
 // restoreLeases brings back the leases a previous life of the partition had
-// out when it last wrote its state, on a table just made by
+// out when it last wrote its state (offset, nonce and length: a deadline of
+// another life's clock would mean nothing to this one), on a table just made by
 // newReservationTable. Each is granted its own visibility again from now:
 // its holder could not ack while no owner was up, and the ack it retries
 // against this life must find the lease, not a redelivery to another
@@ -188,22 +182,22 @@ type heldLease struct {
 // newReservationTable. The caller has already dropped leases at or past the
 // HWM (storage.ClampConsumerState). It returns how many it restored. O(n +
 // span log span).
-func (t *reservationTable) restoreLeases(now time.Time, held []heldLease, spanMax int64) (restored int) {
+func (t *reservationTable) restoreLeases(now time.Time, held []storage.Lease, spanMax int64) (restored int) {
 	top := int64(-1)
 	for _, l := range held {
-		if l.offset <= t.frontier || l.offset-t.frontier > spanMax || l.nonce == 0 || l.visibility <= 0 {
+		if l.Offset <= t.frontier || l.Offset-t.frontier > spanMax || l.Nonce == 0 || l.Visibility <= 0 {
 			continue
 		}
-		if _, acked := t.ackedAhead[l.offset]; acked {
+		if _, acked := t.ackedAhead[l.Offset]; acked {
 			continue
 		}
-		if _, dup := t.leases[l.offset]; dup {
+		if _, dup := t.leases[l.Offset]; dup {
 			continue
 		}
-		deadline := now.Add(l.visibility)
-		t.leases[l.offset] = resvLease{nonce: l.nonce, deadline: deadline, visibility: l.visibility}
-		t.expiry.push(resvExpiry{deadline: deadline, offset: l.offset, nonce: l.nonce})
-		top = max(top, l.offset)
+		deadline := now.Add(l.Visibility)
+		t.leases[l.Offset] = resvLease{nonce: l.Nonce, deadline: deadline, visibility: l.Visibility}
+		t.expiry.push(resvExpiry{deadline: deadline, offset: l.Offset, nonce: l.Nonce})
+		top = max(top, l.Offset)
 		restored++
 	}
 	for off := t.next; off < top; off++ {
@@ -226,15 +220,15 @@ func (t *reservationTable) restoreLeases(now time.Time, held []heldLease, spanMa
 // most limit of them, for the consumer state (restoreLeases reads them
 // back). A lease past its deadline is left out even if not reaped yet: its
 // record is redeliverable. O(n log n) in the leases out.
-func (t *reservationTable) leasesOut(dst []heldLease, now time.Time, limit int) []heldLease {
+func (t *reservationTable) leasesOut(dst []storage.Lease, now time.Time, limit int) []storage.Lease {
 	start := len(dst)
 	for off, l := range t.leases {
 		if l.deadline.After(now) {
-			dst = append(dst, heldLease{offset: off, nonce: l.nonce, visibility: l.visibility})
+			dst = append(dst, storage.Lease{Offset: off, Nonce: l.nonce, Visibility: l.visibility})
 		}
 	}
 	out := dst[start:]
-	slices.SortFunc(out, func(a, b heldLease) int { return cmp.Compare(a.offset, b.offset) })
+	slices.SortFunc(out, func(a, b storage.Lease) int { return cmp.Compare(a.Offset, b.Offset) })
 	if len(out) > limit {
 		dst = dst[:start+max(limit, 0)]
 	}

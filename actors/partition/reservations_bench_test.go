@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/storage"
 )
 
 // BenchmarkReserveAck measures one consume plus its ack on one partition's
@@ -157,7 +159,7 @@ func BenchmarkLeasesOutAndRestore(b *testing.B) {
 		tab.reserve(resvEpoch, lim, n+1)
 	}
 	b.Run("leasesOut", func(b *testing.B) {
-		var buf []heldLease
+		var buf []storage.Lease
 		b.ReportAllocs()
 		for b.Loop() {
 			buf = tab.leasesOut(buf[:0], resvEpoch, out)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/storage"
 )
 
 // resvScript drives a reservationTable step by step with a fake clock, so a
@@ -284,7 +286,7 @@ func TestReservationRestoreNormalisesTheState(t *testing.T) {
 // handle the last life gave, and nobody else gets its record meanwhile.
 func TestReservationRestoredLeaseHoldsItsRecordForItsHolder(t *testing.T) {
 	s := resvRestore(t, 8, 1, []int64{4})
-	held := []heldLease{{offset: 3, nonce: 7, visibility: 5 * time.Second}, {offset: 5, nonce: 8, visibility: time.Minute}}
+	held := []storage.Lease{{Offset: 3, Nonce: 7, Visibility: 5 * time.Second}, {Offset: 5, Nonce: 8, Visibility: time.Minute}}
 	if got := s.tab.restoreLeases(s.now, held, 100); got != 2 {
 		t.Fatalf("restoreLeases: got %d restored, want 2", got)
 	}
@@ -308,14 +310,14 @@ func TestReservationRestoredLeaseHoldsItsRecordForItsHolder(t *testing.T) {
 // the span, with nonce 0, no visibility or a repeated offset.
 func TestReservationRestoreLeasesSkipsWhatCannotBeALease(t *testing.T) {
 	s := resvRestore(t, 20, 1, []int64{4})
-	held := []heldLease{
-		{offset: 1, nonce: 1, visibility: time.Second},  // acked (frontier)
-		{offset: 4, nonce: 2, visibility: time.Second},  // acked ahead
-		{offset: 3, nonce: 0, visibility: time.Second},  // nonce 0
-		{offset: 5, nonce: 3},                           // no visibility
-		{offset: 6, nonce: 4, visibility: time.Second},  // kept
-		{offset: 6, nonce: 5, visibility: time.Second},  // repeated
-		{offset: 12, nonce: 6, visibility: time.Second}, // 11 past the frontier
+	held := []storage.Lease{
+		{Offset: 1, Nonce: 1, Visibility: time.Second},  // acked (frontier)
+		{Offset: 4, Nonce: 2, Visibility: time.Second},  // acked ahead
+		{Offset: 3, Nonce: 0, Visibility: time.Second},  // nonce 0
+		{Offset: 5, Nonce: 3},                           // no visibility
+		{Offset: 6, Nonce: 4, Visibility: time.Second},  // kept
+		{Offset: 6, Nonce: 5, Visibility: time.Second},  // repeated
+		{Offset: 12, Nonce: 6, Visibility: time.Second}, // 11 past the frontier
 	}
 	if got := s.tab.restoreLeases(s.now, held, 10); got != 1 {
 		t.Fatalf("restoreLeases: got %d restored, want 1", got)
@@ -339,7 +341,7 @@ func TestReservationLeasesOutAreLiveAndLowestFirst(t *testing.T) {
 	s.reserve(5, 4)
 	s.after(2 * time.Second) // 4's lease has expired, not yet reaped
 	got := s.tab.leasesOut(nil, s.now, 3)
-	want := []heldLease{{0, 1, resvVis}, {1, 2, time.Minute}, {2, 3, resvVis}}
+	want := []storage.Lease{{Offset: 0, Nonce: 1, Visibility: resvVis}, {Offset: 1, Nonce: 2, Visibility: time.Minute}, {Offset: 2, Nonce: 3, Visibility: resvVis}}
 	if !slices.Equal(got, want) {
 		t.Errorf("leasesOut(limit 3): got %v, want %v", got, want)
 	}
