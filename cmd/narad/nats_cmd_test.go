@@ -64,20 +64,7 @@ func TestNATSClusterRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(routes string) *natsserver.Server {
-		t.Helper()
-		co, urls, err := clusterOptions("narad", "127.0.0.1:0", routes, "s3cret", transport.TLSFiles{})
-		if err != nil {
-			t.Fatalf("clusterOptions: %v", err)
-		}
-		o := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes, Cluster: co, Routes: urls}
-		s, err := startNATSWith(o, sec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		return s
-	}
+	start := func(routes string) *natsserver.Server { return startRoutedNATS(t, sec, routes, "s3cret", false) }
 	a := start("")
 	b := start(fmt.Sprintf("nats://%s", a.ClusterAddr()))
 	waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
@@ -153,21 +140,7 @@ func TestNATSClusterNoAdvertiseTellsClientsNoOtherServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			start := func(routes string) *natsserver.Server {
-				t.Helper()
-				co, urls, err := clusterOptions("narad", "127.0.0.1:0", routes, "", transport.TLSFiles{})
-				if err != nil {
-					t.Fatalf("clusterOptions: %v", err)
-				}
-				co.NoAdvertise = noAdvertise
-				o := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes, Cluster: co, Routes: urls}
-				s, err := startNATSWith(o, sec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-				return s
-			}
+			start := func(routes string) *natsserver.Server { return startRoutedNATS(t, sec, routes, "", noAdvertise) }
 			a := start("")
 			b := start(fmt.Sprintf("nats://%s", a.ClusterAddr()))
 			waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
@@ -193,4 +166,23 @@ func TestNATSClusterNoAdvertiseTellsClientsNoOtherServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startRoutedNATS starts a NATS server of cluster "narad" on random ports,
+// routed to routes (empty: the first of the cluster), with the route
+// password given and the cluster's NoAdvertise, stopped when the test ends.
+func startRoutedNATS(t *testing.T, sec natsSecurity, routes, routePassword string, noAdvertise bool) *natsserver.Server {
+	t.Helper()
+	co, urls, err := clusterOptions("narad", "127.0.0.1:0", routes, routePassword, transport.TLSFiles{})
+	if err != nil {
+		t.Fatalf("clusterOptions: %v", err)
+	}
+	co.NoAdvertise = noAdvertise
+	o := &natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, MaxPayload: natsMaxPayloadBytes, Cluster: co, Routes: urls}
+	s, err := startNATSWith(o, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
 }
