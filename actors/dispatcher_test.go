@@ -138,7 +138,13 @@ const (
 
 func newDispatcherRig(t *testing.T, tn *testNode, owners map[int]string, tweak ...func(*Config)) *dispatcherRig {
 	t.Helper()
-	walDir := filepath.Join(t.TempDir(), "wal")
+	return newDispatcherRigOn(t, tn, filepath.Join(t.TempDir(), "wal"), owners, tweak...)
+}
+
+// newDispatcherRigOn is newDispatcherRig over the WAL in walDir, as another
+// life of a node would find it.
+func newDispatcherRigOn(t *testing.T, tn *testNode, walDir string, owners map[int]string, tweak ...func(*Config)) *dispatcherRig {
+	t.Helper()
 	wal, err := storage.OpenWAL(walDir, tn.cfg.WAL)
 	if err != nil {
 		t.Fatal(err)

@@ -40,14 +40,18 @@ type nodeMetrics struct {
 	acksRepeated *metrics.Counter
 	// leasesRestored counts leases a restarted partition brought back
 	// from its consumer state, so a holder's retried ack still finds them.
-	leasesRestored  *metrics.Counter
-	nacked          *metrics.Counter
-	extended        *metrics.Counter
-	redelivered     *metrics.Counter
-	corruptSkipped  *metrics.Counter
-	actorRestarts   *metrics.Counter
-	partitionFailed *metrics.Counter
-	httpPanics      *metrics.Counter
+	leasesRestored *metrics.Counter
+	// commitsAlreadyIn counts records a commit sent again (a WAL replay, a
+	// resend after a lost answer) that their partition had committed
+	// already and answered without writing them twice.
+	commitsAlreadyIn *metrics.Counter
+	nacked           *metrics.Counter
+	extended         *metrics.Counter
+	redelivered      *metrics.Counter
+	corruptSkipped   *metrics.Counter
+	actorRestarts    *metrics.Counter
+	partitionFailed  *metrics.Counter
+	httpPanics       *metrics.Counter
 	// faultsInjected counts the failures a debug fault switch made up
 	// (faults.go), by storage.FaultMode.
 	faultsInjected map[storage.FaultMode]*metrics.Counter
@@ -144,6 +148,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
 		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
 		leasesRestored:        set.GetOrCreateCounter(name("narad_leases_restored_total")),
+		commitsAlreadyIn:      set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
 		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
 		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
 		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
@@ -261,7 +266,7 @@ func (m *nodeMetrics) partitionMetrics() partition.Metrics {
 		CommitFailures: m.commitFailures, Consumed: m.consumed, Acked: m.acked, Nacked: m.nacked, Extended: m.extended,
 		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
 		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated,
-		LeasesRestored: m.leasesRestored}
+		LeasesRestored: m.leasesRestored, RecordsAlreadyCommitted: m.commitsAlreadyIn}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

@@ -42,7 +42,7 @@ func remoteCommitBytes(cfg Config) int {
 func partitionPayloadBytes(cfg Config, headerBytes int64) (int64, error) {
 	k := messages.PartitionKey{Topic: strings.Repeat("t", cfg.WAL.MaxTopicBytes), Incarnation: math.MaxUint64, Partition: cfg.TopicMaxPartitions}
 	commit, err := messages.EncodePartitionRequest(messages.PartitionRequest{Key: k,
-		Commit: &messages.Commit{Key: k, Records: []messages.CommitRecord{}}})
+		Commit: &messages.Commit{Key: k, WAL: math.MaxUint64, Records: []messages.CommitRecord{}}})
 	if err != nil {
 		return 0, fmt.Errorf("size the largest commit: %w", err)
 	}

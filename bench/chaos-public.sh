@@ -71,11 +71,14 @@ wait_ready() {
   done
 }
 # repeated I: node I's count of acks answered from its memory of acked
-# handles (narad_acks_repeated_total) and of leases its partitions brought
-# back at open (narad_leases_restored_total); 0 0 for the public Narad.
+# handles (narad_acks_repeated_total), of leases its partitions brought
+# back at open (narad_leases_restored_total) and of records sent again
+# that its partitions had committed (narad_commit_records_already_committed_total);
+# 0 0 0 for the public Narad.
 repeated() {
   curl -s --max-time 2 "$(url "$1")/metrics" 2>/dev/null |
-    awk '/^narad_acks_repeated_total/ { a = $2 } /^narad_leases_restored_total/ { l = $2 } END { print a + 0, l + 0 }'
+    awk '/^narad_acks_repeated_total/ { a = $2 } /^narad_leases_restored_total/ { l = $2 }
+      /^narad_commit_records_already_committed_total/ { c = $2 } END { print a + 0, l + 0, c + 0 }'
 }
 # restarts: the fault schedule, in a subshell of its own; it logs each
 # stop and start with the time since the driver started, and each node's
@@ -136,14 +139,15 @@ for run in $(seq 1 "$RUNS"); do
     for i in 1 2 3; do echo "repeated n$i $(repeated "$i")" >>"$out.repeated"; done
     acks_repeated=$(awk '{ n += $3 } END { print n + 0 }' "$out.repeated")
     leases_restored=$(awk '{ n += $4 } END { print n + 0 }' "$out.repeated")
+    already=$(awk '{ n += $5 } END { print n + 0 }' "$out.repeated")
     faults=$(grep -c "SIG" "$out.schedule" 2>/dev/null) || true; faults=${faults:-0}
     for i in 1 2 3; do kill -9 "$(cat "$cdir/pid.$i")" 2>/dev/null || true; done
     [ "$side" = ours ] && kill -9 "${pids[-1]}" 2>/dev/null || true
     wait 2>/dev/null || true
     if grep -q "^PASS chaos" "$out.driver.log"; then
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored: $(grep '^PASS chaos' "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored already-committed $already: $(grep '^PASS chaos' "$out.driver.log")"
     else
-      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored: FAIL $(tail -n 1 "$out.driver.log")"
+      echo "run $run $side SIG$SIGNAL seed $seed faults $faults ${secs}s acks-repeated $acks_repeated leases-restored $leases_restored already-committed $already: FAIL $(tail -n 1 "$out.driver.log")"
       [ "$side" = ours ] && failed=1
     fi
   done

@@ -44,6 +44,12 @@ type CommitRecord struct {
 	// Seq is the record's ingress WAL sequence number, echoed back so the
 	// dispatcher can release it from the WAL.
 	Seq uint64
+	// Again: the record may be committed here already: the WAL replayed it
+	// after a restart, or a commit carrying it got no answer. The partition
+	// then looks its origin (Commit.WAL, Seq) up among what it committed
+	// last and answers a record it finds without writing it again. Only
+	// these are looked up, so a fresh record costs nothing.
+	Again bool `json:",omitempty"`
 	// Key and Body travel outside the JSON header of the wire form
 	// (partitionwire.go); omitempty keeps the header to the seq.
 	Key  []byte `json:",omitempty"`
@@ -54,6 +60,12 @@ type CommitRecord struct {
 type Commit struct {
 	Key     PartitionKey
 	Records []CommitRecord
+	// WAL is the ID of the ingress WAL life that handed out every record's
+	// Seq (storage.Origin): the partition keeps (WAL, Seq) with each record
+	// so that one sent again is known. 0 is unknown: a fan-out copy, a
+	// record of a life its WAL forgot, an older node's commit; such records
+	// are never looked up and never found.
+	WAL uint64 `json:",omitempty"`
 	// NotAfter, when set, is the last instant (the owner's wall clock) at
 	// which the partition may begin writing Records: past it the sender
 	// has stopped waiting for the answer and will send them again, so a

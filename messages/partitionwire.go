@@ -38,10 +38,10 @@ const PartitionWireVersion = 1
 
 // WireRecordOverheadBytes is the most one CommitRecord adds to an encoded
 // PartitionRequest beyond its key and body: its seq in the header
-// (`{"Seq":` and up to 20 digits, `}`, a comma) and its two blob lengths.
-// A sender that counts this much per record can bound a commit's size
-// before encoding it.
-const WireRecordOverheadBytes = 40
+// (`{"Seq":` and up to 20 digits, `,"Again":true`, `}`, a comma) and its
+// two blob lengths. A sender that counts this much per record can bound a
+// commit's size before encoding it.
+const WireRecordOverheadBytes = 53
 
 // ErrMalformed is an encoded partition message that does not decode.
 var ErrMalformed = errors.New("malformed partition message")

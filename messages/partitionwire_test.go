@@ -14,8 +14,9 @@ var wireKey = PartitionKey{Topic: "orders", Incarnation: 42, Partition: 3}
 
 func wireRequests() map[string]PartitionRequest {
 	return map[string]PartitionRequest{
-		"commit": {Key: wireKey, Commit: &Commit{Key: wireKey, Records: []CommitRecord{
+		"commit": {Key: wireKey, Commit: &Commit{Key: wireKey, WAL: math.MaxUint64, Records: []CommitRecord{
 			{Seq: 1, Key: []byte("k1"), Body: []byte(`{"a":1}`)},
+			{Seq: 2, Again: true, Body: []byte("sent again")},
 			{Seq: math.MaxUint64, Key: []byte{0, 0xff, '"', '\\'}, Body: []byte{0xc3, 0x28, 0, 1}},
 			{Seq: 7, Body: []byte("keyless")},
 		}}},
@@ -103,7 +104,7 @@ func TestPartitionWireCarriesRecordBytesRaw(t *testing.T) {
 	}
 	key, body := bytes.Repeat([]byte{0xff}, 64<<10), bytes.Repeat([]byte{0x80}, 1<<20)
 	one, err := EncodePartitionRequest(PartitionRequest{Key: wireKey, Commit: &Commit{Key: wireKey,
-		Records: []CommitRecord{{Seq: math.MaxUint64, Key: key, Body: body}}}})
+		Records: []CommitRecord{{Seq: math.MaxUint64, Again: true, Key: key, Body: body}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestPartitionWireCarriesRecordBytesRaw(t *testing.T) {
 	const n = 1000
 	recs := make([]CommitRecord, n)
 	for i := range recs {
-		recs[i] = CommitRecord{Seq: math.MaxUint64 - uint64(i), Key: []byte("k"), Body: []byte("b")}
+		recs[i] = CommitRecord{Seq: math.MaxUint64 - uint64(i), Again: true, Key: []byte("k"), Body: []byte("b")}
 	}
 	many, err := EncodePartitionRequest(PartitionRequest{Key: wireKey, Commit: &Commit{Key: wireKey, Records: recs}})
 	if err != nil {

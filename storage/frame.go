@@ -16,14 +16,25 @@ import (
 //	[25:29) keyLen   uint32
 //	[29:)   key, then body
 //
+// A record frame of kind frameRecordFrom carries its Origin between the
+// header and the key:
+//
+//	[29:37) wal      uint64  Origin.WAL, never 0
+//	[37:45) seq      uint64  Origin.Seq
+//	[45:)   key, then body
+//
 // The CRC covers the length so a damaged length cannot pair with a valid
 // checksum over the wrong bytes. Commit frames carry no key or body and use no
 // offset of their own: they are how visibility becomes durable (see
-// ARCHITECTURE.md, "Partition log").
+// ARCHITECTURE.md, "Partition log"). A record without an origin (a fan-out
+// copy, a test) is written as frameRecord, so logs written before origins
+// existed read as they are.
 const (
 	frameHeaderBytes = 29
+	frameOriginBytes = 16
 	frameRecord      = 1
 	frameCommit      = 2
+	frameRecordFrom  = 3
 
 	// frameMaxBytes bounds what a decoder will believe a length field. It is
 	// above any frame a valid config can write (1 MiB body + 64 KiB key), and
@@ -33,29 +44,53 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// frame is a decoded frame. Key and Body alias the decoded buffer.
+// frame is a decoded frame. Key and Body alias the decoded buffer. A
+// decoded frameRecordFrom reads as kind frameRecord with its origin set, so
+// only the encoder and the decoder know the two kinds apart.
 type frame struct {
 	kind   uint8
 	offset int64
 	time   int64
+	origin Origin
 	key    []byte
 	body   []byte
 }
 
-// frameSize is the encoded size of a frame with the given key and body.
+// frameSize is the encoded size of a record frame with the given key and
+// body and no origin.
 func frameSize(keyLen, bodyLen int) int { return frameHeaderBytes + keyLen + bodyLen }
 
-// appendFrame encodes f at the end of dst.
+// entrySize is the encoded size of e's record frame.
+func entrySize(e Entry) int {
+	n := frameSize(len(e.Key), len(e.Body))
+	if e.Origin.WAL != 0 {
+		n += frameOriginBytes
+	}
+	return n
+}
+
+// appendFrame encodes f at the end of dst: a record with an origin as
+// frameRecordFrom.
 func appendFrame(dst []byte, f frame) []byte {
 	n := frameSize(len(f.key), len(f.body))
+	head := frameHeaderBytes
+	if f.kind == frameRecord && f.origin.WAL != 0 {
+		f.kind = frameRecordFrom
+		n += frameOriginBytes
+		head += frameOriginBytes
+	}
 	start := len(dst)
-	dst = append(dst, make([]byte, frameHeaderBytes)...)
+	dst = append(dst, make([]byte, head)...)
 	b := dst[start:]
 	binary.BigEndian.PutUint32(b[0:4], uint32(n-4))
 	b[8] = f.kind
 	binary.BigEndian.PutUint64(b[9:17], uint64(f.offset))
 	binary.BigEndian.PutUint64(b[17:25], uint64(f.time))
 	binary.BigEndian.PutUint32(b[25:29], uint32(len(f.key)))
+	if f.kind == frameRecordFrom {
+		binary.BigEndian.PutUint64(b[29:37], f.origin.WAL)
+		binary.BigEndian.PutUint64(b[37:45], f.origin.Seq)
+	}
 	dst = append(dst, f.key...)
 	dst = append(dst, f.body...)
 	b = dst[start:]
@@ -96,15 +131,22 @@ func decodeFrame(b []byte) (frame, error) {
 		offset: int64(binary.BigEndian.Uint64(b[9:17])),
 		time:   int64(binary.BigEndian.Uint64(b[17:25])),
 	}
-	keyLen := int(binary.BigEndian.Uint32(b[25:29]))
-	if keyLen > n-frameHeaderBytes {
-		return frame{}, fmt.Errorf("frame key length %d: %w", keyLen, ErrCorrupt)
-	}
 	if f.offset < 0 {
 		return frame{}, fmt.Errorf("frame offset %d: %w", f.offset, ErrCorrupt)
 	}
+	head := frameHeaderBytes
 	switch f.kind {
 	case frameRecord:
+	case frameRecordFrom:
+		head += frameOriginBytes
+		if n < head {
+			return frame{}, fmt.Errorf("record frame too short for its origin: %w", ErrCorrupt)
+		}
+		f.kind = frameRecord
+		f.origin = Origin{WAL: binary.BigEndian.Uint64(b[29:37]), Seq: binary.BigEndian.Uint64(b[37:45])}
+		if f.origin.WAL == 0 {
+			return frame{}, fmt.Errorf("record frame origin names no WAL: %w", ErrCorrupt)
+		}
 	case frameCommit:
 		if n != frameHeaderBytes {
 			return frame{}, fmt.Errorf("commit frame with payload: %w", ErrCorrupt)
@@ -112,7 +154,11 @@ func decodeFrame(b []byte) (frame, error) {
 	default:
 		return frame{}, fmt.Errorf("frame kind %d: %w", f.kind, ErrCorrupt)
 	}
-	f.key = b[frameHeaderBytes : frameHeaderBytes+keyLen]
-	f.body = b[frameHeaderBytes+keyLen:]
+	keyLen := int(binary.BigEndian.Uint32(b[25:29]))
+	if keyLen > n-head {
+		return frame{}, fmt.Errorf("frame key length %d: %w", keyLen, ErrCorrupt)
+	}
+	f.key = b[head : head+keyLen]
+	f.body = b[head+keyLen:]
 	return f, nil
 }

@@ -14,10 +14,13 @@ import (
 	"time"
 )
 
-// Entry is one record to append: the key (may be empty) and the body.
+// Entry is one record to append: the key (may be empty) and the body, and
+// where it came from (the zero Origin when unknown), which the frame keeps
+// so the log can tell a record sent again from a new one (Committed).
 type Entry struct {
-	Key  []byte
-	Body []byte
+	Key    []byte
+	Body   []byte
+	Origin Origin
 }
 
 // Record is one record read from a log.
@@ -101,6 +104,10 @@ type Log struct {
 	closed      bool
 	encBuf      []byte // reused encode buffer: at most one write is pending
 	readBuf     []byte // reused read-back buffer
+	// origins are the origins of the records committed last, at most
+	// cfg.RecentOriginsMax: those the open's walk of the active segment
+	// found committed, then each batch's as it becomes visible.
+	origins recentOrigins
 
 	hooks *logHooks // test fault injection; nil in production
 }
@@ -122,6 +129,7 @@ type Batch struct {
 	seg         *segment
 	buf         []byte
 	index       []indexEntry
+	origins     []Origin // of its records that have one, remembered once visible
 }
 
 // First is the offset of the batch's first record.
@@ -146,7 +154,7 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, files: files}
+	l := &Log{dir: dir, cfg: cfg, files: files, origins: recentOrigins{max: cfg.RecentOriginsMax}}
 	bases, err := listSegmentBases(dir)
 	if err != nil {
 		return nil, err
@@ -209,6 +217,9 @@ func (l *Log) recoverActive(f *os.File, last int64) error {
 	}
 	l.segs = append(l.segs, &segment{base: last, size: sc.committed, index: sc.index, indexed: true})
 	l.hwm = sc.hwm
+	for _, o := range sc.origins {
+		l.origins.add(o)
+	}
 	return nil
 }
 
@@ -381,7 +392,7 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 		if len(e.Body) > l.cfg.MaxBodyBytes || len(e.Key) > l.cfg.MaxKeyBytes {
 			return nil, fmt.Errorf("record of %d body and %d key bytes: %w", len(e.Body), len(e.Key), ErrTooLarge)
 		}
-		size += frameSize(len(e.Key), len(e.Body))
+		size += entrySize(e)
 	}
 	if size > l.cfg.MaxBatchBytes {
 		return nil, fmt.Errorf("batch of %d bytes (max %d): %w", size, l.cfg.MaxBatchBytes, ErrTooLarge)
@@ -419,7 +430,10 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 			b.index = append(b.index, indexEntry{offset: b.first + int64(i), pos: pos})
 			lastIndexed = pos
 		}
-		buf = appendFrame(buf, frame{kind: frameRecord, offset: b.first + int64(i), time: ts, key: e.Key, body: e.Body})
+		buf = appendFrame(buf, frame{kind: frameRecord, offset: b.first + int64(i), time: ts, origin: e.Origin, key: e.Key, body: e.Body})
+		if e.Origin.WAL != 0 {
+			b.origins = append(b.origins, e.Origin)
+		}
 	}
 	l.encBuf = buf
 	b.buf = buf
@@ -648,6 +662,19 @@ func (l *Log) makeVisibleLocked(a *Batch, boundary int64) {
 	a.seg.size = boundary
 	a.seg.index = append(a.seg.index, a.index...)
 	l.hwm = a.next
+	for _, o := range a.origins {
+		l.origins.add(o)
+	}
+}
+
+// Committed reports whether a record from o is among the last records the
+// log made visible (at most LogConfig.RecentOriginsMax of them, counted
+// since the open's walk of the active segment). True means the record is
+// durably committed here; false means only that it is not remembered.
+func (l *Log) Committed(o Origin) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.origins.has(o)
 }
 
 // readBackLocked reads a synced write back and checks it byte for byte
@@ -822,7 +849,7 @@ func (l *Log) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 // readWindow sizes a read's buffer to what it asks for: a consume reads one
 // record, and a 256 KiB buffer per consume would be mostly garbage.
 func (l *Log) readWindow(maxRecords, maxBytes int) int {
-	want := int64(maxBytes) + int64(frameHeaderBytes)*int64(min(maxRecords, 1024)) + int64(l.cfg.IndexIntervalBytes)
+	want := int64(maxBytes) + int64(frameHeaderBytes+frameOriginBytes)*int64(min(maxRecords, 1024)) + int64(l.cfg.IndexIntervalBytes)
 	return int(min(want, int64(l.cfg.ReadBufferBytes)))
 }
 

@@ -20,6 +20,9 @@ import (
 // field checks behind the checksum, which must accept exactly the frames
 // the format allows.
 func FuzzFrameDecode(f *testing.F) {
+	f.Add(appendFrame(nil, frame{kind: frameRecord, offset: 7, time: 1, key: []byte("k"), body: []byte("body")}))
+	f.Add(appendFrame(nil, frame{kind: frameRecord, offset: 7, time: 1, origin: Origin{WAL: 9, Seq: 3}, key: []byte("k"), body: []byte("body")}))
+	f.Add(appendFrame(nil, frame{kind: frameCommit, offset: 8, time: 2}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkFrameDecode(t, b)
 		if len(b) < frameHeaderBytes || len(b) > frameMaxBytes {
@@ -30,9 +33,12 @@ func FuzzFrameDecode(f *testing.F) {
 		binary.BigEndian.PutUint32(sealed[4:8], frameCRC(sealed))
 		kind := sealed[8]
 		payload := len(sealed) - frameHeaderBytes
+		keyLen := uint64(binary.BigEndian.Uint32(sealed[25:29]))
 		valid := int64(binary.BigEndian.Uint64(sealed[9:17])) >= 0 &&
-			uint64(binary.BigEndian.Uint32(sealed[25:29])) <= uint64(payload) &&
-			(kind == frameRecord || (kind == frameCommit && payload == 0))
+			(kind == frameRecord && keyLen <= uint64(payload) ||
+				kind == frameCommit && payload == 0 ||
+				kind == frameRecordFrom && payload >= frameOriginBytes &&
+					keyLen <= uint64(payload-frameOriginBytes) && binary.BigEndian.Uint64(sealed[29:37]) != 0)
 		if got := checkFrameDecode(t, sealed); got != valid {
 			t.Fatalf("decodeFrame accepts %x: %v, the format says %v", sealed, got, valid)
 		}

@@ -467,6 +467,7 @@ func TestLogConfigValidate(t *testing.T) {
 		"IndexIntervalBytes":  func(c *LogConfig) { c.IndexIntervalBytes = 1 },
 		"ReadBufferBytes":     func(c *LogConfig) { c.ReadBufferBytes = 10 },
 		"MaxOpenSegmentFiles": func(c *LogConfig) { c.MaxOpenSegmentFiles = 0 },
+		"RecentOriginsMax":    func(c *LogConfig) { c.RecentOriginsMax = -1 },
 	}
 	for field, mutate := range bad {
 		c := ok

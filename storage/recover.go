@@ -99,6 +99,9 @@ type segmentScan struct {
 	lastTime int64
 	// index is a sparse offset index over the committed part.
 	index []indexEntry
+	// origins are the origins of the committed records, the last
+	// cfg.RecentOriginsMax of them, oldest first.
+	origins []Origin
 }
 
 // scanSegment walks the frames of a segment whose first offset is base.
@@ -110,6 +113,7 @@ func scanSegment(r io.ReaderAt, size, base int64, cfg LogConfig) (segmentScan, e
 	w := newWindow(r, size, cfg.ReadBufferBytes)
 	s := segmentScan{hwm: base}
 	var pending []indexEntry // index entries past the last commit, kept only if committed
+	var pendingOrigins []Origin
 	lastIndexed := int64(-cfg.IndexIntervalBytes)
 	expect := base
 	pos := int64(0)
@@ -134,15 +138,28 @@ func scanSegment(r io.ReaderAt, size, base int64, cfg LogConfig) (segmentScan, e
 				pending = append(pending, indexEntry{offset: f.offset, pos: pos})
 				lastIndexed = pos
 			}
+			if f.origin.WAL != 0 && cfg.RecentOriginsMax > 0 {
+				pendingOrigins = append(pendingOrigins, f.origin)
+			}
 			expect++
 		} else {
 			s.hwm, s.lastTime = f.offset, f.time
 			s.committed = pos + int64(n)
 			s.index = append(s.index, pending...)
 			pending = pending[:0]
+			s.origins = append(s.origins, pendingOrigins...)
+			pendingOrigins = pendingOrigins[:0]
+			if over := len(s.origins) - cfg.RecentOriginsMax; over > 2*cfg.RecentOriginsMax {
+				// Trimmed now and then, not at every commit frame, so a
+				// long segment costs a bounded copy per frame on average.
+				s.origins = append(s.origins[:0], s.origins[over:]...)
+			}
 		}
 		pos += int64(n)
 		s.validEnd = pos
+	}
+	if over := len(s.origins) - cfg.RecentOriginsMax; over > 0 {
+		s.origins = s.origins[over:]
 	}
 	return s, nil
 }

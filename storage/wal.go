@@ -307,6 +307,9 @@ type WAL struct {
 	marks, fileMarks, liveMarks uint64
 	tornBytes                   int64
 	posDamaged                  bool
+	// lives are the opens whose records the segments may still hold, this
+	// one last (wallives.go); fixed once open, so read without a lock.
+	lives []walLife
 
 	// live is the position saver's file, nil without PositionOnCommit;
 	// liveSlot is the slot its next write goes to. Both under maint.
@@ -371,7 +374,11 @@ func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
 		posWake: make(chan struct{}, 1),
 		posDone: make(chan struct{}),
 	}
-	if err := w.rebuild(); err != nil {
+	err := w.rebuild()
+	if err == nil {
+		err = w.beginLife()
+	}
+	if err != nil {
 		// The recovery error is the one worth returning.
 		if w.file != nil {
 			w.file.Close()

@@ -50,6 +50,9 @@ type WAL interface {
 	Replay(fn func(storage.WALRecord) error) (storage.WALReplayStats, error)
 	MarkCommitted(seq uint64) error
 	Compact() error
+	// Origin names the record seq for its partition: the WAL life that
+	// handed the seq out, and the seq.
+	Origin(seq uint64) storage.Origin
 }
 
 // Clock is the time the dispatcher's retries and reroute grace read; tests
@@ -229,8 +232,10 @@ func (d *Actor) awaitLocal() {
 // replay queues every record the WAL still holds from before a restart.
 func (d *Actor) replay(ctx actor.Context) {
 	stats, err := d.deps.WAL.Replay(func(r storage.WALRecord) error {
-		d.enqueue(ctx, r)
+		// Before the enqueue, which may send it at once: it is one that
+		// may be committed already (maybeCommitted).
 		d.replayedTo = max(d.replayedTo, r.Seq)
+		d.enqueue(ctx, r)
 		return nil
 	})
 	if err != nil {
@@ -291,10 +296,13 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 		limit = min(limit, d.deps.MaxRemoteCommitBytes)
 	}
 	for !q.hold && q.inFlight < d.maxInFlight(k) && len(q.recs) > 0 {
+		// One commit names one WAL life: a batch ends where the queue
+		// passes from records replayed from an earlier life to this one's.
+		life := d.deps.WAL.Origin(q.recs[0].Seq).WAL
 		n, bytes := 0, 0
 		for n < len(q.recs) && n < d.deps.Config.MaxCommitBatchRecords {
 			size := len(q.recs[n].Key) + len(q.recs[n].Body) + RecordOverheadBytes
-			if n > 0 && bytes+size > limit {
+			if n > 0 && (bytes+size > limit || d.deps.WAL.Origin(q.recs[n].Seq).WAL != life) {
 				break
 			}
 			bytes += size
@@ -302,9 +310,9 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 		}
 		batch := q.recs[:n:n]
 		q.recs = q.recs[n:]
-		c := &messages.Commit{Key: k, Records: make([]messages.CommitRecord, n)}
+		c := &messages.Commit{Key: k, WAL: life, Records: make([]messages.CommitRecord, n)}
 		for i, r := range batch {
-			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Key: r.Key, Body: r.Body}
+			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Again: d.maybeCommitted(q, r.Seq), Key: r.Key, Body: r.Body}
 		}
 		q.inFlight++
 		owner := d.deps.Owners.OwnerOf(k)
@@ -338,6 +346,15 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			root.Send(self, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
 		})
 	}
+}
+
+// maybeCommitted reports whether the record seq may be in its partition
+// already: the start's replay read it (its commit may have landed before
+// the crash, its release not), or a commit carrying it got no answer. Its
+// partition looks these up rather than writing them blindly.
+func (d *Actor) maybeCommitted(q *partitionQueue, seq uint64) bool {
+	_, unanswered := q.unknown[seq]
+	return seq <= d.replayedTo || unanswered
 }
 
 // maxInFlight is MaxCommitsInFlight for a partition owned here, where the

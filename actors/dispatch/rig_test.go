@@ -88,6 +88,7 @@ type rig struct {
 	t      *testing.T
 	deps   Deps
 	wal    *storage.WAL
+	walDir string
 	owners *peerOwners
 	set    *metrics.Set
 	system *actor.ActorSystem
@@ -96,7 +97,8 @@ type rig struct {
 
 func newRig(t *testing.T, store *fakeStore) *rig {
 	t.Helper()
-	wal, err := storage.OpenWAL(t.TempDir(), storage.DefaultWALConfig())
+	walDir := t.TempDir()
+	wal, err := storage.OpenWAL(walDir, storage.DefaultWALConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func newRig(t *testing.T, store *fakeStore) *rig {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: store, Owners: o, WAL: wal,
 		PartitionPID: func(*actor.ActorSystem, messages.PartitionKey) *actor.PID { return nil },
 		Clock:        &stillClock{}, Metrics: Metrics{Set: set, Node: "rig", CommitsTooLarge: set.NewCounter(`narad_dispatcher_commits_too_large_total{node="rig"}`)}}
-	return &rig{t: t, deps: d, wal: wal, owners: o, set: set, system: actor.NewActorSystem()}
+	return &rig{t: t, deps: d, wal: wal, walDir: walDir, owners: o, set: set, system: actor.NewActorSystem()}
 }
 
 func (r *rig) start() {

@@ -29,6 +29,9 @@ type commitReq struct {
 	m      *messages.Commit
 	sender *actor.PID
 	start  time.Time
+	// already are the seqs of records the commit carried that the log
+	// had committed before (alreadyIn): answered with it, not written.
+	already []uint64
 }
 
 // synced reports that the fsync of a write finished, off the actor.
@@ -393,8 +396,44 @@ func (p *Actor) commit(ctx actor.Context, m *messages.Commit) {
 		ctx.Respond(frozenResult(p.key, m))
 		return
 	}
-	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now()})
+	m, already := p.alreadyIn(m)
+	if len(m.Records) == 0 {
+		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusOK, FirstOffset: p.log.HWM(), Seqs: already})
+		return
+	}
+	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now(), already: already})
 	p.kick(ctx)
+}
+
+// alreadyIn takes out of m the records sent again (Again) that the log
+// committed before, by their origin, and returns what is left to write
+// with the seqs taken out. m is left as it was: a commit from this node's
+// dispatcher is the dispatcher's too.
+func (p *Actor) alreadyIn(m *messages.Commit) (*messages.Commit, []uint64) {
+	if m.WAL == 0 {
+		return m, nil
+	}
+	var already []uint64
+	var rest []messages.CommitRecord
+	for i, r := range m.Records {
+		if !r.Again || !p.log.Committed(storage.Origin{WAL: m.WAL, Seq: r.Seq}) {
+			if already != nil {
+				rest = append(rest, r)
+			}
+			continue
+		}
+		if already == nil {
+			rest = append(make([]messages.CommitRecord, 0, len(m.Records)), m.Records[:i]...)
+		}
+		already = append(already, r.Seq)
+	}
+	if already == nil {
+		return m, nil
+	}
+	p.deps.Metrics.RecordsAlreadyCommitted.Add(len(already))
+	left := *m
+	left.Records = rest
+	return &left, already
 }
 
 // expiredResult refuses, unwritten, a commit whose sender stopped waiting
@@ -451,7 +490,7 @@ func (p *Actor) kick(ctx actor.Context) {
 		var entries []storage.Entry
 		for _, c := range p.stash {
 			for _, r := range c.m.Records {
-				entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body})
+				entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body, Origin: storage.Origin{WAL: c.m.WAL, Seq: r.Seq}})
 			}
 		}
 		b, err = p.log.Write(now, entries)
@@ -525,7 +564,7 @@ func (p *Actor) answer(ctx actor.Context, reqs []commitReq, err error) {
 		first -= int64(len(reqs[i].m.Records))
 	}
 	for _, c := range reqs {
-		res := &messages.CommitResult{Key: p.key, Seqs: seqsOf(c.m), FirstOffset: first}
+		res := &messages.CommitResult{Key: p.key, Seqs: append(seqsOf(c.m), c.already...), FirstOffset: first}
 		first += int64(len(c.m.Records))
 		if err != nil {
 			res.Status, res.Err = messages.StatusFailed, err.Error()

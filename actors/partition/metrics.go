@@ -26,4 +26,8 @@ type Metrics struct {
 	// LeasesRestored counts leases a partition's previous life wrote and
 	// its next one brought back at open (restoreLeases).
 	LeasesRestored *metrics.Counter
+	// RecordsAlreadyCommitted counts records a commit carried again (Again)
+	// that the log had committed (storage.Log.Committed): answered as
+	// committed, not written twice.
+	RecordsAlreadyCommitted *metrics.Counter
 }

@@ -296,6 +296,8 @@ type supervisorRig struct {
 	fanoutPanics *metrics.Counter
 	// leasesRestored is narad_leases_restored_total, read by the tests.
 	leasesRestored *metrics.Counter
+	// alreadyCommitted is narad_commit_records_already_committed_total.
+	alreadyCommitted *metrics.Counter
 }
 
 // rigDeps is what a node would hand its supervisor, with the node's
@@ -319,10 +321,12 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	d.Metrics = Metrics{CommitSeconds: set.NewPrometheusHistogram(`narad_commit_seconds{node="n1"}`)}
 	for _, c := range []**metrics.Counter{&d.Metrics.CommitRecords, &d.Metrics.CommitsExpired, &d.Metrics.CommitFailures, &d.Metrics.Consumed,
 		&d.Metrics.Acked, &d.Metrics.Nacked, &d.Metrics.Extended, &d.Metrics.Redelivered, &d.Metrics.CorruptSkipped,
-		&d.Metrics.FrozenPublishRefused, &d.Metrics.HandoverSetAside, &d.Metrics.HandoverSetAsideRecs, &d.Metrics.AcksRepeated, &d.Metrics.LeasesRestored} {
+		&d.Metrics.FrozenPublishRefused, &d.Metrics.HandoverSetAside, &d.Metrics.HandoverSetAsideRecs, &d.Metrics.AcksRepeated, &d.Metrics.LeasesRestored,
+		&d.Metrics.RecordsAlreadyCommitted} {
 		*c = set.NewCounter(fmt.Sprintf("rig_counter_%d", len(set.ListMetricNames())))
 	}
 	r.leasesRestored = d.Metrics.LeasesRestored
+	r.alreadyCommitted = d.Metrics.RecordsAlreadyCommitted
 	d.Fanout = fanout.Deps{Config: fanout.DefaultConfig(), RequestTimeout: time.Second, Logger: testLogger(t),
 		Route: rigRoute{system: r.system, replica: r.replica}, PartitionOf: partitionForKey,
 		Metrics: fanout.Metrics{Copied: set.NewCounter("copied"), Failures: set.NewCounter("failures"), Skipped: set.NewCounter("skipped"),
