@@ -169,6 +169,13 @@ func newDispatcherRigOn(t *testing.T, tn *testNode, walDir string, owners map[in
 	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, deps: d, metrics: m}
 }
 
+// toNode makes the rig commit to the node's own partitions, through its
+// router, rather than to fake owners.
+func (r *dispatcherRig) toNode() *dispatcherRig {
+	r.deps.Owners = dispatchOwners{r.tn.n.route}
+	return r
+}
+
 // start spawns the rig's dispatcher, which first replays what its WAL
 // holds. It is stopped when the test ends.
 func (r *dispatcherRig) start() *dispatcherRig {

@@ -20,8 +20,7 @@ func TestARecordCommittedBeforeACrashIsStoredOnceAfterTheReplay(t *testing.T) {
 	tn := newTestNode(t)
 	tn.createTopic("once", 3)
 	inc := tn.incarnationOf("once")
-	first := newDispatcherRig(t, tn, nil)
-	first.deps.Owners = dispatchOwners{tn.n.route}
+	first := newDispatcherRig(t, tn, nil).toNode()
 	committed := first.appendRecord(storage.WALRecord{Topic: "once", Incarnation: inc, Body: []byte("committed before the crash")})
 	crashed := filepath.Join(t.TempDir(), "wal")
 	if err := os.CopyFS(crashed, os.DirFS(first.walDir)); err != nil {
@@ -30,8 +29,7 @@ func TestARecordCommittedBeforeACrashIsStoredOnceAfterTheReplay(t *testing.T) {
 	first.start()
 	waitFor(t, func() bool { return first.wal.CommittedThrough() >= committed.Seq })
 
-	next := newDispatcherRigOn(t, tn, crashed, nil)
-	next.deps.Owners = dispatchOwners{tn.n.route}
+	next := newDispatcherRigOn(t, tn, crashed, nil).toNode()
 	never := next.appendRecord(storage.WALRecord{Topic: "once", Incarnation: inc, Body: []byte("replayed, never committed")})
 	already := tn.n.metrics.commitsAlreadyIn.Get()
 	next.start()

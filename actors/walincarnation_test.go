@@ -88,9 +88,7 @@ func TestDispatcherNeverCommitsARecordToANewerIncarnationOfItsTopic(t *testing.T
 	tn := newTestNode(t)
 	tn.createTopic("reborn", 3)
 	old := tn.incarnationOf("reborn")
-	r := newDispatcherRig(t, tn, nil)
-	// The node's own partitions, committed to through its router.
-	r.deps.Owners = dispatchOwners{tn.n.route}
+	r := newDispatcherRig(t, tn, nil).toNode()
 	droppedBefore := r.dropped(dispatch.DropTopicDeleted)
 	stale := r.appendRecord(storage.WALRecord{Topic: "reborn", Incarnation: old, Partition: 0, Key: []byte("k"), Body: []byte("of the deleted incarnation")})
 
