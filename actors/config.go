@@ -114,6 +114,17 @@ type Config struct {
 	// a peer's (the transport's own bound is set to it): a partition busy
 	// with a large commit answers well within it.
 	RequestTimeout time.Duration
+	// LeaseRequestTimeout bounds an ack, nack or extend sent on to the
+	// peer that owns its partition. The owner answers one within a write
+	// of its consumer state, so one unanswered for this long has almost
+	// always lost its owner in flight (a process killed while the request
+	// was on its way); the client, told 503, sends it again, and the next
+	// life, which brought the lease back with a visibility timeout counted
+	// from its open, answers it (204 too for an ack the first life had
+	// applied). Under RequestTimeout (10 s) the retry came after that
+	// restored lease had expired and the record had gone to another
+	// consumer. At most RequestTimeout.
+	LeaseRequestTimeout time.Duration
 	// Dispatch is the dispatcher's settings (actors/dispatch): its retry
 	// interval, reroute grace and commit batch records and commits in
 	// flight. The byte caps below stay here: the NATS payload check at
@@ -334,6 +345,7 @@ func DefaultConfig() Config {
 		HTTPWriteTimeout:          30 * time.Second,
 		HTTPReadHeaderTimeout:     5 * time.Second,
 		RequestTimeout:            10 * time.Second,
+		LeaseRequestTimeout:       2 * time.Second,
 		Dispatch:                  dispatch.DefaultConfig(),
 		MaxCommitBatchBytes:       4 << 20,
 		MaxRemoteCommitBytes:      2 << 20,
@@ -409,6 +421,8 @@ func (c Config) Validate() error {
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
+	case c.LeaseRequestTimeout <= 0 || c.LeaseRequestTimeout > c.RequestTimeout:
+		return bad("LeaseRequestTimeout", c.LeaseRequestTimeout, "must be positive and at most RequestTimeout")
 	case c.PasswordHashCost < 4 || c.PasswordHashCost > 31:
 		return bad("PasswordHashCost", c.PasswordHashCost, "must be within 4..31 (bcrypt's costs)")
 	case c.MaxCachedCredentials < 1 || c.MaxCachedCredentials > 1000000:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/cluster/planner"
+	"github.com/naradmq/narad/messages"
 )
 
 func TestNodeConfigValidate(t *testing.T) {
@@ -19,6 +20,7 @@ func TestNodeConfigValidate(t *testing.T) {
 		"MaxConsumeWait":         func(c *Config) { c.MaxConsumeWait = c.HTTPWriteTimeout },
 		"MaxCommitBatchBytes":    func(c *Config) { c.MaxCommitBatchBytes = c.Log.MaxBodyBytes },
 		"FanoutAnchorWait":       func(c *Config) { c.FanoutAnchorWait = c.HTTPWriteTimeout },
+		"LeaseRequestTimeout":    func(c *Config) { c.LeaseRequestTimeout = c.RequestTimeout + 1 },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.Dispatch.MaxCommitsInFlight = 8 },
@@ -65,5 +67,31 @@ func TestRuleB1ThePlannerKeeps512MovesInFlightByDefault(t *testing.T) {
 func TestRuleR1TheMoveTickIsASecondByDefault(t *testing.T) {
 	if got := DefaultConfig().MoveTick; got != time.Second {
 		t.Fatalf("default MoveTick: got %v, want 1s (rule R1)", got)
+	}
+}
+
+// A lease operation sent to a peer is waited for LeaseRequestTimeout, every
+// other request RequestTimeout: an ack whose owner was killed with it in
+// flight is answered 503 in time for its retry to find the lease the
+// owner's next life restores.
+func TestALeaseOperationToAPeerIsWaitedForLeaseRequestTimeoutOnly(t *testing.T) {
+	cfg := DefaultConfig()
+	r := &router{timeout: cfg.RequestTimeout, leaseTimeout: cfg.LeaseRequestTimeout}
+	for _, tc := range []struct {
+		msg  any
+		want time.Duration
+	}{
+		{&messages.Lease{Action: messages.LeaseAck}, cfg.LeaseRequestTimeout},
+		{&messages.Lease{Action: messages.LeaseNack}, cfg.LeaseRequestTimeout},
+		{&messages.Commit{}, cfg.RequestTimeout},
+		{&messages.Reserve{}, cfg.RequestTimeout},
+		{&messages.GetStats{}, cfg.RequestTimeout},
+	} {
+		if got := r.within(tc.msg); got != tc.want {
+			t.Errorf("within(%T %+v): got %v, want %v", tc.msg, tc.msg, got, tc.want)
+		}
+	}
+	if cfg.LeaseRequestTimeout >= cfg.RequestTimeout {
+		t.Fatalf("LeaseRequestTimeout %v: want it below RequestTimeout %v", cfg.LeaseRequestTimeout, cfg.RequestTimeout)
 	}
 }

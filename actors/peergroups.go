@@ -174,7 +174,7 @@ func (g *peerGroups) alone(owner string, calls []*groupCall) {
 	for _, c := range calls {
 		wg.Go(func() {
 			defer close(c.done)
-			c.rep, c.err = g.r.remote(c.ctx, owner, c.req)
+			c.rep, c.err = g.r.remote(c.ctx, owner, c.req, g.r.timeout)
 		})
 	}
 	wg.Wait()

@@ -53,6 +53,9 @@ type router struct {
 	// timeout bounds one request, to a local actor or a peer, when the
 	// caller's context allows longer (Config.RequestTimeout).
 	timeout time.Duration
+	// leaseTimeout bounds a lease operation (an ack, nack or extend) sent
+	// to a peer (Config.LeaseRequestTimeout).
+	leaseTimeout time.Duration
 	// groupWait bounds each item of a peer's move group
 	// (Config.MoveGroupWaitFor); 0: the group's own deadline only.
 	groupWait time.Duration
@@ -157,11 +160,22 @@ func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any
 	if owner == r.self {
 		return r.local(ctx, k, msg)
 	}
-	rep, err := r.remote(ctx, owner, requestOf(k, msg))
+	rep, err := r.remote(ctx, owner, requestOf(k, msg), r.within(msg))
 	if err != nil {
 		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
 	}
 	return replyOf(rep, msg, k, owner)
+}
+
+// within is how long a peer's answer to msg is waited for: a lease
+// operation's, LeaseRequestTimeout (an owner killed with it in flight
+// must not hold its retry past the lease the next life restores); any
+// other's, RequestTimeout.
+func (r *router) within(msg any) time.Duration {
+	if _, ok := msg.(*messages.Lease); ok && r.leaseTimeout > 0 {
+		return r.leaseTimeout
+	}
+	return r.timeout
 }
 
 // requestOf is msg to k in its wire form.
@@ -209,13 +223,13 @@ func replyOf(rep messages.PartitionReply, msg any, k messages.PartitionKey, owne
 }
 
 // remote sends one partition request to the peer owner and decodes its
-// answer.
-func (r *router) remote(ctx context.Context, owner string, req messages.PartitionRequest) (messages.PartitionReply, error) {
+// answer, waiting at most within.
+func (r *router) remote(ctx context.Context, owner string, req messages.PartitionRequest, within time.Duration) (messages.PartitionReply, error) {
 	body, err := messages.EncodePartitionRequest(req)
 	if err != nil {
 		return messages.PartitionReply{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	out, err := r.nats.Request(ctx, owner, partitionService, body)
 	if err != nil {
@@ -229,7 +243,7 @@ func (r *router) remote(ctx context.Context, owner string, req messages.Partitio
 // know ReserveAny (an older version, StatusBadRequest) is asked partition
 // by partition instead.
 func (r *router) reserveAny(ctx context.Context, owner string, k messages.PartitionKey, ra *messages.ReserveAny) (*messages.Reserved, error) {
-	rep, err := r.remote(ctx, owner, messages.PartitionRequest{Key: k, ReserveAny: ra})
+	rep, err := r.remote(ctx, owner, messages.PartitionRequest{Key: k, ReserveAny: ra}, r.timeout)
 	if re, ok := errors.AsType[*transport.RemoteError](err); ok && re.Status == transport.StatusBadRequest {
 		return reserveFirst(ctx, k, ra, r.ask), nil
 	}
