@@ -123,7 +123,7 @@ type Config struct {
 	// from its open, answers it (204 too for an ack the first life had
 	// applied). Under RequestTimeout (10 s) the retry came after that
 	// restored lease had expired and the record had gone to another
-	// consumer. At most RequestTimeout.
+	// consumer. A RequestTimeout below it caps it (leaseRequestTimeout).
 	LeaseRequestTimeout time.Duration
 	// Dispatch is the dispatcher's settings (actors/dispatch): its retry
 	// interval, reroute grace and commit batch records and commits in
@@ -309,6 +309,11 @@ type faultHooks struct {
 	noSpace func() bool
 }
 
+// leaseRequestTimeout is LeaseRequestTimeout, at most RequestTimeout.
+func (c Config) leaseRequestTimeout() time.Duration {
+	return min(c.LeaseRequestTimeout, c.RequestTimeout)
+}
+
 // freezeHold is how long a paced prepare waits at the source: FreezeHoldFor,
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
@@ -421,8 +426,8 @@ func (c Config) Validate() error {
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
-	case c.LeaseRequestTimeout <= 0 || c.LeaseRequestTimeout > c.RequestTimeout:
-		return bad("LeaseRequestTimeout", c.LeaseRequestTimeout, "must be positive and at most RequestTimeout")
+	case c.LeaseRequestTimeout <= 0:
+		return bad("LeaseRequestTimeout", c.LeaseRequestTimeout, "must be positive")
 	case c.PasswordHashCost < 4 || c.PasswordHashCost > 31:
 		return bad("PasswordHashCost", c.PasswordHashCost, "must be within 4..31 (bcrypt's costs)")
 	case c.MaxCachedCredentials < 1 || c.MaxCachedCredentials > 1000000:

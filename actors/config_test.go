@@ -20,7 +20,7 @@ func TestNodeConfigValidate(t *testing.T) {
 		"MaxConsumeWait":         func(c *Config) { c.MaxConsumeWait = c.HTTPWriteTimeout },
 		"MaxCommitBatchBytes":    func(c *Config) { c.MaxCommitBatchBytes = c.Log.MaxBodyBytes },
 		"FanoutAnchorWait":       func(c *Config) { c.FanoutAnchorWait = c.HTTPWriteTimeout },
-		"LeaseRequestTimeout":    func(c *Config) { c.LeaseRequestTimeout = c.RequestTimeout + 1 },
+		"LeaseRequestTimeout":    func(c *Config) { c.LeaseRequestTimeout = 0 },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.Dispatch.MaxCommitsInFlight = 8 },
@@ -93,5 +93,9 @@ func TestALeaseOperationToAPeerIsWaitedForLeaseRequestTimeoutOnly(t *testing.T) 
 	}
 	if cfg.LeaseRequestTimeout >= cfg.RequestTimeout {
 		t.Fatalf("LeaseRequestTimeout %v: want it below RequestTimeout %v", cfg.LeaseRequestTimeout, cfg.RequestTimeout)
+	}
+	cfg.RequestTimeout = cfg.LeaseRequestTimeout / 2
+	if got := cfg.leaseRequestTimeout(); got != cfg.RequestTimeout {
+		t.Fatalf("under a RequestTimeout of %v: got %v, want it capped there", cfg.RequestTimeout, got)
 	}
 }

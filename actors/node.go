@@ -316,7 +316,7 @@ func (o routeOwners) Ask(ctx context.Context, k messages.PartitionKey, msg any) 
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout, leaseTimeout: n.cfg.LeaseRequestTimeout, groupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
+	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout, leaseTimeout: n.cfg.leaseRequestTimeout(), groupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
 	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
