@@ -36,7 +36,7 @@ func FuzzFrameDecode(f *testing.F) {
 		keyLen := uint64(binary.BigEndian.Uint32(sealed[25:29]))
 		valid := int64(binary.BigEndian.Uint64(sealed[9:17])) >= 0 &&
 			(kind == frameRecord && keyLen <= uint64(payload) ||
-				kind == frameCommit && payload == 0 ||
+				kind == frameCommit && payload == 0 && keyLen == 0 ||
 				kind == frameRecordFrom && payload >= frameOriginBytes &&
 					keyLen <= uint64(payload-frameOriginBytes) && binary.BigEndian.Uint64(sealed[29:37]) != 0)
 		if got := checkFrameDecode(t, sealed); got != valid {
