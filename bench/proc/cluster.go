@@ -330,11 +330,16 @@ func (c *Cluster) WaitReady(ctx context.Context, n *Node, timeout time.Duration)
 }
 
 // Stop sends SIGTERM to a node and waits for its exit, at most timeout; past
-// it the node is killed and ErrTimeout returned.
+// it the node is killed and ErrTimeout returned. A node that already exited
+// by itself (a decommissioned one does, right after it leaves) is stopped:
+// 0 and no error.
 func (c *Cluster) Stop(ctx context.Context, n *Node, timeout time.Duration) (time.Duration, error) {
 	p := n.Proc
 	sent := time.Now()
-	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); errors.Is(err, os.ErrProcessDone) {
+		<-p.done
+		return 0, nil
+	} else if err != nil {
 		return 0, fmt.Errorf("sigterm %s: %w", n.ID, err)
 	}
 	t := time.NewTimer(timeout)
