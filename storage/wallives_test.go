@@ -15,6 +15,13 @@ func TestWALLivesDecodeOnlyWhatTheEncoderWrites(t *testing.T) {
 	if err != nil || !slices.Equal(got, lives) {
 		t.Fatalf("round trip: got %v (%v), want %v", got, err, lives)
 	}
+	full := make([]walLife, walLivesMax)
+	for i := range full {
+		full[i] = walLife{from: uint64(i + 1), id: uint64(i + 1)}
+	}
+	if got, err := walDecodeLives(walEncodeLives(full)); err != nil || len(got) != walLivesMax {
+		t.Fatalf("walLivesMax lives: got %d (%v), want all %d", len(got), err, walLivesMax)
+	}
 	for name, bad := range map[string][]byte{
 		"torn":            b[:len(b)-1],
 		"bit flipped":     func() []byte { x := slices.Clone(b); x[14] ^= 1; return x }(),
