@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,6 +129,9 @@ type dispatcherRig struct {
 	deps    dispatch.Deps
 	metrics *nodeMetrics
 	pid     *actor.PID
+	// handled counts the commit outcomes the dispatcher handled (its
+	// Handled knob).
+	handled *atomic.Int64
 }
 
 // The rig's reroute grace and retry tick, on its fake clock.
@@ -166,7 +170,9 @@ func newDispatcherRigOn(t *testing.T, tn *testNode, walDir string, owners map[in
 	}
 	m := newNodeMetrics("rig-" + t.Name())
 	d := newDispatchDeps(deps{cfg: cfg, log: testLogger(t), metrics: m}, tn.n.Store(), wal, f)
-	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, deps: d, metrics: m}
+	handled := new(atomic.Int64)
+	d.Knobs.Handled = func() { handled.Add(1) }
+	return &dispatcherRig{t: t, clock: clk, tn: tn, wal: wal, walDir: walDir, owners: f, deps: d, metrics: m, handled: handled}
 }
 
 // toNode makes the rig commit to the node's own partitions, through its
@@ -211,12 +217,20 @@ func (r *dispatcherRig) produce(topic string, partition int, body []byte) uint64
 
 // tick moves the rig's clock one retry interval on and waits until the
 // dispatcher acted on it: another attempt, at partition p or at any other
-// (a reroute).
+// (a reroute). It first waits until the dispatcher handled the answer to
+// every attempt so far and armed its next tick: a tick that landed before
+// the last answer saw that commit in flight and retried nothing, and a
+// clock moved before the timer was armed fired nothing (a CI run hung on
+// both).
 func (r *dispatcherRig) tick(p int) {
 	r.t.Helper()
-	r.owners.mu.Lock()
-	before := len(r.owners.attempts)
-	r.owners.mu.Unlock()
+	var before int
+	waitFor(r.t, func() bool {
+		r.owners.mu.Lock()
+		before = len(r.owners.attempts)
+		r.owners.mu.Unlock()
+		return r.handled.Load() >= int64(before) && r.clock.Pending() > 0
+	})
 	r.clock.Advance(rigTick)
 	waitFor(r.t, func() bool {
 		r.owners.mu.Lock()

@@ -82,6 +82,16 @@ type Deps struct {
 	PartitionPID func(system *actor.ActorSystem, k messages.PartitionKey) *actor.PID
 	Clock        Clock
 	Metrics      Metrics
+	Knobs        Knobs
+}
+
+// Knobs are a test's hooks into the dispatcher; zero in production.
+type Knobs struct {
+	// Handled is called once the outcome of a commit was handled (its
+	// records released or queued again). A test on a fake clock waits for
+	// it before moving the clock, so a tick never lands before the answer
+	// it should retry.
+	Handled func()
 }
 
 // partitionQueue holds the records accepted for one partition that are not
@@ -199,7 +209,7 @@ func (d *Actor) Receive(ctx actor.Context) {
 			d.enqueue(ctx, m.Rec)
 		}
 	case *commitDone:
-		d.done(ctx, m)
+		d.handled(ctx, m)
 	case dispatchTick:
 		d.tick(ctx)
 	case *actor.Stopping:
@@ -328,7 +338,7 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			ctx.ReenterAfter(f, func(res interface{}, err error) {
 				delete(d.local, f)
 				r, _ := res.(*messages.CommitResult)
-				d.done(ctx, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
+				d.handled(ctx, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
 			})
 			continue
 		}
@@ -365,6 +375,14 @@ func (d *Actor) maxInFlight(k messages.PartitionKey) int {
 		return d.deps.Config.MaxCommitsInFlight
 	}
 	return 1
+}
+
+// handled is done, then the Handled knob.
+func (d *Actor) handled(ctx actor.Context, m *commitDone) {
+	d.done(ctx, m)
+	if h := d.deps.Knobs.Handled; h != nil {
+		h()
+	}
 }
 
 // done releases a committed batch from the WAL and sends more. A refused
