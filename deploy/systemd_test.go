@@ -2,6 +2,11 @@ package deploy
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // unit is a systemd unit file: section -> key -> values in order.
@@ -105,6 +112,9 @@ func TestSystemdUnits(t *testing.T) {
 		if got := u.one(t, "Service", "EnvironmentFile"); got != "/etc/narad/narad.env" {
 			t.Errorf("%s: EnvironmentFile %q, want /etc/narad/narad.env", name, got)
 		}
+		if name == "narad.service" && !strings.Contains(u.one(t, "Service", "ExecStart"), "--config /etc/narad/narad.yaml") {
+			t.Errorf("%s: ExecStart %q, want it to read --config /etc/narad/narad.yaml", name, u.one(t, "Service", "ExecStart"))
+		}
 		if got := u.one(t, "Service", "Restart"); got != "on-failure" {
 			t.Errorf("%s: Restart=%s, want on-failure (a node that left exits 0 and stays down)", name, got)
 		}
@@ -128,15 +138,26 @@ func TestSystemdUnits(t *testing.T) {
 	}
 
 	serve := helps["serve"]
-	bound := func(flagName, envName string) time.Duration {
-		if v, ok := env[envName]; ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				t.Fatalf("narad.env %s=%q: %v", envName, v, err)
-			}
-			return d
+	file := readConfigFile(t, "systemd/narad.yaml")
+	for k := range file {
+		if !hasFlag(serve, k) {
+			t.Errorf("narad.yaml sets %s, which is no flag of narad serve", k)
 		}
-		return flagDefault(t, serve, flagName)
+	}
+	// The environment file overrides narad.yaml, which overrides the default.
+	bound := func(flagName, envName string) time.Duration {
+		v, ok := env[envName]
+		if !ok {
+			v, ok = file[flagName]
+		}
+		if !ok {
+			return flagDefault(t, serve, flagName)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s (%s) %q: %v", flagName, envName, v, err)
+		}
+		return d
 	}
 	need := bound("shutdown-handoff-timeout", "NARAD_SHUTDOWN_HANDOFF_TIMEOUT") + bound("shutdown-drain-timeout", "NARAD_SHUTDOWN_DRAIN_TIMEOUT")
 	stop, err := time.ParseDuration(readUnit(t, "systemd/narad.service").one(t, "Service", "TimeoutStopSec"))
@@ -145,6 +166,93 @@ func TestSystemdUnits(t *testing.T) {
 	}
 	if stop <= need {
 		t.Errorf("narad.service TimeoutStopSec=%s, want more than hand-off plus drain, %s", stop, need)
+	}
+}
+
+// readConfigFile is a narad config file's keys and values, a list joined
+// with commas as the node joins it.
+func readConfigFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.UnmarshalStrict(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]string{}
+	for k, v := range doc {
+		if list, ok := v.([]any); ok {
+			parts := make([]string, len(list))
+			for i, p := range list {
+				parts[i] = fmt.Sprint(p)
+			}
+			out[k] = strings.Join(parts, ",")
+			continue
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// A node starts from narad.service's config file: the node reads every
+// key of it (--print-config shows the file's values), and with only the
+// keys bound to the example's hosts overridden by flags (its data, its
+// addresses, its peers and NATS) it comes up ready.
+func TestSystemdNodeStartsFromItsConfigFile(t *testing.T) {
+	bin := naradBinary(t)
+	const path = "systemd/narad.yaml"
+	file := readConfigFile(t, path)
+	// No NARAD_* of the test's own environment in the way: they would
+	// override the file.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NARAD_") {
+			env = append(env, kv)
+		}
+	}
+	printed, err := exec.Command(bin, "serve", "--config", path, "--print-config").Output()
+	if err != nil {
+		t.Fatalf("narad serve --config %s --print-config: %v", path, err)
+	}
+	var effective map[string]string
+	if err := yaml.UnmarshalStrict(printed, &effective); err != nil {
+		t.Fatalf("--print-config wrote no config file: %v\n%s", err, printed)
+	}
+	for k, want := range file {
+		if got := effective[k]; got != want {
+			t.Errorf("--print-config %s: got %q, want the file's %q", k, got, want)
+		}
+	}
+
+	httpAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", path, "--data", t.TempDir(),
+		"--http", httpAddr, "--raft", freeAddr(t), "--peers=", "--nats=", "--nats-creds=", "--log-level", "error")
+	cmd.Env = append(env, "NARAD_ADMIN_PASSWORD=config-test-password")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second) // liveness bound only: a node's start-up
+	for {
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			// The node's id is the file's.
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body), `node="`+file["id"]+`"`) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a node started from %s: /metrics never named node %q within 60s (%v); node output:\n%s", path, file["id"], err, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -179,12 +179,16 @@ type nodeFlags struct {
 	dragonboatLogLevel string
 	// cfg holds what the flags set; apply copies the settings' fields.
 	cfg actors.Config
+	// printConfig: write the effective config and start nothing.
+	printConfig bool
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", env("NARAD_LOG_LEVEL", "info"), "log level: debug, info, warn, error (NARAD_LOG_LEVEL)")
 	fs.StringVar(&f.dragonboatLogLevel, "dragonboat-log-level", env("NARAD_DRAGONBOAT_LOG_LEVEL", "warn"),
 		"least level of the Raft library's (Dragonboat's) lines, within --log-level: debug, info, warn, error; at info it tells of every shard it starts (NARAD_DRAGONBOAT_LOG_LEVEL)")
+	fs.String(configFlag, env("NARAD_CONFIG", ""), "YAML `file` of settings, each key a flag's name (http: \":7942\"); NARAD_* variables and flags override it (NARAD_CONFIG)")
+	fs.BoolVar(&f.printConfig, printConfigFlag, false, "write the effective settings (defaults, --config, NARAD_*, flags) as a config file to stdout and exit")
 	f.cfg = actors.DefaultConfig()
 	for _, s := range settings(&f.cfg) {
 		usage := fmt.Sprintf("%s (%s)", s.usage, s.envName())
@@ -209,10 +213,16 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	}
 }
 
-// parse reads the NARAD_* variables, then the command line (which wins),
-// and checks the result with Config.Validate so that a bad value fails
-// before anything starts.
+// parse reads the config file (--config or NARAD_CONFIG), the NARAD_*
+// variables, then the command line (each wins over the one before), and
+// checks the result with Config.Validate so that a bad value fails before
+// anything starts.
 func (f *nodeFlags) parse(fs *flag.FlagSet, args []string) error {
+	if path := configPath(args, os.LookupEnv); path != "" {
+		if err := loadConfig(fs, path, os.LookupEnv); err != nil {
+			return err
+		}
+	}
 	if err := loadEnv(fs, settings(&f.cfg), os.LookupEnv); err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func TestABadVariableIsAnErrorNamingItAndItsValue(t *testing.T) {
 			t.Setenv(tc.env, tc.value)
 			// An unknown flag keeps a node from starting should the
 			// variable be let through.
-			err := runServe(context.Background(), []string{"--no-such-flag"}, io.Discard)
+			err := runServe(context.Background(), []string{"--no-such-flag"}, io.Discard, io.Discard)
 			if !errors.Is(err, errBadEnv) {
 				t.Fatalf("serve with %s=%s: got %v, want %v", tc.env, tc.value, err, errBadEnv)
 			}
@@ -233,7 +233,7 @@ func TestHelpListsEveryNodeFlagWithItsVariableAndRealDefault(t *testing.T) {
 		var out bytes.Buffer
 		var err error
 		if cmd == "serve" {
-			err = runServe(context.Background(), []string{"--help"}, &out)
+			err = runServe(context.Background(), []string{"--help"}, io.Discard, &out)
 		} else {
 			err = runDev(context.Background(), []string{"--help"}, io.Discard, &out)
 		}
@@ -295,7 +295,7 @@ func TestAValueValidateRefusesFailsAtParseNamingTheFlag(t *testing.T) {
 			for _, cmd := range []string{"serve", "dev"} {
 				var err error
 				if cmd == "serve" {
-					err = runServe(context.Background(), tc.args, io.Discard)
+					err = runServe(context.Background(), tc.args, io.Discard, io.Discard)
 				} else {
 					err = runDev(context.Background(), tc.args, io.Discard, io.Discard)
 				}

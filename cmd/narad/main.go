@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "dev":
 		return runDev(ctx, args[1:], stdout, stderr)
 	case "serve":
-		return runServe(ctx, args[1:], stderr)
+		return runServe(ctx, args[1:], stdout, stderr)
 	case "nats":
 		return runNATS(ctx, args[1:], stdout, stderr)
 	case "topics":

@@ -131,7 +131,7 @@ func TestServeRefusesAPartialRaftTLSSet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := runServe(ctx, []string{"--data", t.TempDir(), "--http", "127.0.0.1:0",
-		"--raft", "127.0.0.1:0", "--raft-tls-ca", "ca.pem", "--log-level", "error"}, io.Discard)
+		"--raft", "127.0.0.1:0", "--raft-tls-ca", "ca.pem", "--log-level", "error"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "TLSCAFile \"ca.pem\"") || !strings.Contains(err.Error(), "want all three or none") {
 		t.Fatalf("serve --raft-tls-ca alone: got %v, want the metastore's refusal naming TLSCAFile", err)
 	}

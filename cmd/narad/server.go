@@ -59,7 +59,7 @@ func newNodeLogger(w io.Writer, level, dragonboatLevel string) (*slog.Logger, er
 	return newLogger(w, level)
 }
 
-func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var nf nodeFlags
@@ -90,6 +90,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if err := nf.parse(fs, args); err != nil {
 		return err
+	}
+	if nf.printConfig {
+		return printConfig(stdout, fs)
 	}
 	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
@@ -220,6 +223,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *natsPort < 0 || *natsPort > 65535 {
 		return fmt.Errorf("--nats-port %d: want 0 to 65535", *natsPort)
+	}
+	if nf.printConfig {
+		return printConfig(stdout, fs)
 	}
 	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
