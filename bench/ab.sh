@@ -43,7 +43,8 @@
 # metrics.WritePrometheus(w, false)), so narad is built with a `go build
 # -overlay` that adds one file to package main, registering
 # metrics.WriteGoMetrics as a metrics writer; the handler then serves
-# narad_go_memstats_mallocs_total and narad_go_memstats_alloc_bytes_total.
+# go_memstats_mallocs_total and go_memstats_alloc_bytes_total (named
+# narad_go_... by revisions before issue 31).
 # Both revs get the same file; no file of any checkout is written. It reads
 # runtime.MemStats only when /metrics is scraped (twice a run).
 #
@@ -145,7 +146,9 @@ free_port() {
 
 # metric FILE NAME: the value of NAME (with or without the narad_ prefix).
 metric() {
-  awk -v n="$2" '($1 == n || $1 == "narad_" n) { print $2; found = 1; exit } END { if (!found) exit 1 }' "$1" ||
+  # The name as older revisions wrote it (narad_go_...) or as newer ones do
+  # (go_..., with a node label).
+  awk -v n="$2" '{ name = $1; sub(/\{.*/, "", name) } (name == n || name == "narad_" n) { print $2; found = 1; exit } END { if (!found) exit 1 }' "$1" ||
     { echo "ab: $2 not in $1" >&2; exit 2; }
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/VictoriaMetrics/metricsql"
 	"sigs.k8s.io/yaml"
 )
@@ -56,10 +57,22 @@ func strictJSON(t *testing.T, b []byte, v any) {
 }
 
 // exported are the series the node's code names (literals in its sources),
-// plus the Go runtime and process series /metrics prefixes with narad_.
+// plus the Go runtime and process series the metrics library writes, which
+// /metrics serves under their standard names.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
-	names := map[string]bool{"narad_go_goroutines": true, "narad_process_resident_memory_bytes": true}
+	names := map[string]bool{}
+	var runtimeSeries bytes.Buffer
+	metrics.WriteProcessMetrics(&runtimeSeries)
+	for line := range strings.Lines(runtimeSeries.String()) {
+		if name, _, _ := strings.Cut(line, " "); !strings.HasPrefix(name, "#") {
+			name, _, _ = strings.Cut(name, "{")
+			names[name] = true
+		}
+	}
+	if !names["go_goroutines"] || !names["process_resident_memory_bytes"] {
+		t.Fatalf("the metrics library wrote no go_goroutines or process_resident_memory_bytes: %v", names)
+	}
 	re := regexp.MustCompile(`narad_[a-z0-9_]+`)
 	for _, root := range []string{"../actors", "../cluster", "../storage"} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {

@@ -68,7 +68,7 @@ func Handler(node Node, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { writeMetrics(opts.Metrics, w, r) })
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { writeMetrics(opts.Metrics, opts.NodeID, w, r) })
 	// The permission of §2.1 wraps each route; the create's name is in
 	// its body, so createTopic checks it.
 	mux.HandleFunc("POST /v1/topics", h.createTopic)
@@ -182,12 +182,15 @@ func (h *handlers) readyz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, messages.HealthBody{Status: "ready"})
 }
 
-// writeMetrics serves the default metrics set. It also holds dragonboat's
-// raft transport series; the contract names every series narad_, so those
-// get the prefix rather than being dropped.
-// With the HELP and TYPE lines (ExposeMetadata) and the process and Go
-// runtime series; a HELP line gets its text from metricHelp.
-func writeMetrics(set *metrics.Set, w http.ResponseWriter, _ *http.Request) {
+// writeMetrics serves the node's own set, then the default set: the Go
+// runtime and process series, and dragonboat's raft transport series.
+// The runtime and process series keep their standard names (go_goroutines,
+// process_resident_memory_bytes: what every Go dashboard and alert reads)
+// and get the node label the node's own series carry; every other series
+// is named narad_ as the contract says, so dragonboat's get the prefix
+// rather than being dropped. A HELP line gets its text from metricHelp
+// (ExposeMetadata writes HELP and TYPE lines without one).
+func writeMetrics(set *metrics.Set, node string, w http.ResponseWriter, _ *http.Request) {
 	var buf bytes.Buffer
 	if set != nil {
 		set.WritePrometheus(&buf)
@@ -197,11 +200,18 @@ func writeMetrics(set *metrics.Set, w http.ResponseWriter, _ *http.Request) {
 	for line := range bytes.Lines(buf.Bytes()) {
 		rest := line
 		help := bytes.HasPrefix(line, []byte("# HELP "))
-		if help || bytes.HasPrefix(line, []byte("# TYPE ")) {
+		meta := help || bytes.HasPrefix(line, []byte("# TYPE "))
+		if meta {
 			out.Write(line[:7])
 			rest = line[7:]
 		}
-		if rest[0] != '#' && !bytes.HasPrefix(rest, []byte("narad_")) {
+		switch {
+		case rest[0] == '#' || bytes.HasPrefix(rest, []byte("narad_")):
+		case bytes.HasPrefix(rest, []byte("go_")) || bytes.HasPrefix(rest, []byte("process_")):
+			if !meta {
+				rest = withNodeLabel(rest, node)
+			}
+		default:
 			out.WriteString("narad_")
 		}
 		if name := string(bytes.TrimSpace(rest)); help && metricHelp[name] != "" {
@@ -213,4 +223,31 @@ func writeMetrics(set *metrics.Set, w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
 	w.Write(out.Bytes())
+}
+
+// withNodeLabel adds node="..." to a sample line's labels; a line is
+// returned as it is when node is "" (a handler of no node's).
+func withNodeLabel(sample []byte, node string) []byte {
+	if node == "" {
+		return sample
+	}
+	label := fmt.Sprintf("node=%q", node)
+	end := bytes.IndexAny(sample, "{ ")
+	if end < 0 {
+		return sample
+	}
+	out := make([]byte, 0, len(sample)+len(label)+3)
+	out = append(out, sample[:end]...)
+	if sample[end] == '{' {
+		out = append(out, '{')
+		out = append(out, label...)
+		if sample[end+1] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, sample[end+1:]...)
+	}
+	out = append(out, '{')
+	out = append(out, label...)
+	out = append(out, '}')
+	return append(out, sample[end:]...)
 }

@@ -52,21 +52,31 @@ func TestEveryMetricTheCodeExportsHasHelp(t *testing.T) {
 
 func TestMetricsCarryHelpTypeAndTheRuntimeSeries(t *testing.T) {
 	metrics.GetOrCreateCounter(`narad_ack_total{node="help-test"}`).Inc()
-	code, body := serve(t, readyNode(), "GET", "/metrics", "")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: got %d, want 200", code)
+	rec := httptest.NewRecorder()
+	Handler(readyNode(), Options{NodeID: "n1"}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: got %d, want 200", rec.Code)
 	}
+	body := rec.Body.String()
 	for _, want := range []string{
 		"# HELP narad_ack_total Leases acked.\n",
 		"# TYPE narad_ack_total counter\n",
-		"\nnarad_go_goroutines ",                 // Go runtime
-		"\nnarad_process_resident_memory_bytes ", // process
+		// The Go runtime and process series under their standard names,
+		// with the node's label.
+		"\ngo_goroutines{node=\"n1\"} ",
+		"\nprocess_resident_memory_bytes{node=\"n1\"} ",
+		"\n# TYPE go_goroutines gauge\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// Everything else is named narad_.
+	standard := regexp.MustCompile(`^(# (HELP|TYPE) )?(go|process)_[a-z0-9_]+( |\n|\{node="n1"[,}])`)
 	for line := range strings.Lines(body) {
+		if standard.MatchString(line) {
+			continue
+		}
 		if !strings.HasPrefix(line, "narad_") && !strings.HasPrefix(line, "# HELP narad_") && !strings.HasPrefix(line, "# TYPE narad_") {
 			t.Fatalf("a line outside the narad_ names: %q", line)
 		}
@@ -103,7 +113,21 @@ func TestANodeExportsItsOwnSetAndTheProcessSeriesButNoOtherNodes(t *testing.T) {
 	if strings.Contains(body, `node="other-set"`) {
 		t.Error("another node's series is exported")
 	}
-	if !strings.Contains(body, "\nnarad_go_goroutines ") {
+	if !strings.Contains(body, "\ngo_goroutines ") {
 		t.Error("the process-wide runtime series are missing")
+	}
+}
+
+func TestWithNodeLabel(t *testing.T) {
+	for _, tc := range []struct{ node, in, want string }{
+		{"n1", "go_goroutines 12\n", `go_goroutines{node="n1"} 12` + "\n"},
+		{"n1", `go_info{version="go1.26.8"} 1` + "\n", `go_info{node="n1",version="go1.26.8"} 1` + "\n"},
+		{"n1", "go_gc_duration_seconds{} 0\n", `go_gc_duration_seconds{node="n1"} 0` + "\n"},
+		{`a"b`, "go_goroutines 1\n", `go_goroutines{node="a\"b"} 1` + "\n"},
+		{"", "go_goroutines 12\n", "go_goroutines 12\n"},
+	} {
+		if got := string(withNodeLabel([]byte(tc.in), tc.node)); got != tc.want {
+			t.Errorf("withNodeLabel(%q, %q): got %q, want %q", tc.in, tc.node, got, tc.want)
+		}
 	}
 }
