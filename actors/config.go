@@ -24,6 +24,9 @@ type Config struct {
 	DataDir string
 	// HTTPAddr is where the client API listens.
 	HTTPAddr string
+	// Version is the node binary's version, for narad_build_info; "" reads
+	// as "unknown". Not a setting: the binary knows it.
+	Version string
 	// Cluster names the cluster in NATS subjects (narad.<cluster>....).
 	Cluster string
 	// NATSURL is the NATS server nodes talk through; empty runs the node

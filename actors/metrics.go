@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -131,6 +132,16 @@ type nodeMetrics struct {
 	quarantinedBytes  *metrics.Gauge
 	orphanTopicDirs   *metrics.Gauge
 	sweepReclaimed    *metrics.Counter
+}
+
+// buildInfo exports narad_build_info, always 1, whose labels say which
+// binary the node runs: a rolling upgrade shows as two versions side by
+// side until it is done.
+func (m *nodeMetrics) buildInfo(version string) {
+	if version == "" {
+		version = "unknown"
+	}
+	m.set.GetOrCreateGauge(fmt.Sprintf(`narad_build_info{node=%q,version=%q,goversion=%q}`, m.node, version, runtime.Version()), func() float64 { return 1 })
 }
 
 func newNodeMetrics(node string) *nodeMetrics {

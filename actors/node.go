@@ -104,6 +104,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	log = log.With("node", cfg.NodeID)
 	phases := newStartPhases()
 	nm := newNodeMetrics(cfg.NodeID)
+	nm.buildInfo(cfg.Version)
 	var faults *debugFaults
 	if cfg.DebugFaults {
 		faults = newDebugFaults(cfg.clockOrWall(), log, nm.faultsInjected)

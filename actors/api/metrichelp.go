@@ -5,6 +5,8 @@ package api
 // reading /metrics, or a dashboard's tooltip, learns from it what a series
 // counts; TestEveryMetricTheCodeExportsHasHelp keeps it complete.
 var metricHelp = map[string]string{
+	// The binary.
+	"narad_build_info": "Always 1; its labels name the node binary's version and the Go version it was built with.",
 	// Produce and commit.
 	"narad_produce_seconds":                    "Time from a produce request to its 202 (the record fsynced in the ingress WAL).",
 	"narad_commit_seconds":                     "Time a commit waits in a partition before its records are durable and visible.",
