@@ -37,6 +37,7 @@ Usage:
   narad cluster members|status|topics|moves|decommission|quarantine
                                       ask the cluster over NATS (--nats, --cluster);
                                       moves abort <topic> <partition> gives up a move
+  narad version                       the binary's version, commit, Go version and platform
 
 Run "narad <command> --help" for a command's flags.
 `
@@ -136,6 +137,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "users":
 		return runUsers(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -108,6 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = *id, *data, *httpAddr
 	cfg.NATSURL, cfg.Cluster = *natsURL, *cluster
 	nf.apply(&cfg)
+	cfg.Version = buildVersion()
 	// Not a flag: a password on the command line shows in ps.
 	cfg.AdminPassword = os.Getenv("NARAD_ADMIN_PASSWORD")
 	var mcfg metastore.Config
@@ -280,6 +281,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.NodeID, cfg.DataDir, cfg.HTTPAddr = id, filepath.Join(*data, id), net.JoinHostPort(host, strconv.Itoa(p+i-1))
 		cfg.NATSURL = ns.ClientURL()
 		nf.apply(&cfg)
+		cfg.Version = buildVersion()
 		cfg.Cluster = cluster
 		cfg.NATSAuth = transport.Auth{CredsFile: sec.creds.File(transport.RoleNode)}
 		cfg.SecurityEnabled = false // §2.2: anonymous requests act as root
