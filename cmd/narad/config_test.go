@@ -229,3 +229,28 @@ func TestEveryServeFlagNamesItsVariable(t *testing.T) {
 		}
 	}
 }
+
+// --join beside --peers: a pod --peers names starts as an initial member,
+// any other pod joins; each alone keeps its meaning.
+func TestJoinOrPeer(t *testing.T) {
+	const peers = "narad-0=narad-0.narad:7950,narad-1=narad-1.narad:7950,narad-2=narad-2.narad:7950"
+	for _, tc := range []struct {
+		join      bool
+		peers, id string
+		wantJoin  bool
+		wantPeers string
+		wantErr   bool
+	}{
+		{true, peers, "narad-1", false, peers, false},
+		{true, peers, "narad-3", true, "", false},
+		{false, peers, "narad-1", false, peers, false},
+		{false, peers, "narad-3", false, peers, false}, // refused later by parsePeers
+		{true, "", "narad-3", true, "", false},
+		{true, "narad-0", "narad-0", false, "", true}, // malformed: an error, never a join
+	} {
+		join, got, err := joinOrPeer(tc.join, tc.peers, tc.id)
+		if join != tc.wantJoin || got != tc.wantPeers || (err != nil) != tc.wantErr {
+			t.Errorf("joinOrPeer(%v, %q, %s): got %v, %q, %v; want %v, %q, an error: %v", tc.join, tc.peers, tc.id, join, got, err, tc.wantJoin, tc.wantPeers, tc.wantErr)
+		}
+	}
+}

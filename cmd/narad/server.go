@@ -70,7 +70,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	raftAddr := fs.String("raft", env("NARAD_RAFT_ADDR", "127.0.0.1:7950"), "Raft address of the metastore (NARAD_RAFT_ADDR)")
 	replica := fs.Uint64("replica-id", uint64(envInt("NARAD_REPLICA_ID", 1)), "Raft replica id, unique in the cluster and never reused (NARAD_REPLICA_ID)")
 	natsURL := fs.String("nats", env("NARAD_NATS", ""), "NATS URL nodes talk through, or several comma-separated (the servers of a NATS cluster: the node moves to a live one when its server dies); empty runs without NATS (NARAD_NATS)")
-	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node (NARAD_JOIN=true)")
+	join := fs.Bool("join", env("NARAD_JOIN", "") == "true", "join a running cluster (asked over --nats) as a non-voting replica; pass it on every restart of a joined node; with --peers, only a node --peers does not name joins, so every pod of a StatefulSet can share one configuration (NARAD_JOIN=true)")
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
 	var raftTLS [3]string
@@ -116,9 +116,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcfg.InitialMembers = map[uint64]string{*replica: *raftAddr}
 	mcfg.TLSCAFile, mcfg.TLSCertFile, mcfg.TLSKeyFile = raftTLS[0], raftTLS[1], raftTLS[2]
 	mcfg.LogDBWriteBufferBytes, mcfg.LogDBShards = *logDBBuffer, *logDBShards
+	if *join, *peersFlag, err = joinOrPeer(*join, *peersFlag, *id); err != nil {
+		return err
+	}
 	if *join {
-		if *peersFlag != "" || cfg.NATSURL == "" {
-			return errors.New("--join asks the cluster over --nats and takes no --peers")
+		if cfg.NATSURL == "" {
+			return errors.New("--join asks the cluster over --nats, and --nats is empty")
 		}
 		mcfg.Join, mcfg.InitialMembers = true, nil
 		if !replicaIDGiven(fs) {
@@ -147,6 +150,27 @@ func replicaIDGiven(fs *flag.FlagSet) bool {
 	return given
 }
 
+// joinOrPeer settles --join beside --peers, which lets every pod of a
+// StatefulSet share one configuration: a node --peers names is one of the
+// initial members, any other joins. Alone, each keeps its meaning.
+func joinOrPeer(join bool, peers, id string) (bool, string, error) {
+	if !join || peers == "" {
+		return join, peers, nil
+	}
+	switch _, _, err := parsePeers(peers, id); {
+	case err == nil:
+		return false, peers, nil
+	case errors.Is(err, errNotAPeer):
+		return true, "", nil
+	default:
+		return false, "", err
+	}
+}
+
+// errNotAPeer: --peers does not name this node. With --join too, the node
+// joins instead.
+var errNotAPeer = errors.New("--peers does not name this node")
+
 // parsePeers reads id=raftaddr,... into replica ids (positions from 1) and
 // finds this node's.
 func parsePeers(s, self string) (map[uint64]string, uint64, error) {
@@ -163,7 +187,7 @@ func parsePeers(s, self string) (map[uint64]string, uint64, error) {
 		}
 	}
 	if mine == 0 {
-		return nil, 0, fmt.Errorf("--peers does not name this node (--id %s)", self)
+		return nil, 0, fmt.Errorf("%w (--id %s)", errNotAPeer, self)
 	}
 	return members, mine, nil
 }
