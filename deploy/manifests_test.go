@@ -30,56 +30,95 @@ import (
 // Kubernetes API types do not have fails the test, as kubectl's strict
 // field validation would fail the apply.
 type manifests struct {
-	services map[string]*corev1.Service
-	sets     map[string]*appsv1.StatefulSet
-	budgets  map[string]*policyv1.PodDisruptionBudget
+	services   map[string]*corev1.Service
+	sets       map[string]*appsv1.StatefulSet
+	budgets    map[string]*policyv1.PodDisruptionBudget
+	configMaps map[string]*corev1.ConfigMap
+	// scrapes are the ServiceMonitor and VMServiceScrape objects, by kind.
+	scrapes map[string]*scrape
 }
 
+// scrape is what a ServiceMonitor or a VMServiceScrape says, the fields
+// the chart sets; decoded strictly, so a misspelt field fails.
+type scrape struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Scheme   string `json:"scheme"`
+			Interval string `json:"interval"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+// readManifests is every object of deploy/k8s.
 func readManifests(t *testing.T) manifests {
 	t.Helper()
 	files, err := filepath.Glob("k8s/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests in k8s/: %v", err)
 	}
-	m := manifests{map[string]*corev1.Service{}, map[string]*appsv1.StatefulSet{}, map[string]*policyv1.PodDisruptionBudget{}}
+	var text []string
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(raw), -1) {
-			if strings.TrimSpace(stripComments(doc)) == "" {
-				continue
-			}
-			where := fmt.Sprintf("%s document %d", f, i+1)
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-				t.Fatalf("%s: %v", where, err)
-			}
-			var obj any
-			var name *string
-			switch tm.APIVersion + " " + tm.Kind {
-			case "v1 Service":
-				s := &corev1.Service{}
-				obj, name = s, &s.Name
-				defer func() { m.services[s.Name] = s }()
-			case "apps/v1 StatefulSet":
-				s := &appsv1.StatefulSet{}
-				obj, name = s, &s.Name
-				defer func() { m.sets[s.Name] = s }()
-			case "policy/v1 PodDisruptionBudget":
-				s := &policyv1.PodDisruptionBudget{}
-				obj, name = s, &s.Name
-				defer func() { m.budgets[s.Name] = s }()
-			default:
-				t.Fatalf("%s: kind %q of %q, want Service, StatefulSet or PodDisruptionBudget (or teach this test the new kind)", where, tm.Kind, tm.APIVersion)
-			}
-			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-				t.Fatalf("%s: strict decode: %v", where, err)
-			}
-			if *name == "" {
-				t.Fatalf("%s: no metadata.name", where)
-			}
+		text = append(text, string(raw))
+	}
+	return decodeManifests(t, "k8s", strings.Join(text, "\n---\n"))
+}
+
+// decodeManifests decodes a stream of YAML documents (files joined, or
+// what helm template writes) strictly, by kind.
+func decodeManifests(t *testing.T, source, stream string) manifests {
+	t.Helper()
+	m := manifests{map[string]*corev1.Service{}, map[string]*appsv1.StatefulSet{}, map[string]*policyv1.PodDisruptionBudget{},
+		map[string]*corev1.ConfigMap{}, map[string]*scrape{}}
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(stream, -1) {
+		if strings.TrimSpace(stripComments(doc)) == "" {
+			continue
+		}
+		where := fmt.Sprintf("%s document %d", source, i+1)
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		var obj any
+		var name *string
+		switch tm.APIVersion + " " + tm.Kind {
+		case "v1 Service":
+			s := &corev1.Service{}
+			obj, name = s, &s.Name
+			defer func() { m.services[s.Name] = s }()
+		case "apps/v1 StatefulSet":
+			s := &appsv1.StatefulSet{}
+			obj, name = s, &s.Name
+			defer func() { m.sets[s.Name] = s }()
+		case "policy/v1 PodDisruptionBudget":
+			s := &policyv1.PodDisruptionBudget{}
+			obj, name = s, &s.Name
+			defer func() { m.budgets[s.Name] = s }()
+		case "v1 ConfigMap":
+			s := &corev1.ConfigMap{}
+			obj, name = s, &s.Name
+			defer func() { m.configMaps[s.Name] = s }()
+		case "monitoring.coreos.com/v1 ServiceMonitor", "operator.victoriametrics.com/v1beta1 VMServiceScrape":
+			s := &scrape{}
+			obj, name = s, &s.Metadata.Name
+			defer func() { m.scrapes[s.Kind] = s }()
+		default:
+			t.Fatalf("%s: kind %q of %q, want Service, StatefulSet, PodDisruptionBudget, ConfigMap, ServiceMonitor or VMServiceScrape (or teach this test the new kind)", where, tm.Kind, tm.APIVersion)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("%s: strict decode: %v", where, err)
+		}
+		if *name == "" {
+			t.Fatalf("%s: no metadata.name", where)
 		}
 	}
 	return m
@@ -114,17 +153,78 @@ func envOf(c corev1.Container) (vals map[string]string, secrets map[string]*core
 	return vals, secrets
 }
 
-// setting is the value a container gives flag name: --name=v in args
-// wins over its NARAD_* variable.
-func setting(c corev1.Container, flagName, envName string) (string, bool) {
+// setting is the value set's container gives flag name: --name=v in its
+// args wins over its NARAD_* variable, which wins over the key of the
+// config file --config names (a ConfigMap the pod mounts).
+func setting(t *testing.T, m manifests, set *appsv1.StatefulSet, flagName, envName string) (string, bool) {
+	t.Helper()
+	c := container(t, set)
 	for _, a := range c.Args {
 		if v, ok := strings.CutPrefix(a, "--"+flagName+"="); ok {
 			return v, true
 		}
 	}
 	vals, _ := envOf(c)
-	v, ok := vals[envName]
+	if v, ok := vals[envName]; ok {
+		return v, true
+	}
+	v, ok := configFile(t, m, set)[flagName]
 	return v, ok
+}
+
+// configFile is the keys of the config file set's container reads
+// (--config=PATH, PATH in a mounted ConfigMap), a list joined with commas
+// as the node joins it; none without --config.
+func configFile(t *testing.T, m manifests, set *appsv1.StatefulSet) map[string]string {
+	t.Helper()
+	c := container(t, set)
+	var path string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			path = v
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	var volume string
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == filepath.Dir(path) {
+			volume = vm.Name
+		}
+	}
+	for _, v := range set.Spec.Template.Spec.Volumes {
+		if v.Name != volume || v.ConfigMap == nil {
+			continue
+		}
+		cm := m.configMaps[v.ConfigMap.Name]
+		if cm == nil {
+			t.Fatalf("%s: --config %s is in ConfigMap %s, which the manifests do not hold", set.Name, path, v.ConfigMap.Name)
+		}
+		text, ok := cm.Data[filepath.Base(path)]
+		if !ok {
+			t.Fatalf("%s: ConfigMap %s has no key %s for --config %s", set.Name, cm.Name, filepath.Base(path), path)
+		}
+		var doc map[string]any
+		if err := yaml.UnmarshalStrict([]byte(text), &doc); err != nil {
+			t.Fatalf("%s: config file %s: %v", set.Name, path, err)
+		}
+		out := map[string]string{}
+		for k, v := range doc {
+			if list, ok := v.([]any); ok {
+				parts := make([]string, len(list))
+				for i, p := range list {
+					parts[i] = fmt.Sprint(p)
+				}
+				out[k] = strings.Join(parts, ",")
+				continue
+			}
+			out[k] = fmt.Sprint(v)
+		}
+		return out
+	}
+	t.Fatalf("%s: --config %s is in no ConfigMap the pod mounts", set.Name, path)
+	return nil
 }
 
 // portNamed is the container port called name.
@@ -156,8 +256,13 @@ func addrPort(t *testing.T, what, addr string) int32 {
 // podAddrs are the stable names of set's pods under its headless service,
 // with port: what peers and clients of a StatefulSet must name.
 func podAddrs(set *appsv1.StatefulSet, port int32) map[string]bool {
+	return firstPodAddrs(set, port, *set.Spec.Replicas)
+}
+
+// firstPodAddrs is podAddrs of set's first n pods.
+func firstPodAddrs(set *appsv1.StatefulSet, port int32, n int32) map[string]bool {
 	out := map[string]bool{}
-	for i := range *set.Spec.Replicas {
+	for i := range n {
 		out[fmt.Sprintf("%s-%d.%s:%d", set.Name, i, set.Spec.ServiceName, port)] = true
 	}
 	return out
@@ -193,8 +298,10 @@ func sameSet(a, b map[string]bool) bool {
 // Service that selects its pods and publishes ports its container has,
 // and a PodDisruptionBudget that selects the same pods and lets at most
 // one go; credentials come from the Secret narad-credentials only.
-func TestManifestsShape(t *testing.T) {
-	m := readManifests(t)
+func TestManifestsShape(t *testing.T) { checkShape(t, readManifests(t)) }
+
+func checkShape(t *testing.T, m manifests) {
+	t.Helper()
 	for _, name := range []string{"narad", "narad-nats"} {
 		set := m.sets[name]
 		if set == nil {
@@ -259,8 +366,10 @@ func TestManifestsShape(t *testing.T) {
 // addresses agree with the ports they publish, the peers and servers they
 // name are the StatefulSets' pods, and the nodes' grace period outlasts
 // the hand-off plus the WAL drain.
-func TestManifestsAgreeWithFlags(t *testing.T) {
-	m := readManifests(t)
+func TestManifestsAgreeWithFlags(t *testing.T) { checkFlags(t, readManifests(t)) }
+
+func checkFlags(t *testing.T, m manifests) {
+	t.Helper()
 	nats, node := m.sets["narad-nats"], m.sets["narad"]
 	if nats == nil || node == nil {
 		t.Fatal("want StatefulSets narad-nats and narad")
@@ -284,30 +393,45 @@ func TestManifestsAgreeWithFlags(t *testing.T) {
 		}
 	}
 
-	listen, _ := setting(nc, "listen", "NARAD_NATS_LISTEN")
+	for key := range configFile(t, m, node) {
+		if !hasFlag(help(t, "serve"), key) {
+			t.Errorf("narad's config file sets %s, which is no flag of narad serve", key)
+		}
+	}
+
+	listen, _ := setting(t, m, nats, "listen", "NARAD_NATS_LISTEN")
 	if got, want := addrPort(t, "nats --listen", listen), portNamed(t, nc, "client"); got != want {
 		t.Errorf("nats listens on %d, publishes client port %d", got, want)
 	}
-	clusterListen, _ := setting(nc, "cluster-listen", "NARAD_NATS_CLUSTER_LISTEN")
+	clusterListen, _ := setting(t, m, nats, "cluster-listen", "NARAD_NATS_CLUSTER_LISTEN")
 	clusterPort := portNamed(t, nc, "cluster")
 	if got := addrPort(t, "nats --cluster-listen", clusterListen); got != clusterPort {
 		t.Errorf("nats routes listen on %d, publishes cluster port %d", got, clusterPort)
 	}
-	routes, _ := setting(nc, "routes", "NARAD_NATS_ROUTES")
+	routes, _ := setting(t, m, nats, "routes", "NARAD_NATS_ROUTES")
 	if got, want := urlHosts(t, "NARAD_NATS_ROUTES", routes), podAddrs(nats, clusterPort); !sameSet(got, want) {
 		t.Errorf("nats routes %v, want every pod's cluster port %v", got, want)
 	}
 
-	httpAddr, _ := setting(sc, "http", "NARAD_HTTP_ADDR")
+	httpAddr, _ := setting(t, m, node, "http", "NARAD_HTTP_ADDR")
 	if got, want := addrPort(t, "serve --http", httpAddr), portNamed(t, sc, "http"); got != want {
 		t.Errorf("narad serves HTTP on %d, publishes http port %d", got, want)
 	}
-	natsURLs, _ := setting(sc, "nats", "NARAD_NATS")
+	natsURLs, _ := setting(t, m, node, "nats", "NARAD_NATS")
 	if got, want := urlHosts(t, "NARAD_NATS", natsURLs), podAddrs(nats, portNamed(t, nc, "client")); !sameSet(got, want) {
 		t.Errorf("narad's NATS servers %v, want every NATS pod's client port %v", got, want)
 	}
-	peers, _ := setting(sc, "peers", "NARAD_PEERS")
-	gotPeers, wantPeers := map[string]bool{}, podAddrs(node, portNamed(t, sc, "raft"))
+	peers, _ := setting(t, m, node, "peers", "NARAD_PEERS")
+	// The initial voters are the first pods: all of them, or, when the
+	// pods past them join (--join beside --peers), as many as --peers names.
+	voters := *node.Spec.Replicas
+	if join, _ := setting(t, m, node, "join", "NARAD_JOIN"); join == "true" {
+		voters = int32(strings.Count(peers, ",") + 1)
+	}
+	if voters > *node.Spec.Replicas {
+		t.Errorf("NARAD_PEERS names %d voters, more than the %d pods", voters, *node.Spec.Replicas)
+	}
+	gotPeers, wantPeers := map[string]bool{}, firstPodAddrs(node, portNamed(t, sc, "raft"), voters)
 	for _, p := range strings.Split(peers, ",") {
 		id, addr, _ := strings.Cut(p, "=")
 		if !strings.HasPrefix(addr, id+".") {
@@ -316,12 +440,12 @@ func TestManifestsAgreeWithFlags(t *testing.T) {
 		gotPeers[addr] = true
 	}
 	if !sameSet(gotPeers, wantPeers) {
-		t.Errorf("NARAD_PEERS %v, want every node pod's raft port %v", gotPeers, wantPeers)
+		t.Errorf("NARAD_PEERS %v, want the first %d node pods' raft port %v", gotPeers, voters, wantPeers)
 	}
 
 	h := help(t, "serve")
 	bound := func(flagName, envName string) time.Duration {
-		if v, ok := setting(sc, flagName, envName); ok {
+		if v, ok := setting(t, m, node, flagName, envName); ok {
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				t.Fatalf("%s=%q: %v", envName, v, err)
