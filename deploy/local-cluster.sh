@@ -4,23 +4,32 @@
 #
 #   deploy/local-cluster.sh up | down | status | add | kill <node> | restart <node>
 #
-# Node i serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i);
-# n1..n3 are the initial voters, `add` starts n4, which joins as a non-voter
+# Node i serves HTTP on 127.0.0.1:794(1+i) and Raft on 127.0.0.1:795(1+i),
+# NATS listens on 4222 (NARAD_LOCAL_HTTP_BASE, NARAD_LOCAL_RAFT_BASE and
+# NARAD_LOCAL_NATS_PORT move them: node i takes base+i; NARAD_LOCAL_BIN runs
+# a binary already built instead of building one); n1..n3 are the initial
+# voters, `add` starts n4, which joins as a non-voter
 # with a replica id the cluster hands it (kept in its data dir). An n4 that
 # left (decommissioned: it exits by itself) is started afresh by `add`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CLUSTER_DIR:-.cluster}
-nats_url=nats://127.0.0.1:4222
-peers=n1=127.0.0.1:7952,n2=127.0.0.1:7953,n3=127.0.0.1:7954
-bin=$dir/narad
+http_base=${NARAD_LOCAL_HTTP_BASE:-7941}
+raft_base=${NARAD_LOCAL_RAFT_BASE:-7951}
+nats_port=${NARAD_LOCAL_NATS_PORT:-4222}
+nats_url=nats://127.0.0.1:$nats_port
+peers=n1=127.0.0.1:$((raft_base + 1)),n2=127.0.0.1:$((raft_base + 2)),n3=127.0.0.1:$((raft_base + 3))
+bin=${NARAD_LOCAL_BIN:-$dir/narad}
 # narad nats writes the NATS credentials here at its first start.
 creds=$dir/nats
 # The nodes run secured (HTTP Basic, users and grants): the root user admin
 # is seeded with this password at the cluster's first start, made once.
 admin_password_file=$dir/admin.password
 
-build() { mkdir -p "$dir"; go build -o "$bin" ./cmd/narad; }
+build() {
+  mkdir -p "$dir"
+  if [ -z "${NARAD_LOCAL_BIN:-}" ]; then go build -o "$bin" ./cmd/narad; fi
+}
 
 admin_password() {
   if [ ! -s "$admin_password_file" ]; then
@@ -37,7 +46,7 @@ start_node() {
   # file, and each may seed a password of its own.
   password=$(admin_password)
   NARAD_ADMIN_PASSWORD=$password "$bin" serve --id "$id" --data "$dir/$id" \
-    --http "127.0.0.1:$((7941 + i))" --raft "127.0.0.1:$((7951 + i))" \
+    --http "127.0.0.1:$((http_base + i))" --raft "127.0.0.1:$((raft_base + i))" \
     --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
     >>"$dir/$id.log" 2>&1 &
   echo $! >"$dir/$id.pid"
@@ -52,7 +61,7 @@ stop_pid() { # stop_pid <file> <signal>
 case "${1:-}" in
   up)
     build
-    "$bin" nats --listen 127.0.0.1:4222 --data "$creds" >>"$dir/nats.log" 2>&1 &
+    "$bin" nats --listen "127.0.0.1:$nats_port" --data "$creds" >>"$dir/nats.log" 2>&1 &
     echo $! >"$dir/nats.pid"
     for _ in $(seq 1 300); do
       [ -f "$creds/viewer.nk" ] && break
@@ -61,7 +70,7 @@ case "${1:-}" in
     for id in n1 n2 n3; do start_node "$id"; done
     for i in 1 2 3; do
       for _ in $(seq 1 300); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$((7941 + i))") 2>/dev/null; then break; fi
+        if (exec 3<>"/dev/tcp/127.0.0.1/$((http_base + i))") 2>/dev/null; then break; fi
         sleep 0.1
       done
     done
@@ -69,14 +78,14 @@ case "${1:-}" in
     # election: wait until admin can log in (CONTRACT.md §2.1).
     pw=$(admin_password)
     for _ in $(seq 1 300); do
-      code=$(curl -s -o /dev/null -w '%{http_code}' -u "admin:$pw" http://127.0.0.1:7942/v1/users || true)
+      code=$(curl -s -o /dev/null -w '%{http_code}' -u "admin:$pw" http://127.0.0.1:$((http_base + 1))/v1/users || true)
       [ "$code" = 200 ] && break
       sleep 0.1
     done
-    echo "cluster up: http://127.0.0.1:7942 .. 7944, NATS $nats_url, logs in $dir/"
+    echo "cluster up: http://127.0.0.1:$((http_base + 1)) .. $((http_base + 3)), NATS $nats_url, logs in $dir/"
     echo "secured: log in as admin with the password in $admin_password_file:"
     echo "  export NARAD_USER=admin NARAD_PASSWORD=\$(cat $admin_password_file)"
-    echo "  curl -u \"admin:\$NARAD_PASSWORD\" http://127.0.0.1:7942/v1/users"
+    echo "  curl -u \"admin:\$NARAD_PASSWORD\" http://127.0.0.1:$((http_base + 1))/v1/users"
     echo "NATS admin: $bin cluster members --nats $nats_url --nats-creds $creds/admin.nk"
     ;;
   add)

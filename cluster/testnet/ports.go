@@ -51,3 +51,41 @@ func (p *Ports) Addr(t testing.TB) string {
 	t.Fatalf("no free port left in %d..%d", p.r.Base, p.r.Base+p.r.Span-1)
 	return ""
 }
+
+// Block hands out n consecutive ports, first to first+n-1, each free a
+// moment ago and never handed out by p: for a script that numbers its
+// processes' ports from a base (deploy/local-cluster.sh).
+func (p *Ports) Block(t testing.TB, n int) (first int) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	starts := p.r.Span - n + 1
+	// From a random start, every start in turn: a block fails only when no
+	// n free ports lie side by side.
+	off := rand.IntN(starts)
+	for i := range starts {
+		first = p.r.Base + (off+i)%starts
+		free := true
+		for port := first; port < first+n && free; port++ {
+			if p.handedOut[port] {
+				free = false
+				break
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if !free {
+			continue
+		}
+		for port := first; port < first+n; port++ {
+			p.handedOut[port] = true
+		}
+		return first
+	}
+	t.Fatalf("no %d free consecutive ports left in %d..%d", n, p.r.Base, p.r.Base+p.r.Span-1)
+	return 0
+}

@@ -31,6 +31,32 @@ func TestPortsHandsEachPortOutOnce(t *testing.T) {
 	}
 }
 
+// A block is consecutive ports of the range, none handed out before, and
+// no port of it is handed out again.
+func TestPortsBlocksAreConsecutiveAndHandedOutOnce(t *testing.T) {
+	r := Range{Base: 16100, Span: 200}
+	p := r.Ports()
+	seen := map[int]bool{}
+	for range 4 {
+		first := p.Block(t, 8)
+		if first < r.Base || first+8 > r.Base+r.Span {
+			t.Fatalf("block %d..%d: want it within %d..%d", first, first+7, r.Base, r.Base+r.Span-1)
+		}
+		for port := first; port < first+8; port++ {
+			if seen[port] {
+				t.Fatalf("port %d handed out twice", port)
+			}
+			seen[port] = true
+		}
+	}
+	for range 8 {
+		_, ps, _ := net.SplitHostPort(p.Addr(t))
+		if port, _ := strconv.Atoi(ps); seen[port] {
+			t.Fatalf("Addr handed out %d of a block", port)
+		}
+	}
+}
+
 // The ranges of the packages never overlap, nor reach the kernel's
 // ephemeral range; NaradDev's Raft ports (10000 above) included.
 func TestRangesAreDisjointAndBelowTheEphemeralRange(t *testing.T) {
