@@ -41,6 +41,7 @@ const topicsUsage = `usage: narad topics <command> [flags] [name]
 
 Commands:
   create <name>   create a topic and print its record as JSON
+  alter <name>    change a topic's partitions, retention, caps or schema
   list            list every topic (follows all pages)
   get <name>      print a topic's record and per-partition stats as JSON
   delete <name>   delete a topic and all its messages
@@ -70,6 +71,25 @@ Flags:
   --delay DURATION        with --parent: copy each message once this long has
                           passed since the parent committed it, e.g. 10m
   --schema FILE           JSON Schema document the message bodies must match
+`
+
+const topicsAlterUsage = `usage: narad topics alter [flags] <name>
+
+Change a topic and print the record the broker answers. Only the flags
+given are sent; at least one is needed. The broker applies retention, then
+the caps, then partitions, then the schema, each on its own: a refusal of a
+later one leaves the earlier ones applied. The visibility timeout cannot be
+changed after creation.
+
+Flags:
+  --server URL            broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
+  --user NAME             username for HTTP Basic (default $NARAD_USER)
+  --password PW           its password (default $NARAD_PASSWORD)
+  --partitions N          grow to N partitions (never fewer)
+  --retention DURATION    how long messages are kept, e.g. 168h; 0 is the broker default
+  --max-in-flight N       reserved-but-unacked messages allowed per partition; 0 is the default
+  --max-acked-ahead N     out-of-order acks allowed per partition; 0 is the default
+  --schema FILE           a new JSON Schema version, backward compatible with the last
 `
 
 const topicsListUsage = `usage: narad topics list [flags]
@@ -255,6 +275,8 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch args[0] {
 	case "create":
 		return runTopicsCreate(ctx, args[1:], stdout, stderr)
+	case "alter":
+		return runTopicsAlter(ctx, args[1:], stdout, stderr)
 	case "list":
 		return runTopicsList(ctx, args[1:], stdout, stderr)
 	case "get":
@@ -374,6 +396,72 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	rec, err := c.CreateTopic(ctx, req)
+	if err != nil {
+		return err
+	}
+	return printIndented(stdout, rec)
+}
+
+func runTopicsAlter(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newCommandFlags("topics alter", topicsAlterUsage, stderr)
+	server := serverFlag(fs)
+	partitions := fs.Int("partitions", 0, "grow to N partitions")
+	retention := fs.Duration("retention", 0, "retention")
+	maxInFlight := fs.Int64("max-in-flight", 0, "max in flight per partition")
+	maxAckedAhead := fs.Int64("max-acked-ahead", 0, "max acked ahead per partition")
+	schema := fs.String("schema", "", "JSON Schema file")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one topic name, got %d arguments", len(pos))
+	}
+	set := wasSet(fs)
+	var req messages.AlterTopicRequest
+	if set["partitions"] {
+		if *partitions <= 0 {
+			return usageErr(fs, "--partitions must be positive, got %d", *partitions)
+		}
+		req.Partitions = partitions
+	}
+	if set["retention"] {
+		ms, err := durationMs("retention", *retention)
+		if err != nil {
+			return usageErr(fs, "%v", err)
+		}
+		req.RetentionMs = &ms
+	}
+	if set["max-in-flight"] {
+		if *maxInFlight < 0 {
+			return usageErr(fs, "--max-in-flight must not be negative")
+		}
+		req.MaxInFlightPerPartition = maxInFlight
+	}
+	if set["max-acked-ahead"] {
+		if *maxAckedAhead < 0 {
+			return usageErr(fs, "--max-acked-ahead must not be negative")
+		}
+		req.MaxAckedAheadPerPartition = maxAckedAhead
+	}
+	if set["schema"] {
+		doc, err := readBounded(*schema, nil)
+		if err != nil {
+			return fmt.Errorf("topics alter: read schema: %w", err)
+		}
+		if !json.Valid(doc) {
+			return fmt.Errorf("topics alter: schema file %s is not valid JSON", *schema)
+		}
+		req.Schema = doc
+	}
+	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && req.Schema == nil {
+		return usageErr(fs, "nothing to change: give --partitions, --retention, --max-in-flight, --max-acked-ahead or --schema")
+	}
+	c, err := connect(fs, *server)
+	if err != nil {
+		return err
+	}
+	rec, err := c.AlterTopic(ctx, pos[0], req)
 	if err != nil {
 		return err
 	}

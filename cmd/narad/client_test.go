@@ -56,6 +56,7 @@ func newFakeBroker(t *testing.T) (*fakeBroker, *httptest.Server) {
 	mux.HandleFunc("GET /v1/topics", fb.listTopics)
 	mux.HandleFunc("GET /v1/topics/{topic}", fb.getTopic)
 	mux.HandleFunc("DELETE /v1/topics/{topic}", fb.deleteTopic)
+	mux.HandleFunc("PATCH /v1/topics/{topic}", fb.alterTopic)
 	mux.HandleFunc("POST /v1/topics/{topic}/produce", fb.produce)
 	mux.HandleFunc("GET /v1/topics/{topic}/consume", fb.consume)
 	mux.HandleFunc("POST /v1/topics/{topic}/ack", fb.ack)
@@ -310,6 +311,69 @@ func TestTopicsCreateRefusesBadFlagsBeforeSending(t *testing.T) {
 	}
 	if got := len(fb.recorded()); got != 0 {
 		t.Errorf("got %d requests, want 0", got)
+	}
+}
+
+// alterTopic decodes strictly, as the broker does (a visibility field is
+// unknown there), and refuses shrinking below 3 partitions.
+func (fb *fakeBroker) alterTopic(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var req messages.AlterTopicRequest
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, 400, "invalid json: "+err.Error())
+		return
+	}
+	rec := messages.TopicInfo{Name: r.PathValue("topic"), Partitions: 3}
+	if req.Partitions != nil {
+		if *req.Partitions <= 3 {
+			writeError(w, 400, "partitions can only grow")
+			return
+		}
+		rec.Partitions = *req.Partitions
+	}
+	writeJSON(w, 200, rec)
+}
+
+func TestTopicsAlterSendsOnlyTheGivenFields(t *testing.T) {
+	fb, srv := newFakeBroker(t)
+	out, _, err := runCLI(t, runTopics, "alter", "--server", srv.URL, "--partitions", "12", "--retention", "48h", "--max-in-flight", "0", "orders")
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	reqs := fb.recorded()
+	if len(reqs) != 1 || reqs[0].Method != "PATCH" || reqs[0].Path != "/v1/topics/orders" {
+		t.Fatalf("got requests %+v, want one PATCH /v1/topics/orders", reqs)
+	}
+	if got, want := reqs[0].Body, `{"partitions":12,"retention_ms":172800000,"max_in_flight_per_partition":0}`; got != want {
+		t.Errorf("got body %s, want %s", got, want)
+	}
+	if !strings.Contains(out, `"partitions": 12`) {
+		t.Errorf("got output %q, want the altered record", out)
+	}
+}
+
+func TestTopicsAlterRefusesNothingAndBadFlagsBeforeSending(t *testing.T) {
+	fb, srv := newFakeBroker(t)
+	for _, args := range [][]string{
+		{"orders"},
+		{"--partitions", "0", "orders"},
+		{"--retention", "-1h", "orders"},
+		{"--max-acked-ahead", "-2", "orders"},
+		{"--visibility", "30s", "orders"},
+		{"--partitions", "6"},
+	} {
+		_, _, err := runCLI(t, runTopics, append([]string{"alter", "--server", srv.URL}, args...)...)
+		if err == nil {
+			t.Errorf("args %q: got nil error, want one", args)
+		}
+	}
+	if got := len(fb.recorded()); got != 0 {
+		t.Errorf("got %d requests, want 0", got)
+	}
+	_, _, err := runCLI(t, runTopics, "alter", "--server", srv.URL, "--partitions", "2", "orders")
+	if !client.IsStatus(err, 400) || !strings.Contains(err.Error(), "partitions can only grow") {
+		t.Errorf("a refused alter: got %v, want the broker's 400 and its reason", err)
 	}
 }
 

@@ -135,6 +135,24 @@ func (b *Broker) CreateTopic(ctx context.Context, req messages.CreateTopicReques
 	return rec, nil
 }
 
+// AlterTopic changes what req sets (PATCH) and returns the topic record
+// the broker answers.
+func (b *Broker) AlterTopic(ctx context.Context, name string, req messages.AlterTopicRequest) (messages.TopicInfo, error) {
+	var rec messages.TopicInfo
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rec, fmt.Errorf("encode alter topic %q: %w", name, err)
+	}
+	resp, _, err := b.do(ctx, http.MethodPatch, "/v1/topics/"+url.PathEscape(name), nil, body, "application/json", 0, http.StatusOK)
+	if err != nil {
+		return rec, fmt.Errorf("alter topic %q: %w", name, err)
+	}
+	if err := decodeJSON(resp, &rec); err != nil {
+		return rec, fmt.Errorf("alter topic %q: %w", name, err)
+	}
+	return rec, nil
+}
+
 // ListTopics fetches one page; limit 0 leaves the page size to the server.
 func (b *Broker) ListTopics(ctx context.Context, limit int, pageToken string) (messages.TopicPage, error) {
 	var page messages.TopicPage
