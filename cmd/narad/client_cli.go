@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"time"
@@ -164,6 +165,12 @@ Flags:
   --partition N        receive only from partition N
   --offset N           replay: read partition N from offset N onwards, without
                        leasing (needs --partition; no --ack)
+  --to N               with --offset: the last offset to read; stops there, or
+                       at the partition's end, whichever comes first
+  --peek               look without leasing: print the oldest records each
+                       partition still holds (or --partition's), up to --count
+                       per partition (default 1), acked or not; nothing is
+                       leased, so no consumer is held up
 `
 
 // serverFlag registers --server, defaulting to $NARAD_SERVER.
@@ -699,6 +706,8 @@ type consumeFlags struct {
 	count     *int
 	partition *int
 	offset    *int64
+	to        *int64
+	peek      *bool
 }
 
 func newConsumeFlags(stderr io.Writer) (*flag.FlagSet, *consumeFlags) {
@@ -711,6 +720,8 @@ func newConsumeFlags(stderr io.Writer) (*flag.FlagSet, *consumeFlags) {
 		count:     fs.Int("count", 0, "stop after N messages"),
 		partition: fs.Int("partition", 0, "partition"),
 		offset:    fs.Int64("offset", 0, "replay offset"),
+		to:        fs.Int64("to", 0, "last replay offset"),
+		peek:      fs.Bool("peek", false, "look without leasing"),
 	}
 }
 
@@ -757,6 +768,30 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	limit := *f.count
 	if limit == 0 && !*f.follow {
 		limit = 1
+	}
+	if set["to"] {
+		switch {
+		case !replay:
+			return usageErr(fs, "--to needs --offset (and --partition)")
+		case *f.to < *f.offset:
+			return usageErr(fs, "--to %d is before --offset %d", *f.to, *f.offset)
+		case *f.follow:
+			return usageErr(fs, "--to ends the read; it does not go with --follow")
+		}
+		if span := *f.to - *f.offset + 1; !set["count"] || int64(limit) > span {
+			limit = int(min(span, math.MaxInt32))
+		}
+	}
+	if *f.peek {
+		switch {
+		case replay || *f.ack || *f.follow:
+			return usageErr(fs, "--peek reads without leasing from each partition's oldest record: it does not go with --offset, --ack or --follow")
+		}
+		c, err := connect(fs, *f.server)
+		if err != nil {
+			return err
+		}
+		return peek(ctx, c, topic, opts.Partition, limit, stdout, stderr)
 	}
 
 	c, err := connect(fs, *f.server)
@@ -826,6 +861,50 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// peek prints up to perPartition of the oldest records each partition of
+// topic holds (only partition's when it is given), by replay reads: no
+// lease is taken, so no consumer is held up. The broker does not say where
+// consumers are, so acked records show as well.
+func peek(ctx context.Context, c *client.Broker, topic string, partition *int, perPartition int, stdout, stderr io.Writer) error {
+	d, err := c.GetTopic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	printed := 0
+	for _, ps := range d.PartitionStats {
+		if partition != nil && ps.Index != *partition {
+			continue
+		}
+		p := ps.Index
+		for off := ps.OldestOffset; off < ps.HighWatermark && off < ps.OldestOffset+int64(perPartition); off++ {
+			at := off
+			m, err := c.Consume(ctx, topic, client.ConsumeOptions{Partition: &p, Offset: &at})
+			if client.IsStatus(err, http.StatusGone) {
+				continue // retention removed it since the stats were read
+			}
+			if err != nil {
+				return err
+			}
+			if m == nil {
+				break
+			}
+			if err := enc.Encode(m); err != nil {
+				return fmt.Errorf("consume --peek: write: %w", err)
+			}
+			printed++
+		}
+	}
+	if partition != nil && *partition >= len(d.PartitionStats) {
+		return fmt.Errorf("consume --peek: topic %q has no partition %d", topic, *partition)
+	}
+	if printed == 0 {
+		fmt.Fprintln(stderr, "no message")
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ type fakeBroker struct {
 	// may answer by itself (returning true).
 	onConsume func(w http.ResponseWriter, n int) bool
 	consumes  int
+	// replayRecords, when set, makes replay reads (offset given) answer
+	// from a partition 0 holding offsets 0 to replayRecords-1.
+	replayRecords int64
 }
 
 type fakeRequest struct {
@@ -182,6 +185,19 @@ func (fb *fakeBroker) consume(w http.ResponseWriter, r *http.Request) {
 	hook := fb.onConsume
 	fb.mu.Unlock()
 	if hook != nil && hook(w, n) {
+		return
+	}
+	if q := r.URL.Query(); fb.replayRecords > 0 && q.Has("offset") {
+		off, err := strconv.ParseInt(q.Get("offset"), 10, 64)
+		if err != nil || q.Get("partition") != "0" {
+			writeError(w, 400, "invalid partition or offset")
+			return
+		}
+		if off >= fb.replayRecords {
+			w.WriteHeader(204)
+			return
+		}
+		writeJSON(w, 200, messages.MessageInfo{Topic: r.PathValue("topic"), Offset: off, Payload: json.RawMessage(`{"n":` + q.Get("offset") + `}`)})
 		return
 	}
 	fb.mu.Lock()
@@ -905,5 +921,100 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 				t.Errorf("%s: flag --%s is not in the usage text", c.fs.Name(), f.Name)
 			}
 		})
+	}
+}
+
+// offsetsPrinted is the offsets of the JSON lines out holds.
+func offsetsPrinted(t *testing.T, out string) []int64 {
+	t.Helper()
+	var got []int64
+	for line := range strings.Lines(out) {
+		var m messages.MessageInfo
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got = append(got, m.Offset)
+	}
+	return got
+}
+
+// replayOffsets is the offsets the recorded consumes asked for; a consume
+// without one (a lease) fails the test.
+func replayOffsets(t *testing.T, fb *fakeBroker) []string {
+	t.Helper()
+	var got []string
+	for _, r := range fb.recorded() {
+		if !strings.HasSuffix(r.Path, "/consume") {
+			continue
+		}
+		if len(r.Query["offset"]) != 1 {
+			t.Errorf("consume %s: want a replay read (offset given), which leases nothing", r.RawQuery)
+			continue
+		}
+		got = append(got, r.Query["offset"][0])
+	}
+	return got
+}
+
+func TestConsumeReplaysARange(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []int64
+	}{
+		{[]string{"--offset", "2", "--to", "4"}, []int64{2, 3, 4}},
+		{[]string{"--offset", "5", "--to", "100"}, []int64{5, 6}},               // the partition ends first
+		{[]string{"--offset", "1", "--to", "5", "--count", "2"}, []int64{1, 2}}, // --count ends first
+		{[]string{"--offset", "3"}, []int64{3}},
+	} {
+		fb, srv := newFakeBroker(t)
+		fb.replayRecords = 7
+		out, _, err := runCLI(t, runConsume, append([]string{"--server", srv.URL, "--partition", "0", "orders"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("consume %q: %v", tc.args, err)
+		}
+		if got := offsetsPrinted(t, out); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("consume %q: got offsets %v, want %v", tc.args, got, tc.want)
+		}
+		replayOffsets(t, fb)
+	}
+}
+
+// --peek reads each partition's oldest records by replay: no lease, no ack.
+func TestConsumePeekLeasesNothing(t *testing.T) {
+	fb, srv := newFakeBroker(t)
+	fb.replayRecords = 7
+	out, _, err := runCLI(t, runConsume, "--server", srv.URL, "--peek", "--count", "3", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(offsetsPrinted(t, out)), "[0 1 2]"; got != want {
+		t.Errorf("consume --peek --count 3: got offsets %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(replayOffsets(t, fb)), "[0 1 2]"; got != want {
+		t.Errorf("consume --peek --count 3: read offsets %s, want %s", got, want)
+	}
+	for _, r := range fb.recorded() {
+		if r.Method == "POST" {
+			t.Errorf("consume --peek sent %s %s: want reads only", r.Method, r.Path)
+		}
+	}
+}
+
+func TestConsumeRangeAndPeekRefuseBadFlagsBeforeSending(t *testing.T) {
+	fb, srv := newFakeBroker(t)
+	for _, args := range [][]string{
+		{"--to", "4", "orders"},
+		{"--partition", "0", "--offset", "5", "--to", "4", "orders"},
+		{"--partition", "0", "--offset", "1", "--to", "4", "--follow", "orders"},
+		{"--peek", "--ack", "orders"},
+		{"--peek", "--partition", "0", "--offset", "1", "orders"},
+		{"--peek", "--follow", "orders"},
+	} {
+		if _, _, err := runCLI(t, runConsume, append([]string{"--server", srv.URL}, args...)...); err == nil {
+			t.Errorf("consume %q: got nil error, want one", args)
+		}
+	}
+	if got := len(fb.recorded()); got != 0 {
+		t.Errorf("got %d requests, want 0", got)
 	}
 }
