@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// testVersion is linked into the binary the tests build, as `task image`
+// links the git description in.
+const testVersion = "v0.0.0-deploy-test"
+
 // naradBinary builds ./cmd/narad once for the package's tests.
 func naradBinary(t *testing.T) string {
 	t.Helper()
@@ -41,7 +45,12 @@ func naradBinary(t *testing.T) string {
 			return
 		}
 		built.dir, built.path = dir, filepath.Join(dir, "narad")
-		out, err := exec.Command("go", "build", "-o", built.path, "../cmd/narad").CombinedOutput()
+		// As `task image` builds it (static, the version linked in), so
+		// the image test packs this same binary and the package pays one
+		// build.
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version="+testVersion, "-o", built.path, "../cmd/narad")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			built.err = &buildError{out: string(out), err: err}
 		}
@@ -58,6 +67,8 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+func (e *buildError) Unwrap() error { return e.err }
 
 // help is `narad <command> --help`'s output (the exit status does not
 // matter: only what it lists).

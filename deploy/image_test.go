@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"archive/tar"
@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,21 +20,24 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// testVersion is linked into the binary the test builds, as `task image`
-// links the git description in.
-const testVersion = "v0.0.0-image-test"
-
-// staticBinary builds cmd/narad as `task image` does: no cgo, the version
-// linked in.
-func staticBinary(t *testing.T) string {
+// imageBuilder builds deploy/image, the command `task image` runs, into
+// the test's temp dir.
+func imageBuilder(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "narad")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X main.version="+testVersion, "-o", out, "../../cmd/narad")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	out := filepath.Join(t.TempDir(), "image")
+	if b, err := exec.Command("go", "build", "-o", out, "./image").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./image: %v\n%s", err, b)
 	}
 	return out
+}
+
+// buildImage runs the image command; its error carries its output.
+func buildImage(t *testing.T, builder string, args ...string) error {
+	t.Helper()
+	if b, err := exec.Command(builder, args...).CombinedOutput(); err != nil {
+		return &buildError{err: err, out: string(b)}
+	}
+	return nil
 }
 
 // layerFiles is every entry of the image's one layer, by name, with its
@@ -80,14 +84,15 @@ func layerFiles(t *testing.T, img v1.Image) map[string]layerEntry {
 // base, with the binary built, its data directory owned by that user, and
 // the version in its labels; the same binary gives the same image.
 func TestImage(t *testing.T) {
-	bin := staticBinary(t)
+	bin := naradBinary(t)
+	builder := imageBuilder(t)
 	want, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "narad-image.tar")
-	if err := build(options{binary: bin, version: testVersion, revision: "abc123", out: out}); err != nil {
+	if err := buildImage(t, builder, "-binary", bin, "-version", testVersion, "-revision", "abc123", "-out", out); err != nil {
 		t.Fatal(err)
 	}
 	img, err := tarball.ImageFromPath(out, nil)
@@ -168,7 +173,7 @@ func TestImage(t *testing.T) {
 
 	// Reproducible: the same binary, the same digest.
 	again := filepath.Join(dir, "again.tar")
-	if err := build(options{binary: bin, version: testVersion, revision: "abc123", out: again}); err != nil {
+	if err := buildImage(t, builder, "-binary", bin, "-version", testVersion, "-revision", "abc123", "-out", again); err != nil {
 		t.Fatal(err)
 	}
 	img2, err := tarball.ImageFromPath(again, nil)
@@ -180,28 +185,39 @@ func TestImage(t *testing.T) {
 	if d1 != d2 {
 		t.Errorf("two builds of one binary: digests %s and %s, want one", d1, d2)
 	}
+	checkDockerfile(t, c)
 }
 
 func TestImageRefusesWhatIsNoBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds deploy/image")
+	}
+	builder := imageBuilder(t)
 	notELF := filepath.Join(t.TempDir(), "narad")
 	if err := os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []options{
-		{binary: notELF, version: "v1", out: filepath.Join(t.TempDir(), "x.tar")},
-		{binary: notELF, version: "", out: filepath.Join(t.TempDir(), "x.tar")},
-		{binary: notELF, version: "bad tag!", out: filepath.Join(t.TempDir(), "x.tar")},
+	out := filepath.Join(t.TempDir(), "x.tar")
+	for _, args := range [][]string{
+		{"-binary", notELF, "-version", "v1", "-out", out},
+		{"-binary", notELF, "-out", out},
+		{"-binary", naradBinary(t), "-version", "bad tag!", "-out", out},
 	} {
-		if err := build(o); !errors.Is(err, errUsage) {
-			t.Errorf("build(%+v): got %v, want a usage error", o, err)
+		err := buildImage(t, builder, args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("image %q: got %v, want a usage error (exit status 2)", args, err)
 		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused build left %s behind (%v)", out, err)
 	}
 }
 
 // dockerfile is the Dockerfile's final stage: instruction -> arguments.
 func dockerfile(t *testing.T) map[string][]string {
 	t.Helper()
-	f, err := os.Open("Dockerfile")
+	f, err := os.Open("image/Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +248,14 @@ func dockerfile(t *testing.T) map[string][]string {
 	return stage
 }
 
-// The Dockerfile builds the image `task image` builds: the same user,
-// entrypoint, command, ports, data directory and environment.
-func TestDockerfileAgreesWithTheImageTask(t *testing.T) {
+// checkDockerfile: image/Dockerfile builds the image `task image` built,
+// whose config is c: the same user, entrypoint, command, ports, data
+// directory and environment.
+func checkDockerfile(t *testing.T, c v1.Config) {
+	t.Helper()
 	d := dockerfile(t)
-	c := config(options{version: "v"})
+	ports := slices.Sorted(maps.Keys(c.ExposedPorts))
+	volumes := slices.Sorted(maps.Keys(c.Volumes))
 	want := map[string]string{
 		"FROM":       "scratch",
 		"USER":       c.User,
@@ -244,8 +263,8 @@ func TestDockerfileAgreesWithTheImageTask(t *testing.T) {
 		"ENTRYPOINT": `["` + strings.Join(c.Entrypoint, `", "`) + `"]`,
 		"CMD":        `["` + strings.Join(c.Cmd, `", "`) + `"]`,
 		"ENV":        strings.Join(c.Env, " "),
-		"EXPOSE":     httpPort + " " + raftPort,
-		"VOLUME":     "/" + dataDir,
+		"EXPOSE":     strings.Join(ports, " "),
+		"VOLUME":     strings.Join(volumes, " "),
 	}
 	for instr, w := range want {
 		if got := d[instr]; len(got) != 1 || got[0] != w {
@@ -261,7 +280,7 @@ func TestDockerfileAgreesWithTheImageTask(t *testing.T) {
 // `task image` builds the binary as staticBinary does and runs this
 // command on it.
 func TestTheImageTask(t *testing.T) {
-	raw, err := os.ReadFile("../../Taskfile.yml")
+	raw, err := os.ReadFile("../Taskfile.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
