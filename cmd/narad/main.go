@@ -38,6 +38,7 @@ Usage:
                                       ask the cluster over NATS (--nats, --cluster);
                                       moves abort <topic> <partition> gives up a move
   narad version                       the binary's version, commit, Go version and platform
+  narad completion bash|zsh|fish      a shell completion script
 
 Run "narad <command> --help" for a command's flags.
 `
@@ -139,6 +140,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runUsers(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout, stderr)
+	case "completion":
+		return runCompletion(args[1:], stdout, stderr)
+	case "__complete":
+		return runComplete(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
