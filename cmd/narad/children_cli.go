@@ -23,6 +23,7 @@ Flags:
   --server URL       broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME        username for HTTP Basic (default $NARAD_USER)
   --password PW      its password (default $NARAD_PASSWORD)
+  --context NAME     saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --delay DURATION   copy each message once this long has passed since the
                      parent committed it, e.g. 10m (the parent's retention
                      must be at least the delay + 1h)
@@ -37,6 +38,7 @@ Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME    username for HTTP Basic (default $NARAD_USER)
   --password PW  its password (default $NARAD_PASSWORD)
+  --context NAME saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --json         print the broker's answer as JSON instead of a table
 `
 
@@ -48,6 +50,7 @@ Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME    username for HTTP Basic (default $NARAD_USER)
   --password PW  its password (default $NARAD_PASSWORD)
+  --context NAME saved context to connect with (default $NARAD_CONTEXT; narad ctx)
 `
 
 func runTopicsAttach(ctx context.Context, args []string, stdout, stderr io.Writer) error {

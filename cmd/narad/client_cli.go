@@ -62,6 +62,7 @@ Flags:
   --server URL            broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME             username for HTTP Basic (default $NARAD_USER)
   --password PW           its password (default $NARAD_PASSWORD)
+  --context NAME          saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --partitions N          number of partitions (broker default: 3)
   --retention DURATION    how long messages are kept, e.g. 168h (broker default: 7 days)
   --visibility DURATION   lease of a consumed message before redelivery, e.g. 30s
@@ -86,6 +87,7 @@ Flags:
   --server URL            broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME             username for HTTP Basic (default $NARAD_USER)
   --password PW           its password (default $NARAD_PASSWORD)
+  --context NAME          saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --partitions N          grow to N partitions (never fewer)
   --retention DURATION    how long messages are kept, e.g. 168h; 0 is the broker default
   --max-in-flight N       reserved-but-unacked messages allowed per partition; 0 is the default
@@ -101,6 +103,7 @@ Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME    username for HTTP Basic (default $NARAD_USER)
   --password PW  its password (default $NARAD_PASSWORD)
+  --context NAME saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --limit N      topics fetched per request (default 100, broker maximum 1000)
   --json         print each topic record as one JSON line instead of a table
 `
@@ -113,6 +116,7 @@ Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME    username for HTTP Basic (default $NARAD_USER)
   --password PW  its password (default $NARAD_PASSWORD)
+  --context NAME saved context to connect with (default $NARAD_CONTEXT; narad ctx)
 `
 
 const topicsDeleteUsage = `usage: narad topics delete [flags] <name>
@@ -123,6 +127,7 @@ Flags:
   --server URL   broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME    username for HTTP Basic (default $NARAD_USER)
   --password PW  its password (default $NARAD_PASSWORD)
+  --context NAME saved context to connect with (default $NARAD_CONTEXT; narad ctx)
 `
 
 const produceUsage = `usage: narad produce [flags] <topic> [body]
@@ -136,6 +141,7 @@ Flags:
   --server URL     broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME      username for HTTP Basic (default $NARAD_USER)
   --password PW    its password (default $NARAD_PASSWORD)
+  --context NAME   saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --key KEY        partition key (default: the broker makes one up)
   --partition N    send to this partition, overriding the key
   --file FILE      read the body from FILE ("-" for standard input)
@@ -157,6 +163,7 @@ Flags:
   --server URL         broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME          username for HTTP Basic (default $NARAD_USER)
   --password PW        its password (default $NARAD_PASSWORD)
+  --context NAME       saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --ack                ack each message after printing it
   --wait DURATION      how long the broker may hold a request open waiting
                        for a message (default 5s; the broker caps it)
@@ -181,6 +188,7 @@ func serverFlag(fs *flag.FlagSet) *string {
 	}
 	fs.String("user", os.Getenv("NARAD_USER"), "username for HTTP Basic")
 	fs.String("password", os.Getenv("NARAD_PASSWORD"), "password for HTTP Basic")
+	contextFlag(fs)
 	return fs.String("server", def, "broker URL")
 }
 
@@ -232,6 +240,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // connect returns a client for the broker at server; an error names the
 // command.
 func connect(fs *flag.FlagSet, server string) (*client.Broker, error) {
+	if err := applyContext(fs); err != nil {
+		return nil, fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	server = fs.Lookup("server").Value.String()
 	user, password := credentials(fs)
 	c, err := client.New(server, client.Options{User: user, Password: password})
 	if err != nil {

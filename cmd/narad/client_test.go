@@ -49,6 +49,9 @@ type fakeRequest struct {
 	RawQuery string
 	Query    map[string][]string
 	Body     string
+	// User is the HTTP Basic user the request carried, and Password its
+	// password.
+	User, Password string
 }
 
 func newFakeBroker(t *testing.T) (*fakeBroker, *httptest.Server) {
@@ -70,9 +73,10 @@ func newFakeBroker(t *testing.T) (*fakeBroker, *httptest.Server) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		fb.mu.Lock()
+		user, password, _ := r.BasicAuth()
 		fb.requests = append(fb.requests, fakeRequest{
 			Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery,
-			Query: r.URL.Query(), Body: string(body),
+			Query: r.URL.Query(), Body: string(body), User: user, Password: password,
 		})
 		fb.mu.Unlock()
 		mux.ServeHTTP(w, r)

@@ -106,6 +106,7 @@ func newClusterFlags(name, usage string, w io.Writer) (*flag.FlagSet, clusterFla
 		fmt.Fprint(w, usage)
 		fs.PrintDefaults()
 	}
+	contextFlag(fs)
 	return fs, clusterFlags{
 		url:     fs.String("nats", env("NARAD_NATS", defaultNATS), "NATS URL (NARAD_NATS)"),
 		cluster: fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)"),
@@ -113,6 +114,16 @@ func newClusterFlags(name, usage string, w io.Writer) (*flag.FlagSet, clusterFla
 		asJSON:  fs.Bool("json", false, "print the answer as JSON"),
 		timeout: fs.Duration("timeout", 5*time.Second, "how long to wait for an answer"),
 	}
+}
+
+// parsedCluster is after a cluster command's flags were parsed: the saved
+// context fills --nats and --nats-creds where neither a flag nor a
+// variable did.
+func parsedCluster(fs *flag.FlagSet) error {
+	if err := applyContext(fs); err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	return nil
 }
 
 // defaultNATS is where the cluster commands look for NATS: the port
@@ -164,6 +175,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	positional, err := parseInterspersed(fs, rest)
 	if err != nil {
+		return err
+	}
+	if err := parsedCluster(fs); err != nil {
 		return err
 	}
 	body := []byte("{}")
@@ -519,6 +533,9 @@ func runQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := parsedCluster(fs); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -15,7 +15,8 @@ import (
 // each command's own --help, so a new flag is completed without a change
 // here; TestCompletionKnowsEveryCommand holds this tree to the dispatch.
 var commands = map[string][]string{
-	"":           {"dev", "serve", "nats", "topics", "produce", "consume", "users", "cluster", "version", "completion", "help"},
+	"":           {"dev", "serve", "nats", "topics", "produce", "consume", "users", "cluster", "version", "completion", "ctx", "help"},
+	"ctx":        {"add", "use", "list", "show", "rm"},
 	"topics":     {"create", "alter", "list", "get", "delete", "attach", "children", "detach"},
 	"users":      {"create", "list", "grant", "passwd", "delete"},
 	"cluster":    {"members", "status", "topics", "moves", "decommission", "quarantine"},

@@ -39,6 +39,7 @@ Usage:
                                       moves abort <topic> <partition> gives up a move
   narad version                       the binary's version, commit, Go version and platform
   narad completion bash|zsh|fish      a shell completion script
+  narad ctx add|use|list|show|rm      saved contexts: a cluster's server and credentials
 
 Run "narad <command> --help" for a command's flags.
 `
@@ -142,6 +143,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runVersion(args[1:], stdout, stderr)
 	case "completion":
 		return runCompletion(args[1:], stdout, stderr)
+	case "ctx":
+		return runCtx(args[1:], stdout, stderr)
 	case "__complete":
 		return runComplete(ctx, args[1:], stdout)
 	case "help", "-h", "-help", "--help":

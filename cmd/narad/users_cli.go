@@ -38,6 +38,7 @@ Flags of every command:
   --server URL          broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME           username for HTTP Basic (default $NARAD_USER)
   --password PW         its password (default $NARAD_PASSWORD)
+  --context NAME        saved context to connect with (default $NARAD_CONTEXT; narad ctx)
   --timeout DURATION    bound on the request (default 30s)
 `
 
@@ -120,6 +121,9 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(pos) != want {
 		return usageErr(fs, "want %d name(s), got %d arguments", want, len(pos))
+	}
+	if err := applyContext(fs); err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 	if _, err := client.ParseServer(*server); err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
