@@ -205,23 +205,7 @@ func configFile(t *testing.T, m manifests, set *appsv1.StatefulSet) map[string]s
 		if !ok {
 			t.Fatalf("%s: ConfigMap %s has no key %s for --config %s", set.Name, cm.Name, filepath.Base(path), path)
 		}
-		var doc map[string]any
-		if err := yaml.UnmarshalStrict([]byte(text), &doc); err != nil {
-			t.Fatalf("%s: config file %s: %v", set.Name, path, err)
-		}
-		out := map[string]string{}
-		for k, v := range doc {
-			if list, ok := v.([]any); ok {
-				parts := make([]string, len(list))
-				for i, p := range list {
-					parts[i] = fmt.Sprint(p)
-				}
-				out[k] = strings.Join(parts, ",")
-				continue
-			}
-			out[k] = fmt.Sprint(v)
-		}
-		return out
+		return parseConfigFile(t, set.Name+": config file "+path, []byte(text))
 	}
 	t.Fatalf("%s: --config %s is in no ConfigMap the pod mounts", set.Name, path)
 	return nil

@@ -166,8 +166,9 @@ func TestEveryDashboardPanelParsesAndNamesExportedSeries(t *testing.T) {
 	}
 }
 
-func TestEveryAlertParsesAndNamesExportedSeries(t *testing.T) {
-	names := exported(t)
+// readRules is vmalert/narad-alerts.yml, decoded strictly.
+func readRules(t *testing.T) rules {
+	t.Helper()
 	b, err := os.ReadFile("vmalert/narad-alerts.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +179,12 @@ func TestEveryAlertParsesAndNamesExportedSeries(t *testing.T) {
 	}
 	var r rules
 	strictJSON(t, j, &r)
+	return r
+}
+
+func TestEveryAlertParsesAndNamesExportedSeries(t *testing.T) {
+	names := exported(t)
+	r := readRules(t)
 	seen := map[string]bool{}
 	for _, g := range r.Groups {
 		for _, rule := range g.Rules {

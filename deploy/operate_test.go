@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // guideBlock is one sh block of an operate/ page.
@@ -192,16 +190,7 @@ func anchors(t *testing.T, path string) map[string]bool {
 // links the same place, and every link between the guide's pages lands on
 // a heading that exists.
 func TestEveryAlertLinksItsRemedy(t *testing.T) {
-	b, err := os.ReadFile("vmalert/narad-alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r rules
-	strictJSON(t, j, &r)
+	r := readRules(t)
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

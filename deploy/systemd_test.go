@@ -169,17 +169,23 @@ func TestSystemdUnits(t *testing.T) {
 	}
 }
 
-// readConfigFile is a narad config file's keys and values, a list joined
-// with commas as the node joins it.
+// readConfigFile is a narad config file's keys and values.
 func readConfigFile(t *testing.T, path string) map[string]string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseConfigFile(t, path, raw)
+}
+
+// parseConfigFile is the keys and values of a narad config file's text, a
+// list joined with commas as the node joins it.
+func parseConfigFile(t *testing.T, where string, raw []byte) map[string]string {
+	t.Helper()
 	var doc map[string]any
 	if err := yaml.UnmarshalStrict(raw, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("%s: %v", where, err)
 	}
 	out := map[string]string{}
 	for k, v := range doc {
