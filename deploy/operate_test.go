@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +147,24 @@ func TestOperatorGuideRuns(t *testing.T) {
 	password, err := os.ReadFile(filepath.Join(clusterDir, "admin.password"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The script waits 30 s for admin to log in; a loaded machine may take
+	// longer, and every block needs it. A liveness bound only.
+	users := fmt.Sprintf("http://127.0.0.1:%d/v1/users", httpBase+1)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		req, _ := http.NewRequest(http.MethodGet, users, nil)
+		req.SetBasicAuth("admin", string(password))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin cannot log in at %s after 2 minutes (%v)\n%s", users, err, logs())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	env = append(env, fmt.Sprintf("NARAD_SERVER=http://127.0.0.1:%d", httpBase+1), "NARAD_USER=admin", "NARAD_PASSWORD="+string(password),
 		"NARAD_NATS=nats://"+natsAddr, "NARAD_NATS_CREDS="+filepath.Join(clusterDir, "nats", "admin.nk"))
