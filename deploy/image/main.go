@@ -98,6 +98,7 @@ func build(o options) error {
 	}
 	tmp := o.out + ".tmp"
 	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", o.out, err)
 	}
 	return os.Rename(tmp, o.out)
