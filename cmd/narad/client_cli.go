@@ -388,16 +388,9 @@ func runTopicsCreate(ctx context.Context, args []string, stdout, stderr io.Write
 		req.MaxAckedAheadPerPartition = f.maxAckedAhead
 	}
 	if set["schema"] {
-		doc, err := readBounded(*f.schema, nil)
-		if err != nil {
-			return fmt.Errorf("topics create: read schema: %w", err)
+		if req.Schema, err = schemaFile("topics create", *f.schema); err != nil {
+			return err
 		}
-		// The broker wants the schema document itself, not a string
-		// holding it, so it must be JSON already.
-		if !json.Valid(doc) {
-			return fmt.Errorf("topics create: schema file %s is not valid JSON", *f.schema)
-		}
-		req.Schema = doc
 	}
 	if set["parent"] {
 		req.Parent = *f.parent
@@ -464,14 +457,9 @@ func runTopicsAlter(ctx context.Context, args []string, stdout, stderr io.Writer
 		req.MaxAckedAheadPerPartition = maxAckedAhead
 	}
 	if set["schema"] {
-		doc, err := readBounded(*schema, nil)
-		if err != nil {
-			return fmt.Errorf("topics alter: read schema: %w", err)
+		if req.Schema, err = schemaFile("topics alter", *schema); err != nil {
+			return err
 		}
-		if !json.Valid(doc) {
-			return fmt.Errorf("topics alter: schema file %s is not valid JSON", *schema)
-		}
-		req.Schema = doc
 	}
 	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && req.Schema == nil {
 		return usageErr(fs, "nothing to change: give --partitions, --retention, --max-in-flight, --max-acked-ahead or --schema")
@@ -485,6 +473,20 @@ func runTopicsAlter(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	return printIndented(stdout, rec)
+}
+
+// schemaFile reads the JSON Schema document at path for cmd. The broker
+// wants the document itself, not a string holding it, so it must be JSON
+// already.
+func schemaFile(cmd, path string) (json.RawMessage, error) {
+	doc, err := readBounded(path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read schema: %w", cmd, err)
+	}
+	if !json.Valid(doc) {
+		return nil, fmt.Errorf("%s: schema file %s is not valid JSON", cmd, path)
+	}
+	return doc, nil
 }
 
 // durationMs converts a duration flag to the contract's milliseconds,
