@@ -15,6 +15,9 @@
 #           the messages over the time from its "producing messages" line
 #           to its "consuming messages" line; consume msg/s from there to
 #           its PASS line (consume, ack, drain check and topic deletes).
+#           cpu_us_per_rec is every broker process's CPU (user + system:
+#           the three nodes, and narad nats on this side) between those two
+#           lines, over DRIVER_MESSAGES.
 #   load    bench/load of this checkout on a topic of LOAD_PARTITIONS (12),
 #           8 producers and 8 consumers at once, LOAD_COUNT (8000) x 1 KiB,
 #           -server listing the three nodes: produce msg/s, consume+ack msg/s
@@ -81,6 +84,7 @@ start_cluster() {
   out=$tmp/$round-$side
   mkdir -p "$cdir"
   pw=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+  nats_pid=""
   if [ "$side" = ours ]; then
     launch_nats
     nats_pid=$!
@@ -103,11 +107,37 @@ stop_cluster() {
   if [ "$side" = ours ]; then kill "$nats_pid" 2>/dev/null || true; wait "$nats_pid" 2>/dev/null || true; fi
 }
 
-# run_driver: the public driver, each line stamped with milliseconds.
+# broker_ticks: the CPU time (user + system, clock ticks) every broker
+# process of the side has used so far: the three nodes, and narad nats on
+# ours. Read at the driver's phase lines, so the produce phase's CPU is the
+# difference between two readings.
+broker_ticks() {
+  local p t=0 f
+  for p in "${node_pid[1]}" "${node_pid[2]}" "${node_pid[3]}" ${nats_pid:+"$nats_pid"}; do
+    f=$(cut -d')' -f2- "/proc/$p/stat" 2>/dev/null) || continue
+    t=$(( t + $(echo "$f" | awk '{ print $12 + $13 }') ))
+  done
+  echo "$t"
+}
+clk_tck=$(getconf CLK_TCK)
+
+# run_driver: the public driver, each line stamped with milliseconds; the
+# brokers' CPU read as it prints its producing and consuming lines.
 run_driver() {
   "$PUBLIC_DRIVER" --mode load --nodes "$servers" --topics "$DRIVER_TOPICS" --messages "$DRIVER_MESSAGES" \
     --partitions 6 --produce-concurrency 32 --consume-concurrency 32 --username admin --password "$pw" 2>&1 |
-    while IFS= read -r line; do echo "$(now_ms) $line"; done >"$out.driver.log" || true
+    while IFS= read -r line; do
+      case $line in
+        *"producing messages"*) broker_ticks >"$out.cpu.produce" ;;
+        *"consuming messages"*) broker_ticks >"$out.cpu.consume" ;;
+      esac
+      echo "$(now_ms) $line"
+    done >"$out.driver.log" || true
+  drv_cpu_us=""
+  if [ -s "$out.cpu.produce" ] && [ -s "$out.cpu.consume" ]; then
+    drv_cpu_us=$(awk -v a="$(cat "$out.cpu.produce")" -v b="$(cat "$out.cpu.consume")" -v hz="$clk_tck" \
+      -v n="$DRIVER_MESSAGES" 'BEGIN { printf "%.0f", (b - a) / hz * 1e6 / n }')
+  fi
   local p c e
   p=$(awk '/producing messages/ { print $1; exit }' "$out.driver.log")
   c=$(awk '/consuming messages/ { print $1; exit }' "$out.driver.log")
@@ -157,7 +187,7 @@ run_kill() {
 }
 
 rows=$tmp/rows
-printf 'round\tside\tdriver_produce\tdriver_consume\tload_produce\tload_ack\tp50_ms\tp99_ms\thistory_ok\tlost\tpeak_rss_mb\tkill_to_ready_s\n' >"$rows"
+printf 'round\tside\tdriver_produce\tdriver_consume\tcpu_us_per_rec\tload_produce\tload_ack\tp50_ms\tp99_ms\thistory_ok\tlost\tpeak_rss_mb\tkill_to_ready_s\n' >"$rows"
 for round in $(seq 1 "$ROUNDS"); do
   order="public ours"
   (( round % 2 == 0 )) && order="ours public"
@@ -170,19 +200,19 @@ for round in $(seq 1 "$ROUNDS"); do
     for i in 1 2 3; do v=$(hwm_kib "${node_pid[$i]}"); [ -n "$v" ] && (( v > peak )) && peak=$v; done
     run_kill
     stop_cluster
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$side" "$drv_produce" "$drv_consume" "$load_row" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$side" "$drv_produce" "$drv_consume" "$drv_cpu_us" "$load_row" \
       "$(awk -v k="$peak" 'BEGIN { printf "%.0f", k / 1024 }')" "$kill_s" >>"$rows"
   done
 done
 column -t -s $'\t' "$rows"
 echo
 # Medians per side, then this / public.
-awk -F'\t' 'NR > 1 { for (c = 3; c <= 12; c++) if (c != 9 && $c != "") v[$2, c] = v[$2, c] " " $c }
+awk -F'\t' 'NR > 1 { for (c = 3; c <= 13; c++) if (c != 10 && $c != "") v[$2, c] = v[$2, c] " " $c }
   function median(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n == 0 ? "" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) }
-  END { split("driver_produce driver_consume load_produce load_ack p50_ms p99_ms - lost peak_rss_mb kill_to_ready_s", name, " ")
+  END { split("driver_produce driver_consume cpu_us_per_rec load_produce load_ack p50_ms p99_ms - lost peak_rss_mb kill_to_ready_s", name, " ")
     printf "%-16s %10s %10s %8s\n", "median", "public", "ours", "ours/pub"
-    for (c = 3; c <= 12; c++) { if (c == 9) continue; p = median(v["public", c]); o = median(v["ours", c])
+    for (c = 3; c <= 13; c++) { if (c == 10) continue; p = median(v["public", c]); o = median(v["ours", c])
       printf "%-16s %10s %10s %8s\n", name[c - 2], p, o, (p + 0 > 0 ? sprintf("%.2f", o / p) : "-") } }' "$rows"
 [ -z "$driver_failed" ] || echo "vs-public: the public driver failed its own checks on:$driver_failed (its produce rate still counts)" >&2
 echo "vs-public: logs and summaries kept in $tmp" >&2
