@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -301,6 +302,17 @@ func (m *nodeMetrics) heartbeatWithheld() { m.beatsWithheld.Inc() }
 // (actors/dispatch makes its gauges over the node's set and name).
 func (m *nodeMetrics) dispatchMetrics() dispatch.Metrics {
 	return dispatch.Metrics{Set: m.set, Node: m.node, CommitsTooLarge: m.commitsTooLarge}
+}
+
+// counters registers counters of the node's set whose values are read at
+// scrape time: each base name in names with the value read at that index
+// of read's answer (read once per scrape, for all of them).
+func (m *nodeMetrics) counters(names []string, read func() []uint64) {
+	m.set.RegisterMetricsWriter(func(w io.Writer) {
+		for i, v := range read() {
+			metrics.WriteCounterUint64(w, fmt.Sprintf(`%s{node=%q}`, names[i], m.node), v)
+		}
+	})
 }
 
 // gauge registers a gauge of the node's set whose value is read from fn

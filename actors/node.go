@@ -562,6 +562,15 @@ func (n *Node) pingBus(ctx context.Context) error {
 func (n *Node) registerGauges() {
 	n.metrics.gauge("narad_wal_backlog_records", func() float64 { r, _ := n.wal.Backlog(); return float64(r) })
 	n.metrics.gauge("narad_wal_backlog_bytes", func() float64 { _, b := n.wal.Backlog(); return float64(b) })
+	// What a record costs in syncs: the WAL writer's fsyncs, and the sync
+	// lane's syncs against the partition syncs they answered.
+	n.metrics.counters([]string{"narad_wal_syncs_total", "narad_sync_lane_syncs_total", "narad_sync_lane_requests_total"}, func() []uint64 {
+		var lane storage.SyncLaneStats
+		if n.lane != nil {
+			lane = n.lane.Stats()
+		}
+		return []uint64{uint64(n.wal.Stats().Syncs), lane.Batches, lane.Requests}
+	})
 	// Walked at scrape time: a staging copy is a move in flight, and moves
 	// in flight are bounded (MaxInFlightMoves).
 	n.metrics.gauge("narad_staging_disk_bytes", func() float64 { return float64(storage.StagingBytes(n.cfg.DataDir)) })

@@ -1,17 +1,18 @@
 # Sourced by bench/ab3.sh, bench/vs-public.sh and bench/chaos-public.sh: the ports and probes of a
 # three-node cluster on this machine. A cluster takes a base port B: NATS
-# (or nothing) on B, HTTP on B+1..B+3, Raft on B+11..B+13, all below 32768
+# (or nothing) on B, HTTP on B+1..B+3, Raft on B+11..B+13, profiles (when
+# PROFILE_SECONDS is set) on B+21..B+23, all below 32768
 # (the kernel hands out 32768-60999 to outgoing connections). The caller
 # sets base before url.
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# free_base: a base port B with B..B+3 and B+11..B+13 free.
+# free_base: a base port B with B..B+3, B+11..B+13 and B+21..B+23 free.
 free_base() {
   local b o ok
   for _ in $(seq 1 100); do
     b=$((12000 + RANDOM % 20000))
     ok=1
-    for o in 0 1 2 3 11 12 13; do port_free $((b + o)) || { ok=0; break; }; done
+    for o in 0 1 2 3 11 12 13 21 22 23; do port_free $((b + o)) || { ok=0; break; }; done
     [ "$ok" = 1 ] && { echo "$b"; return; }
   done
   echo "$(basename "$0" .sh): no free ports" >&2; exit 2
@@ -38,19 +39,23 @@ launch_nats() {
   "$OUR_NARAD" nats --listen "127.0.0.1:$base" --data "$cdir/nats" >>"$out.nats.log" 2>&1 &
   for _ in $(seq 1 300); do [ -s "$cdir/nats/node.nk" ] && break; sleep 0.1; done
 }
+# pprof_url I: node I's profiling endpoint (only with PROFILE_SECONDS).
+pprof_url() { echo "http://127.0.0.1:$((base + 20 + $1))/debug/pprof"; }
 # launch_node I: node I of the side, secured, in the background; the
-# caller reads $!.
+# caller reads $!. With PROFILE_SECONDS set each node serves its profiles
+# on pprof_url I.
 launch_node() {
-  local i=$1 peers
+  local i=$1 peers prof=""
   peers=$(side_peers)
+  [ -n "${PROFILE_SECONDS:-}" ] && prof="127.0.0.1:$((base + 20 + i))"
   if [ "$side" = public ]; then
-    NARAD_HTTP_ADDR="127.0.0.1:$((base + i))" NARAD_CLUSTER_ADDR="127.0.0.1:$((base + 10 + i))" \
+    NARAD_HTTP_PPROF_ADDR=$prof NARAD_HTTP_ADDR="127.0.0.1:$((base + i))" NARAD_CLUSTER_ADDR="127.0.0.1:$((base + 10 + i))" \
       NARAD_NODE_ID="narad-$i" NARAD_CLUSTER_PEERS="$peers" NARAD_DATA_DIR="$cdir/n$i" \
       NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
       NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
   else
     NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
       --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
-      --peers "$peers" --log-level warn >>"$out.n$i.log" 2>&1 &
+      --peers "$peers" --log-level warn ${prof:+--pprof "$prof"} >>"$out.n$i.log" 2>&1 &
   fi
 }

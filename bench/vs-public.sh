@@ -28,7 +28,9 @@
 # It prints one row per round and side, then each figure's ratio this /
 # public (medians over the rounds).
 #
-# Env: ROUNDS (3), OUR_NARAD (a narad binary; built from this checkout when
+# Env: PROFILE_SECONDS (unset: no profiles) takes a CPU profile of every node
+# of both sides over that many seconds from the driver's producing line
+# (raise DRIVER_MESSAGES so the produce phase outlasts it); ROUNDS (3), OUR_NARAD (a narad binary; built from this checkout when
 # unset), AB_DIR (the temporary directory's parent, /tmp). Ports are below
 # 32768. A lost record in either side's history is shouted and the script
 # exits 3 at the end; the temporary directory (logs, JSON) is printed and
@@ -120,6 +122,17 @@ broker_ticks() {
   echo "$t"
 }
 clk_tck=$(getconf CLK_TCK)
+# profile_nodes: with PROFILE_SECONDS set, a CPU profile of each node over
+# that many seconds from now, into $out.nI.cpu.pprof, in the background.
+# Our nodes then also sample blocking and mutex events (--pprof), so the
+# rates of a profiled round are not the ones to compare.
+profile_nodes() {
+  [ -n "${PROFILE_SECONDS:-}" ] || return 0
+  local i
+  for i in 1 2 3; do
+    curl -s -o "$out.n$i.cpu.pprof" "$(pprof_url "$i")/profile?seconds=$PROFILE_SECONDS" &
+  done
+}
 
 # run_driver: the public driver, each line stamped with milliseconds; the
 # brokers' CPU read as it prints its producing and consuming lines.
@@ -128,7 +141,7 @@ run_driver() {
     --partitions 6 --produce-concurrency 32 --consume-concurrency 32 --username admin --password "$pw" 2>&1 |
     while IFS= read -r line; do
       case $line in
-        *"producing messages"*) broker_ticks >"$out.cpu.produce" ;;
+        *"producing messages"*) broker_ticks >"$out.cpu.produce"; profile_nodes ;;
         *"consuming messages"*) broker_ticks >"$out.cpu.consume" ;;
       esac
       echo "$(now_ms) $line"

@@ -1065,6 +1065,19 @@ func (w *WAL) Compact() error {
 	return err
 }
 
+// WALStats counts a WAL's work since it opened.
+type WALStats struct {
+	// Syncs is the writer's fsyncs (a batch, or a cut after a failed one).
+	Syncs int64
+	// Positions is the position files written.
+	Positions int64
+}
+
+// Stats reads the WAL's counters.
+func (w *WAL) Stats() WALStats {
+	return WALStats{Syncs: w.syncs.Load(), Positions: w.positions.Load()}
+}
+
 // Backlog reports the records appended and not yet committed-through, and
 // the bytes of the segments still holding any of them (what Compact could not
 // free). Bytes is per segment, so it over-counts by up to one segment.
