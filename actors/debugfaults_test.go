@@ -47,8 +47,8 @@ func consumeAll(t *testing.T, tn *testNode, topic string, want []string) map[str
 // answered 202 (the ingress WAL cannot make it durable: 500), and a commit
 // whose fsync fails is failed back to the dispatcher, which retries it.
 // Once the fault is off the node serves again by itself, without a
-// restart, and every record it answered 202 is consumed: "b", accepted
-// before the fault and caught between its write and its commit frame, too.
+// restart, and every record it answered 202 is consumed: "c", accepted
+// before the fault and committed while it lasts, too.
 // With PartitionMaxRestarts 1, a partition whose log turned broken at a
 // failed cut (the fsync of the truncation after a failed commit) was given
 // up on after its second failure and "b" was never delivered.
@@ -60,15 +60,18 @@ func TestFaultDiskErrorsRefuseProduceAndEveryAcceptedRecordIsConsumedAfterOff(t 
 		c.faults = &faultHooks{partition: partition.Knobs{Synced: h.hook}}
 	})
 	holdSecondRecord(t, tn, h) // "a" visible on f/0, "b" accepted, held past its fsync
-	accepted := []string{`"a"`, `"b"`}
+	// "c" accepted: its commit waits behind "b"'s write.
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/f/produce?partition=0", []byte(`"c"`))
+	accepted := []string{`"a"`, `"b"`, `"c"`}
 
 	tn.must(http.StatusNoContent, "POST", "/debug/faults/disk", []byte(`{"fail":"fsync"}`))
 	if got := faultsStatus(t, tn); got.Disk != "fsync" || got.ClockOffsetMs != 0 {
 		t.Fatalf("faults after fsync on: got %+v, want disk fsync, offset 0", got)
 	}
 	h.unblock()
-	// "b"'s commit frame cannot be made durable: its commit fails, and so
-	// does each retry while the fault lasts.
+	// "b" was durable before the fault and becomes visible; "c" cannot be
+	// made durable: its commit fails, and so does each retry while the
+	// fault lasts.
 	waitFor(t, func() bool { return tn.n.metrics.commitFailures.Get() >= 3 })
 
 	for _, mode := range []string{"fsync", "write"} {

@@ -81,8 +81,8 @@ func TestFaultFsyncThroughTheSyncLaneFailsOnlyTheWriteNotYetVisible(t *testing.T
 	defer lane.Close()
 	ctx := context.Background()
 
-	// The partition actor's pipeline: batch 0..2 durable and awaiting its
-	// commit frame, which rides in the next write.
+	// The partition actor's pipeline: batch 0..2 written, synced through the
+	// lane and published; then batch 3..4, whose sync fails.
 	b1, err := l.Write(t0, entriesFrom(0, 3))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +93,7 @@ func TestFaultFsyncThroughTheSyncLaneFailsOnlyTheWriteNotYetVisible(t *testing.T
 	if err := l.Publish(b1); err != nil {
 		t.Fatal(err)
 	}
+	visibleBytes := fileSize(t, filepath.Join(dir, segmentName(0)))
 	if _, err := l.Write(t0, entriesFrom(3, 2)); err != nil {
 		t.Fatal(err)
 	}
@@ -104,21 +105,21 @@ func TestFaultFsyncThroughTheSyncLaneFailsOnlyTheWriteNotYetVisible(t *testing.T
 	if err := l.Abort(err); errors.Is(err, ErrBroken) {
 		t.Fatalf("abort under fsync faults: got %v, want the log writable", err)
 	}
-	if got := l.HWM(); got != 0 {
-		t.Fatalf("hwm after the failed sync: got %d, want 0 (no commit frame of 0..2 was synced)", got)
+	if got := l.HWM(); got != 3 {
+		t.Fatalf("hwm after the failed sync: got %d, want 3 (3..4 was never synced)", got)
 	}
 
 	// Still failing: the write after the abort syncs the cut first.
-	if _, err := l.Write(t0, entriesFrom(0, 1)); !errors.Is(err, ErrInjected) {
+	if _, err := l.Write(t0, entriesFrom(3, 1)); !errors.Is(err, ErrInjected) {
 		t.Fatalf("write while the cut cannot be synced: got %v, want ErrInjected", err)
 	}
-	if got := fileSize(t, filepath.Join(dir, segmentName(0))); got != 0 {
-		t.Fatalf("segment while the cut cannot be synced: got %d bytes, want 0 (nothing written)", got)
+	if got := fileSize(t, filepath.Join(dir, segmentName(0))); got != visibleBytes {
+		t.Fatalf("segment while the cut cannot be synced: got %d bytes, want %d (nothing written past 0..2)", got, visibleBytes)
 	}
 
 	faults.Set(FaultsOff)
 	appendN(t, l, 1, 2)
-	checkRecords(t, readAll(t, l, 0), 0, 2)
+	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
 
 func TestFaultWriteFailsBeforeAnythingIsWritten(t *testing.T) {

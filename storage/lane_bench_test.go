@@ -4,7 +4,7 @@ package storage
 
 // The write pass: one small record committed to each of many partition
 // logs at once, each commit as the partition actor makes it (write, sync,
-// publish, commit frame, sync, publish: an idle partition pays two syncs),
+// publish: one sync per commit),
 // until every log's HWM moved. "alone" is the baseline: each log's own
 // fsync (Log.Sync); "lane" sends every sync through one SyncLane at its
 // defaults (syncfs for a batch of SyncFSMinRequests, else the per-file
@@ -116,8 +116,8 @@ func writePass(b *testing.B, logs []*Log, syncLog func(*Log) error) {
 	}
 }
 
-// commitOne is one idle partition's commit: the record frames, a sync, the
-// read-back; the commit frame, a sync, the read-back that moves the HWM.
+// commitOne is one idle partition's commit: the record frames and their
+// commit frame, a sync, the read-back that moves the HWM.
 func commitOne(l *Log, entries []Entry, syncLog func(*Log) error) error {
 	now := time.Now()
 	hwm := l.HWM()
@@ -129,16 +129,6 @@ func commitOne(l *Log, entries []Entry, syncLog func(*Log) error) error {
 		return l.Abort(err)
 	}
 	if err := l.Publish(batch); err != nil {
-		return err
-	}
-	c, err := l.WriteCommit(now)
-	if err != nil {
-		return err
-	}
-	if err := syncLog(l); err != nil {
-		return l.Abort(err)
-	}
-	if err := l.Publish(c); err != nil {
 		return err
 	}
 	if got := l.HWM(); got != hwm+1 {

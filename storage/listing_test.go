@@ -14,11 +14,8 @@ func TestListingListsTheActiveSegmentOnlyUpToItsCommittedBoundary(t *testing.T) 
 	l := openTestLog(t, dir, smallLogConfig())
 	appendN(t, l, 2, 3)
 	committed := fileSize(t, filepath.Join(dir, segmentName(0)))
-	b, _ := l.Write(t0, entriesFrom(6, 4)) // durable frames, no commit frame yet
+	l.Write(t0, entriesFrom(6, 4)) // durable frames and their commit frame, not yet published
 	l.Sync()
-	if err := l.Publish(b); err != nil {
-		t.Fatal(err)
-	}
 	if fileSize(t, filepath.Join(dir, segmentName(0))) <= committed {
 		t.Fatal("test setup: the pending batch is not on disk")
 	}
@@ -52,10 +49,7 @@ func TestListClosedWalksFrameHeadersUpToTheRecoveredHWMWithoutChangingFiles(t *t
 	l := openTestLog(t, dir, cfg)
 	appendN(t, l, 30, 5)
 	open, _ := l.List(t0)
-	b, _ := l.Write(t0, entriesFrom(150, 2))
-	l.Sync()
-	l.Publish(b)
-	l.Close() // crashed with a hidden tail on disk
+	writeTorn(t, l, entriesFrom(150, 2)) // crashed with a hidden tail on disk
 	active := open.Segments[len(open.Segments)-1]
 	onDisk := fileSize(t, filepath.Join(dir, active.Name))
 

@@ -65,19 +65,20 @@ type segment struct {
 // Log is one partition's log: a directory of segments named by base offset.
 //
 // A record becomes visible (the HWM moves past it) only once a commit frame
-// naming the new HWM is durable, and that commit frame is written only after
-// the batch's record frames were fsynced and read back. So the HWM on disk
-// never runs ahead of the HWM in memory: recovery reports at most what was
-// visible before a crash, and frames past the last commit frame are a hidden
-// tail that recovery cuts.
+// naming the new HWM is durable and the write that carries it was read back
+// byte for byte. A batch is one write: its record frames, then its commit
+// frame. Recovery believes a commit frame only at the end of an unbroken
+// walk of valid frames that names exactly the offset after them, so a batch
+// torn anywhere (a record frame short or damaged, the commit frame missing)
+// is a hidden tail that recovery cuts; a batch whose every byte reached the
+// disk is visible after a crash even if the crash came before Publish (its
+// caller was never answered, so it sends the records again: duplicates,
+// never a loss or an offset that later holds another record).
 //
-// A group commit runs in steps so that a busy partition pays one fsync per
-// batch: Write puts the record frames of batch N+1 after the commit frame of
-// batch N in one write; Sync makes both durable; Publish reads them back,
-// checks them, and makes batch N visible; Flush writes the last commit frame
-// when no batch follows. Append does Write, Sync, Publish and Flush for one
-// batch (two fsyncs). Sync is separate so that a caller may replace it with
-// one barrier for many partitions.
+// A group commit runs in steps: Write, then Sync (one fsync per batch),
+// then Publish, which reads the write back and makes the batch visible.
+// Append does all three. Sync is separate so that a caller may replace it
+// with one barrier for many partitions (SyncLane).
 //
 // One goroutine (the partition's actor) writes; reads, listings and chunk
 // reads are safe from any goroutine.
@@ -95,7 +96,6 @@ type Log struct {
 	activeID os.FileInfo // the active segment as created or opened, to know it again
 	lost     error       // the active segment on disk is not the one written: no reads either
 	hwm      int64
-	awaiting *Batch // durable, verified frames whose commit frame is not yet written
 	pending  *Batch // written, not yet synced and read back
 	broken   error
 	// cutUnsynced: an abort cut the file back but the cut's fsync failed;
@@ -124,8 +124,6 @@ type logHooks struct {
 type Batch struct {
 	first, next int64 // record offsets [first, next)
 	start, end  int64 // file positions of this write, in the active segment
-	framesStart int64 // where this batch's record frames begin (after a leading commit frame)
-	commitFor   *Batch
 	seg         *segment
 	buf         []byte
 	index       []indexEntry
@@ -359,16 +357,13 @@ func (l *Log) Append(now time.Time, entries []Entry) (int64, error) {
 	if err := l.Publish(b); err != nil {
 		return 0, err
 	}
-	if err := l.Flush(now); err != nil {
-		return 0, err
-	}
 	return b.first, nil
 }
 
-// Write encodes entries as record frames, preceded by the commit frame of
-// the batch awaiting one, and writes them after everything written so far.
-// Nothing new is visible until Publish (for the awaiting batch) or Flush
-// (for this one). At most one write is pending at a time.
+// Write encodes entries as record frames followed by the commit frame
+// that makes them visible, and writes them in one write after everything
+// visible so far. Nothing new is visible until Sync and then Publish. At
+// most one write is pending at a time.
 func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -400,28 +395,18 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 	ts := now.UnixNano()
 	seg := l.segs[len(l.segs)-1]
 	if tail := l.tailLocked(); tail > 0 && tail+int64(size) > l.cfg.SegmentMaxBytes {
-		// A sealed segment must end in a commit frame, so the awaiting batch
-		// is made visible before the roll.
-		if err := l.flushLocked(ts); err != nil {
-			return nil, err
-		}
+		// Every visible batch ends in its commit frame, so the sealed
+		// segment does too.
 		if err := l.rollLocked(); err != nil {
 			return nil, err
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
-	b := &Batch{first: l.hwm, start: l.tailLocked(), seg: seg, commitFor: l.awaiting}
+	b := &Batch{first: l.hwm, start: l.tailLocked(), seg: seg}
 	buf := l.encBuf[:0]
-	if a := l.awaiting; a != nil {
-		b.first = a.next
-		buf = appendFrame(buf, frame{kind: frameCommit, offset: a.next, time: ts})
-	}
 	b.next = b.first + int64(len(entries))
-	b.framesStart = b.start + int64(len(buf))
 	lastIndexed := b.start - int64(l.cfg.IndexIntervalBytes)
-	if a := l.awaiting; a != nil && len(a.index) > 0 {
-		lastIndexed = a.index[len(a.index)-1].pos
-	} else if n := len(seg.index); n > 0 {
+	if n := len(seg.index); n > 0 {
 		lastIndexed = seg.index[n-1].pos
 	}
 	for i, e := range entries {
@@ -435,6 +420,7 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 			b.origins = append(b.origins, e.Origin)
 		}
 	}
+	buf = appendFrame(buf, frame{kind: frameCommit, offset: b.next, time: ts})
 	l.encBuf = buf
 	b.buf = buf
 	b.end = b.start + int64(len(buf))
@@ -444,11 +430,9 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 	return b, nil
 }
 
-// tailLocked is the file position after everything written and not failed.
+// tailLocked is the file position after everything visible: where the
+// next write goes.
 func (l *Log) tailLocked() int64 {
-	if l.awaiting != nil {
-		return l.awaiting.end
-	}
 	return l.segs[len(l.segs)-1].size
 }
 
@@ -492,7 +476,8 @@ func (l *Log) writableLocked() error {
 }
 
 // rollLocked seals the active segment and starts a new one at the HWM. It
-// runs only with nothing awaiting, so a sealed segment ends in a commit frame.
+// runs only with no write pending, so a sealed segment ends in the commit
+// frame of its last batch.
 // The sealed segment's file closes first: were the create to fail, the
 // sealed one stays active and is reopened at its next write.
 func (l *Log) rollLocked() error {
@@ -566,10 +551,8 @@ func (l *Log) syncFile() (f *os.File, release func(), err error) {
 }
 
 // Publish reads a durable write back and checks that the file holds exactly
-// the frames written. Then the batch whose commit frame led the write
-// becomes visible, and b awaits its own commit frame (the next Write or
-// Flush). A write that does not read back fails every batch not yet
-// visible: their frames are truncated and their offsets go to later records.
+// the frames written; then the batch is visible. A write that does not read
+// back fails: its frames are truncated and its offsets go to later records.
 func (l *Log) Publish(b *Batch) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -583,75 +566,9 @@ func (l *Log) publishLocked(b *Batch) error {
 	if err := l.readBackLocked(b); err != nil {
 		return l.abortLocked(err)
 	}
-	if a := b.commitFor; a != nil {
-		l.makeVisibleLocked(a, b.framesStart)
-	}
+	l.makeVisibleLocked(b, b.end)
 	l.clearPendingLocked()
-	l.awaiting = nil
-	if b.next > b.first {
-		l.awaiting = b // records whose own commit frame comes next
-	}
 	return nil
-}
-
-// Flush makes the batch awaiting its commit frame visible: it writes the
-// commit frame, syncs and reads it back. Nothing awaiting: nothing to do.
-func (l *Log) Flush(now time.Time) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writableLocked(); err != nil {
-		return err
-	}
-	return l.flushLocked(now.UnixNano())
-}
-
-func (l *Log) flushLocked(ts int64) error {
-	if l.awaiting == nil {
-		return nil
-	}
-	c, err := l.writeCommitLocked(ts)
-	if err != nil {
-		return err
-	}
-	err = l.hook(func(h *logHooks) func() error { return h.sync })
-	if err == nil {
-		err = l.syncPendingLocked()
-	}
-	if err != nil {
-		return l.abortLocked(fmt.Errorf("sync commit frame: %w", err))
-	}
-	return l.publishLocked(c)
-}
-
-// WriteCommit writes only the commit frame of the batch awaiting one, as a
-// pending write: Sync then Publish it to make that batch visible. It is
-// Flush in steps, for a caller that syncs off its own goroutine.
-func (l *Log) WriteCommit(now time.Time) (*Batch, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writableLocked(); err != nil {
-		return nil, err
-	}
-	if l.awaiting == nil {
-		return nil, fmt.Errorf("commit frame with no batch awaiting one: %w", ErrInvalid)
-	}
-	return l.writeCommitLocked(now.UnixNano())
-}
-
-func (l *Log) writeCommitLocked(ts int64) (*Batch, error) {
-	if l.pending != nil {
-		return nil, fmt.Errorf("commit frame with a write pending: %w", ErrInvalid)
-	}
-	a := l.awaiting
-	c := &Batch{first: a.next, next: a.next, start: a.end, seg: a.seg, commitFor: a}
-	c.buf = appendFrame(l.encBuf[:0], frame{kind: frameCommit, offset: a.next, time: ts})
-	l.encBuf = c.buf
-	c.end = c.start + int64(len(c.buf))
-	c.framesStart = c.end
-	if err := l.writeLocked(c); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // makeVisibleLocked moves the HWM past a, whose commit frame ends at boundary.
@@ -711,7 +628,7 @@ func (l *Log) readBackLocked(b *Batch) error {
 func (l *Log) Abort(cause error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending == nil && l.awaiting == nil {
+	if l.pending == nil {
 		return cause
 	}
 	return l.abortLocked(cause)
@@ -733,7 +650,6 @@ func (l *Log) abortLocked(cause error) error {
 	// between, it would reopen longer than the tail and look replaced.
 	f, err := l.fileLocked()
 	l.clearPendingLocked()
-	l.awaiting = nil
 	boundary := l.segs[len(l.segs)-1].size
 	if err == nil {
 		defer l.files.unpin(l)
@@ -949,8 +865,9 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 	return 0, nil
 }
 
-// Close closes the active segment. Batches not yet visible are abandoned:
-// recovery cuts their frames. Callers Flush first to keep them.
+// Close closes the active segment. A write pending is abandoned: its
+// caller hears no success, and recovery keeps its frames only if they all
+// became durable (a duplicate of records sent again, never a loss).
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

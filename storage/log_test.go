@@ -111,7 +111,7 @@ func TestHWMIsTheExclusiveBoundOfReads(t *testing.T) {
 	}
 }
 
-func TestWrittenFramesStayInvisibleUntilTheirCommitFrameIsDurable(t *testing.T) {
+func TestAWriteStaysInvisibleUntilItIsSyncedAndReadBack(t *testing.T) {
 	l := openTestLog(t, t.TempDir(), smallLogConfig())
 	b1, err := l.Write(t0, entriesFrom(0, 3))
 	if err != nil {
@@ -120,19 +120,26 @@ func TestWrittenFramesStayInvisibleUntilTheirCommitFrameIsDurable(t *testing.T) 
 	if got := l.HWM(); got != 0 {
 		t.Fatalf("after write: hwm %d, want 0", got)
 	}
+	if _, err := l.Write(t0, entriesFrom(3, 1)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a second write with one pending: got %v, want ErrInvalid", err)
+	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
+	}
+	if got := l.HWM(); got != 0 {
+		t.Fatalf("after sync, before publish: hwm %d, want 0", got)
+	}
+	if recs := readAll(t, l, 0); len(recs) != 0 {
+		t.Fatalf("read before the publish: got %d records, want none", len(recs))
 	}
 	if err := l.Publish(b1); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.HWM(); got != 0 {
-		t.Fatalf("after publish without a commit frame: hwm %d, want 0", got)
+	if got := l.HWM(); got != 3 {
+		t.Fatalf("after publish: hwm %d, want 3", got)
 	}
-	if recs := readAll(t, l, 0); len(recs) != 0 {
-		t.Fatalf("read before the commit frame: got %d records, want none", len(recs))
-	}
-	// The next write carries b1's commit frame: one fsync for both.
+	// The next write starts after b1's commit frame: one write and one
+	// fsync a batch.
 	b2, err := l.Write(t0, entriesFrom(3, 2))
 	if err != nil {
 		t.Fatal(err)
@@ -146,14 +153,8 @@ func TestWrittenFramesStayInvisibleUntilTheirCommitFrameIsDurable(t *testing.T) 
 	if err := l.Publish(b2); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.HWM(); got != 3 {
-		t.Fatalf("after the second batch's publish: hwm %d, want 3", got)
-	}
-	if err := l.Flush(t0); err != nil {
-		t.Fatal(err)
-	}
 	if got := l.HWM(); got != 5 {
-		t.Fatalf("after flush: hwm %d, want 5", got)
+		t.Fatalf("after the second batch's publish: hwm %d, want 5", got)
 	}
 	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
@@ -196,24 +197,29 @@ func TestReadBackMismatchFailsTheCommit(t *testing.T) {
 	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
 
-func TestFailedWriteFailsEveryBatchNotYetVisible(t *testing.T) {
-	l := openTestLog(t, t.TempDir(), smallLogConfig())
+func TestFailedWriteFailsOnlyTheBatchNotYetVisible(t *testing.T) {
+	dir := t.TempDir()
+	l := openTestLog(t, dir, smallLogConfig())
 	b1, _ := l.Write(t0, entriesFrom(0, 2))
 	l.Sync()
 	if err := l.Publish(b1); err != nil {
 		t.Fatal(err)
 	}
+	visible := fileSize(t, filepath.Join(dir, segmentName(0)))
 	boom := errors.New("injected write failure")
 	l.hooks = &logHooks{write: func() error { return boom }}
 	if _, err := l.Write(t0, entriesFrom(2, 2)); !errors.Is(err, boom) {
 		t.Fatalf("write: got %v, want %v", err, boom)
 	}
 	l.hooks = nil
-	if got := l.HWM(); got != 0 {
-		t.Fatalf("hwm: got %d, want 0 (b1 never got its commit frame)", got)
+	if got := l.HWM(); got != 2 {
+		t.Fatalf("hwm: got %d, want 2 (b1 visible, the failed batch not)", got)
+	}
+	if got := fileSize(t, filepath.Join(dir, segmentName(0))); got != visible {
+		t.Fatalf("segment: got %d bytes, want %d (nothing past b1)", got, visible)
 	}
 	appendN(t, l, 1, 3)
-	checkRecords(t, readAll(t, l, 0), 0, 3)
+	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
 
 func TestFailedTruncationRefusesAppendsUntilReopen(t *testing.T) {
@@ -232,12 +238,17 @@ func TestFailedTruncationRefusesAppendsUntilReopen(t *testing.T) {
 		t.Fatalf("append on broken log: got %v, want ErrBroken", err)
 	}
 	l.Close()
+	// The failed batch is still whole in the file (the injected fsync
+	// failure synced nothing, the truncation cut nothing): the reopen
+	// believes its commit frame, as after a crash that kept every byte of
+	// it. Its sender was told it failed and sends the record again: a
+	// duplicate, never a loss.
 	l = openTestLog(t, dir, smallLogConfig())
-	if got := l.HWM(); got != 2 {
-		t.Fatalf("reopened hwm: got %d, want 2", got)
+	if got := l.HWM(); got != 3 {
+		t.Fatalf("reopened hwm: got %d, want 3", got)
 	}
 	appendN(t, l, 1, 1)
-	checkRecords(t, readAll(t, l, 0), 0, 3)
+	checkRecords(t, readAll(t, l, 0), 0, 4)
 }
 
 func TestReopenReportsTheHWMThatWasVisible(t *testing.T) {
@@ -254,18 +265,29 @@ func TestReopenReportsTheHWMThatWasVisible(t *testing.T) {
 	checkRecords(t, readAll(t, l, 170), 170, 181)
 }
 
+// writeTorn writes entries as l's next batch and closes l, leaving the
+// segment as a crash that kept every record frame of the write but not its
+// commit frame would.
+func writeTorn(t testing.TB, l *Log, entries []Entry) {
+	t.Helper()
+	path := filepath.Join(l.Dir(), segmentName(l.segs[len(l.segs)-1].base))
+	if _, err := l.Write(t0, entries); err != nil {
+		t.Fatal(err)
+	}
+	torn := fileSize(t, path) - frameHeaderBytes
+	l.Close()
+	if err := os.Truncate(path, torn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rule V1: a hidden tail past the HWM is never exposed.
 func TestReopenCutsFramesWhoseCommitFrameNeverBecameDurable(t *testing.T) {
 	dir := t.TempDir()
 	l := openTestLog(t, dir, smallLogConfig())
 	appendN(t, l, 1, 3)
 	boundary := fileSize(t, filepath.Join(dir, segmentName(0)))
-	b, _ := l.Write(t0, entriesFrom(3, 4))
-	l.Sync()
-	if err := l.Publish(b); err != nil {
-		t.Fatal(err)
-	}
-	l.Close() // a crash: b's frames are durable, its commit frame is not
+	writeTorn(t, l, entriesFrom(3, 4)) // a crash: b's frames are durable, its commit frame is not
 	l = openTestLog(t, dir, smallLogConfig())
 	if got := l.HWM(); got != 3 {
 		t.Fatalf("hwm: got %d, want 3: frames without a commit frame were never visible", got)
@@ -528,37 +550,6 @@ func fileSize(t testing.TB, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
-}
-
-func TestWriteCommitInStepsMakesTheAwaitingBatchVisible(t *testing.T) {
-	l := openTestLog(t, t.TempDir(), smallLogConfig())
-	if _, err := l.WriteCommit(t0); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("commit frame with nothing awaiting: got %v, want ErrInvalid", err)
-	}
-	b, _ := l.Write(t0, entriesFrom(0, 3))
-	l.Sync()
-	if err := l.Publish(b); err != nil {
-		t.Fatal(err)
-	}
-	c, err := l.WriteCommit(t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := l.HWM(); got != 0 {
-		t.Fatalf("before the commit frame is synced: hwm %d, want 0", got)
-	}
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Publish(c); err != nil {
-		t.Fatal(err)
-	}
-	if got := l.HWM(); got != 3 {
-		t.Fatalf("after publishing the commit frame: hwm %d, want 3", got)
-	}
-	// Nothing awaits any more: the next batch carries no commit frame.
-	appendN(t, l, 1, 2)
-	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
 
 func TestOnlyCanonicalSegmentNamesAreSegments(t *testing.T) {

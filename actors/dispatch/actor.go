@@ -96,9 +96,8 @@ type Knobs struct {
 
 // partitionQueue holds the records accepted for one partition that are not
 // committed yet. Up to MaxCommitsInFlight commits per partition are in
-// flight: the partition writes the next batch together with the previous
-// batch's commit frame, so a busy partition pays one fsync per batch, and
-// whatever queues meanwhile is the next group commit.
+// flight: the partition stashes the second while the first syncs and
+// writes it, with whatever else queued meanwhile, as its next group commit.
 type partitionQueue struct {
 	recs     []storage.WALRecord // waiting to be sent, oldest first
 	inFlight int

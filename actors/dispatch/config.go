@@ -22,8 +22,8 @@ type Config struct {
 	// commit size of the partition log.
 	MaxCommitBatchRecords int
 	// MaxCommitsInFlight is how many commits the dispatcher keeps in flight
-	// per partition. Two let a partition write the next batch with the
-	// previous batch's commit frame: one fsync per batch under load.
+	// per partition owned here. Two keep a busy partition's next group
+	// commit waiting in its stash while the first syncs.
 	MaxCommitsInFlight int
 }
 

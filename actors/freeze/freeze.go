@@ -70,9 +70,8 @@ type Config struct {
 // may report.
 type Partition struct {
 	// Settling: a batch written before the gate armed is still on its way
-	// to visibility (its fsync under way, or durable and awaiting its
-	// commit frame). Reporting now would hand out an HWM it is about to
-	// pass (rule F3).
+	// to visibility (its fsync or read-back under way). Reporting now would
+	// hand out an HWM it is about to pass (rule F3).
 	Settling bool
 	// LeasesOut is how many leases are out (rule F2).
 	LeasesOut int

@@ -84,8 +84,7 @@ type (
 	// Reserve is a consume asking for a lease.
 	Reserve struct{}
 	// Publish is the pipeline about to make a synced write visible;
-	// Awaiting says it carries the commit frame of a batch, so the HWM
-	// moves.
+	// Awaiting says it carries records, so the HWM moves.
 	Publish struct{ Awaiting bool }
 	// Settled is the pipeline having moved on: a write became visible or
 	// failed.

@@ -96,10 +96,10 @@ type Actor struct {
 	// (serveChunk); nil until the first.
 	chunkReads chan struct{}
 	// The commit pipeline: stash holds commits that arrived while a write
-	// was syncing; writing are the commits of the write being synced;
-	// awaiting are the commits whose frames are durable and whose commit
-	// frame rides in the next write.
-	stash, writing, awaiting []commitReq
+	// was syncing; writing are the commits of the write being synced (its
+	// records and the commit frame that makes them visible, one write and
+	// one fsync).
+	stash, writing []commitReq
 	syncing                  *storage.Batch
 	// syncer is the goroutine running syncing's fsync; close waits for it
 	// before it syncs again and closes the log under it.
@@ -375,11 +375,11 @@ func (p *Actor) setAside(h *handedOver, hwm int64) {
 		"records", hwm-h.hwm, "quarantine", q, "err", err)
 }
 
-// commit queues a commit. The partition writes what queued as one batch,
-// after the commit frame of the batch before it, and syncs it on another
-// goroutine, so the actor keeps serving consumes during the fsync and a
-// busy partition pays one fsync per batch. A commit is answered once its
-// commit frame is durable and its records visible.
+// commit queues a commit. The partition writes what queued as one batch
+// (its records and its commit frame) and syncs it on another goroutine, so
+// the actor keeps serving consumes during the fsync and a busy partition
+// pays one fsync per batch. A commit is answered once its batch is durable,
+// read back and visible.
 func (p *Actor) commit(ctx actor.Context, m *messages.Commit) {
 	if p.log == nil {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
@@ -469,44 +469,35 @@ func seqsOf(m *messages.Commit) []uint64 {
 	return seqs
 }
 
-// kick starts the next write unless one is syncing: the stashed commits
-// (carrying the awaiting batch's commit frame), or else the awaiting
-// batch's commit frame alone.
+// kick starts the next write, of the stashed commits, unless one is
+// syncing.
 func (p *Actor) kick(ctx actor.Context) {
-	if p.syncing != nil || p.log == nil {
+	if p.syncing != nil || p.log == nil || len(p.stash) == 0 {
 		return
 	}
 	now := time.Now()
-	var b *storage.Batch
-	var err error
-	if len(p.stash) > 0 {
-		// The gate again, under the lock (rule F3): a commit that passed it
-		// before a freeze was armed is refused with nothing appended.
-		p.step(ctx, freeze.Write{})
-	}
+	// The gate again, under the lock (rule F3): a commit that passed it
+	// before a freeze was armed is refused with nothing appended.
+	p.step(ctx, freeze.Write{})
 	p.dropExpired(ctx, now)
-	switch {
-	case len(p.stash) > 0:
-		var entries []storage.Entry
-		for _, c := range p.stash {
-			for _, r := range c.m.Records {
-				entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body, Origin: storage.Origin{WAL: c.m.WAL, Seq: r.Seq}})
-			}
-		}
-		b, err = p.log.Write(now, entries)
-		if errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrTooLarge) {
-			// Refused before any I/O: only these commits fail.
-			p.answer(ctx, p.stash, err)
-			p.stash = nil
-			p.kick(ctx)
-			return
-		}
-		p.writing, p.stash = p.stash, nil
-	case len(p.awaiting) > 0:
-		b, err = p.log.WriteCommit(now)
-	default:
+	if len(p.stash) == 0 {
 		return
 	}
+	var entries []storage.Entry
+	for _, c := range p.stash {
+		for _, r := range c.m.Records {
+			entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body, Origin: storage.Origin{WAL: c.m.WAL, Seq: r.Seq}})
+		}
+	}
+	b, err := p.log.Write(now, entries)
+	if errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrTooLarge) {
+		// Refused before any I/O: only these commits fail.
+		p.answer(ctx, p.stash, err)
+		p.stash = nil
+		p.kick(ctx)
+		return
+	}
+	p.writing, p.stash = p.stash, nil
 	if err != nil {
 		p.failCommits(ctx, err)
 		return
@@ -530,8 +521,8 @@ func (p *Actor) kick(ctx actor.Context) {
 	})
 }
 
-// synced finishes a write: read it back and publish it, which makes the
-// awaiting batch visible; then start the next write.
+// synced finishes a write: read it back and publish it, which makes its
+// batch visible; then start the next write.
 func (p *Actor) synced(ctx actor.Context, m synced) {
 	if m.batch != p.syncing {
 		return // from before a restart: that log is closed
@@ -547,8 +538,8 @@ func (p *Actor) synced(ctx actor.Context, m synced) {
 		p.failCommits(ctx, err)
 		return
 	}
-	p.answer(ctx, p.awaiting, nil)
-	p.awaiting, p.writing = p.writing, nil
+	p.answer(ctx, p.writing, nil)
+	p.writing = nil
 	p.kick(ctx)
 	p.settled(ctx)
 }
@@ -600,9 +591,8 @@ func (p *Actor) noteFigures() {
 func (p *Actor) failCommits(ctx actor.Context, err error) {
 	p.deps.Metrics.CommitFailures.Inc()
 	p.deps.Logger.Error("commit failed", "partition", p.name, "err", err)
-	p.answer(ctx, p.awaiting, err)
 	p.answer(ctx, p.writing, err)
-	p.awaiting, p.writing, p.syncing = nil, nil, nil
+	p.writing, p.syncing = nil, nil
 	if errors.Is(err, storage.ErrBroken) {
 		panic(fmt.Errorf("partition %s: %w", p.name, err))
 	}
@@ -626,21 +616,9 @@ func (p *Actor) drainCommits(ctx actor.Context) {
 		if err != nil {
 			p.failCommits(ctx, err)
 		} else {
-			p.answer(ctx, p.awaiting, nil)
-			p.awaiting, p.writing = p.writing, nil
+			p.answer(ctx, p.writing, nil)
+			p.writing = nil
 		}
-	}
-	if err := p.pinnedRefusal(ctx); err != nil {
-		p.answer(ctx, p.awaiting, p.log.Abort(err))
-		p.awaiting = nil
-	}
-	if len(p.awaiting) > 0 {
-		if err := p.log.Flush(time.Now()); err != nil {
-			p.answer(ctx, p.awaiting, err)
-		} else {
-			p.answer(ctx, p.awaiting, nil)
-		}
-		p.awaiting = nil
 	}
 	for _, c := range p.stash {
 		if c.sender != nil {

@@ -167,7 +167,7 @@ func (p *Actor) ownerConfirmed(ctx actor.Context, m ownerConfirmed) {
 // pipeline is what the freeze must know of the commit pipeline and the
 // leases when a prepare may report.
 func (p *Actor) pipeline() freeze.Partition {
-	settling := p.syncing != nil || len(p.writing) > 0 || len(p.awaiting) > 0
+	settling := p.syncing != nil || len(p.writing) > 0
 	if p.deps.Knobs.ReportPastPipeline {
 		settling = false
 	}
@@ -415,11 +415,11 @@ func (p *Actor) publish(ctx actor.Context, b *storage.Batch) error {
 // batch visible while a freeze's reported HWM is pinned (by a publish, or
 // by the flush of a partition that closes); nil when that is allowed.
 func (p *Actor) pinnedRefusal(ctx actor.Context) error {
-	if !p.step(ctx, freeze.Publish{Awaiting: len(p.awaiting) > 0}) {
+	if !p.step(ctx, freeze.Publish{Awaiting: len(p.writing) > 0}) {
 		return nil
 	}
 	p.deps.Metrics.FrozenPublishRefused.Inc()
-	p.deps.Logger.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.gate.HWM, "records", recordsIn(p.awaiting))
+	p.deps.Logger.Error("publish refused under a reported freeze", "partition", p.name, "hwm", p.gate.HWM, "records", recordsIn(p.writing))
 	return fmt.Errorf("partition %s: a publish would move the HWM past %d, reported under a freeze: %w", p.name, p.gate.HWM, ErrInvariant)
 }
 
