@@ -100,7 +100,7 @@ type Actor struct {
 	// records and the commit frame that makes them visible, one write and
 	// one fsync).
 	stash, writing []commitReq
-	syncing                  *storage.Batch
+	syncing        *storage.Batch
 	// syncer is the goroutine running syncing's fsync; close waits for it
 	// before it syncs again and closes the log under it.
 	syncer         sync.WaitGroup
