@@ -45,6 +45,9 @@ type LogConfig struct {
 	// Faults, when not nil, fails the log's writes or fsyncs on purpose
 	// (a fault-injection run); a node hands every log the same switch.
 	Faults *Faults
+	// FS is the file system of the log's segments; nil is the OS's. A
+	// crash test hands one that forgets what was not synced (fs.go).
+	FS FS
 }
 
 // DefaultLogConfig is the configuration a node uses unless told otherwise.

@@ -626,7 +626,7 @@ func newConsumerSlots(dir string, faults *Faults) *consumerSlots {
 		dir:      dir,
 		last:     -1,
 		durable:  -1,
-		syncFile: faults.sync,
+		syncFile: func(f *os.File) error { return faults.sync(f) },
 		faults:   faults,
 	}
 }

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"os"
 	"sync/atomic"
 )
 
@@ -95,7 +94,7 @@ func (f *Faults) failSync(what string) error { return f.fail(FaultFsync, "sync "
 func (f *Faults) failWrite(what string) error { return f.fail(FaultWrite, "write "+what) }
 
 // sync fsyncs file unless the switch fails it.
-func (f *Faults) sync(file *os.File) error {
+func (f *Faults) sync(file File) error {
 	if err := f.failSync(file.Name()); err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func (f *Faults) sync(file *os.File) error {
 }
 
 // writeAt writes to file unless the switch fails it.
-func (f *Faults) writeAt(file *os.File, b []byte, at int64) (int, error) {
+func (f *Faults) writeAt(file File, b []byte, at int64) (int, error) {
 	if err := f.failWrite(file.Name()); err != nil {
 		return 0, err
 	}

@@ -3,7 +3,6 @@ package storage
 import (
 	"container/list"
 	"fmt"
-	"os"
 	"sync"
 )
 
@@ -44,7 +43,7 @@ type FilesStats struct {
 
 // fileSlot is one log's place in its Files, guarded by Files.mu.
 type fileSlot struct {
-	f        *os.File
+	f        File
 	pins     int
 	idle     *list.Element // set while f is open and pins is 0
 	released bool          // the log closed: no pin succeeds any more
@@ -91,7 +90,7 @@ func (fs *Files) Stats() FilesStats {
 // returns a nil file when it is closed (nothing to sync). The caller holds
 // l.mu for writing whenever open is not nil, so no other pin of l runs
 // while the file is being opened.
-func (fs *Files) pin(l *Log, open func() (*os.File, error)) (*os.File, error) {
+func (fs *Files) pin(l *Log, open func() (File, error)) (File, error) {
 	fs.mu.Lock()
 	s := &l.slot
 	if s.released {
@@ -131,7 +130,7 @@ func (fs *Files) pin(l *Log, open func() (*os.File, error)) (*os.File, error) {
 	s.pins++
 	// The victims' files leave their slots now but are closed below, before
 	// this one opens, so the files open never exceed the limit.
-	files := make([]*os.File, len(victims))
+	files := make([]File, len(victims))
 	for i, v := range victims {
 		files[i], v.slot.f = v.slot.f, nil
 	}
@@ -154,7 +153,7 @@ func (fs *Files) pin(l *Log, open func() (*os.File, error)) (*os.File, error) {
 
 // closeEvicted closes the files taken from victims. A failed close (after
 // their writes were synced) is the victim's to report, at its next pin.
-func (fs *Files) closeEvicted(victims []*Log, files []*os.File) {
+func (fs *Files) closeEvicted(victims []*Log, files []File) {
 	for i, f := range files {
 		if err := f.Close(); err != nil {
 			fs.mu.Lock()

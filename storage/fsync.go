@@ -11,19 +11,14 @@ import (
 func syncDir(dir string) error { return (*Faults)(nil).syncDir(dir) }
 
 // syncDir is syncDir under the fault switch f.
-func (f *Faults) syncDir(dir string) error {
+func (f *Faults) syncDir(dir string) error { return f.syncDirIn(osFS{}, dir) }
+
+// syncDirIn is syncDir on the file system fsys.
+func (f *Faults) syncDirIn(fsys FS, dir string) error {
 	if err := f.failSync("dir " + dir); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s for sync: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
@@ -34,10 +29,13 @@ func (f *Faults) syncDir(dir string) error {
 func mkdirAllSync(dir string) error { return (*Faults)(nil).mkdirAllSync(dir) }
 
 // mkdirAllSync is mkdirAllSync under the fault switch f.
-func (f *Faults) mkdirAllSync(dir string) error {
+func (f *Faults) mkdirAllSync(dir string) error { return f.mkdirAllSyncIn(osFS{}, dir) }
+
+// mkdirAllSyncIn is mkdirAllSync on the file system fsys.
+func (f *Faults) mkdirAllSyncIn(fsys FS, dir string) error {
 	var created []string
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
-		if _, err := os.Stat(p); err == nil {
+		if _, err := fsys.Stat(p); err == nil {
 			break
 		}
 		created = append(created, p)
@@ -45,11 +43,11 @@ func (f *Faults) mkdirAllSync(dir string) error {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create dir %s: %w", dir, err)
 	}
 	for _, p := range created {
-		if err := f.syncDir(filepath.Dir(p)); err != nil {
+		if err := f.syncDirIn(fsys, filepath.Dir(p)); err != nil {
 			return err
 		}
 	}

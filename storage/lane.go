@@ -201,14 +201,20 @@ func (s *SyncLane) Sync(ctx context.Context, l *Log) error {
 	if f == nil {
 		return nil // the cache closed it, synced: nothing to sync
 	}
+	of, onOS := f.(*os.File)
+	if !onOS {
+		// A log on a file system of its own (LogConfig.FS): neither the
+		// lane's syncfs nor its fdatasync reach it.
+		return f.Sync()
+	}
 	if !s.cfg.PerFileSync && !s.testing {
-		if dev, err := fileDevice(f); err != nil || dev != s.dev {
+		if dev, err := fileDevice(of); err != nil || dev != s.dev {
 			// Another filesystem (a mount inside the data dir): the lane's
 			// syncfs would not cover it.
-			return datasync(f)
+			return datasync(of)
 		}
 	}
-	r := &syncRequest{file: f, queued: time.Now(), answer: make(chan error, 1)}
+	r := &syncRequest{file: of, queued: time.Now(), answer: make(chan error, 1)}
 	select {
 	case s.queue <- r:
 	case <-s.closing:

@@ -54,7 +54,7 @@ func (l *Log) List(now time.Time) (Listing, error) {
 	ls := Listing{HWM: l.hwm, Clock: now, Segments: make([]SegmentInfo, 0, len(l.segs))}
 	for _, s := range l.segs {
 		name := segmentName(s.base)
-		st, err := os.Stat(filepath.Join(l.dir, name))
+		st, err := l.fs.Stat(filepath.Join(l.dir, name))
 		if err != nil {
 			return Listing{}, fmt.Errorf("list %s: %w", l.dir, err)
 		}
@@ -87,10 +87,10 @@ func (l *Log) ReadChunk(name string, pos int64, p []byte) (int, error) {
 	if limit < 0 {
 		return 0, fmt.Errorf("segment %s of %s: %w", name, l.dir, ErrNotFound)
 	}
-	return readChunk(filepath.Join(l.dir, name), pos, p, limit)
+	return readChunk(l.fs, filepath.Join(l.dir, name), pos, p, limit)
 }
 
-func readChunk(path string, pos int64, p []byte, limit int64) (int, error) {
+func readChunk(fsys FS, path string, pos int64, p []byte, limit int64) (int, error) {
 	if pos < 0 || pos > limit {
 		return 0, fmt.Errorf("chunk at %d of %d committed bytes: %w", pos, limit, ErrOutOfRange)
 	}
@@ -100,7 +100,7 @@ func readChunk(path string, pos int64, p []byte, limit int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	f, err := os.Open(path)
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, fmt.Errorf("read chunk: %v: %w", err, ErrNotFound)
 	}
@@ -117,7 +117,8 @@ func readChunk(path string, pos int64, p []byte, limit int64) (int, error) {
 // the HWM that recovery would report; frames past it are left on disk but
 // not listed.
 func ListClosed(dir string, cfg LogConfig, now time.Time) (Listing, error) {
-	bases, err := listSegmentBases(dir)
+	fsys := fsOf(cfg)
+	bases, err := listSegmentBases(fsys, dir)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -128,13 +129,13 @@ func ListClosed(dir string, cfg LogConfig, now time.Time) (Listing, error) {
 	for i, b := range bases {
 		name := segmentName(b)
 		path := filepath.Join(dir, name)
-		st, err := os.Stat(path)
+		st, err := fsys.Stat(path)
 		if err != nil {
 			return Listing{}, fmt.Errorf("list %s: %w", dir, err)
 		}
 		info := SegmentInfo{Name: name, Base: b, Size: st.Size(), ModTime: st.ModTime()}
 		if i == len(bases)-1 {
-			sc, err := scanPath(path, st.Size(), b, cfg)
+			sc, err := scanPath(fsys, path, st.Size(), b, cfg)
 			if err != nil {
 				return Listing{}, err
 			}
@@ -145,8 +146,8 @@ func ListClosed(dir string, cfg LogConfig, now time.Time) (Listing, error) {
 	return ls, nil
 }
 
-func scanPath(path string, size, base int64, cfg LogConfig) (segmentScan, error) {
-	f, err := os.Open(path)
+func scanPath(fsys FS, path string, size, base int64, cfg LogConfig) (segmentScan, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return segmentScan{}, fmt.Errorf("scan %s: %w", path, err)
 	}
@@ -159,10 +160,11 @@ func scanPath(path string, size, base int64, cfg LogConfig) (segmentScan, error)
 }
 
 // ReadClosedChunk reads a segment of a closed partition at pos, never past
-// the size its ListClosed listing gave.
+// the size its ListClosed listing gave. It reads the OS's file system: a
+// move copies partitions on a node's disk.
 func ReadClosedChunk(dir string, seg SegmentInfo, pos int64, p []byte) (int, error) {
 	if _, ok := parseSegmentName(seg.Name); !ok {
 		return 0, fmt.Errorf("segment name %q: %w", seg.Name, ErrInvalid)
 	}
-	return readChunk(filepath.Join(dir, seg.Name), pos, p, seg.Size)
+	return readChunk(osFS{}, filepath.Join(dir, seg.Name), pos, p, seg.Size)
 }

@@ -88,6 +88,7 @@ type segment struct {
 type Log struct {
 	dir   string
 	cfg   LogConfig
+	fs    FS // fsOf(cfg)
 	files *Files
 	slot  fileSlot // the active segment's file, guarded by files.mu
 
@@ -149,16 +150,17 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
+	fsys := fsOf(cfg)
+	if err := cfg.Faults.mkdirAllSyncIn(fsys, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, cfg: cfg, files: files, origins: recentOrigins{max: cfg.RecentOriginsMax}}
-	bases, err := listSegmentBases(dir)
+	l := &Log{dir: dir, cfg: cfg, fs: fsys, files: files, origins: recentOrigins{max: cfg.RecentOriginsMax}}
+	bases, err := listSegmentBases(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(bases) == 0 {
-		if _, err := files.pin(l, func() (*os.File, error) { return l.createActive(0) }); err != nil {
+		if _, err := files.pin(l, func() (File, error) { return l.createActive(0) }); err != nil {
 			return nil, err
 		}
 		files.unpin(l)
@@ -166,15 +168,15 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 		return l, nil
 	}
 	for _, b := range bases[:len(bases)-1] {
-		st, err := os.Stat(filepath.Join(dir, segmentName(b)))
+		st, err := fsys.Stat(filepath.Join(dir, segmentName(b)))
 		if err != nil {
 			return nil, fmt.Errorf("stat segment: %w", err)
 		}
 		l.segs = append(l.segs, &segment{base: b, size: st.Size()})
 	}
 	last := bases[len(bases)-1]
-	f, err := files.pin(l, func() (*os.File, error) {
-		f, err := os.OpenFile(filepath.Join(dir, segmentName(last)), os.O_RDWR, 0o644)
+	f, err := files.pin(l, func() (File, error) {
+		f, err := fsys.OpenFile(filepath.Join(dir, segmentName(last)), os.O_RDWR, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("open active segment: %w", err)
 		}
@@ -197,7 +199,7 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 
 // recoverActive walks the active segment at open and cuts what was never
 // visible.
-func (l *Log) recoverActive(f *os.File, last int64) error {
+func (l *Log) recoverActive(f File, last int64) error {
 	size := l.activeID.Size()
 	sc, err := scanSegment(f, size, last, l.cfg)
 	if err != nil {
@@ -209,8 +211,15 @@ func (l *Log) recoverActive(f *os.File, last int64) error {
 		if err := f.Truncate(sc.committed); err != nil {
 			return fmt.Errorf("cut tail of %s: %w", segmentName(last), err)
 		}
+	}
+	if size > 0 {
+		// What the walk found may be only in the page cache: a process
+		// killed after its write and before its fsync leaves a whole batch
+		// there, which the walk believes. Synced before it is visible, or
+		// a power loss later would take back records consumers saw and
+		// hand their offsets to others. A clean file's fsync costs little.
 		if err := l.cfg.Faults.sync(f); err != nil {
-			return fmt.Errorf("sync cut tail of %s: %w", segmentName(last), err)
+			return fmt.Errorf("sync %s at open: %w", segmentName(last), err)
 		}
 	}
 	l.segs = append(l.segs, &segment{base: last, size: sc.committed, index: sc.index, indexed: true})
@@ -222,8 +231,8 @@ func (l *Log) recoverActive(f *os.File, last int64) error {
 }
 
 // createActive creates the segment at base as the active one.
-func (l *Log) createActive(base int64) (*os.File, error) {
-	f, err := createSegment(l.dir, base, l.cfg.Faults)
+func (l *Log) createActive(base int64) (File, error) {
+	f, err := createSegment(l.fs, l.dir, base, l.cfg.Faults)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +245,7 @@ func (l *Log) createActive(base int64) (*os.File, error) {
 
 // fileLocked pins the active segment's file, reopening it if its Files
 // closed it; the caller unpins it (l.files.unpin).
-func (l *Log) fileLocked() (*os.File, error) {
+func (l *Log) fileLocked() (File, error) {
 	return l.files.pin(l, l.reopenLocked)
 }
 
@@ -245,9 +254,9 @@ func (l *Log) fileLocked() (*os.File, error) {
 // tail: the log wrote nothing to it that was not synced before it closed,
 // so anything else means the file was replaced or changed under the log,
 // and serving it would serve records the log never wrote.
-func (l *Log) reopenLocked() (*os.File, error) {
+func (l *Log) reopenLocked() (File, error) {
 	path := filepath.Join(l.dir, segmentName(l.segs[len(l.segs)-1].base))
-	f, err := os.OpenFile(path, os.O_RDWR, 0o644)
+	f, err := l.fs.OpenFile(path, os.O_RDWR, 0o644)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, l.loseLocked(fmt.Errorf("active segment %s is gone", path))
 	}
@@ -259,7 +268,7 @@ func (l *Log) reopenLocked() (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("stat reopened segment: %w", err)
 	}
-	if tail := l.tailLocked(); !os.SameFile(st, l.activeID) || st.Size() != tail {
+	if tail := l.tailLocked(); !l.fs.SameFile(st, l.activeID) || st.Size() != tail {
 		f.Close()
 		return nil, l.loseLocked(fmt.Errorf("active segment %s reopened as another file or at %d bytes, log tail at %d", path, st.Size(), tail))
 	}
@@ -286,8 +295,8 @@ func (l *Log) readableLocked() error {
 	return nil
 }
 
-func listSegmentBases(dir string) ([]int64, error) {
-	ents, err := os.ReadDir(dir)
+func listSegmentBases(fsys FS, dir string) ([]int64, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
@@ -303,12 +312,12 @@ func listSegmentBases(dir string) ([]int64, error) {
 
 // createSegment creates an empty segment file and makes its name durable, so
 // that a later commit into it cannot outlive the file's directory entry.
-func createSegment(dir string, base int64, faults *Faults) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, segmentName(base)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+func createSegment(fsys FS, dir string, base int64, faults *Faults) (File, error) {
+	f, err := fsys.OpenFile(filepath.Join(dir, segmentName(base)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	if err := faults.syncDir(dir); err != nil {
+	if err := faults.syncDirIn(fsys, dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -484,7 +493,7 @@ func (l *Log) rollLocked() error {
 	if err := l.files.drop(l); err != nil {
 		return fmt.Errorf("close sealed segment: %w", err)
 	}
-	if _, err := l.files.pin(l, func() (*os.File, error) { return l.createActive(l.hwm) }); err != nil {
+	if _, err := l.files.pin(l, func() (File, error) { return l.createActive(l.hwm) }); err != nil {
 		return err
 	}
 	l.files.unpin(l)
@@ -527,7 +536,7 @@ func (l *Log) Sync() error {
 // A nil file with no error is one the cache had closed: a closed file
 // holds no unsynced bytes (a write pending keeps its pin), so there is
 // nothing to sync.
-func (l *Log) syncFile() (f *os.File, release func(), err error) {
+func (l *Log) syncFile() (f File, release func(), err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -725,7 +734,7 @@ func (l *Log) Read(from int64, maxRecords, maxBytes int) ([]Record, error) {
 		if loc.end <= from {
 			break
 		}
-		f, err := os.Open(loc.path)
+		f, err := l.fs.OpenFile(loc.path, os.O_RDONLY, 0)
 		if err != nil {
 			return out, fmt.Errorf("read %s: %v: %w", loc.path, err, ErrOutOfRange)
 		}
@@ -803,7 +812,7 @@ func (l *Log) locate(offset int64) (location, error) {
 	l.mu.RUnlock()
 
 	if !indexed {
-		f, err := os.Open(loc.path)
+		f, err := l.fs.OpenFile(loc.path, os.O_RDONLY, 0)
 		if err != nil {
 			return location{gone: true}, fmt.Errorf("index %s: %v: %w", loc.path, err, ErrOutOfRange)
 		}
@@ -843,7 +852,7 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 		path := filepath.Join(l.dir, segmentName(s.base))
 		expired := false
 		if maxAge > 0 {
-			st, err := os.Stat(path)
+			st, err := l.fs.Stat(path)
 			if err != nil {
 				return removed, fmt.Errorf("retain: %w", err)
 			}
@@ -852,7 +861,7 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 		if !expired && (maxBytes <= 0 || total <= maxBytes) {
 			break
 		}
-		if err := os.Remove(path); err != nil {
+		if err := l.fs.Remove(path); err != nil {
 			return removed, fmt.Errorf("retain: %w", err)
 		}
 		total -= s.size
@@ -860,7 +869,7 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 		removed++
 	}
 	if removed > 0 {
-		return removed, l.cfg.Faults.syncDir(l.dir)
+		return removed, l.cfg.Faults.syncDirIn(l.fs, l.dir)
 	}
 	return 0, nil
 }

@@ -356,7 +356,7 @@ func TestSegmentsRollAtSegmentMaxBytesAndSealedOnesEndInACommitFrame(t *testing.
 		if s.Size > cfg.SegmentMaxBytes {
 			t.Fatalf("segment %s: %d bytes, over %d", s.Name, s.Size, cfg.SegmentMaxBytes)
 		}
-		sc, err := scanPath(filepath.Join(dir, s.Name), s.Size, s.Base, cfg)
+		sc, err := scanPath(osFS{}, filepath.Join(dir, s.Name), s.Size, s.Base, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,7 +103,7 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 func resumeStaging(dir string, cfg LogConfig) (*Staging, error) {
 	s := &Staging{dir: dir, cfg: cfg, limits: map[string]int64{}, sizes: map[string]int64{},
 		files: map[string]*os.File{}, synced: map[string]bool{}}
-	bases, err := listSegmentBases(dir)
+	bases, err := listSegmentBases(osFS{}, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (s *Staging) Verify(hwm int64) error {
 	if s.done {
 		return fmt.Errorf("verify %s: %w", s.dir, ErrClosed)
 	}
-	bases, err := listSegmentBases(s.dir)
+	bases, err := listSegmentBases(osFS{}, s.dir)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,119 @@
+package crashfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"testing"
+)
+
+func write(t *testing.T, f interface {
+	WriteAt([]byte, int64) (int, error)
+}, s string, at int64) {
+	t.Helper()
+	if _, err := f.WriteAt([]byte(s), at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func content(t *testing.T, c *FS, path string) string {
+	t.Helper()
+	f, err := c.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestACrashKeepsOnlyWhatWasSynced(t *testing.T) {
+	c := New()
+	if err := c.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "synced", 0)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f, "+lost", 6)
+	// /d and /d/a are not in a synced directory yet: all of it goes.
+	c.Crash()
+	if _, err := c.Stat("/d"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an unsynced directory after a crash: got %v, want it gone", err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("a write through a file open before the crash: got %v, want os.ErrClosed", err)
+	}
+
+	c.MkdirAll("/d", 0o755)
+	c.SyncDir("/")
+	f, _ = c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE, 0o644)
+	write(t, f, "synced", 0)
+	f.Sync()
+	c.SyncDir("/d")
+	write(t, f, "+lost", 6)
+	f.Truncate(3) // not synced either
+	g, _ := c.OpenFile("/d/b", os.O_RDWR|os.O_CREATE, 0o644)
+	write(t, g, "b", 0)
+	g.Sync() // its data is durable, its name is not
+	c.Crash()
+	if got := content(t, c, "/d/a"); got != "synced" {
+		t.Fatalf("/d/a after the crash: got %q, want %q", got, "synced")
+	}
+	if _, err := c.Stat("/d/b"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a file whose name was never synced: got %v, want it gone", err)
+	}
+	ents, err := c.ReadDir("/d")
+	if err != nil || len(ents) != 1 || ents[0].Name() != "a" {
+		t.Fatalf("/d after the crash: got %v (%v), want [a]", ents, err)
+	}
+}
+
+func TestRemoveIsDurableOnlyOnceTheDirectoryIsSynced(t *testing.T) {
+	c := New()
+	c.MkdirAll("/d", 0o755)
+	c.SyncDir("/")
+	f, _ := c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE, 0o644)
+	write(t, f, "a", 0)
+	f.Sync()
+	c.SyncDir("/d")
+	if err := c.Remove("/d/a"); err != nil {
+		t.Fatal(err)
+	}
+	c.Crash()
+	if got := content(t, c, "/d/a"); got != "a" {
+		t.Fatalf("a removal never synced: got %q, want the file back", got)
+	}
+	c.Remove("/d/a")
+	c.SyncDir("/d")
+	c.Crash()
+	if _, err := c.Stat("/d/a"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a synced removal: got %v, want the file gone", err)
+	}
+}
+
+func TestSameFileAndExclusiveCreate(t *testing.T) {
+	c := New()
+	c.MkdirAll("/d", 0o755)
+	f, _ := c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if _, err := c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("exclusive create of an existing file: got %v, want fs.ErrExist", err)
+	}
+	a, _ := f.Stat()
+	b, _ := c.Stat("/d/a")
+	g, _ := c.OpenFile("/d/g", os.O_RDWR|os.O_CREATE, 0o644)
+	other, _ := g.Stat()
+	if !c.SameFile(a, b) || c.SameFile(a, other) {
+		t.Fatalf("SameFile: got %v for one file and %v for two, want true and false", c.SameFile(a, b), c.SameFile(a, other))
+	}
+}
