@@ -3,6 +3,10 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/partition"
@@ -22,8 +26,16 @@ import (
 // touches only its own commit. Records keep their order: still one commit
 // in flight per partition.
 
-// commitGroupService answers a CommitGroup.
+// commitGroupService answers a commit group, in either form: the binary
+// one (messages.EncodeCommits, its first byte messages.CommitWireVersion)
+// with a binary answer, or the JSON one of nodes older than issue 45
+// (messages.EncodeCommitGroup) with a JSON answer.
 const commitGroupService = "commitgroup"
+
+// olderPeerRecheck is how long a peer that refused the binary form is sent
+// the JSON one before it is tried again: a rolling upgrade replaces it
+// within minutes.
+const olderPeerRecheck = time.Minute
 
 // maxCommitGroupItems is the most commits an owner takes in one group, the
 // bound of Config.CommitGroupMaxItems.
@@ -68,9 +80,8 @@ func (o groupedOwners) ask(ctx context.Context, k messages.PartitionKey, msg any
 
 func newCommitGroups(r *router, c Config, m *nodeMetrics) *peerGroups {
 	isCommit := func(req messages.PartitionRequest) bool { return req.Commit != nil }
-	g := newPeerGroups(r, c.CommitGroupMaxItems, c.CommitGroupsInFlight, isCommit, func(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
-		return r.commitGroup(owner, reqs)
-	})
+	forms := &commitForms{r: r, older: map[string]time.Time{}}
+	g := newPeerGroups(r, c.CommitGroupMaxItems, c.CommitGroupsInFlight, isCommit, forms.post)
 	if m != nil {
 		g.counted = func(items int) {
 			m.commitGroups.Inc()
@@ -80,7 +91,55 @@ func newCommitGroups(r *router, c Config, m *nodeMetrics) *peerGroups {
 	return g
 }
 
-// commitGroup sends one group of commits in their wire form.
+// commitForms sends each group in the binary form, unless its peer refused
+// that form lately (a node older than issue 45 answers it 400 as
+// malformed): then in the JSON form, at once and until olderPeerRecheck.
+type commitForms struct {
+	r     *router
+	mu    sync.Mutex
+	older map[string]time.Time // peer: when to try the binary form again
+}
+
+func (f *commitForms) post(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
+	f.mu.Lock()
+	until, older := f.older[owner]
+	if older && time.Now().After(until) {
+		delete(f.older, owner)
+		older = false
+	}
+	f.mu.Unlock()
+	if !older {
+		out, err := f.r.commits(owner, reqs)
+		if re, ok := errors.AsType[*transport.RemoteError](err); !ok || re.Status != transport.StatusBadRequest {
+			return out, err
+		}
+		f.mu.Lock()
+		f.older[owner] = time.Now().Add(olderPeerRecheck)
+		f.mu.Unlock()
+	}
+	return f.r.commitGroup(owner, reqs)
+}
+
+// commits sends one group of commits in the binary form.
+func (r *router) commits(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
+	body, err := messages.EncodeCommits(reqs)
+	if err != nil {
+		return messages.MoveGroupReply{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	raw, err := r.nats.Request(ctx, owner, commitGroupService, body)
+	if err != nil {
+		return messages.MoveGroupReply{}, err
+	}
+	out, err := messages.DecodeCommitReplies(raw)
+	if err != nil {
+		return messages.MoveGroupReply{}, fmt.Errorf("%s reply from %s: %w", commitGroupService, owner, err)
+	}
+	return out, nil
+}
+
+// commitGroup sends one group of commits in the JSON form.
 func (r *router) commitGroup(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 	body, err := messages.EncodeCommitGroup(reqs)
 	if err != nil {
@@ -89,19 +148,30 @@ func (r *router) commitGroup(owner string, reqs []messages.PartitionRequest) (me
 	return r.requestGroup(owner, commitGroupService, body)
 }
 
-// serveCommitGroup answers a peer's CommitGroup: each commit goes to its
-// local partition actor, all at once, and each answer lands in its place.
-// A group that does not decode, or of more than maxCommitGroupItems, is
-// refused whole.
+// serveCommitGroup answers a peer's commit group, in the form it came in:
+// each commit goes to its local partition actor, all at once, and each
+// answer lands in its place. A group that does not decode, or of more than
+// maxCommitGroupItems, is refused whole.
 func (r *router) serveCommitGroup(ctx context.Context, _ string, body []byte) ([]byte, error) {
-	items, err := messages.DecodeCommitGroup(body)
+	binary := len(body) > 0 && body[0] == messages.CommitWireVersion
+	var items []messages.PartitionRequest
+	var err error
+	if binary {
+		items, err = messages.DecodeCommits(body)
+	} else {
+		items, err = messages.DecodeCommitGroup(body)
+	}
 	if err != nil {
 		return nil, transport.Errorf(transport.StatusBadRequest, "commit group: %v", err)
 	}
 	if len(items) == 0 || len(items) > maxCommitGroupItems {
 		return nil, transport.Errorf(transport.StatusBadRequest, "commit group of %d items, want 1 to %d", len(items), maxCommitGroupItems)
 	}
-	return json.Marshal(r.serveGroup(ctx, items, true))
+	out := r.serveGroup(ctx, items, true)
+	if binary {
+		return messages.EncodeCommitReplies(out)
+	}
+	return json.Marshal(out)
 }
 
 // newDispatchDeps is what the dispatcher gets of its node: d's config,

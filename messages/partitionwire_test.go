@@ -308,3 +308,109 @@ func mustWire(t *testing.T, header any, blobs [][]byte) []byte {
 	}
 	return b
 }
+
+func commitGroupItems() []PartitionRequest {
+	k2 := PartitionKey{Topic: "t", Incarnation: 1, Partition: 0}
+	return []PartitionRequest{
+		{Key: wireKey, Commit: wireRequests()["commit"].Commit},
+		{Key: k2, Commit: &Commit{Key: k2, Records: []CommitRecord{{Seq: 9, Body: []byte("x")}}}},
+		{Key: wireKey, Commit: &Commit{Key: wireKey}},
+	}
+}
+
+func TestCommitWireRoundTrips(t *testing.T) {
+	want := commitGroupItems()
+	b, err := EncodeCommits(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeCommits(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("commits: got %+v, want %+v", got, want)
+	}
+	rep := MoveGroupReply{Items: []MoveGroupItem{
+		{Reply: PartitionReply{Commit: &CommitResult{Key: wireKey, Status: StatusOK, FirstOffset: 7, Seqs: []uint64{1, 2, math.MaxUint64}}}},
+		{Status: 504, Err: "no answer in time"},
+		{Reply: PartitionReply{Commit: &CommitResult{Key: wireKey, Status: StatusFrozen, FirstOffset: -1, Err: "frozen"}}},
+	}}
+	b, err = EncodeCommitReplies(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRep, err := DecodeCommitReplies(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotRep, rep) {
+		t.Fatalf("answers: got %+v, want %+v", gotRep, rep)
+	}
+	if _, err := EncodeCommits([]PartitionRequest{{Key: wireKey, Reserve: &Reserve{}}}); err == nil {
+		t.Fatal("a group holding a reserve: got it encoded, want refused")
+	}
+}
+
+// Every prefix of an encoded group and answer is refused, as is a byte
+// past the end and another version.
+func TestCommitWireRefusesCutAndPaddedForms(t *testing.T) {
+	b, _ := EncodeCommits(commitGroupItems())
+	r, _ := EncodeCommitReplies(MoveGroupReply{Items: []MoveGroupItem{{Reply: PartitionReply{Commit: &CommitResult{Key: wireKey, Seqs: []uint64{3}}}}}})
+	for name, c := range map[string]struct {
+		enc    []byte
+		decode func([]byte) error
+	}{
+		"commits": {b, func(b []byte) error { _, err := DecodeCommits(b); return err }},
+		"answers": {r, func(b []byte) error { _, err := DecodeCommitReplies(b); return err }},
+	} {
+		for n := range len(c.enc) {
+			if err := c.decode(c.enc[:n]); !errors.Is(err, ErrMalformed) {
+				t.Fatalf("%s cut to %d of %d bytes: got %v, want ErrMalformed", name, n, len(c.enc), err)
+			}
+		}
+		if err := c.decode(append(bytes.Clone(c.enc), 0)); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%s with a byte past the end: got %v, want ErrMalformed", name, err)
+		}
+		other := bytes.Clone(c.enc)
+		other[0] = PartitionWireVersion
+		if err := c.decode(other); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%s of version %d: got %v, want ErrMalformed", name, other[0], err)
+		}
+	}
+	// A count no buffer of this size could hold allocates nothing.
+	huge := binary.BigEndian.AppendUint32([]byte{CommitWireVersion}, math.MaxUint32)
+	if _, err := DecodeCommits(huge); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a count of 4 Gi commits in 5 bytes: got %v, want ErrMalformed", err)
+	}
+}
+
+// FuzzCommitWire feeds arbitrary bytes to both decoders: they must
+// refuse or decode, never panic, and what decodes encodes back to the
+// same bytes.
+func FuzzCommitWire(f *testing.F) {
+	b, _ := EncodeCommits(commitGroupItems())
+	f.Add(b)
+	r, _ := EncodeCommitReplies(MoveGroupReply{Items: []MoveGroupItem{{Status: 503, Err: "x"}, {Reply: PartitionReply{Commit: &CommitResult{Key: wireKey, Seqs: []uint64{3}}}}}})
+	f.Add(r)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if items, err := DecodeCommits(b); err == nil {
+			again, err := EncodeCommits(items)
+			if err != nil {
+				t.Fatalf("decoded commits do not encode: %v", err)
+			}
+			if !bytes.Equal(again, b) {
+				t.Fatalf("commits re-encode to %x, decoded from %x", again, b)
+			}
+		}
+		if rep, err := DecodeCommitReplies(b); err == nil {
+			again, err := EncodeCommitReplies(rep)
+			if err != nil {
+				t.Fatalf("decoded answers do not encode: %v", err)
+			}
+			if !bytes.Equal(again, b) {
+				t.Fatalf("answers re-encode to %x, decoded from %x", again, b)
+			}
+		}
+	})
+}
