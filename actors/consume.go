@@ -80,7 +80,9 @@ func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Du
 	if err != nil {
 		return messages.Delivery{}, false, fmt.Errorf("consume: %w", err)
 	}
-	deadline := time.Now().Add(min(max(wait, 0), n.cfg.MaxConsumeWait))
+	now := time.Now()
+	n.notifier.consuming(now)
+	deadline := now.Add(min(max(wait, 0), n.cfg.MaxConsumeWait))
 	limits := limitsOf(t)
 	ti := topicIncarnation{t.Name, t.Incarnation}
 	for first := true; ; first = false {

@@ -424,7 +424,8 @@ func (n *Node) serveNATS() error {
 			n.metrics.noticesLost.Inc()
 		}
 	}
-	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
+	interest := func(string, []byte) { n.notifier.heardInterest(time.Now()) }
+	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.nats.Watch(interestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
