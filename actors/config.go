@@ -151,6 +151,13 @@ type Config struct {
 	// MaxBacklogRecords is how many accepted records may wait for their
 	// owner before produce answers 503: the dispatcher holds them in memory.
 	MaxBacklogRecords int64
+	// MaxBatchRecords bounds the records of one produce batch, the handles
+	// of one ack batch and the max of one consume batch (the batch routes
+	// beside the contract's, actors/api/batch.go), and MaxBatchBytes a
+	// batch request's body: a batch is decoded whole in memory, and its
+	// records wait in one WAL group.
+	MaxBatchRecords int
+	MaxBatchBytes   int
 	// RetentionInterval is how often partitions apply age retention.
 	RetentionInterval time.Duration
 	// ShutdownDrainTimeout bounds how long a stopping node waits for the
@@ -358,6 +365,8 @@ func DefaultConfig() Config {
 		MaxCommitBatchBytes:       4 << 20,
 		MaxRemoteCommitBytes:      2 << 20,
 		MaxBacklogRecords:         1 << 20,
+		MaxBatchRecords:           1000,
+		MaxBatchBytes:             8 << 20,
 		RetentionInterval:         time.Minute,
 		ShutdownDrainTimeout:      30 * time.Second,
 		PartitionMaxRestarts:      5,
@@ -453,6 +462,11 @@ func (c Config) Validate() error {
 		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
 	case c.MaxBacklogRecords < 1:
 		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
+	case c.MaxBatchRecords < 1 || c.MaxBatchRecords > 100000:
+		return bad("MaxBatchRecords", c.MaxBatchRecords, "must be within 1..100000")
+	case c.MaxBatchBytes < maxRequestBytes || c.MaxBatchBytes > 256<<20:
+		// A batch holds at least one largest record.
+		return bad("MaxBatchBytes", c.MaxBatchBytes, "must be within 1 MiB..256 MiB")
 	case c.RetentionInterval <= 0:
 		return bad("RetentionInterval", c.RetentionInterval, "must be positive")
 	case c.ShutdownDrainTimeout < 0:

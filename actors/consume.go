@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
@@ -209,4 +210,51 @@ func (n *Node) Settle(ctx context.Context, topic string, h api.Handle, action me
 		return fmt.Errorf("settle a lease of %s/%d@%d: %w", topic, h.Partition, h.Offset, api.ErrAckedAheadFull)
 	}
 	return fmt.Errorf("settle a lease of %s/%d: status %v: %w", topic, h.Partition, lr.Status, ErrUnavailable)
+}
+
+// ConsumeBatch leases up to max records of the topic (of one partition
+// when only >= 0): it waits up to wait for the first, as Consume does, and
+// then takes at once what the partitions the ready book believes have
+// records still hold, without waiting for more.
+func (n *Node) ConsumeBatch(ctx context.Context, topic string, only int, wait time.Duration, max int) ([]messages.Delivery, error) {
+	first, ok, err := n.Consume(ctx, topic, only, wait)
+	if err != nil || !ok {
+		return nil, err
+	}
+	out := append(make([]messages.Delivery, 0, min(max, 64)), first)
+	t, err := n.partitionOf(topic, only)
+	if err != nil {
+		return out, nil // deleted since: what was leased is the client's
+	}
+	limits := limitsOf(t)
+	for len(out) < max && ctx.Err() == nil {
+		d, ok := n.reserveAny(ctx, t, only, limits, false)
+		if !ok {
+			break
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// settleBatchParallel bounds the leases one SettleBatch settles at once:
+// each is a request to its partition's owner, whose actor writes the
+// consumer state once for all the acks its mailbox holds.
+const settleBatchParallel = 64
+
+// SettleBatch settles each handle with action, at most
+// settleBatchParallel at once; errs[i] is hs[i]'s outcome.
+func (n *Node) SettleBatch(ctx context.Context, topic string, hs []api.Handle, action messages.LeaseAction) []error {
+	errs := make([]error, len(hs))
+	slots := make(chan struct{}, settleBatchParallel)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			errs[i] = n.Settle(ctx, topic, h, action)
+		})
+	}
+	wg.Wait()
+	return errs
 }

@@ -83,6 +83,18 @@ func (n *Node) appendWAL(ctx context.Context, wr storage.WALRecord) (uint64, err
 	return n.wal.Append(context.WithoutCancel(ctx), wr)
 }
 
+// appendWALMany is appendWAL for a batch (WAL.AppendMany).
+func (n *Node) appendWALMany(ctx context.Context, wrs []storage.WALRecord) ([]uint64, []error) {
+	if f := n.cfg.faults; f != nil && f.noSpace != nil && f.noSpace() {
+		errs := make([]error, len(wrs))
+		for i := range errs {
+			errs[i] = fmt.Errorf("write wal: %w", syscall.ENOSPC)
+		}
+		return make([]uint64, len(wrs)), errs
+	}
+	return n.wal.AppendMany(context.WithoutCancel(ctx), wrs)
+}
+
 // probeWrites tries a small synced write in the WAL's directory every
 // writeProbeInterval while the disk reads full, and clears the verdict
 // once one succeeds. It ends with ctx.

@@ -43,43 +43,103 @@ func (n *Node) Admit() error {
 // commit across producers), and hands it to the dispatcher. A crash after
 // the append replays it from the WAL: duplicates, never a gap.
 func (n *Node) Produce(ctx context.Context, rec api.Record) error {
-	if err := n.Admit(); err != nil {
+	done, err := n.admitProduce()
+	if err != nil {
 		return err
 	}
-	// Counted until answered, and the flag read again once counted: the
-	// drain service reads the flag, then this count, so a produce it did
-	// not count is refused here (rule D6).
+	defer done()
+	t, wr, err := n.prepareRecord(rec)
+	if err != nil {
+		return err
+	}
+	seq, err := n.appendWAL(ctx, wr)
+	return n.accepted(t, wr, seq, err, rec)
+}
+
+// ProduceBatch is Produce for records of one topic at once: each is
+// checked alone, and the ingress WAL makes the ones that pass durable
+// together (one group commit, AppendMany). errs[i] is recs[i]'s outcome,
+// nil once it is durable. Admission (draining, stopping) refuses the whole
+// batch.
+func (n *Node) ProduceBatch(ctx context.Context, topic string, recs []api.Record) []error {
+	errs := make([]error, len(recs))
+	done, err := n.admitProduce()
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer done()
+	topics := make([]messages.Topic, len(recs))
+	wrs := make([]storage.WALRecord, 0, len(recs))
+	at := make([]int, 0, len(recs))
+	for i, rec := range recs {
+		rec.Topic = topic
+		var wr storage.WALRecord
+		if topics[i], wr, errs[i] = n.prepareRecord(rec); errs[i] == nil {
+			wrs = append(wrs, wr)
+			at = append(at, i)
+		}
+	}
+	if len(wrs) == 0 {
+		return errs
+	}
+	seqs, werrs := n.appendWALMany(ctx, wrs)
+	for j, i := range at {
+		errs[i] = n.accepted(topics[i], wrs[j], seqs[j], werrs[j], recs[i])
+	}
+	return errs
+}
+
+// admitProduce refuses a produce while this node drains (rule D6), and
+// otherwise counts it as one being answered until done: the drain service
+// reads the flag, then this count, so a produce it did not count is
+// refused here.
+func (n *Node) admitProduce() (done func(), err error) {
+	if err := n.Admit(); err != nil {
+		return nil, err
+	}
 	n.producing.Add(1)
-	defer n.producing.Add(-1)
 	if err := n.Admit(); err != nil {
-		return err
+		n.producing.Add(-1)
+		return nil, err
 	}
+	return func() { n.producing.Add(-1) }, nil
+}
+
+// prepareRecord checks rec against its topic and this node's room, and
+// returns the topic and the WAL record to append: its key (one made up
+// for a keyless record) and partition (the key's, or the next whose owner
+// is alive) chosen, pinned to the topic incarnation it was checked
+// against.
+func (n *Node) prepareRecord(rec api.Record) (messages.Topic, storage.WALRecord, error) {
 	if f := n.cfg.faults; f != nil && f.produceAdmitted != nil {
 		f.produceAdmitted(rec.Topic, rec.Body)
 	}
 	if len(rec.Body) > maxRequestBytes {
-		return fmt.Errorf("produce to %s: body of %d bytes: %w", rec.Topic, len(rec.Body), ErrTooLarge)
+		return messages.Topic{}, storage.WALRecord{}, fmt.Errorf("produce to %s: body of %d bytes: %w", rec.Topic, len(rec.Body), ErrTooLarge)
 	}
 	t, ok := n.store.Topic(rec.Topic)
 	if !ok {
-		return fmt.Errorf("produce to %s: topic %w", rec.Topic, ErrNotFound)
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s: topic %w", rec.Topic, ErrNotFound)
 	}
 	if t.FanoutDelayMs > 0 {
 		// Its records come from the parent only, each once the delay has
 		// passed; a direct one would skip the delay.
-		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrDelayChild)
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s: %w", t.Name, api.ErrDelayChild)
 	}
 	if rec.Partition >= t.Partitions {
-		return fmt.Errorf("produce to %s/%d: %w", t.Name, rec.Partition, api.ErrNoSuchPartition)
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s/%d: %w", t.Name, rec.Partition, api.ErrNoSuchPartition)
 	}
 	if err := n.validate(t, rec.Body); err != nil {
-		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
 	}
 	if n.stopping.Load() {
-		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrStopping)
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s: %w", t.Name, api.ErrStopping)
 	}
 	if held, _ := n.wal.Backlog(); held >= n.cfg.MaxBacklogRecords {
-		return fmt.Errorf("produce to %s: %d records held: %w", t.Name, held, api.ErrBacklogFull)
+		return t, storage.WALRecord{}, fmt.Errorf("produce to %s: %d records held: %w", t.Name, held, api.ErrBacklogFull)
 	}
 	key, partition := rec.Key, rec.Partition
 	if key == "" {
@@ -90,8 +150,13 @@ func (n *Node) Produce(ctx context.Context, rec api.Record) error {
 	}
 	// The incarnation validated against: the dispatcher commits the record
 	// to it or to nothing, never to a topic recreated meanwhile.
-	wr := storage.WALRecord{Topic: t.Name, Incarnation: t.Incarnation, Partition: int32(partition), Key: []byte(key), Body: rec.Body}
-	seq, err := n.appendWAL(ctx, wr)
+	return t, storage.WALRecord{Topic: t.Name, Incarnation: t.Incarnation, Partition: int32(partition), Key: []byte(key), Body: rec.Body}, nil
+}
+
+// accepted finishes a produce whose WAL append returned seq and err: the
+// error the client hears, or, once the record is durable, its hand-off to
+// the dispatcher.
+func (n *Node) accepted(t messages.Topic, wr storage.WALRecord, seq uint64, err error, rec api.Record) error {
 	switch {
 	case errors.Is(err, storage.ErrFull):
 		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrIngressFull)

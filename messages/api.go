@@ -319,3 +319,60 @@ type FaultsStatus struct {
 	Disk          string `json:"disk"`
 	ClockOffsetMs int64  `json:"clock_offset_ms"`
 }
+
+// The batch routes (issue 45), beside the contract's one-record routes and
+// additive to them: a client of the public Narad never sends these.
+
+// ProduceBatchRequest is the body of POST /v1/topics/{topic}/produce/batch:
+// the records to produce, in order.
+type ProduceBatchRequest struct {
+	Records []BatchRecord `json:"records"`
+}
+
+// BatchRecord is one record of a produce batch. Key and Partition mean
+// what the one-record produce's query parameters do. Payload is a JSON
+// value whose encoding PayloadEncoding names: "" stores the value's bytes
+// as sent (a JSON body), "text" the contents of a JSON string (a body of
+// UTF-8 text), "base64" the bytes a JSON string holds in standard base64
+// (any body).
+type BatchRecord struct {
+	Key             string          `json:"key,omitempty"`
+	Partition       *int            `json:"partition,omitempty"`
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+}
+
+// BatchResult is one record's or one handle's outcome in a batch answer:
+// the status its one-record request would have got (202 produced, 204
+// settled), and that request's error text when it failed.
+type BatchResult struct {
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ProduceBatchResponse answers a produce batch: Accepted counts the 202s,
+// Results has one entry per record, in order. A record accepted is durable
+// in the answering node's ingress WAL, as a one-record produce's 202 says.
+type ProduceBatchResponse struct {
+	Accepted int           `json:"accepted"`
+	Results  []BatchResult `json:"results"`
+}
+
+// ConsumeBatchResponse answers GET /v1/topics/{topic}/consume/batch: up to
+// max leased records, each as a one-record consume shows it.
+type ConsumeBatchResponse struct {
+	Messages []MessageInfo `json:"messages"`
+}
+
+// AckBatchRequest is the body of POST /v1/topics/{topic}/ack/batch: the
+// handles to settle and what to do with each, "ack" (the default),
+// "extend" or "nack".
+type AckBatchRequest struct {
+	ReceiptHandles []string `json:"receipt_handles"`
+	Action         string   `json:"action,omitempty"`
+}
+
+// AckBatchResponse answers an ack batch, one result per handle, in order.
+type AckBatchResponse struct {
+	Results []BatchResult `json:"results"`
+}

@@ -678,6 +678,36 @@ func (w *WAL) Append(ctx context.Context, rec WALRecord) (uint64, error) {
 	return w.enqueue(ctx, frame)
 }
 
+// AppendMany is Append for many records at once: their frames queue
+// together, so the writer makes them durable with as few fsyncs as one
+// record would need. seqs[i] and errs[i] are records[i]'s: a record that
+// is refused (checkRecord) fails alone; one that queued gets its own
+// outcome, which for records written in one batch is the batch's.
+func (w *WAL) AppendMany(ctx context.Context, recs []WALRecord) (seqs []uint64, errs []error) {
+	seqs, errs = make([]uint64, len(recs)), make([]error, len(recs))
+	frames := make([][]byte, 0, len(recs))
+	at := make([]int, 0, len(recs))
+	for i, rec := range recs {
+		if errs[i] = w.checkRecord(rec); errs[i] != nil {
+			continue
+		}
+		frames = append(frames, walEncodeUnsealed(make([]byte, 0, walFrameBytes(len(rec.Topic), len(rec.Key), len(rec.Body), rec.Incarnation)), rec))
+		at = append(at, i)
+	}
+	if len(frames) == 0 {
+		return seqs, errs
+	}
+	got, err := w.enqueueMany(ctx, frames)
+	for j, i := range at {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		seqs[i], errs[i] = got[j].seq, got[j].err
+	}
+	return seqs, errs
+}
+
 func (w *WAL) checkRecord(rec WALRecord) error {
 	switch {
 	case rec.Topic == "":
@@ -699,46 +729,64 @@ func (w *WAL) checkRecord(rec WALRecord) error {
 
 // enqueue hands one encoded frame to the writer and waits for its seq.
 func (w *WAL) enqueue(ctx context.Context, frame []byte) (uint64, error) {
-	if err := ctx.Err(); err != nil {
+	res, err := w.enqueueMany(ctx, [][]byte{frame})
+	if err != nil {
 		return 0, err
 	}
-	req := &walRequest{frame: frame, done: make(chan walResult, 1)}
+	return res[0].seq, res[0].err
+}
+
+// enqueueMany hands encoded frames to the writer, all of them or none
+// (the queue's bounds count them together), and waits for each one's seq.
+// An error is the whole call's: nothing queued, or ctx ended first.
+func (w *WAL) enqueueMany(ctx context.Context, frames [][]byte) ([]walResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	reqs := make([]*walRequest, len(frames))
+	var size int64
+	for i, f := range frames {
+		reqs[i] = &walRequest{frame: f, done: make(chan walResult, 1)}
+		size += int64(len(f))
+	}
 	w.mu.Lock()
 	switch {
 	case w.closed:
 		w.mu.Unlock()
-		return 0, fmt.Errorf("wal append: %w", ErrClosed)
+		return nil, fmt.Errorf("wal append: %w", ErrClosed)
 	case w.broken != nil:
 		err := w.broken
 		w.mu.Unlock()
-		return 0, err
-	case w.queuedRecs+1 > w.cfg.MaxQueueRecords,
-		w.queuedBytes+int64(len(frame)) > w.cfg.MaxQueueBytes:
-		recs, size := w.queuedRecs, w.queuedBytes
+		return nil, err
+	case w.queuedRecs+len(frames) > w.cfg.MaxQueueRecords,
+		w.queuedBytes+size > w.cfg.MaxQueueBytes:
+		recs, queued := w.queuedRecs, w.queuedBytes
 		w.mu.Unlock()
-		return 0, fmt.Errorf("wal append: %d records (%d bytes) already queued: %w", recs, size, ErrFull)
+		return nil, fmt.Errorf("wal append of %d records: %d records (%d bytes) already queued: %w", len(frames), recs, queued, ErrFull)
 	}
-	w.queue = append(w.queue, req)
-	w.queuedRecs++
-	w.queuedBytes += int64(len(frame))
+	w.queue = append(w.queue, reqs...)
+	w.queuedRecs += len(frames)
+	w.queuedBytes += size
 	w.mu.Unlock()
 
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	select {
-	case res := <-req.done:
-		return res.seq, res.err
-	case <-ctx.Done():
-		// Prefer a real answer that raced with the cancellation.
+	out := make([]walResult, len(reqs))
+	for i, req := range reqs {
 		select {
-		case res := <-req.done:
-			return res.seq, res.err
-		default:
-			return 0, ctx.Err()
+		case out[i] = <-req.done:
+		case <-ctx.Done():
+			// Prefer a real answer that raced with the cancellation.
+			select {
+			case out[i] = <-req.done:
+			default:
+				return nil, ctx.Err()
+			}
 		}
 	}
+	return out, nil
 }
 
 // run is the writer goroutine. It returns when Close closes quit.

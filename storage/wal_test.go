@@ -1530,3 +1530,50 @@ func TestWALPositionSaveIntervalBoundsThePositionWrites(t *testing.T) {
 	got, _ := walReplayAll(t, walOpenTest(t, walCopyDir(t, dir), cfg))
 	walSameRecords(t, "replay after a crash once the last write landed", got, nil)
 }
+
+// AppendMany queues a batch's records together: a refused record fails
+// alone, the others take consecutive seqs and one fsync, and a reopen
+// replays them all. A batch past the queue's bound is refused whole.
+func TestWALAppendManyMakesABatchDurableTogether(t *testing.T) {
+	cfg := walSmallConfig()
+	dir := t.TempDir()
+	w := walOpenTest(t, dir, cfg)
+	recs := []WALRecord{
+		{Topic: "t", Partition: 0, Key: []byte("a"), Body: []byte("one")},
+		{Topic: "t", Partition: 1, Key: []byte("b"), Body: make([]byte, cfg.MaxBodyBytes+1)},
+		{Topic: "t", Partition: 2, Key: []byte("c"), Body: []byte("three")},
+		{Topic: "t", Partition: 0, Key: []byte("d"), Body: []byte("four")},
+	}
+	before := w.syncs.Load()
+	seqs, errs := w.AppendMany(context.Background(), recs)
+	if !errors.Is(errs[1], ErrTooLarge) {
+		t.Fatalf("the oversized record: got %v, want ErrTooLarge", errs[1])
+	}
+	for _, i := range []int{0, 2, 3} {
+		if errs[i] != nil {
+			t.Fatalf("record %d: got %v, want nil", i, errs[i])
+		}
+	}
+	if seqs[2] != seqs[0]+1 || seqs[3] != seqs[2]+1 {
+		t.Fatalf("seqs: got %v, want consecutive ones for records 0, 2 and 3", seqs)
+	}
+	if got := w.syncs.Load() - before; got != 1 {
+		t.Fatalf("fsyncs for a batch of three: got %d, want 1", got)
+	}
+	big := make([]WALRecord, cfg.MaxQueueRecords+1)
+	for i := range big {
+		big[i] = WALRecord{Topic: "t", Body: []byte("x")}
+	}
+	if _, errs := w.AppendMany(context.Background(), big); !errors.Is(errs[0], ErrFull) || !errors.Is(errs[len(big)-1], ErrFull) {
+		t.Fatalf("a batch past the queue's bound: got %v ... %v, want ErrFull for every record", errs[0], errs[len(big)-1])
+	}
+	w.Close()
+	w = walOpenTest(t, dir, cfg)
+	var bodies []string
+	if _, err := w.Replay(func(r WALRecord) error { bodies = append(bodies, string(r.Body)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(bodies, " ") != "one three four" {
+		t.Fatalf("replayed: got %q, want [one three four]", bodies)
+	}
+}

@@ -13,6 +13,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,11 +51,16 @@ type Options struct {
 	// Faults, when not nil, serves /debug/faults (an admin's route):
 	// narad serve --debug-faults. Nil leaves those paths unknown (404).
 	Faults Faults
+	// MaxBatchRecords and MaxBatchBytes bound the batch routes (batch.go):
+	// the records or handles of one batch, and a batch request's body. 0
+	// is DefaultMaxBatchRecords, DefaultMaxBatchBytes.
+	MaxBatchRecords, MaxBatchBytes int
 }
 
 // handlers serve the routes of one node.
 type handlers struct {
-	node Node
+	node                           Node
+	maxBatchRecords, maxBatchBytes int
 }
 
 // Handler is the client API of api/CONTRACT.md over node. Go's ServeMux
@@ -64,7 +70,8 @@ func Handler(node Node, opts Options) http.Handler {
 	// HELP and TYPE lines on /metrics: process-wide, and the same for
 	// every node of a process.
 	metrics.ExposeMetadata(true)
-	h := &handlers{node: node}
+	h := &handlers{node: node, maxBatchRecords: cmp.Or(opts.MaxBatchRecords, DefaultMaxBatchRecords),
+		maxBatchBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
 	mux.HandleFunc("GET /readyz", h.readyz)
@@ -82,6 +89,9 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("POST /v1/topics/{topic}/produce", need(ActionProduce, h.produce))
 	mux.HandleFunc("GET /v1/topics/{topic}/consume", need(ActionConsume, h.consume))
 	mux.HandleFunc("POST /v1/topics/{topic}/ack", need(ActionConsume, h.ack))
+	mux.HandleFunc("POST /v1/topics/{topic}/produce/batch", need(ActionProduce, h.produceBatch))
+	mux.HandleFunc("GET /v1/topics/{topic}/consume/batch", need(ActionConsume, h.consumeBatch))
+	mux.HandleFunc("POST /v1/topics/{topic}/ack/batch", need(ActionConsume, h.ackBatch))
 	mux.HandleFunc("POST /v1/users", needAdmin(h.createUser))
 	mux.HandleFunc("GET /v1/users", needAdmin(h.listUsers))
 	mux.HandleFunc("GET /v1/users/{username}", needAdmin(h.getUser))

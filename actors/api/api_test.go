@@ -59,6 +59,28 @@ func (f *fakeNode) Settle(_ context.Context, _ string, h Handle, _ messages.Leas
 	f.got = h
 	return f.err
 }
+func (f *fakeNode) ProduceBatch(_ context.Context, _ string, recs []Record) []error {
+	f.got = recs
+	errs := make([]error, len(recs))
+	for i := range errs {
+		errs[i] = f.err
+	}
+	return errs
+}
+func (f *fakeNode) ConsumeBatch(context.Context, string, int, time.Duration, int) ([]messages.Delivery, error) {
+	if !f.found {
+		return nil, f.err
+	}
+	return []messages.Delivery{f.delivery}, f.err
+}
+func (f *fakeNode) SettleBatch(_ context.Context, _ string, hs []Handle, _ messages.LeaseAction) []error {
+	f.got = hs
+	errs := make([]error, len(hs))
+	for i := range errs {
+		errs[i] = f.err
+	}
+	return errs
+}
 func (f *fakeNode) CreateTopic(context.Context, messages.CreateTopicRequest) (messages.TopicInfo, error) {
 	return f.topic, f.err
 }

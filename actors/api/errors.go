@@ -110,6 +110,12 @@ type answer struct {
 // writeFailure answers err with the first of answers that it wraps, and
 // with status and text when it wraps none of them.
 func writeFailure(w http.ResponseWriter, err error, answers []answer, status int, text string) {
+	status, text = failure(err, answers, status, text)
+	writeError(w, status, text)
+}
+
+// failure is the status and text writeFailure answers err with.
+func failure(err error, answers []answer, status int, text string) (int, string) {
 	for _, a := range answers {
 		if errors.Is(err, a.err) {
 			status, text = a.status, a.text
@@ -122,5 +128,5 @@ func writeFailure(w http.ResponseWriter, err error, answers []answer, status int
 			break
 		}
 	}
-	writeError(w, status, text)
+	return status, text
 }

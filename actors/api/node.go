@@ -56,6 +56,15 @@ type Data interface {
 	Replay(ctx context.Context, topic string, partition int, offset int64) (d messages.Delivery, ok bool, err error)
 	// Settle acks, extends or nacks the lease h names.
 	Settle(ctx context.Context, topic string, h Handle, action messages.LeaseAction) error
+	// ProduceBatch is Produce for many records of one topic: errs[i] is
+	// recs[i]'s outcome, each refused or accepted alone, the accepted ones
+	// durable in the ingress WAL together.
+	ProduceBatch(ctx context.Context, topic string, recs []Record) (errs []error)
+	// ConsumeBatch leases up to max records, waiting up to wait for the
+	// first only; none leased is an empty answer.
+	ConsumeBatch(ctx context.Context, topic string, partition int, wait time.Duration, max int) ([]messages.Delivery, error)
+	// SettleBatch settles each handle with action: errs[i] is hs[i]'s.
+	SettleBatch(ctx context.Context, topic string, hs []Handle, action messages.LeaseAction) (errs []error)
 }
 
 // Topics is topic administration and description.

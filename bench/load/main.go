@@ -41,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -87,7 +88,10 @@ type config struct {
 	create     bool
 	drain      time.Duration
 	wait       time.Duration
-	json       bool
+	// batch is how many records a producer sends in one request: 1 (or 0)
+	// uses the contract's produce route, more the batch route beside it.
+	batch int
+	json  bool
 	// user and password are sent as HTTP Basic credentials when user is
 	// set.
 	user, password string
@@ -132,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.create, "create", false, "create the topic first (an existing topic is used as it is)")
 	fs.DurationVar(&c.drain, "drain", 30*time.Second, "after producing stops, consume for at most this long")
 	fs.DurationVar(&c.wait, "wait", time.Second, "consume long-poll wait")
+	fs.IntVar(&c.batch, "batch", 1, "records a producer sends in one request: 1 through the contract's produce route, 2 to 1000 through the batch route")
 	fs.StringVar(&c.user, "user", os.Getenv("NARAD_USER"), "user for HTTP Basic authentication, for a broker with security on (default from $NARAD_USER)")
 	fs.StringVar(&c.password, "password", os.Getenv("NARAD_PASSWORD"), "that user's password (default from $NARAD_PASSWORD)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout (the text summary goes to stderr)")
@@ -217,6 +222,8 @@ func (c config) validate() error {
 		return errors.New("-partitions must be at least 1")
 	case c.progressEvery <= 0:
 		return errors.New("progress interval must be positive")
+	case c.batch < 0 || c.batch > 1000:
+		return errors.New("-batch must be 1 to 1000 (0 is 1)")
 	}
 	return nil
 }
@@ -429,6 +436,9 @@ const maxAttempts = 4
 // producer sends messages until the count is used up, until is passed, or
 // ctx is done. A produce answered 4xx ends the run: it will not get better.
 func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]time.Duration, error) {
+	if l.cfg.batch > 1 {
+		return l.batchProducer(ctx, index, until)
+	}
 	var lat []time.Duration
 	for ctx.Err() == nil && time.Now().Before(until) {
 		n := l.next.Add(1)
@@ -483,6 +493,82 @@ func (l *loadRun) produceOne(ctx context.Context, index int, id string, body []b
 	}
 	l.produceGaveUp.Add(1)
 	return false, nil
+}
+
+// batchProducer is producer through the batch route: -batch records a
+// request (fewer at the end of the count). Each record is answered alone;
+// the ones not accepted go again in the next attempt, to the next server,
+// as produceOne's retries do; a record refused with a 4xx ends the run.
+// Each accepted record's latency is its request's.
+func (l *loadRun) batchProducer(ctx context.Context, index int, until time.Time) ([]time.Duration, error) {
+	var lat []time.Duration
+	for ctx.Err() == nil && time.Now().Before(until) {
+		last := l.next.Add(int64(l.cfg.batch))
+		first := last - int64(l.cfg.batch) + 1
+		if first > int64(l.cfg.count) {
+			return lat, nil
+		}
+		last = min(last, int64(l.cfg.count))
+		start := time.Now()
+		l.firstProduce.CompareAndSwap(0, start.UnixNano())
+		ids := make([]string, 0, last-first+1)
+		bodies := make([][]byte, 0, last-first+1)
+		for n := first; n <= last; n++ {
+			id := fmt.Sprintf("%s-p%d-%07d", l.runID, index, n)
+			ids = append(ids, id)
+			bodies = append(bodies, makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad))
+		}
+		for attempt := 1; len(ids) > 0; attempt++ {
+			if attempt > maxAttempts {
+				l.produceGaveUp.Add(int64(len(ids)))
+				break
+			}
+			recs := make([]messages.BatchRecord, len(bodies))
+			for i, b := range bodies {
+				recs[i] = client.BatchRecordOf("", nil, b)
+			}
+			out, err := l.bs[(index+attempt-1)%len(l.bs)].ProduceBatch(ctx, l.cfg.topic, recs)
+			if err != nil {
+				// Any record of a request that got no answer may be stored.
+				for _, id := range ids {
+					l.hist.ProduceFailed(id)
+				}
+				l.produceRetries.Add(int64(len(ids)))
+				if ctx.Err() != nil {
+					return lat, nil
+				}
+				if !client.IsRetryable(err) {
+					return lat, fmt.Errorf("produce batch of %d: %w", len(ids), err)
+				}
+				client.Sleep(ctx, backoff(attempt))
+				continue
+			}
+			end := time.Now()
+			var againIDs []string
+			var againBodies [][]byte
+			for i, res := range out.Results {
+				if res.Status == http.StatusAccepted {
+					l.hist.Produced(ids[i])
+					lat = append(lat, end.Sub(start))
+					l.produced.Add(1)
+					l.producedBytes.Add(int64(len(bodies[i])))
+					continue
+				}
+				l.hist.ProduceFailed(ids[i])
+				l.produceRetries.Add(1)
+				if res.Status < 500 {
+					return lat, fmt.Errorf("produce %s: %d %s", ids[i], res.Status, res.Error)
+				}
+				againIDs, againBodies = append(againIDs, ids[i]), append(againBodies, bodies[i])
+			}
+			raiseTo(&l.lastProduceEnd, end.UnixNano())
+			ids, bodies = againIDs, againBodies
+			if len(ids) > 0 {
+				client.Sleep(ctx, backoff(attempt))
+			}
+		}
+	}
+	return lat, nil
 }
 
 // consumer pulls from its server (index mod n) and acks a message on the

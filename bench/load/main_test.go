@@ -65,6 +65,33 @@ func (q *fakeQueue) serve(t *testing.T) *httptest.Server {
 
 // handler answers the contract's calls for the queue; several servers may
 // share it, as the nodes of a cluster share their topics.
+// produce stores body as a produce to topic does, losing or failing it
+// as the queue is told, and returns the status answered.
+func (q *fakeQueue) produce(topic string, body []byte) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.exists || topic != q.topic {
+		return 404
+	}
+	q.produces++
+	store := true
+	status := 202
+	if q.loseEvery > 0 && q.produces%q.loseEvery == 0 {
+		store = false
+	}
+	if q.failEvery > 0 && q.produces%q.failEvery == 0 {
+		status = 503
+		store = (q.produces/q.failEvery)%2 == 1
+	}
+	if store {
+		p := q.rr % len(q.parts)
+		q.rr++
+		q.parts[p] = append(q.parts[p], &fakeRecord{body: body})
+		q.wake()
+	}
+	return status
+}
+
 func (q *fakeQueue) handler(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/topics", func(w http.ResponseWriter, r *http.Request) {
@@ -97,33 +124,38 @@ func (q *fakeQueue) handler(t *testing.T) http.Handler {
 			http.Error(w, err.Error(), 400)
 			return
 		}
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		if !q.exists || r.PathValue("topic") != q.topic {
+		switch status := q.produce(r.PathValue("topic"), body.Bytes()); status {
+		case 202:
+			w.WriteHeader(202)
+		case 404:
 			http.Error(w, `{"error":"topic not found"}`, 404)
-			return
-		}
-		q.produces++
-		store := true
-		status := 202
-		if q.loseEvery > 0 && q.produces%q.loseEvery == 0 {
-			store = false
-		}
-		if q.failEvery > 0 && q.produces%q.failEvery == 0 {
-			status = 503
-			store = (q.produces/q.failEvery)%2 == 1
-		}
-		if store {
-			p := q.rr % len(q.parts)
-			q.rr++
-			q.parts[p] = append(q.parts[p], &fakeRecord{body: body.Bytes()})
-			q.wake()
-		}
-		if status != 202 {
+		default:
 			http.Error(w, "partition owner is down; retry later", status)
+		}
+	})
+	mux.HandleFunc("POST /v1/topics/{topic}/produce/batch", func(w http.ResponseWriter, r *http.Request) {
+		var req messages.ProduceBatchRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
 			return
 		}
-		w.WriteHeader(202)
+		var out messages.ProduceBatchResponse
+		for _, rec := range req.Records {
+			body := []byte(rec.Payload)
+			if rec.PayloadEncoding != "" {
+				var s string
+				if err := json.Unmarshal(rec.Payload, &s); err != nil {
+					t.Errorf("batch record %s: %v", rec.Payload, err)
+				}
+				body = []byte(s)
+			}
+			status := q.produce(r.PathValue("topic"), body)
+			if status == 202 {
+				out.Accepted++
+			}
+			out.Results = append(out.Results, messages.BatchResult{Status: status})
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	})
 	mux.HandleFunc("GET /v1/topics/{topic}/consume", func(w http.ResponseWriter, r *http.Request) {
 		wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
@@ -240,6 +272,27 @@ func TestRunAgainstAFakeBrokerEndsAndReportsOK(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// -batch sends the records through the batch route, and a record the
+// broker answers 503 goes again alone with the next attempt: every record
+// is still produced and consumed once.
+func TestRunInBatchesRetriesOnlyTheRecordsRefused(t *testing.T) {
+	q := newFakeQueue("load", 3)
+	q.failEvery = 7
+	cfg := testConfig(q.serve(t).URL)
+	cfg.json, cfg.batch = true, 50
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("got error %v, want nil\n%s", err, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("stdout %q is not one JSON object: %v", stdout.String(), err)
+	}
+	if s.Produced != 500 || !s.History.OK || s.History.Lost != 0 || s.Batch != 50 || s.ProduceFailures == 0 {
+		t.Errorf("got produced %d, history %+v, batch %d, retries %d, want 500 produced, history OK, batch 50 and some retries", s.Produced, s.History, s.Batch, s.ProduceFailures)
 	}
 }
 

@@ -11,13 +11,15 @@ import (
 
 // summary is what a run reports; -json prints it as one object.
 type summary struct {
-	Topic        string   `json:"topic"`
-	RunID        string   `json:"run_id"`
-	Servers      []string `json:"servers"`
-	Producers    int      `json:"producers"`
-	Consumers    int      `json:"consumers"`
-	MessageBytes int      `json:"message_bytes"`
-	Interrupted  bool     `json:"interrupted"`
+	Topic     string   `json:"topic"`
+	RunID     string   `json:"run_id"`
+	Servers   []string `json:"servers"`
+	Producers int      `json:"producers"`
+	// Batch is the records a producer sent in one request (-batch).
+	Batch        int  `json:"batch"`
+	Consumers    int  `json:"consumers"`
+	MessageBytes int  `json:"message_bytes"`
+	Interrupted  bool `json:"interrupted"`
 
 	Produced          int64   `json:"produced"`
 	ProducedBytes     int64   `json:"produced_bytes"`
@@ -95,6 +97,7 @@ func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) su
 		RunID:        l.runID,
 		Servers:      l.cfg.servers,
 		Producers:    l.cfg.producers,
+		Batch:        l.cfg.batch,
 		Consumers:    l.cfg.consumers,
 		MessageBytes: l.cfg.size,
 		Interrupted:  interrupted,
@@ -148,8 +151,8 @@ func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) su
 
 func (s summary) writeText(w io.Writer) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "load: topic %s, run %s, %d producers, %d consumers, %d-byte messages\n",
-		s.Topic, s.RunID, s.Producers, s.Consumers, s.MessageBytes)
+	fmt.Fprintf(&b, "load: topic %s, run %s, %d producers (%d records a request), %d consumers, %d-byte messages\n",
+		s.Topic, s.RunID, s.Producers, s.Batch, s.Consumers, s.MessageBytes)
 	if len(s.Servers) > 1 {
 		fmt.Fprintf(&b, "servers:            %d, workers round-robin: %s\n", len(s.Servers), strings.Join(s.Servers, " "))
 	}

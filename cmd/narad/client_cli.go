@@ -5,6 +5,8 @@ package main
 // arguments after the command name.
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,6 +139,12 @@ Send one message. The body is the body argument, else the contents of
 must be 1 byte to 1 MiB. Prints nothing on success (the broker answered
 202: the message is durable).
 
+With --lines, each line of --file or standard input is a message of its
+own (empty lines skipped), sent --batch at a time through the batch route:
+one request and one WAL group commit a batch. Prints how many the broker
+accepted; each line it refused is named on standard error with why, and
+the command then exits 1.
+
 Flags:
   --server URL     broker URL (default $NARAD_SERVER, else ` + defaultServer + `)
   --user NAME      username for HTTP Basic (default $NARAD_USER)
@@ -145,6 +153,8 @@ Flags:
   --key KEY        partition key (default: the broker makes one up)
   --partition N    send to this partition, overriding the key
   --file FILE      read the body from FILE ("-" for standard input)
+  --lines          send each line of the input as a message of its own
+  --batch N        with --lines: messages per request (default 100, 1 to 1000)
 `
 
 const consumeUsage = `usage: narad consume [flags] <topic>
@@ -178,6 +188,9 @@ Flags:
                        partition still holds (or --partition's), up to --count
                        per partition (default 1), acked or not; nothing is
                        leased, so no consumer is held up
+  --batch N            lease up to N messages a request through the batch
+                       route (1 to 1000), and ack them (--ack) in one request;
+                       not with --offset or --peek
 `
 
 // serverFlag registers --server, defaulting to $NARAD_SERVER.
@@ -625,7 +638,13 @@ type produceFlags struct {
 	key       *string
 	partition *int
 	file      *string
+	lines     *bool
+	batch     *int
 }
+
+// maxBatch is the most records or handles the CLI puts in one batch
+// request: the broker's default bound (actors.Config.MaxBatchRecords).
+const maxBatch = 1000
 
 func newProduceFlags(stderr io.Writer) (*flag.FlagSet, *produceFlags) {
 	fs := newCommandFlags("produce", produceUsage, stderr)
@@ -634,6 +653,8 @@ func newProduceFlags(stderr io.Writer) (*flag.FlagSet, *produceFlags) {
 		key:       fs.String("key", "", "partition key"),
 		partition: fs.Int("partition", 0, "partition"),
 		file:      fs.String("file", "", "body file"),
+		lines:     fs.Bool("lines", false, "a message per line"),
+		batch:     fs.Int("batch", 100, "messages per request with --lines"),
 	}
 }
 
@@ -656,6 +677,26 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		partition = f.partition
 	}
 
+	if *f.lines {
+		switch {
+		case len(pos) != 1:
+			return usageErr(fs, "--lines reads its messages from --file or standard input, not an argument")
+		case *f.batch < 1 || *f.batch > maxBatch:
+			return usageErr(fs, "--batch must be 1 to %d, got %d", maxBatch, *f.batch)
+		}
+		c, err := connect(fs, *f.server)
+		if err != nil {
+			return err
+		}
+		name := "-"
+		if set["file"] {
+			name = *f.file
+		}
+		return produceLines(ctx, c, pos[0], name, stdin, *f.key, partition, *f.batch, stdout, stderr)
+	}
+	if set["batch"] {
+		return usageErr(fs, "--batch goes with --lines")
+	}
 	var body []byte
 	switch {
 	case len(pos) == 2 && set["file"]:
@@ -683,6 +724,86 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	return c.Produce(ctx, pos[0], body, *f.key, partition)
+}
+
+// produceLines sends each non-empty line of the file name ("-": stdin) as a
+// message, batch at a time, and reports how many the broker accepted; a
+// refused line is named on stderr and fails the command once every batch
+// was sent. A failed request is retried while retryable, as one message
+// would be; a batch retried may store some of its records twice.
+func produceLines(ctx context.Context, c *client.Broker, topic, name string, stdin io.Reader, key string, partition *int, batch int, stdout, stderr io.Writer) error {
+	var r io.Reader
+	if name == "-" {
+		if stdin == nil {
+			return errors.New("produce: no standard input")
+		}
+		r = stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxMessageBytes+1)
+	var recs []messages.BatchRecord
+	var lineOf []int
+	accepted, refused, line := 0, 0, 0
+	send := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		var out messages.ProduceBatchResponse
+		var err error
+		for failures := 0; ; failures++ {
+			if out, err = c.ProduceBatch(ctx, topic, recs); err == nil || !client.IsRetryable(err) || failures >= maxRetries {
+				break
+			}
+			fmt.Fprintf(stderr, "narad produce: %v (retry %d of %d)\n", err, failures+1, maxRetries)
+			client.Sleep(ctx, backoff(failures+1))
+		}
+		if err != nil {
+			return err
+		}
+		accepted += out.Accepted
+		for i, res := range out.Results {
+			if res.Status != http.StatusAccepted {
+				refused++
+				fmt.Fprintf(stderr, "narad produce: line %d: %d %s\n", lineOf[i], res.Status, res.Error)
+			}
+		}
+		recs, lineOf = recs[:0], lineOf[:0]
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if len(sc.Bytes()) > maxMessageBytes {
+			return fmt.Errorf("produce: line %d is %d bytes, the limit is %d", line, len(sc.Bytes()), maxMessageBytes)
+		}
+		recs = append(recs, client.BatchRecordOf(key, partition, bytes.Clone(sc.Bytes())))
+		lineOf = append(lineOf, line)
+		if len(recs) == batch {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("produce: read %s: %w", name, err)
+	}
+	if err := send(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d messages accepted\n", accepted)
+	if refused > 0 {
+		return fmt.Errorf("produce: %d messages refused", refused)
+	}
+	return nil
 }
 
 // readBounded reads a file ("-" is stdin) up to one byte past the message
@@ -722,6 +843,7 @@ type consumeFlags struct {
 	offset    *int64
 	to        *int64
 	peek      *bool
+	batch     *int
 }
 
 func newConsumeFlags(stderr io.Writer) (*flag.FlagSet, *consumeFlags) {
@@ -736,6 +858,7 @@ func newConsumeFlags(stderr io.Writer) (*flag.FlagSet, *consumeFlags) {
 		offset:    fs.Int64("offset", 0, "replay offset"),
 		to:        fs.Int64("to", 0, "last replay offset"),
 		peek:      fs.Bool("peek", false, "look without leasing"),
+		batch:     fs.Int("batch", 0, "messages a request"),
 	}
 }
 
@@ -796,6 +919,14 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			limit = int(min(span, math.MaxInt32))
 		}
 	}
+	if set["batch"] {
+		switch {
+		case *f.batch < 1 || *f.batch > maxBatch:
+			return usageErr(fs, "--batch must be 1 to %d, got %d", maxBatch, *f.batch)
+		case replay || *f.peek:
+			return usageErr(fs, "--batch leases messages: it does not go with --offset or --peek")
+		}
+	}
 	if *f.peek {
 		switch {
 		case replay || *f.ack || *f.follow:
@@ -817,6 +948,9 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Payloads are embedded verbatim; do not rewrite <, > and & in them.
 	enc.SetEscapeHTML(false)
 
+	if set["batch"] {
+		return cs.batches(ctx, opts, limit, *f.batch, *f.follow, *f.ack, enc)
+	}
 	printed, failures := 0, 0
 	// Bounded by limit when there is one; with --follow and no --count, the
 	// loop runs until the user cancels ctx.
@@ -952,6 +1086,90 @@ func (s consumeSession) ack(ctx context.Context, m *messages.MessageInfo) error 
 			return err
 		}
 	}
+}
+
+// batches is runConsume's loop through the batch routes: up to batch
+// messages a request (and no more than limit in all, 0: no limit), printed,
+// then acked in one request when ack is set. A handle the ack batch did not
+// settle is acked alone (s.ack: retried, or reported when its lease ran
+// out). Stops at the first empty answer unless follow.
+func (s consumeSession) batches(ctx context.Context, opts client.ConsumeOptions, limit, batch int, follow, ack bool, enc *json.Encoder) error {
+	printed, failures := 0, 0
+	for limit == 0 || printed < limit {
+		if ctx.Err() != nil {
+			if follow {
+				return nil
+			}
+			return fmt.Errorf("consume: %w", ctx.Err())
+		}
+		n := batch
+		if limit > 0 {
+			n = min(n, limit-printed)
+		}
+		asked := time.Now()
+		ms, err := s.c.ConsumeBatch(ctx, s.topic, opts, n)
+		if err != nil {
+			if follow && ctx.Err() != nil {
+				return nil
+			}
+			if client.IsRetryable(err) && failures < maxRetries {
+				failures++
+				fmt.Fprintf(s.stderr, "narad consume: %v (retry %d of %d)\n", err, failures, maxRetries)
+				client.Sleep(ctx, backoff(failures))
+				continue
+			}
+			return err
+		}
+		failures = 0
+		if len(ms) == 0 {
+			if !follow {
+				if printed == 0 {
+					fmt.Fprintln(s.stderr, "no message")
+				}
+				return nil
+			}
+			if time.Since(asked) < minPoll {
+				client.Sleep(ctx, pollInterval(opts.Wait))
+			}
+			continue
+		}
+		// Print before acking: a message acked but never shown would be
+		// lost to the user.
+		for i := range ms {
+			if err := enc.Encode(ms[i]); err != nil {
+				return fmt.Errorf("consume: write: %w", err)
+			}
+		}
+		printed += len(ms)
+		if ack {
+			if err := s.ackAll(ctx, ms); err != nil {
+				if follow && ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ackAll acks ms in one batch request; each message the batch did not
+// settle, or all of them when the request failed, is acked alone.
+func (s consumeSession) ackAll(ctx context.Context, ms []messages.MessageInfo) error {
+	handles := make([]string, len(ms))
+	for i, m := range ms {
+		handles[i] = m.ReceiptHandle
+	}
+	out, err := s.c.AckBatch(ctx, s.topic, handles, "ack")
+	for i := range ms {
+		if err == nil && out.Results[i].Status == http.StatusNoContent {
+			continue
+		}
+		if aerr := s.ack(ctx, &ms[i]); aerr != nil {
+			return aerr
+		}
+	}
+	return nil
 }
 
 // backoff doubles from 100 ms per attempt, capped at 2 s: a person waits

@@ -11,6 +11,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -269,6 +271,109 @@ func (b *Broker) Ack(ctx context.Context, topic, handle string) error {
 		return fmt.Errorf("ack on %q: %w", topic, err)
 	}
 	return nil
+}
+
+// ProduceBatch sends many records in one request (the batch route beside
+// the contract's produce). The answer has one result per record: 202 for
+// each the broker made durable, the one-record produce's status and error
+// for each it refused. An error is the whole request's.
+func (b *Broker) ProduceBatch(ctx context.Context, topic string, recs []messages.BatchRecord) (messages.ProduceBatchResponse, error) {
+	var out messages.ProduceBatchResponse
+	p, err := topicPath(topic, "produce/batch")
+	if err != nil {
+		return out, err
+	}
+	body, err := json.Marshal(messages.ProduceBatchRequest{Records: recs})
+	if err != nil {
+		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
+	}
+	resp, _, err := b.do(ctx, http.MethodPost, p, nil, body, "application/json", 0, http.StatusOK)
+	if err != nil {
+		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
+	}
+	if err := decodeJSON(resp, &out); err != nil {
+		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
+	}
+	if len(out.Results) != len(recs) {
+		return out, fmt.Errorf("produce batch to %q: %d results for %d records: %w", topic, len(out.Results), len(recs), ErrProtocol)
+	}
+	return out, nil
+}
+
+// ConsumeBatch leases up to max messages (the batch route beside the
+// contract's consume), waiting up to opts.Wait for the first; none is an
+// empty answer (204). opts.Offset is not used: a replay reads one.
+func (b *Broker) ConsumeBatch(ctx context.Context, topic string, opts ConsumeOptions, max int) ([]messages.MessageInfo, error) {
+	p, err := topicPath(topic, "consume/batch")
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"max": {strconv.Itoa(max)}}
+	if opts.Wait > 0 {
+		q.Set("wait", opts.Wait.String())
+	}
+	if opts.Partition != nil {
+		q.Set("partition", strconv.Itoa(*opts.Partition))
+	}
+	resp, status, err := b.do(ctx, http.MethodGet, p, q, nil, "", opts.Wait, http.StatusOK, http.StatusNoContent)
+	if err != nil {
+		return nil, fmt.Errorf("consume batch from %q: %w", topic, err)
+	}
+	if status == http.StatusNoContent {
+		return nil, nil
+	}
+	var out messages.ConsumeBatchResponse
+	if err := decodeJSON(resp, &out); err != nil {
+		return nil, fmt.Errorf("consume batch from %q: %w", topic, err)
+	}
+	return out.Messages, nil
+}
+
+// AckBatch settles many handles in one request (the batch route beside the
+// contract's ack): action is "ack" (or ""), "extend" or "nack". One result
+// per handle: 204 when settled, else the one-record ack's status and error.
+func (b *Broker) AckBatch(ctx context.Context, topic string, handles []string, action string) (messages.AckBatchResponse, error) {
+	var out messages.AckBatchResponse
+	p, err := topicPath(topic, "ack/batch")
+	if err != nil {
+		return out, err
+	}
+	body, err := json.Marshal(messages.AckBatchRequest{ReceiptHandles: handles, Action: action})
+	if err != nil {
+		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
+	}
+	resp, _, err := b.do(ctx, http.MethodPost, p, nil, body, "application/json", 0, http.StatusOK)
+	if err != nil {
+		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
+	}
+	if err := decodeJSON(resp, &out); err != nil {
+		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
+	}
+	if len(out.Results) != len(handles) {
+		return out, fmt.Errorf("ack batch on %q: %d results for %d handles: %w", topic, len(out.Results), len(handles), ErrProtocol)
+	}
+	return out, nil
+}
+
+// BatchRecordOf is body as a batch record: a JSON body as itself, other
+// UTF-8 as text, anything else in base64, so the broker stores exactly
+// body.
+func BatchRecordOf(key string, partition *int, body []byte) messages.BatchRecord {
+	r := messages.BatchRecord{Key: key, Partition: partition}
+	var compact bytes.Buffer
+	switch {
+	case json.Compact(&compact, body) == nil && bytes.Equal(compact.Bytes(), body):
+		// Compact only: encoding/json compacts a RawMessage it writes, so
+		// a body with spaces goes as text to keep its bytes.
+		r.Payload = json.RawMessage(body)
+	case utf8.Valid(body):
+		r.Payload, _ = json.Marshal(string(body))
+		r.PayloadEncoding = "text"
+	default:
+		r.Payload, _ = json.Marshal(body) // standard base64
+		r.PayloadEncoding = "base64"
+	}
+	return r
 }
 
 // topicPath builds /v1/topics/{topic}[/suffix]. The name is path-escaped
