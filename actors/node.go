@@ -339,6 +339,8 @@ func (n *Node) startActors() error {
 	d := n.deps
 	pd := partitionDeps(d, newFanoutDeps(n.cfg, n.log, n.metrics, n.route), partition.NewFigures(n.metrics.set, n.metrics.node))
 	pd.Opens = make(chan struct{}, n.cfg.MaxParallelPartitionOpens)
+	mb := newMailboxes(300, mailboxIdle)
+	pd.Mailboxes = mb
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return partition.NewSupervisor(pd, n.store, owned)
 	}, actor.WithSupervisor(strategy)), partition.SupervisorName)
@@ -347,7 +349,7 @@ func (n *Node) startActors() error {
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return dispatch.New(newDispatchDeps(d, n.store, n.wal, groupedOwners{n.route, newCommitGroups(n.route, n.cfg, n.metrics)}))
-	}), dispatch.Name)
+	}, actor.WithDispatcher(mb)), dispatch.Name)
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}

@@ -22,6 +22,10 @@
 #           8 producers and 8 consumers at once, LOAD_COUNT (8000) x 1 KiB,
 #           -server listing the three nodes: produce msg/s, consume+ack msg/s
 #           while producing, end-to-end p50/p99 while producing, history.
+#   batch   (this project only) bench/load again, its producers sending
+#           LOAD_BATCH (100) records a request through the batch route,
+#           LOAD_BATCH_COUNT (80000) in all: its produce rate against the
+#           one-record run's, and its history.
 #   rss     the highest VmHWM of the three nodes after both.
 #   kill    SIGKILL of node 2 and its start at once: exec to /readyz 200
 #           (polled every 20 ms).
@@ -44,6 +48,8 @@ DRIVER_TOPICS=${DRIVER_TOPICS:-10}
 DRIVER_MESSAGES=${DRIVER_MESSAGES:-8000}
 LOAD_PARTITIONS=${LOAD_PARTITIONS:-12}
 LOAD_COUNT=${LOAD_COUNT:-8000}
+LOAD_BATCH=${LOAD_BATCH:-100}
+LOAD_BATCH_COUNT=${LOAD_BATCH_COUNT:-80000}
 for t in jq curl awk; do command -v "$t" >/dev/null || { echo "vs-public: needs $t" >&2; exit 2; }; done
 
 tmp=$(mktemp -d "${AB_DIR:-/tmp}/vs-public.XXXXXX")
@@ -190,6 +196,25 @@ run_load() {
     .history.ok, .history.lost] | @tsv' "$out.load.json")
 }
 
+# run_load_batch (this project only: the public Narad has no batch route):
+# bench/load again on the same cluster, its producers sending LOAD_BATCH
+# records a request through the batch route, LOAD_BATCH_COUNT in all; the
+# produce rate and history go to batches.
+run_load_batch() {
+  "$tmp/load" -server "$servers" -topic "vs${round}b" -create -partitions "$LOAD_PARTITIONS" -producers 8 -consumers 8 \
+    -batch "$LOAD_BATCH" -count "$LOAD_BATCH_COUNT" -size 1024 -drain 120s -json -user admin -password "$pw" >"$out.loadb.json" 2>"$out.loadb.log" || true
+  if ! jq -e . "$out.loadb.json" >/dev/null 2>&1; then
+    echo "vs-public: bench/load -batch gave no summary (round $round); see $out.loadb.log" >&2
+    return
+  fi
+  if [ "$(jq -r '.history.lost' "$out.loadb.json")" != 0 ] || [ "$(jq -r '.history.ok' "$out.loadb.json")" != true ]; then
+    lost_any=1
+    echo "!!!!!!!! vs-public: LOST RECORDS / HISTORY FAILED with batches, round $round: $(jq -c .history "$out.loadb.json")" >&2
+  fi
+  printf '%s\t%s\t%s\t%s\n' "$round" "$(jq -r '.produce_msgs_per_sec | round' "$out.load.json" 2>/dev/null)" \
+    "$(jq -r '.produce_msgs_per_sec | round' "$out.loadb.json")" "$(jq -r '.history.ok' "$out.loadb.json")" >>"$tmp/batches"
+}
+
 run_kill() {
   local t0
   kill -9 "${node_pid[2]}"; wait "${node_pid[2]}" 2>/dev/null || true
@@ -211,6 +236,8 @@ for round in $(seq 1 "$ROUNDS"); do
     run_load
     peak=0
     for i in 1 2 3; do v=$(hwm_kib "${node_pid[$i]}"); [ -n "$v" ] && (( v > peak )) && peak=$v; done
+    # After the peak RSS is read: the same runs on both sides before it.
+    if [ "$side" = ours ]; then run_load_batch; fi
     run_kill
     stop_cluster
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$side" "$drv_produce" "$drv_consume" "$drv_cpu_us" "$load_row" \
@@ -227,6 +254,15 @@ awk -F'\t' 'NR > 1 { for (c = 3; c <= 13; c++) if (c != 10 && $c != "") v[$2, c]
     printf "%-16s %10s %10s %8s\n", "median", "public", "ours", "ours/pub"
     for (c = 3; c <= 13; c++) { if (c == 10) continue; p = median(v["public", c]); o = median(v["ours", c])
       printf "%-16s %10s %10s %8s\n", name[c - 2], p, o, (p + 0 > 0 ? sprintf("%.2f", o / p) : "-") } }' "$rows"
+if [ -s "$tmp/batches" ]; then
+  echo
+  echo "bench/load on this project, producers sending $LOAD_BATCH records a request against one:"
+  printf 'round\tsingle_msgs_s\tbatch_msgs_s\thistory_ok\n' | cat - "$tmp/batches" | column -t -s $'\t'
+  awk -F'\t' '{ s = s " " $2; b = b " " $3 }
+    function median(x,   a, n, i, j, t) { n = split(x, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END { ms = median(s); mb = median(b); printf "median batch/single: %.1f\n", (ms > 0 ? mb / ms : 0) }' "$tmp/batches"
+fi
 [ -z "$driver_failed" ] || echo "vs-public: the public driver failed its own checks on:$driver_failed (its produce rate still counts)" >&2
 echo "vs-public: logs and summaries kept in $tmp" >&2
 [ "$lost_any" = 0 ] || exit 3

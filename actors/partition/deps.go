@@ -60,6 +60,9 @@ type Deps struct {
 	// Lane batches the fsyncs of every partition's writes (nil when the
 	// node's SyncLane is disabled: each partition fsyncs its own log).
 	Lane *storage.SyncLane
+	// Mailboxes runs the partition actors' mailboxes; nil is protoactor's
+	// default (a goroutine a run).
+	Mailboxes actor.Dispatcher
 	// Files bounds the active segment files the node's partitions hold
 	// open (nil in rigs: each log holds its own).
 	Files *storage.Files

@@ -266,6 +266,9 @@ func (s *Supervisor) spawn(ctx actor.Context, k messages.PartitionKey, targeted 
 		}
 		return newActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
 	})
+	if d.Mailboxes != nil {
+		props.Configure(actor.WithDispatcher(d.Mailboxes))
+	}
 	pid, err := ctx.SpawnNamed(props, childName(k))
 	if err != nil {
 		s.deps.Logger.Error("spawn partition", "partition", k, "err", err)
