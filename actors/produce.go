@@ -86,8 +86,32 @@ func (n *Node) ProduceBatch(ctx context.Context, topic string, recs []api.Record
 		return errs
 	}
 	seqs, werrs := n.appendWALMany(ctx, wrs)
+	durable := make([]storage.WALRecord, 0, len(wrs))
 	for j, i := range at {
-		errs[i] = n.accepted(topics[i], wrs[j], seqs[j], werrs[j], recs[i])
+		if errs[i] = n.walOutcome(topics[i], werrs[j]); errs[i] == nil {
+			wrs[j].Seq = seqs[j]
+			durable = append(durable, wrs[j])
+		}
+	}
+	if len(durable) == 0 {
+		return errs
+	}
+	// One message for the batch: Records takes them in order, as a
+	// Record each would.
+	n.system.Root.Send(n.dispatcher, &dispatch.Records{Recs: durable})
+	t := topics[at[0]]
+	if now, ok := n.store.Topic(t.Name); !ok || now.Incarnation != t.Incarnation {
+		for _, i := range at {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("produce to %s: topic deleted while writing: %w", t.Name, ErrNotFound)
+			}
+		}
+		return errs
+	}
+	for _, i := range at {
+		if errs[i] == nil {
+			n.metrics.produceSeconds.UpdateDuration(recs[i].ReceivedOr(time.Now()))
+		}
 	}
 	return errs
 }
@@ -157,20 +181,10 @@ func (n *Node) prepareRecord(rec api.Record) (messages.Topic, storage.WALRecord,
 // error the client hears, or, once the record is durable, its hand-off to
 // the dispatcher.
 func (n *Node) accepted(t messages.Topic, wr storage.WALRecord, seq uint64, err error, rec api.Record) error {
-	switch {
-	case errors.Is(err, storage.ErrFull):
-		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrIngressFull)
-	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrInvalid):
-		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
-	case errors.Is(err, syscall.ENOSPC):
-		n.writes.failed(err, n.log)
-		return fmt.Errorf("produce to %s: ingress WAL append: %v: %w", t.Name, err, api.ErrNoSpace)
-	case err != nil:
-		n.log.Error("ingress WAL append", "err", err)
-		return fmt.Errorf("produce to %s: ingress WAL append: %w", t.Name, err)
+	if err := n.walOutcome(t, err); err != nil {
+		return err
 	}
 	wr.Seq = seq
-	n.writes.succeeded(n.log)
 	// Dispatched either way: the dispatcher releases the seq of a record it
 	// drops.
 	n.system.Root.Send(n.dispatcher, &dispatch.Record{Rec: wr})
@@ -180,12 +194,28 @@ func (n *Node) accepted(t messages.Topic, wr storage.WALRecord, seq uint64, err 
 		// produce to a deleted topic, not 202.
 		return fmt.Errorf("produce to %s: topic deleted while writing: %w", t.Name, ErrNotFound)
 	}
-	received := rec.Received
-	if received.IsZero() {
-		received = time.Now()
-	}
-	n.metrics.produceSeconds.UpdateDuration(received)
+	n.metrics.produceSeconds.UpdateDuration(rec.ReceivedOr(time.Now()))
 	return nil
+}
+
+// walOutcome is the error a produce whose WAL append failed with err
+// answers; nil once the record is durable.
+func (n *Node) walOutcome(t messages.Topic, err error) error {
+	switch {
+	case err == nil:
+		n.writes.succeeded(n.log)
+		return nil
+	case errors.Is(err, storage.ErrFull):
+		return fmt.Errorf("produce to %s: %w", t.Name, api.ErrIngressFull)
+	case errors.Is(err, storage.ErrTooLarge), errors.Is(err, storage.ErrInvalid):
+		return fmt.Errorf("produce to %s: %w", t.Name, invalidBy(err))
+	case errors.Is(err, syscall.ENOSPC):
+		n.writes.failed(err, n.log)
+		return fmt.Errorf("produce to %s: ingress WAL append: %v: %w", t.Name, err, api.ErrNoSpace)
+	default:
+		n.log.Error("ingress WAL append", "err", err)
+		return fmt.Errorf("produce to %s: ingress WAL append: %w", t.Name, err)
+	}
 }
 
 // validate checks a body against the topic's latest schema, if it has one.

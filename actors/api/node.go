@@ -129,6 +129,14 @@ type Record struct {
 	Received time.Time
 }
 
+// ReceivedOr is Received, or now when it was not set.
+func (r Record) ReceivedOr(now time.Time) time.Time {
+	if r.Received.IsZero() {
+		return now
+	}
+	return r.Received
+}
+
 // Handle names one lease: what a receipt handle encodes.
 type Handle struct {
 	Partition int

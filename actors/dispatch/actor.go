@@ -207,6 +207,12 @@ func (d *Actor) Receive(ctx actor.Context) {
 		if m.Rec.Seq > d.replayedTo {
 			d.enqueue(ctx, m.Rec)
 		}
+	case *Records:
+		for _, r := range m.Recs {
+			if r.Seq > d.replayedTo {
+				d.enqueue(ctx, r)
+			}
+		}
 	case *commitDone:
 		d.handled(ctx, m)
 	case dispatchTick:

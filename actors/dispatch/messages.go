@@ -11,6 +11,13 @@ type Record struct {
 	Rec storage.WALRecord
 }
 
+// Records hands the dispatcher many records that are durable in the
+// ingress WAL at once (a produce batch): one message for them all, taken
+// in order as Record would take each.
+type Records struct {
+	Recs []storage.WALRecord
+}
+
 // dispatchTick is the dispatcher's own timer: retry held commits, compact
 // the WAL.
 type dispatchTick struct{}
