@@ -224,3 +224,34 @@ func TestOutcomeUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A produce batch's records come in one Records message and are
+// committed as if each came alone, in order.
+func TestRecordsOfABatchAreCommittedInOrder(t *testing.T) {
+	store := &fakeStore{topics: map[string]messages.Topic{"t": {Name: "t", Incarnation: 3, Partitions: 2}}, members: map[string]messages.Member{}}
+	r := newRig(t, store)
+	r.start()
+	var recs []storage.WALRecord
+	for i := range 5 {
+		rec := storage.WALRecord{Topic: "t", Incarnation: 3, Partition: 1, Key: []byte("k"), Body: []byte(fmt.Sprint(i))}
+		seq, err := r.wal.Append(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Seq = seq
+		recs = append(recs, rec)
+	}
+	r.system.Root.Send(r.pid, &Records{Recs: recs})
+	r.waitBacklog(0)
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	var bodies []string
+	for _, c := range r.owners.commits {
+		for _, cr := range c.Records {
+			bodies = append(bodies, string(cr.Body))
+		}
+	}
+	if !slices.Equal(bodies, []string{"0", "1", "2", "3", "4"}) {
+		t.Fatalf("records committed: got %q, want [0 1 2 3 4]", bodies)
+	}
+}
