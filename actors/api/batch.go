@@ -47,8 +47,7 @@ func (h *handlers) produceBatch(w http.ResponseWriter, r *http.Request) {
 	if !h.readBatch(w, r, &req) {
 		return
 	}
-	if n := len(req.Records); n > h.maxBatchRecords {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("batch of %d records: at most %d", n, h.maxBatchRecords))
+	if h.tooMany(w, len(req.Records), "records") {
 		return
 	}
 	out := messages.ProduceBatchResponse{Results: make([]messages.BatchResult, len(req.Records))}
@@ -134,12 +133,13 @@ func (h *handlers) consumeBatch(w http.ResponseWriter, r *http.Request) {
 		switch max, err = strconv.Atoi(s); {
 		case err != nil || max < 1:
 			bad = invalidRequest(fmt.Sprintf("invalid argument: max must be an integer from 1 to %d", h.maxBatchRecords))
-		case max > h.maxBatchRecords:
-			bad = &badRequest{status: http.StatusRequestEntityTooLarge, text: fmt.Sprintf("batch of %d records: at most %d", max, h.maxBatchRecords)}
 		}
 	}
 	if bad != nil {
 		writeError(w, bad.status, bad.text)
+		return
+	}
+	if h.tooMany(w, max, "records") {
 		return
 	}
 	ds, err := h.node.ConsumeBatch(r.Context(), q.topic, q.partition, q.wait, max)
@@ -164,8 +164,7 @@ func (h *handlers) ackBatch(w http.ResponseWriter, r *http.Request) {
 	if !h.readBatch(w, r, &req) {
 		return
 	}
-	if n := len(req.ReceiptHandles); n > h.maxBatchRecords {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("batch of %d handles: at most %d", n, h.maxBatchRecords))
+	if h.tooMany(w, len(req.ReceiptHandles), "handles") {
 		return
 	}
 	var action messages.LeaseAction
@@ -205,6 +204,16 @@ func (h *handlers) ackBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// tooMany answers 413 and true for a batch of n records or handles (what)
+// past maxBatchRecords.
+func (h *handlers) tooMany(w http.ResponseWriter, n int, what string) bool {
+	if n <= h.maxBatchRecords {
+		return false
+	}
+	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("batch of %d %s: at most %d", n, what, h.maxBatchRecords))
+	return true
 }
 
 // readBatch reads a batch request's body strictly into v; on false it has

@@ -144,16 +144,26 @@ func (c *FS) OpenFile(name string, flag int, _ os.FileMode) (storage.File, error
 	return &file{fs: c, n: n, path: filepath.Clean(name), life: c.life}, nil
 }
 
+// existing is the node at name for op, a directory when dir is set; c.mu
+// is held.
+func (c *FS) existing(op, name string, dir bool) (*node, error) {
+	_, n, _, err := c.lookup(name)
+	if err == nil && (n == nil || dir && !n.dir) {
+		err = fs.ErrNotExist
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return n, nil
+}
+
 // Stat describes a file or directory.
 func (c *FS) Stat(name string) (os.FileInfo, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, n, _, err := c.lookup(name)
-	if err == nil && n == nil {
-		err = fs.ErrNotExist
-	}
+	n, err := c.existing("stat", name, false)
 	if err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+		return nil, err
 	}
 	return info{n}, nil
 }
@@ -162,12 +172,9 @@ func (c *FS) Stat(name string) (os.FileInfo, error) {
 func (c *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, n, _, err := c.lookup(name)
-	if err == nil && (n == nil || !n.dir) {
-		err = fs.ErrNotExist
-	}
+	n, err := c.existing("readdir", name, true)
 	if err != nil {
-		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+		return nil, err
 	}
 	var out []fs.DirEntry
 	for _, child := range n.names {
@@ -228,12 +235,9 @@ func (c *FS) MkdirAll(name string, _ os.FileMode) error {
 func (c *FS) SyncDir(name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, n, _, err := c.lookup(name)
-	if err == nil && (n == nil || !n.dir) {
-		err = fs.ErrNotExist
-	}
+	n, err := c.existing("syncdir", name, true)
 	if err != nil {
-		return &fs.PathError{Op: "syncdir", Path: name, Err: err}
+		return err
 	}
 	n.keptNames = map[string]*node{}
 	for k, v := range n.names {
