@@ -128,6 +128,20 @@ func (r *rig) produce(rec storage.WALRecord) {
 	r.system.Root.Send(r.pid, &Record{Rec: rec})
 }
 
+// committedBodies are the bodies of every record committed so far, in
+// the order the owners got them.
+func (r *rig) committedBodies() []string {
+	r.owners.mu.Lock()
+	defer r.owners.mu.Unlock()
+	var bodies []string
+	for _, c := range r.owners.commits {
+		for _, cr := range c.Records {
+			bodies = append(bodies, string(cr.Body))
+		}
+	}
+	return bodies
+}
+
 // waitBacklog waits until the WAL holds want records.
 func (r *rig) waitBacklog(want int64) {
 	r.t.Helper()
@@ -191,14 +205,7 @@ func TestARecordTheReplayReadIsCommittedOnce(t *testing.T) {
 	later := storage.WALRecord{Topic: "t", Incarnation: 3, Partition: 0, Key: []byte("k"), Body: []byte("after")}
 	r.produce(later)
 	r.waitBacklog(0)
-	r.owners.mu.Lock()
-	defer r.owners.mu.Unlock()
-	var bodies []string
-	for _, c := range r.owners.commits {
-		for _, cr := range c.Records {
-			bodies = append(bodies, string(cr.Body))
-		}
-	}
+	bodies := r.committedBodies()
 	if !slices.Equal(bodies, []string{"once", "after"}) {
 		t.Fatalf("records committed: got %q, want [once after]", bodies)
 	}
@@ -243,14 +250,7 @@ func TestRecordsOfABatchAreCommittedInOrder(t *testing.T) {
 	}
 	r.system.Root.Send(r.pid, &Records{Recs: recs})
 	r.waitBacklog(0)
-	r.owners.mu.Lock()
-	defer r.owners.mu.Unlock()
-	var bodies []string
-	for _, c := range r.owners.commits {
-		for _, cr := range c.Records {
-			bodies = append(bodies, string(cr.Body))
-		}
-	}
+	bodies := r.committedBodies()
 	if !slices.Equal(bodies, []string{"0", "1", "2", "3", "4"}) {
 		t.Fatalf("records committed: got %q, want [0 1 2 3 4]", bodies)
 	}
