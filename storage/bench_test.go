@@ -374,6 +374,90 @@ func BenchmarkInstallSmall(b *testing.B) {
 			checkInstalled(b, items)
 		})
 
+		// The issue-46 split, in batches of 64 (a freeze's worth): the
+		// stage before the freeze, and the install under it of copies
+		// staged and untouched, each with the batch's barrier as one
+		// syncfs or as an fsync of each file and directory.
+		for _, fs := range []bool{true, false} {
+			mode := map[bool]string{true: "syncfs", false: "fsync-each"}[fs]
+			const batch = 64
+			inBatches := func(items []InstallItem, do func([]InstallItem)) {
+				for i := 0; i < len(items); i += batch {
+					do(items[i:min(i+batch, len(items))])
+				}
+			}
+			stageAll := func(b *testing.B, items []InstallItem) {
+				inBatches(items, func(part []InstallItem) {
+					st := make([]StageItem, len(part))
+					for j, it := range part {
+						st[j] = StageItem{Staging: it.Staging, Marker: it.Options.Marker, Now: it.Options.Now}
+					}
+					for _, err := range StageBatch(st) {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+			b.Run("stage-"+mode, func(b *testing.B) {
+				old := batchSyncFS
+				batchSyncFS = fs
+				defer func() { batchSyncFS = old }()
+				work := b.TempDir()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					stageAll(b, stageFresh(b, work, i, stage))
+				}
+				b.StopTimer()
+				reportRate(b, parts, "stages/s")
+			})
+			b.Run("staged-install-"+mode, func(b *testing.B) {
+				old := batchSyncFS
+				batchSyncFS = fs
+				defer func() { batchSyncFS = old }()
+				work := b.TempDir()
+				var items []InstallItem
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					items = stageFresh(b, work, i, stage)
+					b.StopTimer()
+					stageAll(b, items)
+					b.StartTimer()
+					inBatches(items, func(part []InstallItem) {
+						for _, err := range func() []error { _, e := InstallBatch(part); return e }() {
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+				b.StopTimer()
+				reportRate(b, parts, "installs/s")
+				checkInstalled(b, items)
+			})
+			b.Run("batch64-"+mode, func(b *testing.B) {
+				old := batchSyncFS
+				batchSyncFS = fs
+				defer func() { batchSyncFS = old }()
+				work := b.TempDir()
+				var items []InstallItem
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					items = stageFresh(b, work, i, stage)
+					inBatches(items, func(part []InstallItem) {
+						for _, err := range func() []error { _, e := InstallBatch(part); return e }() {
+							if err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+				b.StopTimer()
+				reportRate(b, parts, "installs/s")
+				checkInstalled(b, items)
+			})
+		}
+
 		b.Run("raw", func(b *testing.B) {
 			work := b.TempDir()
 			files := make([]*os.File, parts)

@@ -60,6 +60,15 @@ type Staging struct {
 	files  map[string]*os.File
 	synced map[string]bool // files whose content is known durable
 	done   bool            // installed or removed
+	// staged is the marker Stage made durable, nil once anything is
+	// written to the copy after it (stage.go).
+	staged *Marker
+	// consumer and cursors are what this Staging last wrote of the
+	// consumer state and the cursor files (cursors at cursorsHWM), so the
+	// same written again is no write at all.
+	consumer   *ConsumerState
+	cursors    *[][]byte
+	cursorsHWM int64
 }
 
 // stagingMoveFile names the move a staging directory belongs to.
@@ -181,10 +190,12 @@ func (s *Staging) Reconcile(ls Listing) error {
 			}
 			s.sizes[name] = size
 			s.synced[name] = false
+			s.touched()
 		}
 	}
 	s.limits = listed
 	if changed {
+		s.touched()
 		return s.cfg.Faults.syncDir(s.dir)
 	}
 	return nil
@@ -257,6 +268,7 @@ func (s *Staging) WriteChunk(name string, pos int64, data []byte) error {
 		s.sizes[name] = end
 	}
 	s.synced[name] = false
+	s.touched()
 	return nil
 }
 
@@ -317,6 +329,7 @@ func (s *Staging) Verify(hwm int64) error {
 			return fmt.Errorf("verify: cut segment past hwm: %w", err)
 		}
 		delete(s.sizes, name)
+		s.touched()
 		bases = bases[:len(bases)-1]
 	}
 	if len(bases) == 0 || bases[len(bases)-1] > hwm {
@@ -341,11 +354,13 @@ func (s *Staging) Verify(hwm int64) error {
 			return fmt.Errorf("verify %s: %w", name, err)
 		}
 		s.synced[name] = false
+		s.touched()
 	} else if sc.committed < st.Size() {
 		if err := f.Truncate(sc.committed); err != nil {
 			return fmt.Errorf("verify: cut hidden tail of %s: %w", name, err)
 		}
 		s.synced[name] = false
+		s.touched()
 	}
 	if st, err = f.Stat(); err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -472,15 +487,12 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if s.done {
 		return InstallResult{}, fmt.Errorf("install %s: %w", s.dir, ErrClosed)
 	}
-	if err := s.syncFiles(); err != nil {
-		return InstallResult{}, err
-	}
-	m := opts.Marker
-	m.DurableAt = opts.Now
-	if err := writeMarker(s.dir, m, true, s.cfg.Faults); err != nil {
-		return InstallResult{}, err
-	}
-	if err := s.cfg.Faults.syncDir(s.dir); err != nil {
+	if s.stagedAs(opts.Marker) {
+		// Steps 1 and 2 are what Stage did, and nothing was written since.
+		if err := s.closeFiles(); err != nil {
+			return InstallResult{}, err
+		}
+	} else if err := s.Stage(opts.Marker, opts.Now); err != nil {
 		return InstallResult{}, err
 	}
 	if err := s.cfg.Faults.mkdirAllSync(filepath.Dir(target)); err != nil {
@@ -675,12 +687,14 @@ type InstallItem struct {
 }
 
 // InstallBatch installs many staged copies, all on the filesystem of the
-// first one, in the same order as Install but with one filesystem-wide sync
-// barrier (syncfs) per step instead of a file and directory fsync per copy:
-// data of every copy, then every marker and staging directory, then every
-// rename. Each barrier is complete before the next step starts, so each copy
-// sees exactly Install's ordering; what is shared is only the waiting. This
-// is how a node takes thousands of small partitions in seconds.
+// first one, in the same order as Install but with the syncs of each step
+// shared by the batch: data of every copy, then every marker and staging
+// directory (StageBatch, skipped for a copy staged with its marker and
+// untouched since), then every rename, after which each directory a rename
+// touched is synced once. Each step's syncs are complete before the next
+// step starts, so each copy sees exactly Install's ordering; what is shared
+// is only the waiting. This is how a node takes thousands of small
+// partitions in seconds.
 //
 // errs[i] is the outcome of items[i]; an item that fails a step skips the
 // rest. A batch of one is Install.
@@ -691,64 +705,69 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		return results, errs
 	}
 	if len(items) == 1 {
-		// One copy syncs its own files and directories: a syncfs would
-		// also wait for every other dirty page of the filesystem, and an
-		// install alone is a move's freeze waiting on it.
+		// One copy syncs its own files and directories.
 		results[0], errs[0] = items[0].Staging.Install(items[0].Target, items[0].Options)
 		return results, errs
 	}
-	root, faults := filepath.Dir(items[0].Staging.dir), items[0].Staging.cfg.Faults
-	barrier := func() {
-		err := faults.failSync("filesystem of " + root)
-		if err == nil {
-			err = syncFS(root)
-		}
-		if err != nil {
-			for i := range errs {
-				if errs[i] == nil {
-					errs[i] = err
-				}
-			}
-		}
-	}
-	each := func(step func(i int, it InstallItem) error) {
-		for i, it := range items {
-			if errs[i] == nil {
-				errs[i] = step(i, it)
-			}
+	var stage []StageItem
+	var at []int
+	for i, it := range items {
+		switch {
+		case it.Staging.done:
+			errs[i] = fmt.Errorf("install %s: %w", it.Staging.dir, ErrClosed)
+		case it.Staging.stagedAs(it.Options.Marker):
+			errs[i] = it.Staging.closeFiles()
+		default:
+			stage = append(stage, StageItem{Staging: it.Staging, Marker: it.Options.Marker, Now: it.Options.Now})
+			at = append(at, i)
 		}
 	}
-	each(func(_ int, it InstallItem) error {
-		if it.Staging.done {
-			return fmt.Errorf("install %s: %w", it.Staging.dir, ErrClosed)
+	if len(stage) > 0 {
+		for j, err := range StageBatch(stage) {
+			errs[at[j]] = err
 		}
-		return it.Staging.closeFiles()
-	})
-	barrier()
-	each(func(_ int, it InstallItem) error {
-		m := it.Options.Marker
-		m.DurableAt = it.Options.Now
-		return writeMarker(it.Staging.dir, m, false, it.Staging.cfg.Faults)
-	})
-	barrier()
-	each(func(i int, it InstallItem) error {
-		if err := os.MkdirAll(filepath.Dir(it.Target), 0o755); err != nil {
-			return fmt.Errorf("install: %w", err)
+	}
+	dirs := map[string]bool{}
+	for i, it := range items {
+		if errs[i] != nil {
+			continue
 		}
-		if err := it.Staging.present(); err != nil {
-			return err
+		errs[i] = func() error {
+			if err := it.Staging.cfg.Faults.mkdirAllSync(filepath.Dir(it.Target)); err != nil {
+				return err
+			}
+			if err := it.Staging.present(); err != nil {
+				return err
+			}
+			res, err := setAside(it.Target, it.Staging.cfg, it.Options)
+			results[i] = res
+			if err != nil {
+				return err
+			}
+			if err := os.Rename(it.Staging.dir, it.Target); err != nil {
+				return fmt.Errorf("install %s as %s: %w", it.Staging.dir, it.Target, err)
+			}
+			it.Staging.done = true
+			dirs[filepath.Dir(it.Target)], dirs[filepath.Dir(it.Staging.dir)] = true, true
+			return nil
+		}()
+	}
+	// The renames: every directory they touched, each once.
+	failed := map[string]error{}
+	for d := range dirs {
+		if err := items[0].Staging.cfg.Faults.syncDir(d); err != nil {
+			failed[d] = err
 		}
-		res, err := setAside(it.Target, it.Staging.cfg, it.Options)
-		results[i] = res
-		if err != nil {
-			return err
+	}
+	for i, it := range items {
+		if errs[i] != nil || !it.Staging.done {
+			continue
 		}
-		if err := os.Rename(it.Staging.dir, it.Target); err != nil {
-			return fmt.Errorf("install %s as %s: %w", it.Staging.dir, it.Target, err)
+		if err := failed[filepath.Dir(it.Target)]; err != nil {
+			errs[i] = err
+		} else if err := failed[filepath.Dir(it.Staging.dir)]; err != nil {
+			errs[i] = err
 		}
-		it.Staging.done = true
-		return nil
-	})
-	barrier()
+	}
 	return results, errs
 }

@@ -1,0 +1,263 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// A move stages its copy before it freezes the source (issue 46): once the
+// pre-copy has caught up, Stage makes the copy durable as it stands, in
+// Install's order of syncs (rule V6: every file, then the marker, then the
+// staging directory). The install under the freeze then finds a copy that
+// is already durable with the marker it wants and only renames it into
+// place and syncs the directories the rename touched. Anything written to
+// the copy after Stage (a final tail, a consumer position that moved, a
+// cursor) takes the copy out of its staged state, and Install does the
+// whole sequence again, so the order of syncs holds whatever happened in
+// between.
+
+// Stage makes the copy durable as it stands with m as its marker: every
+// file not known durable is fsynced, then the marker is written with its
+// durability stamp (now) and fsynced, then the staging directory is synced.
+// Until something is written to the copy again, Durable reports true and
+// an Install with the same marker skips those steps.
+func (s *Staging) Stage(m Marker, now time.Time) error {
+	if s.done {
+		return fmt.Errorf("stage %s: %w", s.dir, ErrClosed)
+	}
+	if err := s.syncFiles(); err != nil {
+		return err
+	}
+	m.DurableAt = now
+	if err := writeMarker(s.dir, m, true, s.cfg.Faults); err != nil {
+		return err
+	}
+	if err := s.cfg.Faults.syncDir(s.dir); err != nil {
+		return err
+	}
+	s.staged = &m
+	return nil
+}
+
+// Durable reports whether the copy is staged (Stage) with nothing written
+// to it since.
+func (s *Staging) Durable() bool { return s.staged != nil && !s.done }
+
+// stagedAs reports whether the copy is staged with marker m (its
+// durability stamp aside) and nothing written since: Install then only
+// renames it.
+func (s *Staging) stagedAs(m Marker) bool {
+	if !s.Durable() {
+		return false
+	}
+	st := *s.staged
+	return st.PromotedHWM == m.PromotedHWM && st.ForcePromoted == m.ForcePromoted &&
+		st.SourceNode == m.SourceNode && slices.Equal(st.Children, m.Children)
+}
+
+// touched records a write to the copy: it is no longer as staged.
+func (s *Staging) touched() { s.staged = nil }
+
+// touchedSide records a write to a file that is not a segment (the consumer
+// state, a cursor): every such file is synced again before the marker.
+func (s *Staging) touchedSide() {
+	s.staged = nil
+	for name := range s.synced {
+		if _, ok := parseSegmentName(name); !ok {
+			delete(s.synced, name)
+		}
+	}
+}
+
+// SaveConsumerState writes the copy's consumer state, unsynced (Stage and
+// Install sync it before the marker). The same state written again through
+// this Staging writes nothing and leaves a staged copy staged.
+func (s *Staging) SaveConsumerState(st ConsumerState) error {
+	if s.done {
+		return fmt.Errorf("save consumer state in %s: %w", s.dir, ErrClosed)
+	}
+	if s.consumer != nil && sameConsumerState(*s.consumer, st) {
+		return nil
+	}
+	s.touchedSide()
+	if err := SaveConsumerState(s.dir, st, false); err != nil {
+		s.consumer = nil
+		return err
+	}
+	c := st
+	c.AckedAhead, c.Recent, c.Leases = slices.Clone(st.AckedAhead), slices.Clone(st.Recent), slices.Clone(st.Leases)
+	s.consumer = &c
+	return nil
+}
+
+func sameConsumerState(a, b ConsumerState) bool {
+	return a.Frontier == b.Frontier && slices.Equal(a.AckedAhead, b.AckedAhead) &&
+		slices.Equal(a.Recent, b.Recent) && slices.Equal(a.Leases, b.Leases)
+}
+
+// ReplaceCursors is ReplaceCursors on the copy's directory, unsynced (Stage
+// and Install sync the files before the marker). The same records at the
+// same hwm written again through this Staging write nothing.
+func (s *Staging) ReplaceCursors(raws [][]byte, hwm int64) error {
+	if s.done {
+		return fmt.Errorf("replace cursors in %s: %w", s.dir, ErrClosed)
+	}
+	if s.cursors != nil && s.cursorsHWM == hwm && slices.EqualFunc(*s.cursors, raws, bytes.Equal) {
+		return nil
+	}
+	s.touchedSide()
+	if _, err := ReplaceCursors(s.dir, raws, hwm, false); err != nil {
+		s.cursors = nil
+		return err
+	}
+	c := make([][]byte, len(raws))
+	for i, r := range raws {
+		c[i] = bytes.Clone(r)
+	}
+	s.cursors, s.cursorsHWM = &c, hwm
+	return nil
+}
+
+// StageItem is one copy of a StageBatch.
+type StageItem struct {
+	Staging *Staging
+	Marker  Marker
+	Now     time.Time
+}
+
+// StageBatch stages many copies on one file system, each in Stage's order,
+// with the syncs of the whole batch shared: every file of every copy, then
+// every marker and staging directory. errs[i] is items[i]'s outcome; an
+// item that fails a step skips the rest. A batch of one is Stage.
+func StageBatch(items []StageItem) []error {
+	errs := make([]error, len(items))
+	if len(items) == 1 {
+		errs[0] = items[0].Staging.Stage(items[0].Marker, items[0].Now)
+		return errs
+	}
+	each := func(step func(it StageItem) error) {
+		for i, it := range items {
+			if errs[i] == nil {
+				errs[i] = step(it)
+			}
+		}
+	}
+	each(func(it StageItem) error {
+		if it.Staging.done {
+			return fmt.Errorf("stage %s: %w", it.Staging.dir, ErrClosed)
+		}
+		return it.Staging.closeFiles()
+	})
+	stageBarrier(items, errs, func(it StageItem) []string { return it.Staging.unsyncedFiles() })
+	markers := make([]Marker, len(items))
+	each(func(it StageItem) error {
+		m := it.Marker
+		m.DurableAt = it.Now
+		return writeMarker(it.Staging.dir, m, false, it.Staging.cfg.Faults)
+	})
+	for i, it := range items {
+		markers[i] = it.Marker
+		markers[i].DurableAt = it.Now
+	}
+	stageBarrier(items, errs, func(it StageItem) []string {
+		return []string{filepath.Join(it.Staging.dir, MarkerFile), it.Staging.dir}
+	})
+	for i, it := range items {
+		if errs[i] == nil {
+			it.Staging.markSynced()
+			m := markers[i]
+			it.Staging.staged = &m
+		}
+	}
+	return errs
+}
+
+// stageBarrier makes the paths each item names durable (files and
+// directories alike), for every item that has not failed: one syncfs for
+// the batch (batchSyncFS), or an fsync of each path.
+func stageBarrier(items []StageItem, errs []error, paths func(StageItem) []string) {
+	fail := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	if batchSyncFS {
+		root, faults := filepath.Dir(items[0].Staging.dir), items[0].Staging.cfg.Faults
+		err := faults.failSync("filesystem of " + root)
+		if err == nil {
+			err = syncFS(root)
+		}
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
+	for i, it := range items {
+		if errs[i] != nil {
+			continue
+		}
+		for _, p := range paths(it) {
+			if err := it.Staging.cfg.Faults.syncDir(p); err != nil {
+				errs[i] = err
+				break
+			}
+		}
+	}
+}
+
+// unsyncedFiles are the copy's regular files not known durable.
+func (s *Staging) unsyncedFiles() []string {
+	ents, err := regularFiles(s.dir)
+	if err != nil {
+		return []string{s.dir} // the sync of the directory reports it
+	}
+	var out []string
+	for _, e := range ents {
+		if !s.synced[e] {
+			out = append(out, filepath.Join(s.dir, e))
+		}
+	}
+	return out
+}
+
+// markSynced records every regular file of the copy as durable, after a
+// barrier that made it so.
+func (s *Staging) markSynced() {
+	ents, err := regularFiles(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		s.synced[e] = true
+	}
+}
+
+// batchSyncFS chooses a StageBatch's barriers: one syncfs of the file
+// system, or an fsync of each file and directory it wrote. Chosen by
+// measurement (BenchmarkInstallSmall's stage-* members and bench/bulk;
+// ARCHITECTURE.md, "Syncs of a bulk move"): on this machine's disk one
+// syncfs for 64 small copies stages 4.4 times as many a second as their
+// fsyncs. The renames of an install batch are synced per directory
+// instead: they touch two directories for a whole topic.
+var batchSyncFS = true
+
+// regularFiles lists the regular files of dir.
+func regularFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}

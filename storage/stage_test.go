@@ -1,0 +1,210 @@
+package storage
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// stagedCopy is a copy of a fresh source log with n batches of 3 records,
+// verified and staged with a marker at its HWM stamped t0.
+func stagedCopy(t *testing.T, data string, p int, batches int) (*Log, *Staging, Listing) {
+	t.Helper()
+	src := openTestLog(t, filepath.Join(data, "src", string(rune('a'+p))), smallLogConfig())
+	appendN(t, src, batches, 3)
+	st := openTestStaging(t, StagingPath(data, "t", p))
+	ls, _ := copyPass(t, src, st, t0)
+	if err := st.Verify(ls.HWM); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveConsumerState(ConsumerState{Frontier: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Stage(Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Durable() {
+		t.Fatal("staged copy: got Durable false, want true")
+	}
+	return src, st, ls
+}
+
+// rule V6: a copy staged before the freeze and untouched since installs with
+// the marker Stage made durable (its stamp is the stage's, not the
+// install's: nothing was written again), at the exact HWM.
+func TestInstallOfAStagedCopyOnlyRenamesIt(t *testing.T) {
+	data := t.TempDir()
+	_, st, ls := stagedCopy(t, data, 0, 2)
+	// The same consumer state written again is no write.
+	if err := st.SaveConsumerState(ConsumerState{Frontier: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Durable() {
+		t.Fatal("the same consumer state again took the copy out of its staged state")
+	}
+	target := PartitionPath(data, "t", 0)
+	later := t0.Add(time.Minute)
+	if _, err := st.Install(target, InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: later}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMarker(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.DurableAt.Equal(t0) || m.PromotedHWM != ls.HWM {
+		t.Fatalf("marker: got %+v, want the stage's (durable at %s, hwm %d)", m, t0, ls.HWM)
+	}
+	if got := openTestLog(t, target, smallLogConfig()).HWM(); got != ls.HWM {
+		t.Fatalf("installed hwm: got %d, want %d", got, ls.HWM)
+	}
+}
+
+// rule V6: anything written to a staged copy (a final tail, a consumer
+// position that moved, a cursor, a verify's cut) takes it out of its staged
+// state, so its install syncs the files and writes the marker again, after
+// them; a marker other than the staged one does too.
+func TestAnyWriteAfterStageMakesTheInstallSyncAgain(t *testing.T) {
+	later := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name  string
+		touch func(t *testing.T, src *Log, st *Staging, ls *Listing) Marker
+	}{
+		{"final tail", func(t *testing.T, src *Log, st *Staging, ls *Listing) Marker {
+			appendN(t, src, 1, 3)
+			*ls, _ = copyPass(t, src, st, t0)
+			if err := st.Verify(ls.HWM); err != nil {
+				t.Fatal(err)
+			}
+			return Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}
+		}},
+		{"a chunk rewritten at the same HWM", func(t *testing.T, src *Log, st *Staging, ls *Listing) Marker {
+			seg := ls.Segments[len(ls.Segments)-1]
+			buf := make([]byte, seg.Size)
+			if _, err := src.ReadChunk(seg.Name, 0, buf); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.WriteChunk(seg.Name, 0, buf); err != nil {
+				t.Fatal(err)
+			}
+			return Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}
+		}},
+		{"consumer position", func(t *testing.T, _ *Log, st *Staging, ls *Listing) Marker {
+			if err := st.SaveConsumerState(ConsumerState{Frontier: 2}); err != nil {
+				t.Fatal(err)
+			}
+			return Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}
+		}},
+		{"cursors", func(t *testing.T, _ *Log, st *Staging, ls *Listing) Marker {
+			if err := st.ReplaceCursors(nil, ls.HWM); err != nil {
+				t.Fatal(err)
+			}
+			return Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}
+		}},
+		{"another marker", func(_ *testing.T, _ *Log, _ *Staging, ls *Listing) Marker {
+			return Marker{PromotedHWM: ls.HWM, SourceNode: "n1", Children: []ChildLink{{Child: "c", AttachEpoch: 1}}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			src, st, ls := stagedCopy(t, data, 0, 2)
+			m := tc.touch(t, src, st, &ls)
+			target := PartitionPath(data, "t", 0)
+			if _, err := st.Install(target, InstallOptions{Marker: m, Now: later}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadMarker(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.DurableAt.Equal(later) || got.PromotedHWM != ls.HWM {
+				t.Fatalf("marker: got %+v, want one written by the install (durable at %s, hwm %d)", got, later, ls.HWM)
+			}
+			if hwm := openTestLog(t, target, smallLogConfig()).HWM(); hwm != ls.HWM {
+				t.Fatalf("installed hwm: got %d, want %d", hwm, ls.HWM)
+			}
+		})
+	}
+}
+
+// rule V6: a batch mixing copies staged ahead (untouched), staged and then
+// written to, and never staged installs each whole; only the touched and
+// unstaged ones get a marker of the install's time.
+func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
+	for _, fs := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fsync each", true: "syncfs"}[fs], func(t *testing.T) {
+			old := batchSyncFS
+			batchSyncFS = fs
+			t.Cleanup(func() { batchSyncFS = old })
+			data := t.TempDir()
+			later := t0.Add(time.Minute)
+			var items []InstallItem
+			var want []time.Time
+			var hwms []int64
+			for p := 0; p < 6; p++ {
+				src, st, ls := stagedCopy(t, data, p, 1+p%3)
+				stamp := t0
+				switch p % 3 {
+				case 1: // a tail after the stage
+					appendN(t, src, 1, 2)
+					ls, _ = copyPass(t, src, st, t0)
+					if err := st.Verify(ls.HWM); err != nil {
+						t.Fatal(err)
+					}
+					stamp = later
+				case 2: // staged at another HWM than it installs at
+					ls.HWM--
+					if err := st.Verify(ls.HWM); err != nil {
+						t.Fatal(err)
+					}
+					stamp = later
+				}
+				items = append(items, InstallItem{Staging: st, Target: PartitionPath(data, "t", p),
+					Options: InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: later}})
+				want, hwms = append(want, stamp), append(hwms, ls.HWM)
+			}
+			_, errs := InstallBatch(items)
+			for p, err := range errs {
+				if err != nil {
+					t.Fatalf("install %d: %v", p, err)
+				}
+				m, err := ReadMarker(items[p].Target)
+				if err != nil || !m.DurableAt.Equal(want[p]) || m.PromotedHWM != hwms[p] {
+					t.Fatalf("partition %d marker: got %+v (%v), want durable at %s, hwm %d", p, m, err, want[p], hwms[p])
+				}
+				if got := openTestLog(t, items[p].Target, smallLogConfig()).HWM(); got != hwms[p] {
+					t.Fatalf("partition %d: hwm %d, want %d", p, got, hwms[p])
+				}
+			}
+		})
+	}
+}
+
+// A StageBatch stages every copy: each is Durable after it, with its marker
+// on disk.
+func TestStageBatchStagesEveryCopy(t *testing.T) {
+	for _, fs := range []bool{false, true} {
+		old := batchSyncFS
+		batchSyncFS = fs
+		data := t.TempDir()
+		var items []StageItem
+		for p := 0; p < 4; p++ {
+			src := openTestLog(t, filepath.Join(data, "src", string(rune('a'+p))), smallLogConfig())
+			appendN(t, src, 1, 2)
+			st := openTestStaging(t, StagingPath(data, "t", p))
+			ls, _ := copyPass(t, src, st, t0)
+			items = append(items, StageItem{Staging: st, Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0})
+		}
+		for p, err := range StageBatch(items) {
+			if err != nil {
+				t.Fatalf("stage %d: %v", p, err)
+			}
+			if !items[p].Staging.Durable() {
+				t.Fatalf("copy %d: got Durable false after its stage, want true", p)
+			}
+			if m, err := ReadMarker(items[p].Staging.Dir()); err != nil || m.PromotedHWM != items[p].Marker.PromotedHWM {
+				t.Fatalf("copy %d marker: %+v (%v)", p, m, err)
+			}
+		}
+		batchSyncFS = old
+	}
+}
