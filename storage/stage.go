@@ -261,3 +261,7 @@ func regularFiles(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// renameDirSyncs is how many directories an install batch's renames may
+// touch before their barrier is one syncfs instead of an fsync of each.
+var renameDirSyncs = 2

@@ -752,11 +752,28 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			return nil
 		}()
 	}
-	// The renames: every directory they touched, each once.
+	// The renames: every directory they touched, each once, or one
+	// syncfs when they touched more than renameDirSyncs of them (copies of
+	// many topics: a directory's fsync waits on the disk as long as a
+	// syncfs on this machine, and there is one per topic).
 	failed := map[string]error{}
-	for d := range dirs {
-		if err := items[0].Staging.cfg.Faults.syncDir(d); err != nil {
-			failed[d] = err
+	if len(dirs) > renameDirSyncs {
+		faults := items[0].Staging.cfg.Faults
+		root := filepath.Dir(items[0].Staging.dir)
+		err := faults.failSync("filesystem of " + root)
+		if err == nil {
+			err = syncFS(root)
+		}
+		for d := range dirs {
+			if err != nil {
+				failed[d] = err
+			}
+		}
+	} else {
+		for d := range dirs {
+			if err := items[0].Staging.cfg.Faults.syncDir(d); err != nil {
+				failed[d] = err
+			}
 		}
 	}
 	for i, it := range items {
