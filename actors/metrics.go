@@ -138,6 +138,13 @@ type nodeMetrics struct {
 // buildInfo exports narad_build_info, always 1, whose labels say which
 // binary the node runs: a rolling upgrade shows as two versions side by
 // side until it is done.
+// moveStepBuckets are the bounds, in seconds, of the histograms of a
+// move's phases and of its freeze: fine from 1 ms to 100 ms, where a bulk
+// move's frozen window lives and its goal (40 ms at p99, issue 46) is read,
+// then coarse up to the minutes a large or blocked move can take.
+var moveStepBuckets = []float64{.001, .002, .005, .01, .015, .02, .025, .03, .035, .04, .05, .06, .08, .1,
+	.15, .2, .3, .5, .75, 1, 2, 5, 10, 30, 60, 120, 300}
+
 func (m *nodeMetrics) buildInfo(version string) {
 	if version == "" {
 		version = "unknown"
@@ -194,7 +201,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		moveGroupItems:        set.GetOrCreateCounter(name("narad_move_group_requests_total")),
 		commitGroups:          set.GetOrCreateCounter(name("narad_commit_groups_total")),
 		commitGroupItems:      set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
-		freezeSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_move_freeze_seconds")),
+		freezeSeconds:         set.GetOrCreatePrometheusHistogramExt(name("narad_move_freeze_seconds"), moveStepBuckets),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
 		lastFreeze: set.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
@@ -213,7 +220,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		sweepReclaimed:    set.GetOrCreateCounter(name("narad_sweep_reclaimed_bytes_total")),
 	}
 	for ph := range m.phaseSeconds {
-		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogram(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)))
+		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogramExt(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)), moveStepBuckets)
 	}
 	m.faultsInjected = map[storage.FaultMode]*metrics.Counter{}
 	for _, mode := range []storage.FaultMode{storage.FaultFsync, storage.FaultWrite} {

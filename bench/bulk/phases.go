@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -15,9 +16,45 @@ import (
 // they spent in it, summed over the nodes read: where a moved partition's
 // time goes (narad_move_phase_seconds, and the freeze as a whole from
 // narad_move_freeze_seconds).
-type phaseTimes map[string]struct {
+type phaseTimes map[string]phaseTime
+
+// phaseTime is one phase's histogram summed over nodes: moves, seconds, and
+// the cumulative count at each bucket's upper bound (le).
+type phaseTime struct {
 	count int64
 	sum   float64
+	le    map[float64]float64
+}
+
+// quantile estimates the q'th quantile (0 < q <= 1) of phase's times from
+// its buckets, interpolating linearly inside the bucket it falls in, as
+// Prometheus's histogram_quantile does; ok is false without samples.
+func (t phaseTimes) quantile(phase string, q float64) (float64, bool) {
+	e := t[phase]
+	if e.count == 0 || len(e.le) == 0 {
+		return 0, false
+	}
+	bounds := make([]float64, 0, len(e.le))
+	for b := range e.le {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	rank := q * float64(e.count)
+	lo, below := 0.0, 0.0
+	for _, b := range bounds {
+		c := e.le[b]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				return lo, true
+			}
+			if c == below {
+				return b, true
+			}
+			return lo + (b-lo)*(rank-below)/(c-below), true
+		}
+		lo, below = b, c
+	}
+	return lo, true
 }
 
 // readPhases adds the phase histograms of the node at base to t.
@@ -71,6 +108,20 @@ func parsePhases(r io.Reader, t phaseTimes) error {
 			e.sum += v
 		case strings.HasPrefix(rest, "count"):
 			e.count += int64(v)
+		case strings.HasPrefix(rest, "bucket"):
+			i := strings.Index(line, `le="`)
+			if i < 0 {
+				continue
+			}
+			le := line[i+len(`le="`):]
+			b, err := strconv.ParseFloat(le[:strings.IndexByte(le, '"')], 64)
+			if err != nil {
+				return fmt.Errorf("metrics line %q: %w", line, err)
+			}
+			if e.le == nil {
+				e.le = map[float64]float64{}
+			}
+			e.le[b] += v
 		default:
 			continue
 		}

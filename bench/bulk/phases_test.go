@@ -32,3 +32,32 @@ narad_moves_done_total{node="n1"} 4
 		t.Fatalf("table: got %q, want finalize with a mean of 125.0 ms", s)
 	}
 }
+
+// The frozen window's p50 and p99 come from the freeze histogram's buckets
+// summed over the nodes, interpolated within the bucket the rank falls in.
+func TestQuantileInterpolatesTheBucketsOfEveryNode(t *testing.T) {
+	node := func(n string) string {
+		return `narad_move_freeze_seconds_bucket{node="` + n + `",le="0.01"} 10
+narad_move_freeze_seconds_bucket{node="` + n + `",le="0.02"} 40
+narad_move_freeze_seconds_bucket{node="` + n + `",le="0.04"} 48
+narad_move_freeze_seconds_bucket{node="` + n + `",le="+Inf"} 50
+narad_move_freeze_seconds_count{node="` + n + `"} 50
+`
+	}
+	got := phaseTimes{}
+	for _, n := range []string{"n1", "n2"} {
+		if err := parsePhases(strings.NewReader(node(n)), got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const frozen = "frozen (prepare to flip)"
+	for _, c := range []struct{ q, want float64 }{{0.5, 0.015}, {0.1, 0.005}, {0.9, 0.0325}, {0.99, 0.04}} {
+		v, ok := got.quantile(frozen, c.q)
+		if !ok || v < c.want-1e-9 || v > c.want+1e-9 {
+			t.Errorf("q %.2f: got %.4f (%v), want %.4f", c.q, v, ok, c.want)
+		}
+	}
+	if _, ok := got.quantile("finalize", 0.5); ok {
+		t.Error("a phase without samples: got a quantile, want none")
+	}
+}

@@ -241,6 +241,9 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		return err
 	}
 	r.set(handoff, "stop.handed", fmt.Sprintf("%d of %d", before-after, before))
+	if took > 0 {
+		r.set(handoff, "stop.rate", fmt.Sprintf("%.0f", float64(before-after)/took.Seconds()))
+	}
 	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.ID, seconds(took), before, after)
 	phases := phaseTimes{}
 	for _, n := range rest {
@@ -249,6 +252,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		}
 	}
 	r.logf("%s: where the moves onto %d nodes spent their time since the cluster started, by phase:\n%s", name, len(rest), phases)
+	r.set(handoff, "stop.frozen", frozenCell(phases))
 
 	w.b = live
 	down, err := w.pass(ctx, l, "down", base, cfg.produceConc, cfg.readConc, cfg.pollInterval, cfg.passTimeout)
@@ -259,6 +263,9 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	profiled()
 	r.set(handoff, "pass.down", waitCell(down.wait, cfg.passTimeout))
 	r.set(handoff, "pass.down.acked", ackedCell(down, cfg.passTimeout))
+	if up.wait.err == nil && down.wait.err == nil && up.wait.took > 0 {
+		r.set(handoff, "pass.ratio", fmt.Sprintf("%.2f", down.wait.took.Seconds()/up.wait.took.Seconds()))
+	}
 	r.logf("%s: write pass after the stop: %s", name, waitCell(down.wait, cfg.passTimeout))
 
 	if err := c.StartNode(victim); err != nil {
@@ -283,6 +290,13 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		r.set(handoff, "restart.share", seconds(time.Since(victim.Proc.Started)))
 	}
 	r.logf("%s: %s restarted: ready %s, its share %s", name, victim.ID, seconds(ready), r.figures[handoff]["restart.share"])
+	returned := phaseTimes{}
+	if err := readPhases(ctx, victim.URL(), returned); err != nil {
+		r.logf("%s: move phases of %s: %v", name, victim.ID, err)
+	} else {
+		r.set(handoff, "restart.frozen", frozenCell(returned))
+		r.logf("%s: where the moves back onto %s spent their time, by phase:\n%s", name, victim.ID, returned)
+	}
 
 	for i, n := range c.Nodes {
 		r.set(handoff, fmt.Sprintf("rss.n%d", i+1), fmt.Sprintf("%d MB", n.PeakRSS()>>10))

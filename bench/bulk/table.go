@@ -22,10 +22,14 @@ var figureRows = []row{
 	{"  same pass, until every 202", "pass.up.acked", "-", "(before: 7.1 s)"},
 	{"graceful stop of n3 (SIGTERM to exit)", "stop.exit", "6.0 s", "<= 3 s"},
 	{"  partitions handed off by n3", "stop.handed", "all", "all"},
-	{"write pass after the stop (until every HWM moved)", "pass.down", "3.4 s (20.9 s without)", "<= 2 s"},
+	{"  moves a second from n3 (handed off / SIGTERM to exit)", "stop.rate", "-", ">= 3,400"},
+	{"  frozen window per partition, p50 / p99 (narad_move_freeze_seconds)", "stop.frozen", "-", "p99 <= 40 ms"},
+	{"write pass after the stop (until every HWM moved)", "pass.down", "3.4 s (20.9 s without)", "<= 1.2 x the pass with every node up"},
+	{"  after the stop / with every node up", "pass.ratio", "-", "<= 1.2"},
 	{"  same pass, until every 202", "pass.down.acked", "-", "-"},
 	{"restart of n3: exec to /readyz 200 (with the hand-off it starts owning none)", "restart.ready", "-", "(before: 3.4 s at 10,000)"},
 	{"restart of n3: exec to owning its share (±1%)", "restart.share", "20 s", "<= 10 s"},
+	{"  frozen window of the return, p50 / p99 (n3's)", "restart.frozen", "-", "p99 <= 40 ms"},
 	{"peak RSS n1 (VmHWM)", "rss.n1", "-", "(before: ~190 MB)"},
 	{"peak RSS n2 (VmHWM)", "rss.n2", "-", "(before: ~190 MB)"},
 	{"peak RSS n3 (VmHWM, both runs)", "rss.n3", "-", "(before: ~190 MB)"},
@@ -112,4 +116,15 @@ func ackedCell(p passResult, bound time.Duration) string {
 		return "timeout after " + seconds(bound)
 	}
 	return seconds(p.acked)
+}
+
+// frozenCell prints the frozen window's p50 and p99 from phases.
+func frozenCell(phases phaseTimes) string {
+	const frozen = "frozen (prepare to flip)"
+	p50, ok50 := phases.quantile(frozen, 0.5)
+	p99, ok99 := phases.quantile(frozen, 0.99)
+	if !ok50 || !ok99 {
+		return "no moves"
+	}
+	return fmt.Sprintf("%.0f / %.0f ms (%d moves)", 1000*p50, 1000*p99, phases[frozen].count)
 }
