@@ -74,6 +74,11 @@ type Phase int
 const (
 	// CatchUp copies while the source serves (rule C1).
 	CatchUp Phase = iota
+	// Staging makes the caught-up copy verified and durable before the
+	// freeze, so the install under it only renames (issue 46). Its outcome
+	// does not gate the freeze: a copy that could not be staged is made
+	// durable by the install, as before.
+	Staging
 	// Freezing waits for PrepareHandoff's answer.
 	Freezing
 	// Finalize drains the tail under the freeze (rules F7, F8).
@@ -98,7 +103,7 @@ const (
 	Blocked
 )
 
-var phaseNames = [...]string{"catch_up", "freezing", "finalize", "fencing", "verifying", "installing", "flipping", "resolving", "done", "ended", "blocked"}
+var phaseNames = [...]string{"catch_up", "staging", "freezing", "finalize", "fencing", "verifying", "installing", "flipping", "resolving", "done", "ended", "blocked"}
 
 func (p Phase) String() string {
 	if int(p) < len(phaseNames) {
@@ -238,6 +243,12 @@ type (
 		OK      bool
 		Attempt uint64
 	}
+	// Staged is the outcome of a Stage: OK when the copy verified at its
+	// HWM and is durable with its marker.
+	Staged struct {
+		OK      bool
+		Attempt uint64
+	}
 	// Installed is the install's outcome. NotWhole (with Err): the install
 	// ran, but the partition's path does not hold the copy at its HWM when
 	// read back, so there is nothing to flip to and nothing to retry.
@@ -322,6 +333,13 @@ type (
 	// Verify checks that the staged copy recovers to exactly HWM, cutting
 	// a copy past it back first (rule V2).
 	Verify struct {
+		HWM     int64
+		Attempt uint64
+	}
+	// Stage verifies the caught-up copy at HWM and makes it durable, with
+	// the consumer position, the cursors and the marker it would be
+	// installed with now, before the freeze.
+	Stage struct {
 		HWM     int64
 		Attempt uint64
 	}
@@ -431,6 +449,8 @@ func stale(s State, ev any) bool {
 		return e.Attempt != s.Attempt
 	case Verified:
 		return e.Attempt != s.Attempt
+	case Staged:
+		return e.Attempt != s.Attempt
 	case Installed:
 		return e.Attempt != s.Attempt
 	case FlipAnswered:
@@ -466,6 +486,10 @@ func stamp(s State, fx []any) (State, []any) {
 			e.Attempt = s.Attempt
 			fx[i], s.Asking = e, false
 		case Verify:
+			s.Attempt++
+			e.Attempt = s.Attempt
+			fx[i], s.Asking = e, false
+		case Stage:
 			s.Attempt++
 			e.Attempt = s.Attempt
 			fx[i], s.Asking = e, false
@@ -549,6 +573,13 @@ func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		return fenced(c, s, now, e)
 	case Verified:
 		return verified(s, e)
+	case Staged:
+		if s.Phase != Staging {
+			return s, nil
+		}
+		// Staged or not, the freeze follows: an unstaged copy is made
+		// durable by its install, under the freeze, as before issue 46.
+		return freeze(s)
 	case Installed:
 		return installed(c, s, now, e)
 	case FlipAnswered:
@@ -604,10 +635,10 @@ func passDone(c Config, s State, e PassDone) (State, []any) {
 		s.LastCopied = e.Copied
 		switch {
 		case e.Copied <= c.CatchUpStopBytes: // rule C2
-			return freeze(s)
+			return stage(s)
 		case s.Pass >= c.MaxCatchUpPasses || s.NoProgress >= c.MaxPassesWithoutProgress: // rule C3
 			s.NonConverged = true
-			s2, fx := freeze(s)
+			s2, fx := stage(s)
 			return s2, append([]any{Log{Level: "warn", Msg: fmt.Sprintf("move: pre-copy did not converge after %d passes; freezing anyway (a longer freeze)", s.Pass)}}, fx...)
 		}
 		return s, []any{Fetch{}}
@@ -622,11 +653,25 @@ func passDone(c Config, s State, e PassDone) (State, []any) {
 		s.QuietPasses = 0
 	}
 	s.FinalHWM = e.HWM
-	if s.QuietPasses < 2 {
+	if s.QuietPasses == 0 || (s.QuietPasses == 1 && !s.Fenceable) {
 		return s, []any{Fetch{Final: true}}
 	}
+	// One quiet pass, and a fence to come: the fence is the second (rule
+	// F8). It presents the copy's HWM under the freeze's token, and the
+	// source accepts it only while the freeze holds and its HWM is that
+	// one, so an accepted fence is a listing of the same HWM that copies
+	// nothing, without a listing's round trip. A source without tokens
+	// (rule F11) has no fence and is listed twice.
 	s.Phase = Verifying
 	return s, []any{Verify{HWM: s.FinalHWM}}
+}
+
+// stage follows a pre-copy that caught up (or gave up, rule C3): the copy
+// is verified and made durable at the HWM it reached before the source is
+// frozen, so that the freeze holds only the tail, the fence and the flip.
+func stage(s State) (State, []any) {
+	s.Phase = Staging
+	return s, []any{Stage{HWM: s.CopiedTo}}
 }
 
 func frozen(c Config, s State, e Frozen) (State, []any) {
@@ -900,7 +945,7 @@ func sourceSeen(c Config, s State, now time.Duration, e SourceSeen) (State, []an
 		// between, unseen by this node, and its own clock restarts (P2).
 		s.SourceDead, s.SourceDeadSince, s.SourceBeats = true, now, e.Heartbeats
 	}
-	if s.Installed || s.Promote || s.Asking || (s.Phase != CatchUp && s.Phase != Freezing && s.Phase != Finalize) {
+	if s.Installed || s.Promote || s.Asking || (s.Phase != CatchUp && s.Phase != Staging && s.Phase != Freezing && s.Phase != Finalize) {
 		return s, nil
 	}
 	if now-s.SourceDeadSince < c.ForcePromoteAfter || e.StampAge < c.ForcePromoteAfter {

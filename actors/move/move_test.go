@@ -61,6 +61,11 @@ func current(s State, ev any) any {
 			e.Attempt = s.Attempt
 		}
 		return e
+	case Staged:
+		if e.Attempt == 0 {
+			e.Attempt = s.Attempt
+		}
+		return e
 	case Installed:
 		if e.Attempt == 0 {
 			e.Attempt = s.Attempt
@@ -113,6 +118,9 @@ func unstamped(f any) any {
 		e.Attempt = 0
 		return e
 	case Install:
+		e.Attempt = 0
+		return e
+	case Stage:
 		e.Attempt = 0
 		return e
 	case ProposeFlip:
@@ -172,7 +180,8 @@ const mib = 1 << 20
 // toFinalize runs a move through one converging pass and the freeze.
 func toFinalize(t *testing.T) *script {
 	return newScript(t).feed(Start{}).wantFx(Fetch{}).
-		feed(PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
+		feed(PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).wantFx(Stage{HWM: 100}).
+		feed(Staged{OK: true}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
 		feed(Frozen{Token: "tok", HWM: 104}).wantPhase(Finalize)
 }
 
@@ -198,7 +207,7 @@ func TestRuleC1CatchUpCopiesWhileTheSourceServes(t *testing.T) {
 func TestRuleC2CatchUpStopsOnceAPassCopies4MiBOrLess(t *testing.T) {
 	newScript(t).feed(Start{}).
 		feed(PassDone{Copied: 100 * mib, HWM: 10}).wantPhase(CatchUp).
-		feed(PassDone{Copied: 4 * mib, HWM: 12}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+		feed(PassDone{Copied: 4 * mib, HWM: 12}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing).wantFx(PrepareHandoff{})
 }
 
 func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T) {
@@ -209,7 +218,7 @@ func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T)
 			copied -= mib // shrinking, never small enough
 			sc.feed(PassDone{Copied: copied}).wantPhase(CatchUp)
 		}
-		sc.feed(PassDone{Copied: copied - mib}).wantPhase(Freezing).wantLog("warn", "did not converge")
+		sc.feed(PassDone{Copied: copied - mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Freezing)
 		if !sc.s.NonConverged || sc.s.Pass != 20 {
 			t.Fatalf("got non-converged %v after %d passes, want true after 20", sc.s.NonConverged, sc.s.Pass)
 		}
@@ -219,7 +228,7 @@ func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T)
 			feed(PassDone{Copied: 50 * mib}).wantPhase(CatchUp).
 			feed(PassDone{Copied: 50 * mib}).wantPhase(CatchUp).
 			feed(PassDone{Copied: 60 * mib}).wantPhase(CatchUp).
-			feed(PassDone{Copied: 70 * mib}).wantPhase(Freezing).wantLog("warn", "did not converge")
+			feed(PassDone{Copied: 70 * mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Freezing)
 	})
 	t.Run("progress resets the count", func(t *testing.T) {
 		newScript(t).feed(Start{}).
@@ -236,7 +245,7 @@ func TestRuleP1AFailedPassKeepsTheSessionAndRetries(t *testing.T) {
 		feed(PassDone{Copied: 100 * mib, HWM: 7, CopiedTo: 5}).
 		feed(PassDone{Err: errNet}).wantPhase(CatchUp).wantFx(ScheduleRetry{After: time.Second}).
 		feed(Retry{}).wantFx(Fetch{}).
-		feed(PassDone{Copied: mib, HWM: 9, CopiedTo: 9}).wantPhase(Freezing)
+		feed(PassDone{Copied: mib, HWM: 9, CopiedTo: 9}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing)
 }
 
 func TestRuleF5AndF7TheFreezeTokenIsReArmedEveryQuarterTTL(t *testing.T) {
@@ -250,18 +259,36 @@ func TestRuleF5AndF7TheFreezeTokenIsReArmedEveryQuarterTTL(t *testing.T) {
 }
 
 func TestRuleF8FinalizeStopsAfterTwoQuietPassesWithTheSameHWM(t *testing.T) {
+	// The prepare's listing is the first pass; quiet, the fence is the
+	// second: it is accepted only while the source's HWM is the copy's,
+	// and nothing comes between it and the install.
 	toFinalize(t).
-		feed(PassDone{Copied: 0, HWM: 104}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
-		// Quiet again but the HWM moved: not final yet.
-		feed(PassDone{Copied: 0, HWM: 105}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
-		feed(PassDone{Copied: 300, HWM: 105}).wantPhase(Finalize).
-		feed(PassDone{Copied: 0, HWM: 105}).wantPhase(Finalize).
+		feed(PassDone{Copied: 0, HWM: 104}).wantPhase(Verifying).wantFx(Verify{HWM: 104}).
+		feed(Verified{OK: true}).wantPhase(Fencing).wantFx(Fence{Token: "tok", HWM: 104}).
+		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 104})
+	// A pass that copied a tail is not quiet: another listing follows.
+	toFinalize(t).
+		feed(PassDone{Copied: 300, HWM: 105}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
 		feed(PassDone{Copied: 0, HWM: 105}).wantPhase(Verifying).wantFx(Verify{HWM: 105})
+	// A fence that finds another HWM is refused: it is no quiet pass, and
+	// the move freezes and drains again (rule F10).
+	toFinalize(t).
+		feed(PassDone{Copied: 0, HWM: 104}).
+		feed(Verified{OK: true}).
+		feed(Fenced{Refused: true}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+	// Without a fence (a source without tokens, rule F11), two listings:
+	// quiet again but the HWM moved is not final yet.
+	newScript(t).feed(Start{}).
+		feed(PassDone{Copied: mib, HWM: 5, CopiedTo: 5}).
+		feed(Staged{OK: true}).
+		feed(Frozen{HWM: 5}).
+		feed(PassDone{Copied: 0, HWM: 5}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
+		feed(PassDone{Copied: 0, HWM: 6}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
+		feed(PassDone{Copied: 0, HWM: 6}).wantPhase(Verifying).wantFx(Verify{HWM: 6})
 }
 
 func TestRuleF9TheFenceComesRightBeforeTheInstall(t *testing.T) {
 	toFinalize(t).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: true}).wantPhase(Fencing).wantFx(Fence{Token: "tok", HWM: 104}).
 		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 104})
@@ -269,7 +296,6 @@ func TestRuleF9TheFenceComesRightBeforeTheInstall(t *testing.T) {
 
 func TestRuleF10ARefusedFenceFreezesAgainAndDrainsAgain(t *testing.T) {
 	sc := toFinalize(t).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: true}).
 		feed(Fenced{Refused: true}).wantPhase(Freezing).wantFx(PrepareHandoff{})
@@ -287,6 +313,7 @@ func TestRuleF10ALapsedReArmDuringFinalizeFreezesAgain(t *testing.T) {
 func TestRuleF11ASourceWithoutTokensIsNotFencedAndWarns(t *testing.T) {
 	newScript(t).feed(Start{}).
 		feed(PassDone{Copied: mib, HWM: 5}).
+		feed(Staged{OK: true}).
 		feed(Frozen{HWM: 5}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
 		feed(RearmDue{}).wantFx().
 		feed(PassDone{Copied: 0, HWM: 5}).
@@ -321,7 +348,6 @@ func TestRuleV4TheVerifyCountOutlivesTheWorker(t *testing.T) {
 func TestRuleV3AFailedVerifyRecopiesFromScratchOnce(t *testing.T) {
 	sc := toFinalize(t).
 		feed(PassDone{Copied: 0, HWM: 104}).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: false}).wantPhase(CatchUp).wantFx(DiscardCopy{}, Fetch{})
 	if sc.s.Pass != 0 || sc.s.CopiedTo != 0 || sc.s.Frozen {
 		t.Fatalf("after a failed verify: got %+v, want a fresh copy (pass 0, nothing copied, not frozen)", sc.s)
@@ -331,11 +357,10 @@ func TestRuleV3AFailedVerifyRecopiesFromScratchOnce(t *testing.T) {
 func TestRuleV4ASecondFailedVerifyBlocksWithoutFreezingAgain(t *testing.T) {
 	sc := toFinalize(t).
 		feed(PassDone{Copied: 0, HWM: 104}).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: false}).
 		feed(PassDone{Copied: mib, HWM: 104, CopiedTo: 104}).
+		feed(Staged{OK: true}).
 		feed(Frozen{Token: "t2", HWM: 104}).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: false}).wantPhase(Blocked).wantLog("error", "cannot be verified")
 	if sc.s.BlockedReason != ReasonCopyUnverifiable {
@@ -447,7 +472,6 @@ func TestRuleX8AnAnswerThatIsNotALeaderReadNeverUndoesAFlip(t *testing.T) {
 func TestRuleF9ALapseDuringTheInstallIsFencedAgainBeforeTheFlip(t *testing.T) {
 	toFinalize(t).
 		feed(PassDone{Copied: 0, HWM: 104}).
-		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: true}).
 		feed(Fenced{}).wantPhase(Installing).
 		feed(Rearmed{Lapsed: true}).
@@ -461,6 +485,7 @@ func TestRuleF9ALapseDuringTheInstallIsFencedAgainBeforeTheFlip(t *testing.T) {
 func TestRuleF7OnlyAnAnsweredReArmRenewsTheFreeze(t *testing.T) {
 	sc := newScript(t).feed(Start{}).
 		feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).
+		feed(Staged{OK: true}).
 		at(2 * time.Second).feed(Frozen{Token: "tok", HWM: 100, SentAt: time.Second})
 	if sc.s.RenewedAt != time.Second {
 		t.Fatalf("after the handoff sent at 1s: got renewed at %s, want 1s", sc.s.RenewedAt)
@@ -496,7 +521,6 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 	// armed by a handoff sent at 0.
 	verified := func(t *testing.T) *script {
 		return toFinalize(t).
-			feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
 			feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
 			feed(Verified{OK: true}).wantPhase(Fencing)
 	}
@@ -554,6 +578,7 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 		{"not for a source without tokens", func(t *testing.T) {
 			newScript(t).feed(Start{}).
 				feed(PassDone{Copied: mib, HWM: 5, CopiedTo: 5}).
+				feed(Staged{OK: true}).
 				feed(Frozen{HWM: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
@@ -621,7 +646,7 @@ func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
 			at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 	}
 	t.Run("asking for the freeze", func(t *testing.T) {
-		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Freezing).lost()
+		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing).lost()
 		dead(sc).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 	})
 	for _, phase := range []Phase{Verifying, Installing, Flipping} {
@@ -683,10 +708,10 @@ func TestRuleP4TheCopyMustReachTheHighestHWMAnyListingReported(t *testing.T) {
 			events:   []any{PassDone{Copied: 500 * mib, HWM: 150, CopiedTo: 150}, PassDone{Copied: 400 * mib, HWM: 120, CopiedTo: 120}},
 			copiedTo: 120, knownHWM: 150},
 		{name: "PrepareHandoff's answer",
-			events:   []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Frozen{Token: "tok", HWM: 104}},
+			events:   []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Frozen{Token: "tok", HWM: 104}},
 			copiedTo: 100, knownHWM: 104},
 		{name: "PrepareHandoff's answer below the last listing",
-			events:    []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Frozen{Token: "tok", HWM: 90}},
+			events:    []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Frozen{Token: "tok", HWM: 90}},
 			promoteAt: 100},
 		{name: "a first listing whose chunks failed",
 			events:   []any{PassDone{Listed: true, HWM: 50, Err: errNet}},
@@ -739,7 +764,7 @@ func TestRuleP4AListingWhoseChunksFailedBlocksThePromoteUntilTheSourceReturns(t 
 	// The source returns: unblocked, and the copy catches up.
 	sc.feed(SourceSeen{Dead: false}).wantFx(Unblock{Reason: ReasonSourceDeadCopyBehind}).
 		feed(Retry{}).wantFx(Fetch{}).
-		feed(PassDone{Copied: 2 * mib, HWM: h2, CopiedTo: h2}).wantPhase(Freezing)
+		feed(PassDone{Copied: 2 * mib, HWM: h2, CopiedTo: h2}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing)
 }
 
 // rule P4: whatever path leads to an install, none is emitted below the
@@ -756,7 +781,6 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 		{name: "after a fence", run: func(t *testing.T) *script {
 			// The handoff reported 104; the drain under the freeze lists 102.
 			return toFinalize(t).
-				feed(PassDone{Copied: 0, HWM: 102, CopiedTo: 102}).
 				feed(PassDone{Copied: 0, HWM: 102, CopiedTo: 102}).wantFx(Verify{HWM: 102}).
 				feed(Verified{OK: true}).wantFx(Fence{Token: "tok", HWM: 102}).
 				feed(Fenced{})
@@ -764,6 +788,7 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 		{name: "from a source without tokens", run: func(t *testing.T) *script {
 			return newScript(t).feed(Start{}).
 				feed(PassDone{Copied: mib, HWM: 7, CopiedTo: 7}).
+				feed(Staged{OK: true}).
 				feed(Frozen{HWM: 7}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
@@ -784,7 +809,6 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 	}
 	// At the highest listed HWM, the install goes ahead.
 	toFinalize(t).
-		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
 		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
 		feed(Verified{OK: true}).
 		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 104})
@@ -812,7 +836,7 @@ func TestEventsOutOfPhaseAreIgnored(t *testing.T) {
 // The phase names are the words of the moves listing (GET
 // /v1/cluster/moves?detail=1, narad cluster moves --detail).
 func TestPhaseNamesAreTheListingsWords(t *testing.T) {
-	for p, want := range map[Phase]string{CatchUp: "catch_up", Finalize: "finalize", Resolving: "resolving", Blocked: "blocked", Blocked + 1: "phase(11)"} {
+	for p, want := range map[Phase]string{CatchUp: "catch_up", Finalize: "finalize", Resolving: "resolving", Blocked: "blocked", Staging: "staging", Blocked + 1: "phase(12)"} {
 		if got := p.String(); got != want {
 			t.Errorf("phase %d: got %q, want %q", int(p), got, want)
 		}
@@ -1083,7 +1107,6 @@ func randomSchedule(t *testing.T, seed uint64) {
 func TestAnInstallNotWholeAtThePathBlocksTheMove(t *testing.T) {
 	sc := toFinalize(t).
 		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
-		feed(PassDone{Copied: 0, HWM: 104, CopiedTo: 104}).
 		feed(Verified{OK: true}).
 		feed(Fenced{}).wantPhase(Installing).
 		feed(Installed{Err: errNet, NotWhole: true}).wantPhase(Blocked).
@@ -1114,6 +1137,8 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 				a = e.Attempt
 			case Verify:
 				a = e.Attempt
+			case Stage:
+				a = e.Attempt
 			case Install:
 				a = e.Attempt
 			case ProposeFlip:
@@ -1131,8 +1156,8 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 	for _, ev := range []any{
 		Start{},
 		PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100},
+		Staged{OK: true},
 		Frozen{Token: "t1", HWM: 104},
-		PassDone{Copied: 0, HWM: 104, CopiedTo: 104},
 		PassDone{Copied: 0, HWM: 104, CopiedTo: 104},
 		Verified{OK: true},
 		Fenced{},
@@ -1142,7 +1167,7 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 		sc.feed(ev)
 		record(sc.fx)
 	}
-	want := []string{"move.Fetch", "move.PrepareHandoff", "move.Fetch", "move.Fetch", "move.Verify", "move.Fence", "move.Install", "move.ProposeFlip", "move.ReadLeader"}
+	want := []string{"move.Fetch", "move.Stage", "move.PrepareHandoff", "move.Fetch", "move.Verify", "move.Fence", "move.Install", "move.ProposeFlip", "move.ReadLeader"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("requests: got %v, want %v", kinds, want)
 	}
@@ -1151,4 +1176,27 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 			t.Fatalf("attempts %v: %s got %d after %s's %d, want a greater one", attempts, kinds[i], attempts[i], kinds[i-1], attempts[i-1])
 		}
 	}
+}
+
+// Issue 46: a pre-copy that caught up stages the copy at the HWM it reached
+// (verified and durable) before the freeze; a stage that failed freezes
+// all the same (the install then does what the stage would have), and an
+// outcome of an earlier stage is ignored.
+func TestACaughtUpCopyIsStagedBeforeTheFreeze(t *testing.T) {
+	newScript(t).feed(Start{}).
+		feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).wantFx(Stage{HWM: 100}).
+		feed(Staged{OK: false}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+	sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100})
+	stale := sc.s.Attempt - 1
+	sc.feed(Staged{OK: true, Attempt: stale}).wantPhase(Staging).wantFx()
+}
+
+// rule P2 with issue 46: the force-promote gate runs while the copy is
+// staged, before any freeze, as during the pre-copy.
+func TestRuleP5APromoteCanComeWhileTheCopyIsStaged(t *testing.T) {
+	newScript(t).feed(Start{}).
+		feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).
+		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+		at(3*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
+		wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 }

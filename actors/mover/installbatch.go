@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/messages"
@@ -41,6 +42,9 @@ type guardedInstall struct {
 // Deps.Installs, and closes it once the runner stopped.
 type InstallBatcher struct {
 	b *batcher[guardedInstall, installOutcome]
+	// stages gathers the stages of copies that caught up, before their
+	// freeze (storage.StageBatch), in batches as the installs.
+	stages *batcher[storage.StageItem, error]
 }
 
 // NewInstallBatcher batches installs for the node of d (its Config's
@@ -50,7 +54,21 @@ type InstallBatcher struct {
 func NewInstallBatcher(d Deps) *InstallBatcher {
 	return &InstallBatcher{b: newBatcher(d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
 		return installGuarded(d, batch, storage.InstallBatch)
-	})}
+	}), stages: newBatcher(d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, storage.StageBatch)}
+}
+
+// stage makes s durable with marker m in the next batch of stages (a nil
+// batcher stages it alone). It runs outside the topic's guard: it writes
+// only into the staging directory, which belongs to this move's worker.
+func (ib *InstallBatcher) stage(s *storage.Staging, m storage.Marker, now time.Time) error {
+	if ib == nil {
+		return s.Stage(m, now)
+	}
+	done, ok := ib.stages.submit(storage.StageItem{Staging: s, Marker: m, Now: now})
+	if !ok {
+		return fmt.Errorf("stage %s: the node is stopping: %w", s.Dir(), api.ErrUnavailable)
+	}
+	return <-done
 }
 
 // installGuarded installs the copies under their topics' guards: a copy
@@ -134,6 +152,7 @@ func (ib *InstallBatcher) install(d Deps, k messages.PartitionKey, s *storage.St
 func (ib *InstallBatcher) Close() {
 	if ib != nil {
 		ib.b.close()
+		ib.stages.close()
 	}
 }
 

@@ -32,12 +32,12 @@ func checkSidecars(k messages.PartitionKey, source string, ls *messages.Partitio
 // clamped to hwm (rule K6), after every segment pass; Staging.Install then
 // syncs them with the copy's other files, before the marker (rule V6). A
 // copy installed without a listing gets no cursors.
-func installSidecars(dir string, ls *messages.PartitionListing, hwm int64) error {
+func installSidecars(s *storage.Staging, ls *messages.PartitionListing, hwm int64) error {
 	var raws [][]byte
 	if ls != nil {
 		raws = ls.Cursors
 	}
-	if _, err := storage.ReplaceCursors(dir, raws, hwm, false); err != nil {
+	if err := s.ReplaceCursors(raws, hwm); err != nil {
 		return fmt.Errorf("install cursor sidecars: %w", err)
 	}
 	return nil

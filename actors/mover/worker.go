@@ -68,6 +68,10 @@ type worker struct {
 	tookInstallOff bool
 	// prepareWarned: the refused preparation was logged (once per move).
 	prepareWarned bool
+	// droppedEarly: a stage dropped an earlier ownership's state (rule
+	// K7's drop before the install), so the install under the freeze
+	// drops only after it.
+	droppedEarly bool
 	// installFailed is the last failed install's error text, so that each
 	// new reason is logged once, not every retry.
 	installFailed string
@@ -181,6 +185,11 @@ func (w *worker) outcome(ctx actor.Context, ev any) {
 			}
 		}
 		ev = e.frozen
+	case stageDone:
+		if e.dropped {
+			w.droppedEarly = true
+		}
+		ev = e.Staged
 	case installDone:
 		if e.Err == nil {
 			w.staging = nil // renamed into place: the copy is the partition now
@@ -497,6 +506,13 @@ func (w *worker) effect(ctx actor.Context, f any) {
 	case move.Verify:
 		s, err := w.openStaging()
 		w.runStaging(ctx, func(context.Context) any { return w.verify(s, err, e.HWM, e.Attempt) })
+	case move.Stage:
+		in, err := w.installInput(ctx, e.HWM, false)
+		w.runStaging(ctx, func(context.Context) any {
+			done := w.stage(in, err)
+			done.Attempt = e.Attempt
+			return done
+		})
 	case move.DiscardCopy:
 		w.endStaging()
 		w.discard()
@@ -537,7 +553,7 @@ func (w *worker) effect(ctx actor.Context, f any) {
 			w.d.Logger.Error(e.Msg, "partition", keyString(w.key), "from", w.source)
 		} else {
 			w.d.Logger.Warn(e.Msg, "partition", keyString(w.key), "from", w.source)
-			if w.state.NonConverged && w.state.Phase == move.Freezing {
+			if w.state.NonConverged && w.state.Phase == move.Staging {
 				w.d.Metrics.NonConverged.Inc()
 			}
 		}
@@ -864,15 +880,17 @@ type installInput struct {
 	listedAt time.Time
 	topic    messages.Topic
 	// dropEarlier asks the partitions supervisor to drop an earlier
-	// ownership's state (rule K7).
-	dropEarlier func() error
+	// ownership's state (rule K7); droppedEarly: a stage of this copy did
+	// so already, before the install.
+	dropEarlier  func() error
+	droppedEarly bool
 }
 
 func (w *worker) installInput(ctx actor.Context, hwm int64, force bool) (installInput, error) {
 	s, err := w.openStaging()
 	t, _ := w.store.Topic(w.key.Topic)
 	return installInput{staging: s, hwm: hwm, force: force, position: w.position,
-		lastList: w.lastList, listedAt: w.listedAt, topic: t, dropEarlier: w.dropper(ctx)}, err
+		lastList: w.lastList, listedAt: w.listedAt, topic: t, dropEarlier: w.dropper(ctx), droppedEarly: w.droppedEarly}, err
 }
 
 // dropper is the install's request to the partitions supervisor (rule
@@ -895,11 +913,13 @@ func (w *worker) dropper(ctx actor.Context) func() error {
 	}
 }
 
-// install writes the consumer position and the fan-out cursors clamped to
-// the HWM (rules K6, K8), stamps segment ages, prepares the topic directory
-// for the incarnation (rule V10) and installs the copy with its marker,
-// which names the topic's child links (rules V6-V8).
-func (w *worker) install(in installInput) installDone {
+// writeCopyState writes the consumer position and the fan-out cursors
+// clamped to the HWM into the copy (rules K6, K8) and stamps its segment
+// ages, for a stage or an install. Written through the Staging, the same
+// position and cursors again are no write, so a staged copy stays staged;
+// a staged copy's ages are not stamped again (a later listing's arrival
+// would move them by its round trip, and take the copy out of its stage).
+func (w *worker) writeCopyState(in installInput) error {
 	s := in.staging
 	st := storage.ConsumerState{Frontier: in.position.Frontier, AckedAhead: in.position.AckedAhead}
 	if st.Frontier < -1 {
@@ -911,28 +931,78 @@ func (w *worker) install(in installInput) installDone {
 	if clamped {
 		w.d.Logger.Warn("move: consumer position past the copy's high watermark; clamped", "partition", keyString(w.key), "frontier", st.Frontier, "hwm", in.hwm)
 	}
-	st = c
-	// Unsynced here: the install syncs every staged file and the staging
-	// directory before it writes the marker, so this saves an fsync or
-	// more under the freeze without reordering anything.
-	if err := storage.SaveConsumerState(s.Dir(), st, false); err != nil {
-		return installDone{Installed: move.Installed{Err: err}}
+	// Unsynced here: Stage and Install sync every file of the copy and the
+	// staging directory before they write the marker.
+	if err := s.SaveConsumerState(c); err != nil {
+		return err
 	}
 	// rules K8, K6: the cursors last, after the final segment pass, from
 	// the listing the copy ends at, clamped to its HWM; unsynced like the
 	// position.
-	if err := installSidecars(s.Dir(), in.lastList, in.hwm); err != nil {
-		return installDone{Installed: move.Installed{Err: err}}
+	if err := installSidecars(s, in.lastList, in.hwm); err != nil {
+		return err
 	}
-	if in.lastList != nil {
+	if in.lastList != nil && !s.Durable() {
 		if err := s.StampAges(toStorageListing(in.lastList), in.listedAt, time.Now()); err != nil {
 			w.d.Logger.Warn("move: stamp segment ages", "partition", keyString(w.key), "err", err)
 		}
 	}
-	// rule K7: no state of an earlier ownership of this partition on this
-	// node survives into the install, before it and again after it.
-	if err := in.dropEarlier(); err != nil {
+	return nil
+}
+
+// stageDone is a stage's outcome; dropped: it dropped an earlier
+// ownership's state (rule K7).
+type stageDone struct {
+	move.Staged
+	dropped bool
+}
+
+// stage verifies the caught-up copy at in.hwm and makes it durable as the
+// install would, with its position, cursors and marker, before the freeze
+// (issue 46). It also drops an earlier ownership's state, rule K7's drop
+// before the install. A copy that fails here is not a verify failure
+// (rules V3, V4 count those under the freeze): the move freezes all the
+// same, and its install does the whole work.
+func (w *worker) stage(in installInput, err error) stageDone {
+	if err == nil {
+		err = in.staging.Verify(in.hwm)
+	}
+	if err == nil {
+		err = w.writeCopyState(in)
+	}
+	dropped := false
+	if err == nil {
+		if err = in.dropEarlier(); err == nil {
+			dropped = true
+		}
+	}
+	if err == nil {
+		err = w.d.Installs.stage(in.staging, storage.Marker{PromotedHWM: in.hwm, SourceNode: w.source, Children: markerChildren(in.topic, w.key)}, time.Now())
+	}
+	if err != nil {
+		w.d.Logger.Debug("move: stage before the freeze", "partition", keyString(w.key), "hwm", in.hwm, "err", err)
+		return stageDone{dropped: dropped}
+	}
+	return stageDone{Staged: move.Staged{OK: true}, dropped: dropped}
+}
+
+// install writes the consumer position and the fan-out cursors clamped to
+// the HWM (rules K6, K8), stamps segment ages, prepares the topic directory
+// for the incarnation (rule V10) and installs the copy with its marker,
+// which names the topic's child links (rules V6-V8). A copy staged before
+// the freeze and untouched since is only renamed into place.
+func (w *worker) install(in installInput) installDone {
+	s := in.staging
+	if err := w.writeCopyState(in); err != nil {
 		return installDone{Installed: move.Installed{Err: err}}
+	}
+	// rule K7: no state of an earlier ownership of this partition on this
+	// node survives into the install, before it (here, or at the stage)
+	// and again after it.
+	if !in.droppedEarly {
+		if err := in.dropEarlier(); err != nil {
+			return installDone{Installed: move.Installed{Err: err}}
+		}
 	}
 	if err := w.d.Dirs.Prepare(w.key); err != nil {
 		return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}

@@ -234,6 +234,8 @@ type fakeSource struct {
 	// rearm, fence, release; chunkReads counts the chunk reads.
 	asked      []string
 	chunkReads int
+	// prepareDelay is how long a prepare takes to answer.
+	prepareDelay time.Duration
 }
 
 func (s *fakeSource) listing(pos messages.ConsumerPosition) *messages.PartitionListing {
@@ -281,6 +283,12 @@ func (s *fakeSource) Ask(_ context.Context, _ messages.PartitionKey, msg any) (a
 		}
 		switch m.Op {
 		case messages.HandoffPrepare:
+			if s.prepareDelay > 0 {
+				s.mu.Unlock()
+				time.Sleep(s.prepareDelay)
+				s.mu.Lock()
+				now = time.Now()
+			}
 			s.token, s.until = fmt.Sprintf("token-%d", len(s.renewals)), now.Add(s.ttl)
 			s.renewals = append(s.renewals, now)
 			return &messages.HandoffResult{Status: messages.StatusOK, Token: s.token, Listing: s.listing(s.frozenAt)}, nil
@@ -444,22 +452,53 @@ func TestRuleK5TheDestinationInstallsTheFrozenPosition(t *testing.T) {
 	})
 }
 
-// The first final pass under a freeze copies to the listing the prepare
-// answered with, read under that freeze, so one listing is asked for
-// between the prepare and the fence: rule F8's second quiet pass.
-func TestTheFinalPassCopiesToThePreparesListing(t *testing.T) {
+// Issue 46: the freeze holds only the tail, the fence and the flip. The
+// first final pass copies to the listing the prepare answered with, read
+// under that freeze, and for a partition nobody writes to it is quiet, so
+// the fence is rule F8's second quiet pass: no listing between the prepare
+// and the fence. The copy was staged before the prepare, so the install
+// under the freeze only renamed it: its marker was made durable before the
+// source froze.
+func TestTheFreezeHoldsOnlyTheFenceAndTheFlipOfAnIdlePartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 5, false)
-		runInstall(t, r)
+		r.source.prepareDelay = time.Millisecond
+		r.source.frozenAt = r.source.position // nobody consumes either
+		r.start()
+		defer r.stop()
+		flipped := false
+		for i := 0; i < 100 && !flipped; i++ {
+			time.Sleep(time.Millisecond) // the prepare's delay passes in the bubble
+			synctest.Wait()
+			select {
+			case e := <-r.ended:
+				if !e.flipped {
+					t.Fatal("the move: got ended without a flip, want flipped")
+				}
+				flipped = true
+			default:
+			}
+		}
+		if !flipped {
+			t.Fatal("the move: got no end after 100 ms, want flipped")
+		}
 		r.source.mu.Lock()
 		asked := slices.Clone(r.source.asked)
+		prepared := r.source.renewals[0]
 		r.source.mu.Unlock()
 		prep, fence := slices.Index(asked, "prepare"), slices.Index(asked, "fence")
 		if prep < 1 || fence < prep || asked[0] != "list" {
 			t.Fatalf("requests: got %v, want a catch-up listing, then a prepare, then a fence", asked)
 		}
-		if between := asked[prep+1 : fence]; !slices.Equal(between, []string{"list"}) {
-			t.Fatalf("requests between the prepare and the fence: got %v, want one listing", between)
+		if between := asked[prep+1 : fence]; len(between) != 0 {
+			t.Fatalf("requests between the prepare and the fence: got %v, want none", between)
+		}
+		m, err := storage.ReadMarker(storage.PartitionPath(r.d.DataDir, r.key.Topic, r.key.Partition))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.DurableAt.Before(prepared) {
+			t.Fatalf("installed marker durable at %s, want before the prepare at %s (staged before the freeze)", m.DurableAt, prepared)
 		}
 	})
 }

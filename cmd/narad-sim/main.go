@@ -25,7 +25,7 @@ func main() {
 	trace := flag.Bool("trace", false, "print the trace of -seed")
 	aim := flag.Bool("aim", false, "add the faults aimed at the protocol's narrowest windows (sim.Config.Aim)")
 	fanout := flag.Bool("fanout", false, "model a fan-out link per partition and its cursor sidecars (sim.Config.Fanout)")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, GateClock, CursorAfterHWM, CursorAtTail, MissingCursorAtTail (see sim.Breaks; the cursor ones need -fanout)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail, MissingCursorAtTail (see sim.Breaks; the cursor ones need -fanout)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -75,10 +75,12 @@ func parseBreaks(s string) (sim.Breaks, error) {
 			b.MissingCursorAtTail = true
 		case "STALE":
 			b.Stale = true
+		case "STAGE":
+			b.Stage = true
 		case "GATECLOCK":
 			b.GateClock = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, GateClock, CursorAfterHWM, CursorAtTail or MissingCursorAtTail", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail or MissingCursorAtTail", name)
 		}
 	}
 	return b, nil

@@ -204,16 +204,22 @@ func (w *world) checkChunk(wk *worker, from int64, recs []rec) {
 	}
 }
 
-// checkInstall: the copy ends at hwm, no more than the source had.
-func (w *world) checkInstall(wk *worker, s *plog, hwm int64, force bool) {
+// checkInstall: the copy put at the path holds exactly the source's
+// records below hwm, no more than the source had, and none fewer: a flip
+// at hwm hands the partition to it.
+func (w *world) checkInstall(wk *worker, recs []rec, hwm int64, force bool) {
 	src := w.byID[wk.source]
 	wk.n.installForce[wk.p] = force
 	if d := src.disk[wk.p]; d == nil || hwm > d.hwm() {
 		w.failf("install of partition %d at hwm %d past the source's hwm", wk.p, hwm)
 		return
 	}
+	if int64(len(recs)) != hwm {
+		w.failf("install of partition %d at hwm %d puts a copy of %d records at the path: a tail written after its stage is not in it", wk.p, hwm, len(recs))
+		return
+	}
 	for off := range hwm {
-		if s.recs[off] != src.disk[wk.p].recs[off] {
+		if recs[off] != src.disk[wk.p].recs[off] {
 			w.failf("install of partition %d: offset %d differs from the source's", wk.p, off)
 			return
 		}

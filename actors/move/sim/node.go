@@ -34,7 +34,15 @@ type plog struct {
 	// installed: a staging copy an install renamed into place; it is no
 	// staging copy any more.
 	installed bool
+	// staged is what a Stage made durable before the freeze (issue 46);
+	// clean: nothing was written to the copy since, so its install only
+	// renames it.
+	staged []rec
+	clean  bool
 }
+
+// touch records a write to a staging copy after its stage.
+func (l *plog) touch() { l.clean = false }
 
 func (l *plog) hwm() int64 { return int64(len(l.recs)) }
 
@@ -181,7 +189,10 @@ func (n *node) crash() {
 	n.workers = map[int]*worker{}
 	n.flips = nil // their workers are gone: their outcomes are unknown to nobody
 	for _, s := range n.staging {
-		s.recs = s.recs[:min(len(s.recs), s.synced())]
+		if n := min(len(s.recs), s.synced()); n < len(s.recs) {
+			s.recs = s.recs[:n]
+			s.touch()
+		}
 	}
 	n.up, n.started = false, false
 	n.epoch++

@@ -111,6 +111,10 @@ type Breaks struct {
 	// the new one, and a retry scheduled before the move went on asks for
 	// a second install of its copy.
 	Stale bool
+	// Stage: an install of a copy staged before its freeze puts what the
+	// stage made durable at the path, whatever was written to the copy
+	// after it (storage.Staging's check that nothing was reverted).
+	Stage bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {
@@ -166,6 +170,10 @@ type Stats struct {
 	FanoutCopies, CursorsInstalled int
 	// CursorsTorn counts cursor files a crash tore.
 	CursorsTorn int
+	// Staged counts copies staged before their freeze (issue 46);
+	// StagedInstalls the installs that found theirs untouched and only
+	// renamed it.
+	Staged, StagedInstalls int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -606,6 +614,8 @@ func (w *world) unsettled() string {
 
 func (s *Stats) add(o Stats) {
 	s.Accepted += o.Accepted
+	s.Staged += o.Staged
+	s.StagedInstalls += o.StagedInstalls
 	s.Committed += o.Committed
 	s.Published += o.Published
 	s.MovesStarted += o.MovesStarted

@@ -300,10 +300,30 @@ func (wk *worker) effect(f any) {
 			}
 			s := n.stagingOf(wk.p)
 			ok := s.hwm() >= e.HWM
-			if ok {
+			if ok && s.hwm() > e.HWM {
 				s.recs = s.recs[:e.HWM]
+				s.touch()
 			}
 			wk.step(move.Verified{OK: ok, Attempt: e.Attempt})
+		})
+	case move.Stage:
+		// mover's worker.stage: verify at the HWM the pre-copy reached,
+		// then make the copy durable, in the node's batch of stages.
+		epoch, s := n.epoch, n.stagingOf(wk.p)
+		w.at(w.between(time.Millisecond, 10*time.Millisecond)+w.batchWait(), func() {
+			if wk.gone || n.epoch != epoch {
+				return
+			}
+			if s.installed || s.hwm() < e.HWM || (w.faulty && w.chance(0.02)) {
+				wk.step(move.Staged{Attempt: e.Attempt})
+				return
+			}
+			if s.hwm() > e.HWM {
+				s.recs = s.recs[:e.HWM]
+			}
+			s.staged, s.clean = slices.Clone(s.recs), true
+			w.stats.Staged++
+			wk.step(move.Staged{OK: true, Attempt: e.Attempt})
 		})
 	case move.DiscardCopy, move.RemoveStaging:
 		n.staging[wk.p] = &plog{}
@@ -320,7 +340,15 @@ func (wk *worker) effect(f any) {
 			return
 		}
 		wk.installsOut++
-		w.at(w.between(time.Millisecond, 20*time.Millisecond)+w.batchWait(), func() {
+		took := w.between(time.Millisecond, 20*time.Millisecond) + w.batchWait()
+		if s.clean && s.hwm() == e.HWM {
+			// Staged and untouched since: the install only renames it,
+			// but still in the node's install batch, which may wait for
+			// the batches ahead of it.
+			took = w.between(time.Millisecond, 3*time.Millisecond) + w.batchWait()
+			w.stats.StagedInstalls++
+		}
+		w.at(took, func() {
 			wk.installsOut--
 			if wk.gone || n.epoch != epoch {
 				return
@@ -335,8 +363,14 @@ func (wk *worker) effect(f any) {
 				wk.step(move.Installed{Err: errNoAnswer, Attempt: e.Attempt})
 				return
 			}
-			w.checkInstall(wk, s, e.HWM, e.Force)
-			n.disk[wk.p] = &plog{recs: slices.Clone(s.recs[:e.HWM])}
+			recs := s.recs[:e.HWM]
+			if w.cfg.Breaks.Stage && s.staged != nil {
+				// The stage taken for good whatever was written after it:
+				// the install renames what the stage made durable.
+				recs = s.staged
+			}
+			w.checkInstall(wk, recs, e.HWM, e.Force)
+			n.disk[wk.p] = &plog{recs: slices.Clone(recs)}
 			s.installed = true
 			n.staging[wk.p] = &plog{}
 			n.installCursor(wk.p, e.HWM)
@@ -437,6 +471,7 @@ func (wk *worker) pass(attempt uint64, final bool) {
 		s := n.stagingOf(wk.p)
 		if s.hwm() > ls.hwm {
 			s.recs = s.recs[:ls.hwm] // reconcile: nothing past the listing
+			s.touch()
 		}
 		var copied int64
 		var next func()
@@ -455,6 +490,7 @@ func (wk *worker) pass(attempt uint64, final bool) {
 				}
 				w.checkChunk(wk, from, c.recs)
 				s.recs = append(s.recs, c.recs...)
+				s.touch()
 				for _, r := range c.recs {
 					copied += r.size
 				}
