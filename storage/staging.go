@@ -96,11 +96,14 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 		}
 		cleared = true
 	}
-	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
-		return nil, cleared, err
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, cleared, fmt.Errorf("create staging %s: %w", dir, err)
 	}
-	// Not synced here: the install syncs every file of the copy, and a
-	// name lost to a crash before that only clears a copy of the same move.
+	// Neither the directory nor the move's name are synced here: Stage and
+	// Install sync every file of the copy and its directory before the
+	// marker, and the rename's directories after it; a name lost to a
+	// crash before that loses a copy that was not the partition yet, and
+	// the move copies it again.
 	if err := os.WriteFile(filepath.Join(dir, stagingMoveFile), []byte(move), 0o644); err != nil {
 		return nil, cleared, fmt.Errorf("name the move of staging %s: %w", dir, err)
 	}
@@ -195,8 +198,10 @@ func (s *Staging) Reconcile(ls Listing) error {
 	}
 	s.limits = listed
 	if changed {
+		// Not synced: a segment created or removed here is made durable
+		// by Stage or Install (the staging directory, before the marker);
+		// lost to a crash before that, the next pass finds it again.
 		s.touched()
-		return s.cfg.Faults.syncDir(s.dir)
 	}
 	return nil
 }
@@ -280,16 +285,6 @@ func (s *Staging) SealSegment(name string) error {
 		return err
 	}
 	return s.closeFile(name)
-}
-
-// SyncSegment fsyncs a staged segment and keeps it open for the chunks
-// still to come: a move syncs its active segment at the end of each pass,
-// so the install under the freeze waits only for the last pass's bytes.
-func (s *Staging) SyncSegment(name string) error {
-	if _, ok := s.limits[name]; !ok {
-		return fmt.Errorf("sync unlisted segment %q: %w", name, ErrInvalid)
-	}
-	return s.syncFile(name, "sync")
 }
 
 // syncFile fsyncs a staged file and records it durable, so that Install

@@ -668,8 +668,9 @@ func (w *worker) fetch(ctx context.Context, s *storage.Staging, stagingErr error
 
 // copyListed brings the staging copy to the listing: reconcile, then each
 // missing range through copyRange; a sealed segment is synced as it
-// completes, and the last one is synced at the pass's end so the freeze's
-// install finds only the final tail unsynced.
+// completes (rule V6). The active one is left to the stage before the
+// freeze, which syncs it with the copy's other files in a batch, or to
+// the install when a tail was written to it under the freeze.
 func (w *worker) copyListed(ctx context.Context, s *storage.Staging, ls *messages.PartitionListing) (int64, error) {
 	listing := toStorageListing(ls)
 	if err := s.Reconcile(listing); err != nil {
@@ -694,11 +695,6 @@ func (w *worker) copyListed(ctx context.Context, s *storage.Staging, ls *message
 			if err := s.SealSegment(r.Name); err != nil {
 				return copied, err
 			}
-		}
-	}
-	if copied > 0 && last != "" {
-		if err := s.SyncSegment(last); err != nil {
-			return copied, err
 		}
 	}
 	return copied, nil
