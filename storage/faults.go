@@ -56,6 +56,17 @@ type Faults struct {
 	mode atomic.Uint32
 	// injected is told each failure made up, by its mode (a metric).
 	injected func(FaultMode)
+	// synced, set by tests only, is told the path of each file or
+	// directory synced through the switch, after the sync: the order of a
+	// copy's syncs is what rule V6 is about.
+	synced func(path string)
+}
+
+// noteSynced tells the test's observer, if any, that path was synced.
+func (f *Faults) noteSynced(path string) {
+	if f != nil && f.synced != nil {
+		f.synced(path)
+	}
 }
 
 // NewFaults returns a switch that is off. injected, if not nil, is
@@ -98,7 +109,11 @@ func (f *Faults) sync(file File) error {
 	if err := f.failSync(file.Name()); err != nil {
 		return err
 	}
-	return file.Sync()
+	if err := file.Sync(); err != nil {
+		return err
+	}
+	f.noteSynced(file.Name())
+	return nil
 }
 
 // writeAt writes to file unless the switch fails it.

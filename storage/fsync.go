@@ -21,6 +21,7 @@ func (f *Faults) syncDirIn(fsys FS, dir string) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
+	f.noteSynced(dir)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -206,5 +207,77 @@ func TestStageBatchStagesEveryCopy(t *testing.T) {
 			}
 		}
 		batchSyncFS = old
+	}
+}
+
+// syncLog records, in order, each path a copy's syncs went to.
+type syncLog struct{ paths []string }
+
+func (l *syncLog) index(t *testing.T, path string) int {
+	t.Helper()
+	for i, p := range l.paths {
+		if p == path {
+			return i
+		}
+	}
+	t.Fatalf("%s was never synced (syncs: %v)", path, l.paths)
+	return -1
+}
+
+// rule V6, by the syncs themselves: the install of a copy staged and
+// untouched since syncs no file of it, only the directories its rename
+// touched; one a tail was written to after its stage syncs that segment,
+// then the marker, then the staging directory, and only then the
+// directories of the rename.
+func TestTheSyncsOfAStagedInstallKeepV6sOrder(t *testing.T) {
+	for _, tail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untouched", true: "tail after the stage"}[tail], func(t *testing.T) {
+			data := t.TempDir()
+			cfg := smallLogConfig()
+			cfg.Faults = NewFaults(nil)
+			log := &syncLog{}
+			cfg.Faults.synced = func(p string) { log.paths = append(log.paths, p) }
+			src := openTestLog(t, filepath.Join(data, "src"), smallLogConfig())
+			appendN(t, src, 2, 3)
+			st, _, err := OpenStaging(StagingPath(data, "t", 0), cfg, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			ls, _ := copyPass(t, src, st, t0)
+			if err := st.Verify(ls.HWM); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Stage(Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, t0); err != nil {
+				t.Fatal(err)
+			}
+			staged := len(log.paths)
+			if tail {
+				appendN(t, src, 1, 2)
+				ls, _ = copyPass(t, src, st, t0)
+				if err := st.Verify(ls.HWM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			active := filepath.Join(st.Dir(), ls.Segments[len(ls.Segments)-1].Name)
+			stagingDir, target := st.Dir(), PartitionPath(data, "t", 0)
+			if _, err := st.Install(target, InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}); err != nil {
+				t.Fatal(err)
+			}
+			install := &syncLog{paths: log.paths[staged:]}
+			parent := install.index(t, filepath.Dir(target))
+			if !tail {
+				for _, p := range install.paths {
+					if strings.HasPrefix(p, stagingDir+string(filepath.Separator)) || p == stagingDir {
+						t.Fatalf("install of an untouched staged copy synced %s (syncs: %v), want only the rename's directories", p, install.paths)
+					}
+				}
+				return
+			}
+			seg, marker, dir := install.index(t, active), install.index(t, filepath.Join(stagingDir, MarkerFile)), install.index(t, stagingDir)
+			if !(seg < marker && marker < dir && dir < parent) {
+				t.Fatalf("syncs %v: got the tail's segment at %d, the marker at %d, the staging directory at %d, the target's parent at %d; want them in that order", install.paths, seg, marker, dir, parent)
+			}
+		})
 	}
 }
