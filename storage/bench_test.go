@@ -386,6 +386,16 @@ func BenchmarkInstallSmall(b *testing.B) {
 					do(items[i:min(i+batch, len(items))])
 				}
 			}
+			installAll := func(b *testing.B, items []InstallItem) {
+				inBatches(items, func(part []InstallItem) {
+					_, errs := InstallBatch(part)
+					for _, err := range errs {
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 			stageAll := func(b *testing.B, items []InstallItem) {
 				inBatches(items, func(part []InstallItem) {
 					st := make([]StageItem, len(part))
@@ -423,13 +433,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 					b.StopTimer()
 					stageAll(b, items)
 					b.StartTimer()
-					inBatches(items, func(part []InstallItem) {
-						for _, err := range func() []error { _, e := InstallBatch(part); return e }() {
-							if err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
+					installAll(b, items)
 				}
 				b.StopTimer()
 				reportRate(b, parts, "installs/s")
@@ -444,13 +448,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					items = stageFresh(b, work, i, stage)
-					inBatches(items, func(part []InstallItem) {
-						for _, err := range func() []error { _, e := InstallBatch(part); return e }() {
-							if err != nil {
-								b.Fatal(err)
-							}
-						}
-					})
+					installAll(b, items)
 				}
 				b.StopTimer()
 				reportRate(b, parts, "installs/s")

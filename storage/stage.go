@@ -154,14 +154,12 @@ func StageBatch(items []StageItem) []error {
 	})
 	stageBarrier(items, errs, func(it StageItem) []string { return it.Staging.unsyncedFiles() })
 	markers := make([]Marker, len(items))
-	each(func(it StageItem) error {
-		m := it.Marker
-		m.DurableAt = it.Now
-		return writeMarker(it.Staging.dir, m, false, it.Staging.cfg.Faults)
-	})
 	for i, it := range items {
 		markers[i] = it.Marker
 		markers[i].DurableAt = it.Now
+		if errs[i] == nil {
+			errs[i] = writeMarker(it.Staging.dir, markers[i], false, it.Staging.cfg.Faults)
+		}
 	}
 	stageBarrier(items, errs, func(it StageItem) []string {
 		return []string{filepath.Join(it.Staging.dir, MarkerFile), it.Staging.dir}
@@ -169,8 +167,7 @@ func StageBatch(items []StageItem) []error {
 	for i, it := range items {
 		if errs[i] == nil {
 			it.Staging.markSynced()
-			m := markers[i]
-			it.Staging.staged = &m
+			it.Staging.staged = &markers[i]
 		}
 	}
 	return errs
