@@ -410,9 +410,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 				})
 			}
 			b.Run("stage-"+mode, func(b *testing.B) {
-				old := batchSyncFS
-				batchSyncFS = fs
-				defer func() { batchSyncFS = old }()
+				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -422,9 +420,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 				reportRate(b, parts, "stages/s")
 			})
 			b.Run("staged-install-"+mode, func(b *testing.B) {
-				old := batchSyncFS
-				batchSyncFS = fs
-				defer func() { batchSyncFS = old }()
+				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				var items []InstallItem
 				b.ResetTimer()
@@ -440,9 +436,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 				checkInstalled(b, items)
 			})
 			b.Run("batch64-"+mode, func(b *testing.B) {
-				old := batchSyncFS
-				batchSyncFS = fs
-				defer func() { batchSyncFS = old }()
+				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				var items []InstallItem
 				b.ResetTimer()

@@ -133,9 +133,7 @@ func TestAnyWriteAfterStageMakesTheInstallSyncAgain(t *testing.T) {
 func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 	for _, fs := range []bool{false, true} {
 		t.Run(map[bool]string{false: "fsync each", true: "syncfs"}[fs], func(t *testing.T) {
-			old := batchSyncFS
-			batchSyncFS = fs
-			t.Cleanup(func() { batchSyncFS = old })
+			setBatchSyncFS(t, fs)
 			data := t.TempDir()
 			later := t0.Add(time.Minute)
 			var items []InstallItem
@@ -184,8 +182,7 @@ func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 // on disk.
 func TestStageBatchStagesEveryCopy(t *testing.T) {
 	for _, fs := range []bool{false, true} {
-		old := batchSyncFS
-		batchSyncFS = fs
+		setBatchSyncFS(t, fs)
 		data := t.TempDir()
 		var items []StageItem
 		for p := 0; p < 4; p++ {
@@ -206,7 +203,6 @@ func TestStageBatchStagesEveryCopy(t *testing.T) {
 				t.Fatalf("copy %d marker: %+v (%v)", p, m, err)
 			}
 		}
-		batchSyncFS = old
 	}
 }
 
@@ -280,4 +276,12 @@ func TestTheSyncsOfAStagedInstallKeepV6sOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setBatchSyncFS chooses the batch barrier (batchSyncFS) for the rest of
+// tb, and puts the default back once it ends.
+func setBatchSyncFS(tb testing.TB, fs bool) {
+	old := batchSyncFS
+	batchSyncFS = fs
+	tb.Cleanup(func() { batchSyncFS = old })
 }
