@@ -126,6 +126,9 @@ func TestClusterRuleB11NodesThatStopTogetherNeverTakeEachOthersPartitions(t *tes
 		id := fmt.Sprintf("n%d", i+1)
 		c.waitFor(id+" owning its 4 on every replica", func() bool {
 			for j := range 3 {
+				if !c.knows(j, "h") {
+					return false
+				}
 				if per, _ := c.owned(j, "h"); per[id] != 4 {
 					return false
 				}

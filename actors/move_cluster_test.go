@@ -209,6 +209,14 @@ func (l *testLoad) whereHeld() string {
 	return b.String()
 }
 
+// knows reports whether node i's replica has applied topic's creation: a
+// replica other than the one that created it may lag, so a wait asks this
+// before it asks owned.
+func (c *testCluster) knows(i int, topic string) bool {
+	_, ok := c.node(i).n.Store().Topic(topic)
+	return ok
+}
+
 // owned counts the partitions of topic each node owns, as node i's replica
 // has them, and how many have a target.
 func (c *testCluster) owned(i int, topic string) (perNode map[string]int, moving int) {
