@@ -110,7 +110,11 @@ func TestOperatorGuideRuns(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+	// The blocks' scratch files go under the test's own directory: a
+	// second copy of the suite on the machine must not meet them. The
+	// guide writes /tmp/… as a reader would; the test runs it in scratch.
+	scratch := t.TempDir()
+	env = append(env, "TMPDIR="+scratch, "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"CLUSTER_DIR="+clusterDir, "NARAD_LOCAL_BIN="+bin,
 		fmt.Sprintf("NARAD_LOCAL_HTTP_BASE=%d", httpBase), fmt.Sprintf("NARAD_LOCAL_RAFT_BASE=%d", raftBase),
 		"NARAD_LOCAL_NATS_PORT="+natsPort)
@@ -176,7 +180,7 @@ func TestOperatorGuideRuns(t *testing.T) {
 				skipped++
 				continue
 			}
-			out, err := sh(b.text, env)
+			out, err := sh(strings.ReplaceAll(b.text, "/tmp/", scratch+"/"), env)
 			if err != nil {
 				t.Fatalf("operate/%s:%d: the block failed: %v\n--- block\n%s--- output\n%s\n%s", b.page, b.line, err, b.text, out, logs())
 			}
