@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
@@ -289,7 +290,7 @@ type Config struct {
 	// consumer-flush timer) and the dispatcher (retries, reroute grace)
 	// decide by; nil is the wall clock. Tests set a fake one to move time
 	// themselves instead of sleeping.
-	clock clock
+	clock clock.Clock
 
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks

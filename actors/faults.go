@@ -8,6 +8,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -23,7 +24,7 @@ import (
 // Now. AfterFunc keeps base's real durations: a stepped wall clock moves
 // the deadlines computed from Now, not the timers already running.
 type steppedClock struct {
-	base   clock
+	base   clock.Clock
 	offset atomic.Int64 // nanoseconds
 }
 
@@ -39,7 +40,7 @@ type debugFaults struct {
 
 // newDebugFaults makes the switches of a node whose clock is base, each
 // injected failure counted in injected (by storage.FaultMode).
-func newDebugFaults(base clock, log *slog.Logger, injected map[storage.FaultMode]*metrics.Counter) *debugFaults {
+func newDebugFaults(base clock.Clock, log *slog.Logger, injected map[storage.FaultMode]*metrics.Counter) *debugFaults {
 	return &debugFaults{
 		disk: storage.NewFaults(func(m storage.FaultMode) {
 			if c := injected[m]; c != nil {

@@ -3,7 +3,6 @@ package actors
 import (
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -40,14 +39,4 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	s.log.Error("actor failed; restarting", "actor", child.Id, "failures", n, "after", delay, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
 	s.restarts.Inc()
 	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
-}
-
-// logPanic is deferred at the top of a Receive: it logs a panic with its
-// stack, then panics again so the supervisor decides. Nothing is swallowed;
-// protoactor's mailbox would otherwise drop the stack.
-func logPanic(log *slog.Logger, who string) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
-	}
 }

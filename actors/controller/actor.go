@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -123,7 +123,7 @@ type Actor struct {
 func New(d Deps) *Actor { return &Actor{d: d} }
 
 func (a *Actor) Receive(ctx actor.Context) {
-	defer logPanic(a.d.Logger)
+	defer supervise.LogPanic(a.d.Logger, Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.stop = make(chan struct{})
@@ -153,17 +153,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 		ctx.Respond(a.answer(m))
 	case createsDue:
 		a.commitCreates(ctx)
-	}
-}
-
-// logPanic is deferred at the top of Receive: it logs a panic with its
-// stack, then panics again so the supervisor decides. Nothing is
-// swallowed; protoactor's mailbox would otherwise log it at Info with no
-// stack. (The root package's logPanic does the same for its actors.)
-func logPanic(log *slog.Logger) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
 	}
 }
 

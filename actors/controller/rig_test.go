@@ -3,9 +3,6 @@ package controller
 import (
 	"cmp"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -137,13 +135,6 @@ func (f *fakeReplica) collect(keep func(messages.Assignment) bool) []messages.As
 	return out
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // testMetrics is a Metrics on a set of its own, as the node's handle is on
 // the node's (node is the series' node label).
 func testMetrics(node string) Metrics {
@@ -170,7 +161,7 @@ func testMetrics(node string) Metrics {
 // controller, over s, without NATS.
 func testDeps(t testing.TB, cfg Config, s Store) Deps {
 	return Deps{Config: cfg, Membership: testMembership, Timeout: testTimeout, RequestTimeout: testRequestTimeout,
-		MaxInFlightMoves: testMaxInFlightMoves, Logger: testLogger(t), Store: s}
+		MaxInFlightMoves: testMaxInFlightMoves, Logger: testnet.Logger(t), Store: s}
 }
 
 // The node-wide settings a node with the default config hands its

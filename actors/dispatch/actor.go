@@ -3,14 +3,14 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -55,14 +55,6 @@ type WAL interface {
 	Origin(seq uint64) storage.Origin
 }
 
-// Clock is the time the dispatcher's retries and reroute grace read; tests
-// hand it a fake one, so that none of them waits for the grace to pass.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f on a goroutine of its own once d has passed.
-	AfterFunc(d time.Duration, f func())
-}
-
 // Deps is what the dispatcher needs of its node. Every field is set by the
 // node before the spawn and only read afterwards.
 type Deps struct {
@@ -80,7 +72,7 @@ type Deps struct {
 	WAL                                       WAL
 	// PartitionPID names the local actor of a partition this node serves.
 	PartitionPID func(system *actor.ActorSystem, k messages.PartitionKey) *actor.PID
-	Clock        Clock
+	Clock        clock.Clock
 	Metrics      Metrics
 	Knobs        Knobs
 }
@@ -143,7 +135,7 @@ type Actor struct {
 	dropWarned map[topicIncarnation]bool
 	queues     map[messages.PartitionKey]*partitionQueue
 	// clock is when retries and the reroute grace fall due.
-	clock Clock
+	clock clock.Clock
 	// remote are the commits in flight to peers, each on its own goroutine
 	// bounded by RequestTimeout (Owners.Ask), which releases what its
 	// owner committed itself; the actor waits for them as it stops.
@@ -185,17 +177,8 @@ const (
 	DropNoPartition = "no_partition"
 )
 
-// logPanic logs a panic of the actor with its stack and panics again, so
-// the failure is the supervisor's as before; it hides nothing.
-func logPanic(log *slog.Logger, who string) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
-	}
-}
-
 func (d *Actor) Receive(ctx actor.Context) {
-	defer logPanic(d.deps.Logger, Name)
+	defer supervise.LogPanic(d.deps.Logger, Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		d.clock = d.deps.Clock

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -107,7 +107,7 @@ func New(d Deps, k messages.PartitionKey) *Actor {
 
 func (f *Actor) Receive(ctx actor.Context) {
 	defer f.countPanic()
-	defer logPanic(f.d.Logger, "fanout "+f.name)
+	defer supervise.LogPanic(f.d.Logger, "fanout "+f.name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		// A restarted fan-out actor starts with no links: ask for them
@@ -132,18 +132,6 @@ func (f *Actor) Receive(ctx actor.Context) {
 		for child := range f.links {
 			f.d.Metrics.Lags.Forget(f.key, child)
 		}
-	}
-}
-
-// logPanic is deferred at the top of Receive: it logs a panic with its
-// stack, then panics again so the supervisor (the partition actor)
-// decides. Nothing is swallowed; protoactor's mailbox would otherwise log
-// it at Info with no stack. (The root package's logPanic does the same
-// for its actors.)
-func logPanic(log *slog.Logger, who string) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
 	}
 }
 

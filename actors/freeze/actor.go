@@ -3,11 +3,12 @@ package freeze
 import (
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -19,14 +20,6 @@ import (
 // tells its parent's gate when a freeze closes, lapses or is released.
 // Its timers run on Deps.Clock and come back as messages, so every
 // decision runs in its mailbox.
-
-// Clock is the time the freeze actor and the pacer run on: the node's,
-// a test's fake one in rigs.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f on a goroutine of its own once d has passed.
-	AfterFunc(d time.Duration, f func())
-}
 
 // Request is a destination's handoff request, forwarded by the partition
 // actor with the original sender, so the freeze actor answers it directly.
@@ -62,7 +55,7 @@ type (
 // Deps is what a freeze actor needs of its partition and node.
 type Deps struct {
 	Config Config
-	Clock  Clock
+	Clock  clock.Clock
 	// Key is the partition's, as the pacer knows it.
 	Key messages.PartitionKey
 	// Pacer is the node's pacer actor; nil paces nothing (rigs), and each
@@ -106,7 +99,7 @@ func New(d Deps) *Actor { return &Actor{d: d} }
 
 // Receive takes one message at a time.
 func (a *Actor) Receive(ctx actor.Context) {
-	defer logPanic(a.d.Log, a.d.Name)
+	defer supervise.LogPanic(a.d.Log, a.d.Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
 		a.stop(ctx)
@@ -124,17 +117,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, nil, m)
 	case Ask:
 		ctx.Respond(Status{Token: a.h.Token, Until: a.h.Until, Parked: a.parked != nil})
-	}
-}
-
-// logPanic logs a panic with its stack and panics again: the partition
-// actor, this actor's supervisor, decides what happens next.
-func logPanic(log *slog.Logger, who string) {
-	if r := recover(); r != nil {
-		if log != nil {
-			log.Error("actor panicked", "actor", who+"/freeze", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-		panic(r)
 	}
 }
 

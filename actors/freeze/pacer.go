@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -53,7 +55,7 @@ type paceTick struct{}
 // PacerDeps is what the pacer needs of its node.
 type PacerDeps struct {
 	Config PaceConfig
-	Clock  Clock
+	Clock  clock.Clock
 	// Frozen and Held set the node's gauges of partitions frozen and
 	// moves held; nil sets none.
 	Frozen, Held func(float64)
@@ -84,7 +86,7 @@ func NewPacerActor(d PacerDeps) *PacerActor {
 
 // Receive takes one message at a time.
 func (a *PacerActor) Receive(ctx actor.Context) {
-	defer logPanic(a.d.Log, PacerName)
+	defer supervise.LogPanic(a.d.Log, PacerName)
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
 		a.stopped = true

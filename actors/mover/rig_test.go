@@ -2,7 +2,6 @@ package mover
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -51,16 +51,9 @@ func newTestMetrics() Metrics {
 	return m
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // newTestSystem is an actor system that logs to the test.
 func newTestSystem(t *testing.T) *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) }))
 }
 
 // fakeReplica is the local replica the runner and workers read: topics,

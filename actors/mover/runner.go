@@ -3,13 +3,12 @@ package mover
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -96,7 +95,7 @@ func New(d Deps) *Runner {
 }
 
 func (m *Runner) Receive(ctx actor.Context) {
-	defer logPanic(m.d.Logger, Name)
+	defer supervise.LogPanic(m.d.Logger, Name)
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.rescan = true
@@ -357,14 +356,4 @@ func workerName(k messages.PartitionKey) string {
 // keyString names a partition in logs and errors.
 func keyString(k messages.PartitionKey) string {
 	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
-}
-
-// logPanic is deferred at the top of a Receive: it logs a panic with its
-// stack, then panics again so the supervisor decides. Nothing is
-// swallowed; protoactor's mailbox would otherwise drop the stack.
-func logPanic(log *slog.Logger, who string) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", who, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
-	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -131,7 +132,7 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 // starts moves the rig's partition from the rig's source.
 func (r *workerRig) runnerDeps(store Store) Deps {
 	d := r.d
-	d.Logger, d.Metrics, d.Store, d.Source = testLogger(r.t), newTestMetrics(), store, r.source
+	d.Logger, d.Metrics, d.Store, d.Source = testnet.Logger(r.t), newTestMetrics(), store, r.source
 	d.Dirs = rigDirs{dataDir: d.DataDir, guards: d.Guards, topics: store}
 	return d
 }

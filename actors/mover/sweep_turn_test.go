@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -46,7 +47,7 @@ func TestRuleR5TheSweepRunsEveryNthTickCountingSkippedOnes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Logger, d.Store, d.Sweeper = testLogger(t), store, standIn
+		d.Logger, d.Store, d.Sweeper = testnet.Logger(t), store, standIn
 		startTestMover(t, system, d)
 
 		// Ticks 1-8, the replica not settled: no scan, two sweeps.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -124,7 +125,7 @@ func newWorker(d Deps, k messages.PartitionKey, source string, since uint64) *wo
 }
 
 func (w *worker) Receive(ctx actor.Context) {
-	defer logPanic(w.d.Logger, "move "+keyString(w.key))
+	defer supervise.LogPanic(w.d.Logger, "move "+keyString(w.key))
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.born = time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -103,7 +104,7 @@ func (r *workerRig) carried() int {
 
 // start spawns the worker under a parent that keeps what it reports.
 func (r *workerRig) start() {
-	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(r.t) }))
+	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(r.t) }))
 	d := r.d
 	d.Logger, d.Metrics, d.Store, d.Source = slog.New(r.logs), newTestMetrics(), r.store, r.source
 	d.Guards = storage.NewGuards()

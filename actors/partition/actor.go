@@ -14,8 +14,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -61,7 +63,7 @@ type Actor struct {
 	// it opens frozen (freeze.Reopen).
 	moving bool
 
-	clock     Clock
+	clock     clock.Clock
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
@@ -156,7 +158,7 @@ func (p *Actor) notify() {
 }
 
 func (p *Actor) Receive(ctx actor.Context) {
-	defer logPanic(p.deps.Logger, p.name)
+	defer supervise.LogPanic(p.deps.Logger, p.name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.start(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -49,7 +50,7 @@ type Deps struct {
 	Logger                                 *slog.Logger
 	// Clock is what a partition's decisions read (the freeze, leases, the
 	// consumer-flush timer); tests hand a fake one.
-	Clock   Clock
+	Clock   clock.Clock
 	Metrics Metrics
 	// Notify announces that partition k may have records to deliver (the
 	// node's commit notices); nil announces nothing (rigs).
@@ -85,13 +86,6 @@ type Deps struct {
 
 // guard is the node's open guard over its data dir.
 func (d Deps) guard() Guard { return Guard{Guards: d.Guards, DataDir: d.DataDir, Log: d.Logger} }
-
-// Clock is the time the partition actors decide by.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f on a goroutine of its own once d has passed.
-	AfterFunc(d time.Duration, f func())
-}
 
 // Owners is the leader's read of an assignment, which a partition whose
 // reported freeze lapsed asks before it takes commits again.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -22,7 +23,7 @@ type guardRig struct {
 
 func newGuardRig(t *testing.T) *guardRig {
 	t.Helper()
-	r := &guardRig{t: t, g: Guard{Guards: storage.NewGuards(), DataDir: t.TempDir(), Log: testLogger(t)},
+	r := &guardRig{t: t, g: Guard{Guards: storage.NewGuards(), DataDir: t.TempDir(), Log: testnet.Logger(t)},
 		key: messages.PartitionKey{Topic: "g", Incarnation: 7, Partition: 0}}
 	if _, err := storage.PrepareTopicDir(r.g.DataDir, "g", 7); err != nil {
 		t.Fatal(err)

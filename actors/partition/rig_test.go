@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +16,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -308,12 +307,12 @@ func rigDeps(t testing.TB, dataDir string) Deps {
 	return Deps{Config: DefaultConfig(), NodeID: "n1", DataDir: dataDir, LogConfig: storage.DefaultLogConfig(),
 		Consumer: storage.DefaultConsumerConfig(), RequestTimeout: 10 * time.Second, MoveTick: time.Second,
 		MoveChunkBytes: 768 << 10, FreezeTTL: mc.FreezeTTL, ConfirmRetry: mc.RetryAfter,
-		FreezeHoldFor: 2 * time.Second, Logger: testLogger(t), Clock: wallClock{}}
+		FreezeHoldFor: 2 * time.Second, Logger: testnet.Logger(t), Clock: clock.Wall{}}
 }
 
 func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	t.Helper()
-	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) })),
+	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) })),
 		owned: new(atomic.Int64), dataDir: t.TempDir()}
 	set := metrics.NewSet()
 	r.fanoutPanics = set.NewCounter(`narad_fanout_actor_panics_total{node="n1"}`)
@@ -327,7 +326,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	}
 	r.leasesRestored = d.Metrics.LeasesRestored
 	r.alreadyCommitted = d.Metrics.RecordsAlreadyCommitted
-	d.Fanout = fanout.Deps{Config: fanout.DefaultConfig(), RequestTimeout: time.Second, Logger: testLogger(t),
+	d.Fanout = fanout.Deps{Config: fanout.DefaultConfig(), RequestTimeout: time.Second, Logger: testnet.Logger(t),
 		Route: rigRoute{system: r.system, replica: r.replica}, PartitionOf: partitionForKey,
 		Metrics: fanout.Metrics{Copied: set.NewCounter("copied"), Failures: set.NewCounter("failures"), Skipped: set.NewCounter("skipped"),
 			Panics: r.fanoutPanics, Lags: fanout.NewLags("n1", set)}}
@@ -453,19 +452,7 @@ func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	return res, nil
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                      { return time.Now() }
-func (wallClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
-
 // fakeClock is a clock the test moves (cluster/testnet.Clock).
 type fakeClock = testnet.Clock
 
 func newFakeClock() *fakeClock { return testnet.NewClock() }
-
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}

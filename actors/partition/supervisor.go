@@ -11,6 +11,7 @@ import (
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -98,7 +99,7 @@ func PID(sys *actor.ActorSystem, k messages.PartitionKey) *actor.PID {
 }
 
 func (s *Supervisor) Receive(ctx actor.Context) {
-	defer logPanic(s.deps.Logger, SupervisorName)
+	defer supervise.LogPanic(s.deps.Logger, SupervisorName)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.watch(ctx)

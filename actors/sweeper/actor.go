@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -114,7 +114,7 @@ type Actor struct {
 func New(d Deps, book *Book) *Actor { return &Actor{d: d, book: book} }
 
 func (s *Actor) Receive(ctx actor.Context) {
-	defer logPanic(s.d.Logger)
+	defer supervise.LogPanic(s.d.Logger, Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.stopped, s.stop = context.WithCancel(context.Background())
@@ -133,17 +133,6 @@ func (s *Actor) Receive(ctx actor.Context) {
 		s.released(ctx, m)
 	case inventoryTaken:
 		s.walked(ctx, m)
-	}
-}
-
-// logPanic is deferred at the top of Receive: it logs a panic with its
-// stack, then panics again so the supervisor decides. Nothing is
-// swallowed; protoactor's mailbox would otherwise log it at Info with no
-// stack. (The root package's logPanic does the same for its actors.)
-func logPanic(log *slog.Logger) {
-	if r := recover(); r != nil {
-		log.Error("actor panicked", "actor", Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		panic(r)
 	}
 }
 

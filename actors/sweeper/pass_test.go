@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/sweep"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -692,7 +693,7 @@ func TestSweepASlowPassSkipsATurnAndTheNextContinues(t *testing.T) {
 		r.owners.answer(keys[1], movedFromHere(ls, ls.HWM, ls.HWM))
 		release := make(chan struct{})
 		r.owners.onAsk = func(messages.PartitionKey) { <-release }
-		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
+		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) }))
 		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return r.s }), Name)
 		if err != nil {
 			t.Fatal(err)
