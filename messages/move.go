@@ -171,3 +171,13 @@ func (req PartitionRequest) Groupable() bool {
 	}
 	return false
 }
+
+// DropEarlier asks the partitions supervisor to drop whatever in-memory
+// consumer state an earlier ownership of the partition left on this node
+// (rule K7): a move's destination asks before its install and again after
+// it. The supervisor stops the partition's actor if one still runs while
+// the node does not own the partition; the answer is DroppedEarlier.
+type DropEarlier struct{ Key PartitionKey }
+
+// DroppedEarlier answers DropEarlier; Stopped says an actor was stopped.
+type DroppedEarlier struct{ Stopped bool }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -23,8 +23,8 @@ const Name = "controller"
 // ErrNotLeader answers a controller request that reached a node which does
 // not lead the metadata shard (leadership moved): nothing was done, so the
 // caller asks again where the leader is now. It is the node's
-// ErrUnavailable (api.ErrUnavailable) underneath.
-var ErrNotLeader = fmt.Errorf("not the metadata leader: %w", api.ErrUnavailable)
+// ErrUnavailable (errs.ErrUnavailable) underneath.
+var ErrNotLeader = fmt.Errorf("not the metadata leader: %w", errs.ErrUnavailable)
 
 // tickDue is the controller's own timer.
 type tickDue struct{}
@@ -301,7 +301,7 @@ func (a *Actor) answer(m *Ask) Answer {
 	case m.Req.DeleteTopic != "":
 		return a.delete(ctx, m.Req.DeleteTopic)
 	}
-	return Answer{Err: fmt.Errorf("controller request with no request: %w", api.ErrInvalid)}
+	return Answer{Err: fmt.Errorf("controller request with no request: %w", errs.ErrInvalid)}
 }
 
 // alter stores an alter and places the partitions a grow added: grown

@@ -212,7 +212,7 @@ func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testin
 		var installedAtFirst, installedAtSecond atomic.Bool
 		r.partitions = func(sys *actor.ActorSystem) *actor.PID {
 			return sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-				if m, ok := ctx.Message().(DropEarlier); ok {
+				if m, ok := ctx.Message().(messages.DropEarlier); ok {
 					n := asks.Add(1)
 					on := exists(t, storage.PartitionPath(r.d.DataDir, m.Key.Topic, m.Key.Partition))
 					if n == 1 {
@@ -220,7 +220,7 @@ func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testin
 					} else {
 						installedAtSecond.Store(on)
 					}
-					ctx.Respond(DroppedEarlier{})
+					ctx.Respond(messages.DroppedEarlier{})
 				}
 			}))
 		}

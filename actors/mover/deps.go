@@ -52,7 +52,7 @@ type Deps struct {
 	Flips    *FlipBatcher
 	Installs *InstallBatcher
 	// Partitions is the partitions supervisor, which a worker asks to
-	// drop an earlier ownership's state around its install (DropEarlier,
+	// drop an earlier ownership's state around its install (messages.DropEarlier,
 	// rule K7); nil in rigs without one. Sweeper hears every
 	// SweepEveryTicks'th tick (sweeper.Due, rule R5); nil in rigs without
 	// a sweep.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
@@ -95,7 +95,7 @@ func (fb *FlipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.Assi
 	deadline, _ := ctx.Deadline()
 	done, ok := fb.b.submit(askedFlip{flip: f, deadline: deadline})
 	if !ok {
-		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: the node is stopping: %w", f.Incarnation, f.Partition, api.ErrUnavailable)
+		return messages.AssignResult{}, fmt.Errorf("flip %d/%d: the node is stopping: %w", f.Incarnation, f.Partition, errs.ErrUnavailable)
 	}
 	select {
 	case o := <-done:
@@ -106,7 +106,7 @@ func (fb *FlipBatcher) Flip(ctx context.Context, f messages.Flip) (messages.Assi
 }
 
 // Close stops gathering and waits for the batches out; a flip asked after
-// it answers api.ErrUnavailable (unknown, to its worker).
+// it answers errs.ErrUnavailable (unknown, to its worker).
 func (fb *FlipBatcher) Close() { fb.b.close() }
 
 // batchedFlips is the move store a worker sees: its flips go through the

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -72,7 +72,7 @@ func (ib *InstallBatcher) stage(s *storage.Staging, m storage.Marker, now time.T
 	}
 	done, ok := ib.stages.submit(storage.StageItem{Staging: s, Marker: m, Now: now})
 	if !ok {
-		return fmt.Errorf("stage %s: the node is stopping: %w", s.Dir(), api.ErrUnavailable)
+		return fmt.Errorf("stage %s: the node is stopping: %w", s.Dir(), errs.ErrUnavailable)
 	}
 	return <-done
 }
@@ -148,7 +148,7 @@ func (ib *InstallBatcher) install(d Deps, k messages.PartitionKey, s *storage.St
 	}
 	done, ok := ib.b.submit(g)
 	if !ok {
-		return storage.InstallResult{}, fmt.Errorf("install at %s: the node is stopping: %w", target, api.ErrUnavailable)
+		return storage.InstallResult{}, fmt.Errorf("install at %s: the node is stopping: %w", target, errs.ErrUnavailable)
 	}
 	o := <-done
 	return o.res, o.err

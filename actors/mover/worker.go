@@ -10,7 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
@@ -828,7 +828,7 @@ func (w *worker) handoff(ctx context.Context, h messages.Handoff) (*messages.Han
 		return nil, fmt.Errorf("handoff of %s at %s: %v", keyString(w.key), w.source, describe(res))
 	}
 	if r.Status == messages.StatusUnavailable {
-		return nil, fmt.Errorf("handoff of %s at %s: %s: %w", keyString(w.key), w.source, r.Err, api.ErrUnavailable)
+		return nil, fmt.Errorf("handoff of %s at %s: %s: %w", keyString(w.key), w.source, r.Err, errs.ErrUnavailable)
 	}
 	return r, nil
 }
@@ -899,11 +899,11 @@ func (w *worker) dropper(ctx actor.Context) func() error {
 		if parts == nil {
 			return nil
 		}
-		res, err := root.RequestFuture(parts, DropEarlier{Key: k}, timeout).Result()
+		res, err := root.RequestFuture(parts, messages.DropEarlier{Key: k}, timeout).Result()
 		if err != nil {
 			return fmt.Errorf("drop an earlier ownership's state of %s: %w", keyString(k), err)
 		}
-		if d, ok := res.(DroppedEarlier); ok && d.Stopped {
+		if d, ok := res.(messages.DroppedEarlier); ok && d.Stopped {
 			w.d.Logger.Info("move: stopped an earlier ownership's partition actor before the install", "partition", keyString(k))
 		}
 		return nil

@@ -10,7 +10,6 @@ import (
 
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
-	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -114,7 +113,7 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 		}
 	case RetentionTick:
 		s.retain(ctx)
-	case mover.DropEarlier:
+	case messages.DropEarlier:
 		ctx.Respond(s.dropEarlier(ctx, m.Key))
 	case *actor.Terminated:
 		s.terminated(m)
@@ -314,17 +313,17 @@ func (s *Supervisor) tellLinks(ctx actor.Context) {
 // dropEarlier stops k's actor when it still runs and this node does not
 // own k: the state of an earlier ownership, leases and acks in memory,
 // must not survive into the one an install starts (rule K7, the mover's
-// mover.DropEarlier).
-func (s *Supervisor) dropEarlier(ctx actor.Context, k messages.PartitionKey) mover.DroppedEarlier {
+// messages.DropEarlier).
+func (s *Supervisor) dropEarlier(ctx actor.Context, k messages.PartitionKey) messages.DroppedEarlier {
 	if _, running := s.children[k]; !running {
-		return mover.DroppedEarlier{}
+		return messages.DroppedEarlier{}
 	}
 	if a, ok := s.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == s.deps.NodeID {
-		return mover.DroppedEarlier{} // served now: not an earlier ownership
+		return messages.DroppedEarlier{} // served now: not an earlier ownership
 	}
 	s.handOver(ctx, []messages.PartitionKey{k})
 	s.owned.Store(int64(len(s.children)))
-	return mover.DroppedEarlier{Stopped: true}
+	return messages.DroppedEarlier{Stopped: true}
 }
 
 // retryLater reconciles again after a MoveTick, once however many
