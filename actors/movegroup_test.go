@@ -44,7 +44,7 @@ func newGroupRig(t *testing.T, partitions int) *groupRig {
 		owners[i] = "n1"
 	}
 	f := newFakeReplica()
-	f.put(topic, owners...)
+	f.Put(topic, owners...)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
 	t.Cleanup(sys.Shutdown)
 	r := &router{self: "n2", system: sys, replica: f, nats: client, timeout: 5 * time.Second}

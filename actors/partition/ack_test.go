@@ -221,7 +221,7 @@ func (r *supervisorRig) nextLife(t *testing.T, orders messages.Topic, tweak func
 		t.Fatal(err)
 	}
 	next := newSupervisorRig(t, tweak, func(d *Deps) { d.DataDir = killed })
-	next.replica.put(orders, "n1")
+	next.replica.Put(orders, "n1")
 	next.waitServing(orders, 0, true)
 	return next
 }

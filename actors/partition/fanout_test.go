@@ -29,7 +29,7 @@ func newFanoutRig(t testing.TB, tweak ...func(*Deps)) *fanoutRig {
 	}}, tweak...)
 	r := &fanoutRig{supervisorRig: newSupervisorRig(t, tweak...)}
 	r.parent = messages.Topic{Name: "orders", Incarnation: 10, Partitions: 3}
-	r.replica.put(r.parent, "n1", "n1", "n1")
+	r.replica.Put(r.parent, "n1", "n1", "n1")
 	for p := range r.parent.Partitions {
 		r.waitServing(r.parent, p, true)
 	}
@@ -48,9 +48,9 @@ func (r *fanoutRig) addChild(name string, inc, epoch uint64, delay time.Duration
 	if len(owners) == 0 {
 		owners = []string{"n1", "n1", "n1", "n1"}
 	}
-	r.replica.put(c, owners...)
+	r.replica.Put(c, owners...)
 	r.parent.Children = append(r.parent.Children, messages.ChildLink{Name: name, Incarnation: inc, AttachEpoch: epoch, DelayMs: delay.Milliseconds()})
-	r.replica.put(r.parent, "n1", "n1", "n1")
+	r.replica.Put(r.parent, "n1", "n1", "n1")
 	r.waitAnchored(name)
 	return c
 }
@@ -63,7 +63,7 @@ func (r *fanoutRig) detach(name string) {
 		}
 	}
 	r.parent.Children = kept
-	r.replica.put(r.parent, "n1", "n1", "n1")
+	r.replica.Put(r.parent, "n1", "n1", "n1")
 }
 
 func (r *fanoutRig) stats(k messages.PartitionKey) *messages.PartitionStats {
@@ -215,7 +215,7 @@ func TestAFanoutCopyWaitsForAChildPartitionWithoutAnOwnerAndThenArrives(t *testi
 	if got := r.stats(r.key(r.parent, 0)).Cursors["audit"]; got != 0 {
 		t.Fatalf("cursor moved to %d while the child could commit nothing, want 0", got)
 	}
-	r.replica.put(child, "n1", "n1", "n1", "n1")
+	r.replica.Put(child, "n1", "n1", "n1", "n1")
 	r.eventually("the child holds 15", func() bool { return r.childHolds(child) >= 15 })
 	if got := len(r.records(child)); got != 15 {
 		t.Fatalf("child records: got %d distinct, want 15", got)
@@ -263,7 +263,7 @@ func TestRuleK9ACursorMissingForALinkTheMarkerNamesResumesFromTheOldestOffset(t 
 			// As a move's install leaves it: the partition's copy, a marker,
 			// and (here) no cursor file. Stop the partition, write the
 			// marker, serve it again.
-			r.replica.put(r.parent, "n2", "n1", "n1")
+			r.replica.Put(r.parent, "n2", "n1", "n1")
 			r.waitServing(r.parent, 0, false)
 			dir := storage.PartitionPath(r.dataDir, r.parent.Name, 0)
 			m := storage.Marker{PromotedHWM: 8, SourceNode: "n2"}
@@ -274,9 +274,9 @@ func TestRuleK9ACursorMissingForALinkTheMarkerNamesResumesFromTheOldestOffset(t 
 				t.Fatal(err)
 			}
 			child := messages.Topic{Name: "audit", Incarnation: 20, Partitions: 4, Parent: r.parent.Name, AttachEpoch: 21}
-			r.replica.put(child, "n1", "n1", "n1", "n1")
+			r.replica.Put(child, "n1", "n1", "n1", "n1")
 			r.parent.Children = []messages.ChildLink{{Name: "audit", Incarnation: 20, AttachEpoch: 21}}
-			r.replica.put(r.parent, "n1", "n1", "n1")
+			r.replica.Put(r.parent, "n1", "n1", "n1")
 			r.waitServing(r.parent, 0, true)
 			r.waitAnchored("audit")
 			if !named {
@@ -295,13 +295,13 @@ func TestRuleK9ACursorMissingForALinkTheMarkerNamesResumesFromTheOldestOffset(t 
 
 func TestAStaleCursorFileOfADetachedLinkIsRemovedWhenThePartitionOpens(t *testing.T) {
 	r := newFanoutRig(t)
-	r.replica.put(r.parent, "n2", "n1", "n1")
+	r.replica.Put(r.parent, "n2", "n1", "n1")
 	r.waitServing(r.parent, 0, false)
 	dir := storage.PartitionPath(r.dataDir, r.parent.Name, 0)
 	if err := storage.WriteCursor(dir, storage.Cursor{Child: "gone", Epoch: 3, Offset: 0}, true, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.replica.put(r.parent, "n1", "n1", "n1")
+	r.replica.Put(r.parent, "n1", "n1", "n1")
 	r.waitServing(r.parent, 0, true)
 	// Any link makes the partition look at its cursor files.
 	r.addChild("audit", 20, 21, 0)
@@ -319,9 +319,9 @@ func TestAStaleCursorFileOfADetachedLinkIsRemovedWhenThePartitionOpens(t *testin
 func BenchmarkFanoutDrain(b *testing.B) {
 	r := newFanoutRig(b)
 	child := messages.Topic{Name: "audit", Incarnation: 20, Partitions: 3, Parent: r.parent.Name, AttachEpoch: 21}
-	r.replica.put(child, "", "", "")
+	r.replica.Put(child, "", "", "")
 	r.parent.Children = []messages.ChildLink{{Name: "audit", Incarnation: 20, AttachEpoch: 21}}
-	r.replica.put(r.parent, "n1", "n1", "n1")
+	r.replica.Put(r.parent, "n1", "n1", "n1")
 	r.waitAnchored("audit")
 	body := make([]byte, 1024)
 	b.ResetTimer()
@@ -340,7 +340,7 @@ func BenchmarkFanoutDrain(b *testing.B) {
 	}
 	commit := time.Since(start)
 	start = time.Now()
-	r.replica.put(child, "n1", "n1", "n1")
+	r.replica.Put(child, "n1", "n1", "n1")
 	r.eventually("the child holds the backlog", func() bool { return r.childHolds(child) >= int64(b.N) })
 	drain := time.Since(start)
 	b.StopTimer()

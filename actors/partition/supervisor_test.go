@@ -16,7 +16,7 @@ import (
 func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
 	r := newSupervisorRig(t)
 	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 3}
-	r.replica.put(orders, "n1", "n2", "n1")
+	r.replica.Put(orders, "n1", "n2", "n1")
 	r.waitServing(orders, 0, true)
 	r.waitServing(orders, 2, true)
 	if r.serving(orders, 1) {
@@ -28,14 +28,14 @@ func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
 
 	// Partition 2 moves to n2: its actor stops, its data stays (the topic
 	// lives on, and a later move back may resume from it).
-	r.replica.put(orders, "n1", "n2", "n2")
+	r.replica.Put(orders, "n1", "n2", "n2")
 	r.waitServing(orders, 2, false)
 	if _, err := os.Stat(storage.PartitionPath(r.dataDir, "orders", 2)); err != nil {
 		t.Fatalf("data of a partition that moved away: got %v, want it kept", err)
 	}
 
 	// The topic is deleted: the last actor stops and its data goes.
-	r.replica.drop("orders")
+	r.replica.Drop("orders")
 	r.waitServing(orders, 0, false)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -63,16 +63,16 @@ func TestTheSupervisorServesWhatTheReplicaSaysThisNodeOwns(t *testing.T) {
 func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
 	r := newSupervisorRig(t)
 	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 4}
-	r.replica.put(orders, "n1", "n2", "n1", "n2")
+	r.replica.Put(orders, "n1", "n2", "n1", "n2")
 	r.waitServing(orders, 0, true)
 	r.waitServing(orders, 2, true)
 	meta := r.replica.MetaVersion()
-	r.replica.setOwner(orders, 1, "n1")
-	r.replica.setOwner(orders, 2, "n2")
+	r.replica.SetOwner(orders, 1, "n1")
+	r.replica.SetOwner(orders, 2, "n2")
 	r.waitServing(orders, 1, true)
 	r.waitServing(orders, 2, false)
-	r.replica.setOwner(orders, 3, "n1")
-	r.replica.setOwner(orders, 2, "n1") // back again
+	r.replica.SetOwner(orders, 3, "n1")
+	r.replica.SetOwner(orders, 2, "n1") // back again
 	r.waitServing(orders, 3, true)
 	r.waitServing(orders, 2, true)
 	r.waitServing(orders, 0, true)
@@ -93,11 +93,11 @@ func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
 func TestTheSupervisorNeverServesARecreatedTopicFromTheOldIncarnation(t *testing.T) {
 	r := newSupervisorRig(t)
 	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
-	r.replica.put(old, "n1")
+	r.replica.Put(old, "n1")
 	r.waitServing(old, 0, true)
-	r.replica.drop("jobs")
+	r.replica.Drop("jobs")
 	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
-	r.replica.put(recreated, "n1")
+	r.replica.Put(recreated, "n1")
 	r.waitServing(recreated, 0, true)
 	r.waitServing(old, 0, false)
 }
@@ -108,10 +108,10 @@ func TestTheSupervisorNeverServesARecreatedTopicFromTheOldIncarnation(t *testing
 func TestTheSupervisorIgnoresAssignmentsOfAnIncarnationNoLongerListed(t *testing.T) {
 	r := newSupervisorRig(t)
 	old := messages.Topic{Name: "jobs", Incarnation: 1, Partitions: 1}
-	r.replica.put(old, "n1")
+	r.replica.Put(old, "n1")
 	r.waitServing(old, 0, true)
 	recreated := messages.Topic{Name: "jobs", Incarnation: 2, Partitions: 1}
-	r.replica.put(recreated, "n1") // the old assignment stays
+	r.replica.Put(recreated, "n1") // the old assignment stays
 	r.waitServing(recreated, 0, true)
 	r.waitServing(old, 0, false)
 }
@@ -132,9 +132,7 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	}
 
 	// The leader has flipped the partition away; this replica has not.
-	r.replica.mu.Lock()
-	r.replica.leaderOwner = "n2"
-	r.replica.mu.Unlock()
+	r.replica.SetLeaderOwner("n2")
 	clk.Advance(move.DefaultConfig().FreezeTTL)
 	for seq := uint64(2); seq < 6; seq++ {
 		if got := commit(seq); got != messages.StatusFrozen {
@@ -144,9 +142,7 @@ func TestALapsedFreezeCommitsOnlyOnceTheLeaderConfirmsTheOwner(t *testing.T) {
 	}
 
 	// The leader names this node after all (the move was aborted).
-	r.replica.mu.Lock()
-	r.replica.leaderOwner = "n1"
-	r.replica.mu.Unlock()
+	r.replica.SetLeaderOwner("n1")
 	deadline := time.Now().Add(20 * time.Second)
 	for commit(9) != messages.StatusOK {
 		if time.Now().After(deadline) {
@@ -183,7 +179,7 @@ func TestAPartitionRestartedBetweenFenceAndFlipOpensFrozen(t *testing.T) {
 	ask := func(msg any) any { t.Helper(); return r.ask(k, msg) }
 	commit := func(seq uint64) messages.Status { t.Helper(); return r.commit(k, seq) }
 
-	r.replica.setTarget(orders, 0, "n2")
+	r.replica.SetTarget(orders, 0, "n2")
 	prep, ok := ask(&messages.Handoff{Op: messages.HandoffPrepare, From: "n2"}).(*messages.HandoffResult)
 	if !ok || prep.Status != messages.StatusOK {
 		t.Fatalf("prepare: got %+v, want OK", prep)
