@@ -34,6 +34,9 @@
 // verbs and the peers (router.go, peergroups.go).
 //
 // HTTP handlers and NATS handlers run on their own goroutines and reach the
-// actors only by request/response messages; no state is shared with an
-// actor.
+// actors by request/response messages. What they share with the actors
+// besides messages is short and safe for concurrent use, each listed in
+// ARCHITECTURE.md §7: the ingress WAL, the metastore replica, the node-wide
+// helpers in the actors' Deps, and the consume hints' ready book
+// (notify.go).
 package actors

@@ -61,7 +61,7 @@ type nodeMetrics struct {
 	// (notify.go): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
 	// readyFromPeer counts starts whose replica was found caught up by a
-	// peer's applied indexes before its own ready reads (readypeer.go).
+	// peer's applied indexes before its own ready reads (peerstart.go).
 	readyFromPeer *metrics.Counter
 	// registeredThroughPeer counts starts whose registration a peer
 	// proposed (peerstart.go).
