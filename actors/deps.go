@@ -28,6 +28,9 @@ type deps struct {
 	// V10, S6): every open, install, rename back and reclaim of a
 	// partition's directory runs under its topic's lock.
 	guards *storage.Guards
+	// running is the set of partitions the partitions supervisor runs an
+	// actor for (partition.Running), which the move workers read (K7).
+	running *partition.Running
 }
 
 // guard is the node's topic open guard over its data dir, as a move's

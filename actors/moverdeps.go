@@ -20,7 +20,7 @@ func newMoverDeps(n *Node, partitions, sweeper *actor.PID) mover.Deps {
 	d := mover.Deps{NodeID: n.cfg.NodeID, DataDir: n.cfg.DataDir, LogConfig: n.cfg.Log, RequestTimeout: n.cfg.RequestTimeout,
 		Tick: n.cfg.MoveTick, DeadTimeout: n.cfg.Membership.DeadTimeout, Move: n.cfg.Move, ChunkBytes: n.cfg.MoveChunkBytes,
 		Config: n.cfg.Mover, Logger: n.log, Store: n.store, Source: newMoveGroups(n.route, n.cfg, n.metrics),
-		Dirs: guardedDirs{d: n.deps, topics: n.store}, Guards: n.guards, Partitions: partitions, Sweeper: sweeper,
+		Dirs: guardedDirs{d: n.deps, topics: n.store}, Guards: n.guards, Running: n.deps.running, Partitions: partitions, Sweeper: sweeper,
 		Metrics: n.metrics.moverMetrics()}
 	if f := n.cfg.faults; f != nil {
 		d.Knobs = f.mover

@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		cfg = faults.withFaults(cfg)
 		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
 	}
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: newCommitNotifier(), guards: storage.NewGuards()},
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: newCommitNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
 		serveDone: make(chan error, 1), left: make(chan struct{}), faults: faults}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {

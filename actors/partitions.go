@@ -24,7 +24,7 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 		Consumer: cfg.Consumer, RequestTimeout: cfg.RequestTimeout, MoveTick: cfg.MoveTick, MoveChunkBytes: cfg.MoveChunkBytes,
 		FreezeTTL: cfg.Move.FreezeTTL, ConfirmRetry: cfg.Move.RetryAfter, FreezeHoldFor: cfg.freezeHold(),
 		Logger: d.log, Clock: cfg.clockOrWall(), Pacer: d.pacer.pidOrNil(), Lane: d.lane, Files: d.files,
-		Guards: d.guards, Fanout: fd, Figures: figures}
+		Guards: d.guards, Running: d.running, Fanout: fd, Figures: figures}
 	if d.metrics != nil {
 		pd.Metrics = d.metrics.partitionMetrics()
 	}

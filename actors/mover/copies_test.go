@@ -232,6 +232,40 @@ func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testin
 	})
 }
 
+// runningSet answers Has with one value: whether the partitions
+// supervisor runs an actor for the partition.
+type runningSet bool
+
+func (r runningSet) Has(messages.PartitionKey) bool { return bool(r) }
+
+// rule K7: a worker asks the supervisor to drop an earlier ownership's
+// state only of a partition it runs an actor for; of one nothing runs
+// for, there is nothing to drop, and the move flips without asking.
+func TestRuleK7NoDropIsAskedOfAPartitionNothingRunsFor(t *testing.T) {
+	for _, tc := range []struct {
+		running bool
+		want    int32
+	}{{true, 2}, {false, 0}} {
+		synctest.Test(t, func(t *testing.T) {
+			r := newWorkerRig(t, 5, false)
+			r.d.Running = runningSet(tc.running)
+			var asks atomic.Int32
+			r.partitions = func(sys *actor.ActorSystem) *actor.PID {
+				return sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+					if _, ok := ctx.Message().(messages.DropEarlier); ok {
+						asks.Add(1)
+						ctx.Respond(messages.DroppedEarlier{})
+					}
+				}))
+			}
+			runInstall(t, r)
+			if got := asks.Load(); got != tc.want {
+				t.Fatalf("drops asked with an actor running %v: got %d, want %d", tc.running, got, tc.want)
+			}
+		})
+	}
+}
+
 // rule V10: the install's preparation re-reads the topic record; while it
 // names another incarnation (deleted and recreated since the move read
 // it) the preparation refuses, the attempt fails and is retried, and the

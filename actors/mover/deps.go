@@ -51,6 +51,13 @@ type Deps struct {
 	// Installs batches their installs; nil: each installs alone.
 	Flips    *FlipBatcher
 	Installs *InstallBatcher
+	// Running says whether the partitions supervisor runs an actor for a
+	// partition (partition.Running): a worker asks the supervisor to drop
+	// an earlier ownership's state (rule K7) only of one it runs. Nil
+	// asks every time.
+	Running interface {
+		Has(k messages.PartitionKey) bool
+	}
 	// Partitions is the partitions supervisor, which a worker asks to
 	// drop an earlier ownership's state around its install (messages.DropEarlier,
 	// rule K7); nil in rigs without one. Sweeper hears every

@@ -894,10 +894,10 @@ func (w *worker) installInput(ctx actor.Context, hwm int64, force bool) (install
 // K7), made from the install's goroutine; without a supervisor (a rig)
 // there is no state to drop.
 func (w *worker) dropper(ctx actor.Context) func() error {
-	parts, root, k, timeout := w.d.Partitions, ctx.ActorSystem().Root, w.key, w.d.RequestTimeout
+	parts, root, k, timeout, running := w.d.Partitions, ctx.ActorSystem().Root, w.key, w.d.RequestTimeout, w.d.Running
 	return func() error {
-		if parts == nil {
-			return nil
+		if parts == nil || (running != nil && !running.Has(k)) {
+			return nil // no actor runs for k: no state of any ownership to drop
 		}
 		res, err := root.RequestFuture(parts, messages.DropEarlier{Key: k}, timeout).Result()
 		if err != nil {

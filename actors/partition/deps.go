@@ -64,6 +64,10 @@ type Deps struct {
 	// Mailboxes runs the partition actors' mailboxes; nil is protoactor's
 	// default (a goroutine a run).
 	Mailboxes actor.Dispatcher
+	// Running is the set of partitions the supervisor runs an actor for,
+	// which it keeps and the node's move workers read (rule K7); nil in
+	// rigs.
+	Running *Running
 	// Files bounds the active segment files the node's partitions hold
 	// open (nil in rigs: each log holds its own).
 	Files *storage.Files

@@ -277,6 +277,7 @@ func (s *Supervisor) spawn(ctx actor.Context, k messages.PartitionKey, targeted 
 	}
 	ctx.Watch(pid)
 	s.children[k] = pid
+	s.deps.Running.add(k)
 	if s.byPID == nil {
 		s.byPID = map[string]messages.PartitionKey{}
 	}
@@ -380,6 +381,7 @@ func (s *Supervisor) handOver(ctx actor.Context, keys []messages.PartitionKey) {
 		}
 		delete(s.byPID, s.children[k].Id)
 		delete(s.children, k)
+		s.deps.Running.remove(k)
 		delete(s.linksSent, k)
 		if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
 			s.purge(k)
@@ -410,6 +412,7 @@ func (s *Supervisor) terminated(m *actor.Terminated) {
 	}
 	delete(s.byPID, m.Who.Id)
 	delete(s.children, k)
+	s.deps.Running.remove(k)
 	delete(s.linksSent, k)
 	s.failed[k] = true
 	s.owned.Store(int64(len(s.children)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -203,5 +204,30 @@ func TestAPartitionRestartedBetweenFenceAndFlipOpensFrozen(t *testing.T) {
 	}
 	if st := ask(&messages.GetStats{}).(*messages.PartitionStats); st.HighWatermark != 1 {
 		t.Fatalf("HWM after the restart: got %d, want the fenced 1", st.HighWatermark)
+	}
+}
+
+// rule K7: the set of running partitions that the move workers read
+// follows the supervisor's children, from a child's spawn to its stop.
+func TestTheRunningSetFollowsTheChildren(t *testing.T) {
+	running := &Running{}
+	r := newSupervisorRig(t, func(d *Deps) { d.Running = running })
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 2}
+	k0 := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	k1 := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 1}
+	r.replica.Put(orders, "n1", "n2")
+	r.waitServing(orders, 0, true)
+	if !running.Has(k0) || running.Has(k1) {
+		t.Fatalf("running while n1 owns partition 0 only: got 0 %v, 1 %v, want true, false", running.Has(k0), running.Has(k1))
+	}
+	r.replica.SetOwner(orders, 0, "n2")
+	r.replica.SetOwner(orders, 1, "n1")
+	r.waitServing(orders, 1, true)
+	testnet.Eventually(t, 20*time.Second, "partition 0 out of the running set once handed over", func() bool { return !running.Has(k0) })
+	if !running.Has(k1) {
+		t.Fatal("running once n1 owns partition 1: got false, want true")
+	}
+	if (*Running)(nil).Has(k0) != true {
+		t.Fatal("a nil set: got Has false, want true (the worker asks)")
 	}
 }
