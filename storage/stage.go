@@ -47,6 +47,17 @@ func (s *Staging) Stage(m Marker, now time.Time) error {
 // to it since.
 func (s *Staging) Durable() bool { return s.staged != nil && !s.done }
 
+// StagedHWM is the HWM the copy was staged at (its marker's promoted
+// HWM), when it is staged and nothing was written to it since; ok is
+// false otherwise. A copy staged after a Verify at that HWM is, while ok,
+// the same bytes that Verify read.
+func (s *Staging) StagedHWM() (hwm int64, ok bool) {
+	if !s.Durable() {
+		return 0, false
+	}
+	return s.staged.PromotedHWM, true
+}
+
 // stagedAs reports whether the copy is staged with marker m (its
 // durability stamp aside) and nothing written since: Install then only
 // renames it.

@@ -27,6 +27,9 @@ func stagedCopy(t *testing.T, data string, p int, batches int) (*Log, *Staging, 
 	if !st.Durable() {
 		t.Fatal("staged copy: got Durable false, want true")
 	}
+	if at, ok := st.StagedHWM(); !ok || at != ls.HWM {
+		t.Fatalf("staged copy: got StagedHWM %d, %v, want %d, true", at, ok, ls.HWM)
+	}
 	return src, st, ls
 }
 
@@ -109,6 +112,11 @@ func TestAnyWriteAfterStageMakesTheInstallSyncAgain(t *testing.T) {
 			data := t.TempDir()
 			src, st, ls := stagedCopy(t, data, 0, 2)
 			m := tc.touch(t, src, st, &ls)
+			// A move verifies a staged copy again only when this says
+			// nothing was written since its stage.
+			if at, ok := st.StagedHWM(); ok && m.PromotedHWM == at && m.SourceNode == "n1" && len(m.Children) == 0 {
+				t.Fatalf("after %s: got StagedHWM %d, true, want the copy out of its staged state", tc.name, at)
+			}
 			target := PartitionPath(data, "t", 0)
 			if _, err := st.Install(target, InstallOptions{Marker: m, Now: later}); err != nil {
 				t.Fatal(err)

@@ -123,6 +123,10 @@ type Knobs struct {
 	// Flip runs on a worker's I/O goroutine right before it proposes the
 	// flip; it may block until ctx ends.
 	Flip func(ctx context.Context, k messages.PartitionKey)
+	// Verify runs on a worker's I/O goroutine as it verifies its copy at
+	// hwm before the fence: read is false when the copy was staged at hwm
+	// and is untouched since, so it is not read again.
+	Verify func(k messages.PartitionKey, hwm int64, read bool)
 	// Listed runs on a worker's I/O goroutine after a pass's listing
 	// arrived and before its chunks are read (hwm: the listing's); it may
 	// block until ctx ends.

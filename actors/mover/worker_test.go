@@ -465,6 +465,7 @@ func TestTheFreezeHoldsOnlyTheFenceAndTheFlipOfAnIdlePartition(t *testing.T) {
 		r := newWorkerRig(t, 5, false)
 		r.source.prepareDelay = time.Millisecond
 		r.source.frozenAt = r.source.position // nobody consumes either
+		verifies := r.recordVerifies()
 		r.start()
 		defer r.stop()
 		flipped := false
@@ -500,6 +501,69 @@ func TestTheFreezeHoldsOnlyTheFenceAndTheFlipOfAnIdlePartition(t *testing.T) {
 		}
 		if !m.DurableAt.Before(prepared) {
 			t.Fatalf("installed marker durable at %s, want before the prepare at %s (staged before the freeze)", m.DurableAt, prepared)
+		}
+		// Verified at the stage, untouched since: not read again under
+		// the freeze.
+		if got := verifies(); !slices.Equal(got, []verifyCall{{hwm: 5, read: false}}) {
+			t.Fatalf("verifies before the fence: got %+v, want one at 5 that reads nothing", got)
+		}
+	})
+}
+
+// verifyCall is one verify of a copy before its fence (Knobs.Verify).
+type verifyCall struct {
+	hwm  int64
+	read bool
+}
+
+// recordVerifies records the worker's verifies before the fence, returned
+// by the function it gives back.
+func (r *workerRig) recordVerifies() func() []verifyCall {
+	var mu sync.Mutex
+	var calls []verifyCall
+	r.d.Knobs.Verify = func(_ messages.PartitionKey, hwm int64, read bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, verifyCall{hwm, read})
+	}
+	return func() []verifyCall {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+}
+
+// A tail copied under the freeze takes the copy out of its staged state:
+// the verify before the fence reads it whole again, at the new HWM.
+func TestATailCopiedUnderTheFreezeIsVerifiedByReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		r.source.prepareDelay = time.Millisecond
+		verifies := r.recordVerifies()
+		r.start()
+		defer r.stop()
+		synctest.Wait() // staged at 5; the prepare waits at the source
+		if _, err := r.source.log.Append(time.Now(), []storage.Entry{{Body: []byte(`"tail"`)}}); err != nil {
+			t.Fatal(err)
+		}
+		flipped := false
+		for i := 0; i < 100 && !flipped; i++ {
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			select {
+			case e := <-r.ended:
+				if !e.flipped {
+					t.Fatal("the move: got ended without a flip, want flipped")
+				}
+				flipped = true
+			default:
+			}
+		}
+		if !flipped {
+			t.Fatal("the move: got no end after 100 ms, want flipped")
+		}
+		if got := verifies(); !slices.Equal(got, []verifyCall{{hwm: 6, read: true}}) {
+			t.Fatalf("verifies before the fence: got %+v, want one at 6 that reads the copy", got)
 		}
 	})
 }
