@@ -70,7 +70,7 @@ type Config struct {
 	// commit notice may be lost). Each within 1ms..1min.
 	ConsumeRescanInterval, ConsumeFullScanInterval time.Duration
 	// CommitNoticeInterval is the least time between two commit notices
-	// this node sends its peers (notify.go): a busy node names every
+	// this node sends its peers (actors/hints): a busy node names every
 	// partition committed meanwhile in one. A peer's long poll wakes up to
 	// this much later than a local one. Within 100µs..1s.
 	CommitNoticeInterval time.Duration

@@ -7,15 +7,9 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/messages"
 )
-
-// topicIncarnation names one life of a topic (the consume side's ready
-// book and commit notices are kept per life).
-type topicIncarnation struct {
-	topic       string
-	incarnation uint64
-}
 
 // msDuration is a topic setting in milliseconds as a duration.
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
@@ -68,10 +62,10 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 }
 
 // Consume is queue mode: it leases one record from a partition that has
-// one, asking first those the ready book (ready.go) believes have records,
-// local ones first but in one consume of ConsumeRotateEvery (consumePlan),
+// one, asking first those the ready book (actors/hints) believes have records,
+// local ones first but in one consume of ConsumeRotateEvery (hints.Plan),
 // at most one request per owner; and it
-// waits for a commit to the topic at any owner (notify.go) up to wait, at
+// waits for a commit to the topic at any owner (actors/hints) up to wait, at
 // most MaxConsumeWait, looking again every ConsumeRescanInterval and asking
 // every partition every ConsumeFullScanInterval (a lease that expires, a
 // notice lost). A partition or owner that cannot be asked is
@@ -82,13 +76,13 @@ func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Du
 		return messages.Delivery{}, false, fmt.Errorf("consume: %w", err)
 	}
 	now := time.Now()
-	n.notifier.consuming(now)
+	n.notifier.Consuming(now)
 	deadline := now.Add(min(max(wait, 0), n.cfg.MaxConsumeWait))
 	limits := limitsOf(t)
-	ti := topicIncarnation{t.Name, t.Incarnation}
+	ti := hints.TopicIncarnation{Topic: t.Name, Incarnation: t.Incarnation}
 	for first := true; ; first = false {
-		woken := n.notifier.wait(t.Name)
-		full := first && wait <= 0 || only < 0 && n.notifier.ready.fullScanDue(ti, t.Partitions, n.cfg.ConsumeFullScanInterval)
+		woken := n.notifier.Wait(t.Name)
+		full := first && wait <= 0 || only < 0 && n.notifier.Ready.FullScanDue(ti, t.Partitions, n.cfg.ConsumeFullScanInterval)
 		if d, ok := n.reserveAny(ctx, t, only, limits, full); ok {
 			return d, true, nil
 		}
@@ -109,13 +103,13 @@ func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Du
 }
 
 // reserveAny leases a record of partition only, or of any partition of t
-// in the order consumePlan gives (every partition when full), and returns
+// in the order hints.Plan gives (every partition when full), and returns
 // the first leased.
 func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limits messages.ConsumeLimits, full bool) (messages.Delivery, bool) {
-	ti := topicIncarnation{t.Name, t.Incarnation}
+	ti := hints.TopicIncarnation{Topic: t.Name, Incarnation: t.Incarnation}
 	if only >= 0 {
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: only}
-		asked := n.notifier.ready.asking()
+		asked := n.notifier.Ready.Asking()
 		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
 		rr, ok := res.(*messages.Reserved)
 		if err != nil || !ok {
@@ -124,14 +118,14 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 		n.observeReserved(ti, t.Partitions, only, asked, rr)
 		return rr.Delivery, rr.Status == messages.StatusOK
 	}
-	parts, now, asked := n.notifier.ready.snapshot(ti, t.Partitions)
+	parts, now, asked := n.notifier.Ready.Snapshot(ti, t.Partitions)
 	owners := make([]string, t.Partitions)
 	for p := range owners {
 		owners[p], _ = n.route.owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
 	}
 	start := int(n.rotor.Add(1) % uint64(t.Partitions))
 	localFirst := n.rotations.Add(1)%uint64(n.cfg.ConsumeRotateEvery) != 0
-	for _, g := range consumePlan(parts, owners, n.cfg.NodeID, start, now, full, localFirst) {
+	for _, g := range hints.Plan(parts, owners, n.cfg.NodeID, start, now, full, localFirst) {
 		if d, ok := n.reserveFrom(ctx, t, g, limits, asked); ok {
 			return d, true
 		}
@@ -143,22 +137,22 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 // each partition actor in turn when they are local, one ReserveAny request
 // when the owner is a peer. asked is the ready book's marks count when the
 // consume took its snapshot.
-func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, limits messages.ConsumeLimits, asked readySeq) (messages.Delivery, bool) {
-	ti := topicIncarnation{t.Name, t.Incarnation}
+func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g hints.AskGroup, limits messages.ConsumeLimits, asked hints.Seq) (messages.Delivery, bool) {
+	ti := hints.TopicIncarnation{Topic: t.Name, Incarnation: t.Incarnation}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation}
-	ra := &messages.ReserveAny{Partitions: g.parts, Limits: limits}
-	local := g.owner == n.cfg.NodeID
+	ra := &messages.ReserveAny{Partitions: g.Parts, Limits: limits}
+	local := g.Owner == n.cfg.NodeID
 	var rr *messages.Reserved
 	if local {
 		rr = reserveFirst(ctx, k, ra, n.route.local)
 	} else {
 		var err error
-		if rr, err = n.route.reserveAny(ctx, g.owner, k, ra); err != nil {
+		if rr, err = n.route.reserveAny(ctx, g.Owner, k, ra); err != nil {
 			return messages.Delivery{}, false
 		}
 	}
 	for p, expiresIn := range rr.Empty {
-		n.notifier.ready.observe(ti, t.Partitions, p, asked, false, false, expiresIn)
+		n.notifier.Ready.Observe(ti, t.Partitions, p, asked, false, false, expiresIn)
 	}
 	if rr.Status != messages.StatusOK {
 		return messages.Delivery{}, false
@@ -173,12 +167,12 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g askGroup, li
 }
 
 // observeReserved tells the ready book what a reserve of partition p found.
-func (n *Node) observeReserved(ti topicIncarnation, partitions, p int, asked readySeq, rr *messages.Reserved) {
+func (n *Node) observeReserved(ti hints.TopicIncarnation, partitions, p int, asked hints.Seq, rr *messages.Reserved) {
 	switch rr.Status {
 	case messages.StatusOK:
-		n.notifier.ready.observe(ti, partitions, p, asked, true, rr.More, rr.ExpiresIn)
+		n.notifier.Ready.Observe(ti, partitions, p, asked, true, rr.More, rr.ExpiresIn)
 	case messages.StatusEmpty:
-		n.notifier.ready.observe(ti, partitions, p, asked, false, false, rr.ExpiresIn)
+		n.notifier.Ready.Observe(ti, partitions, p, asked, false, false, rr.ExpiresIn)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -34,14 +35,14 @@ func routedCluster(t *testing.T, prefix string) *testCluster {
 func (c *testCluster) believeAllEmpty(i int, topic string) {
 	c.t.Helper()
 	t, _ := c.node(i).n.Store().Topic(topic)
-	ti := topicIncarnation{topic, t.Incarnation}
+	ti := hints.TopicIncarnation{Topic: topic, Incarnation: t.Incarnation}
 	c.waitFor("every partition of "+topic+" believed empty on "+c.node(i).cfg.NodeID, func() bool {
 		if m := c.node(i).consume(topic, "wait=0"); m != nil {
 			c.t.Fatalf("consume of the empty topic %s: got offset %d, want 204", topic, m.Offset)
 		}
-		parts, _, _ := c.node(i).n.notifier.ready.snapshot(ti, t.Partitions)
+		parts, _, _ := c.node(i).n.notifier.Ready.Snapshot(ti, t.Partitions)
 		for _, p := range parts {
-			if p.ready {
+			if p.Ready {
 				return false
 			}
 		}
@@ -120,10 +121,10 @@ func TestAConsumeThroughANonOwnerAsksOneOwnerOnce(t *testing.T) {
 
 	c.node(owner).must(http.StatusAccepted, "POST", fmt.Sprintf("/v1/topics/hop/produce?partition=%d", p), []byte("one"))
 	topic, _ := c.node(0).n.Store().Topic("hop")
-	ti := topicIncarnation{"hop", topic.Incarnation}
+	ti := hints.TopicIncarnation{Topic: "hop", Incarnation: topic.Incarnation}
 	c.waitFor("the commit notice to reach the consuming node", func() bool {
-		parts, _, _ := c.node(0).n.notifier.ready.snapshot(ti, partitions)
-		return parts[p].ready
+		parts, _, _ := c.node(0).n.notifier.Ready.Snapshot(ti, partitions)
+		return parts[p].Ready
 	})
 	ownerN, otherN := c.node(owner), c.node(other)
 	ownerID, otherID := ownerN.cfg.NodeID, otherN.cfg.NodeID

@@ -3,6 +3,7 @@ package actors
 import (
 	"log/slog"
 
+	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/storage"
 )
@@ -14,7 +15,7 @@ type deps struct {
 	cfg      Config
 	log      *slog.Logger
 	metrics  *nodeMetrics
-	notifier *commitNotifier
+	notifier *hints.Notifier
 	// pacer paces the freezes this node arms as a move's source (rule B5,
 	// pacing.go: the pacer actor); nil paces nothing.
 	pacer *pacer

@@ -38,5 +38,5 @@
 // besides messages is short and safe for concurrent use, each listed in
 // ARCHITECTURE.md §7: the ingress WAL, the metastore replica, the node-wide
 // helpers in the actors' Deps, and the consume hints' ready book
-// (notify.go).
+// (actors/hints).
 package actors

@@ -58,7 +58,7 @@ type nodeMetrics struct {
 	// (faults.go), by storage.FaultMode.
 	faultsInjected map[storage.FaultMode]*metrics.Counter
 	// noticesLost counts commit notices not sent or not understood
-	// (notify.go): each one may delay a peer's long poll until its rescan.
+	// (actors/hints): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
 	// readyFromPeer counts starts whose replica was found caught up by a
 	// peer's applied indexes before its own ready reads (peerstart.go).

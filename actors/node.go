@@ -20,6 +20,7 @@ import (
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
+	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/sweeper"
@@ -111,7 +112,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		cfg = faults.withFaults(cfg)
 		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
 	}
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: newCommitNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
 		serveDone: make(chan error, 1), left: make(chan struct{}), faults: faults}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
@@ -395,7 +396,7 @@ func (n *Node) startActors() error {
 	})
 	if n.nats != nil {
 		n.loops.Go(func() {
-			n.notifier.sendNotices(loops, n.nats, n.cfg.CommitNoticeInterval, func(error) { n.metrics.noticesLost.Inc() })
+			n.notifier.SendNotices(loops, n.nats, n.cfg.CommitNoticeInterval, func(error) { n.metrics.noticesLost.Inc() })
 		})
 	}
 	n.loops.Go(func() { n.heartbeat(loops) })
@@ -423,12 +424,12 @@ func (n *Node) serveNATS() error {
 		return nil
 	}
 	heard := func(_ string, body []byte) {
-		if n.notifier.heardNotice(body) != nil {
+		if n.notifier.HeardNotice(body) != nil {
 			n.metrics.noticesLost.Inc()
 		}
 	}
-	interest := func(string, []byte) { n.notifier.heardInterest(time.Now()) }
-	if err := errors.Join(n.route.serve(), n.nats.Watch(noticeService, heard), n.nats.Watch(interestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
+	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
+	if err := errors.Join(n.route.serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil

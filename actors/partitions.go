@@ -29,7 +29,7 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 		pd.Metrics = d.metrics.partitionMetrics()
 	}
 	if d.notifier != nil {
-		pd.Notify = d.notifier.notify
+		pd.Notify = d.notifier.Notify
 	}
 	if f := cfg.faults; f != nil {
 		pd.Knobs = f.partition

@@ -1,4 +1,4 @@
-package actors
+package hints
 
 import (
 	"context"
@@ -28,11 +28,11 @@ func (p *fakePublisher) Publish(service string, _ []byte) error {
 // consumes: nobody else reads them. A node that serves consumes says so,
 // at most once every interestEvery.
 func TestNoticesGoOutOnlyWhileAPeerServesConsumes(t *testing.T) {
-	n := newCommitNotifier()
+	n := NewNotifier()
 	pub := &fakePublisher{got: make(chan string, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go n.sendNotices(ctx, pub, time.Millisecond, func(err error) { t.Errorf("publish: %v", err) })
+	go n.SendNotices(ctx, pub, time.Millisecond, func(err error) { t.Errorf("publish: %v", err) })
 	k := messages.PartitionKey{Topic: "t", Incarnation: 1, Partition: 2}
 	expectNone := func(what string) {
 		t.Helper()
@@ -54,23 +54,23 @@ func TestNoticesGoOutOnlyWhileAPeerServesConsumes(t *testing.T) {
 		}
 	}
 
-	n.notify(k)
-	expect("a commit within interestFor of the node's start", noticeService)
+	n.Notify(k)
+	expect("a commit within interestFor of the node's start", NoticeService)
 	n.peersConsume.Store(time.Now().Add(-interestFor).UnixNano())
-	n.notify(k)
+	n.Notify(k)
 	expectNone("a commit with no peer consuming")
-	n.heardInterest(time.Now())
-	n.notify(k)
-	expect("a commit after a peer said it consumes", noticeService)
+	n.HeardInterest(time.Now())
+	n.Notify(k)
+	expect("a commit after a peer said it consumes", NoticeService)
 	n.peersConsume.Store(time.Now().Add(-interestFor).UnixNano())
-	n.notify(k)
+	n.Notify(k)
 	expectNone("a commit once the peer's word is interestFor old")
 
 	now := time.Now()
-	n.consuming(now)
-	expect("this node's first consume", interestService)
-	n.consuming(now.Add(interestEvery / 2))
+	n.Consuming(now)
+	expect("this node's first consume", InterestService)
+	n.Consuming(now.Add(interestEvery / 2))
 	expectNone("a consume within interestEvery of the word")
-	n.consuming(now.Add(interestEvery))
-	expect("a consume interestEvery after the word", interestService)
+	n.Consuming(now.Add(interestEvery))
+	expect("a consume interestEvery after the word", InterestService)
 }

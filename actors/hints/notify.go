@@ -1,4 +1,4 @@
-package actors
+package hints
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// commitNotifier wakes long polls when a partition of their topic may have
+// Notifier wakes long polls when a partition of their topic may have
 // a record to deliver (a commit, a nack, the end of a freeze, a slot freed
-// under max_in_flight), marks that partition ready in the node's readyBook,
+// under max_in_flight), marks that partition ready in the node's Book,
 // and tells the other nodes the same through commit notices, so that a long
 // poll on any node wakes on a commit at any owner, and a consume there asks
 // an owner that has records rather than every partition in turn.
@@ -28,10 +28,10 @@ import (
 // for interestFor. Under a load of produces alone (issue 45) a notice went
 // out every millisecond from every node and was read by every other, for
 // nobody: 7% of what a record cost through three nodes at 2,500 a second.
-type commitNotifier struct {
+type Notifier struct {
 	mu    sync.Mutex
 	chans map[string]chan struct{}
-	ready *readyBook
+	Ready *Book
 	// pending are the partitions committed here since the last notice was
 	// sent, at most maxPendingNotices (beyond that they are dropped: the
 	// peers' rescans find them); kick has a value when pending is not empty.
@@ -54,11 +54,11 @@ const (
 
 // maxPendingNotices bounds the partitions one node remembers to announce:
 // one notice carries at most this many, and more between two sends are
-// dropped (a hint, see commitNotifier).
+// dropped (a hint, see Notifier).
 const maxPendingNotices = 4096
 
-func newCommitNotifier() *commitNotifier {
-	n := &commitNotifier{chans: map[string]chan struct{}{}, ready: newReadyBook(),
+func NewNotifier() *Notifier {
+	n := &Notifier{chans: map[string]chan struct{}{}, Ready: NewBook(),
 		pending: map[messages.PartitionKey]struct{}{}, kick: make(chan struct{}, 1), announce: make(chan struct{}, 1)}
 	// A node that starts does not know whether its peers serve consumes:
 	// it sends its notices for interestFor, within which a peer that does
@@ -70,7 +70,7 @@ func newCommitNotifier() *commitNotifier {
 // consuming records that this node serves a consume now, and has the
 // notice loop tell the peers so when it has not told them for
 // interestEvery.
-func (n *commitNotifier) consuming(now time.Time) {
+func (n *Notifier) Consuming(now time.Time) {
 	t := now.UnixNano()
 	last := n.announced.Load()
 	if t-last < int64(interestEvery) || !n.announced.CompareAndSwap(last, t) {
@@ -83,16 +83,16 @@ func (n *commitNotifier) consuming(now time.Time) {
 }
 
 // heardInterest is a peer's word that it serves consumes.
-func (n *commitNotifier) heardInterest(now time.Time) { n.peersConsume.Store(now.UnixNano()) }
+func (n *Notifier) HeardInterest(now time.Time) { n.peersConsume.Store(now.UnixNano()) }
 
 // peersRead reports whether a peer said within interestFor that it serves
 // consumes: only then do notices go out.
-func (n *commitNotifier) peersRead(now time.Time) bool {
+func (n *Notifier) peersRead(now time.Time) bool {
 	return now.UnixNano()-n.peersConsume.Load() < int64(interestFor)
 }
 
 // wait returns a channel closed at the next notify or heard of topic.
-func (n *commitNotifier) wait(topic string) <-chan struct{} {
+func (n *Notifier) Wait(topic string) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c, ok := n.chans[topic]
@@ -105,7 +105,7 @@ func (n *commitNotifier) wait(topic string) <-chan struct{} {
 
 // notify is a partition served here that may have a record to deliver: its
 // topic's waiters wake, it is marked ready, and the peers are told.
-func (n *commitNotifier) notify(k messages.PartitionKey) {
+func (n *Notifier) Notify(k messages.PartitionKey) {
 	n.mu.Lock()
 	if len(n.pending) < maxPendingNotices {
 		n.pending[k] = struct{}{}
@@ -121,8 +121,8 @@ func (n *commitNotifier) notify(k messages.PartitionKey) {
 // heard is a partition that may have a record to deliver, announced here or
 // by a peer: mark it ready and wake its topic's waiters. Topics nobody
 // waits on cost a map lookup.
-func (n *commitNotifier) heard(k messages.PartitionKey) {
-	n.ready.mark(k)
+func (n *Notifier) heard(k messages.PartitionKey) {
+	n.Ready.mark(k)
 	n.mu.Lock()
 	c, ok := n.chans[k.Topic]
 	delete(n.chans, k.Topic)
@@ -133,16 +133,16 @@ func (n *commitNotifier) heard(k messages.PartitionKey) {
 }
 
 // take empties pending into a notice.
-func (n *commitNotifier) take() commitNotice {
+func (n *Notifier) take() commitNotice {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.pending) == 0 {
 		return nil
 	}
-	by := map[topicIncarnation]int{}
+	by := map[TopicIncarnation]int{}
 	var out commitNotice
 	for k := range n.pending {
-		ti := topicIncarnation{k.Topic, k.Incarnation}
+		ti := TopicIncarnation{k.Topic, k.Incarnation}
 		i, ok := by[ti]
 		if !ok {
 			i = len(out)
@@ -165,16 +165,16 @@ type noticeTopic struct {
 	Partitions  []int  `json:"p"`
 }
 
-// noticeService is the transport service of commit notices, and
-// interestService of a node's word that it serves consumes: each node
+// NoticeService is the transport service of commit notices, and
+// InterestService of a node's word that it serves consumes: each node
 // publishes on its own subjects and watches every node's.
 const (
-	noticeService   = "commits"
-	interestService = "interest"
+	NoticeService   = "commits"
+	InterestService = "interest"
 )
 
-// noticePublisher is how the notice loop sends (the transport).
-type noticePublisher interface {
+// Publisher is how the notice loop sends (the transport).
+type Publisher interface {
 	Publish(service string, data []byte) error
 }
 
@@ -183,7 +183,7 @@ type noticePublisher interface {
 // partition committed meanwhile, an idle one sends nothing, and neither
 // while no peer reads them (peersRead). It also tells the peers when this
 // node serves consumes (consuming).
-func (n *commitNotifier) sendNotices(ctx context.Context, pub noticePublisher, interval time.Duration, failed func(error)) {
+func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time.Duration, failed func(error)) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
@@ -191,7 +191,7 @@ func (n *commitNotifier) sendNotices(ctx context.Context, pub noticePublisher, i
 		case <-ctx.Done():
 			return
 		case <-n.announce:
-			if err := pub.Publish(interestService, nil); err != nil {
+			if err := pub.Publish(InterestService, nil); err != nil {
 				failed(err)
 			}
 			continue
@@ -200,7 +200,7 @@ func (n *commitNotifier) sendNotices(ctx context.Context, pub noticePublisher, i
 		if notice := n.take(); notice != nil && n.peersRead(time.Now()) {
 			body, err := json.Marshal(notice)
 			if err == nil {
-				err = pub.Publish(noticeService, body)
+				err = pub.Publish(NoticeService, body)
 			}
 			if err != nil {
 				failed(err)
@@ -216,7 +216,7 @@ func (n *commitNotifier) sendNotices(ctx context.Context, pub noticePublisher, i
 }
 
 // heardNotice applies a peer's notice; a malformed one is dropped (a hint).
-func (n *commitNotifier) heardNotice(body []byte) error {
+func (n *Notifier) HeardNotice(body []byte) error {
 	var notice commitNotice
 	if err := json.Unmarshal(body, &notice); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package actors
+package hints
 
 import (
 	"sync"
@@ -7,17 +7,24 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// readyBook is what this node believes about which partitions of each
+// TopicIncarnation names one life of a topic: the ready book and the
+// commit notices are kept per life.
+type TopicIncarnation struct {
+	Topic       string
+	Incarnation uint64
+}
+
+// Book is what this node believes about which partitions of each
 // topic have a record to deliver, so that a queue-mode consume asks an
-// owner that has one first (consumePlan) instead of every partition in
+// owner that has one first (Plan) instead of every partition in
 // turn, one NATS round trip each. It learns from commit notices (its own
-// partitions' and its peers', commitNotifier) and from every answer to a
+// partitions' and its peers', Notifier) and from every answer to a
 // reserve it routes. It is a hint: a partition believed empty is still
 // asked by the long poll's periodic full scan, so a belief that is wrong
 // costs latency, never a record.
-type readyBook struct {
+type Book struct {
 	mu     sync.Mutex
-	topics map[topicIncarnation]*readyTopic
+	topics map[TopicIncarnation]*readyTopic
 	now    func() time.Time
 	// marks counts the marks so far. An answer to a reserve asked before
 	// the latest mark of its partition may predate the commit that mark
@@ -29,22 +36,22 @@ type readyBook struct {
 
 // readyTopic is the belief about one topic incarnation's partitions.
 type readyTopic struct {
-	parts []readyPartition
+	parts []Partition
 	// scanned is when a consume here last asked every partition; the long
 	// polls of every consumer of the topic share it (fullScanDue).
 	scanned time.Time
 }
 
-// readyPartition is the belief about one partition.
-type readyPartition struct {
+// Partition is the belief about one partition.
+type Partition struct {
 	// ready: a record was deliverable when last heard of.
-	ready bool
+	Ready bool
 	// since is when the partition last became ready or was last served
 	// through this node.
-	since time.Time
+	Since time.Time
 	// expires is when a lease out expires and its record becomes
 	// deliverable again; zero when none is known.
-	expires time.Time
+	Expires time.Time
 	// marked is the book's marks count at this partition's latest mark.
 	marked uint64
 }
@@ -56,14 +63,14 @@ type readyPartition struct {
 // more partitions. Entries of deleted topics go the same way.
 const maxReadyTopics = 4096
 
-func newReadyBook() *readyBook {
-	return &readyBook{topics: map[topicIncarnation]*readyTopic{}, now: time.Now}
+func NewBook() *Book {
+	return &Book{topics: map[TopicIncarnation]*readyTopic{}, now: time.Now}
 }
 
 // topic returns the entry of ti with n partitions, made with every
 // partition ready (nothing is known yet) when it is new or its partition
 // count changed. The caller holds mu.
-func (b *readyBook) topic(ti topicIncarnation, n int, now time.Time) *readyTopic {
+func (b *Book) topic(ti TopicIncarnation, n int, now time.Time) *readyTopic {
 	t, ok := b.topics[ti]
 	if ok && len(t.parts) == n {
 		return t
@@ -71,9 +78,9 @@ func (b *readyBook) topic(ti topicIncarnation, n int, now time.Time) *readyTopic
 	if len(b.topics) >= maxReadyTopics {
 		clear(b.topics)
 	}
-	t = &readyTopic{parts: make([]readyPartition, n), scanned: now}
+	t = &readyTopic{parts: make([]Partition, n), scanned: now}
 	for i := range t.parts {
-		t.parts[i] = readyPartition{ready: true, since: now}
+		t.parts[i] = Partition{Ready: true, Since: now}
 	}
 	b.topics[ti] = t
 	return t
@@ -82,47 +89,47 @@ func (b *readyBook) topic(ti topicIncarnation, n int, now time.Time) *readyTopic
 // mark is a partition that may have a record to deliver. A topic no consume
 // here asked about yet is not recorded: its first consume finds every
 // partition ready anyway.
-func (b *readyBook) mark(k messages.PartitionKey) {
+func (b *Book) mark(k messages.PartitionKey) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t, ok := b.topics[topicIncarnation{k.Topic, k.Incarnation}]
+	t, ok := b.topics[TopicIncarnation{k.Topic, k.Incarnation}]
 	if !ok || k.Partition < 0 || k.Partition >= len(t.parts) {
 		return
 	}
 	b.marks++
 	p := &t.parts[k.Partition]
 	p.marked = b.marks
-	if !p.ready {
-		p.ready, p.since = true, b.now()
+	if !p.Ready {
+		p.Ready, p.Since = true, b.now()
 	}
 }
 
-// readySeq is the book's marks count when a consume began asking; observe
+// Seq is the book's marks count when a consume began asking; observe
 // takes it back with each answer.
-type readySeq uint64
+type Seq uint64
 
-// snapshot copies the belief about ti's n partitions, for consumePlan,
+// snapshot copies the belief about ti's n partitions, for Plan,
 // with the marks count to pass observe with the answers of the asks it
 // plans.
-func (b *readyBook) snapshot(ti topicIncarnation, n int) ([]readyPartition, time.Time, readySeq) {
+func (b *Book) Snapshot(ti TopicIncarnation, n int) ([]Partition, time.Time, Seq) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
-	return append([]readyPartition(nil), b.topic(ti, n, now).parts...), now, readySeq(b.marks)
+	return append([]Partition(nil), b.topic(ti, n, now).parts...), now, Seq(b.marks)
 }
 
 // asking is the marks count for a consume that asks without a snapshot
 // (one partition named).
-func (b *readyBook) asking() readySeq {
+func (b *Book) Asking() Seq {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return readySeq(b.marks)
+	return Seq(b.marks)
 }
 
 // fullScanDue reports whether the last full scan of ti is every or longer
 // ago, and if so counts one as begun now: however short each long poll is,
 // the topic's consumers here ask every partition about once per every.
-func (b *readyBook) fullScanDue(ti topicIncarnation, n int, every time.Duration) bool {
+func (b *Book) FullScanDue(ti TopicIncarnation, n int, every time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -137,7 +144,7 @@ func (b *readyBook) fullScanDue(ti topicIncarnation, n int, every time.Duration)
 // observe learns from a partition's answer to a reserve asked at asked:
 // leased (ready again only if it said More, or a mark came after the ask)
 // or empty (the same), with when a lease out expires.
-func (b *readyBook) observe(ti topicIncarnation, n, partition int, asked readySeq, leased, more bool, expiresIn time.Duration) {
+func (b *Book) Observe(ti TopicIncarnation, n, partition int, asked Seq, leased, more bool, expiresIn time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -146,24 +153,24 @@ func (b *readyBook) observe(ti topicIncarnation, n, partition int, asked readySe
 		return
 	}
 	p := &t.parts[partition]
-	p.ready = leased && more || p.marked > uint64(asked)
+	p.Ready = leased && more || p.marked > uint64(asked)
 	if leased {
-		p.since = now
+		p.Since = now
 	}
-	p.expires = time.Time{}
+	p.Expires = time.Time{}
 	if expiresIn > 0 {
-		p.expires = now.Add(expiresIn)
+		p.Expires = now.Add(expiresIn)
 	}
 }
 
-// askGroup is the partitions of one owner that one consume asks, in order:
+// AskGroup is the partitions of one owner that one consume asks, in order:
 // a single ReserveAny request when the owner is a peer.
-type askGroup struct {
-	owner string
-	parts []int
+type AskGroup struct {
+	Owner string
+	Parts []int
 }
 
-// consumePlan orders the asks of one queue-mode consume: the partitions
+// Plan orders the asks of one queue-mode consume: the partitions
 // believed to have a record (all of them when full), from start in
 // rotation, grouped by owner in the order their first partition comes.
 // With localFirst the local group goes first, so that a consume and its ack
@@ -172,14 +179,14 @@ type askGroup struct {
 // that a consumer talking to one node only still drains every partition.
 // owners[p] is p's owner ("" for none: not asked); self is this node. Pure:
 // the caller takes the snapshot.
-func consumePlan(parts []readyPartition, owners []string, self string, start int, now time.Time, full, localFirst bool) []askGroup {
+func Plan(parts []Partition, owners []string, self string, start int, now time.Time, full, localFirst bool) []AskGroup {
 	n := len(parts)
-	var groups []askGroup
+	var groups []AskGroup
 	at := map[string]int{}
 	for i := 0; i < n; i++ {
 		p := (start + i) % n
 		st, owner := parts[p], owners[p]
-		deliverable := st.ready || (!st.expires.IsZero() && !now.Before(st.expires))
+		deliverable := st.Ready || (!st.Expires.IsZero() && !now.Before(st.Expires))
 		if owner == "" || !(full || deliverable) {
 			continue
 		}
@@ -187,9 +194,9 @@ func consumePlan(parts []readyPartition, owners []string, self string, start int
 		if !ok {
 			g = len(groups)
 			at[owner] = g
-			groups = append(groups, askGroup{owner: owner})
+			groups = append(groups, AskGroup{Owner: owner})
 		}
-		groups[g].parts = append(groups[g].parts, p)
+		groups[g].Parts = append(groups[g].Parts, p)
 	}
 	if g, ok := at[self]; ok && localFirst && g > 0 {
 		local := groups[g]
