@@ -73,11 +73,6 @@ type worker struct {
 	// K7's drop before the install), so the install under the freeze
 	// drops only after it.
 	droppedEarly bool
-	// preparedEarly: a stage prepared the topic directory (rule V10)
-	// before the freeze, and no install failed since: the install then
-	// relies on its batch's check of the directory's marker, under the
-	// guard, instead of preparing again under the freeze.
-	preparedEarly bool
 	// installFailed is the last failed install's error text, so that each
 	// new reason is logged once, not every retry.
 	installFailed string
@@ -195,14 +190,11 @@ func (w *worker) outcome(ctx actor.Context, ev any) {
 		if e.dropped {
 			w.droppedEarly = true
 		}
-		w.preparedEarly = e.prepared
 		ev = e.Staged
 	case installDone:
 		if e.Err == nil {
 			w.staging = nil // renamed into place: the copy is the partition now
 			w.installed = e.installed
-		} else {
-			w.preparedEarly = false // the next attempt prepares again
 		}
 		w.noteInstallFailure(e)
 		if e.prepareRefused && !w.prepareWarned {
@@ -901,16 +893,13 @@ type installInput struct {
 	// so already, before the install.
 	dropEarlier  func() error
 	droppedEarly bool
-	// preparedEarly: the stage prepared the topic directory (V10).
-	preparedEarly bool
 }
 
 func (w *worker) installInput(ctx actor.Context, hwm int64, force bool) (installInput, error) {
 	s, err := w.openStaging()
 	t, _ := w.store.Topic(w.key.Topic)
 	return installInput{staging: s, hwm: hwm, force: force, position: w.position,
-		lastList: w.lastList, listedAt: w.listedAt, topic: t, dropEarlier: w.dropper(ctx), droppedEarly: w.droppedEarly,
-		preparedEarly: w.preparedEarly}, err
+		lastList: w.lastList, listedAt: w.listedAt, topic: t, dropEarlier: w.dropper(ctx), droppedEarly: w.droppedEarly}, err
 }
 
 // dropper is the install's request to the partitions supervisor (rule
@@ -974,7 +963,7 @@ func (w *worker) writeCopyState(in installInput) error {
 // ownership's state (rule K7).
 type stageDone struct {
 	move.Staged
-	dropped, prepared bool
+	dropped bool
 }
 
 // stage verifies the caught-up copy at in.hwm and makes it durable as the
@@ -990,25 +979,20 @@ func (w *worker) stage(in installInput, err error) stageDone {
 	if err == nil {
 		err = w.writeCopyState(in)
 	}
-	dropped, prepared := false, false
+	dropped := false
 	if err == nil {
 		if err = in.dropEarlier(); err == nil {
 			dropped = true
 		}
 	}
 	if err == nil {
-		// Rule V10's preparation, out of the freeze: refused here, the
-		// install prepares (and warns) as before.
-		prepared = w.d.Dirs.Prepare(w.key) == nil
-	}
-	if err == nil {
 		err = w.d.Installs.stage(in.staging, storage.Marker{PromotedHWM: in.hwm, SourceNode: w.source, Children: markerChildren(in.topic, w.key)}, time.Now())
 	}
 	if err != nil {
 		w.d.Logger.Debug("move: stage before the freeze", "partition", keyString(w.key), "hwm", in.hwm, "err", err)
-		return stageDone{dropped: dropped, prepared: prepared}
+		return stageDone{dropped: dropped}
 	}
-	return stageDone{Staged: move.Staged{OK: true}, dropped: dropped, prepared: prepared}
+	return stageDone{Staged: move.Staged{OK: true}, dropped: dropped}
 }
 
 // install writes the consumer position and the fan-out cursors clamped to
@@ -1029,10 +1013,8 @@ func (w *worker) install(in installInput) installDone {
 			return installDone{Installed: move.Installed{Err: err}}
 		}
 	}
-	if !in.preparedEarly {
-		if err := w.d.Dirs.Prepare(w.key); err != nil {
-			return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}
-		}
+	if err := w.d.Dirs.Prepare(w.key); err != nil {
+		return installDone{Installed: move.Installed{Err: err}, prepareRefused: true}
 	}
 	res, err := w.d.Installs.install(w.d, w.key, s, storage.InstallOptions{
 		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source, Children: markerChildren(in.topic, w.key)},
