@@ -43,6 +43,10 @@ func (g guardedDirs) Prepare(k messages.PartitionKey) error {
 	return g.d.guard().PrepareTopicDir(g.topics, k)
 }
 
+func (g guardedDirs) Reclaim(k messages.PartitionKey, reclaim func(path string) (bool, error)) (bool, error) {
+	return g.d.guard().ReclaimUnderGuard(k, reclaim)
+}
+
 func (g guardedDirs) RenameBack(k messages.PartitionKey, installed os.FileInfo) error {
 	return g.d.guard().RenameBackUnderGuard(k, installed)
 }

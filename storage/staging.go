@@ -574,6 +574,41 @@ func setAside(target string, cfg LogConfig, opts InstallOptions) (InstallResult,
 	return InstallResult{Replaced: true}, nil
 }
 
+// ReclaimEarlierCopy clears target ahead of an install, out of its
+// freeze, of the copy an earlier ownership of the partition left on this
+// node (a node taking its partitions back after a hand-off meets one at
+// every path): removed when it holds no unexpired record or the owner
+// vouches for it (vouched, the sweep's judgement: rules S1-S3), left
+// otherwise for the install to judge under its freeze (V8). A copy whose
+// marker names source, the move's source, is left alone too: it may be an
+// install of this very move whose flip may still commit, and only a leader
+// read may take that off the path (rule X5). A copy whose marker names
+// another source was installed by a move from a node that no longer owns
+// the partition: its flip can no longer commit. The caller holds the
+// topic's guard, and no log is open at target. It reports whether it
+// removed a copy.
+func ReclaimEarlierCopy(target, source string, cfg LogConfig, now time.Time, retention time.Duration, vouched func(dir string) bool) (bool, error) {
+	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("reclaim %s: %w", target, err)
+	}
+	switch m, err := ReadMarker(target); {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return false, nil // a marker that cannot be read: the install judges
+	case m.SourceNode == source:
+		return false, nil
+	}
+	if holdsUnexpiredRecords(target, cfg, now, retention) && (vouched == nil || !vouched(target)) {
+		return false, nil
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return false, fmt.Errorf("reclaim %s: %w", target, err)
+	}
+	return true, nil
+}
+
 // holdsUnexpiredRecords reports whether the partition at dir holds a record
 // in a segment retention has not expired. Anything it cannot read counts as
 // holding records.

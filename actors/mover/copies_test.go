@@ -2,6 +2,7 @@ package mover
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -313,16 +314,28 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 		oldRecords  int
 		marker      *messages.MoveMarker
 		quarantined bool
+		// oldFrom is the source the old copy's own marker names, if any;
+		// reclaimedEarly: the stage took it off the path, before the
+		// freeze.
+		oldFrom        string
+		reclaimedEarly bool
 	}{
 		// rule S1, rule S3: the owner got the partition from this node at
 		// 3, and holds everything the old copy has.
-		{"vouched for", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n2", Durable: true}, false},
+		{"vouched for", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n2", Durable: true}, false, "", true},
 		// rule S2: the owner's copy came from another node.
-		{"the owner's marker names another node", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n3", Durable: true}, true},
+		{"the owner's marker names another node", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n3", Durable: true}, true, "", false},
 		// rule S2: the owner has no marker.
-		{"the owner has no marker", 3, nil, true},
+		{"the owner has no marker", 3, nil, true, "", false},
 		// rule P6: the old copy runs past the HWM the owner was promoted at.
-		{"past the promoted HWM", 4, &messages.MoveMarker{PromotedHWM: 3, ForcePromoted: true, SourceNode: "n2", Durable: true}, true},
+		{"past the promoted HWM", 4, &messages.MoveMarker{PromotedHWM: 3, ForcePromoted: true, SourceNode: "n2", Durable: true}, true, "", false},
+		// rule X5: a copy installed by a move from this same source may be
+		// this move's own install, whose flip may still commit: the stage
+		// leaves it, and the install judges it under the freeze.
+		{"vouched for, installed from the source", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n2", Durable: true}, false, "n1", false},
+		// A copy installed from a node that owns the partition no more
+		// cannot be an install whose flip is pending.
+		{"vouched for, installed from another node", 3, &messages.MoveMarker{PromotedHWM: 3, SourceNode: "n2", Durable: true}, false, "n3", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -341,7 +354,27 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 					}
 				}
 				old.Close()
+				if tc.oldFrom != "" {
+					if err := storage.WriteMarker(r.partitionPath(), storage.Marker{PromotedHWM: int64(tc.oldRecords), SourceNode: tc.oldFrom, DurableAt: time.Now().Add(-time.Hour)}, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var atFreeze atomic.Int32 // 0 not seen, 1 on the path, 2 gone
+				pass := r.d.Knobs.Pass
+				r.d.Knobs.Pass = func(ctx context.Context, k messages.PartitionKey, final bool) error {
+					if final && atFreeze.Load() == 0 {
+						on := int32(2)
+						if exists(t, r.partitionPath()) {
+							on = 1
+						}
+						atFreeze.Store(on)
+					}
+					return pass(ctx, k, final)
+				}
 				runInstall(t, r)
+				if got := atFreeze.Load() == 2; got != tc.reclaimedEarly {
+					t.Fatalf("the old copy taken off the path before the freeze: got %v, want %v", got, tc.reclaimedEarly)
+				}
 				q := r.partitionPath() + ".quarantine"
 				if exists(t, q) != tc.quarantined {
 					t.Fatalf("the old copy: got quarantined %v, want %v", exists(t, q), tc.quarantined)

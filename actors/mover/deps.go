@@ -111,6 +111,11 @@ type TopicDirs interface {
 	// staging, only while the path still names installed, the directory
 	// the install put there (rule V9).
 	RenameBack(k messages.PartitionKey, installed os.FileInfo) error
+	// Reclaim runs reclaim on k's path under the topic's guard, only while
+	// the topic directory's marker names k's incarnation and no log is
+	// open there (rule S6), and answers its outcome; refused, it runs
+	// nothing and answers false.
+	Reclaim(k messages.PartitionKey, reclaim func(path string) (bool, error)) (bool, error)
 }
 
 // Knobs are test hooks; zero in production.

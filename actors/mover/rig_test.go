@@ -159,6 +159,15 @@ func (r rigDirs) Prepare(k messages.PartitionKey) error {
 	return nil
 }
 
+func (r rigDirs) Reclaim(k messages.PartitionKey, reclaim func(path string) (bool, error)) (bool, error) {
+	unlock := r.guards.Lock(k.Topic)
+	defer unlock()
+	if err := r.guards.PathFree(r.dataDir, k.Topic, k.Incarnation, k.Partition, false); err != nil {
+		return false, fmt.Errorf("reclaim: %w", err)
+	}
+	return reclaim(storage.PartitionPath(r.dataDir, k.Topic, k.Partition))
+}
+
 func (r rigDirs) RenameBack(k messages.PartitionKey, installed os.FileInfo) error {
 	unlock := r.guards.Lock(k.Topic)
 	defer unlock()

@@ -121,3 +121,16 @@ func (d Guard) RenameBackUnderGuard(k messages.PartitionKey, installed os.FileIn
 	}
 	return storage.RenameBack(path, storage.StagingPath(d.DataDir, k.Topic, k.Partition))
 }
+
+// ReclaimUnderGuard runs reclaim on k's path under the guard, only while
+// the topic directory's marker names k's incarnation and no log is open
+// there (rule S6): a move's stage clearing an earlier ownership's copy
+// before its freeze (storage.ReclaimEarlierCopy). Refused, it runs nothing.
+func (d Guard) ReclaimUnderGuard(k messages.PartitionKey, reclaim func(path string) (bool, error)) (bool, error) {
+	unlock := d.Guards.Lock(k.Topic)
+	defer unlock()
+	if err := d.PathFree(k, false); err != nil {
+		return false, fmt.Errorf("reclaim: %w", err)
+	}
+	return reclaim(storage.PartitionPath(d.DataDir, k.Topic, k.Partition))
+}
