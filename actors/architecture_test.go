@@ -76,8 +76,9 @@ func wholeTypes(text string) map[string]bool {
 // actorDirs are the packages whose actors and goroutines sections 6 and 7
 // list: the root package and the actors split out of it, each a package of
 // its own (actors/sweeper, actors/fanout, actors/freeze, actors/controller,
-// actors/mover, actors/partition, actors/dispatch).
-var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch"}
+// actors/mover, actors/partition, actors/dispatch), and actors/route, the
+// router whose request groups start goroutines of their own.
+var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch", "route"}
 
 // actorKey names a receiver type as the tests' maps do: bare in the root
 // package, qualified by its package elsewhere (sweeper.Actor).

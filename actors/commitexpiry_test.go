@@ -21,7 +21,7 @@ func TestACommitPastItsDeadlineIsRefusedUnwritten(t *testing.T) {
 	commit := func(notAfter time.Time, body string) *messages.CommitResult {
 		t.Helper()
 		c := &messages.Commit{Key: k, NotAfter: notAfter, Records: []messages.CommitRecord{{Seq: 1, Body: []byte(body)}}}
-		res, err := tn.n.route.local(context.Background(), k, c)
+		res, err := tn.n.route.Local(context.Background(), k, c)
 		if err != nil {
 			t.Fatalf("commit %q: %v", body, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
@@ -213,8 +214,8 @@ type Config struct {
 	// payload.
 	MoveChunkBytes int
 	// MoveGroupMaxItems and MoveGroupsInFlight carry the move requests
-	// waiting for the same source in one request (movegroup.go): at most
-	// MoveGroupMaxItems in a group (a group's reply holds that many
+	// waiting for the same source in one request
+	// (actors/route/movegroup.go): at most MoveGroupMaxItems in a group (a group's reply holds that many
 	// listings, well under NATS's 1 MiB at a few hundred bytes each), and
 	// at most MoveGroupsInFlight groups out to one source, so a request
 	// never waits long behind a slow group. Within 1..1024 and 1..64.
@@ -222,7 +223,7 @@ type Config struct {
 	MoveGroupsInFlight int
 	// CommitGroupMaxItems and CommitGroupsInFlight carry the dispatcher's
 	// commits waiting for the same peer owner in one request
-	// (commitgroup.go): at most CommitGroupMaxItems commits in a group, and
+	// (actors/route/commitgroup.go): at most CommitGroupMaxItems commits in a group, and
 	// at most CommitGroupsInFlight groups out to one owner, so a commit
 	// goes at once while fewer are out and otherwise with the next group.
 	// A commit carries about one record under a steady load (one is in
@@ -323,6 +324,12 @@ type faultHooks struct {
 // leaseRequestTimeout is LeaseRequestTimeout, at most RequestTimeout.
 func (c Config) leaseRequestTimeout() time.Duration {
 	return min(c.LeaseRequestTimeout, c.RequestTimeout)
+}
+
+// groupConfig is the bounds of the router's request groups (actors/route).
+func (c Config) groupConfig() route.GroupConfig {
+	return route.GroupConfig{CommitGroupMaxItems: c.CommitGroupMaxItems, CommitGroupsInFlight: c.CommitGroupsInFlight,
+		MoveGroupMaxItems: c.MoveGroupMaxItems, MoveGroupsInFlight: c.MoveGroupsInFlight}
 }
 
 // freezeHold is how long a paced prepare waits at the source: FreezeHoldFor,
@@ -482,11 +489,11 @@ func (c Config) Validate() error {
 		return bad("MaxParallelPartitionOpens", c.MaxParallelPartitionOpens, "must be within 1..1024")
 	case c.MoveChunkBytes < 4<<10 || c.MoveChunkBytes > 900<<10:
 		return bad("MoveChunkBytes", c.MoveChunkBytes, "must be within 4 KiB..900 KiB (a chunk travels in one 1 MiB NATS message)")
-	case c.MoveGroupMaxItems < 1 || c.MoveGroupMaxItems > maxMoveGroupItems:
+	case c.MoveGroupMaxItems < 1 || c.MoveGroupMaxItems > route.MaxMoveGroupItems:
 		return bad("MoveGroupMaxItems", c.MoveGroupMaxItems, "must be within 1..1024")
 	case c.MoveGroupsInFlight < 1 || c.MoveGroupsInFlight > 64:
 		return bad("MoveGroupsInFlight", c.MoveGroupsInFlight, "must be within 1..64")
-	case c.CommitGroupMaxItems < 1 || c.CommitGroupMaxItems > maxCommitGroupItems:
+	case c.CommitGroupMaxItems < 1 || c.CommitGroupMaxItems > route.MaxCommitGroupItems:
 		return bad("CommitGroupMaxItems", c.CommitGroupMaxItems, "must be within 1..1024")
 	case c.CommitGroupsInFlight < 1 || c.CommitGroupsInFlight > 64:
 		return bad("CommitGroupsInFlight", c.CommitGroupsInFlight, "must be within 1..64")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/cluster/planner"
 	"github.com/naradmq/narad/messages"
 )
@@ -76,7 +77,7 @@ func TestRuleR1TheMoveTickIsASecondByDefault(t *testing.T) {
 // owner's next life restores.
 func TestALeaseOperationToAPeerIsWaitedForLeaseRequestTimeoutOnly(t *testing.T) {
 	cfg := DefaultConfig()
-	r := &router{timeout: cfg.RequestTimeout, leaseTimeout: cfg.LeaseRequestTimeout}
+	r := &route.Router{Timeout: cfg.RequestTimeout, LeaseTimeout: cfg.LeaseRequestTimeout}
 	for _, tc := range []struct {
 		msg  any
 		want time.Duration
@@ -87,8 +88,8 @@ func TestALeaseOperationToAPeerIsWaitedForLeaseRequestTimeoutOnly(t *testing.T) 
 		{&messages.Reserve{}, cfg.RequestTimeout},
 		{&messages.GetStats{}, cfg.RequestTimeout},
 	} {
-		if got := r.within(tc.msg); got != tc.want {
-			t.Errorf("within(%T %+v): got %v, want %v", tc.msg, tc.msg, got, tc.want)
+		if got := r.Within(tc.msg); got != tc.want {
+			t.Errorf("Within(%T %+v): got %v, want %v", tc.msg, tc.msg, got, tc.want)
 		}
 	}
 	if cfg.LeaseRequestTimeout >= cfg.RequestTimeout {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/hints"
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -40,7 +41,7 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 		return messages.Delivery{}, false, fmt.Errorf("replay: %w", err)
 	}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: partition}
-	res, err := n.route.ask(ctx, k, &messages.ReadAt{Offset: offset})
+	res, err := n.route.Ask(ctx, k, &messages.ReadAt{Offset: offset})
 	if err != nil {
 		return messages.Delivery{}, false, fmt.Errorf("replay %s/%d@%d: %w", topic, partition, offset, err)
 	}
@@ -110,7 +111,7 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	if only >= 0 {
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: only}
 		asked := n.notifier.Ready.Asking()
-		res, err := n.route.ask(ctx, k, &messages.Reserve{Limits: limits})
+		res, err := n.route.Ask(ctx, k, &messages.Reserve{Limits: limits})
 		rr, ok := res.(*messages.Reserved)
 		if err != nil || !ok {
 			return messages.Delivery{}, false
@@ -121,7 +122,7 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	parts, now, asked := n.notifier.Ready.Snapshot(ti, t.Partitions)
 	owners := make([]string, t.Partitions)
 	for p := range owners {
-		owners[p], _ = n.route.owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
+		owners[p], _ = n.route.Owner(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p})
 	}
 	start := int(n.rotor.Add(1) % uint64(t.Partitions))
 	localFirst := n.rotations.Add(1)%uint64(n.cfg.ConsumeRotateEvery) != 0
@@ -133,7 +134,7 @@ func (n *Node) reserveAny(ctx context.Context, t messages.Topic, only int, limit
 	return messages.Delivery{}, false
 }
 
-// reserveFrom asks one owner's partitions of g in order (reserveFirst):
+// reserveFrom asks one owner's partitions of g in order (route.ReserveFirst):
 // each partition actor in turn when they are local, one ReserveAny request
 // when the owner is a peer. asked is the ready book's marks count when the
 // consume took its snapshot.
@@ -144,10 +145,10 @@ func (n *Node) reserveFrom(ctx context.Context, t messages.Topic, g hints.AskGro
 	local := g.Owner == n.cfg.NodeID
 	var rr *messages.Reserved
 	if local {
-		rr = reserveFirst(ctx, k, ra, n.route.local)
+		rr = route.ReserveFirst(ctx, k, ra, n.route.Local)
 	} else {
 		var err error
-		if rr, err = n.route.reserveAny(ctx, g.Owner, k, ra); err != nil {
+		if rr, err = n.route.ReserveAny(ctx, g.Owner, k, ra); err != nil {
 			return messages.Delivery{}, false
 		}
 	}
@@ -187,7 +188,7 @@ func (n *Node) Settle(ctx context.Context, topic string, h api.Handle, action me
 		return fmt.Errorf("settle a lease of %s: partition %d: %w", topic, h.Partition, ErrGone)
 	}
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: h.Partition}
-	res, err := n.route.ask(ctx, k, &messages.Lease{Action: action, Offset: h.Offset, Nonce: h.Nonce, Limits: limitsOf(t)})
+	res, err := n.route.Ask(ctx, k, &messages.Lease{Action: action, Offset: h.Offset, Nonce: h.Nonce, Limits: limitsOf(t)})
 	if err != nil {
 		return fmt.Errorf("settle a lease of %s/%d: %w", topic, h.Partition, err)
 	}

@@ -47,7 +47,7 @@ type fakeOwners struct {
 	attempts []commitAttempt
 }
 
-func (f *fakeOwners) ask(_ context.Context, k messages.PartitionKey, msg any) (any, error) {
+func (f *fakeOwners) Ask(_ context.Context, k messages.PartitionKey, msg any) (any, error) {
 	c := msg.(*messages.Commit)
 	seqs, size := make([]uint64, len(c.Records)), 0
 	for i, r := range c.Records {
@@ -68,17 +68,17 @@ func (f *fakeOwners) answer(p int, a func(*messages.Commit) (any, error)) {
 	f.answers[p] = a
 }
 
-func (f *fakeOwners) ownerOf(k messages.PartitionKey) string {
+func (f *fakeOwners) OwnerOf(k messages.PartitionKey) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.owners[k.Partition]
 }
 
-// isLocal is false: every partition is a peer's.
-func (f *fakeOwners) isLocal(messages.PartitionKey) bool { return false }
+// IsLocal is false: every partition is a peer's.
+func (f *fakeOwners) IsLocal(messages.PartitionKey) bool { return false }
 
-// sibling is the next partition, whose owner the rig takes as alive.
-func (f *fakeOwners) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+// Sibling is the next partition, whose owner the rig takes as alive.
+func (f *fakeOwners) Sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k.Partition = (k.Partition + 1) % len(f.owners)
@@ -178,7 +178,7 @@ func newDispatcherRigOn(t *testing.T, tn *testNode, walDir string, owners map[in
 // toNode makes the rig commit to the node's own partitions, through its
 // router, rather than to fake owners.
 func (r *dispatcherRig) toNode() *dispatcherRig {
-	r.deps.Owners = dispatchOwners{r.tn.n.route}
+	r.deps.Owners = r.tn.n.route
 	return r
 }
 

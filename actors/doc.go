@@ -4,7 +4,7 @@
 // admin verbs (admin.go) in domain terms.
 //
 // Where to start: node.go (Node, what runs and in which order), then
-// router.go (where a partition lives, and how a request reaches it, here
+// actors/route (where a partition lives, and how a request reaches it, here
 // or on a peer), actors/partition (the one actor that touches a
 // partition's log, and its supervisor; its handoff freeze is decided by
 // actors/freeze), actors/dispatch (ingress WAL to partition commits),
@@ -30,8 +30,8 @@
 //	└── controller      acts while this node leads the metadata shard (actors/controller)
 //
 // No actor's code is in this package any more: it is the composition root
-// (node.go) and the adapters between the actors and the API, the admin
-// verbs and the peers (router.go, peergroups.go).
+// (node.go) and the adapters between the actors and the API and the admin
+// verbs; the peers are reached through actors/route.
 //
 // HTTP handlers and NATS handlers run on their own goroutines and reach the
 // actors by request/response messages. What they share with the actors

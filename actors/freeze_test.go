@@ -179,7 +179,7 @@ func askPartition(t *testing.T, tn *testNode, topic string, msg any) any {
 	if !ok {
 		t.Fatalf("topic %s unknown", topic)
 	}
-	res, err := tn.n.route.ask(context.Background(), messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0}, msg)
+	res, err := tn.n.route.Ask(context.Background(), messages.PartitionKey{Topic: topic, Incarnation: tp.Incarnation, Partition: 0}, msg)
 	if err != nil {
 		t.Fatalf("%T: %v", msg, err)
 	}

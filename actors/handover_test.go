@@ -214,7 +214,7 @@ func TestClusterAHandedOverSourceSetsAsideRecordsPastTheFlip(t *testing.T) {
 		// freeze once more: every poll moves past any TTL.
 		clk.Advance(time.Second)
 		tp, _ := c.node(owner).n.store.Topic("m")
-		res, err := c.node(owner).n.route.ask(context.Background(), messages.PartitionKey{Topic: "m", Incarnation: tp.Incarnation}, &messages.ListPartition{})
+		res, err := c.node(owner).n.route.Ask(context.Background(), messages.PartitionKey{Topic: "m", Incarnation: tp.Incarnation}, &messages.ListPartition{})
 		ls, _ := res.(*messages.PartitionListing)
 		return err == nil && ls != nil && ls.HWM == records+3
 	})

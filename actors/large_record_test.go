@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -205,7 +206,7 @@ func TestANodeTakesOnlyANATSServerThatCarriesItsLargestRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := client.Request(context.Background(), tn.cfg.NodeID, partitionService, body)
+		out, err := client.Request(context.Background(), tn.cfg.NodeID, route.PartitionService, body)
 		if err != nil {
 			t.Fatalf("partition request of %d bytes on a max_payload of %d: %v", len(body), need, err)
 		}

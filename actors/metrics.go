@@ -13,6 +13,7 @@ import (
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/storage"
@@ -103,7 +104,7 @@ type nodeMetrics struct {
 	// partition's time goes (issue 27).
 	phaseSeconds [move.Blocked + 1]*metrics.PrometheusHistogram
 	// moveGroups and moveGroupItems count the move groups this node sent
-	// to sources and the requests they carried (movegroup.go).
+	// to sources and the requests they carried (actors/route, movegroup.go).
 	moveGroups, moveGroupItems *metrics.Counter
 	// commitGroups and commitGroupItems count the commit groups this node
 	// sent and the commits they carried.
@@ -286,6 +287,13 @@ func (m *nodeMetrics) partitionMetrics() partition.Metrics {
 		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
 		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated,
 		LeasesRestored: m.leasesRestored, RecordsAlreadyCommitted: m.commitsAlreadyIn}
+}
+
+// groupMetrics is the handle the router's request groups (actors/route)
+// count through: the series stay registered here, in the node's set.
+func (m *nodeMetrics) groupMetrics() *route.GroupMetrics {
+	return &route.GroupMetrics{CommitGroups: m.commitGroups, CommitGroupItems: m.commitGroupItems,
+		MoveGroups: m.moveGroups, MoveGroupItems: m.moveGroupItems}
 }
 
 // sweeperMetrics is the handle the sweeper sets the node's series through:

@@ -197,7 +197,7 @@ func (l *testLoad) whereHeld() string {
 		fmt.Fprintf(&b, "\n%s:", topic)
 		for _, a := range any.n.store.Assignments(t.Incarnation, t.Partitions) {
 			k := messages.PartitionKey{Topic: topic, Incarnation: t.Incarnation, Partition: a.Partition}
-			res, err := any.n.route.ask(context.Background(), k, &messages.GetStats{})
+			res, err := any.n.route.Ask(context.Background(), k, &messages.GetStats{})
 			st, _ := res.(*messages.PartitionStats)
 			if err != nil || st == nil {
 				fmt.Fprintf(&b, " %d@%s(%v)", a.Partition, a.Owner, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -19,7 +20,7 @@ import (
 func newMoverDeps(n *Node, partitions, sweeper *actor.PID) mover.Deps {
 	d := mover.Deps{NodeID: n.cfg.NodeID, DataDir: n.cfg.DataDir, LogConfig: n.cfg.Log, RequestTimeout: n.cfg.RequestTimeout,
 		Tick: n.cfg.MoveTick, DeadTimeout: n.cfg.Membership.DeadTimeout, Move: n.cfg.Move, ChunkBytes: n.cfg.MoveChunkBytes,
-		Config: n.cfg.Mover, Logger: n.log, Store: n.store, Source: newMoveGroups(n.route, n.cfg, n.metrics),
+		Config: n.cfg.Mover, Logger: n.log, Store: n.store, Source: route.NewMoveGroups(n.route, n.cfg.groupConfig(), n.metrics.groupMetrics()),
 		Dirs: guardedDirs{d: n.deps, topics: n.store}, Guards: n.guards, Running: n.deps.running, Partitions: partitions, Sweeper: sweeper,
 		Metrics: n.metrics.moverMetrics()}
 	if f := n.cfg.faults; f != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -39,7 +40,7 @@ type Node struct {
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
-	route      *router // set with the actor system
+	route      *route.Router // set with the actor system
 	partitions *actor.PID
 	dispatcher *actor.PID
 	controller *actor.PID
@@ -306,20 +307,12 @@ func (n *Node) waitCaughtUp(ctx context.Context) error {
 	return err
 }
 
-// routeOwners is the router as the sweeper reaches a partition's owner
-// (sweeper.Owners), whichever node that is.
-type routeOwners struct{ r *router }
-
-func (o routeOwners) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return o.r.ask(ctx, k, msg)
-}
-
 // startActors spawns the actor tree and starts the node's loops; a spawn
 // that fails is returned, and abortStart shuts down what did start.
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &router{self: n.cfg.NodeID, system: n.system, replica: n.store, nats: n.nats, timeout: n.cfg.RequestTimeout, leaseTimeout: n.cfg.leaseRequestTimeout(), groupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
+	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
 	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
@@ -349,13 +342,13 @@ func (n *Node) startActors() error {
 		return fmt.Errorf("spawn partitions supervisor: %w", err)
 	}
 	n.dispatcher, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return dispatch.New(newDispatchDeps(d, n.store, n.wal, groupedOwners{n.route, newCommitGroups(n.route, n.cfg, n.metrics)}))
+		return dispatch.New(newDispatchDeps(d, n.store, n.wal, route.NewGroupedOwners(n.route, n.cfg.groupConfig(), n.metrics.groupMetrics())))
 	}, actor.WithDispatcher(mb)), dispatch.Name)
 	if err != nil {
 		return fmt.Errorf("spawn dispatcher: %w", err)
 	}
 	sd := sweeper.Deps{NodeID: n.cfg.NodeID, DataDir: n.cfg.DataDir, LogConfig: n.cfg.Log, RequestTimeout: n.cfg.RequestTimeout,
-		Config: n.cfg.Sweep, Logger: n.log, Guards: n.guards, Store: n.store, Owners: routeOwners{n.route}, Metrics: n.metrics.sweeperMetrics()}
+		Config: n.cfg.Sweep, Logger: n.log, Guards: n.guards, Store: n.store, Owners: n.route, Metrics: n.metrics.sweeperMetrics()}
 	n.sweeper, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return sweeper.New(sd, n.quarantine)
 	}), sweeper.Name)
@@ -429,7 +422,7 @@ func (n *Node) serveNATS() error {
 		}
 	}
 	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
-	if err := errors.Join(n.route.serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
+	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
@@ -649,7 +642,7 @@ func (n *Node) Leaving() bool { return n.leaving.Load() }
 
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	return request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
+	return route.Request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
 }
 
 // Addr is the HTTP address the node listens on.

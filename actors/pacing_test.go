@@ -85,7 +85,7 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 	for p := range 5 {
 		k := k0
 		k.Partition = p
-		if _, err := tn.n.route.ask(t.Context(), k, &messages.Handoff{Op: messages.HandoffRelease, Token: granted.Token}); err != nil {
+		if _, err := tn.n.route.Ask(t.Context(), k, &messages.Handoff{Op: messages.HandoffRelease, Token: granted.Token}); err != nil {
 			t.Fatalf("release: %v", err)
 		}
 	}

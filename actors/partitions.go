@@ -1,17 +1,16 @@
 package actors
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/partition"
-	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/actors/route"
 )
 
 // The node's side of its partitions (actors/partition): what the
 // partitions supervisor and its partition actors get of the node, and the
-// router as the fan-out actors' route.
+// router as the fan-out actors' route (a *route.Router is a fanout.Route).
 
 // partitionDeps is what d's node hands its partitions supervisor: the
 // partition config and the node-wide settings it reads, the node's
@@ -37,19 +36,10 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 	return pd
 }
 
-// routeFanout is the router as a fanout.Route.
-type routeFanout struct{ r *router }
-
-func (f routeFanout) Topic(name string) (messages.Topic, bool)  { return f.r.replica.Topic(name) }
-func (f routeFanout) LivePartition(t messages.Topic, p int) int { return f.r.livePartition(t, p) }
-func (f routeFanout) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return f.r.ask(ctx, k, msg)
-}
-
 // newFanoutDeps is what the node's fan-out actors get of it, made once per
 // node (its lag gauges sum every partition's share), r its router.
-func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *router) fanout.Deps {
-	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: routeFanout{r},
+func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *route.Router) fanout.Deps {
+	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: r,
 		PartitionOf: partitionForKey, Metrics: m.fanoutMetrics()}
 	if cfg.faults != nil {
 		d.Knobs = cfg.faults.fanout

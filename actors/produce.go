@@ -170,7 +170,7 @@ func (n *Node) prepareRecord(rec api.Record) (messages.Topic, storage.WALRecord,
 		key = "key-" + strconv.FormatUint(n.keySeq.Add(1), 36)
 	}
 	if partition < 0 {
-		partition = n.route.livePartition(t, partitionForKey(key, t.Partitions))
+		partition = n.route.LivePartition(t, partitionForKey(key, t.Partitions))
 	}
 	// The incarnation validated against: the dispatcher commits the record
 	// to it or to nothing, never to a topic recreated meanwhile.

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -19,7 +20,7 @@ import (
 // milliseconds. Every decision taken on them is checked again by a
 // compare-and-set, or by the node the request reaches.
 type replica interface {
-	routeReader
+	route.Reader
 	Topics() []messages.Topic
 	Members() []messages.Member
 	Assignments(incarnation uint64, partitions int) []messages.Assignment

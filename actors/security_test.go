@@ -13,6 +13,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/cluster/transport/testpki"
@@ -49,7 +50,7 @@ func forgedCommit(t testing.TB, tn *testNode, topic string, body string) *nats.M
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj, err := transport.NodeSubject(tn.cfg.Cluster, tn.cfg.NodeID, partitionService)
+	subj, err := transport.NodeSubject(tn.cfg.Cluster, tn.cfg.NodeID, route.PartitionService)
 	if err != nil {
 		t.Fatal(err)
 	}

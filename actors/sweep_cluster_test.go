@@ -698,3 +698,8 @@ func TestClusterMovesBackAndForthLeaveOnlyOwnedDataAndTheQuarantine(t *testing.T
 	}
 	t.Logf("reclaimed by the sweep: %s", strings.Join(reclaimed, ", "))
 }
+
+// partitionKeyString names a partition in the tests' messages.
+func partitionKeyString(k messages.PartitionKey) string {
+	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
+}

@@ -118,7 +118,7 @@ func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int, stopA
 			continue
 		}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
-		res, err := n.route.ask(ctx, k, &messages.GetStats{})
+		res, err := n.route.Ask(ctx, k, &messages.GetStats{})
 		st, isStats := res.(*messages.PartitionStats)
 		switch {
 		case notServedYet(err):

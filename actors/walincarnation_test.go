@@ -63,14 +63,14 @@ func (tn *testNode) bodiesAt(topic string, inc uint64, p int) []string {
 	k := messages.PartitionKey{Topic: topic, Incarnation: inc, Partition: p}
 	ctx, cancel := context.WithTimeout(context.Background(), rigWaitBound)
 	defer cancel()
-	res, err := tn.n.route.ask(ctx, k, &messages.GetStats{})
+	res, err := tn.n.route.Ask(ctx, k, &messages.GetStats{})
 	if err != nil {
 		tn.t.Fatalf("stats of %v: %v", k, err)
 	}
 	stats := res.(*messages.PartitionStats)
 	var out []string
 	for off := int64(0); off < stats.HighWatermark; off++ {
-		res, err := tn.n.route.ask(ctx, k, &messages.ReadAt{Offset: off})
+		res, err := tn.n.route.Ask(ctx, k, &messages.ReadAt{Offset: off})
 		if err != nil {
 			tn.t.Fatalf("read %v at %d: %v", k, off, err)
 		}
@@ -175,7 +175,7 @@ func TestAnOwnerRefusesACommitToAnIncarnationItNoLongerServes(t *testing.T) {
 	defer cancel()
 	k := messages.PartitionKey{Topic: "refused", Incarnation: old, Partition: 0}
 	commit := &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 1, Key: []byte("k"), Body: []byte("v")}}}
-	_, err := tn.n.route.servePartition(ctx, messages.PartitionRequest{Key: k, Commit: commit})
+	_, err := tn.n.route.ServePartition(ctx, messages.PartitionRequest{Key: k, Commit: commit})
 	var remote *transport.RemoteError
 	if !errors.As(err, &remote) || remote.Status != transport.StatusUnavailable {
 		t.Fatalf("commit to deleted incarnation %d: got %v, want a 503 remote error", old, err)

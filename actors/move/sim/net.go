@@ -107,7 +107,7 @@ func (n *node) epochOf() int {
 	return n.epoch
 }
 
-// Move groups (actors/movegroup.go): a node's listings, re-arms, fences and
+// Move groups (actors/route/movegroup.go): a node's listings, re-arms, fences and
 // releases for one source travel together, one message each way, so the
 // faults of the network take or double a whole group at once, and a source
 // that goes down mid-group answers none of it. A group gathers the

@@ -1,4 +1,4 @@
-package actors
+package route
 
 import (
 	"context"
@@ -19,19 +19,19 @@ import (
 func TestACommitGroupCommitsEachPartitionAlone(t *testing.T) {
 	for _, form := range []struct {
 		name string
-		post func(r *router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error)
+		post func(r *Router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error)
 	}{
-		{"binary", func(r *router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error) {
+		{"binary", func(r *Router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 			return r.commits
 		}},
-		{"json", func(r *router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error) {
+		{"json", func(r *Router) func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 			return r.commitGroup
 		}},
 	} {
 		t.Run(form.name, func(t *testing.T) {
 			r := newGroupRig(t, 6)
 			router := r.g.r
-			cg := newCommitGroups(router, DefaultConfig(), nil)
+			cg := newCommitGroups(router, rigGroups, nil)
 			cg.post = form.post(router)
 			var calls []*groupCall
 			for i, p := range []int{0, 1, 2, 6, 3, 4, 5} { // 6 has no actor on n1
@@ -58,7 +58,7 @@ func TestACommitGroupCommitsEachPartitionAlone(t *testing.T) {
 				if cr := res.(*messages.CommitResult); cr.Status != messages.StatusOK || len(cr.Seqs) != 2 || cr.Seqs[0] != c.req.Commit.Records[0].Seq {
 					t.Fatalf("partition %d: got %+v, want OK for both its records", p, cr)
 				}
-				st, err := router.ask(context.Background(), c.req.Key, &messages.GetStats{})
+				st, err := router.Ask(context.Background(), c.req.Key, &messages.GetStats{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -97,7 +97,7 @@ func TestACommitGroupFallsBackToTheJSONFormForAnOlderPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cg := newCommitGroups(r.g.r, DefaultConfig(), nil)
+	cg := newCommitGroups(r.g.r, rigGroups, nil)
 	for i := range 2 {
 		c := &messages.Commit{Key: r.key(0), Records: []messages.CommitRecord{{Seq: uint64(7 + i), Body: []byte("x")}}}
 		call := &groupCall{ctx: context.Background(), req: requestOf(r.key(0), c), done: make(chan struct{})}
@@ -116,16 +116,16 @@ func TestACommitGroupFallsBackToTheJSONFormForAnOlderPeer(t *testing.T) {
 // of this node, and any other request, go as before.
 func TestOnlyCommitsToAPeerTravelInCommitGroups(t *testing.T) {
 	r := newGroupRig(t, 3)
-	m := newNodeMetrics("rig-" + t.Name())
-	o := groupedOwners{r.g.r, newCommitGroups(r.g.r, DefaultConfig(), m)}
+	m := newGroupMetrics()
+	o := NewGroupedOwners(r.g.r, rigGroups, m)
 	c := &messages.Commit{Key: r.key(0), Records: []messages.CommitRecord{{Seq: 1, Body: []byte("x")}}}
-	if _, err := o.ask(context.Background(), r.key(0), c); err != nil {
+	if _, err := o.Ask(context.Background(), r.key(0), c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.ask(context.Background(), r.key(0), &messages.GetStats{}); err != nil {
+	if _, err := o.Ask(context.Background(), r.key(0), &messages.GetStats{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, items := m.commitGroups.Get(), m.commitGroupItems.Get(); got != 1 || items != 1 {
+	if got, items := m.CommitGroups.Get(), m.CommitGroupItems.Get(); got != 1 || items != 1 {
 		t.Fatalf("commit groups sent: got %d carrying %d, want 1 carrying the one commit", got, items)
 	}
 }

@@ -1,70 +1,16 @@
-package actors
+package route
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
-
-// groupRig is node n1 owning topic t over NATS, and a move source client
-// of a node n2 that reaches it through groups.
-type groupRig struct {
-	t     *testing.T
-	n1    *testNode
-	topic messages.Topic
-	g     *moveGroups
-	ns    string // the NATS URL
-}
-
-func newGroupRig(t *testing.T, partitions int) *groupRig {
-	ns := startTestNATS(t)
-	n1 := newTestNode(t, func(c *Config) {
-		c.NATSURL, c.Cluster, c.Controller.RebalanceInterval = ns.ClientURL(), "test", time.Hour
-	})
-	n1.createTopic("t", partitions)
-	topic, _ := n1.n.Store().Topic("t")
-	client, err := transport.Connect(context.Background(), transport.Config{Cluster: "test", NodeID: "n2", URLs: []string{ns.ClientURL()}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	// n2's replica names n1 the owner of every partition of t, and of one
-	// partition past them that n1 does not serve.
-	owners := make([]string, partitions+1)
-	for i := range owners {
-		owners[i] = "n1"
-	}
-	f := newFakeReplica()
-	f.Put(topic, owners...)
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testLogger(t) }))
-	t.Cleanup(sys.Shutdown)
-	r := &router{self: "n2", system: sys, replica: f, nats: client, timeout: 5 * time.Second}
-	cfg := DefaultConfig()
-	return &groupRig{t: t, n1: n1, topic: topic, g: newMoveGroups(r, cfg, nil), ns: ns.ClientURL()}
-}
-
-func (r *groupRig) key(p int) messages.PartitionKey {
-	return messages.PartitionKey{Topic: r.topic.Name, Incarnation: r.topic.Incarnation, Partition: p}
-}
-
-// calls are groupCalls for a listing of each partition.
-func (r *groupRig) calls(parts ...int) []*groupCall {
-	out := make([]*groupCall, len(parts))
-	for i, p := range parts {
-		msg := &messages.ListPartition{}
-		out[i] = &groupCall{ctx: context.Background(), req: requestOf(r.key(p), msg), done: make(chan struct{})}
-	}
-	return out
-}
 
 // One group carries many partitions' listings, and each answer is its own:
 // a partition the source does not serve fails alone, as surely not
@@ -97,7 +43,7 @@ func TestAMoveGroupAnswersEachPartitionAlone(t *testing.T) {
 func TestALaneSendsWhatWaitsInGroupsOfTheMaximum(t *testing.T) {
 	r := newGroupRig(t, 9)
 	r.g.maxItems = 4
-	r.g.metrics = newNodeMetrics("rig-" + t.Name())
+	r.g.metrics = newGroupMetrics()
 	parts := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
 	lane := &groupLane{waiting: r.calls(parts...), sending: 1}
 	// A fence with a token the source never gave: answered 409, in place.
@@ -106,10 +52,10 @@ func TestALaneSendsWhatWaitsInGroupsOfTheMaximum(t *testing.T) {
 	lane.waiting = append(lane.waiting, fc)
 	r.g.lanes["n1"] = lane
 	r.g.send("n1", lane)
-	if got := r.g.metrics.moveGroups.Get(); got != 3 {
+	if got := r.g.metrics.MoveGroups.Get(); got != 3 {
 		t.Fatalf("groups for 10 requests of at most 4: got %d, want 3", got)
 	}
-	if got := r.g.metrics.moveGroupItems.Get(); got != 10 {
+	if got := r.g.metrics.MoveGroupItems.Get(); got != 10 {
 		t.Fatalf("requests carried: got %d, want 10", got)
 	}
 	if _, left := r.g.lanes["n1"]; left {
@@ -140,7 +86,7 @@ func TestALaneSendsWhatWaitsInGroupsOfTheMaximum(t *testing.T) {
 // binary) still answers each request alone.
 func TestMoveGroupsCarryConcurrentAsksAndFallBackToSingleRequests(t *testing.T) {
 	r := newGroupRig(t, 8)
-	r.g.metrics = newNodeMetrics("rig-" + t.Name())
+	r.g.metrics = newGroupMetrics()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for p := range 8 {
@@ -160,14 +106,14 @@ func TestMoveGroupsCarryConcurrentAsksAndFallBackToSingleRequests(t *testing.T) 
 			t.Fatalf("partition %d: %v", p, err)
 		}
 	}
-	if got := r.g.metrics.moveGroupItems.Get(); got != 8 {
+	if got := r.g.metrics.MoveGroupItems.Get(); got != 8 {
 		t.Fatalf("requests carried in groups: got %d, want 8", got)
 	}
 	// A request under a freeze goes alone.
 	if res, err := r.g.ask(alone(context.Background()), r.key(0), &messages.ListPartition{}); err != nil || res.(*messages.PartitionListing).Status != messages.StatusOK {
 		t.Fatalf("a listing alone: got %+v, %v; want an OK listing", res, err)
 	}
-	if got := r.g.metrics.moveGroupItems.Get(); got != 8 {
+	if got := r.g.metrics.MoveGroupItems.Get(); got != 8 {
 		t.Fatalf("requests carried in groups after one alone: got %d, want still 8", got)
 	}
 
@@ -177,7 +123,7 @@ func TestMoveGroupsCarryConcurrentAsksAndFallBackToSingleRequests(t *testing.T) 
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if err := old.Handle(partitionService, func(_ context.Context, _ string, body []byte) ([]byte, error) {
+	if err := old.Handle(PartitionService, func(_ context.Context, _ string, body []byte) ([]byte, error) {
 		return messages.EncodePartitionReply(messages.PartitionReply{Listing: &messages.PartitionListing{Status: messages.StatusOK, HWM: 7}})
 	}); err != nil {
 		t.Fatal(err)
@@ -193,15 +139,15 @@ func TestMoveGroupsCarryConcurrentAsksAndFallBackToSingleRequests(t *testing.T) 
 }
 
 // A source answers a group once every item answered or waited
-// MoveGroupWaitFor: an item past it answers 504 (unknown), in its place.
+// MoveGroupWaitFor (GroupWait): an item past it answers 504 (unknown), in its place.
 func TestASourceAnswersAnItemPastTheGroupWaitAsUnknown(t *testing.T) {
 	r := newGroupRig(t, 3)
 	body, err := json.Marshal(messages.MoveGroup{Items: []messages.PartitionRequest{requestOf(r.key(0), &messages.ListPartition{}), requestOf(r.key(1), &messages.ListPartition{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := r.n1.n.route
-	src.groupWait = time.Nanosecond // every item is past it at once
+	src := r.src
+	src.GroupWait = time.Nanosecond // every item is past it at once
 	raw, err := src.serveMoveGroup(context.Background(), "n2", body)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package actors
+package route
 
 import (
 	"context"
@@ -9,34 +9,35 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
 // The transport services through which a node reaches the partitions
-// another node owns: partitionService in the binary wire form
+// another node owns: PartitionService in the binary wire form
 // (messages/partitionwire.go), chunkService for a copy's chunks as raw
 // bytes (chunks are nearly all of a move's bytes; JSON would carry them
 // base64, a third larger and slower to encode).
 const (
-	partitionService = "partition"
+	PartitionService = "partition"
 	chunkService     = "chunk"
 )
 
 // ErrNoOwner is a partition the local replica knows no owner for.
 var ErrNoOwner = errors.New("partition has no owner")
 
-// routeReader is what routing reads of the local replica: point lookups,
+// Reader is what routing reads of the local replica: point lookups,
 // which may lag the leader by milliseconds (a stale answer reaches a node
 // that refuses, and the caller retries).
-type routeReader interface {
+type Reader interface {
 	Topic(name string) (messages.Topic, bool)
 	Member(id string) (messages.Member, bool)
 	Assignment(incarnation uint64, partition int) (messages.Assignment, bool)
 }
 
-// router takes a partition request to the partition's owner, whichever
+// Router takes a partition request to the partition's owner, whichever
 // node that is, and answers peers' requests for the partitions owned here.
 // It is the one place that knows where a partition lives: the API's
 // methods, the dispatcher and the move workers all ask through it, and get
@@ -44,138 +45,143 @@ type routeReader interface {
 //
 // It holds no state of its own beyond its wiring, so any goroutine may use
 // it: owner lookups read the replica, and requests go through actor
-// mailboxes or NATS.
-type router struct {
-	self    string // this node's id
-	system  *actor.ActorSystem
-	replica routeReader
-	nats    *transport.Transport // nil: no peers, every partition is served here
-	// timeout bounds one request, to a local actor or a peer, when the
-	// caller's context allows longer (Config.RequestTimeout).
-	timeout time.Duration
-	// leaseTimeout bounds a lease operation (an ack, nack or extend) sent
-	// to a peer (Config.LeaseRequestTimeout).
-	leaseTimeout time.Duration
-	// groupWait bounds each item of a peer's move group
-	// (Config.MoveGroupWaitFor); 0: the group's own deadline only.
-	groupWait time.Duration
+// mailboxes or NATS. Its node sets every field before first use (node.go's
+// startActors) and only reads them afterwards.
+type Router struct {
+	Self    string // this node's id
+	System  *actor.ActorSystem
+	Replica Reader
+	NATS    *transport.Transport // nil: no peers, every partition is served here
+	// Timeout bounds one request, to a local actor or a peer, when the
+	// caller's context allows longer (the node's Config.RequestTimeout).
+	Timeout time.Duration
+	// LeaseTimeout bounds a lease operation (an ack, nack or extend) sent
+	// to a peer (the node's Config.LeaseRequestTimeout).
+	LeaseTimeout time.Duration
+	// GroupWait bounds each item of a peer's move group
+	// (the node's Config.MoveGroupWaitFor); 0: the group's own deadline only.
+	GroupWait time.Duration
 }
 
-// ownerOf is a partition's owner as the local replica has it; "" when it
+// Topic is the local replica's record of a topic: with LivePartition and
+// Ask, the Router is the fan-out actors' fanout.Route.
+func (r *Router) Topic(name string) (messages.Topic, bool) { return r.Replica.Topic(name) }
+
+// OwnerOf is a partition's owner as the local replica has it; "" when it
 // has none.
-func (r *router) ownerOf(k messages.PartitionKey) string {
-	a, _ := r.replica.Assignment(k.Incarnation, k.Partition)
+func (r *Router) OwnerOf(k messages.PartitionKey) string {
+	a, _ := r.Replica.Assignment(k.Incarnation, k.Partition)
 	return a.Owner
 }
 
-// isLocal reports whether this node serves a partition itself: it owns it,
+// IsLocal reports whether this node serves a partition itself: it owns it,
 // or it runs without NATS and so can reach no other node.
-func (r *router) isLocal(k messages.PartitionKey) bool {
-	return r.nats == nil || r.ownerOf(k) == r.self
+func (r *Router) IsLocal(k messages.PartitionKey) bool {
+	return r.NATS == nil || r.OwnerOf(k) == r.Self
 }
 
-// livePartition keeps a keyed produce on its key's partition p unless that
+// LivePartition keeps a keyed produce on its key's partition p unless that
 // partition's owner reads dead: then the next partition whose owner is
 // alive takes it, giving up the key's order for availability, as the
 // contract allows ("Narad may reroute around dead owners"). With every
 // owner dead the key's partition is kept: the WAL holds the record until
 // its owner returns.
-func (r *router) livePartition(t messages.Topic, p int) int {
+func (r *Router) LivePartition(t messages.Topic, p int) int {
 	for i := 0; i < t.Partitions; i++ {
 		q := (p + i) % t.Partitions
-		owner := r.ownerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
-		if m, ok := r.replica.Member(owner); ok && m.Status != messages.MemberDead {
+		owner := r.OwnerOf(messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: q})
+		if m, ok := r.Replica.Member(owner); ok && m.Status != messages.MemberDead {
 			return q
 		}
-		if owner == r.self {
+		if owner == r.Self {
 			return q
 		}
 	}
 	return p
 }
 
-// sibling is a partition of k's topic other than k whose owner is alive;
+// Sibling is a partition of k's topic other than k whose owner is alive;
 // false when there is none.
-func (r *router) sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
-	t, ok := r.replica.Topic(k.Topic)
+func (r *Router) Sibling(k messages.PartitionKey) (messages.PartitionKey, bool) {
+	t, ok := r.Replica.Topic(k.Topic)
 	if !ok || t.Incarnation != k.Incarnation || t.Partitions < 2 {
 		return k, false
 	}
-	to := r.livePartition(t, (k.Partition+1)%t.Partitions)
+	to := r.LivePartition(t, (k.Partition+1)%t.Partitions)
 	if to == k.Partition {
 		return k, false
 	}
 	return messages.PartitionKey{Topic: k.Topic, Incarnation: k.Incarnation, Partition: to}, true
 }
 
-// request sends msg to a local actor and waits for its answer, within the
+// Request sends msg to a local actor and waits for its answer, within the
 // caller's deadline and at most timeout. A context already done is refused
 // with its own error (cancelled or past its deadline); once the wait has
 // begun only the deadline ends it, since an actor's answer cannot be
 // withdrawn.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 	}
 	if timeout <= 0 {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, errs.ErrUnavailable)
 	}
 	res, err := root.RequestFuture(pid, msg, timeout).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
 	}
 	return res, nil
 }
 
-// local sends msg to the actor of a partition on this node.
-func (r *router) local(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return request(ctx, r.system.Root, partition.PID(r.system, k), msg, r.timeout)
+// Local sends msg to the actor of a partition on this node.
+func (r *Router) Local(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	return Request(ctx, r.System.Root, partition.PID(r.System, k), msg, r.Timeout)
 }
 
-// owner is the node that serves k: "" (with an error) when the replica
-// knows no owner, r.self when this node serves it.
-func (r *router) owner(k messages.PartitionKey) (string, error) {
-	owner := r.ownerOf(k)
+// Owner is the node that serves k: "" (with an error) when the replica
+// knows no owner, r.Self when this node serves it.
+func (r *Router) Owner(k messages.PartitionKey) (string, error) {
+	owner := r.OwnerOf(k)
 	switch {
 	case owner == "":
-		return "", fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, ErrUnavailable)
-	case r.nats == nil:
-		return r.self, nil
+		return "", fmt.Errorf("%s/%d: %w: %w", k.Topic, k.Partition, ErrNoOwner, errs.ErrUnavailable)
+	case r.NATS == nil:
+		return r.Self, nil
 	}
 	return owner, nil
 }
 
-// ask sends a partition request to the partition's owner: its local actor,
+// Ask sends a partition request to the partition's owner: its local actor,
 // or the owning node over NATS. The answer is the same message type either
-// way. An error wraps ErrUnavailable; transport.NotProcessed tells whether
+// way. An error wraps errs.ErrUnavailable; transport.NotProcessed tells whether
 // the owner surely did not act on it.
-func (r *router) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	owner, err := r.owner(k)
+func (r *Router) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+	owner, err := r.Owner(k)
 	if err != nil {
 		return nil, err
 	}
-	if owner == r.self {
-		return r.local(ctx, k, msg)
+	if owner == r.Self {
+		return r.Local(ctx, k, msg)
 	}
-	rep, err := r.remote(ctx, owner, requestOf(k, msg), r.within(msg))
+	rep, err := r.remote(ctx, owner, requestOf(k, msg), r.Within(msg))
 	if err != nil {
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, err, errs.ErrUnavailable)
 	}
 	return replyOf(rep, msg, k, owner)
 }
 
-// within is how long a peer's answer to msg is waited for: a lease
+// Within is how long a peer's answer to msg is waited for: a lease
 // operation's, LeaseRequestTimeout (an owner killed with it in flight
 // must not hold its retry past the lease the next life restores); any
 // other's, RequestTimeout.
-func (r *router) within(msg any) time.Duration {
-	if _, ok := msg.(*messages.Lease); ok && r.leaseTimeout > 0 {
-		return r.leaseTimeout
+func (r *Router) Within(msg any) time.Duration {
+	if _, ok := msg.(*messages.Lease); ok && r.LeaseTimeout > 0 {
+		return r.LeaseTimeout
 	}
-	return r.timeout
+	return r.Timeout
 }
 
 // requestOf is msg to k in its wire form.
@@ -219,47 +225,47 @@ func replyOf(rep messages.PartitionReply, msg any, k messages.PartitionKey, owne
 	case rep.Handoff != nil:
 		return rep.Handoff, nil
 	}
-	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, ErrUnavailable)
+	return nil, fmt.Errorf("%T to %s at %s: empty reply: %w", msg, k.Topic, owner, errs.ErrUnavailable)
 }
 
 // remote sends one partition request to the peer owner and decodes its
 // answer, waiting at most within.
-func (r *router) remote(ctx context.Context, owner string, req messages.PartitionRequest, within time.Duration) (messages.PartitionReply, error) {
+func (r *Router) remote(ctx context.Context, owner string, req messages.PartitionRequest, within time.Duration) (messages.PartitionReply, error) {
 	body, err := messages.EncodePartitionRequest(req)
 	if err != nil {
 		return messages.PartitionReply{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	out, err := r.nats.Request(ctx, owner, partitionService, body)
+	out, err := r.NATS.Request(ctx, owner, PartitionService, body)
 	if err != nil {
 		return messages.PartitionReply{}, err
 	}
 	return messages.DecodePartitionReply(out)
 }
 
-// reserveAny asks the peer owner for a record of any of ra's partitions
+// ReserveAny asks the peer owner for a record of any of ra's partitions
 // of the topic incarnation k names: one request. A peer that does not
 // know ReserveAny (an older version, StatusBadRequest) is asked partition
 // by partition instead.
-func (r *router) reserveAny(ctx context.Context, owner string, k messages.PartitionKey, ra *messages.ReserveAny) (*messages.Reserved, error) {
-	rep, err := r.remote(ctx, owner, messages.PartitionRequest{Key: k, ReserveAny: ra}, r.timeout)
+func (r *Router) ReserveAny(ctx context.Context, owner string, k messages.PartitionKey, ra *messages.ReserveAny) (*messages.Reserved, error) {
+	rep, err := r.remote(ctx, owner, messages.PartitionRequest{Key: k, ReserveAny: ra}, r.Timeout)
 	if re, ok := errors.AsType[*transport.RemoteError](err); ok && re.Status == transport.StatusBadRequest {
-		return reserveFirst(ctx, k, ra, r.ask), nil
+		return ReserveFirst(ctx, k, ra, r.Ask), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reserve any of %s %v at %s: %w: %w", k.Topic, ra.Partitions, owner, err, ErrUnavailable)
+		return nil, fmt.Errorf("reserve any of %s %v at %s: %w: %w", k.Topic, ra.Partitions, owner, err, errs.ErrUnavailable)
 	}
 	if rep.Reply == nil {
-		return nil, fmt.Errorf("reserve any of %s at %s: empty reply: %w", k.Topic, owner, ErrUnavailable)
+		return nil, fmt.Errorf("reserve any of %s at %s: empty reply: %w", k.Topic, owner, errs.ErrUnavailable)
 	}
 	return rep.Reply, nil
 }
 
-// reserveFirst asks each of ra's partitions in turn through ask until one
+// ReserveFirst asks each of ra's partitions in turn through ask until one
 // leases a record, collecting those that had none. A partition that cannot
 // be asked is skipped, with no belief either way.
-func reserveFirst(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny,
+func ReserveFirst(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny,
 	ask func(context.Context, messages.PartitionKey, any) (any, error)) *messages.Reserved {
 	var empty map[int]time.Duration
 	for _, p := range ra.Partitions {
@@ -289,79 +295,79 @@ type chunkRequest struct {
 	messages.ReadChunk
 }
 
-// readChunk reads a chunk of partition k from its owner: the local actor,
+// ReadChunk reads a chunk of partition k from its owner: the local actor,
 // or the owner's chunk service. The answer is the bytes, empty at the
 // committed end.
-func (r *router) readChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
-	owner, err := r.owner(k)
+func (r *Router) ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	owner, err := r.Owner(k)
 	if err != nil {
 		return nil, err
 	}
-	if owner == r.self {
+	if owner == r.Self {
 		return r.localChunk(ctx, k, rc)
 	}
 	req, err := json.Marshal(chunkRequest{Key: k, ReadChunk: rc})
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	data, err := r.nats.Request(ctx, owner, chunkService, req)
+	data, err := r.NATS.Request(ctx, owner, chunkService, req)
 	if err != nil {
-		return nil, fmt.Errorf("chunk of %s/%d at %s: %w: %w", k.Topic, k.Partition, owner, err, ErrUnavailable)
+		return nil, fmt.Errorf("chunk of %s/%d at %s: %w: %w", k.Topic, k.Partition, owner, err, errs.ErrUnavailable)
 	}
 	return data, nil
 }
 
-func (r *router) localChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
-	res, err := r.local(ctx, k, &rc)
+func (r *Router) localChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	res, err := r.Local(ctx, k, &rc)
 	if err != nil {
 		return nil, fmt.Errorf("chunk of %s/%d: %w", k.Topic, k.Partition, err)
 	}
 	ch, ok := res.(*messages.Chunk)
 	if !ok || ch.Status != messages.StatusOK {
-		return nil, fmt.Errorf("chunk of %s/%d: %s: %w", k.Topic, k.Partition, describe(res), ErrUnavailable)
+		return nil, fmt.Errorf("chunk of %s/%d: %s: %w", k.Topic, k.Partition, describe(res), errs.ErrUnavailable)
 	}
 	return ch.Data, nil
 }
 
-// serve answers peers' partition requests and chunk reads from the local
-// partition actors. connectNATS refused a server too small for them
-// (checkPayload). A request for a partition with no actor here (stale
+// Serve answers peers' partition requests and chunk reads from the local
+// partition actors. The node's connectNATS refused a server too small for
+// them (actors/payload.go, checkPayload). A request for a partition with no actor here (stale
 // routing, or not yet spawned) answers 503: it was surely not processed,
 // so the caller may retry; an actor that did not answer in time answers
 // 504 (unknown).
-func (r *router) serve() error {
-	if err := r.nats.Handle(partitionService, r.servePartitions); err != nil {
+func (r *Router) Serve() error {
+	if err := r.NATS.Handle(PartitionService, r.servePartitions); err != nil {
 		return err
 	}
-	if err := r.nats.Handle(moveGroupService, r.serveMoveGroup); err != nil {
+	if err := r.NATS.Handle(moveGroupService, r.serveMoveGroup); err != nil {
 		return err
 	}
-	if err := r.nats.Handle(commitGroupService, r.serveCommitGroup); err != nil {
+	if err := r.NATS.Handle(commitGroupService, r.serveCommitGroup); err != nil {
 		return err
 	}
-	return r.nats.Handle(chunkService, r.serveChunk)
+	return r.NATS.Handle(chunkService, r.serveChunk)
 }
 
-func (r *router) servePartitions(ctx context.Context, _ string, body []byte) ([]byte, error) {
+func (r *Router) servePartitions(ctx context.Context, _ string, body []byte) ([]byte, error) {
 	in, err := messages.DecodePartitionRequest(body)
 	if err != nil {
 		return nil, transport.Errorf(transport.StatusBadRequest, "partition request: %v", err)
 	}
-	rep, err := r.servePartition(ctx, in)
+	rep, err := r.ServePartition(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	out, err := messages.EncodePartitionReply(rep)
 	if err != nil {
-		return nil, fmt.Errorf("partition %s/%d on %s: %w", in.Key.Topic, in.Key.Partition, r.self, err)
+		return nil, fmt.Errorf("partition %s/%d on %s: %w", in.Key.Topic, in.Key.Partition, r.Self, err)
 	}
 	return out, nil
 }
 
-// servePartition hands one peer's request to the local partition actor.
-func (r *router) servePartition(ctx context.Context, in messages.PartitionRequest) (messages.PartitionReply, error) {
+// ServePartition hands one peer's request to the local partition actor.
+func (r *Router) ServePartition(ctx context.Context, in messages.PartitionRequest) (messages.PartitionReply, error) {
 	var msg any
 	switch {
 	case in.Commit != nil:
@@ -388,7 +394,7 @@ func (r *router) servePartition(ctx context.Context, in messages.PartitionReques
 	default:
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "partition request with no request")
 	}
-	res, err := r.local(ctx, in.Key, msg)
+	res, err := r.Local(ctx, in.Key, msg)
 	if err != nil {
 		return messages.PartitionReply{}, r.servedError(in.Key, err)
 	}
@@ -413,19 +419,19 @@ func (r *router) servePartition(ctx context.Context, in messages.PartitionReques
 // peer's queue-mode consume costs it one request to this node. Partitions
 // that are not served here are skipped. At most maxReserveAnyPartitions
 // are asked, bounding the work one request buys.
-func (r *router) serveReserveAny(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny) (messages.PartitionReply, error) {
+func (r *Router) serveReserveAny(ctx context.Context, k messages.PartitionKey, ra *messages.ReserveAny) (messages.PartitionReply, error) {
 	if len(ra.Partitions) > maxReserveAnyPartitions {
 		return messages.PartitionReply{}, transport.Errorf(transport.StatusBadRequest, "reserve any of %d partitions, at most %d", len(ra.Partitions), maxReserveAnyPartitions)
 	}
-	return messages.PartitionReply{Reply: reserveFirst(ctx, k, ra, r.local)}, nil
+	return messages.PartitionReply{Reply: ReserveFirst(ctx, k, ra, r.Local)}, nil
 }
 
 // maxReserveAnyPartitions is the most partitions one ReserveAny may name,
-// far above a topic's partitions (Config.TopicMaxPartitions, 108 by
+// far above a topic's partitions (the node's Config.TopicMaxPartitions, 108 by
 // default), so that only a malformed request meets it.
 const maxReserveAnyPartitions = 4096
 
-func (r *router) serveChunk(ctx context.Context, _ string, req []byte) ([]byte, error) {
+func (r *Router) serveChunk(ctx context.Context, _ string, req []byte) ([]byte, error) {
 	var in chunkRequest
 	if err := json.Unmarshal(req, &in); err != nil {
 		return nil, transport.Errorf(transport.StatusBadRequest, "chunk request: %v", err)
@@ -439,11 +445,11 @@ func (r *router) serveChunk(ctx context.Context, _ string, req []byte) ([]byte, 
 
 // servedError is a local actor's failure as a peer reads it: no actor
 // here is 503 (surely not processed), anything else 504 (unknown).
-func (r *router) servedError(k messages.PartitionKey, err error) error {
+func (r *Router) servedError(k messages.PartitionKey, err error) error {
 	if errors.Is(err, actor.ErrDeadLetter) {
-		return transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", k.Topic, k.Partition, r.self)
+		return transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", k.Topic, k.Partition, r.Self)
 	}
-	return transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", k.Topic, k.Partition, r.self, err)
+	return transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", k.Topic, k.Partition, r.Self, err)
 }
 
 // describe names an unexpected answer for an error message.
@@ -457,9 +463,4 @@ func describe(res any) string {
 		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
 	}
 	return fmt.Sprintf("answer %T", res)
-}
-
-// partitionKeyString names a partition in logs and metrics.
-func partitionKeyString(k messages.PartitionKey) string {
-	return fmt.Sprintf("%s/%d", k.Topic, k.Partition)
 }

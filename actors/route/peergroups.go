@@ -1,4 +1,4 @@
-package actors
+package route
 
 import (
 	"context"
@@ -7,14 +7,38 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
+// GroupConfig bounds a node's request groups: the node's Config fields of
+// the same names, checked there (at most MaxCommitGroupItems and
+// MaxMoveGroupItems).
+type GroupConfig struct {
+	// CommitGroupMaxItems bounds a commit group; CommitGroupsInFlight the
+	// commit groups out to one owner.
+	CommitGroupMaxItems, CommitGroupsInFlight int
+	// MoveGroupMaxItems bounds a move group; MoveGroupsInFlight the move
+	// groups out to one source.
+	MoveGroupMaxItems, MoveGroupsInFlight int
+}
+
+// GroupMetrics are the node's series of the groups it sends: each group
+// sent, and the requests it carried (narad_commit_groups_total,
+// narad_commit_group_commits_total, narad_move_groups_total,
+// narad_move_group_requests_total).
+type GroupMetrics struct {
+	CommitGroups, CommitGroupItems *metrics.Counter
+	MoveGroups, MoveGroupItems     *metrics.Counter
+}
+
 // peerGroups carries partition requests that wait for the same peer in one
 // request of a group service, and hands each caller its own answer. The
-// move workers' listings, re-arms and releases use it (moveGroups), and so
-// do the dispatcher's commits to a peer owner (commitGroups).
+// move workers' listings, re-arms and releases use it (MoveGroups), and so
+// do the dispatcher's commits to a peer owner (GroupedOwners).
 //
 // It batches without a timer: a request goes at once when fewer than
 // inFlight groups are out to its peer, and otherwise waits for the next
@@ -26,7 +50,7 @@ import (
 // fails each of its requests as one request's failure would, which its
 // caller retries as it would have.
 type peerGroups struct {
-	r *router
+	r *Router
 	// maxItems bounds a group; inFlight the groups out to one peer.
 	maxItems, inFlight int
 	// groupable says whether a request may travel in a group; post sends
@@ -57,18 +81,18 @@ type groupCall struct {
 	done chan struct{}
 }
 
-func newPeerGroups(r *router, maxItems, inFlight int, groupable func(messages.PartitionRequest) bool,
+func newPeerGroups(r *Router, maxItems, inFlight int, groupable func(messages.PartitionRequest) bool,
 	post func(string, []messages.PartitionRequest) (messages.MoveGroupReply, error)) *peerGroups {
 	return &peerGroups{r: r, maxItems: maxItems, inFlight: inFlight, groupable: groupable, post: post, lanes: map[string]*groupLane{}}
 }
 
-// ask is router.ask, through a group when msg may travel in one to a peer
+// ask is Router.Ask, through a group when msg may travel in one to a peer
 // (not when ctx is marked alone).
 func (g *peerGroups) ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
 	req := requestOf(k, msg)
-	owner, err := g.r.owner(k)
-	if err != nil || owner == g.r.self || !g.groupable(req) || ctx.Value(aloneKey{}) != nil {
-		return g.r.ask(ctx, k, msg)
+	owner, err := g.r.Owner(k)
+	if err != nil || owner == g.r.Self || !g.groupable(req) || ctx.Value(aloneKey{}) != nil {
+		return g.r.Ask(ctx, k, msg)
 	}
 	c := &groupCall{ctx: ctx, req: req, done: make(chan struct{})}
 	g.enqueue(owner, c)
@@ -77,10 +101,10 @@ func (g *peerGroups) ask(ctx context.Context, k messages.PartitionKey, msg any) 
 	case <-ctx.Done():
 		// The group still carries it: every groupable request may be
 		// asked again, as after any request whose answer was lost.
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, ctx.Err(), ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, ctx.Err(), errs.ErrUnavailable)
 	}
 	if c.err != nil {
-		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, c.err, ErrUnavailable)
+		return nil, fmt.Errorf("%T to %s at %s: %w: %w", msg, k.Topic, owner, c.err, errs.ErrUnavailable)
 	}
 	return replyOf(c.rep, msg, k, owner)
 }
@@ -174,7 +198,7 @@ func (g *peerGroups) alone(owner string, calls []*groupCall) {
 	for _, c := range calls {
 		wg.Go(func() {
 			defer close(c.done)
-			c.rep, c.err = g.r.remote(c.ctx, owner, c.req, g.r.timeout)
+			c.rep, c.err = g.r.remote(c.ctx, owner, c.req, g.r.Timeout)
 		})
 	}
 	wg.Wait()
@@ -182,10 +206,10 @@ func (g *peerGroups) alone(owner string, calls []*groupCall) {
 
 // requestGroup sends one group's body to owner's service under the node's
 // request timeout and decodes the reply, one item per request.
-func (r *router) requestGroup(owner, service string, body []byte) (messages.MoveGroupReply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+func (r *Router) requestGroup(owner, service string, body []byte) (messages.MoveGroupReply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
 	defer cancel()
-	raw, err := r.nats.Request(ctx, owner, service, body)
+	raw, err := r.NATS.Request(ctx, owner, service, body)
 	if err != nil {
 		return messages.MoveGroupReply{}, err
 	}
@@ -199,18 +223,18 @@ func (r *router) requestGroup(owner, service string, body []byte) (messages.Move
 // serveGroup answers a peer's group: each item goes to its local partition
 // actor, all at once, each bounded by wait when positive, and each answer
 // or error lands in its place.
-func (r *router) serveGroup(ctx context.Context, items []messages.PartitionRequest, wait bool) messages.MoveGroupReply {
+func (r *Router) serveGroup(ctx context.Context, items []messages.PartitionRequest, wait bool) messages.MoveGroupReply {
 	out := messages.MoveGroupReply{Items: make([]messages.MoveGroupItem, len(items))}
 	var wg sync.WaitGroup
 	for i, it := range items {
 		wg.Go(func() {
 			ictx := ctx
-			if wait && r.groupWait > 0 {
+			if wait && r.GroupWait > 0 {
 				var cancel context.CancelFunc
-				ictx, cancel = context.WithTimeout(ctx, r.groupWait)
+				ictx, cancel = context.WithTimeout(ctx, r.GroupWait)
 				defer cancel()
 			}
-			rep, err := r.servePartition(ictx, it)
+			rep, err := r.ServePartition(ictx, it)
 			if err != nil {
 				status := transport.StatusInternal
 				if re, ok := errors.AsType[*transport.RemoteError](err); ok {

@@ -1,4 +1,4 @@
-package actors
+package route
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 // Moves between the same two nodes travel together (issue 27). A
 // destination runs hundreds of move workers against one source at a time;
 // each asked its own listings, re-arms, fences and releases, one NATS round
-// trip and one handler on each side per request. moveGroups carries the
+// trip and one handler on each side per request. MoveGroups carries the
 // requests that are waiting for the same source in one request of the
-// moveGroupService (the lanes of peergroups.go, MoveGroupsInFlight groups
-// out to a source, up to MoveGroupMaxItems each), and the source answers
-// them all in one reply, each partition alone. A prepare never travels in a group: the
-// source's pacing may hold it for FreezeHoldFor (rule B5), and a group
-// waits for its slowest item; nor do the final listing and the fence of a
-// freeze (the worker's AskAlone). Chunk reads keep their own raw service.
+// moveGroupService (the lanes of peergroups.go, GroupConfig's
+// MoveGroupsInFlight groups out to a source, up to MoveGroupMaxItems each),
+// and the source answers them all in one reply, each partition alone. A
+// prepare never travels in a group: the source's pacing may hold it for
+// FreezeHoldFor (rule B5), and a group waits for its slowest item; nor do
+// the final listing and the fence of a freeze (the worker's AskAlone).
+// Chunk reads keep their own raw service.
 
 // aloneKey marks a context whose request goes alone, never waiting for a
 // group: the worker's AskAlone.
@@ -30,24 +31,26 @@ func alone(ctx context.Context) context.Context { return context.WithValue(ctx, 
 // moveGroupService answers a MoveGroup.
 const moveGroupService = "movegroup"
 
-// moveGroups is the mover.Source of a node's move workers (actors/mover):
+// MoveGroups is the mover.Source of a node's move workers (actors/mover):
 // the move group service's lanes (peerGroups), and chunk reads alone. It
 // stays here, beside the router and the dispatcher's commit groups, whose
 // peerGroups it shares.
-type moveGroups struct {
+type MoveGroups struct {
 	*peerGroups
 	// metrics counts the groups sent and the requests they carried; nil
 	// in rigs.
-	metrics *nodeMetrics
+	metrics *GroupMetrics
 }
 
-func newMoveGroups(r *router, c Config, m *nodeMetrics) *moveGroups {
-	g := &moveGroups{metrics: m}
+// NewMoveGroups is r's move groups of c's bounds, counted in m (nil counts
+// nothing).
+func NewMoveGroups(r *Router, c GroupConfig, m *GroupMetrics) *MoveGroups {
+	g := &MoveGroups{metrics: m}
 	g.peerGroups = newPeerGroups(r, c.MoveGroupMaxItems, c.MoveGroupsInFlight, messages.PartitionRequest.Groupable, g.request)
 	g.counted = func(items int) {
 		if g.metrics != nil {
-			g.metrics.moveGroups.Inc()
-			g.metrics.moveGroupItems.Add(items)
+			g.metrics.MoveGroups.Inc()
+			g.metrics.MoveGroupItems.Add(items)
 		}
 	}
 	return g
@@ -55,22 +58,22 @@ func newMoveGroups(r *router, c Config, m *nodeMetrics) *moveGroups {
 
 // Ask is a request to k's owner, in a group with others to the same node
 // when it may travel in one.
-func (g *moveGroups) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+func (g *MoveGroups) Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
 	return g.ask(ctx, k, msg)
 }
 
 // AskAlone is a request to k's owner that never waits for a group.
-func (g *moveGroups) AskAlone(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
+func (g *MoveGroups) AskAlone(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
 	return g.ask(alone(ctx), k, msg)
 }
 
 // ReadChunk reads a chunk of k's segment from its owner.
-func (g *moveGroups) ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
-	return g.r.readChunk(ctx, k, rc)
+func (g *MoveGroups) ReadChunk(ctx context.Context, k messages.PartitionKey, rc messages.ReadChunk) ([]byte, error) {
+	return g.r.ReadChunk(ctx, k, rc)
 }
 
 // request sends one group of move requests as JSON.
-func (g *moveGroups) request(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
+func (g *MoveGroups) request(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 	body, err := json.Marshal(messages.MoveGroup{Items: reqs})
 	if err != nil {
 		return messages.MoveGroupReply{}, err
@@ -79,16 +82,16 @@ func (g *moveGroups) request(owner string, reqs []messages.PartitionRequest) (me
 }
 
 // serveMoveGroup answers a peer's MoveGroup: each item goes to its local
-// partition actor, all at once, each bounded by groupWait, and each answer
+// partition actor, all at once, each bounded by GroupWait, and each answer
 // or error lands in its place. A group of anything but listings and non-prepare handoffs, or of
-// more than maxMoveGroupItems, is refused whole.
-func (r *router) serveMoveGroup(ctx context.Context, _ string, body []byte) ([]byte, error) {
+// more than MaxMoveGroupItems, is refused whole.
+func (r *Router) serveMoveGroup(ctx context.Context, _ string, body []byte) ([]byte, error) {
 	var in messages.MoveGroup
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, transport.Errorf(transport.StatusBadRequest, "move group: %v", err)
 	}
-	if len(in.Items) == 0 || len(in.Items) > maxMoveGroupItems {
-		return nil, transport.Errorf(transport.StatusBadRequest, "move group of %d items, want 1 to %d", len(in.Items), maxMoveGroupItems)
+	if len(in.Items) == 0 || len(in.Items) > MaxMoveGroupItems {
+		return nil, transport.Errorf(transport.StatusBadRequest, "move group of %d items, want 1 to %d", len(in.Items), MaxMoveGroupItems)
 	}
 	for i, it := range in.Items {
 		if !it.Groupable() {
@@ -99,6 +102,6 @@ func (r *router) serveMoveGroup(ctx context.Context, _ string, body []byte) ([]b
 	return json.Marshal(out)
 }
 
-// maxMoveGroupItems is the most items a source takes in one group, the
-// bound of Config.MoveGroupMaxItems.
-const maxMoveGroupItems = 1024
+// MaxMoveGroupItems is the most items a source takes in one group, the
+// bound of the node's Config.MoveGroupMaxItems.
+const MaxMoveGroupItems = 1024
