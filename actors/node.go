@@ -24,6 +24,7 @@ import (
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/route"
+	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -59,7 +60,7 @@ type Node struct {
 	// they are waiting on; loops lets Stop wait until they have ended.
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
-	schemas   schemaCache
+	schemas   schema.Cache
 
 	ready    atomic.Bool
 	stopping atomic.Bool

@@ -11,6 +11,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/dispatch"
+	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -223,9 +224,9 @@ func (n *Node) validate(t messages.Topic, body []byte) error {
 	if len(t.Schemas) == 0 {
 		return nil
 	}
-	s, err := n.schemas.get(t.Incarnation, len(t.Schemas), t.Schemas[len(t.Schemas)-1])
+	s, err := n.schemas.Get(t.Incarnation, len(t.Schemas), t.Schemas[len(t.Schemas)-1])
 	if err != nil {
 		return err
 	}
-	return validateBody(s, body)
+	return schema.Validate(s, body)
 }

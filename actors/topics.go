@@ -15,6 +15,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -229,7 +230,7 @@ func (n *Node) resolveCreate(req messages.CreateTopicRequest, parentPartitions i
 		t.MaxAckedAheadPerPartition = defaultMaxAckedAhead
 	}
 	if hasSchema(req.Schema) {
-		if _, err := compileSchema(req.Schema); err != nil {
+		if _, err := schema.Compile(req.Schema); err != nil {
 			return t, err.Error()
 		}
 		t.Schemas = []json.RawMessage{req.Schema}
@@ -335,11 +336,11 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 		if code, why := metastore.AlterRefusal(t, messages.AlterTopic{Name: t.Name, AddSchema: req.Schema}); code != messages.ResultOK {
 			return alter, refusalError("alter topic "+t.Name, code, why)
 		}
-		if _, err := compileSchema(req.Schema); err != nil {
+		if _, err := schema.Compile(req.Schema); err != nil {
 			return alter, invalid(err.Error())
 		}
 		if len(t.Schemas) > 0 {
-			if err := schemaCompatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
+			if err := schema.Compatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
 				return alter, invalid("incompatible schema: " + err.Error())
 			}
 		}

@@ -1,4 +1,10 @@
-package actors
+// Package schema is a topic's JSON Schema on the produce path: Compile
+// checks a document when a topic is created or altered (its $refs may
+// point only inside it), Cache keeps each topic incarnation's compiled
+// versions so a produce compiles nothing, Validate checks a body, and
+// Compatible says why a new version would break the records the old one
+// let in.
+package schema
 
 import (
 	"bytes"
@@ -11,14 +17,16 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// schemaCache keeps compiled schemas by topic incarnation and version, so a
-// produce compiles nothing.
-type schemaCache struct {
+// Cache keeps compiled schemas by topic incarnation and version, so a
+// produce compiles nothing. The zero Cache is ready to use.
+type Cache struct {
 	mu sync.Mutex
 	m  map[string]*jsonschema.Schema
 }
 
-func compileSchema(doc json.RawMessage) (*jsonschema.Schema, error) {
+// Compile compiles a topic's schema document; a $ref outside it is
+// refused.
+func Compile(doc json.RawMessage) (*jsonschema.Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %v", err)
@@ -52,14 +60,16 @@ type noLoads struct{}
 
 func (noLoads) Load(string) (any, error) { return nil, errOutsideSchema }
 
-func (c *schemaCache) get(incarnation uint64, version int, doc json.RawMessage) (*jsonschema.Schema, error) {
+// Get is the schema of version of a topic incarnation, compiled from doc
+// the first time.
+func (c *Cache) Get(incarnation uint64, version int, doc json.RawMessage) (*jsonschema.Schema, error) {
 	key := strconv.FormatUint(incarnation, 10) + "/" + strconv.Itoa(version)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s, ok := c.m[key]; ok {
 		return s, nil
 	}
-	s, err := compileSchema(doc)
+	s, err := Compile(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -70,8 +80,8 @@ func (c *schemaCache) get(incarnation uint64, version int, doc json.RawMessage) 
 	return s, nil
 }
 
-// validateBody checks a produce body against a compiled schema.
-func validateBody(s *jsonschema.Schema, body []byte) error {
+// Validate checks a produce body against a compiled schema.
+func Validate(s *jsonschema.Schema, body []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("body is not JSON: %v", err)
@@ -82,10 +92,10 @@ func validateBody(s *jsonschema.Schema, body []byte) error {
 	return nil
 }
 
-// schemaCompatible reports why next is not backward compatible with prev:
+// Compatible reports why next is not backward compatible with prev:
 // a property removed, a property's type changed, or a new required field.
 // It walks nested "properties" too.
-func schemaCompatible(prev, next json.RawMessage) error {
+func Compatible(prev, next json.RawMessage) error {
 	var a, b map[string]any
 	if json.Unmarshal(prev, &a) != nil || json.Unmarshal(next, &b) != nil {
 		return nil // a non-object schema (true/false) has nothing to compare
