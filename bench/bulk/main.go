@@ -22,8 +22,9 @@
 //
 // It prints one table (figure | with hand-off | without | seed | goal),
 // stops every process it started (also on error and on Ctrl-C) and removes
-// its temp dir unless -keep. Every wait is bounded by a flag; a figure whose
-// wait ran out prints as "timeout after X". Run it from the module root: it
+// its temp dir unless -keep, a run failed, or a wait ran out (keepReason).
+// Every wait is bounded by a flag; a figure whose wait ran out prints as
+// "timeout after X". Run it from the module root: it
 // builds ./cmd/narad. Each child runs in a process group of its own and is
 // killed with it; a SIGKILL of this program itself leaves them running (find
 // them by the temp dir in their arguments).
@@ -121,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.skipStop, "skip-stop", false, "skip the stop scenario")
 	fs.BoolVar(&c.skipJoin, "skip-join", false, "skip the join scenario")
 	fs.BoolVar(&c.createOnly, "create-only", false, "end the stop scenario after its topic creates (with -profile, a profile of the creates)")
-	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails or loses a record")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path; it is kept anyway when a run fails, loses a record or a wait runs out")
 	fs.StringVar(&c.bin, "bin", "", "run this narad binary instead of building ./cmd/narad (an A/B of two revisions under one bench)")
 	fs.StringVar(&c.profileDir, "profile", "", "write a CPU profile of each node that stays up, over -profile-for from the SIGTERM of the stop scenario, and of each node's own shutdown (--stop-profile), into this directory (the nodes serve --pprof on loopback)")
 	fs.DurationVar(&c.profileFor, "profile-for", 15*time.Second, "how long each -profile CPU profile runs (whole seconds)")
@@ -211,14 +212,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	r := &runner{cfg: cfg, dir: dir, log: stderr}
 	err = r.repeatAll(ctx, stdout)
-	// The evidence of a failed run (every node's data directory and log) is
-	// what finds the cause: it is never removed.
-	switch {
-	case err != nil || r.failedChecks > 0:
-		fmt.Fprintf(stderr, "bulk: kept %s (data directories and logs of the failed run under %s)\n", dir, r.runDir)
-	case cfg.keep:
-		fmt.Fprintln(stderr, "bulk: kept", dir)
-	default:
+	if why := keepReason(err, r.failedChecks, r.timeouts, cfg.keep); why != "" {
+		fmt.Fprintf(stderr, "bulk: kept %s: %s\n", dir, why)
+	} else {
 		os.RemoveAll(dir)
 	}
 	switch {
@@ -229,4 +225,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// keepReason says why the temp dir stays, "" when it goes: the evidence of
+// a failed run, or of a wait that ran out (each run's logs, and the data
+// of the run where it ran out), is never removed.
+func keepReason(err error, failedChecks int, timeouts []string, keep bool) string {
+	switch {
+	case err != nil || failedChecks > 0:
+		return "data directories and logs of the failed run"
+	case len(timeouts) > 0:
+		return "a wait ran out (" + strings.Join(timeouts, "; ") + "): every run's logs, and the data of the runs where one ran out"
+	case keep:
+		return "as -keep asked"
+	}
+	return ""
 }

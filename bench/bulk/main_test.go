@@ -295,3 +295,30 @@ func TestRemoveDataKeepsTheLogs(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// The temp dir stays whenever it holds evidence: a failed run, or a wait
+// that ran out (a figure, not a failure, but what held it is in the logs).
+func TestKeepReasonKeepsTheEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		failed   int
+		timeouts []string
+		keep     bool
+		kept     bool
+	}{
+		{"a clean run", nil, 0, nil, false, false},
+		{"-keep", nil, 0, nil, true, true},
+		{"an error", errors.New("x"), 0, nil, false, true},
+		{"a failed history check", nil, 1, nil, false, true},
+		{"a wait that ran out", nil, 0, []string{"run 1: on-stop pass.down"}, false, true},
+	} {
+		why := keepReason(tc.err, tc.failed, tc.timeouts, tc.keep)
+		if (why != "") != tc.kept {
+			t.Errorf("%s: got kept %v (%q), want %v", tc.name, why != "", why, tc.kept)
+		}
+	}
+	if why := keepReason(nil, 0, []string{"run 2: on-stop pass.down"}, false); !strings.Contains(why, "run 2: on-stop pass.down") {
+		t.Errorf("a wait that ran out: got %q, want it named", why)
+	}
+}

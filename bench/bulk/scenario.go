@@ -27,6 +27,12 @@ type runner struct {
 	// phantom, an offset conflict...), over every run; checked counts the
 	// acknowledged records the clean ones looked for.
 	failedChecks, checked int
+	// timeouts names each wait that ran out, over every run ("run 2:
+	// pass.down"): a figure, not a failure, but the run's data and logs
+	// are kept as the evidence of what held it.
+	timeouts []string
+	// run is the number of the run under way (1-based).
+	run int
 	// figures holds each variant's cells by figure key (table.go).
 	figures map[bool]map[string]string
 	// losses holds the lines naming each record lost, for the report.
@@ -67,7 +73,8 @@ func (r *runner) repeatAll(ctx context.Context, stdout io.Writer) error {
 		r.bin = bin
 	}
 	for i := 1; i <= r.cfg.repeat; i++ {
-		r.runDir = filepath.Join(r.dir, fmt.Sprintf("run-%02d", i))
+		r.runDir, r.run = filepath.Join(r.dir, fmt.Sprintf("run-%02d", i)), i
+		timedOut := len(r.timeouts)
 		r.figures, r.losses = map[bool]map[string]string{}, nil
 		err := r.all(ctx)
 		if r.cfg.repeat > 1 {
@@ -81,7 +88,7 @@ func (r *runner) repeatAll(ctx context.Context, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "run %d failed after %d clean runs in a row (%d acknowledged records checked in those)\n", i, i-1, r.checked)
 			return err
 		}
-		if !r.cfg.keep {
+		if !r.cfg.keep && len(r.timeouts) == timedOut {
 			removeData(r.runDir)
 		}
 	}
@@ -205,6 +212,9 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	if err != nil {
 		return err
 	}
+	if errors.Is(up.wait.err, proc.ErrTimeout) {
+		r.timedOut(name, "pass.up")
+	}
 	r.set(handoff, "pass.up", waitCell(up.wait, cfg.passTimeout))
 	r.set(handoff, "pass.up.acked", ackedCell(up, cfg.passTimeout))
 	r.logf("%s: write pass, every node up: %s", name, waitCell(up.wait, cfg.passTimeout))
@@ -229,6 +239,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	took, err := c.Stop(ctx, victim, cfg.stopTimeout)
 	switch {
 	case errors.Is(err, proc.ErrTimeout):
+		r.timedOut(name, "stop.exit")
 		r.set(handoff, "stop.exit", "timeout after "+seconds(cfg.stopTimeout))
 		r.logf("%s: %s killed after %s\n%s", name, victim.ID, seconds(cfg.stopTimeout), proc.Tail(victim.Proc.LogPath))
 	case err != nil:
@@ -261,6 +272,9 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	}
 	w.b = all
 	profiled()
+	if errors.Is(down.wait.err, proc.ErrTimeout) {
+		r.timedOut(name, "pass.down")
+	}
 	r.set(handoff, "pass.down", waitCell(down.wait, cfg.passTimeout))
 	r.set(handoff, "pass.down.acked", ackedCell(down, cfg.passTimeout))
 	if up.wait.err == nil && down.wait.err == nil && up.wait.took > 0 {
@@ -283,6 +297,7 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 	})
 	switch {
 	case errors.Is(err, proc.ErrTimeout):
+		r.timedOut(name, "restart.share")
 		r.set(handoff, "restart.share", "timeout after "+seconds(cfg.restartTimeout))
 	case err != nil:
 		return err
@@ -403,6 +418,7 @@ func (r *runner) joinScenario(ctx context.Context, handoff bool) error {
 	})
 	switch {
 	case errors.Is(err, proc.ErrTimeout):
+		r.timedOut(name, "join.rebalance")
 		r.set(handoff, "join.rebalance", "timeout after "+seconds(cfg.rebalanceTimeout))
 	case err != nil:
 		return fmt.Errorf("rebalance onto %s: %w\n%s", n4.ID, err, proc.Tail(n4.Proc.LogPath))
@@ -426,6 +442,7 @@ func (r *runner) joinScenario(ctx context.Context, handoff bool) error {
 	})
 	switch {
 	case errors.Is(err, proc.ErrTimeout):
+		r.timedOut(name, "join.decommission")
 		r.set(handoff, "join.decommission", "timeout after "+seconds(cfg.rebalanceTimeout))
 	case err != nil:
 		return err
@@ -454,4 +471,9 @@ func ownedBy(ctx context.Context, at *proc.Node, id string) (int, error) {
 func withinBalance(owned, share int) bool {
 	tol := max(1, (share+99)/100)
 	return owned >= share-tol && owned <= share+tol
+}
+
+// timedOut records that a wait of scenario name ran out in this run.
+func (r *runner) timedOut(name, figure string) {
+	r.timeouts = append(r.timeouts, fmt.Sprintf("run %d: %s %s", r.run, name, figure))
 }
