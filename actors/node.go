@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
@@ -50,7 +51,7 @@ type Node struct {
 	// writes is the node's verdict on its disk (diskfull.go).
 	writes    writeHealth
 	raftAddr  string
-	creds     *credentials         // verified passwords (users.go)
+	creds     *auth.Credentials    // verified passwords (actors/auth)
 	joined    bool                 // started with Join: a non-voter until promoted
 	nats      *transport.Transport // nil without NATSURL
 	server    *http.Server
@@ -158,7 +159,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		n.closeStores()
 		return nil, err
 	}
-	n.creds = newCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
+	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}

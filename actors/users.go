@@ -2,12 +2,9 @@ package actors
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -24,114 +21,18 @@ const adminUser = "admin"
 // (and, on the metadata leader, creates it).
 const seedInterval = time.Second
 
-// credentials remembers the passwords verified against each user's hash,
-// so that a produce pays the slow hash once per user and password rather
-// than per request. An entry is keyed by the username and an HMAC of the
-// password under a key drawn at start, so the cache never holds a
-// password, and it holds the hash it was verified against: a new password
-// (a new salted hash) or a deleted and recreated user misses.
-type credentials struct {
-	key  []byte
-	max  int
-	cost int
-	// slots bounds the slow hashes running at once.
-	slots chan struct{}
-
-	unknownOnce sync.Once
-	unknownHash string
-
-	mu       sync.RWMutex
-	verified map[credentialKey]string
-}
-
-type credentialKey struct {
-	user string
-	mac  [sha256.Size]byte
-}
-
-func newCredentials(maxEntries, inFlight, cost int) *credentials {
-	key := make([]byte, 32)
-	rand.Read(key) // never fails (crypto/rand)
-	return &credentials{key: key, max: maxEntries, cost: cost, slots: make(chan struct{}, inFlight),
-		verified: make(map[credentialKey]string)}
-}
-
-func (c *credentials) keyOf(user, password string) credentialKey {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(password))
-	k := credentialKey{user: user}
-	m.Sum(k.mac[:0])
-	return k
-}
-
-func (c *credentials) known(k credentialKey, hash string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	h, ok := c.verified[k]
-	return ok && h == hash
-}
-
-func (c *credentials) remember(k credentialKey, hash string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.verified[k]; !ok && len(c.verified) >= c.max {
-		for other := range c.verified {
-			delete(c.verified, other)
-			break
-		}
-	}
-	c.verified[k] = hash
-}
-
-// check runs the slow comparison under the in-flight bound.
-func (c *credentials) check(ctx context.Context, hash, password string) error {
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("wait to verify a password: %w", ctx.Err())
-	}
-	defer func() { <-c.slots }()
-	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
-}
-
-// unknownUser is the hash compared against for a user that does not
-// exist, made at the node's cost the first time it is needed, so an
-// unknown name costs what a wrong password does and its answer does not
-// come sooner.
-func (c *credentials) unknownUser() string {
-	c.unknownOnce.Do(func() {
-		h, err := bcrypt.GenerateFromPassword([]byte("no such user"), c.cost)
-		if err != nil {
-			panic(err) // only a cost out of range fails, and Validate refuses it
-		}
-		c.unknownHash = string(h)
-	})
-	return c.unknownHash
-}
-
 // Authenticate checks name and password against the local replica's
 // record: api.ErrUnauthenticated for an unknown user and a wrong password
 // alike.
 func (n *Node) Authenticate(ctx context.Context, name, password string) (messages.UserInfo, error) {
 	u, ok := n.store.User(name)
-	k := n.creds.keyOf(name, password)
-	if ok && n.creds.known(k, u.PasswordHash) {
-		return userInfo(u), nil
-	}
-	var hash string
-	if ok {
-		hash = u.PasswordHash
-	} else {
-		hash = n.creds.unknownUser()
-	}
-	err := n.creds.check(ctx, hash, password)
+	good, err := n.creds.Verify(ctx, name, password, u.PasswordHash, ok)
 	switch {
-	case !ok || errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
-		return messages.UserInfo{}, fmt.Errorf("user %s: %w", name, api.ErrUnauthenticated)
 	case err != nil:
 		return messages.UserInfo{}, fmt.Errorf("verify password of user %s: %w", name, err)
+	case !good:
+		return messages.UserInfo{}, fmt.Errorf("user %s: %w", name, api.ErrUnauthenticated)
 	}
-	n.creds.remember(k, u.PasswordHash)
 	return userInfo(u), nil
 }
 
