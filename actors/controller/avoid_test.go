@@ -63,12 +63,12 @@ func (s *avoidStore) SetTargetMany(ctx context.Context, sts []messages.SetTarget
 // other, and the result is as balanced.
 func TestRuleL6TheControllerSteersAChildOffItsParentsNode(t *testing.T) {
 	f := newFakeReplica()
-	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
-	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
-	f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
-	f.put(messages.Topic{Name: "p", Incarnation: 10, Partitions: 2,
+	f.SetMember(messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true})
+	f.SetMember(messages.Member{ID: "n2", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n3", Status: messages.MemberAlive})
+	f.Put(messages.Topic{Name: "p", Incarnation: 10, Partitions: 2,
 		Children: []messages.ChildLink{{Name: "c", Incarnation: 11, AttachEpoch: 12}}}, "n2", "n3")
-	f.put(messages.Topic{Name: "c", Incarnation: 11, Partitions: 2, Parent: "p", AttachEpoch: 12}, "n1", "n1")
+	f.Put(messages.Topic{Name: "c", Incarnation: 11, Partitions: 2, Parent: "p", AttachEpoch: 12}, "n1", "n1")
 	s := &avoidStore{f: f}
 	cfg := DefaultConfig()
 	cfg.Rebalance = true
@@ -94,7 +94,7 @@ func TestRuleL6TheControllerSteersAChildOffItsParentsNode(t *testing.T) {
 // avoid nothing; the parent's assignments are read once per pass.
 func TestParentPlacementNamesTheParentsOwner(t *testing.T) {
 	f := newFakeReplica()
-	f.put(messages.Topic{Name: "p", Incarnation: 1, Partitions: 2}, "n2", "n3")
+	f.Put(messages.Topic{Name: "p", Incarnation: 1, Partitions: 2}, "n2", "n3")
 	pp := newParentPlacement(f)
 	child := messages.Topic{Name: "c", Incarnation: 2, Partitions: 3, Parent: "p"}
 	for _, tc := range []struct {
@@ -145,10 +145,10 @@ func TestRuleL4PlanningRunsAfterARaftBarrier(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeReplica()
-			f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
-			f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
-			f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
-			f.put(messages.Topic{Name: "t", Incarnation: 10, Partitions: 2}, "n1", "n1")
+			f.SetMember(messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true})
+			f.SetMember(messages.Member{ID: "n2", Status: messages.MemberAlive})
+			f.SetMember(messages.Member{ID: "n3", Status: messages.MemberAlive})
+			f.Put(messages.Topic{Name: "t", Incarnation: 10, Partitions: 2}, "n1", "n1")
 			s := &barrierStore{avoidStore: &avoidStore{f: f}, barrierErr: tc.barrierErr}
 			cfg := DefaultConfig()
 			cfg.Rebalance = true
@@ -205,17 +205,14 @@ func (s *ownerWriteStore) SetMemberStatusIf(context.Context, messages.SetMemberS
 // changes until a destination's own flip.
 func TestRuleO2TheControllerWritesOnlyTargets(t *testing.T) {
 	f := newFakeReplica()
-	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true}
-	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
-	f.members["n3"] = messages.Member{ID: "n3", Status: messages.MemberAlive}
-	f.members["n4"] = messages.Member{ID: "n4", Status: messages.MemberAlive}
-	f.members["n5"] = messages.Member{ID: "n5", Status: messages.MemberAlive, Leaving: true}
-	f.put(messages.Topic{Name: "t", Incarnation: 10, Partitions: 8}, "n1", "n1", "n2", "n2", "n2", "n3", "n3", "n3")
-	f.mu.Lock()
-	moving := f.assignments[assignmentKey(10, 7)]
-	moving.Target = "n5"
-	f.assignments[assignmentKey(10, 7)] = moving
-	f.mu.Unlock()
+	f.SetMember(messages.Member{ID: "n1", Status: messages.MemberAlive, Leaving: true})
+	f.SetMember(messages.Member{ID: "n2", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n3", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n4", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n5", Status: messages.MemberAlive, Leaving: true})
+	topic := messages.Topic{Name: "t", Incarnation: 10, Partitions: 8}
+	f.Put(topic, "n1", "n1", "n2", "n2", "n2", "n3", "n3", "n3")
+	f.SetTarget(topic, 7, "n5")
 	owners := map[int]string{}
 	for _, as := range f.Assignments(10, 8) {
 		owners[as.Partition] = as.Owner
@@ -262,10 +259,10 @@ func TestRuleO2TheControllerWritesOnlyTargets(t *testing.T) {
 // while it waits for its removal.
 func TestRuleD4NothingIsPlacedOnADrainingNode(t *testing.T) {
 	f := newFakeReplica()
-	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive}
-	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
-	f.members["n3"] = messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true}
-	f.put(messages.Topic{Name: "old", Incarnation: 10, Partitions: 8}, "n1", "n1", "n1", "n1", "n1", "n1", "n2", "n3")
+	f.SetMember(messages.Member{ID: "n1", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n2", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n3", ReplicaID: 3, Status: messages.MemberAlive, Draining: true})
+	f.Put(messages.Topic{Name: "old", Incarnation: 10, Partitions: 8}, "n1", "n1", "n1", "n1", "n1", "n1", "n2", "n3")
 	s := &ownerWriteStore{avoidStore: &avoidStore{f: f}}
 	cfg := DefaultConfig()
 	cfg.Rebalance = true

@@ -38,9 +38,7 @@ func (s *createStore) CreateTopic(_ context.Context, t messages.Topic) (messages
 	}
 	s.next++
 	t.Incarnation = s.next
-	s.f.mu.Lock()
-	s.f.topics[t.Name] = t
-	s.f.mu.Unlock()
+	s.f.Put(t)
 	return t, nil
 }
 
@@ -48,11 +46,7 @@ func (s *createStore) PutAssignments(_ context.Context, as []messages.Assignment
 	s.mu.Lock()
 	s.puts = append(s.puts, as)
 	s.mu.Unlock()
-	s.f.mu.Lock()
-	defer s.f.mu.Unlock()
-	for _, a := range as {
-		s.f.assignments[assignmentKey(a.Incarnation, a.Partition)] = a
-	}
+	s.f.SetAssignments(as...)
 	return nil
 }
 
@@ -62,9 +56,9 @@ func (s *createStore) PutAssignments(_ context.Context, as []messages.Assignment
 func TestCreatesAskedTogetherArePlacedInOnePut(t *testing.T) {
 	f := newFakeReplica()
 	for _, id := range []string{"n1", "n2", "n3"} {
-		f.members[id] = messages.Member{ID: id, Status: messages.MemberAlive}
+		f.SetMember(messages.Member{ID: id, Status: messages.MemberAlive})
 	}
-	f.put(messages.Topic{Name: "taken", Incarnation: 100, Partitions: 1}, "n1")
+	f.Put(messages.Topic{Name: "taken", Incarnation: 100, Partitions: 1}, "n1")
 	s := &createStore{f: f}
 	d := testDeps(t, DefaultConfig(), s)
 	d.Metrics = testMetrics("creates-" + t.Name())

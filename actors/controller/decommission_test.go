@@ -161,14 +161,7 @@ func (s *decomStore) SetTarget(_ context.Context, st messages.SetTarget) (messag
 	if s.refuse {
 		return messages.AssignResult{}, metastore.ErrUnavailable
 	}
-	f := s.replica
-	f.mu.Lock()
-	k := assignmentKey(st.Incarnation, st.Partition)
-	asg := f.assignments[k]
-	asg.Target = st.To
-	f.assignments[k] = asg
-	f.version++
-	f.mu.Unlock()
+	s.replica.SetTarget(messages.Topic{Incarnation: st.Incarnation}, st.Partition, st.To)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cleared = append(s.cleared, st.Partition)
@@ -236,7 +229,7 @@ func TestRuleD6ADrainingNodeLeavesOnlyWithAnEmptyWALAndProduceRefused(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeReplica()
 			for _, m := range members {
-				f.members[m.ID] = m
+				f.SetMember(m)
 			}
 			s := &decomStore{replica: f, rm: metastore.RaftMembership{
 				Voters:    map[uint64]string{1: "a1", 2: "a2", 4: "a4"},
@@ -294,12 +287,12 @@ func TestRuleD4D5MovesAimedAtADrainingNode(t *testing.T) {
 			nil, []string{"gone"}, false, "move_target", nil, false},
 	} {
 		f := newFakeReplica()
-		f.members[draining.ID] = draining
+		f.SetMember(draining)
 		for _, m := range tc.sources {
-			f.members[m.ID] = m
+			f.SetMember(m)
 		}
 		for p, owner := range tc.owners {
-			f.assignments[assignmentKey(5, p)] = messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: owner, Target: "n3"}
+			f.SetAssignments(messages.Assignment{Topic: "t", Incarnation: 5, Partition: p, Owner: owner, Target: "n3"})
 		}
 		s := &decomStore{replica: f, refuse: tc.refuse,
 			rm: metastore.RaftMembership{Voters: map[uint64]string{1: "a", 2: "b", 4: "d"}, NonVoters: map[uint64]string{3: "c"}}}
@@ -331,9 +324,9 @@ func TestRuleD2ALeaderTransfersLeadershipFirst(t *testing.T) {
 			f := newFakeReplica()
 			for i := 1; i <= 3; i++ {
 				id := fmt.Sprintf("n%d", i)
-				f.members[id] = messages.Member{ID: id, ReplicaID: uint64(i), Status: messages.MemberAlive}
+				f.SetMember(messages.Member{ID: id, ReplicaID: uint64(i), Status: messages.MemberAlive})
 			}
-			f.members[draining.ID] = draining
+			f.SetMember(draining)
 			s := &decomStore{replica: f, self: tc.self,
 				rm: metastore.RaftMembership{Voters: map[uint64]string{1: "a", 2: "b", 3: "c", 4: "d"}, NonVoters: map[uint64]string{}}}
 			a := &Actor{d: testDeps(t, DefaultConfig(), s)}

@@ -103,14 +103,12 @@ func TestRuleX6ARefusedFlipKeepsTheCopyWhenThisNodeOwnsThePartitionByThen(t *tes
 func stopGone(t *testing.T, r *workerRig, sourceDead bool) {
 	t.Helper()
 	f := r.store.fakeReplica
-	f.mu.Lock()
-	a := f.assignments[assignmentKey(r.key.Incarnation, r.key.Partition)]
-	a.Target = ""
-	f.assignments[assignmentKey(r.key.Incarnation, r.key.Partition)] = a
+	// The source dies before the target is cleared, so the worker never
+	// sees the move gone with its source still alive.
 	if sourceDead {
-		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead}
+		f.SetMember(messages.Member{ID: "n1", Status: messages.MemberDead})
 	}
-	f.mu.Unlock()
+	f.SetTarget(messages.Topic{Name: r.key.Topic, Incarnation: r.key.Incarnation}, r.key.Partition, "")
 	r.stop()
 }
 
@@ -277,11 +275,9 @@ func TestRuleV10ARefusedPreparationFailsTheAttemptAndWarnsOnce(t *testing.T) {
 		f := r.store.fakeReplica
 		r.start()
 		defer r.stop()
-		f.mu.Lock()
-		t8 := f.topics["w"]
+		t8, _ := f.Topic("w")
 		t8.Incarnation = 8
-		f.topics["w"] = t8
-		f.mu.Unlock()
+		f.Put(t8)
 		time.Sleep(10 * r.d.Move.RetryAfter)
 		synctest.Wait()
 		if exists(t, r.partitionPath()) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/cluster/membership"
+	"github.com/naradmq/narad/cluster/metastore/metastoretest"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -56,80 +56,12 @@ func newTestSystem(t *testing.T) *actor.ActorSystem {
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) }))
 }
 
-// fakeReplica is the local replica the runner and workers read: topics,
-// members and assignments in maps, a version that moves with each change.
-type fakeReplica struct {
-	mu          sync.Mutex
-	topics      map[string]messages.Topic
-	members     map[string]messages.Member
-	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
-	version     uint64
-	changed     chan struct{}
-}
+// fakeReplica is the local replica the runner and workers read, the
+// tests' metastore replica in memory (metastoretest.Replica): topics,
+// members and assignments, and a version that moves with each change.
+type fakeReplica = metastoretest.Replica
 
-func newFakeReplica() *fakeReplica {
-	return &fakeReplica{topics: map[string]messages.Topic{}, members: map[string]messages.Member{},
-		assignments: map[messages.PartitionKey]messages.Assignment{}, changed: make(chan struct{})}
-}
-
-func assignmentKey(incarnation uint64, partition int) messages.PartitionKey {
-	return messages.PartitionKey{Incarnation: incarnation, Partition: partition}
-}
-
-func (f *fakeReplica) Changed() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.changed
-}
-
-func (f *fakeReplica) Topic(name string) (messages.Topic, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t, ok := f.topics[name]
-	return t, ok
-}
-
-func (f *fakeReplica) Member(id string) (messages.Member, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, ok := f.members[id]
-	return m, ok
-}
-
-func (f *fakeReplica) Members() []messages.Member {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []messages.Member
-	for _, m := range f.members {
-		out = append(out, m)
-	}
-	return out
-}
-
-func (f *fakeReplica) Assignment(incarnation uint64, partition int) (messages.Assignment, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a, ok := f.assignments[assignmentKey(incarnation, partition)]
-	return a, ok
-}
-
-func (f *fakeReplica) TargetedAt(node string) []messages.Assignment {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []messages.Assignment
-	for _, a := range f.assignments {
-		if a.Target == node {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func (f *fakeReplica) AssignmentsVersion() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.version
-}
+func newFakeReplica() *fakeReplica { return metastoretest.NewReplica() }
 
 // rigDirs are the acts under the topic guard as the node runs them
 // (actors/guard.go: prepareTopicDir, renameBackUnderGuard), over the

@@ -78,10 +78,7 @@ func TestRuleB7TheRunnerStartsNoMoveUntilItsReplicaSettled(t *testing.T) {
 		close(store.settle)
 		time.Sleep(2 * r.d.Tick) // the next tick asks again
 		synctest.Wait()
-		r.store.mu.Lock()
-		a := r.store.assignments[assignmentKey(r.key.Incarnation, 0)]
-		r.store.mu.Unlock()
-		if a.Owner != "n2" {
+		if a, _ := r.store.Assignment(r.key.Incarnation, 0); a.Owner != "n2" {
 			t.Fatalf("owner once the replica settled: got %q, want n2 (the move ran)", a.Owner)
 		}
 	})
@@ -97,18 +94,14 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 3, false)
-		k0 := assignmentKey(r.key.Incarnation, 0)
-		r.store.mu.Lock()
-		targeted := r.store.assignments[k0]
+		targeted, _ := r.store.Assignment(r.key.Incarnation, 0)
 		settled := targeted
 		settled.Target, settled.TargetSince = "", 0
-		r.store.assignments[k0] = settled
-		r.store.mu.Unlock()
+		r.store.SetAssignments(settled)
 		startTestMover(t, newTestSystem(t), r.runnerDeps(r.store))
 		owner := func() string {
-			r.store.mu.Lock()
-			defer r.store.mu.Unlock()
-			return r.store.assignments[k0].Owner
+			a, _ := r.store.Assignment(r.key.Incarnation, 0)
+			return a.Owner
 		}
 
 		time.Sleep(3*r.d.Tick + r.d.Tick/10) // just past a tick
@@ -116,10 +109,8 @@ func TestRuleR1R4ANewTargetStartsItsWorkerOnTheNextTick(t *testing.T) {
 		if got := owner(); got != "n1" {
 			t.Fatalf("owner with no target: got %q, want n1", got)
 		}
-		r.store.mu.Lock()
-		r.store.assignments[k0] = targeted
-		r.store.version++
-		r.store.mu.Unlock()
+		// The target is written between two ticks; AssignmentsVersion moves.
+		r.store.SetAssignments(targeted)
 		time.Sleep(r.d.Tick) // the next tick is due within this
 		synctest.Wait()
 		if got := owner(); got != "n2" {

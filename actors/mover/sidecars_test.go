@@ -116,11 +116,9 @@ func TestRuleV7TheMarkerNamesTheChildLinksWithEpochs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newWorkerRig(t, 3, false)
 		f := r.store.fakeReplica
-		f.mu.Lock()
-		tp := f.topics["w"]
+		tp, _ := f.Topic("w")
 		tp.Children = []messages.ChildLink{{Name: "c1", Incarnation: 20, AttachEpoch: 300}, {Name: "c2", Incarnation: 21, AttachEpoch: 412, DelayMs: 60_000}}
-		f.topics["w"] = tp
-		f.mu.Unlock()
+		f.Put(tp)
 		runInstall(t, r)
 		m, err := storage.ReadMarker(storage.PartitionPath(r.d.DataDir, r.key.Topic, r.key.Partition))
 		if err != nil {

@@ -76,10 +76,10 @@ func newWorkerRig(t *testing.T, records int, holdFinal bool) *workerRig {
 		return nil
 	}
 	f := r.store.fakeReplica
-	f.topics[topic.Name] = topic
-	f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberAlive}
-	f.members["n2"] = messages.Member{ID: "n2", Status: messages.MemberAlive}
-	f.assignments[assignmentKey(topic.Incarnation, 0)] = messages.Assignment{Topic: topic.Name, Incarnation: topic.Incarnation, Partition: 0, Owner: "n1", Target: "n2", TargetSince: 41}
+	f.Put(topic)
+	f.SetMember(messages.Member{ID: "n1", Status: messages.MemberAlive})
+	f.SetMember(messages.Member{ID: "n2", Status: messages.MemberAlive})
+	f.SetAssignments(messages.Assignment{Topic: topic.Name, Incarnation: topic.Incarnation, Partition: 0, Owner: "n1", Target: "n2", TargetSince: 41})
 
 	l, err := storage.OpenLog(t.TempDir(), d.LogConfig)
 	if err != nil {
@@ -159,9 +159,12 @@ func (r *workerRig) installed() storage.ConsumerState {
 }
 
 // workerStore is the fake replica with the leader reads and a flip that
-// commits.
+// commits. LeaderAssignment is the replica's own, which answers the
+// replica's assignment while no test calls SetLeaderOwner.
 type workerStore struct {
 	*fakeReplica
+	// mu guards the fields below, the replica guards its own.
+	mu    sync.Mutex
 	flips []messages.Flip
 	// leaderMembers, when set, is what the leader has, ahead of the replica.
 	leaderMembers []messages.Member
@@ -181,28 +184,23 @@ func (s *workerStore) LeaderMembers(context.Context) ([]messages.Member, error) 
 	return s.Members(), nil
 }
 
-func (s *workerStore) LeaderAssignment(_ context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error) {
-	a, ok := s.Assignment(incarnation, partition)
-	return a, ok, nil
-}
-
 func (s *workerStore) CatchUp(context.Context) error { return nil }
 
 func (s *workerStore) Flip(_ context.Context, c messages.Flip) (messages.AssignResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flips = append(s.flips, c)
-	k := assignmentKey(c.Incarnation, c.Partition)
-	a := s.assignments[k]
+	// The owner moves under s.mu, so whoever sees the flip recorded sees
+	// its owner too; as an applied flip would, it wakes the replica's
+	// watchers and moves AssignmentsVersion.
+	t := messages.Topic{Incarnation: c.Incarnation}
 	if s.refuse {
 		if s.ownedBy != "" {
-			a.Owner, a.Target = s.ownedBy, ""
-			s.assignments[k] = a
+			s.SetOwner(t, c.Partition, s.ownedBy)
 		}
 		return messages.AssignResult{Code: messages.ResultRefused}, nil
 	}
-	a.Owner, a.Target = c.To, ""
-	s.assignments[k] = a
+	s.SetOwner(t, c.Partition, c.To)
 	return messages.AssignResult{Code: messages.ResultOK}, nil
 }
 
@@ -641,9 +639,7 @@ func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
 		r := newWorkerRig(t, 5, false)
 		r.source.unreachable = true // the pass copies all; the freeze never answers
 		f := r.store.fakeReplica
-		f.mu.Lock()
-		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 5}
-		f.mu.Unlock()
+		f.SetMember(messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 5})
 		r.store.mu.Lock()
 		r.store.leaderMembers = []messages.Member{{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}, {ID: "n2", Status: messages.MemberAlive}}
 		r.store.mu.Unlock()
@@ -662,9 +658,7 @@ func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
 		}
 
 		// The replica catches up: the same death, seen the same by both.
-		f.mu.Lock()
-		f.members["n1"] = messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}
-		f.mu.Unlock()
+		f.SetMember(messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 9})
 		time.Sleep(r.d.Move.ForcePromoteAfter + 10*time.Second)
 		synctest.Wait()
 		got := flips()

@@ -1,7 +1,8 @@
 // Package metastoretest is a metastore replica in memory for the tests of
-// the packages that read one (the partitions supervisor, the node): a test
-// writes topics and owners into it and the readers see them as if Raft had
-// applied them. Tests only.
+// the packages that read one (the partitions supervisor, the peer routing,
+// the move runner, the controller): a test writes topics, members and
+// owners into it and the readers see them as if Raft had applied them.
+// Tests only.
 package metastoretest
 
 import (
@@ -14,9 +15,10 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// Replica is a metastore replica held in memory: the test writes topics
-// and assignments into it (Put, SetOwner, SetTarget, Drop), and each write
-// wakes whoever watches it, as an applied entry would. No Raft, no NATS.
+// Replica is a metastore replica held in memory: the test writes topics,
+// members and assignments into it (Put, SetMember, SetAssignments,
+// SetOwner, SetTarget, Drop), and each write wakes whoever watches it and
+// moves AssignmentsVersion, as an applied entry would. No Raft, no NATS.
 type Replica struct {
 	mu sync.Mutex
 	// leaderOwner, when set, is the owner the leader names for every
@@ -26,7 +28,8 @@ type Replica struct {
 	members     map[string]messages.Member
 	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
 	version     uint64
-	// metaVersion moves with put and drop, the fake's topic changes.
+	// metaVersion moves with Put, Drop and SetMember, the fake's changes
+	// to the metadata shard (topics, members).
 	metaVersion uint64
 	// ownerMarks is each cursor's view of the owners at its mark, so that
 	// OwnerChangesSince also names the changes a test wrote straight into
@@ -45,7 +48,7 @@ func assignmentKey(incarnation uint64, partition int) messages.PartitionKey {
 }
 
 // Put sets topic t and the owner of each of its partitions, then tells the
-// watchers.
+// watchers; with no owners, only the topic record changes.
 func (f *Replica) Put(t messages.Topic, owners ...string) {
 	f.mu.Lock()
 	f.topics[t.Name] = t
@@ -53,6 +56,28 @@ func (f *Replica) Put(t messages.Topic, owners ...string) {
 		f.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
 	}
 	f.metaVersion++
+	f.mu.Unlock()
+	f.change()
+}
+
+// SetMember writes member m's record, then tells the watchers. Members
+// live in the metadata shard, so MetaVersion moves too, as with Put.
+func (f *Replica) SetMember(m messages.Member) {
+	f.mu.Lock()
+	f.members[m.ID] = m
+	f.metaVersion++
+	f.mu.Unlock()
+	f.change()
+}
+
+// SetAssignments writes each of as as it is (keyed by its incarnation and
+// partition, whether or not a topic names it), all in one change, then
+// tells the watchers; MetaVersion stays, as with SetOwner.
+func (f *Replica) SetAssignments(as ...messages.Assignment) {
+	f.mu.Lock()
+	for _, a := range as {
+		f.assignments[assignmentKey(a.Incarnation, a.Partition)] = a
+	}
 	f.mu.Unlock()
 	f.change()
 }
@@ -222,7 +247,8 @@ func (f *Replica) collect(keep func(messages.Assignment) bool) []messages.Assign
 	return out
 }
 
-// MetaVersion moves with the fake's topic changes (put, drop).
+// MetaVersion moves with the fake's metadata changes (Put, Drop,
+// SetMember).
 func (f *Replica) MetaVersion() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
