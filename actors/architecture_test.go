@@ -377,19 +377,7 @@ func TestArchitectureFileMapNamesEveryFile(t *testing.T) {
 			}
 		}
 	}()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if base := d.Name(); path != root && (strings.HasPrefix(base, ".") || base == "testdata" || base == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err := walkGoFiles(root, func(path string) error {
 		dir := filepath.Dir(path)
 		if _, seen := documented[dir]; !seen {
 			documented[dir] = false
@@ -410,4 +398,24 @@ func TestArchitectureFileMapNamesEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// walkGoFiles calls fn with the path of every .go file of the module under
+// root, past hidden directories, testdata and node_modules.
+func walkGoFiles(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		return fn(path)
+	})
 }

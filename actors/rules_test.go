@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -86,19 +85,7 @@ type treeRules struct {
 func scanRules(t *testing.T, root string) treeRules {
 	t.Helper()
 	tr := treeRules{cited: map[string]string{}, proved: map[string]map[string]bool{}, tests: map[string]bool{}}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err := walkGoFiles(root, func(path string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err

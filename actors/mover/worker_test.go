@@ -466,22 +466,7 @@ func TestTheFreezeHoldsOnlyTheFenceAndTheFlipOfAnIdlePartition(t *testing.T) {
 		verifies := r.recordVerifies()
 		r.start()
 		defer r.stop()
-		flipped := false
-		for i := 0; i < 100 && !flipped; i++ {
-			time.Sleep(time.Millisecond) // the prepare's delay passes in the bubble
-			synctest.Wait()
-			select {
-			case e := <-r.ended:
-				if !e.flipped {
-					t.Fatal("the move: got ended without a flip, want flipped")
-				}
-				flipped = true
-			default:
-			}
-		}
-		if !flipped {
-			t.Fatal("the move: got no end after 100 ms, want flipped")
-		}
+		r.waitFlipped(100 * time.Millisecond)
 		r.source.mu.Lock()
 		asked := slices.Clone(r.source.asked)
 		prepared := r.source.renewals[0]
@@ -506,6 +491,26 @@ func TestTheFreezeHoldsOnlyTheFenceAndTheFlipOfAnIdlePartition(t *testing.T) {
 			t.Fatalf("verifies before the fence: got %+v, want one at 5 that reads nothing", got)
 		}
 	})
+}
+
+// waitFlipped lets the bubble's time pass a millisecond at a time, up to
+// bound, so that a source's prepareDelay runs out, until the move ends,
+// and fails unless it ended with a flip.
+func (r *workerRig) waitFlipped(bound time.Duration) {
+	r.t.Helper()
+	for waited := time.Duration(0); waited < bound; waited += time.Millisecond {
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		select {
+		case e := <-r.ended:
+			if !e.flipped {
+				r.t.Fatal("the move: got ended without a flip, want flipped")
+			}
+			return
+		default:
+		}
+	}
+	r.t.Fatalf("the move: got no end after %s, want flipped", bound)
 }
 
 // verifyCall is one verify of a copy before its fence (Knobs.Verify).
@@ -544,22 +549,7 @@ func TestATailCopiedUnderTheFreezeIsVerifiedByReading(t *testing.T) {
 		if _, err := r.source.log.Append(time.Now(), []storage.Entry{{Body: []byte(`"tail"`)}}); err != nil {
 			t.Fatal(err)
 		}
-		flipped := false
-		for i := 0; i < 100 && !flipped; i++ {
-			time.Sleep(time.Millisecond)
-			synctest.Wait()
-			select {
-			case e := <-r.ended:
-				if !e.flipped {
-					t.Fatal("the move: got ended without a flip, want flipped")
-				}
-				flipped = true
-			default:
-			}
-		}
-		if !flipped {
-			t.Fatal("the move: got no end after 100 ms, want flipped")
-		}
+		r.waitFlipped(100 * time.Millisecond)
 		if got := verifies(); !slices.Equal(got, []verifyCall{{hwm: 6, read: true}}) {
 			t.Fatalf("verifies before the fence: got %+v, want one at 6 that reads the copy", got)
 		}
