@@ -338,6 +338,16 @@ func fileMapPaths(section string) map[string]bool {
 		dir := entry
 		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
 			name := m[1]
+			if strings.HasSuffix(name, "/") && !strings.ContainsAny(name, " *(") {
+				// A directory named in passing (`deploy/image/`): the bare
+				// names after it are its files.
+				d := pathpkg.Clean(entry + name)
+				if top, _, _ := strings.Cut(name, "/"); moduleTops[top] {
+					d = pathpkg.Clean(name)
+				}
+				dir = d + "/"
+				continue
+			}
 			if !strings.HasSuffix(name, ".go") || strings.ContainsAny(name, " *(") {
 				continue
 			}

@@ -1,6 +1,9 @@
 package messages
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // The move protocol: what a move's destination asks of the partition's
 // owner (the source). It travels inside PartitionRequest/PartitionReply on
@@ -181,3 +184,18 @@ type DropEarlier struct{ Key PartitionKey }
 
 // DroppedEarlier answers DropEarlier; Stopped says an actor was stopped.
 type DroppedEarlier struct{ Stopped bool }
+
+// Describe names an unexpected answer to a move's request (a listing, a
+// chunk or a handoff that is not OK, or an answer of another type) for an
+// error message.
+func Describe(res any) string {
+	switch r := res.(type) {
+	case *PartitionListing:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *Chunk:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	case *HandoffResult:
+		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
+	}
+	return fmt.Sprintf("answer %T", res)
+}

@@ -642,7 +642,7 @@ func (w *worker) fetch(ctx context.Context, s *storage.Staging, stagingErr error
 		var ok bool
 		ls, ok = res.(*messages.PartitionListing)
 		if !ok || ls.Status != messages.StatusOK {
-			return failed(move.PassDone{Err: fmt.Errorf("list %s at %s: %v", keyString(w.key), w.source, describe(res))})
+			return failed(move.PassDone{Err: fmt.Errorf("list %s at %s: %v", keyString(w.key), w.source, messages.Describe(res))})
 		}
 		at = time.Now()
 	}
@@ -825,7 +825,7 @@ func (w *worker) handoff(ctx context.Context, h messages.Handoff) (*messages.Han
 	}
 	r, ok := res.(*messages.HandoffResult)
 	if !ok {
-		return nil, fmt.Errorf("handoff of %s at %s: %v", keyString(w.key), w.source, describe(res))
+		return nil, fmt.Errorf("handoff of %s at %s: %v", keyString(w.key), w.source, messages.Describe(res))
 	}
 	if r.Status == messages.StatusUnavailable {
 		return nil, fmt.Errorf("handoff of %s at %s: %s: %w", keyString(w.key), w.source, r.Err, errs.ErrUnavailable)
@@ -1112,19 +1112,6 @@ func toStorageListing(ls *messages.PartitionListing) storage.Listing {
 		out.Segments[i] = storage.SegmentInfo{Name: s.Name, Base: s.Base, Size: s.Size, ModTime: s.ModTime}
 	}
 	return out
-}
-
-// describe names an unexpected answer for an error message.
-func describe(res any) string {
-	switch r := res.(type) {
-	case *messages.PartitionListing:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	case *messages.Chunk:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	case *messages.HandoffResult:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	}
-	return fmt.Sprintf("answer %T", res)
 }
 
 // assignment is the partition's assignment in the local replica.

@@ -326,7 +326,7 @@ func (r *Router) localChunk(ctx context.Context, k messages.PartitionKey, rc mes
 	}
 	ch, ok := res.(*messages.Chunk)
 	if !ok || ch.Status != messages.StatusOK {
-		return nil, fmt.Errorf("chunk of %s/%d: %s: %w", k.Topic, k.Partition, describe(res), errs.ErrUnavailable)
+		return nil, fmt.Errorf("chunk of %s/%d: %s: %w", k.Topic, k.Partition, messages.Describe(res), errs.ErrUnavailable)
 	}
 	return ch.Data, nil
 }
@@ -450,17 +450,4 @@ func (r *Router) servedError(k messages.PartitionKey, err error) error {
 		return transport.Errorf(transport.StatusUnavailable, "no partition %s/%d on %s", k.Topic, k.Partition, r.Self)
 	}
 	return transport.Errorf(transport.StatusTimeout, "partition %s/%d on %s: %v", k.Topic, k.Partition, r.Self, err)
-}
-
-// describe names an unexpected answer for an error message.
-func describe(res any) string {
-	switch r := res.(type) {
-	case *messages.PartitionListing:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	case *messages.Chunk:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	case *messages.HandoffResult:
-		return fmt.Sprintf("status %d: %s", r.Status, r.Err)
-	}
-	return fmt.Sprintf("answer %T", res)
 }
