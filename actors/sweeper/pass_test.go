@@ -317,8 +317,8 @@ func TestRuleS6TheReclaimRechecksUnderTheGuard(t *testing.T) {
 			return os.WriteFile(filepath.Join(storage.TopicPath(r.d.DataDir, "orders"), "incarnation"), []byte("8\n"), 0o644)
 		}, true},
 		{"the topic deleted and recreated: the replica names the successor", func(r *sweepRig) error {
-			r.replica.drop("orders")
-			r.replica.put(messages.Topic{Name: "orders", Incarnation: 8, Partitions: 1}, "n1")
+			r.replica.Drop("orders")
+			r.replica.Put(messages.Topic{Name: "orders", Incarnation: 8, Partitions: 1}, "n1")
 			return nil
 		}, true},
 		{"a log opened at the path", func(r *sweepRig) error {
@@ -330,7 +330,7 @@ func TestRuleS6TheReclaimRechecksUnderTheGuard(t *testing.T) {
 			return nil
 		}, true},
 		{"the partition flipped back here", func(r *sweepRig) error {
-			r.replica.put(sweepOrders, "n1")
+			r.replica.Put(sweepOrders, "n1")
 			return nil
 		}, true},
 		{"the topic directory's marker gone (absent is allowed)", func(r *sweepRig) error {
@@ -390,8 +390,8 @@ func TestRuleS6TheReclaimWaitsForTheTopicGuard(t *testing.T) {
 	// The successor, prepared under the guard: the old directory set
 	// aside, a new one marked 8, its partition 0 written.
 	successor := messages.Topic{Name: "orders", Incarnation: 8, Partitions: 1}
-	r.replica.drop("orders")
-	r.replica.put(successor, "n1")
+	r.replica.Drop("orders")
+	r.replica.Put(successor, "n1")
 	if _, err := storage.PrepareTopicDir(r.d.DataDir, "orders", 8); err != nil {
 		unlock()
 		t.Fatal(err)
@@ -500,7 +500,7 @@ func TestRuleS7ADeletedTopicsDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 			}
 		}, false},
 		{"the replica names the incarnation again under the guard", nil, nil, func(r *sweepRig) {
-			r.replica.put(deleted)
+			r.replica.Put(deleted)
 		}, false},
 		{"a partition of the name open", nil, nil, func(r *sweepRig) {
 			r.guards.MarkOpen("orders", 8, 0)
@@ -588,7 +588,7 @@ func TestRuleS7ASetAsideTopicDirectoryGoesOnlyOnceTheLeaderConfirms(t *testing.T
 // judges no copy in it and removes nothing); the book lists it.
 func TestRuleS7APassOnlyCountsATopicDirectoryWithoutAMarker(t *testing.T) {
 	r := newSweepRig(t)
-	r.replica.put(sweepOrders, "n2")
+	r.replica.Put(sweepOrders, "n2")
 	r.copyOf(sweepOrders0, 3) // no marker: never prepared
 	rep := r.pass(0)
 	if rep.orphans != 1 {

@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/naradmq/narad/actors/sweep"
+	"github.com/naradmq/narad/cluster/metastore/metastoretest"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -31,14 +32,15 @@ import (
 // has no listing of.
 var errOwnerUnreachable = errors.New("owner unreachable")
 
-// sweepReplica is the fake replica: its topic records and assignments,
-// and the leader's topic records.
+// sweepReplica is the fake replica: its topic records and assignments
+// (metastoretest.Replica), and the leader's topic records, which the
+// replica does not hold.
 type sweepReplica struct {
-	mu          sync.Mutex
-	topics      map[string]messages.Topic
-	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
-	// leader is the leader's topic records; leaderErr, when set, fails
-	// every read; onLeader runs at each read, before it answers.
+	*metastoretest.Replica
+	// mu guards the leader's side: leader is the leader's topic records;
+	// leaderErr, when set, fails every read; onLeader runs at each read,
+	// before it answers.
+	mu        sync.Mutex
 	leader    map[string]messages.Topic
 	leaderErr error
 	onLeader  func()
@@ -47,50 +49,7 @@ type sweepReplica struct {
 }
 
 func newSweepReplica() *sweepReplica {
-	return &sweepReplica{topics: map[string]messages.Topic{}, assignments: map[messages.PartitionKey]messages.Assignment{},
-		leader: map[string]messages.Topic{}}
-}
-
-func assignmentKey(incarnation uint64, partition int) messages.PartitionKey {
-	return messages.PartitionKey{Incarnation: incarnation, Partition: partition}
-}
-
-// put sets topic t in the replica (not the leader) and the owner of each
-// of its partitions.
-func (r *sweepReplica) put(t messages.Topic, owners ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.topics[t.Name] = t
-	for p, o := range owners {
-		r.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
-	}
-}
-
-// drop deletes topic name and its assignments from the replica.
-func (r *sweepReplica) drop(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.topics[name]
-	delete(r.topics, name)
-	for k := range r.assignments {
-		if k.Incarnation == t.Incarnation {
-			delete(r.assignments, k)
-		}
-	}
-}
-
-func (r *sweepReplica) Topic(name string) (messages.Topic, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t, ok := r.topics[name]
-	return t, ok
-}
-
-func (r *sweepReplica) Assignment(incarnation uint64, partition int) (messages.Assignment, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	a, ok := r.assignments[assignmentKey(incarnation, partition)]
-	return a, ok
+	return &sweepReplica{Replica: metastoretest.NewReplica(), leader: map[string]messages.Topic{}}
 }
 
 func (r *sweepReplica) CatchUp(context.Context) error {
@@ -232,7 +191,7 @@ func newSweepRig(t *testing.T, tweak ...func(*Config)) *sweepRig {
 // partitions, and makes its directory t's incarnation's.
 func (r *sweepRig) topic(t messages.Topic, owners ...string) {
 	r.t.Helper()
-	r.replica.put(t, owners...)
+	r.replica.Put(t, owners...)
 	r.replica.mu.Lock()
 	r.replica.leader[t.Name] = t
 	r.replica.mu.Unlock()
@@ -243,12 +202,7 @@ func (r *sweepRig) topic(t messages.Topic, owners ...string) {
 
 // setTarget aims k's assignment at node.
 func (r *sweepRig) setTarget(k messages.PartitionKey, node string) {
-	f := r.replica
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a := f.assignments[assignmentKey(k.Incarnation, k.Partition)]
-	a.Target = node
-	f.assignments[assignmentKey(k.Incarnation, k.Partition)] = a
+	r.replica.SetTarget(messages.Topic{Name: k.Topic, Incarnation: k.Incarnation}, k.Partition, node)
 }
 
 // appendRecords appends n records of about 1 KiB to the log at dir (a
