@@ -28,8 +28,10 @@ type steppedClock struct {
 	offset atomic.Int64 // nanoseconds
 }
 
-func (c *steppedClock) Now() time.Time                      { return c.base.Now().Add(time.Duration(c.offset.Load())) }
-func (c *steppedClock) AfterFunc(d time.Duration, f func()) { c.base.AfterFunc(d, f) }
+func (c *steppedClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
+func (c *steppedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return c.base.AfterFunc(d, f)
+}
 
 // debugFaults is the node's api.Faults.
 type debugFaults struct {
