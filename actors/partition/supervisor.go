@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/supervise"
@@ -336,7 +337,7 @@ func (s *Supervisor) retryLater(ctx actor.Context) {
 	}
 	s.retrying = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.deps.MoveTick, func() { root.Send(self, Reconcile{}) })
+	clock.Or(s.deps.Steady).AfterFunc(s.deps.MoveTick, func() { root.Send(self, Reconcile{}) })
 }
 
 // handOver stops the actors of partitions this node no longer owns, all
