@@ -292,6 +292,11 @@ type Config struct {
 	// decide by; nil is the wall clock. Tests set a fake one to move time
 	// themselves instead of sleeping.
 	clock clock.Clock
+	// steady is the node's clock for what must never be stepped or moved
+	// by a node-wide fake: the cluster's cadences, record times, the
+	// durations metrics measure (package clock says why); nil is the wall
+	// clock.
+	steady clock.Clock
 
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks

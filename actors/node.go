@@ -115,7 +115,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		cfg = faults.withFaults(cfg)
 		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
 	}
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
+	cfg = cfg.withClocks()
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(cfg.steadyOrWall()), guards: storage.NewGuards(), running: &partition.Running{}},
 		serveDone: make(chan error, 1), left: make(chan struct{}), faults: faults}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
@@ -134,7 +135,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	// Rule S7: before anything serves, topic directories without a
 	// marker go; rule S8: then every copy set aside is listed.
 	sweeper.SweepOrphansAtStart(log, cfg.DataDir)
-	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.DataDir, n.metrics.sweeperMetrics())
+	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.steadyOrWall(), cfg.DataDir, n.metrics.sweeperMetrics())
 	phases.mark("storage")
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
 	var idFrom replicaSource
@@ -161,7 +162,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	}
 	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
-		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
+		Clock: cfg.clockOrWall(), Steady: cfg.steadyOrWall(), MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
 	if faults != nil {
 		opts.Faults = faults // only then: a nil *debugFaults is no nil api.Faults
@@ -314,7 +315,7 @@ func (n *Node) waitCaughtUp(ctx context.Context) error {
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
+	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall()}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
 		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
 	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
@@ -367,7 +368,7 @@ func (n *Node) startActors() error {
 	}
 	cd := controller.Deps{Config: n.cfg.Controller, Membership: n.cfg.Membership, Timeout: n.cfg.ControllerTimeout,
 		RequestTimeout: n.cfg.RequestTimeout, MaxInFlightMoves: n.cfg.MaxInFlightMoves, Logger: n.log, Store: n.store,
-		NATS: n.nats, Metrics: n.metrics.controllerMetrics()}
+		NATS: n.nats, Metrics: n.metrics.controllerMetrics(), Clock: n.cfg.steadyOrWall()}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return controller.New(cd)
 	}), controller.Name)
