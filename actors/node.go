@@ -151,6 +151,9 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if mcfg.Metrics == nil {
 		mcfg.Metrics = n.metrics.set
 	}
+	if mcfg.Clock == nil {
+		mcfg.Clock = cfg.steadyOrWall()
+	}
 	if n.store, err = metastore.Open(mcfg, log); err != nil {
 		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)

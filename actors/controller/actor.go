@@ -130,7 +130,10 @@ type Actor struct {
 }
 
 // New is the controller of a node.
-func New(d Deps) *Actor { return &Actor{d: d, clock: clock.Or(d.Clock)} }
+func New(d Deps) *Actor {
+	c := clock.Or(d.Clock)
+	return &Actor{d: d, clock: c, changes: metastore.ChangeWatch{Clock: c}}
+}
 
 func (a *Actor) Receive(ctx actor.Context) {
 	defer supervise.LogPanic(a.d.Logger, Name)

@@ -53,7 +53,7 @@ type Deps struct {
 	// fake one. Nil is the wall clock.
 	Clock clock.Clock
 	// Steady is the node's steady clock (actors/clock): the supervisor's
-	// retries, a commit's deadline (another node set it on its own clock),
+	// retries and change passes, a commit's deadline (another node set it on its own clock),
 	// a commit's latency, and the token that tells this actor's freezes
 	// from an earlier life's. Nil is the wall clock. The records' times
 	// come from LogConfig.Clock.

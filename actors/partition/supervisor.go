@@ -83,7 +83,7 @@ const SupervisorName = "partitions"
 // partitions it runs (the node's partitions-owned gauge reads it).
 func NewSupervisor(d Deps, store Store, owned *atomic.Int64) *Supervisor {
 	return &Supervisor{deps: d, store: store, children: map[messages.PartitionKey]*actor.PID{},
-		failed: map[messages.PartitionKey]bool{}, owned: owned}
+		failed: map[messages.PartitionKey]bool{}, owned: owned, changes: metastore.ChangeWatch{Clock: d.Steady}}
 }
 
 // childName is a partition actor's name under the supervisor. It holds
