@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
@@ -336,6 +337,11 @@ func (c Config) groupConfig() route.GroupConfig {
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
 
+// accounts is the users' settings (actors/auth).
+func (c Config) accounts() auth.Config {
+	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
+}
+
 // recordOverheadBytes is what a dispatcher counts per record on top of its
 // key and body: more than a log frame's header, so its byte cap is safe.
 const recordOverheadBytes = dispatch.RecordOverheadBytes
@@ -448,8 +454,6 @@ func (c Config) Validate() error {
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.LeaseRequestTimeout <= 0:
 		return bad("LeaseRequestTimeout", c.LeaseRequestTimeout, "must be positive")
-	case c.PasswordHashCost < 4 || c.PasswordHashCost > 31:
-		return bad("PasswordHashCost", c.PasswordHashCost, "must be within 4..31 (bcrypt's costs)")
 	case c.MaxCachedCredentials < 1 || c.MaxCachedCredentials > 1000000:
 		return bad("MaxCachedCredentials", c.MaxCachedCredentials, "must be within 1..1000000")
 	case c.MaxPasswordChecksInFlight < 1 || c.MaxPasswordChecksInFlight > 1024:
@@ -515,6 +519,9 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	}
+	if err := c.accounts().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
 	}
 	if err := paceConfig(c).Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
@@ -39,6 +40,9 @@ import (
 // down in reverse, after the dispatcher committed what the WAL holds.
 type Node struct {
 	deps
+	// The subsystems whose methods are the node's own (api.Node): each is
+	// built once what it needs exists, in Start.
+	auth.Accounts
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
@@ -160,6 +164,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
+	n.Accounts = auth.Accounts{Config: cfg.accounts(), Store: n.store, Creds: n.creds, Log: log, Clock: clock.Wall{}}
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
@@ -397,7 +402,7 @@ func (n *Node) startActors() error {
 	n.loops.Go(func() { n.heartbeat(loops) })
 	n.loops.Go(func() { n.probeWrites(loops) })
 	if n.cfg.SecurityEnabled {
-		n.loops.Go(func() { n.seedAdmin(loops) })
+		n.loops.Go(func() { n.SeedAdmin(loops) })
 	}
 	n.loops.Go(func() {
 		select {

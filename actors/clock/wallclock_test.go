@@ -57,7 +57,6 @@ var wallClockLeft = map[string]int{
 	"actors/sweeper/sides.go":          1,
 	"actors/sweeper/start.go":          1,
 	"actors/topics.go":                 1,
-	"actors/users.go":                  5,
 	"cluster/membership/membership.go": 1,
 	"cluster/metastore/raftmembers.go": 1,
 	"cluster/metastore/store.go":       3,
