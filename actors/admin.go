@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -79,7 +80,7 @@ func (n *Node) adminMembersView(ctx context.Context) messages.AdminMemberList {
 func (n *Node) adminTopicsView() messages.AdminTopicList {
 	out := messages.AdminTopicList{Topics: []messages.AdminTopicInfo{}}
 	for _, t := range n.store.Topics() {
-		e := messages.AdminTopicInfo{TopicInfo: topicOf(t), Incarnation: t.Incarnation, Owners: map[string]int{}}
+		e := messages.AdminTopicInfo{TopicInfo: topics.Info(t), Incarnation: t.Incarnation, Owners: map[string]int{}}
 		as := n.store.Assignments(t.Incarnation, t.Partitions)
 		for _, a := range as {
 			e.Owners[a.Owner]++

@@ -14,6 +14,7 @@ import (
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/storage"
@@ -337,6 +338,12 @@ func (c Config) groupConfig() route.GroupConfig {
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
 
+// topics is the topic verbs' defaults and limits (actors/topics).
+func (c Config) topics() topics.Config {
+	return topics.Config{DefaultPartitions: c.TopicDefaultPartitions, MaxPartitions: c.TopicMaxPartitions,
+		DefaultRetention: c.TopicDefaultRetention, AnchorWait: c.FanoutAnchorWait}
+}
+
 // accounts is the users' settings (actors/auth).
 func (c Config) accounts() auth.Config {
 	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
@@ -432,12 +439,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("node config: NATSAuth: %w: %w", c.NATSAuth.Validate(), ErrInvalid)
 	case (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == ""):
 		return bad("HTTPTLSCertFile/HTTPTLSKeyFile", fmt.Sprintf("%q/%q", c.HTTPTLSCertFile, c.HTTPTLSKeyFile), "must be both set or both empty")
-	case c.TopicDefaultPartitions < 3 || c.TopicDefaultPartitions > c.TopicMaxPartitions:
-		return bad("TopicDefaultPartitions", c.TopicDefaultPartitions, "must be within 3..TopicMaxPartitions")
-	case c.TopicMaxPartitions < 3 || c.TopicMaxPartitions > 10000:
-		return bad("TopicMaxPartitions", c.TopicMaxPartitions, "must be within 3..10000")
-	case c.TopicDefaultRetention != 0 && c.TopicDefaultRetention < time.Hour:
-		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
 	case c.ConsumeRotateEvery < 1 || c.ConsumeRotateEvery > 1024:
@@ -519,6 +520,9 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	}
+	if err := c.topics().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
 	}
 	if err := c.accounts().Validate(); err != nil {
 		return fmt.Errorf("node config: %w", err)

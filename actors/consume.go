@@ -9,6 +9,7 @@ import (
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/route"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -21,22 +22,9 @@ func limitsOf(t messages.Topic) messages.ConsumeLimits {
 		MaxInFlight: t.MaxInFlightPerPartition, MaxAckedAhead: t.MaxAckedAheadPerPartition}
 }
 
-// partitionOf looks a topic up on the local replica and checks that it has
-// partition (any, when partition < 0).
-func (n *Node) partitionOf(topic string, partition int) (messages.Topic, error) {
-	t, ok := n.store.Topic(topic)
-	if !ok {
-		return t, fmt.Errorf("topic %s: %w", topic, ErrNotFound)
-	}
-	if partition >= t.Partitions {
-		return t, fmt.Errorf("topic %s, partition %d: %w", topic, partition, api.ErrNoSuchPartition)
-	}
-	return t, nil
-}
-
 // Replay reads one record by offset, leasing nothing.
 func (n *Node) Replay(ctx context.Context, topic string, partition int, offset int64) (messages.Delivery, bool, error) {
-	t, err := n.partitionOf(topic, partition)
+	t, err := topics.PartitionOf(n.store, topic, partition)
 	if err != nil {
 		return messages.Delivery{}, false, fmt.Errorf("replay: %w", err)
 	}
@@ -72,7 +60,7 @@ func (n *Node) Replay(ctx context.Context, topic string, partition int, offset i
 // notice lost). A partition or owner that cannot be asked is
 // skipped: another may have a record.
 func (n *Node) Consume(ctx context.Context, topic string, only int, wait time.Duration) (messages.Delivery, bool, error) {
-	t, err := n.partitionOf(topic, only)
+	t, err := topics.PartitionOf(n.store, topic, only)
 	if err != nil {
 		return messages.Delivery{}, false, fmt.Errorf("consume: %w", err)
 	}
@@ -217,7 +205,7 @@ func (n *Node) ConsumeBatch(ctx context.Context, topic string, only int, wait ti
 		return nil, err
 	}
 	out := append(make([]messages.Delivery, 0, min(max, 64)), first)
-	t, err := n.partitionOf(topic, only)
+	t, err := topics.PartitionOf(n.store, topic, only)
 	if err != nil {
 		return out, nil // deleted since: what was leased is the client's
 	}

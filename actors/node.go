@@ -28,6 +28,7 @@ import (
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -43,6 +44,7 @@ type Node struct {
 	// The subsystems whose methods are the node's own (api.Node): each is
 	// built once what it needs exists, in Start.
 	auth.Accounts
+	topics.Catalog
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
@@ -164,7 +166,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, err
 	}
 	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
-	n.Accounts = auth.Accounts{Config: cfg.accounts(), Store: n.store, Creds: n.creds, Log: log, Clock: clock.Wall{}}
+	n.Accounts = auth.NewAccounts(auth.AccountsDeps{Config: cfg.accounts(), Store: n.store, Creds: n.creds, Log: log, Clock: clock.Wall{}})
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
@@ -379,6 +381,8 @@ func (n *Node) startActors() error {
 	if err != nil {
 		return fmt.Errorf("spawn controller: %w", err)
 	}
+	n.Catalog = topics.New(topics.Deps{Config: n.cfg.topics(), Store: n.store, Owners: n.route,
+		AskController: n.askController, Reconcile: n.reconcile, Log: n.log, Clock: clock.Wall{}})
 	loops, stop := context.WithCancel(context.Background())
 	n.stopLoops = stop
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
@@ -646,6 +650,13 @@ func (n *Node) Stopping() bool { return n.stopping.Load() }
 
 // Leaving is true while HandOff runs.
 func (n *Node) Leaving() bool { return n.leaving.Load() }
+
+// reconcile has the partitions supervisor start and stop this node's
+// partition actors as the replica now places them.
+func (n *Node) reconcile(ctx context.Context) error {
+	_, err := n.request(ctx, n.partitions, partition.Reconcile{})
+	return err
+}
 
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {

@@ -59,7 +59,10 @@ func (c Config) Validate() error {
 // proposed with the hash and the time stamps the node makes, and the root
 // user seeded once (SeedAdmin). The node embeds it, so its methods are the
 // node's own (api.Users).
-type Accounts struct {
+type Accounts struct{ deps AccountsDeps }
+
+// AccountsDeps is what Accounts needs of its node.
+type AccountsDeps struct {
 	Config Config
 	Store  Store
 	Creds  *Credentials
@@ -69,12 +72,15 @@ type Accounts struct {
 	Clock clock.Clock
 }
 
+// NewAccounts is the users over d.
+func NewAccounts(d AccountsDeps) Accounts { return Accounts{deps: d} }
+
 // Authenticate checks name and password against the local replica's
 // record: errs.ErrUnauthenticated for an unknown user and a wrong password
 // alike.
 func (a *Accounts) Authenticate(ctx context.Context, name, password string) (messages.UserInfo, error) {
-	u, ok := a.Store.User(name)
-	good, err := a.Creds.Verify(ctx, name, password, u.PasswordHash, ok)
+	u, ok := a.deps.Store.User(name)
+	good, err := a.deps.Creds.Verify(ctx, name, password, u.PasswordHash, ok)
 	switch {
 	case err != nil:
 		return messages.UserInfo{}, fmt.Errorf("verify password of user %s: %w", name, err)
@@ -90,7 +96,7 @@ func userInfo(u messages.User) messages.UserInfo {
 
 // User is the user's record on the local replica.
 func (a *Accounts) User(name string) (messages.UserInfo, error) {
-	u, ok := a.Store.User(name)
+	u, ok := a.deps.Store.User(name)
 	if !ok {
 		return messages.UserInfo{}, fmt.Errorf("user %s: %w", name, errs.ErrNotFound)
 	}
@@ -99,7 +105,7 @@ func (a *Accounts) User(name string) (messages.UserInfo, error) {
 
 // Users lists the local replica's users by name.
 func (a *Accounts) Users() []messages.UserInfo {
-	us := a.Store.Users()
+	us := a.deps.Store.Users()
 	out := make([]messages.UserInfo, len(us))
 	for i, u := range us {
 		out[i] = userInfo(u)
@@ -109,7 +115,7 @@ func (a *Accounts) Users() []messages.UserInfo {
 
 // hashPassword is the slow hash of a password to store.
 func (a *Accounts) hashPassword(password string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(password), a.Config.PasswordHashCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), a.deps.Config.PasswordHashCost)
 	if errors.Is(err, bcrypt.ErrPasswordTooLong) {
 		return "", errs.Invalid("password longer than 72 bytes")
 	}
@@ -125,8 +131,8 @@ func (a *Accounts) CreateUser(ctx context.Context, req messages.CreateUserReques
 	if err != nil {
 		return messages.UserInfo{}, fmt.Errorf("create user %s: %w", req.Username, err)
 	}
-	now := a.Clock.Now().UnixMilli()
-	u, err := a.Store.CreateUser(ctx, messages.User{Username: req.Username, PasswordHash: hash, Grants: req.Grants,
+	now := a.deps.Clock.Now().UnixMilli()
+	u, err := a.deps.Store.CreateUser(ctx, messages.User{Username: req.Username, PasswordHash: hash, Grants: req.Grants,
 		CreatedAtMs: now, UpdatedAtMs: now})
 	if err != nil {
 		return messages.UserInfo{}, fmt.Errorf("create user %s: %w", req.Username, errs.FromMetastore(err))
@@ -136,7 +142,7 @@ func (a *Accounts) CreateUser(ctx context.Context, req messages.CreateUserReques
 
 // DeleteUser removes the user.
 func (a *Accounts) DeleteUser(ctx context.Context, name string) error {
-	if _, err := a.Store.DeleteUser(ctx, name); err != nil {
+	if _, err := a.deps.Store.DeleteUser(ctx, name); err != nil {
 		return fmt.Errorf("delete user %s: %w", name, errs.FromMetastore(err))
 	}
 	return nil
@@ -144,7 +150,7 @@ func (a *Accounts) DeleteUser(ctx context.Context, name string) error {
 
 // SetGrants replaces the user's grants.
 func (a *Accounts) SetGrants(ctx context.Context, name string, grants []messages.Grant) (messages.UserInfo, error) {
-	u, err := a.Store.SetUserGrants(ctx, messages.SetUserGrants{Username: name, Grants: grants, UpdatedAtMs: a.Clock.Now().UnixMilli()})
+	u, err := a.deps.Store.SetUserGrants(ctx, messages.SetUserGrants{Username: name, Grants: grants, UpdatedAtMs: a.deps.Clock.Now().UnixMilli()})
 	if err != nil {
 		return messages.UserInfo{}, fmt.Errorf("set grants of user %s: %w", name, errs.FromMetastore(err))
 	}
@@ -158,7 +164,7 @@ func (a *Accounts) SetPassword(ctx context.Context, name, password string) error
 	if err != nil {
 		return fmt.Errorf("set password of user %s: %w", name, err)
 	}
-	if _, err := a.Store.SetUserPassword(ctx, messages.SetUserPassword{Username: name, PasswordHash: hash, UpdatedAtMs: a.Clock.Now().UnixMilli()}); err != nil {
+	if _, err := a.deps.Store.SetUserPassword(ctx, messages.SetUserPassword{Username: name, PasswordHash: hash, UpdatedAtMs: a.deps.Clock.Now().UnixMilli()}); err != nil {
 		return fmt.Errorf("set password of user %s: %w", name, errs.FromMetastore(err))
 	}
 	return nil
@@ -171,7 +177,7 @@ func (a *Accounts) SetPassword(ctx context.Context, name, password string) error
 func (a *Accounts) SeedAdmin(ctx context.Context) {
 	var s adminSeed
 	for !a.seedAdminOnce(ctx, &s) {
-		if clock.Sleep(ctx, a.Clock, seedInterval) != nil {
+		if clock.Sleep(ctx, a.deps.Clock, seedInterval) != nil {
 			return
 		}
 	}
@@ -188,32 +194,32 @@ type adminSeed struct {
 // seedAdminOnce is one look (and, on the leader, one try); done once
 // admin exists.
 func (a *Accounts) seedAdminOnce(ctx context.Context, s *adminSeed) (done bool) {
-	if u, ok := a.Store.User(AdminUser); ok {
+	if u, ok := a.deps.Store.User(AdminUser); ok {
 		if s.hash != "" && u.PasswordHash == s.hash {
 			a.announceAdmin(s)
 		}
 		return true
 	}
-	leader, ok := a.Store.Leader(metastore.MetaShard)
-	if !ok || leader != a.Store.ReplicaID() {
+	leader, ok := a.deps.Store.Leader(metastore.MetaShard)
+	if !ok || leader != a.deps.Store.ReplicaID() {
 		return false
 	}
 	if s.hash == "" {
-		s.password = a.Config.AdminPassword
+		s.password = a.deps.Config.AdminPassword
 		if s.password == "" {
 			s.password, s.generated = rand.Text(), true
 		}
 		hash, err := a.hashPassword(s.password)
 		if err != nil {
-			a.Log.Error("seed the admin user: cannot hash its password", "err", err)
+			a.deps.Log.Error("seed the admin user: cannot hash its password", "err", err)
 			return true
 		}
 		s.hash = hash
 	}
-	now := a.Clock.Now().UnixMilli()
-	pctx, cancel := context.WithTimeout(ctx, a.Config.RequestTimeout)
+	now := a.deps.Clock.Now().UnixMilli()
+	pctx, cancel := context.WithTimeout(ctx, a.deps.Config.RequestTimeout)
 	defer cancel()
-	u, err := a.Store.CreateUser(pctx, messages.User{Username: AdminUser, PasswordHash: s.hash, Root: true, CreatedAtMs: now, UpdatedAtMs: now})
+	u, err := a.deps.Store.CreateUser(pctx, messages.User{Username: AdminUser, PasswordHash: s.hash, Root: true, CreatedAtMs: now, UpdatedAtMs: now})
 	switch {
 	case err == nil, errors.Is(err, metastore.ErrExists) && u.PasswordHash == s.hash:
 		a.announceAdmin(s)
@@ -221,16 +227,16 @@ func (a *Accounts) seedAdminOnce(ctx context.Context, s *adminSeed) (done bool) 
 	case errors.Is(err, metastore.ErrExists):
 		return true // another leader's
 	default:
-		a.Log.Info("seed the admin user: will retry", "err", err)
+		a.deps.Log.Info("seed the admin user: will retry", "err", err)
 		return false
 	}
 }
 
 func (a *Accounts) announceAdmin(s *adminSeed) {
 	if s.generated {
-		a.Log.Warn("seeded the root user admin with a generated password; change it with PUT /v1/users/admin/password",
+		a.deps.Log.Warn("seeded the root user admin with a generated password; change it with PUT /v1/users/admin/password",
 			"username", AdminUser, "password", s.password)
 		return
 	}
-	a.Log.Info("seeded the root user admin with NARAD_ADMIN_PASSWORD", "username", AdminUser)
+	a.deps.Log.Info("seeded the root user admin with NARAD_ADMIN_PASSWORD", "username", AdminUser)
 }
