@@ -6,6 +6,7 @@ import (
 
 	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
@@ -338,6 +339,13 @@ func (c Config) groupConfig() route.GroupConfig {
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
 
+// consume is how the consume path waits and whom it asks first
+// (actors/consume).
+func (c Config) consume() consume.Config {
+	return consume.Config{NodeID: c.NodeID, MaxWait: c.MaxConsumeWait, RotateEvery: c.ConsumeRotateEvery,
+		RescanInterval: c.ConsumeRescanInterval, FullScanInterval: c.ConsumeFullScanInterval}
+}
+
 // topics is the topic verbs' defaults and limits (actors/topics).
 func (c Config) topics() topics.Config {
 	return topics.Config{DefaultPartitions: c.TopicDefaultPartitions, MaxPartitions: c.TopicMaxPartitions,
@@ -441,12 +449,6 @@ func (c Config) Validate() error {
 		return bad("HTTPTLSCertFile/HTTPTLSKeyFile", fmt.Sprintf("%q/%q", c.HTTPTLSCertFile, c.HTTPTLSKeyFile), "must be both set or both empty")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
-	case c.ConsumeRotateEvery < 1 || c.ConsumeRotateEvery > 1024:
-		return bad("ConsumeRotateEvery", c.ConsumeRotateEvery, "must be within 1..1024")
-	case c.ConsumeRescanInterval < time.Millisecond || c.ConsumeRescanInterval > time.Minute:
-		return bad("ConsumeRescanInterval", c.ConsumeRescanInterval, "must be within 1ms..1m")
-	case c.ConsumeFullScanInterval < time.Millisecond || c.ConsumeFullScanInterval > time.Minute:
-		return bad("ConsumeFullScanInterval", c.ConsumeFullScanInterval, "must be within 1ms..1m")
 	case c.CommitNoticeInterval < 100*time.Microsecond || c.CommitNoticeInterval > time.Second:
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
@@ -520,6 +522,9 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	}
+	if err := c.consume().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
 	}
 	if err := c.topics().Validate(); err != nil {
 		return fmt.Errorf("node config: %w", err)

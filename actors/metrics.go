@@ -67,12 +67,8 @@ type nodeMetrics struct {
 	// registeredThroughPeer counts starts whose registration a peer
 	// proposed (peerstart.go).
 	registeredThroughPeer *metrics.Counter
-	// leasedHere and leasedThere count queue-mode consumes this node
-	// answered with a record of a partition it owns, or of a peer's (one
-	// NATS round trip more, and so its ack): how well consumes stay local.
-	leasedHere, leasedThere *metrics.Counter
-	beatsWithheld           *metrics.Counter
-	placed                  *metrics.Counter
+	beatsWithheld         *metrics.Counter
+	placed                *metrics.Counter
 	// createGroups and createsGrouped: the topic creates committed and the
 	// groups they went in (their ratio is the mean group size).
 	createGroups   *metrics.Counter
@@ -179,8 +175,6 @@ func newNodeMetrics(node string) *nodeMetrics {
 		noticesLost:           set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
 		readyFromPeer:         set.GetOrCreateCounter(name("narad_ready_from_peer_total")),
 		registeredThroughPeer: set.GetOrCreateCounter(name("narad_registered_through_peer_total")),
-		leasedHere:            set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
-		leasedThere:           set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
 		beatsWithheld:         set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:                set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		createGroups:          set.GetOrCreateCounter(name("narad_controller_create_groups_total")),

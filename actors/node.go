@@ -19,6 +19,7 @@ import (
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
@@ -45,6 +46,7 @@ type Node struct {
 	// built once what it needs exists, in Start.
 	auth.Accounts
 	topics.Catalog
+	*consume.Leases
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
@@ -80,10 +82,6 @@ type Node struct {
 	flips    *mover.FlipBatcher
 	installs *mover.InstallBatcher
 	keySeq   atomic.Uint64 // suffix of generated keys
-	rotor    atomic.Uint64 // rotating start of queue-mode scans
-	// rotations counts queue-mode consumes apart from rotor, which picks
-	// the start: one in ConsumeRotateEvery asks in plain rotation.
-	rotations atomic.Uint64
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
 	// left is closed once this node is no longer a member (leave); leftWhy
@@ -383,6 +381,8 @@ func (n *Node) startActors() error {
 	}
 	n.Catalog = topics.New(topics.Deps{Config: n.cfg.topics(), Store: n.store, Owners: n.route,
 		AskController: n.askController, Reconcile: n.reconcile, Log: n.log, Clock: clock.Wall{}})
+	n.Leases = consume.New(consume.Deps{Config: n.cfg.consume(), Store: n.store, Owners: n.route, Notifier: n.notifier,
+		Metrics: consume.NewMetrics(n.metrics.set, n.cfg.NodeID), Clock: clock.Wall{}})
 	loops, stop := context.WithCancel(context.Background())
 	n.stopLoops = stop
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval

@@ -28,7 +28,6 @@ var wallClockLeft = map[string]int{
 	"actors/admin.go":                  1,
 	"actors/api/batch.go":              1,
 	"actors/api/data.go":               1,
-	"actors/consume.go":                3,
 	"actors/controller/actor.go":       4,
 	"actors/controller_route.go":       3,
 	"actors/diskfull.go":               1,
