@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/consume"
@@ -13,6 +14,7 @@ import (
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/actors/topics"
@@ -339,6 +341,11 @@ func (c Config) groupConfig() route.GroupConfig {
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
 
+// produce is the produce path's room (actors/produce).
+func (c Config) produce() produce.Config {
+	return produce.Config{NodeID: c.NodeID, MaxBacklogRecords: c.MaxBacklogRecords}
+}
+
 // consume is how the consume path waits and whom it asks first
 // (actors/consume).
 func (c Config) consume() consume.Config {
@@ -356,6 +363,13 @@ func (c Config) topics() topics.Config {
 func (c Config) accounts() auth.Config {
 	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
 }
+
+// maxRequestBytes caps a record's body at what one API request may carry
+// (413): a batch request holds at least one. The HTTP handler refuses a
+// larger body before Produce sees it; produce checks it again for any
+// other caller. A node whose Log.MaxBodyBytes is lower refuses such a
+// record at the WAL (400).
+const maxRequestBytes = api.MaxBodyBytes
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its
 // key and body: more than a log frame's header, so its byte cap is safe.
@@ -475,8 +489,6 @@ func (c Config) Validate() error {
 		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.Dispatch.MaxCommitsInFlight*c.Dispatch.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")
 	case c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes+recordOverheadBytes > c.Log.MaxBatchBytes:
 		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
-	case c.MaxBacklogRecords < 1:
-		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
 	case c.MaxBatchRecords < 1 || c.MaxBatchRecords > 100000:
 		return bad("MaxBatchRecords", c.MaxBatchRecords, "must be within 1..100000")
 	case c.MaxBatchBytes < maxRequestBytes || c.MaxBatchBytes > 256<<20:
@@ -522,6 +534,9 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	}
+	if err := c.produce().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
 	}
 	if err := c.consume().Validate(); err != nil {
 		return fmt.Errorf("node config: %w", err)

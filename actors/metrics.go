@@ -26,11 +26,10 @@ type nodeMetrics struct {
 	// set holds every series of this node and no other's: the node's
 	// /metrics writes it (beside the process-wide default set), so the
 	// nodes of one process (narad dev, tests) each export their own.
-	set            *metrics.Set
-	node           string
-	produceSeconds *metrics.PrometheusHistogram
-	commitSeconds  *metrics.PrometheusHistogram
-	commitRecords  *metrics.Counter
+	set           *metrics.Set
+	node          string
+	commitSeconds *metrics.PrometheusHistogram
+	commitRecords *metrics.Counter
 	// commitsExpired counts commits a partition refused unwritten because
 	// their sender had stopped waiting (Commit.NotAfter): each would have
 	// been stored twice.
@@ -155,7 +154,6 @@ func newNodeMetrics(node string) *nodeMetrics {
 	m := &nodeMetrics{
 		set:                   set,
 		node:                  node,
-		produceSeconds:        set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
 		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
 		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
 		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),

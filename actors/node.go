@@ -26,8 +26,8 @@ import (
 	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
-	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -47,6 +47,7 @@ type Node struct {
 	auth.Accounts
 	topics.Catalog
 	*consume.Leases
+	*produce.Intake
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
@@ -69,7 +70,6 @@ type Node struct {
 	// they are waiting on; loops lets Stop wait until they have ended.
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
-	schemas   schema.Cache
 
 	ready    atomic.Bool
 	stopping atomic.Bool
@@ -81,7 +81,6 @@ type Node struct {
 	// (actors/mover); the node closes them once the runner stopped.
 	flips    *mover.FlipBatcher
 	installs *mover.InstallBatcher
-	keySeq   atomic.Uint64 // suffix of generated keys
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
 	// left is closed once this node is no longer a member (leave); leftWhy
@@ -381,6 +380,15 @@ func (n *Node) startActors() error {
 	}
 	n.Catalog = topics.New(topics.Deps{Config: n.cfg.topics(), Store: n.store, Owners: n.route,
 		AskController: n.askController, Reconcile: n.reconcile, Log: n.log, Clock: clock.Wall{}})
+	var admitted func(string, []byte)
+	if f := n.cfg.faults; f != nil {
+		admitted = f.produceAdmitted
+	}
+	n.Intake = produce.New(produce.Deps{Config: n.cfg.produce(), Store: n.store, Owners: n.route, Backlog: n.wal,
+		Append: n.appendWAL, AppendMany: n.appendWALMany, WriteOK: func() { n.writes.succeeded(n.log) },
+		WriteFailed: func(err error) { n.writes.failed(err, n.log) }, Draining: n.draining, Stopping: &n.stopping,
+		Producing: &n.producing, Root: n.system.Root, Dispatcher: n.dispatcher, Admitted: admitted,
+		Metrics: produce.NewMetrics(n.metrics.set, n.cfg.NodeID), Log: n.log, Clock: clock.Wall{}})
 	n.Leases = consume.New(consume.Deps{Config: n.cfg.consume(), Store: n.store, Owners: n.route, Notifier: n.notifier,
 		Metrics: consume.NewMetrics(n.metrics.set, n.cfg.NodeID), Clock: clock.Wall{}})
 	loops, stop := context.WithCancel(context.Background())

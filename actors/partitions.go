@@ -5,6 +5,7 @@ import (
 
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 )
 
@@ -40,7 +41,7 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 // node (its lag gauges sum every partition's share), r its router.
 func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *route.Router) fanout.Deps {
 	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: r,
-		PartitionOf: partitionForKey, Metrics: m.fanoutMetrics()}
+		PartitionOf: produce.PartitionForKey, Metrics: m.fanoutMetrics()}
 	if cfg.faults != nil {
 		d.Knobs = cfg.faults.fanout
 	}

@@ -45,7 +45,6 @@ var wallClockLeft = map[string]int{
 	"actors/partition/freeze.go":       1,
 	"actors/partition/supervisor.go":   1,
 	"actors/peerstart.go":              1,
-	"actors/produce.go":                2,
 	"actors/quarantine.go":             1,
 	"actors/route/commitgroup.go":      2,
 	"actors/route/router.go":           2,
