@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
@@ -92,85 +93,6 @@ func (n *Node) adminTopicsView() messages.AdminTopicList {
 	return out
 }
 
-// admit adds a joining node's replicas to every shard as non-voters. It is
-// idempotent, so a joining node retries until it is answered. A request
-// without a replica id is answered with a fresh one (allocateReplica),
-// admitting nothing yet: the joiner keeps it, opens its metastore with it
-// and asks again with it.
-func (n *Node) admit(ctx context.Context, _ string, in messages.JoinRequest) (messages.JoinReply, error) {
-	if !n.ready.Load() {
-		// The verb is registered just before the node reads ready; a
-		// member that is ready answers the joiner's retry.
-		return messages.JoinReply{}, transport.Errorf(transport.StatusUnavailable, "%s is not ready", n.cfg.NodeID)
-	}
-	if in.NodeID == "" || in.RaftAddr == "" {
-		return messages.JoinReply{}, transport.Errorf(400, "join needs node_id and raft_addr")
-	}
-	if in.ReplicaID == 0 {
-		return n.allocateReplica(ctx, in)
-	}
-	why, err := n.refuseReplica(ctx, in)
-	if err != nil {
-		return messages.JoinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
-	}
-	if why != "" {
-		return messages.JoinReply{}, transport.Errorf(409, "%s", why)
-	}
-	if err := n.store.AddNonVoter(ctx, in.ReplicaID, in.RaftAddr); err != nil {
-		if errors.Is(err, metastore.ErrRefused) || errors.Is(err, metastore.ErrInvalid) {
-			return messages.JoinReply{}, transport.Errorf(409, "replica id %d cannot join: %v", in.ReplicaID, err)
-		}
-		return messages.JoinReply{}, transport.Errorf(transport.StatusTimeout, "join of %s: %v", in.NodeID, err)
-	}
-	n.log.Info("admitted a node as a non-voter", "joining", in.NodeID, "replica", in.ReplicaID, "raft", in.RaftAddr)
-	return messages.JoinReply{Admitted: true, ReplicaID: in.ReplicaID}, nil
-}
-
-// requestJoin asks the running cluster to admit this node with its replica
-// id (which came from src). A refusal says what to do about it.
-func (n *Node) requestJoin(ctx context.Context, src replicaSource) error {
-	_, err := n.askJoin(ctx, messages.JoinRequest{NodeID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), RaftAddr: n.raftAddr})
-	var refused *joinRefusal
-	if errors.As(err, &refused) {
-		return fmt.Errorf("join refused: %s; %s: %w", refused.why, src.remedy(), ErrInvalid)
-	}
-	return err
-}
-
-// joinRefusal is the join verb's final refusal, in the member's words.
-type joinRefusal struct{ why string }
-
-func (r *joinRefusal) Error() string { return "join refused: " + r.why }
-func (r *joinRefusal) Unwrap() error { return ErrInvalid }
-
-// askJoin sends req to the join verb, retrying while nobody answers or the
-// outcome is unknown, until ctx ends: admitted when req names a replica
-// id, else answered with one. A refusal (the replica id was used before or
-// is taken, the address is taken; 400 from a member too old to allocate)
-// is final.
-func (n *Node) askJoin(ctx context.Context, req messages.JoinRequest) (messages.JoinReply, error) {
-	if n.nats == nil {
-		return messages.JoinReply{}, fmt.Errorf("join needs NATS to reach the cluster: %w", ErrInvalid)
-	}
-	for {
-		var rep messages.JoinReply
-		err := transport.RequestAdminJSON(ctx, n.nats, "join", req, &rep)
-		var re *transport.RemoteError
-		switch {
-		case err == nil && (rep.Admitted || req.ReplicaID == 0 && rep.ReplicaID != 0):
-			return rep, nil
-		case errors.As(err, &re) && (re.Status == 409 || re.Status == 400):
-			return messages.JoinReply{}, &joinRefusal{why: re.Msg}
-		}
-		n.log.Warn("join: not admitted yet; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return messages.JoinReply{}, fmt.Errorf("join: %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
 // connectNATS connects the node's transport and serves the ping its
 // heartbeat sends itself and the status verb; the rest is served once the
 // actors run (serveNATS).
@@ -206,6 +128,29 @@ func (n *Node) dialNATS(ctx context.Context) error {
 	return n.checkPayload()
 }
 
+// joiner is the join verb's two sides over this node as it is now: its
+// NATS connection and replica appear during the start.
+func (n *Node) joiner() startup.Join {
+	j := startup.Join{NodeID: n.cfg.NodeID, RaftAddr: n.raftAddr, DataDir: n.cfg.DataDir, NATS: n.nats,
+		Ready: n.ready.Load, Log: n.log, Clock: clock.Wall{}}
+	if n.cfg.NATSURL != "" {
+		j.Dial = func(ctx context.Context) (*transport.Transport, error) {
+			err := n.dialNATS(ctx)
+			return n.nats, err
+		}
+	}
+	if n.store != nil {
+		j.Store = n.store
+	}
+	return j
+}
+
+// peers is a restart's way around the shard leaders (actors/startup),
+// over this node's connection and replica.
+func (n *Node) peers() startup.Peers {
+	return startup.Peers{NodeID: n.cfg.NodeID, NATS: n.nats, Store: n.store, RequestTimeout: n.cfg.RequestTimeout, Clock: clock.Wall{}}
+}
+
 // serveAdmin registers the admin verbs, and the node services the
 // quarantine verbs gather from.
 func (n *Node) serveAdmin(t *transport.Transport) error {
@@ -224,7 +169,7 @@ func (n *Node) serveAdmin(t *transport.Transport) error {
 		transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
 			return n.adminTopicsView(), nil
 		}),
-		transport.HandleAdminJSON(t, "join", n.admit),
+		transport.HandleAdminJSON(t, "join", n.joiner().Admit),
 		transport.HandleAdminJSON(t, "quarantine", n.adminQuarantine),
 		transport.HandleAdminJSON(t, "quarantine-release", n.adminQuarantineRelease),
 		n.serveQuarantine(),

@@ -28,6 +28,7 @@ import (
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -140,13 +141,13 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.DataDir, n.metrics.sweeperMetrics())
 	phases.mark("storage")
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
-	var idFrom replicaSource
+	var idFrom startup.Source
 	if mcfg.Join {
-		if mcfg.ReplicaID, idFrom, err = n.joinerReplicaID(ctx, mcfg.ReplicaID); err != nil {
+		if mcfg.ReplicaID, idFrom, err = n.joiner().ReplicaID(ctx, mcfg.ReplicaID); err != nil {
 			n.closeEarly()
 			return nil, err
 		}
-	} else if err := keepFoundingReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+	} else if err := startup.KeepFoundingReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
 		n.closeEarly()
 		return nil, err
 	}
@@ -184,13 +185,13 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if mcfg.Join {
 		// A joining node's replicas wait until a member adds them: ask for
 		// that over NATS, then catch up like any node.
-		if err := n.requestJoin(ctx, idFrom); err != nil {
+		if err := n.joiner().Request(ctx, idFrom); err != nil {
 			n.abortStart()
 			return nil, err
 		}
-		if idFrom == fromFlag {
+		if idFrom == startup.FromFlag {
 			// Admitted: later starts need no flag.
-			if err := writeReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+			if err := startup.WriteReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
 				n.abortStart()
 				return nil, err
 			}
@@ -295,7 +296,7 @@ func (n *Node) waitCaughtUp(ctx context.Context) error {
 	defer cancel()
 	own, peers := make(chan error, 1), make(chan error, 1)
 	go func() { own <- n.store.WaitReady(ctx) }()
-	go func() { peers <- n.readyFromPeers(ctx) }()
+	go func() { peers <- n.peers().ReadyFromPeers(ctx) }()
 	var err error
 	select {
 	case err = <-own:
@@ -441,7 +442,7 @@ func (n *Node) serveNATS() error {
 		}
 	}
 	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
-	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
+	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.peers().ServeApplied(), n.peers().ServeRegister(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
@@ -458,12 +459,12 @@ func (n *Node) register(ctx context.Context) error {
 	// A peer's refusal is not final: the proposal of its own below says
 	// what is wrong, or outlasts what was in the way.
 	before, found := n.store.Member(n.cfg.NodeID)
-	if rec, err := n.registerThroughPeer(ctx, m); err == nil {
+	if rec, err := n.peers().RegisterThroughPeer(ctx, m); err == nil {
 		n.metrics.registeredThroughPeer.Inc()
-		if !registrationChanges(before, found, m) {
+		if !startup.RegistrationChanges(before, found, m) {
 			return nil
 		}
-		if err := n.waitMetaApplied(ctx, rec.Registered); err != nil {
+		if err := n.peers().WaitMetaApplied(ctx, rec.Registered); err != nil {
 			return fmt.Errorf("register member %s: apply its registration: %w", n.cfg.NodeID, err)
 		}
 		return nil

@@ -1,4 +1,4 @@
-package actors
+package startup
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -21,7 +22,7 @@ import (
 // once: the applied index of every shard, each read linearizably there. A
 // replica whose own applied indexes reach those is as current as its own
 // ReadIndex would have made it, so whichever way finishes first makes the
-// node ready (Node.waitCaughtUp).
+// node ready (the node's waitCaughtUp).
 //
 // Its registration is a proposal, and a proposal returns once this
 // replica applied it: the same wait. So a restarted node asks a ready peer
@@ -30,7 +31,7 @@ import (
 // that answers (a whole cluster starting, no NATS) it proposes itself.
 
 // appliedService answers a peer's ask for this node's linearizable applied
-// indexes; only a ready node serves it (serveNATS runs last in Start).
+// indexes; only a ready node serves it (the node serves it last in its Start).
 const appliedService = "applied"
 
 // appliedReply is appliedService's answer, in metastore.Store.Shards order.
@@ -43,21 +44,46 @@ type appliedReply struct {
 // no peer answered (none ready yet, or the bus not yet routing).
 const peerReadyRetry = 100 * time.Millisecond
 
-// errNoPeerReady: no peer could be asked. It never fails a start: the
+// ErrNoPeerReady: no peer could be asked. It never fails a start: the
 // replica's own wait goes on.
-var errNoPeerReady = errors.New("no ready peer answered")
+var ErrNoPeerReady = errors.New("no ready peer answered")
+
+// PeerStore is what a restart reads of the local replica and proposes
+// for a peer.
+type PeerStore interface {
+	Members() []messages.Member
+	Shards() []uint64
+	Applied(ctx context.Context) ([]uint64, error)
+	WaitApplied(ctx context.Context, want []uint64) error
+	PutMember(ctx context.Context, m messages.Member) (messages.Member, error)
+}
+
+// Peers is a restart's way around the shard leaders: the ready peers'
+// applied indexes and their proposal of its registration, over NATS, and
+// the services that answer them on a ready node.
+type Peers struct {
+	NodeID string
+	// NATS is the node's connection; nil (no NATS) asks no peer.
+	NATS           *transport.Transport
+	Store          PeerStore
+	RequestTimeout time.Duration
+	// Clock paces the asks again while no peer answers: the wall clock in
+	// a node (a start is not a decision a test steps).
+	Clock clock.Clock
+}
 
 // registerService proposes a peer's registration (Store.PutMember) for it.
 const registerService = "register"
 
-func (n *Node) serveRegister() error {
-	return transport.HandleJSON(n.nats, registerService, func(ctx context.Context, from string, m messages.Member) (messages.Member, error) {
+// ServeRegister answers a peer's ask to propose its registration.
+func (p Peers) ServeRegister() error {
+	return transport.HandleJSON(p.NATS, registerService, func(ctx context.Context, from string, m messages.Member) (messages.Member, error) {
 		if m.ID != from {
 			return messages.Member{}, transport.Errorf(transport.StatusBadRequest, "%s may register itself only, not %q", from, m.ID)
 		}
-		ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+		ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 		defer cancel()
-		rec, err := n.store.PutMember(ctx, m)
+		rec, err := p.Store.PutMember(ctx, m)
 		switch {
 		case errors.Is(err, metastore.ErrExists):
 			return rec, transport.Errorf(409, "%v", err)
@@ -70,18 +96,18 @@ func (n *Node) serveRegister() error {
 	})
 }
 
-// registerThroughPeer asks the peers in turn, not all at once (each would
+// RegisterThroughPeer asks the peers in turn, not all at once (each would
 // propose it), to propose m, and returns the record once one answered
 // that it committed.
-func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) (messages.Member, error) {
-	if n.nats == nil {
-		return messages.Member{}, errNoPeerReady
+func (p Peers) RegisterThroughPeer(ctx context.Context, m messages.Member) (messages.Member, error) {
+	if p.NATS == nil {
+		return messages.Member{}, ErrNoPeerReady
 	}
-	errs := errNoPeerReady
-	for _, peer := range n.peersOf() {
-		rctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	errs := ErrNoPeerReady
+	for _, peer := range p.peersOf() {
+		rctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 		var rec messages.Member
-		err := transport.RequestJSON(rctx, n.nats, peer, registerService, m, &rec)
+		err := transport.RequestJSON(rctx, p.NATS, peer, registerService, m, &rec)
 		cancel()
 		if err == nil {
 			return rec, nil
@@ -91,58 +117,60 @@ func (n *Node) registerThroughPeer(ctx context.Context, m messages.Member) (mess
 	return messages.Member{}, errs
 }
 
-// registrationChanges reports whether registering m changes what this
+// RegistrationChanges reports whether registering m changes what this
 // node reads of itself in before (found: it had a record): a node that
 // was leaving, dead, or moved must read itself registered once Start
 // returns, so its start waits for its own replica to apply that.
-func registrationChanges(before messages.Member, found bool, m messages.Member) bool {
+func RegistrationChanges(before messages.Member, found bool, m messages.Member) bool {
 	return !found || before.Leaving || before.Status != messages.MemberAlive || before.ReplicaID != m.ReplicaID ||
 		before.HTTPAddr != m.HTTPAddr || before.RaftAddr != m.RaftAddr || (m.Role != "" && before.Role != m.Role)
 }
 
-// waitMetaApplied waits until this replica applied the metadata shard's
+// WaitMetaApplied waits until this replica applied the metadata shard's
 // entry at index.
-func (n *Node) waitMetaApplied(ctx context.Context, index uint64) error {
-	want := make([]uint64, len(n.store.Shards()))
+func (p Peers) WaitMetaApplied(ctx context.Context, index uint64) error {
+	want := make([]uint64, len(p.Store.Shards()))
 	want[0] = index // Shards() starts with the metadata shard
-	return n.store.WaitApplied(ctx, want)
+	return p.Store.WaitApplied(ctx, want)
 }
 
-func (n *Node) serveApplied() error {
-	return transport.HandleJSON(n.nats, appliedService, func(ctx context.Context, _ string, _ struct{}) (appliedReply, error) {
-		ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+// ServeApplied answers a peer's ask for this replica's applied indexes,
+// each read linearizably.
+func (p Peers) ServeApplied() error {
+	return transport.HandleJSON(p.NATS, appliedService, func(ctx context.Context, _ string, _ struct{}) (appliedReply, error) {
+		ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 		defer cancel()
-		idx, err := n.store.Applied(ctx)
+		idx, err := p.Store.Applied(ctx)
 		if err != nil {
 			return appliedReply{}, transport.Errorf(transport.StatusUnavailable, "%v", err)
 		}
-		return appliedReply{Shards: n.store.Shards(), Applied: idx}, nil
+		return appliedReply{Shards: p.Store.Shards(), Applied: idx}, nil
 	})
 }
 
-// readyFromPeers asks the other members this replica knows, all at once,
+// ReadyFromPeers asks the other members this replica knows, all at once,
 // for their applied indexes until one answers, then waits for this replica
 // to apply as much. It ends with ctx (the other way won, or the start was
-// abandoned), or at once with errNoPeerReady without NATS.
-func (n *Node) readyFromPeers(ctx context.Context) error {
-	if n.nats == nil {
-		return errNoPeerReady
+// abandoned), or at once with ErrNoPeerReady without NATS.
+func (p Peers) ReadyFromPeers(ctx context.Context) error {
+	if p.NATS == nil {
+		return ErrNoPeerReady
 	}
 	for {
 		// The members are the replica's: right after Open it may not have
 		// replayed them yet.
-		peers := n.peersOf()
-		err := errNoPeerReady
+		peers := p.peersOf()
+		err := ErrNoPeerReady
 		if len(peers) > 0 {
 			var want []uint64
-			if want, err = n.askApplied(ctx, peers); err == nil {
-				return n.store.WaitApplied(ctx, want)
+			if want, err = p.askApplied(ctx, peers); err == nil {
+				return p.Store.WaitApplied(ctx, want)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("ready from peers: %w (last: %w)", ctx.Err(), err)
-		case <-time.After(peerReadyRetry):
+		case <-clock.After(p.Clock, peerReadyRetry):
 		}
 	}
 }
@@ -150,10 +178,10 @@ func (n *Node) readyFromPeers(ctx context.Context) error {
 // askApplied asks every peer at once (a read: each may do it) and returns
 // the first answer that names this replica's shards; the other asks end
 // with the call. It fails only when every peer failed.
-func (n *Node) askApplied(ctx context.Context, peers []string) ([]uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+func (p Peers) askApplied(ctx context.Context, peers []string) ([]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.RequestTimeout)
 	defer cancel()
-	shards := n.store.Shards()
+	shards := p.Store.Shards()
 	type answer struct {
 		applied []uint64
 		err     error
@@ -162,14 +190,14 @@ func (n *Node) askApplied(ctx context.Context, peers []string) ([]uint64, error)
 	for _, peer := range peers {
 		go func() {
 			var rep appliedReply
-			err := transport.RequestJSON(ctx, n.nats, peer, appliedService, struct{}{}, &rep)
+			err := transport.RequestJSON(ctx, p.NATS, peer, appliedService, struct{}{}, &rep)
 			if err == nil && (!slices.Equal(rep.Shards, shards) || len(rep.Applied) != len(shards)) {
 				err = fmt.Errorf("%s answered %d indexes of shards %v, this replica has shards %v", peer, len(rep.Applied), rep.Shards, shards)
 			}
 			answers <- answer{rep.Applied, err}
 		}()
 	}
-	errs := errNoPeerReady
+	errs := ErrNoPeerReady
 	for range peers {
 		a := <-answers
 		if a.err == nil {
@@ -181,10 +209,10 @@ func (n *Node) askApplied(ctx context.Context, peers []string) ([]uint64, error)
 }
 
 // peersOf is every member this replica knows but this node.
-func (n *Node) peersOf() []string {
+func (p Peers) peersOf() []string {
 	var peers []string
-	for _, m := range n.store.Members() {
-		if m.ID != n.cfg.NodeID {
+	for _, m := range p.Store.Members() {
+		if m.ID != p.NodeID {
 			peers = append(peers, m.ID)
 		}
 	}
