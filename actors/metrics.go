@@ -14,6 +14,7 @@ import (
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/route"
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/storage"
@@ -60,14 +61,11 @@ type nodeMetrics struct {
 	// noticesLost counts commit notices not sent or not understood
 	// (actors/hints): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
-	// readyFromPeer counts starts whose replica was found caught up by a
-	// peer's applied indexes before its own ready reads (peerstart.go).
-	readyFromPeer *metrics.Counter
-	// registeredThroughPeer counts starts whose registration a peer
-	// proposed (peerstart.go).
-	registeredThroughPeer *metrics.Counter
-	beatsWithheld         *metrics.Counter
-	placed                *metrics.Counter
+	// startup is a start's series (actors/startup): caught up, and
+	// registered, through a peer.
+	startup       startup.Metrics
+	beatsWithheld *metrics.Counter
+	placed        *metrics.Counter
 	// createGroups and createsGrouped: the topic creates committed and the
 	// groups they went in (their ratio is the mean group size).
 	createGroups   *metrics.Counter
@@ -152,49 +150,48 @@ func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	set := metrics.NewSet()
 	m := &nodeMetrics{
-		set:                   set,
-		node:                  node,
-		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),
-		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
-		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
-		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
-		leasesRestored:        set.GetOrCreateCounter(name("narad_leases_restored_total")),
-		commitsAlreadyIn:      set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
-		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
-		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:        set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:         set.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed:       set.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:            set.GetOrCreateCounter(name("narad_http_panics_total")),
-		noticesLost:           set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
-		readyFromPeer:         set.GetOrCreateCounter(name("narad_ready_from_peer_total")),
-		registeredThroughPeer: set.GetOrCreateCounter(name("narad_registered_through_peer_total")),
-		beatsWithheld:         set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
-		placed:                set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
-		createGroups:          set.GetOrCreateCounter(name("narad_controller_create_groups_total")),
-		createsGrouped:        set.GetOrCreateCounter(name("narad_controller_creates_total")),
-		promoted:              set.GetOrCreateCounter(name("narad_controller_promotions_total")),
-		commitsTooLarge:       set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
-		fanoutCopied:          set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
-		fanoutFailures:        set.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
-		fanoutSkipped:         set.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
-		fanoutPanics:          set.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
-		movesInFlight:         set.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
-		movesDone:             set.GetOrCreateCounter(name("narad_moves_done_total")),
-		partitionsFrozen:      set.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
-		movesHeld:             set.GetOrCreateGauge(name("narad_moves_held"), nil),
-		moveBytes:             set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
-		nonConverged:          set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
-		moveSeconds:           set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
-		moveGroups:            set.GetOrCreateCounter(name("narad_move_groups_total")),
-		moveGroupItems:        set.GetOrCreateCounter(name("narad_move_group_requests_total")),
-		commitGroups:          set.GetOrCreateCounter(name("narad_commit_groups_total")),
-		commitGroupItems:      set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
-		freezeSeconds:         set.GetOrCreatePrometheusHistogramExt(name("narad_move_freeze_seconds"), moveStepBuckets),
+		set:              set,
+		node:             node,
+		commitSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:    set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitsExpired:   set.GetOrCreateCounter(name("narad_commits_expired_total")),
+		commitFailures:   set.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:         set.GetOrCreateCounter(name("narad_consume_total")),
+		acked:            set.GetOrCreateCounter(name("narad_ack_total")),
+		acksRepeated:     set.GetOrCreateCounter(name("narad_acks_repeated_total")),
+		leasesRestored:   set.GetOrCreateCounter(name("narad_leases_restored_total")),
+		commitsAlreadyIn: set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
+		nacked:           set.GetOrCreateCounter(name("narad_nack_total")),
+		extended:         set.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:      set.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:   set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:    set.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed:  set.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:       set.GetOrCreateCounter(name("narad_http_panics_total")),
+		noticesLost:      set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
+		startup:          startup.NewMetrics(set, node),
+		beatsWithheld:    set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
+		placed:           set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		createGroups:     set.GetOrCreateCounter(name("narad_controller_create_groups_total")),
+		createsGrouped:   set.GetOrCreateCounter(name("narad_controller_creates_total")),
+		promoted:         set.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		commitsTooLarge:  set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
+		fanoutCopied:     set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
+		fanoutFailures:   set.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
+		fanoutSkipped:    set.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
+		fanoutPanics:     set.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
+		movesInFlight:    set.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
+		movesDone:        set.GetOrCreateCounter(name("narad_moves_done_total")),
+		partitionsFrozen: set.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
+		movesHeld:        set.GetOrCreateGauge(name("narad_moves_held"), nil),
+		moveBytes:        set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
+		nonConverged:     set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
+		moveSeconds:      set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		moveGroups:       set.GetOrCreateCounter(name("narad_move_groups_total")),
+		moveGroupItems:   set.GetOrCreateCounter(name("narad_move_group_requests_total")),
+		commitGroups:     set.GetOrCreateCounter(name("narad_commit_groups_total")),
+		commitGroupItems: set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
+		freezeSeconds:    set.GetOrCreatePrometheusHistogramExt(name("narad_move_freeze_seconds"), moveStepBuckets),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
 		lastFreeze: set.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),

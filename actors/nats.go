@@ -67,7 +67,8 @@ func (n *Node) joiner() startup.Join {
 // peers is a restart's way around the shard leaders (actors/startup),
 // over this node's connection and replica.
 func (n *Node) peers() startup.Peers {
-	return startup.Peers{NodeID: n.cfg.NodeID, NATS: n.nats, Store: n.store, RequestTimeout: n.cfg.RequestTimeout, Clock: clock.Wall{}}
+	return startup.Peers{NodeID: n.cfg.NodeID, NATS: n.nats, Store: n.store, RequestTimeout: n.cfg.RequestTimeout,
+		Metrics: n.metrics.startup, Log: n.log, Clock: clock.Wall{}}
 }
 
 // adminVerbs is the admin verbs over this node (actors/admin).

@@ -197,7 +197,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 			}
 		}
 	}
-	if err := n.waitReady(ctx); err != nil {
+	if err := n.peers().WaitReady(ctx); err != nil {
 		n.abortStart()
 		return nil, err
 	}
@@ -259,59 +259,6 @@ func (n *Node) closeEarly() {
 	}
 	n.wal.Close()
 	n.closeLane()
-}
-
-// waitReady waits until the metastore replica caught up. A replica that
-// applies its own removal meanwhile (the data dir of a node that left,
-// started again) never will: that is said at once.
-func (n *Node) waitReady(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-n.store.Removed():
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	err := n.waitCaughtUp(wctx)
-	select {
-	case <-n.store.Removed():
-		return fmt.Errorf("the metastore removed replica id %d: this data dir belongs to a node that left the cluster; start with an empty data dir (and without --replica-id) to join again: %w",
-			n.store.ReplicaID(), ErrInvalid)
-	default:
-	}
-	if err != nil {
-		return fmt.Errorf("metastore not ready: %w", err)
-	}
-	return nil
-}
-
-// waitCaughtUp waits for the replica's own ready reads (Store.WaitReady)
-// and, beside them, for a ready peer's applied indexes (readyFromPeers):
-// the first to finish makes the replica caught up. Only the replica's own
-// wait can fail the start; both have ended when it returns.
-func (n *Node) waitCaughtUp(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	own, peers := make(chan error, 1), make(chan error, 1)
-	go func() { own <- n.store.WaitReady(ctx) }()
-	go func() { peers <- n.peers().ReadyFromPeers(ctx) }()
-	var err error
-	select {
-	case err = <-own:
-		cancel()
-		<-peers
-	case perr := <-peers:
-		if perr == nil {
-			n.metrics.readyFromPeer.Inc()
-			cancel()
-			<-own
-			return nil
-		}
-		err = <-own
-	}
-	return err
 }
 
 // startActors spawns the actor tree and starts the node's loops; a spawn
@@ -442,50 +389,19 @@ func (n *Node) serveNATS() error {
 		}
 	}
 	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
-	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.peers().ServeApplied(), n.peers().ServeRegister(), n.serveAdmin(n.nats)); err != nil {
+	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.peers().Serve(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
 }
 
-// register records this node as a member. A re-registration after a
-// restart keeps the drain flag (rule D1) and reads alive again.
+// register records this node as a member (startup.Peers.Register).
 func (n *Node) register(ctx context.Context) error {
 	role := messages.RoleVoter
 	if n.joined {
 		role = messages.RoleNonVoter
 	}
-	m := messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role}
-	// A peer's refusal is not final: the proposal of its own below says
-	// what is wrong, or outlasts what was in the way.
-	before, found := n.store.Member(n.cfg.NodeID)
-	if rec, err := n.peers().RegisterThroughPeer(ctx, m); err == nil {
-		n.metrics.registeredThroughPeer.Inc()
-		if !startup.RegistrationChanges(before, found, m) {
-			return nil
-		}
-		if err := n.peers().WaitMetaApplied(ctx, rec.Registered); err != nil {
-			return fmt.Errorf("register member %s: apply its registration: %w", n.cfg.NodeID, err)
-		}
-		return nil
-	}
-	for {
-		_, err := n.store.PutMember(ctx, m)
-		if err == nil {
-			return nil
-		}
-		// A proposal that timed out (a busy or electing shard) may be
-		// repeated: a registration is idempotent. The caller's ctx bounds it.
-		if !errors.Is(err, metastore.ErrUnavailable) || ctx.Err() != nil {
-			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
-		}
-		n.log.Warn("register member: retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return n.peers().Register(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role})
 }
 
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval

@@ -26,9 +26,9 @@ func TestClusterARestartedNodeIsReadyOnlyOnceCaughtUp(t *testing.T) {
 	if _, ok := n.store.Topic("while-down"); !ok {
 		t.Fatalf("n%d ready after its restart: got no topic while-down in its replica, want the topic created while it was down", victim+1)
 	}
-	if got := n.metrics.registeredThroughPeer.Get(); got != 1 {
+	if got := n.metrics.startup.RegisteredThroughPeer.Get(); got != 1 {
 		t.Fatalf("n%d's registrations proposed by a peer: got %d, want 1", victim+1, got)
 	}
 	c.waitFor(id+" alive again at the leader", func() bool { return c.memberStatuses(leader)[id] == "alive" })
-	t.Logf("n%d caught up through a peer: %d", victim+1, n.metrics.readyFromPeer.Get())
+	t.Logf("n%d caught up through a peer: %d", victim+1, n.metrics.startup.ReadyFromPeer.Get())
 }

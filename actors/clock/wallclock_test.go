@@ -39,7 +39,7 @@ var wallClockLeft = map[string]int{
 	"actors/mover/flipbatch.go":        1,
 	"actors/mover/runner.go":           2,
 	"actors/mover/worker.go":           16,
-	"actors/node.go":                   8,
+	"actors/node.go":                   7,
 	"actors/partition/actor.go":        7,
 	"actors/partition/freeze.go":       1,
 	"actors/partition/supervisor.go":   1,

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -48,10 +52,16 @@ const peerReadyRetry = 100 * time.Millisecond
 // replica's own wait goes on.
 var ErrNoPeerReady = errors.New("no ready peer answered")
 
-// PeerStore is what a restart reads of the local replica and proposes
-// for a peer.
+// PeerStore is what a start reads of the local replica and proposes, for
+// itself or for a peer.
 type PeerStore interface {
+	ReplicaID() uint64
+	Member(id string) (messages.Member, bool)
 	Members() []messages.Member
+	// WaitReady returns once the replica's own ready reads say it caught
+	// up; Removed is closed once it applied its own removal.
+	WaitReady(ctx context.Context) error
+	Removed() <-chan struct{}
 	Shards() []uint64
 	Applied(ctx context.Context) ([]uint64, error)
 	WaitApplied(ctx context.Context, want []uint64) error
@@ -67,10 +77,38 @@ type Peers struct {
 	NATS           *transport.Transport
 	Store          PeerStore
 	RequestTimeout time.Duration
+	Metrics        Metrics
+	Log            *slog.Logger
 	// Clock paces the asks again while no peer answers: the wall clock in
 	// a node (a start is not a decision a test steps).
 	Clock clock.Clock
 }
+
+// Metrics are a start's series in the node's set.
+type Metrics struct {
+	// ReadyFromPeer counts starts whose replica was found caught up by a
+	// peer's applied indexes before its own ready reads.
+	ReadyFromPeer *metrics.Counter
+	// RegisteredThroughPeer counts starts whose registration a peer
+	// proposed.
+	RegisteredThroughPeer *metrics.Counter
+}
+
+// NewMetrics registers a start's series of node in set.
+func NewMetrics(set *metrics.Set, node string) Metrics {
+	return Metrics{
+		ReadyFromPeer:         set.GetOrCreateCounter(fmt.Sprintf(`narad_ready_from_peer_total{node=%q}`, node)),
+		RegisteredThroughPeer: set.GetOrCreateCounter(fmt.Sprintf(`narad_registered_through_peer_total{node=%q}`, node)),
+	}
+}
+
+// registerRetry is how long a registration this node proposes itself
+// waits before it proposes again after a timeout.
+const registerRetry = 100 * time.Millisecond
+
+// Serve registers the services a ready node answers its restarting
+// peers with.
+func (p Peers) Serve() error { return errors.Join(p.ServeApplied(), p.ServeRegister()) }
 
 // registerService proposes a peer's registration (Store.PutMember) for it.
 const registerService = "register"
@@ -94,6 +132,93 @@ func (p Peers) ServeRegister() error {
 		}
 		return rec, nil
 	})
+}
+
+// WaitReady waits until the metastore replica caught up. A replica that
+// applies its own removal meanwhile (the data dir of a node that left,
+// started again) never will: that is said at once.
+func (p Peers) WaitReady(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.Store.Removed():
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := p.waitCaughtUp(wctx)
+	select {
+	case <-p.Store.Removed():
+		return fmt.Errorf("the metastore removed replica id %d: this data dir belongs to a node that left the cluster; start with an empty data dir (and without --replica-id) to join again: %w",
+			p.Store.ReplicaID(), errs.ErrInvalid)
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("metastore not ready: %w", err)
+	}
+	return nil
+}
+
+// waitCaughtUp waits for the replica's own ready reads (Store.WaitReady)
+// and, beside them, for a ready peer's applied indexes (ReadyFromPeers):
+// the first to finish makes the replica caught up. Only the replica's own
+// wait can fail the start; both have ended when it returns.
+func (p Peers) waitCaughtUp(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	own, peers := make(chan error, 1), make(chan error, 1)
+	go func() { own <- p.Store.WaitReady(ctx) }()
+	go func() { peers <- p.ReadyFromPeers(ctx) }()
+	var err error
+	select {
+	case err = <-own:
+		cancel()
+		<-peers
+	case perr := <-peers:
+		if perr == nil {
+			p.Metrics.ReadyFromPeer.Inc()
+			cancel()
+			<-own
+			return nil
+		}
+		err = <-own
+	}
+	return err
+}
+
+// Register records this node as the member m, through a ready peer if
+// one answers. A re-registration after a restart keeps the drain flag
+// (rule D1) and reads alive again.
+func (p Peers) Register(ctx context.Context, m messages.Member) error {
+	// A peer's refusal is not final: the proposal of its own below says
+	// what is wrong, or outlasts what was in the way.
+	before, found := p.Store.Member(p.NodeID)
+	if rec, err := p.RegisterThroughPeer(ctx, m); err == nil {
+		p.Metrics.RegisteredThroughPeer.Inc()
+		if !RegistrationChanges(before, found, m) {
+			return nil
+		}
+		if err := p.WaitMetaApplied(ctx, rec.Registered); err != nil {
+			return fmt.Errorf("register member %s: apply its registration: %w", p.NodeID, err)
+		}
+		return nil
+	}
+	for {
+		_, err := p.Store.PutMember(ctx, m)
+		if err == nil {
+			return nil
+		}
+		// A proposal that timed out (a busy or electing shard) may be
+		// repeated: a registration is idempotent. The caller's ctx bounds it.
+		if !errors.Is(err, metastore.ErrUnavailable) || ctx.Err() != nil {
+			return fmt.Errorf("register member %s: %w", p.NodeID, err)
+		}
+		p.Log.Warn("register member: retrying", "err", err)
+		if clock.Sleep(ctx, p.Clock, registerRetry) != nil {
+			return fmt.Errorf("register member %s: %w", p.NodeID, err)
+		}
+	}
 }
 
 // RegisterThroughPeer asks the peers in turn, not all at once (each would
