@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -72,4 +73,23 @@ func TestAttachWaitsForAnchors(t *testing.T) {
 			t.Fatalf("got missing %v after %s, want [0 2] after the 1s bound", missing, time.Since(start))
 		}
 	})
+}
+
+// The contract's limits on a node's topic defaults.
+func TestConfigValidate(t *testing.T) {
+	good := Config{DefaultPartitions: 3, MaxPartitions: 108, DefaultRetention: 7 * 24 * time.Hour}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("the defaults: got %v, want nil", err)
+	}
+	for name, bad := range map[string]func(*Config){
+		"TopicDefaultPartitions": func(c *Config) { c.DefaultPartitions = 2 },
+		"TopicMaxPartitions":     func(c *Config) { c.MaxPartitions = 10001 },
+		"TopicDefaultRetention":  func(c *Config) { c.DefaultRetention = time.Minute },
+	} {
+		c := good
+		bad(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s out of range: got %v, want an error naming it", name, err)
+		}
+	}
 }
