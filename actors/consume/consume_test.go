@@ -24,9 +24,11 @@ func (oneTopic) Topic(name string) (messages.Topic, bool) {
 // answering is an owner that answers every ask with reply.
 type answering struct{ reply any }
 
-func (a answering) Ask(context.Context, messages.PartitionKey, any) (any, error)   { return a.reply, nil }
-func (a answering) Local(context.Context, messages.PartitionKey, any) (any, error) { return a.reply, nil }
-func (answering) Owner(messages.PartitionKey) (string, error)                      { return "n1", nil }
+func (a answering) Ask(context.Context, messages.PartitionKey, any) (any, error) { return a.reply, nil }
+func (a answering) Local(context.Context, messages.PartitionKey, any) (any, error) {
+	return a.reply, nil
+}
+func (answering) Owner(messages.PartitionKey) (string, error) { return "n1", nil }
 func (answering) ReserveAny(context.Context, string, messages.PartitionKey, *messages.ReserveAny) (*messages.Reserved, error) {
 	return nil, errors.New("no peer")
 }
