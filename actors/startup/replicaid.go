@@ -36,6 +36,7 @@ const ReplicaIDFile = "replica-id"
 // what to do according to it.
 type Source int
 
+// Where a replica id came from.
 const (
 	FromCluster Source = iota // allocated by the join verb
 	FromFlag                  // --replica-id
