@@ -7,12 +7,14 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweep"
@@ -63,7 +65,12 @@ type nodeMetrics struct {
 	noticesLost *metrics.Counter
 	// startup is a start's series (actors/startup): caught up, and
 	// registered, through a peer.
-	startup       startup.Metrics
+	startup startup.Metrics
+	// produce and consume are the data path's series (actors/produce,
+	// actors/consume), registered with the node's so that a scrape shows
+	// them from the start.
+	produce       produce.Metrics
+	consume       consume.Metrics
 	beatsWithheld *metrics.Counter
 	placed        *metrics.Counter
 	// createGroups and createsGrouped: the topic creates committed and the
@@ -170,6 +177,8 @@ func newNodeMetrics(node string) *nodeMetrics {
 		httpPanics:       set.GetOrCreateCounter(name("narad_http_panics_total")),
 		noticesLost:      set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
 		startup:          startup.NewMetrics(set, node),
+		produce:          produce.NewMetrics(set, node),
+		consume:          consume.NewMetrics(set, node),
 		beatsWithheld:    set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
 		placed:           set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
 		createGroups:     set.GetOrCreateCounter(name("narad_controller_create_groups_total")),

@@ -336,9 +336,9 @@ func (n *Node) startActors() error {
 		Append: n.appendWAL, AppendMany: n.appendWALMany, WriteOK: func() { n.writes.succeeded(n.log) },
 		WriteFailed: func(err error) { n.writes.failed(err, n.log) }, Draining: n.draining, Stopping: &n.stopping,
 		Producing: &n.producing, Root: n.system.Root, Dispatcher: n.dispatcher, Admitted: admitted,
-		Metrics: produce.NewMetrics(n.metrics.set, n.cfg.NodeID), Log: n.log, Clock: clock.Wall{}})
+		Metrics: n.metrics.produce, Log: n.log, Clock: clock.Wall{}})
 	n.Leases = consume.New(consume.Deps{Config: n.cfg.consume(), Store: n.store, Owners: n.route, Notifier: n.notifier,
-		Metrics: consume.NewMetrics(n.metrics.set, n.cfg.NodeID), Clock: clock.Wall{}})
+		Metrics: n.metrics.consume, Clock: clock.Wall{}})
 	loops, stop := context.WithCancel(context.Background())
 	n.stopLoops = stop
 	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
