@@ -10,7 +10,8 @@
 // actors/freeze), actors/dispatch (ingress WAL to partition commits),
 // actors/mover (moves onto this node, decided by actors/move; moverdeps.go
 // wires it), and the Node's domain methods:
-// produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
+// produce.go, consume.go, topics.go; the cluster operations are packages
+// of their own, built and adapted in operations.go.
 // Each actor sees the metastore through the small interfaces of roles.go,
 // so it can be run against a fake (partitions_test.go); the packages
 // split out of this one declare their own.

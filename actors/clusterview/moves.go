@@ -1,4 +1,4 @@
-package actors
+package clusterview
 
 import (
 	"cmp"
@@ -18,13 +18,13 @@ import (
 // answer. A target of an earlier incarnation of a topic name is left out:
 // that topic is gone. With detail, each destination is asked for its
 // workers' progress (a request per destination). The admin verb adds the
-// summary when asked (movesWithSummary); the /v1 answer has none.
-func (n *Node) Moves(ctx context.Context, detail bool) messages.MoveList {
+// summary when asked (MovesWithSummary); the /v1 answer has none.
+func (v *View) Moves(ctx context.Context, detail bool) messages.MoveList {
 	out := messages.MoveList{Moves: []messages.MoveInfo{}}
-	for _, a := range n.store.Moving() {
-		if t, ok := n.store.Topic(a.Topic); ok && t.Incarnation == a.Incarnation {
+	for _, a := range v.d.Replica.Moving() {
+		if t, ok := v.d.Replica.Topic(a.Topic); ok && t.Incarnation == a.Incarnation {
 			mv := messages.MoveInfo{Topic: a.Topic, Partition: a.Partition, From: a.Owner, To: a.Target,
-				FromStatus: n.sideStatus(a.Owner), ToStatus: n.sideStatus(a.Target)}
+				FromStatus: v.sideStatus(a.Owner), ToStatus: v.sideStatus(a.Target)}
 			mv.Blocked = movesBlockedReasons(mv.FromStatus, mv.ToStatus)
 			out.Moves = append(out.Moves, mv)
 		}
@@ -33,8 +33,17 @@ func (n *Node) Moves(ctx context.Context, detail bool) messages.MoveList {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	if detail {
-		n.addProgress(ctx, out.Moves)
+		v.addProgress(ctx, out.Moves)
 	}
+	return out
+}
+
+// MovesWithSummary is Moves with its summary line (summary.go): the admin
+// "moves" verb's answer when the request asks for the summary.
+func (v *View) MovesWithSummary(ctx context.Context, detail bool) messages.MoveList {
+	out := v.Moves(ctx, detail)
+	sum := v.moveSummary(ctx, len(out.Moves))
+	out.Summary = &sum
 	return out
 }
 
@@ -55,13 +64,13 @@ func movesBlockedReasons(from, to string) []string {
 
 // addProgress asks each destination for its workers' progress (its
 // "moves" service, or this node's runner) and attaches it to the moves.
-func (n *Node) addProgress(ctx context.Context, moves []messages.MoveInfo) {
+func (v *View) addProgress(ctx context.Context, moves []messages.MoveInfo) {
 	byNode := map[string][]messages.MoveProgress{}
 	for _, mv := range moves {
 		if _, asked := byNode[mv.To]; asked {
 			continue
 		}
-		byNode[mv.To] = n.progressOf(ctx, mv.To)
+		byNode[mv.To] = v.progressOf(ctx, mv.To)
 	}
 	for i := range moves {
 		for _, p := range byNode[moves[i].To] {
@@ -74,18 +83,18 @@ func (n *Node) addProgress(ctx context.Context, moves []messages.MoveInfo) {
 
 // progressOf is node id's report of the moves it runs; nil when it
 // cannot be asked.
-func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgress {
-	if id == n.cfg.NodeID || n.nats == nil {
-		res, err := n.request(ctx, n.mover, mover.GetProgress{})
+func (v *View) progressOf(ctx context.Context, id string) []messages.MoveProgress {
+	if id == v.d.NodeID || v.d.NATS == nil {
+		res, err := v.d.Request(ctx, v.d.Mover, mover.GetProgress{})
 		if err != nil {
 			return nil
 		}
 		return res.([]messages.MoveProgress)
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, v.d.RequestTimeout)
 	defer cancel()
 	var out []messages.MoveProgress
-	if err := transport.RequestJSON(ctx, n.nats, id, movesService, struct{}{}, &out); err != nil {
+	if err := transport.RequestJSON(ctx, v.d.NATS, id, movesService, struct{}{}, &out); err != nil {
 		return nil
 	}
 	return out
@@ -94,14 +103,14 @@ func (n *Node) progressOf(ctx context.Context, id string) []messages.MoveProgres
 // movesService answers a node's move progress to its peers.
 const movesService = "moves"
 
-func (n *Node) serveMoves() error {
-	return errors.Join(transport.HandleJSON(n.nats, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
-		res, err := n.request(ctx, n.mover, mover.GetProgress{})
+func (v *View) serveMoves() error {
+	return transport.HandleJSON(v.d.NATS, movesService, func(ctx context.Context, _ string, _ struct{}) ([]messages.MoveProgress, error) {
+		res, err := v.d.Request(ctx, v.d.Mover, mover.GetProgress{})
 		if err != nil {
 			return nil, transport.Errorf(transport.StatusTimeout, "move progress: %v", err)
 		}
 		return res.([]messages.MoveProgress), nil
-	}), n.serveMoveCounts())
+	})
 }
 
 // AbortMove gives up on the move of one partition (rules T3, T4): the same
@@ -110,14 +119,15 @@ func (n *Node) serveMoves() error {
 // refused, naming owner and target, otherwise (with target set, also when
 // the move now targets another node); unknown when the outcome could not
 // be read back. Audited in the log either way.
-func (n *Node) AbortMove(ctx context.Context, topic string, partition int, target string) api.AbortOutcome {
-	t, ok := n.store.Topic(topic)
+func (v *View) AbortMove(ctx context.Context, topic string, partition int, target string) api.AbortOutcome {
+	log := v.d.Logger
+	t, ok := v.d.Replica.Topic(topic)
 	if !ok || partition < 0 || partition >= t.Partitions {
 		return api.AbortOutcome{Result: api.AbortNotFound, Reason: "no such topic or partition"}
 	}
-	a, found, err := n.store.LeaderAssignment(ctx, t.Incarnation, partition)
+	a, found, err := v.d.Replica.LeaderAssignment(ctx, t.Incarnation, partition)
 	if err != nil || !found {
-		n.log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "outcome", "unknown", "err", err)
+		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "outcome", "unknown", "err", err)
 		return api.AbortOutcome{Result: api.AbortUnknown, Reason: "the partition's assignment could not be read from the leader"}
 	}
 	out := api.AbortOutcome{Owner: a.Owner, Target: a.Target}
@@ -130,31 +140,22 @@ func (n *Node) AbortMove(ctx context.Context, topic string, partition int, targe
 		return out
 	}
 	target = a.Target
-	_, cerr := n.store.SetTarget(ctx, messages.SetTarget{Incarnation: t.Incarnation, Partition: partition, Owner: a.Owner, From: target, To: ""})
+	_, cerr := v.d.Replica.SetTarget(ctx, messages.SetTarget{Incarnation: t.Incarnation, Partition: partition, Owner: a.Owner, From: target, To: ""})
 	// The answer is read back from the leader whatever the proposal said:
 	// it changes nothing when the leader's assignment no longer matched.
-	after, found, err := n.store.LeaderAssignment(ctx, t.Incarnation, partition)
+	after, found, err := v.d.Replica.LeaderAssignment(ctx, t.Incarnation, partition)
 	if err != nil || !found {
-		n.log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "target", target, "outcome", "unknown", "err", errors.Join(cerr, err))
+		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "target", target, "outcome", "unknown", "err", errors.Join(cerr, err))
 		out.Result, out.Reason = api.AbortUnknown, "the abort's outcome could not be read back from the leader"
 		return out
 	}
 	out.Owner, out.Target = after.Owner, after.Target
 	if after.Owner == a.Owner && after.Target != target {
-		n.log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", target, "outcome", "aborted")
+		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", target, "outcome", "aborted")
 		out.Result = api.Aborted
 		return out
 	}
-	n.log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", after.Target, "outcome", "refused")
+	log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", after.Target, "outcome", "refused")
 	out.Result, out.Reason = api.AbortRefused, fmt.Sprintf("owner %s, target %q", after.Owner, after.Target)
-	return out
-}
-
-// movesWithSummary is Moves with its summary line (moves_summary.go): the
-// admin "moves" verb's answer when the request asks for the summary.
-func (n *Node) movesWithSummary(ctx context.Context, detail bool) messages.MoveList {
-	out := n.Moves(ctx, detail)
-	sum := n.moveSummary(ctx, len(out.Moves))
-	out.Summary = &sum
 	return out
 }
