@@ -96,7 +96,8 @@ type Config struct {
 	// as root (§2.2, narad dev).
 	SecurityEnabled bool
 	// DebugFaults serves /debug/faults, an admin's switches that fail this
-	// node's disk writes or fsyncs and step its injected clock (faults.go):
+	// node's disk writes or fsyncs and step its injected clock
+	// (actors/debugfaults):
 	// for fault-injection runs, never production.
 	DebugFaults bool
 	// AdminPassword is the seeded admin's password; "" generates one and

@@ -11,8 +11,9 @@
 // actors/mover (moves onto this node, decided by actors/move; moverdeps.go
 // wires it), and the Node's domain methods, most of them promoted from
 // the subsystems it embeds: actors/produce, actors/consume, actors/topics,
-// actors/auth (users), and moves.go, members.go, decommission.go; a node
-// gets into its cluster through actors/startup.
+// actors/auth (users); the cluster operations are packages of their own,
+// built and adapted in operations.go; a node gets into its cluster through
+// actors/startup.
 // Each actor sees the metastore through the small interfaces of roles.go,
 // so it can be run against a fake (partitions_test.go); the packages
 // split out of this one declare their own.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/debugfaults"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
@@ -19,7 +20,6 @@ import (
 	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
-	"github.com/naradmq/narad/storage"
 )
 
 // Metrics are registered with GetOrCreate so that several nodes in one
@@ -58,8 +58,8 @@ type nodeMetrics struct {
 	partitionFailed  *metrics.Counter
 	httpPanics       *metrics.Counter
 	// faultsInjected counts the failures a debug fault switch made up
-	// (faults.go), by storage.FaultMode.
-	faultsInjected map[storage.FaultMode]*metrics.Counter
+	// (actors/debugfaults), by storage.FaultMode.
+	faultsInjected debugfaults.Injected
 	// noticesLost counts commit notices not sent or not understood
 	// (actors/hints): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
@@ -221,10 +221,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 	for ph := range m.phaseSeconds {
 		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogramExt(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)), moveStepBuckets)
 	}
-	m.faultsInjected = map[storage.FaultMode]*metrics.Counter{}
-	for _, mode := range []storage.FaultMode{storage.FaultFsync, storage.FaultWrite} {
-		m.faultsInjected[mode] = set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind=%q}`, node, mode))
-	}
+	m.faultsInjected = debugfaults.NewInjected(set, node)
 	return m
 }
 

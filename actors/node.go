@@ -19,8 +19,12 @@ import (
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/clusterview"
 	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/debugfaults"
+	"github.com/naradmq/narad/actors/decommission"
+	"github.com/naradmq/narad/actors/departure"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/hints"
@@ -58,7 +62,7 @@ type Node struct {
 	controller *actor.PID
 	mover      *actor.PID
 	sweeper    *actor.PID
-	// writes is the node's verdict on its disk (diskfull.go).
+	// writes is the node's verdict on its disk (actors/diskhealth).
 	writes    writeHealth
 	raftAddr  string
 	creds     *auth.Credentials    // verified passwords (actors/auth)
@@ -74,7 +78,14 @@ type Node struct {
 
 	ready    atomic.Bool
 	stopping atomic.Bool
-	leaving  atomic.Bool // handing off before a stop (rule B8)
+	// The cluster operations (operations.go): the hand-off before a stop
+	// (HandOff, Leaving), the cluster-wide listings and verbs (Members,
+	// Moves, AbortMove, the quarantine's), the decommission verbs and
+	// drain service, and the way to the controller on the metadata leader.
+	*departure.Leaver
+	*clusterview.View
+	drain *decommission.Drain
+	ctl   *controller.Client
 	// quarantine is the inventory of the copies set aside, taken at start
 	// and handed to the sweeper, whose alone it is from then on.
 	quarantine *sweeper.Book
@@ -90,7 +101,7 @@ type Node struct {
 	leftOnce sync.Once
 	leftWhy  atomic.Pointer[string]
 	// faults are the /debug/faults switches (Config.DebugFaults), else nil.
-	faults *debugFaults
+	faults *debugfaults.Switches
 }
 
 // Start opens the node's storage and metastore, starts serving HTTP (health
@@ -113,10 +124,10 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	phases := newStartPhases()
 	nm := newNodeMetrics(cfg.NodeID)
 	nm.buildInfo(cfg.Version)
-	var faults *debugFaults
+	var faults *debugfaults.Switches
 	if cfg.DebugFaults {
-		faults = newDebugFaults(cfg.clockOrWall(), log, nm.faultsInjected)
-		cfg = faults.withFaults(cfg)
+		faults = debugfaults.New(cfg.clockOrWall(), log, nm.faultsInjected)
+		cfg = withFaults(cfg, faults)
 		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
 	}
 	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
@@ -128,6 +139,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
 	}
+	n.writes = newWriteHealth(cfg, n.wal, log)
 	if !cfg.SyncLane.Disabled {
 		// Before any partition opens; closeStores closes it after they closed.
 		if n.lane, err = storage.OpenSyncLane(cfg.DataDir, cfg.SyncLane); err != nil {
@@ -159,6 +171,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
 	phases.mark("metastore_open")
+	n.wireHandOff()
 	if n.listener, err = listenHTTP(cfg); err != nil {
 		n.closeStores()
 		return nil, err
@@ -169,7 +182,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
 	if faults != nil {
-		opts.Faults = faults // only then: a nil *debugFaults is no nil api.Faults
+		opts.Faults = faults // only then: a nil *debugfaults.Switches is no nil api.Faults
 	}
 	handler := api.Handler(n, opts)
 	n.server = httpServer(cfg, handler, log)
@@ -274,7 +287,7 @@ func (n *Node) startActors() error {
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
-		if n.writes.full.Load() {
+		if n.writes.Full() {
 			return 1
 		}
 		return 0
@@ -360,10 +373,11 @@ func (n *Node) startActors() error {
 		})
 	}
 	n.loops.Go(func() { n.heartbeat(loops) })
-	n.loops.Go(func() { n.probeWrites(loops) })
+	n.loops.Go(func() { n.writes.Probe(loops) })
 	if n.cfg.SecurityEnabled {
 		n.loops.Go(func() { n.SeedAdmin(loops) })
 	}
+	n.wireOperations()
 	n.loops.Go(func() {
 		select {
 		case <-n.store.Removed():
@@ -389,7 +403,7 @@ func (n *Node) serveNATS() error {
 		}
 	}
 	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
-	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.peers().Serve(), n.serveAdmin(n.nats)); err != nil {
+	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.ctl.Serve(), n.drain.Serve(n.nats), n.ServeMoves(), n.peers().Serve(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
@@ -573,16 +587,6 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 // Stopping is true once Stop began.
 func (n *Node) Stopping() bool { return n.stopping.Load() }
 
-// Leaving is true while HandOff runs.
-func (n *Node) Leaving() bool { return n.leaving.Load() }
-
-// reconcile has the partitions supervisor start and stop this node's
-// partition actors as the replica now places them.
-func (n *Node) reconcile(ctx context.Context) error {
-	_, err := n.request(ctx, n.partitions, partition.Reconcile{})
-	return err
-}
-
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
 	return route.Request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
@@ -736,4 +740,11 @@ const (
 func httpServer(cfg Config, handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: handler, ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// reconcile has the partitions supervisor start and stop this node's
+// partition actors as the replica now places them.
+func (n *Node) reconcile(ctx context.Context) error {
+	_, err := n.request(ctx, n.partitions, partition.Reconcile{})
+	return err
 }

@@ -17,10 +17,3 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-
-// After is a channel that c closes once d has passed.
-func After(c Clock, d time.Duration) <-chan struct{} {
-	done := make(chan struct{})
-	c.AfterFunc(d, func() { close(done) })
-	return done
-}
