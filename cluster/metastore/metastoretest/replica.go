@@ -8,6 +8,7 @@ package metastoretest
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -174,24 +175,18 @@ func (f *Replica) LeaderAssignment(_ context.Context, incarnation uint64, partit
 	return a, ok, nil
 }
 
+// Topics lists the topics in no particular order, nil when there are none.
 func (f *Replica) Topics() []messages.Topic {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []messages.Topic
-	for _, t := range f.topics {
-		out = append(out, t)
-	}
-	return out
+	return slices.Collect(maps.Values(f.topics))
 }
 
+// Members lists the members in no particular order, nil when there are none.
 func (f *Replica) Members() []messages.Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []messages.Member
-	for _, m := range f.members {
-		out = append(out, m)
-	}
-	return out
+	return slices.Collect(maps.Values(f.members))
 }
 
 func (f *Replica) Assignments(incarnation uint64, partitions int) []messages.Assignment {
