@@ -298,7 +298,7 @@ func TestFilesUnderConcurrentWritesSyncsAndReads(t *testing.T) {
 		ls[i] = openCachedLog(t, fs, filepath.Join(root, fmt.Sprint(i)))
 	}
 	for _, l := range ls {
-		wg.Add(2)
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for b := 0; b < batches; b++ {
@@ -319,24 +319,17 @@ func TestFilesUnderConcurrentWritesSyncsAndReads(t *testing.T) {
 				}
 			}
 		}()
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := l.Read(0, 100, 1<<20); err != nil {
-					t.Errorf("read: %v", err)
-					return
-				}
-				if _, err := l.List(t0); err != nil {
-					t.Errorf("list: %v", err)
-					return
-				}
+		repeatUntil(&wg, stop, func() bool {
+			if _, err := l.Read(0, 100, 1<<20); err != nil {
+				t.Errorf("read: %v", err)
+				return false
 			}
-		}()
+			if _, err := l.List(t0); err != nil {
+				t.Errorf("list: %v", err)
+				return false
+			}
+			return true
+		})
 	}
 	go func() {
 		for _, l := range ls {

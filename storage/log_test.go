@@ -55,6 +55,25 @@ func appendN(t testing.TB, l *Log, batches, perBatch int) {
 	}
 }
 
+// repeatUntil runs step in a goroutine of wg again and again until stop is
+// closed or step returns false, which it does after reporting a failure.
+// The tests that race readers or writers against the code under test
+// share this loop so that each says only what one round does.
+func repeatUntil(wg *sync.WaitGroup, stop <-chan struct{}, step func() bool) {
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !step() {
+				return
+			}
+		}
+	})
+}
+
 func readAll(t testing.TB, l *Log, from int64) []Record {
 	t.Helper()
 	var out []Record
@@ -506,50 +525,53 @@ func TestReadsAndListingsRunConcurrentlyWithAppends(t *testing.T) {
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				hwm := l.HWM()
-				recs, err := l.Read(0, 1000, 1<<20)
-				if err != nil {
-					t.Errorf("concurrent read: %v", err)
-					return
-				}
-				for i, r := range recs {
-					if r.Offset != int64(i) || r.Corrupt {
-						t.Errorf("concurrent read: record %d has offset %d corrupt %v", i, r.Offset, r.Corrupt)
-						return
-					}
-				}
-				if len(recs) < 1000 && int64(len(recs)) < hwm {
-					t.Errorf("concurrent read: got %d records below hwm %d", len(recs), hwm)
-					return
-				}
-				if _, err := l.List(t0); err != nil {
-					t.Errorf("concurrent list: %v", err)
-					return
+		repeatUntil(&wg, stop, func() bool {
+			hwm := l.HWM()
+			recs, err := l.Read(0, 1000, 1<<20)
+			if err != nil {
+				t.Errorf("concurrent read: %v", err)
+				return false
+			}
+			for i, r := range recs {
+				if r.Offset != int64(i) || r.Corrupt {
+					t.Errorf("concurrent read: record %d has offset %d corrupt %v", i, r.Offset, r.Corrupt)
+					return false
 				}
 			}
-		}()
+			if len(recs) < 1000 && int64(len(recs)) < hwm {
+				t.Errorf("concurrent read: got %d records below hwm %d", len(recs), hwm)
+				return false
+			}
+			if _, err := l.List(t0); err != nil {
+				t.Errorf("concurrent list: %v", err)
+				return false
+			}
+			return true
+		})
 	}
 	appendN(t, l, 200, 3)
 	close(stop)
 	wg.Wait()
 }
 
-func fileSize(t testing.TB, path string) int64 {
+// statFile is os.Stat for a file the test expects to be there.
+func statFile(t testing.TB, path string) os.FileInfo {
 	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.Size()
+	return st
+}
+
+func fileSize(t testing.TB, path string) int64 {
+	t.Helper()
+	return statFile(t, path).Size()
+}
+
+func modTime(t testing.TB, path string) time.Time {
+	t.Helper()
+	return statFile(t, path).ModTime()
 }
 
 func TestOnlyCanonicalSegmentNamesAreSegments(t *testing.T) {

@@ -65,21 +65,13 @@ func TestRoundTripCopyWhileAppendsContinueInstallsTheSameRecordsHWMAndAges(t *te
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := src.Append(t0, entriesFrom(src.HWM(), 3)); err != nil {
-				t.Errorf("append during copy: %v", err)
-				return
-			}
+	repeatUntil(&wg, stop, func() bool {
+		if _, err := src.Append(t0, entriesFrom(src.HWM(), 3)); err != nil {
+			t.Errorf("append during copy: %v", err)
+			return false
 		}
-	}()
+		return true
+	})
 	st := openTestStaging(t, StagingPath(data, "orders", 3))
 	for pass := 0; pass < 5; pass++ {
 		copyPass(t, src, st, time.Now())
@@ -450,15 +442,6 @@ func TestMarkerRoundTripsAndRefusesDamage(t *testing.T) {
 	if _, err := ReadMarker(t.TempDir()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing marker: got %v, want ErrNotFound", err)
 	}
-}
-
-func modTime(t testing.TB, path string) time.Time {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.ModTime()
 }
 
 func TestStagingBytesCountsStagedCopiesButNotThoseSetAside(t *testing.T) {
