@@ -26,18 +26,7 @@ func openClusterWith(t testing.TB, ctx context.Context, tune func(*Config)) []*S
 	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
 	var stores []*Store
 	for id := uint64(1); id <= 3; id++ {
-		cfg := Config{
-			NodeID:         fmt.Sprintf("n%d", id),
-			ReplicaID:      id,
-			RaftAddr:       members[id],
-			InMemory:       true,
-			InitialMembers: members,
-			RTTMillisecond: 1,
-			// 50 ms elections: fast failover without flapping under -race.
-			ElectionRTT:     50,
-			HeartbeatRTT:    5,
-			ProposalTimeout: time.Second,
-		}
+		cfg := raftNodeConfig(id, members[id], members)
 		if tune != nil {
 			tune(&cfg)
 		}
@@ -54,6 +43,34 @@ func openClusterWith(t testing.TB, ctx context.Context, tune func(*Config)) []*S
 		}
 	}
 	return stores
+}
+
+// raftNodeConfig is one voter of the three-replica clusters in these tests:
+// in memory, 1 ms ticks, 50 ms elections (fast failover without flapping
+// under -race).
+func raftNodeConfig(id uint64, addr string, members map[uint64]string) Config {
+	return Config{
+		NodeID:          fmt.Sprintf("n%d", id),
+		ReplicaID:       id,
+		RaftAddr:        addr,
+		InMemory:        true,
+		InitialMembers:  members,
+		RTTMillisecond:  1,
+		ElectionRTT:     50,
+		HeartbeatRTT:    5,
+		ProposalTimeout: time.Second,
+	}
+}
+
+// metaLeader is the replica that leads the metadata shard, and its id; the
+// cluster is ready, so there is one.
+func metaLeader(t testing.TB, stores []*Store) (*Store, uint64) {
+	t.Helper()
+	id, ok := stores[0].Leader(MetaShard)
+	if !ok {
+		t.Fatalf("metadata shard leader: got none after WaitReady, want one")
+	}
+	return stores[id-1], id
 }
 
 // retry repeats op while its outcome is unknown (ErrUnavailable), as a
@@ -79,11 +96,7 @@ func TestThreeReplicas(t *testing.T) {
 	defer cancel()
 	stores := openCluster(t, ctx)
 
-	leaderID, ok := stores[0].Leader(MetaShard)
-	if !ok {
-		t.Fatalf("metadata shard leader: got none after WaitReady, want one")
-	}
-	leader := stores[leaderID-1]
+	leader, leaderID := metaLeader(t, stores)
 	follower := stores[leaderID%3] // any replica that is not the leader
 
 	// Dragonboat forwards a follower's proposals (and read indexes) to the
@@ -173,11 +186,7 @@ func TestRuleX2ALeaderReadIsBehindABarrierAndNeverLocal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	stores := openCluster(t, ctx)
-	leaderID, ok := stores[0].Leader(MetaShard)
-	if !ok {
-		t.Fatalf("metadata shard leader: got none after WaitReady, want one")
-	}
-	leader := stores[leaderID-1]
+	leader, _ := metaLeader(t, stores)
 	const partitions = 64
 	topic, err := leader.CreateTopic(ctx, messages.Topic{Name: "x2", Partitions: partitions})
 	if err != nil {

@@ -14,47 +14,6 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// raftNodeConfig is the config of replica id at addr in the tests of this
-// file: in memory, 1 ms ticks, 50 ms elections (as openCluster).
-func raftNodeConfig(id uint64, addr string, members map[uint64]string) Config {
-	return Config{
-		NodeID:          fmt.Sprintf("n%d", id),
-		ReplicaID:       id,
-		RaftAddr:        addr,
-		InMemory:        true,
-		InitialMembers:  members,
-		RTTMillisecond:  1,
-		ElectionRTT:     50,
-		HeartbeatRTT:    5,
-		ProposalTimeout: time.Second,
-	}
-}
-
-// openRaftCluster starts three voters 1, 2, 3; tune adjusts every config.
-func openRaftCluster(t *testing.T, ctx context.Context, tune func(*Config)) []*Store {
-	t.Helper()
-	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
-	var stores []*Store
-	for id := uint64(1); id <= 3; id++ {
-		cfg := raftNodeConfig(id, members[id], members)
-		if tune != nil {
-			tune(&cfg)
-		}
-		s, err := Open(cfg, testLog)
-		if err != nil {
-			t.Fatalf("Open replica %d: %v", id, err)
-		}
-		t.Cleanup(s.Close)
-		stores = append(stores, s)
-	}
-	for _, s := range stores {
-		if err := s.WaitReady(ctx); err != nil {
-			t.Fatalf("WaitReady replica %d: %v", s.ReplicaID(), err)
-		}
-	}
-	return stores
-}
-
 // openJoiner opens cfg with Join (no initial members) and waits until it
 // caught up.
 func openJoiner(t *testing.T, ctx context.Context, cfg Config) *Store {
@@ -179,7 +138,7 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	stores := openRaftCluster(t, ctx, nil)
+	stores := openClusterWith(t, ctx, nil)
 	createTopic(t, ctx, stores[0], "before-join")
 
 	// Bad input and refusals change nothing.
@@ -357,7 +316,7 @@ func TestRaftLeadershipTransferWhileWriting(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	stores := openRaftCluster(t, ctx, nil)
+	stores := openClusterWith(t, ctx, nil)
 
 	var (
 		mu        sync.Mutex
@@ -462,7 +421,7 @@ func TestRaftJoinedNodeRestarts(t *testing.T) {
 	// Snapshots every 10 entries; a longer timeout, as node 4 fsyncs to a
 	// real disk (slow under -race on a busy machine).
 	small := func(c *Config) { c.SnapshotEntries, c.CompactionOverhead, c.ProposalTimeout = 10, 2, 3*time.Second }
-	stores := openRaftCluster(t, ctx, small)
+	stores := openClusterWith(t, ctx, small)
 	createTopic(t, ctx, stores[0], "before-join")
 
 	cfg := raftNodeConfig(4, freeAddr(t), nil)
