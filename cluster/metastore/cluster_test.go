@@ -92,8 +92,7 @@ func TestThreeReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NodeHosts and a failover")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	stores := openCluster(t, ctx)
 
 	leader, leaderID := metaLeader(t, stores)
@@ -183,8 +182,7 @@ func TestRuleX2ALeaderReadIsBehindABarrierAndNeverLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NodeHosts")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	stores := openCluster(t, ctx)
 	leader, _ := metaLeader(t, stores)
 	const partitions = 64

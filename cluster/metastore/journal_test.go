@@ -3,7 +3,6 @@
 package metastore
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -66,8 +65,7 @@ func TestOwnerJournalRefusesWhatItNoLongerHolds(t *testing.T) {
 // A Store reader follows ownership change by change from a mark, over
 // every shard, and a zero cursor is told to read whole.
 func TestOwnerChangesSinceFollowsFlipsOverEveryShard(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	var c OwnerCursor
 	if _, ok := s.OwnerChangesSince(&c, nil); ok {

@@ -3,7 +3,6 @@
 package metastore
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -14,8 +13,7 @@ import (
 // refuses to open it with another count, so a node made before the
 // default changed must still start.
 func TestReopenKeepsTheLogDBCountADirWasMadeWith(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	cfg := Config{NodeID: "n1", ReplicaID: 1, RaftAddr: freeAddr(t), Dir: t.TempDir(),
 		RTTMillisecond: 1, ElectionRTT: 10, HeartbeatRTT: 1, LogDBShards: 3}
 	s := openReady(t, ctx, cfg)
@@ -39,8 +37,7 @@ func TestReopenKeepsTheLogDBCountADirWasMadeWith(t *testing.T) {
 
 // A new directory gets the configured count, by default one instance.
 func TestNewDirGetsOneLogDB(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	cfg := Config{NodeID: "n1", ReplicaID: 1, RaftAddr: freeAddr(t), Dir: filepath.Join(t.TempDir(), "raft"),
 		RTTMillisecond: 1, ElectionRTT: 10, HeartbeatRTT: 1}
 	openReady(t, ctx, cfg)

@@ -3,7 +3,6 @@
 package metastore
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -12,8 +11,7 @@ import (
 )
 
 func TestStoreMembers(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 
 	if got := s.Members(); len(got) != 0 {

@@ -136,8 +136,7 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four NodeHosts")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	stores := openClusterWith(t, ctx, nil)
 	createTopic(t, ctx, stores[0], "before-join")
 
@@ -314,8 +313,7 @@ func TestRaftLeadershipTransferWhileWriting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NodeHosts")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	stores := openClusterWith(t, ctx, nil)
 
 	var (
@@ -416,8 +414,7 @@ func TestRaftJoinedNodeRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four NodeHosts and restarts one twice")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	// Snapshots every 10 entries; a longer timeout, as node 4 fsyncs to a
 	// real disk (slow under -race on a busy machine).
 	small := func(c *Config) { c.SnapshotEntries, c.CompactionOverhead, c.ProposalTimeout = 10, 2, 3*time.Second }

@@ -3,7 +3,6 @@
 package metastore
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -26,8 +25,7 @@ func allAssignments(s *Store) []messages.Assignment {
 // directory at the same address, and finds every topic and assignment back:
 // each shard restored a snapshot and replayed the log after it.
 func TestRestartRecoversFromSnapshotAndLog(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	cfg := Config{
 		NodeID:             "n1",
 		ReplicaID:          1,

@@ -35,6 +35,15 @@ var testLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level
 // forever. Nothing asserts on elapsed time.
 const hangGuard = 30 * time.Second
 
+// guardCtx is a test's context: cancelled when the test is cleaned up,
+// and at the latest after hangGuard, so that a hang fails the one
+// test that hangs instead of the whole run.
+func guardCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // raftPorts hands out this package's ports (testnet.Metastore).
 var raftPorts = testnet.Metastore.Ports()
 
@@ -98,8 +107,7 @@ func counter(shard uint64, result string) uint64 {
 }
 
 func TestStoreSingleReplica(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 
 	// Topics: create, exists, list, read.
@@ -287,8 +295,7 @@ func TestStoreSingleReplica(t *testing.T) {
 }
 
 func TestChangedWakesEveryWaiter(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	ch := s.Changed()
 	woken := make(chan int, 8)
@@ -311,8 +318,7 @@ func TestChangedWakesEveryWaiter(t *testing.T) {
 }
 
 func TestNoQuorumIsUnavailable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	cfg := fastConfig(t, "n1")
 	// Three voters, but only this one runs: no shard can elect.
 	cfg.InitialMembers = map[uint64]string{1: cfg.RaftAddr, 2: freeAddr(t), 3: freeAddr(t)}
@@ -350,8 +356,7 @@ func TestOpenRefusesAnInvalidConfig(t *testing.T) {
 // FlipMany spreads many flips over the assignment shards, several entries
 // per shard past maxFlipsPerEntry, and answers each in the caller's order.
 func TestFlipManyAnswersEachFlipInOrder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	const n = 3*maxFlipsPerEntry + 5 // past the bound on at least one shard
 	as := make([]messages.Assignment, n)
@@ -401,8 +406,7 @@ func TestFlipManyAnswersEachFlipInOrder(t *testing.T) {
 // in the caller's order, and stamps its entries with the version that
 // knows them.
 func TestSetTargetManyAnswersEachTargetInOrder(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	const n = 3*maxTargetsPerEntry + 5
 	as := make([]messages.Assignment, n)
@@ -463,8 +467,7 @@ func TestAssignCommandVersion(t *testing.T) {
 // from the shards in turn (a round's targets and flips spread over every
 // shard's Raft group), and all of them when k is larger.
 func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	const n = 400
 	as := make([]messages.Assignment, n)
@@ -512,8 +515,7 @@ func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
 // once this replica applied as much: what a restarted node's start takes
 // from a peer instead of its own ready reads.
 func TestWaitAppliedWaitsForEveryShard(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	s := openReady(t, ctx, fastConfig(t, "n1"))
 	now, err := s.Applied(ctx)
 	if err != nil {

@@ -4,7 +4,6 @@ package metastore
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -22,8 +21,7 @@ func TestAnEntryLargerThanTheConnectionBuffersReplicates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three replicas")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	// A long proposal timeout: under -race an entry this size takes
 	// seconds to apply on a loaded machine.
 	stores := openClusterWith(t, ctx, func(c *Config) { c.ProposalTimeout = 10 * time.Second })
@@ -55,8 +53,7 @@ func TestOneRaftConnectionPerPeer(t *testing.T) {
 	if _, err := os.Stat("/proc/net/tcp"); err != nil {
 		t.Skip("no /proc/net/tcp to count connections in")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	stores := openCluster(t, ctx)
 	ports := map[int]bool{}
 	for _, s := range stores {

@@ -3,7 +3,6 @@
 package metastore
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"os"
@@ -22,8 +21,7 @@ func TestRaftOverMutualTLSRefusesAPeerWithoutAValidCertificate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NodeHosts")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
+	ctx := guardCtx(t)
 	ca := testpki.New(t, "raft")
 	stores := openClusterWith(t, ctx, func(c *Config) {
 		f := ca.Issue(t, c.NodeID)
