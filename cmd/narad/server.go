@@ -59,6 +59,23 @@ func newNodeLogger(w io.Writer, level, dragonboatLevel string) (*slog.Logger, er
 	return newLogger(w, level)
 }
 
+// startProcess is the set-up serve and dev share before a node starts: the
+// logger at the node flags' levels, GOMAXPROCS, and the pprof listener,
+// which ends with ctx.
+func startProcess(ctx context.Context, stderr io.Writer, nf *nodeFlags, procs int, pprofAddr string) (*slog.Logger, error) {
+	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
+	if err != nil {
+		return nil, err
+	}
+	if err := setProcs(procs, log); err != nil {
+		return nil, err
+	}
+	if _, err := servePprof(ctx, pprofAddr, log); err != nil {
+		return nil, err
+	}
+	return log, nil
+}
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -94,14 +111,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if nf.printConfig {
 		return printConfig(stdout, fs)
 	}
-	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
+	log, err := startProcess(ctx, stderr, &nf, *procs, *pprofAddr)
 	if err != nil {
-		return err
-	}
-	if err := setProcs(*procs, log); err != nil {
-		return err
-	}
-	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
 		return err
 	}
 	cfg := actors.DefaultConfig()
@@ -252,14 +263,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if nf.printConfig {
 		return printConfig(stdout, fs)
 	}
-	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
+	log, err := startProcess(ctx, stderr, &nf, *procs, *pprofAddr)
 	if err != nil {
-		return err
-	}
-	if err := setProcs(*procs, log); err != nil {
-		return err
-	}
-	if _, err := servePprof(ctx, *pprofAddr, log); err != nil {
 		return err
 	}
 	if *fresh {
