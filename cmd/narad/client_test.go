@@ -91,6 +91,16 @@ func (fb *fakeBroker) recorded() []fakeRequest {
 	return append([]fakeRequest(nil), fb.requests...)
 }
 
+// queries is the raw query of each request the fake has seen, in order,
+// joined by spaces: what a test of paging or replay compares.
+func (fb *fakeBroker) queries() string {
+	var qs []string
+	for _, r := range fb.recorded() {
+		qs = append(qs, r.RawQuery)
+	}
+	return strings.Join(qs, " ")
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -406,11 +416,7 @@ func TestTopicsListFollowsEveryPage(t *testing.T) {
 		t.Fatalf("got error %v, want nil", err)
 	}
 
-	var queries []string
-	for _, r := range fb.recorded() {
-		queries = append(queries, r.RawQuery)
-	}
-	if got, want := strings.Join(queries, " "), "limit=2 limit=2&page_token=b limit=2&page_token=d"; got != want {
+	if got, want := fb.queries(), "limit=2 limit=2&page_token=b limit=2&page_token=d"; got != want {
 		t.Errorf("got queries %q, want %q", got, want)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -791,11 +797,7 @@ func TestConsumeReplayAdvancesTheOffset(t *testing.T) {
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
-	var queries []string
-	for _, r := range fb.recorded() {
-		queries = append(queries, r.RawQuery)
-	}
-	if got, want := strings.Join(queries, " "), "offset=5&partition=1&wait=5s offset=6&partition=1&wait=5s"; got != want {
+	if got, want := fb.queries(), "offset=5&partition=1&wait=5s offset=6&partition=1&wait=5s"; got != want {
 		t.Errorf("got queries %q, want %q", got, want)
 	}
 	if got := strings.Count(out, "\n"); got != 2 {
