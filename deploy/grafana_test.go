@@ -69,10 +69,7 @@ func TestTheGrafanaDashboardHasTheVmuiPanels(t *testing.T) {
 	}
 	var ds []dashboard
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, f)
 		var d dashboard
 		strictJSON(t, b, &d)
 		ds = append(ds, d)

@@ -86,10 +86,7 @@ func layerFiles(t *testing.T, img v1.Image) map[string]layerEntry {
 func TestImage(t *testing.T) {
 	bin := naradBinary(t)
 	builder := imageBuilder(t)
-	want, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := readFile(t, bin)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "narad-image.tar")
 	if err := buildImage(t, builder, "-binary", bin, "-version", testVersion, "-revision", "abc123", "-out", out); err != nil {
@@ -280,10 +277,7 @@ func checkDockerfile(t *testing.T, c v1.Config) {
 // `task image` builds the binary as staticBinary does and runs this
 // command on it.
 func TestTheImageTask(t *testing.T) {
-	raw, err := os.ReadFile("../Taskfile.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, "../Taskfile.yml")
 	var task []string
 	in := false
 	for line := range strings.Lines(string(raw)) {

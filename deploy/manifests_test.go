@@ -64,10 +64,7 @@ func readManifests(t *testing.T) manifests {
 	}
 	var text []string
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, f)
 		text = append(text, string(raw))
 	}
 	return decodeManifests(t, "k8s", strings.Join(text, "\n---\n"))

@@ -47,6 +47,17 @@ type rules struct {
 	} `json:"groups"`
 }
 
+// readFile is a file of the repository the test reads; a file missing is
+// the test's failure.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func strictJSON(t *testing.T, b []byte, v any) {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -137,10 +148,7 @@ func TestEveryDashboardPanelParsesAndNamesExportedSeries(t *testing.T) {
 		t.Fatalf("dashboards: got %v (%v), want the four of deploy/README.md", files, err)
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, f)
 		var d dashboard
 		strictJSON(t, b, &d)
 		if d.Title == "" || len(d.Rows) == 0 {
@@ -169,10 +177,7 @@ func TestEveryDashboardPanelParsesAndNamesExportedSeries(t *testing.T) {
 // readRules is vmalert/narad-alerts.yml, decoded strictly.
 func readRules(t *testing.T) rules {
 	t.Helper()
-	b, err := os.ReadFile("vmalert/narad-alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, "vmalert/narad-alerts.yml")
 	j, err := yaml.YAMLToJSON(b)
 	if err != nil {
 		t.Fatal(err)

@@ -29,10 +29,7 @@ var notRunComment = regexp.MustCompile(`^<!-- not run: (.*\S) -->$`)
 // lists them, which is the order the test runs them in.
 func guidePages(t *testing.T) []string {
 	t.Helper()
-	index, err := os.ReadFile("operate/README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	index := readFile(t, "operate/README.md")
 	var pages []string
 	for _, m := range regexp.MustCompile(`\]\(([a-z-]+\.md)\)`).FindAllStringSubmatch(string(index), -1) {
 		if _, err := os.Stat(filepath.Join("operate", m[1])); err != nil {
@@ -51,10 +48,7 @@ func guidePages(t *testing.T) []string {
 // reason and stand right before a block.
 func guideBlocks(t *testing.T, page string) []guideBlock {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("operate", page))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, filepath.Join("operate", page))
 	lines := strings.Split(string(raw), "\n")
 	var blocks []guideBlock
 	for i := 0; i < len(lines); i++ {
@@ -148,10 +142,7 @@ func TestOperatorGuideRuns(t *testing.T) {
 			t.Errorf("deploy/local-cluster.sh down: %v\n%s", err, out)
 		}
 	})
-	password, err := os.ReadFile(filepath.Join(clusterDir, "admin.password"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	password := readFile(t, filepath.Join(clusterDir, "admin.password"))
 	// The script waits 30 s for admin to log in; a loaded machine may take
 	// longer, and every block needs it. A liveness bound only.
 	users := fmt.Sprintf("http://127.0.0.1:%d/v1/users", httpBase+1)
@@ -196,10 +187,7 @@ func TestOperatorGuideRuns(t *testing.T) {
 // anchors are the GitHub-style anchors of a markdown file's headings.
 func anchors(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, path)
 	out := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(string(raw), -1) {
 		a := strings.ToLower(strings.TrimSpace(m[1]))
@@ -214,10 +202,7 @@ func anchors(t *testing.T, path string) map[string]bool {
 // a heading that exists.
 func TestEveryAlertLinksItsRemedy(t *testing.T) {
 	r := readRules(t)
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, "README.md")
 	remedies := anchors(t, "operate/troubleshooting.md")
 	n := 0
 	for _, g := range r.Groups {
@@ -238,10 +223,7 @@ func TestEveryAlertLinksItsRemedy(t *testing.T) {
 	}
 	pages, _ := filepath.Glob("operate/*.md")
 	for _, p := range pages {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, p)
 		for _, m := range regexp.MustCompile(`\]\(([a-z-]*\.md)?(#[a-z0-9_-]+)?\)`).FindAllStringSubmatch(string(raw), -1) {
 			target := p
 			if m[1] != "" {

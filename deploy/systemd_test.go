@@ -64,10 +64,7 @@ func (u unit) one(t *testing.T, section, key string) string {
 // readEnv is an EnvironmentFile's variables.
 func readEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, path)
 	env := map[string]string{}
 	for n, line := range strings.Split(string(raw), "\n") {
 		line = strings.TrimSpace(line)
@@ -172,10 +169,7 @@ func TestSystemdUnits(t *testing.T) {
 // readConfigFile is a narad config file's keys and values.
 func readConfigFile(t *testing.T, path string) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, path)
 	return parseConfigFile(t, path, raw)
 }
 
@@ -273,10 +267,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
 	for _, name := range []string{"narad-nats.service", "narad.service"} {
-		raw, err := os.ReadFile(filepath.Join("systemd", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, filepath.Join("systemd", name))
 		text := strings.ReplaceAll(string(raw), "/usr/local/bin/narad", bin)
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {

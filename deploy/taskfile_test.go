@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"os"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -11,10 +10,7 @@ import (
 // `task` refuses the whole file over one bad line (a desc with an unquoted
 // ": " in it stopped every task once), and no test ran it.
 func TestTaskfileParses(t *testing.T) {
-	raw, err := os.ReadFile("../Taskfile.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, "../Taskfile.yml")
 	var tf struct {
 		Version string `json:"version"`
 		Tasks   map[string]struct {
