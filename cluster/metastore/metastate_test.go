@@ -27,6 +27,19 @@ func alterCmd(a messages.AlterTopic) messages.MetaCommand {
 	return messages.MetaCommand{Version: messages.CommandVersion, AlterTopic: &a}
 }
 
+// metaStateAfter is a new metaState with setup applied in order, command i
+// at index i+1; a command that is not OK fails the test.
+func metaStateAfter(t testing.TB, setup []messages.MetaCommand) *metaState {
+	t.Helper()
+	s := newMetaState()
+	for i, c := range setup {
+		if r := s.apply(c, uint64(i+1)); r.Code != messages.ResultOK {
+			t.Fatalf("setup step %d: got code %d, want OK", i+1, r.Code)
+		}
+	}
+	return s
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // topicAt is the record createCmd(name, partitions) makes at index.
@@ -210,12 +223,7 @@ func TestMetaStateApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newMetaState()
-			for i, c := range tt.setup {
-				if r := s.apply(c, uint64(i+1)); r.Code != messages.ResultOK {
-					t.Fatalf("setup step %d: got code %d, want OK", i+1, r.Code)
-				}
-			}
+			s := metaStateAfter(t, tt.setup)
 			index := uint64(len(tt.setup) + 1)
 			r := s.apply(tt.cmd, index)
 			if r.Code != tt.wantCode {
@@ -723,12 +731,7 @@ func TestMetaStateMembers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newMetaState()
-			for i, c := range tt.setup {
-				if r := s.apply(c, uint64(i+1)); r.Code != messages.ResultOK {
-					t.Fatalf("setup step %d: got code %d, want OK", i+1, r.Code)
-				}
-			}
+			s := metaStateAfter(t, tt.setup)
 			index := uint64(len(tt.setup) + 1)
 			r := s.apply(tt.cmd, index)
 			if r.Code != tt.wantCode {

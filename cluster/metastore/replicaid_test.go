@@ -31,12 +31,7 @@ func TestMetaStateAllocateReplica(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newMetaState()
-			for i, c := range tt.setup {
-				if r := s.apply(c, uint64(i+1)); r.Code != messages.ResultOK {
-					t.Fatalf("setup step %d: got code %d, want OK", i+1, r.Code)
-				}
-			}
+			s := metaStateAfter(t, tt.setup)
 			r := s.apply(allocateCmd(tt.floor), uint64(len(tt.setup)+1))
 			if r.Code != messages.ResultOK || r.ReplicaID != tt.want {
 				t.Errorf("allocate with floor %d: got code %d id %d, want OK id %d", tt.floor, r.Code, r.ReplicaID, tt.want)
