@@ -41,6 +41,22 @@ type step struct {
 	want    []Transition
 }
 
+// replay is a new tracker that observed steps in order; a step whose
+// transitions are not the ones it names fails the test.
+func replay(t testing.TB, steps []step) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		if got := tr.Observe(t0.Add(s.at), s.members); !reflect.DeepEqual(got, s.want) {
+			t.Errorf("step %d at %s: got %+v, want %+v", i, s.at, got, s.want)
+		}
+	}
+	return tr
+}
+
 func TestTrackerObserve(t *testing.T) {
 	const d = 30 * time.Second
 	tests := []struct {
@@ -160,15 +176,7 @@ func TestTrackerObserve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := NewTracker(testConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range tt.steps {
-				if got := tr.Observe(t0.Add(s.at), s.members); !reflect.DeepEqual(got, s.want) {
-					t.Errorf("step %d at %s: got %+v, want %+v", i, s.at, got, s.want)
-				}
-			}
+			replay(t, tt.steps)
 		})
 	}
 }
@@ -291,15 +299,7 @@ func TestTrackerDeadFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, err := NewTracker(testConfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range tt.steps {
-				if got := tr.Observe(t0.Add(s.at), s.members); !reflect.DeepEqual(got, s.want) {
-					t.Fatalf("step %d at %s: got %+v, want %+v", i, s.at, got, s.want)
-				}
-			}
+			tr := replay(t, tt.steps)
 			if got := tr.DeadFor("n1", t0.Add(tt.at)); got != tt.want {
 				t.Errorf("DeadFor(n1) at %s: got %s, want %s", tt.at, got, tt.want)
 			}
