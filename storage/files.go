@@ -187,13 +187,7 @@ func (fs *Files) unpin(l *Log) {
 func (fs *Files) drop(l *Log) error {
 	fs.mu.Lock()
 	s := &l.slot
-	f := s.f
-	if f != nil {
-		fs.unidleLocked(s)
-		s.f = nil
-		fs.open--
-		fs.freed.Broadcast()
-	}
+	f := fs.detachLocked(s)
 	fs.mu.Unlock()
 	if f == nil {
 		return nil
@@ -207,13 +201,7 @@ func (fs *Files) release(l *Log) error {
 	s := &l.slot
 	s.released = true
 	s.pins = 0
-	f := s.f
-	if f != nil {
-		fs.unidleLocked(s)
-		s.f = nil
-		fs.open--
-		fs.freed.Broadcast()
-	}
+	f := fs.detachLocked(s)
 	err := s.closeErr
 	s.closeErr = nil
 	fs.mu.Unlock()
@@ -223,6 +211,20 @@ func (fs *Files) release(l *Log) error {
 		}
 	}
 	return err
+}
+
+// detachLocked takes s's open file, if any, out of the cache: off the idle
+// list, out of the open count, and a waiter for a free slot woken. The
+// caller closes the file it returns after letting go of fs.mu.
+func (fs *Files) detachLocked(s *fileSlot) File {
+	f := s.f
+	if f != nil {
+		fs.unidleLocked(s)
+		s.f = nil
+		fs.open--
+		fs.freed.Broadcast()
+	}
+	return f
 }
 
 func (fs *Files) unidleLocked(s *fileSlot) {
