@@ -30,6 +30,21 @@ func openCachedLog(t testing.TB, fs *Files, dir string) *Log {
 	return l
 }
 
+// openAndCloseLater opens the log at dir through fs in a goroutine and
+// closes it again; the channel answers once, with the first error, when it
+// is done. A test that fills the cache watches it wait for a slot.
+func openAndCloseLater(fs *Files, dir string) <-chan error {
+	opened := make(chan error, 1)
+	go func() {
+		l, err := fs.OpenLog(dir, smallLogConfig())
+		if err == nil {
+			err = l.Close()
+		}
+		opened <- err
+	}()
+	return opened
+}
+
 // openFDs counts this process's open descriptors.
 func openFDs(t testing.TB) int {
 	t.Helper()
@@ -114,14 +129,7 @@ func TestFilesNeverCloseAFileWithAWritePending(t *testing.T) {
 		if err != nil {
 			t.Fatalf("write: %v", err)
 		}
-		opened := make(chan error, 1)
-		go func() {
-			l, err := fs.OpenLog(filepath.Join(root, "b"), smallLogConfig())
-			if err == nil {
-				err = l.Close()
-			}
-			opened <- err
-		}()
+		opened := openAndCloseLater(fs, filepath.Join(root, "b"))
 		synctest.Wait()
 		select {
 		case err := <-opened:
@@ -166,14 +174,7 @@ func TestFilesNeverCloseAFileUnderASync(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Sync() }()
 	<-syncing
-	opened := make(chan error, 1)
-	go func() {
-		l, err := fs.OpenLog(filepath.Join(root, "b"), smallLogConfig())
-		if err == nil {
-			err = l.Close()
-		}
-		opened <- err
-	}()
+	opened := openAndCloseLater(fs, filepath.Join(root, "b"))
 	for fs.Stats().Waits == 0 {
 		select {
 		case err := <-opened:
