@@ -44,11 +44,8 @@ func (t *Transport) Watch(service string, fn func(from string, data []byte)) err
 	subj := prefix + "*." + service
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	if _, dup := t.subs[subj]; dup {
-		return fmt.Errorf("transport: %s already has a watcher: %w", subj, ErrInvalid)
+	if err := t.subjectFreeLocked(subj, "a watcher"); err != nil {
+		return err
 	}
 	sub, err := t.nc.Subscribe(subj, func(m *nats.Msg) {
 		from, _, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")

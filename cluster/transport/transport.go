@@ -234,17 +234,27 @@ func (t *Transport) HandleAdmin(verb string, h Handler) error {
 	return t.subscribe(subj, adminQueue, "admin."+verb, h)
 }
 
+// subjectFreeLocked is nil when a subscription on subj may be added: the
+// transport is open and nothing listens there yet (what names the
+// listener a second one would clash with).
+func (t *Transport) subjectFreeLocked(subj, what string) error {
+	if t.closed {
+		return ErrClosed
+	}
+	if _, dup := t.subs[subj]; dup {
+		return fmt.Errorf("transport: %s already has %s: %w", subj, what, ErrInvalid)
+	}
+	return nil
+}
+
 func (t *Transport) subscribe(subj, queue, label string, h Handler) error {
 	if h == nil {
 		return fmt.Errorf("transport: nil handler for %s: %w", subj, ErrInvalid)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
-		return ErrClosed
-	}
-	if _, dup := t.subs[subj]; dup {
-		return fmt.Errorf("transport: %s already has a handler: %w", subj, ErrInvalid)
+	if err := t.subjectFreeLocked(subj, "a handler"); err != nil {
+		return err
 	}
 	cb := t.dispatch(label, h)
 	var sub *nats.Subscription
