@@ -15,6 +15,26 @@ type crashImage struct {
 }
 
 // recoverImage writes data as the segment of a fresh partition and reopens it.
+// segmentAroundCommit is a log with 12 records visible (3 batches of 4),
+// and its segment's bytes before and after one more batch of n records
+// committed: what a crash test cuts or damages.
+func segmentAroundCommit(t *testing.T, n int) (l *Log, before, after []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	l = openTestLog(t, dir, DefaultLogConfig())
+	appendN(t, l, 3, 4)
+	path := filepath.Join(dir, segmentName(0))
+	before, _ = os.ReadFile(path)
+	if _, err := l.Append(t0, entriesFrom(12, n)); err != nil {
+		t.Fatal(err)
+	}
+	after, _ = os.ReadFile(path)
+	if !bytes.HasPrefix(after, before) {
+		t.Fatal("test setup: the commit rewrote earlier bytes")
+	}
+	return l, before, after
+}
+
 func recoverImage(t *testing.T, data []byte) *Log {
 	t.Helper()
 	dir := t.TempDir()
@@ -48,18 +68,7 @@ func checkValidPrefix(t *testing.T, l *Log, visible int64, what string, appendTo
 // commit frame) and flips every byte of it, and checks that recovery never
 // exposes more than was visible before the cut.
 func TestCrashAtEveryBytePositionOfACommitRecoversAValidPrefix(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, DefaultLogConfig())
-	appendN(t, l, 3, 4) // 12 records visible
-	path := filepath.Join(dir, segmentName(0))
-	before, _ := os.ReadFile(path)
-	if _, err := l.Append(t0, entriesFrom(12, 5)); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := os.ReadFile(path)
-	if !bytes.HasPrefix(after, before) {
-		t.Fatal("test setup: the commit rewrote earlier bytes")
-	}
+	l, before, after := segmentAroundCommit(t, 5)
 	for cut := len(before); cut < len(after); cut++ {
 		checkValidPrefix(t, recoverImage(t, after[:cut]), 12, "cut", cut%16 == 0)
 		if got := l.HWM(); got != 17 {
@@ -91,18 +100,7 @@ func TestCrashAtEveryBytePositionOfACommitRecoversAValidPrefix(t *testing.T) {
 // when every page of it reached the disk, and otherwise cut it whole.
 func TestCrashKeepingAnySubsetOfABatchsPagesExposesItOnlyWhole(t *testing.T) {
 	const page = 4096
-	dir := t.TempDir()
-	l := openTestLog(t, dir, DefaultLogConfig())
-	appendN(t, l, 3, 4) // 12 visible
-	path := filepath.Join(dir, segmentName(0))
-	before, _ := os.ReadFile(path)
-	if _, err := l.Append(t0, entriesFrom(12, 250)); err != nil {
-		t.Fatal(err)
-	}
-	after, _ := os.ReadFile(path)
-	if !bytes.HasPrefix(after, before) {
-		t.Fatal("test setup: the commit rewrote earlier bytes")
-	}
+	_, before, after := segmentAroundCommit(t, 250)
 	first, last := len(before)/page, (len(after)-1)/page
 	pages := last - first + 1
 	if pages < 4 || pages > 8 {
