@@ -235,14 +235,7 @@ func TestCursorChildNamesUpToTheTopicLimitFitTheFileSystem(t *testing.T) {
 	// A hashed file is found by its record alone, so a damaged one must fail
 	// the listing, not vanish from it.
 	path := filepath.Join(dir, cursorFileName(long))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[cursorFixedBytes] ^= 1
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipBit(t, path, cursorFixedBytes)
 	if got, err := ListCursors(dir, 2); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ListCursors with a damaged hashed cursor: got %v, %v, want ErrCorrupt", got, err)
 	}
@@ -276,14 +269,7 @@ func TestListCursorsFailsOnACursorThatDoesNotVerify(t *testing.T) {
 	cursorMustWrite(t, dir, "good", 1, false)
 	cursorMustWrite(t, dir, "bad", 2, false)
 	path := filepath.Join(dir, cursorFileName("bad"))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[9] ^= 1
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	flipBit(t, path, 9)
 	if got, err := ListCursors(dir, 3); !errors.Is(err, ErrCorrupt) || got != nil {
 		t.Fatalf("got %v, %v, want nil, ErrCorrupt", got, err)
 	}
@@ -531,5 +517,18 @@ func TestRuleK8ReplaceCursorsInstallsVerifiedRecordsClampedOrNothing(t *testing.
 	after, err := ListCursors(dir, 1)
 	if want := map[string]Cursor{"a": {"a", 2, 30}, "b": {"b", 3, 50}}; err != nil || !maps.Equal(after, want) {
 		t.Fatalf("cursors after the install: got %v, %v, want %v", after, err, want)
+	}
+}
+
+// flipBit damages the file at path in place: the low bit of byte at.
+func flipBit(t testing.TB, path string, at int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[at] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
