@@ -10,9 +10,7 @@ import (
 
 // rule C4
 func TestListingListsTheActiveSegmentOnlyUpToItsCommittedBoundary(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 2, 3)
+	dir, l := filledLog(t, 2, 3)
 	committed := fileSize(t, filepath.Join(dir, segmentName(0)))
 	l.Write(t0, entriesFrom(6, 4)) // durable frames and their commit frame, not yet published
 	l.Sync()
@@ -44,10 +42,8 @@ func TestListingListsTheActiveSegmentOnlyUpToItsCommittedBoundary(t *testing.T) 
 
 // rule C5
 func TestListClosedWalksFrameHeadersUpToTheRecoveredHWMWithoutChangingFiles(t *testing.T) {
-	dir := t.TempDir()
 	cfg := smallLogConfig()
-	l := openTestLog(t, dir, cfg)
-	appendN(t, l, 30, 5)
+	dir, l := filledLog(t, 30, 5)
 	open, _ := l.List(t0)
 	writeTorn(t, l, entriesFrom(150, 2)) // crashed with a hidden tail on disk
 	active := open.Segments[len(open.Segments)-1]
@@ -77,9 +73,7 @@ func TestListClosedWalksFrameHeadersUpToTheRecoveredHWMWithoutChangingFiles(t *t
 
 // rule G1
 func TestListingCarriesEachSegmentsModTimeAndTheSourceClock(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 30, 5)
+	dir, l := filledLog(t, 30, 5)
 	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	os.Chtimes(filepath.Join(dir, segmentName(0)), stamp, stamp)
 	clock := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)

@@ -74,6 +74,16 @@ func repeatUntil(wg *sync.WaitGroup, stop <-chan struct{}, step func() bool) {
 	})
 }
 
+// filledLog is a new log in a temp dir, opened with smallLogConfig, with
+// batches batches of perBatch records appended; and the dir.
+func filledLog(t testing.TB, batches, perBatch int) (string, *Log) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openTestLog(t, dir, smallLogConfig())
+	appendN(t, l, batches, perBatch)
+	return dir, l
+}
+
 func readAll(t testing.TB, l *Log, from int64) []Record {
 	t.Helper()
 	var out []Record
@@ -179,9 +189,7 @@ func TestAWriteStaysInvisibleUntilItIsSyncedAndReadBack(t *testing.T) {
 }
 
 func TestFailedSyncTruncatesTheBatchAndGivesItsOffsetsToLaterRecords(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 1, 4)
+	dir, l := filledLog(t, 1, 4)
 	before := fileSize(t, filepath.Join(dir, segmentName(0)))
 	boom := errors.New("injected fsync failure")
 	l.hooks = &logHooks{sync: func() error { return boom }}
@@ -242,9 +250,7 @@ func TestFailedWriteFailsOnlyTheBatchNotYetVisible(t *testing.T) {
 }
 
 func TestFailedTruncationRefusesAppendsUntilReopen(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 1, 2)
+	dir, l := filledLog(t, 1, 2)
 	l.hooks = &logHooks{
 		sync:     func() error { return errors.New("injected fsync failure") },
 		truncate: func() error { return errors.New("injected truncate failure") },
@@ -271,9 +277,7 @@ func TestFailedTruncationRefusesAppendsUntilReopen(t *testing.T) {
 }
 
 func TestReopenReportsTheHWMThatWasVisible(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 20, 9)
+	dir, l := filledLog(t, 20, 9)
 	l.Close()
 	l = openTestLog(t, dir, smallLogConfig())
 	if got := l.HWM(); got != 180 {
@@ -302,9 +306,7 @@ func writeTorn(t testing.TB, l *Log, entries []Entry) {
 
 // rule V1: a hidden tail past the HWM is never exposed.
 func TestReopenCutsFramesWhoseCommitFrameNeverBecameDurable(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 1, 3)
+	dir, l := filledLog(t, 1, 3)
 	boundary := fileSize(t, filepath.Join(dir, segmentName(0)))
 	writeTorn(t, l, entriesFrom(3, 4)) // a crash: b's frames are durable, its commit frame is not
 	l = openTestLog(t, dir, smallLogConfig())
@@ -321,9 +323,7 @@ func TestReopenCutsFramesWhoseCommitFrameNeverBecameDurable(t *testing.T) {
 }
 
 func TestTornTailOfTheActiveSegmentIsCutAtRecovery(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 2, 3)
+	dir, l := filledLog(t, 2, 3)
 	l.Close()
 	path := filepath.Join(dir, segmentName(0))
 	size := fileSize(t, path)
@@ -341,9 +341,7 @@ func TestTornTailOfTheActiveSegmentIsCutAtRecovery(t *testing.T) {
 }
 
 func TestCommitFrameNamingTheWrongOffsetIsNotBelieved(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 1, 2)
+	dir, l := filledLog(t, 1, 2)
 	l.Close()
 	// Records 2 and 3 followed by a commit naming 5: a stale commit frame
 	// behind a shorter batch, which must not expose anything.
@@ -360,10 +358,8 @@ func TestCommitFrameNamingTheWrongOffsetIsNotBelieved(t *testing.T) {
 }
 
 func TestSegmentsRollAtSegmentMaxBytesAndSealedOnesEndInACommitFrame(t *testing.T) {
-	dir := t.TempDir()
 	cfg := smallLogConfig()
-	l := openTestLog(t, dir, cfg)
-	appendN(t, l, 60, 5)
+	dir, l := filledLog(t, 60, 5)
 	ls, err := l.List(t0)
 	if err != nil {
 		t.Fatal(err)
@@ -387,9 +383,7 @@ func TestSegmentsRollAtSegmentMaxBytesAndSealedOnesEndInACommitFrame(t *testing.
 }
 
 func TestRetentionRemovesWholeSealedSegmentsOlderThanTheAge(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 60, 5)
+	dir, l := filledLog(t, 60, 5)
 	ls, _ := l.List(t0)
 	old := time.Now().Add(-2 * time.Hour)
 	for _, s := range ls.Segments[:2] {
@@ -409,9 +403,7 @@ func TestRetentionRemovesWholeSealedSegmentsOlderThanTheAge(t *testing.T) {
 }
 
 func TestRetentionBySizeRemovesOldestSegmentsButNeverTheActiveOne(t *testing.T) {
-	dir := t.TempDir()
-	l := openTestLog(t, dir, smallLogConfig())
-	appendN(t, l, 60, 5)
+	_, l := filledLog(t, 60, 5)
 	n, err := l.Retain(time.Now(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
