@@ -120,29 +120,25 @@ func (g *Guards) MarkClosed(topic string, inc uint64, partition int) {
 // PartitionOpen reports whether a log of the topic's partition is open, of
 // any incarnation: its path is not free for an install or a reclaim.
 func (g *Guards) PartitionOpen(topic string, partition int) bool {
-	if g == nil {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for k := range g.open[topic] {
-		if k.partition == partition {
-			return true
-		}
-	}
-	return false
+	return g.anyOpen(topic, func(k openPartition) bool { return k.partition == partition })
 }
 
 // OtherIncarnationOpen reports whether a partition of another incarnation
 // of the topic is open: its directory must not be set aside yet.
 func (g *Guards) OtherIncarnationOpen(topic string, inc uint64) bool {
+	return g.anyOpen(topic, func(k openPartition) bool { return k.incarnation != inc })
+}
+
+// anyOpen reports whether an open partition of the topic matches; a nil
+// Guards (a node without the guard) has none open.
+func (g *Guards) anyOpen(topic string, match func(openPartition) bool) bool {
 	if g == nil {
 		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for k := range g.open[topic] {
-		if k.incarnation != inc {
+		if match(k) {
 			return true
 		}
 	}
