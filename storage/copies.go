@@ -29,12 +29,9 @@ type TopicDir struct {
 // TopicDirs lists the topic directories of a node's data dir.
 func TopicDirs(dataDir string) ([]TopicDir, error) {
 	root := filepath.Join(dataDir, "topics")
-	ents, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	ents, err := readDirIfAny(root)
 	if err != nil {
-		return nil, fmt.Errorf("list topic dirs: %w", err)
+		return nil, err
 	}
 	var out []TopicDir
 	for _, e := range ents {
@@ -70,12 +67,9 @@ type StaleDir struct {
 
 // StaleDirs lists the topic directories set aside under StalePath.
 func StaleDirs(dataDir string) ([]StaleDir, error) {
-	ents, err := os.ReadDir(StalePath(dataDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	ents, err := readDirIfAny(StalePath(dataDir))
 	if err != nil {
-		return nil, fmt.Errorf("list set-aside topic dirs: %w", err)
+		return nil, err
 	}
 	var out []StaleDir
 	for _, e := range ents {

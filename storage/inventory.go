@@ -346,14 +346,25 @@ func realDirNames(dataDir, rel string) ([]string, error) {
 	return readDirNames(dir)
 }
 
-// readDirNames lists dir's entry names, sorted; a missing dir has none.
-func readDirNames(dir string) ([]string, error) {
+// readDirIfAny is os.ReadDir where a missing dir has no entries: the data
+// dir's optional folders (topics, the set-aside copies) are made on first
+// use.
+func readDirIfAny(dir string) ([]os.DirEntry, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return ents, nil
+}
+
+// readDirNames lists dir's entry names, sorted; a missing dir has none.
+func readDirNames(dir string) ([]string, error) {
+	ents, err := readDirIfAny(dir)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
