@@ -286,11 +286,17 @@ func (l *Log) loseLocked(cause error) error {
 // readableLocked refuses reads of a closed log or one whose active segment
 // was lost.
 func (l *Log) readableLocked() error {
+	return l.usableLocked(l.lost)
+}
+
+// usableLocked is the refusal of a closed log, else of failed (l.lost for
+// reads, l.broken for writes), else nil.
+func (l *Log) usableLocked(failed error) error {
 	if l.closed {
 		return fmt.Errorf("log %s: %w", l.dir, ErrClosed)
 	}
-	if l.lost != nil {
-		return fmt.Errorf("log %s: %w", l.dir, l.lost)
+	if failed != nil {
+		return fmt.Errorf("log %s: %w", l.dir, failed)
 	}
 	return nil
 }
@@ -474,14 +480,10 @@ func (l *Log) hook(pick func(*logHooks) func() error) error {
 	return nil
 }
 
+// writableLocked refuses writes to a closed log or one that failed a
+// write (or lost its active segment).
 func (l *Log) writableLocked() error {
-	if l.closed {
-		return fmt.Errorf("log %s: %w", l.dir, ErrClosed)
-	}
-	if l.broken != nil {
-		return fmt.Errorf("log %s: %w", l.dir, l.broken)
-	}
-	return nil
+	return l.usableLocked(l.broken)
 }
 
 // rollLocked seals the active segment and starts a new one at the HWM. It
