@@ -22,11 +22,7 @@ func (b *Broker) AttachChild(ctx context.Context, parent, child string, delayMs 
 	if err != nil {
 		return rec, fmt.Errorf("encode attach %q to %q: %w", child, parent, err)
 	}
-	resp, _, err := b.do(ctx, http.MethodPost, p, nil, body, "application/json", 0, http.StatusOK)
-	if err != nil {
-		return rec, fmt.Errorf("attach %q to %q: %w", child, parent, err)
-	}
-	if err := decodeJSON(resp, &rec); err != nil {
+	if err := b.doJSON(ctx, http.MethodPost, p, nil, body, http.StatusOK, &rec); err != nil {
 		return rec, fmt.Errorf("attach %q to %q: %w", child, parent, err)
 	}
 	return rec, nil
@@ -39,11 +35,7 @@ func (b *Broker) Children(ctx context.Context, parent string) (messages.ChildLis
 	if err != nil {
 		return l, err
 	}
-	resp, _, err := b.do(ctx, http.MethodGet, p, nil, nil, "", 0, http.StatusOK)
-	if err != nil {
-		return l, fmt.Errorf("children of %q: %w", parent, err)
-	}
-	if err := decodeJSON(resp, &l); err != nil {
+	if err := b.doJSON(ctx, http.MethodGet, p, nil, nil, http.StatusOK, &l); err != nil {
 		return l, fmt.Errorf("children of %q: %w", parent, err)
 	}
 	return l, nil

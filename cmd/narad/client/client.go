@@ -126,11 +126,7 @@ func (b *Broker) CreateTopic(ctx context.Context, req messages.CreateTopicReques
 	if err != nil {
 		return rec, fmt.Errorf("encode create topic %q: %w", req.Name, err)
 	}
-	resp, _, err := b.do(ctx, http.MethodPost, "/v1/topics", nil, body, "application/json", 0, http.StatusCreated)
-	if err != nil {
-		return rec, fmt.Errorf("create topic %q: %w", req.Name, err)
-	}
-	if err := decodeJSON(resp, &rec); err != nil {
+	if err := b.doJSON(ctx, http.MethodPost, "/v1/topics", nil, body, http.StatusCreated, &rec); err != nil {
 		return rec, fmt.Errorf("create topic %q: %w", req.Name, err)
 	}
 	return rec, nil
@@ -144,11 +140,7 @@ func (b *Broker) AlterTopic(ctx context.Context, name string, req messages.Alter
 	if err != nil {
 		return rec, fmt.Errorf("encode alter topic %q: %w", name, err)
 	}
-	resp, _, err := b.do(ctx, http.MethodPatch, "/v1/topics/"+url.PathEscape(name), nil, body, "application/json", 0, http.StatusOK)
-	if err != nil {
-		return rec, fmt.Errorf("alter topic %q: %w", name, err)
-	}
-	if err := decodeJSON(resp, &rec); err != nil {
+	if err := b.doJSON(ctx, http.MethodPatch, "/v1/topics/"+url.PathEscape(name), nil, body, http.StatusOK, &rec); err != nil {
 		return rec, fmt.Errorf("alter topic %q: %w", name, err)
 	}
 	return rec, nil
@@ -164,11 +156,7 @@ func (b *Broker) ListTopics(ctx context.Context, limit int, pageToken string) (m
 	if pageToken != "" {
 		q.Set("page_token", pageToken)
 	}
-	resp, _, err := b.do(ctx, http.MethodGet, "/v1/topics", q, nil, "", 0, http.StatusOK)
-	if err != nil {
-		return page, fmt.Errorf("list topics: %w", err)
-	}
-	if err := decodeJSON(resp, &page); err != nil {
+	if err := b.doJSON(ctx, http.MethodGet, "/v1/topics", q, nil, http.StatusOK, &page); err != nil {
 		return page, fmt.Errorf("list topics: %w", err)
 	}
 	return page, nil
@@ -181,11 +169,7 @@ func (b *Broker) GetTopic(ctx context.Context, name string) (messages.TopicDetai
 	if err != nil {
 		return d, err
 	}
-	resp, _, err := b.do(ctx, http.MethodGet, p, nil, nil, "", 0, http.StatusOK)
-	if err != nil {
-		return d, fmt.Errorf("get topic %q: %w", name, err)
-	}
-	if err := decodeJSON(resp, &d); err != nil {
+	if err := b.doJSON(ctx, http.MethodGet, p, nil, nil, http.StatusOK, &d); err != nil {
 		return d, fmt.Errorf("get topic %q: %w", name, err)
 	}
 	return d, nil
@@ -286,11 +270,7 @@ func (b *Broker) ProduceBatch(ctx context.Context, topic string, recs []messages
 	if err != nil {
 		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
 	}
-	resp, _, err := b.do(ctx, http.MethodPost, p, nil, body, "application/json", 0, http.StatusOK)
-	if err != nil {
-		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
-	}
-	if err := decodeJSON(resp, &out); err != nil {
+	if err := b.doJSON(ctx, http.MethodPost, p, nil, body, http.StatusOK, &out); err != nil {
 		return out, fmt.Errorf("produce batch to %q: %w", topic, err)
 	}
 	if len(out.Results) != len(recs) {
@@ -341,11 +321,7 @@ func (b *Broker) AckBatch(ctx context.Context, topic string, handles []string, a
 	if err != nil {
 		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
 	}
-	resp, _, err := b.do(ctx, http.MethodPost, p, nil, body, "application/json", 0, http.StatusOK)
-	if err != nil {
-		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
-	}
-	if err := decodeJSON(resp, &out); err != nil {
+	if err := b.doJSON(ctx, http.MethodPost, p, nil, body, http.StatusOK, &out); err != nil {
 		return out, fmt.Errorf("ack batch on %q: %w", topic, err)
 	}
 	if len(out.Results) != len(handles) {

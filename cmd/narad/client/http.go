@@ -124,6 +124,20 @@ func errorText(status int, raw []byte) string {
 	return http.StatusText(status)
 }
 
+// doJSON is do for a route that answers JSON with status want: it decodes
+// the answer into out. A body, when there is one, is JSON too.
+func (b *Broker) doJSON(ctx context.Context, method, path string, q url.Values, body []byte, want int, out any) error {
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	resp, _, err := b.do(ctx, method, path, q, body, contentType, 0, want)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(resp, out)
+}
+
 func decodeJSON(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decode response: %w: %w", err, ErrProtocol)
