@@ -60,14 +60,7 @@ func TestClusterOptionsPassword(t *testing.T) {
 // cluster whose routes authenticate with the route password, and a node
 // on each answers the other through the route.
 func TestNATSClusterRoutes(t *testing.T) {
-	sec, _, err := natsSecurityIn(t.TempDir(), "narad", transport.TLSFiles{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := func(routes string) *natsserver.Server { return startRoutedNATS(t, sec, routes, "s3cret", false) }
-	a := start("")
-	b := start(fmt.Sprintf("nats://%s", a.ClusterAddr()))
-	waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
+	sec, a, b := startRoutedPair(t, "s3cret", false)
 
 	connect := func(id string, s *natsserver.Server) *transport.Transport {
 		t.Helper()
@@ -136,14 +129,7 @@ func TestNATSClusterRoutesOverTLS(t *testing.T) {
 func TestNATSClusterNoAdvertiseTellsClientsNoOtherServer(t *testing.T) {
 	for _, noAdvertise := range []bool{false, true} {
 		t.Run(fmt.Sprintf("no-advertise %v", noAdvertise), func(t *testing.T) {
-			sec, _, err := natsSecurityIn(t.TempDir(), "narad", transport.TLSFiles{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := func(routes string) *natsserver.Server { return startRoutedNATS(t, sec, routes, "", noAdvertise) }
-			a := start("")
-			b := start(fmt.Sprintf("nats://%s", a.ClusterAddr()))
-			waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
+			sec, a, _ := startRoutedPair(t, "", noAdvertise)
 			auth, err := transport.Auth{CredsFile: sec.creds.File(transport.RoleNode)}.Options()
 			if err != nil {
 				t.Fatal(err)
@@ -166,6 +152,21 @@ func TestNATSClusterNoAdvertiseTellsClientsNoOtherServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startRoutedPair starts two NATS servers of cluster "narad" with one
+// security set-up, b routed to a (with the route password and NoAdvertise
+// given), and returns once the route is up.
+func startRoutedPair(t *testing.T, routePassword string, noAdvertise bool) (sec natsSecurity, a, b *natsserver.Server) {
+	t.Helper()
+	sec, _, err := natsSecurityIn(t.TempDir(), "narad", transport.TLSFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = startRoutedNATS(t, sec, "", routePassword, noAdvertise)
+	b = startRoutedNATS(t, sec, fmt.Sprintf("nats://%s", a.ClusterAddr()), routePassword, noAdvertise)
+	waitUntil(t, "b routed to a", func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
+	return sec, a, b
 }
 
 // startRoutedNATS starts a NATS server of cluster "narad" on random ports,
