@@ -45,24 +45,31 @@ var benchPassword = func() string {
 // authorize adds the harness's credentials to a request.
 func authorize(req *http.Request) { req.SetBasicAuth(benchUser, benchPassword) }
 
-// getJSON GETs base+path and decodes a 200 answer into v.
-func getJSON(ctx context.Context, base, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+// call sends the harness's request without a body to u and answers the
+// status and the body, read up to maxAPIBytes.
+func call(ctx context.Context, method, u string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
+		return 0, nil, err
 	}
 	authorize(req)
 	resp, err := apiClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("get %s: %w", path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBytes))
+	return resp.StatusCode, raw, err
+}
+
+// getJSON GETs base+path and decodes a 200 answer into v.
+func getJSON(ctx context.Context, base, path string, v any) error {
+	status, raw, err := call(ctx, http.MethodGet, base+path)
 	if err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("get %s: %d %s", path, resp.StatusCode, raw)
+	if status != http.StatusOK {
+		return fmt.Errorf("get %s: %d %s", path, status, raw)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("get %s: %w", path, err)
@@ -109,19 +116,12 @@ func partitionStats(ctx context.Context, base, topic string, partition int) (mes
 
 // decommission starts draining a member (POST .../decommission, 204).
 func decommission(ctx context.Context, base, id string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/members/"+url.PathEscape(id)+"/decommission", nil)
+	status, raw, err := call(ctx, http.MethodPost, base+"/v1/cluster/members/"+url.PathEscape(id)+"/decommission")
 	if err != nil {
 		return fmt.Errorf("decommission %s: %w", id, err)
 	}
-	authorize(req)
-	resp, err := apiClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("decommission %s: %w", id, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("decommission %s: %d %s", id, resp.StatusCode, raw)
+	if status != http.StatusNoContent {
+		return fmt.Errorf("decommission %s: %d %s", id, status, raw)
 	}
 	return nil
 }
