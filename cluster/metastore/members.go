@@ -102,30 +102,17 @@ func (s *Store) updateMember(ctx context.Context, op string, cmd messages.MetaCo
 }
 
 func memberOf(r messages.MetaResult, op string) (messages.Member, error) {
-	if r.Code != messages.ResultOK {
-		return messages.Member{}, codeError(op, r.Code)
-	}
-	if r.Member == nil {
-		return messages.Member{}, fmt.Errorf("metastore: %s: result has no member", op)
-	}
-	return *r.Member, nil
+	return recordOf(r, op, "member", r.Member)
 }
 
 // Member reads a member from this replica (possibly stale: for routing).
 func (s *Store) Member(id string) (messages.Member, bool) {
-	var (
-		m  messages.Member
-		ok bool
-	)
-	s.meta.view(func(st *metaState) { m, ok = st.member(id) })
-	return m, ok
+	return metaLookup(s, id, (*metaState).member)
 }
 
 // Members lists the members of this replica, sorted by id.
 func (s *Store) Members() []messages.Member {
-	var ms []messages.Member
-	s.meta.view(func(st *metaState) { ms = st.memberList() })
-	return ms
+	return metaList(s, (*metaState).memberList)
 }
 
 // LeaderMembers lists the members linearizably (a ReadIndex barrier through

@@ -475,28 +475,45 @@ func assignCommandVersion(cmd messages.AssignCommand) int {
 	return messages.FanoutCommandVersion
 }
 
+// topicOf is recordOf for a topic command, whose refusals may carry a
+// Reason the caller shows (a RefusedError).
 func topicOf(r messages.MetaResult, op string) (messages.Topic, error) {
-	if r.Code != messages.ResultOK {
-		err := codeError(op, r.Code)
-		if r.Reason != "" {
-			err = &RefusedError{Op: op, Reason: r.Reason, kind: errors.Unwrap(err)}
-		}
-		return messages.Topic{}, err
+	if r.Code != messages.ResultOK && r.Reason != "" {
+		return messages.Topic{}, &RefusedError{Op: op, Reason: r.Reason, kind: errors.Unwrap(codeError(op, r.Code))}
 	}
-	if r.Topic == nil {
-		return messages.Topic{}, fmt.Errorf("metastore: %s: result has no topic", op)
-	}
-	return *r.Topic, nil
+	return recordOf(r, op, "topic", r.Topic)
 }
 
 // Topic reads a topic from this replica (possibly stale: for routing).
 func (s *Store) Topic(name string) (messages.Topic, bool) {
-	var (
-		t  messages.Topic
-		ok bool
-	)
-	s.meta.view(func(st *metaState) { t, ok = st.topic(name) })
-	return t, ok
+	return metaLookup(s, name, (*metaState).topic)
+}
+
+// metaLookup reads one record of this replica's metadata by its key, under
+// the state's read lock (possibly stale: routing and authentication read
+// this way on every request).
+func metaLookup[K, V any](s *Store, key K, get func(*metaState, K) (V, bool)) (v V, ok bool) {
+	s.meta.view(func(st *metaState) { v, ok = get(st, key) })
+	return v, ok
+}
+
+// metaList reads one sorted list of this replica's metadata.
+func metaList[V any](s *Store, list func(*metaState) []V) (vs []V) {
+	s.meta.view(func(st *metaState) { vs = list(st) })
+	return vs
+}
+
+// recordOf is the record a command's result carries when it answered OK;
+// what names the record in the error of a result without one.
+func recordOf[T any](r messages.MetaResult, op, what string, rec *T) (T, error) {
+	var zero T
+	if r.Code != messages.ResultOK {
+		return zero, codeError(op, r.Code)
+	}
+	if rec == nil {
+		return zero, fmt.Errorf("metastore: %s: result has no %s", op, what)
+	}
+	return *rec, nil
 }
 
 // TopicParent is the incarnation and fan-out parent of the topic name in
@@ -514,9 +531,7 @@ func (s *Store) TopicParent(name string) (incarnation uint64, parent string, ok 
 
 // Topics lists the topics of this replica, sorted by name.
 func (s *Store) Topics() []messages.Topic {
-	var ts []messages.Topic
-	s.meta.view(func(st *metaState) { ts = st.list() })
-	return ts
+	return metaList(s, (*metaState).list)
 }
 
 // LeaderTopic reads a topic linearizably (a ReadIndex barrier through the

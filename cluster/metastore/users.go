@@ -66,31 +66,18 @@ func (s *Store) SetUserPassword(ctx context.Context, c messages.SetUserPassword)
 }
 
 func userOf(r messages.MetaResult, op string) (messages.User, error) {
-	if r.Code != messages.ResultOK {
-		return messages.User{}, codeError(op, r.Code)
-	}
-	if r.User == nil {
-		return messages.User{}, fmt.Errorf("metastore: %s: result has no user", op)
-	}
-	return *r.User, nil
+	return recordOf(r, op, "user", r.User)
 }
 
 // User reads a user from this replica (possibly stale by milliseconds:
 // what authentication reads on every request).
 func (s *Store) User(name string) (messages.User, bool) {
-	var (
-		u  messages.User
-		ok bool
-	)
-	s.meta.view(func(st *metaState) { u, ok = st.user(name) })
-	return u, ok
+	return metaLookup(s, name, (*metaState).user)
 }
 
 // Users lists the users of this replica, sorted by name.
 func (s *Store) Users() []messages.User {
-	var us []messages.User
-	s.meta.view(func(st *metaState) { us = st.userList() })
-	return us
+	return metaList(s, (*metaState).userList)
 }
 
 // LeaderUser reads a user linearizably: the admin seeding asks it whether
