@@ -18,30 +18,10 @@ func BenchmarkRequest(b *testing.B) {
 	reply := make([]byte, 1024)
 	must(b, server.Handle("echo", func(context.Context, string, []byte) ([]byte, error) { return reply, nil }))
 	req := make([]byte, 1024)
-	for _, callers := range []int{1, 16} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			b.SetBytes(int64(len(req) + len(reply)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for c := range callers {
-				n := b.N / callers
-				if c < b.N%callers {
-					n++
-				}
-				wg.Go(func() {
-					for range n {
-						if _, err := caller.Request(context.Background(), "bench-b", "echo", req); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-		})
-	}
+	roundTrips(b, len(req)+len(reply), func() error {
+		_, err := caller.Request(context.Background(), "bench-b", "echo", req)
+		return err
+	})
 }
 
 // BenchmarkRawNATS is the baseline for BenchmarkRequest: bare nats.go
@@ -60,30 +40,10 @@ func BenchmarkRawNATS(b *testing.B) {
 	must(b, err)
 	must(b, srv.Flush())
 	req := make([]byte, 1024)
-	for _, callers := range []int{1, 16} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			b.SetBytes(int64(len(req) + len(reply)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for c := range callers {
-				n := b.N / callers
-				if c < b.N%callers {
-					n++
-				}
-				wg.Go(func() {
-					for range n {
-						if _, err := nc.Request("raw.echo", req, liveness); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-		})
-	}
+	roundTrips(b, len(req)+len(reply), func() error {
+		_, err := nc.Request("raw.echo", req, liveness)
+		return err
+	})
 }
 
 // BenchmarkSecuredRequest: BenchmarkRequest's 1 KiB round trip on an open
@@ -109,26 +69,49 @@ func BenchmarkSecuredRequest(b *testing.B) {
 				req := make([]byte, 1024)
 				b.SetBytes(int64(len(req) + len(reply)))
 				b.ResetTimer()
-				var wg sync.WaitGroup
-				for c := range callers {
-					n := b.N / callers
-					if c < b.N%callers {
-						n++
-					}
-					wg.Go(func() {
-						for range n {
-							if _, err := caller.Request(context.Background(), "b-"+mode, "echo", req); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
+				spread(b, callers, func() error {
+					_, err := caller.Request(context.Background(), "b-"+mode, "echo", req)
+					return err
+				})
 				b.StopTimer()
 				caller.Close()
 				server.Close()
 			})
 		}
 	}
+}
+
+// roundTrips benchmarks call with 1 and then 16 concurrent callers, each
+// call moving bytes, and reports the calls a second.
+func roundTrips(b *testing.B, bytes int, call func() error) {
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			b.SetBytes(int64(bytes))
+			b.ReportAllocs()
+			b.ResetTimer()
+			spread(b, callers, call)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
+
+// spread makes b.N calls over callers goroutines and waits for them; an
+// error fails the benchmark and ends its goroutine's share.
+func spread(b *testing.B, callers int, call func() error) {
+	var wg sync.WaitGroup
+	for c := range callers {
+		n := b.N / callers
+		if c < b.N%callers {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				if err := call(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
