@@ -48,16 +48,23 @@ func benchFill(tb testing.TB, l *Log, bytes int64) {
 	entries := benchEntries(1024, 7)
 	now := time.Now()
 	for l.Bytes() < bytes {
-		b, err := l.Write(now, entries)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := l.Sync(); err != nil {
-			tb.Fatal(l.Abort(err))
-		}
-		if err := l.Publish(b); err != nil {
-			tb.Fatal(err)
-		}
+		commitBatch(tb, l, now, entries)
+	}
+}
+
+// commitBatch is one group commit of entries as the partition actor runs
+// it: Write, Sync (an Abort when it fails), then Publish.
+func commitBatch(tb testing.TB, l *Log, now time.Time, entries []Entry) {
+	tb.Helper()
+	b, err := l.Write(now, entries)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		tb.Fatal(l.Abort(err))
+	}
+	if err := l.Publish(b); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -87,16 +94,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.SetBytes(recordBytes)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					bt, err := l.Write(now, entries)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := l.Sync(); err != nil {
-						b.Fatal(l.Abort(err))
-					}
-					if err := l.Publish(bt); err != nil {
-						b.Fatal(err)
-					}
+					commitBatch(b, l, now, entries)
 				}
 				b.StopTimer()
 				if l.HWM() != int64(b.N*batch) {
