@@ -89,10 +89,7 @@ func retry(t *testing.T, ctx context.Context, what string, op func() error) {
 }
 
 func TestThreeReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three NodeHosts and a failover")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts three NodeHosts and a failover")
 	stores := openCluster(t, ctx)
 
 	leader, leaderID := metaLeader(t, stores)
@@ -179,10 +176,7 @@ func TestThreeReplicas(t *testing.T) {
 // own state (the 421 of a follower): ErrUnavailable, so that an answer
 // that is not a leader read can never undo a move (rule X8).
 func TestRuleX2ALeaderReadIsBehindABarrierAndNeverLocal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three NodeHosts")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts three NodeHosts")
 	stores := openCluster(t, ctx)
 	leader, _ := metaLeader(t, stores)
 	const partitions = 64

@@ -133,10 +133,7 @@ func TestStartMode(t *testing.T) {
 // shard, catches up and proposes; it is promoted to voter; then an initial
 // voter (the metadata leader) is removed and the cluster keeps going.
 func TestRaftJoinPromoteRemove(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four NodeHosts")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts four NodeHosts")
 	stores := openClusterWith(t, ctx, nil)
 	createTopic(t, ctx, stores[0], "before-join")
 
@@ -310,10 +307,7 @@ func TestRaftJoinPromoteRemove(t *testing.T) {
 // create that succeeded is there afterwards. Then TransferAllLeadership
 // moves every shard off one replica.
 func TestRaftLeadershipTransferWhileWriting(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three NodeHosts")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts three NodeHosts")
 	stores := openClusterWith(t, ctx, nil)
 
 	var (
@@ -411,10 +405,7 @@ func TestRaftLeadershipTransferWhileWriting(t *testing.T) {
 // promotion inside its local snapshots, it restarts as a real voter (it
 // can take the leadership).
 func TestRaftJoinedNodeRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts four NodeHosts and restarts one twice")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts four NodeHosts and restarts one twice")
 	// Snapshots every 10 entries; a longer timeout, as node 4 fsyncs to a
 	// real disk (slow under -race on a busy machine).
 	small := func(c *Config) { c.SnapshotEntries, c.CompactionOverhead, c.ProposalTimeout = 10, 2, 3*time.Second }

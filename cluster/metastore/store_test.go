@@ -44,6 +44,16 @@ func guardCtx(t testing.TB) context.Context {
 	return ctx
 }
 
+// longTest skips a test that starts NodeHosts under -short (why says what
+// it starts) and otherwise is guardCtx.
+func longTest(t *testing.T, why string) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	return guardCtx(t)
+}
+
 // raftPorts hands out this package's ports (testnet.Metastore).
 var raftPorts = testnet.Metastore.Ports()
 

@@ -18,10 +18,7 @@ import (
 // The Raft connections keep buffers of raftBufferBytes (streams.go); an
 // entry several times larger still replicates to every replica.
 func TestAnEntryLargerThanTheConnectionBuffersReplicates(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three replicas")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "three replicas")
 	// A long proposal timeout: under -race an entry this size takes
 	// seconds to apply on a loaded machine.
 	stores := openClusterWith(t, ctx, func(c *Config) { c.ProposalTimeout = 10 * time.Second })
@@ -47,13 +44,10 @@ func TestAnEntryLargerThanTheConnectionBuffersReplicates(t *testing.T) {
 // per stale connection. Every follower has heard its leader on every shard
 // once WaitReady returned, so each pair that exchanges messages is connected.
 func TestOneRaftConnectionPerPeer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("three replicas")
-	}
+	ctx := longTest(t, "three replicas")
 	if _, err := os.Stat("/proc/net/tcp"); err != nil {
 		t.Skip("no /proc/net/tcp to count connections in")
 	}
-	ctx := guardCtx(t)
 	stores := openCluster(t, ctx)
 	ports := map[int]bool{}
 	for _, s := range stores {

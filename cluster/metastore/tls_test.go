@@ -18,10 +18,7 @@ import (
 // replicas with certificates of one CA elect and commit; a client that
 // presents no certificate, or one of another CA, gets no Raft session.
 func TestRaftOverMutualTLSRefusesAPeerWithoutAValidCertificate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three NodeHosts")
-	}
-	ctx := guardCtx(t)
+	ctx := longTest(t, "starts three NodeHosts")
 	ca := testpki.New(t, "raft")
 	stores := openClusterWith(t, ctx, func(c *Config) {
 		f := ca.Issue(t, c.NodeID)
