@@ -176,8 +176,7 @@ func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaRes
 	} else if delay != 0 {
 		return refused(refusal{messages.ResultInvalid, "fanout_delay_ms needs parent"}, nil)
 	}
-	at, _ := slices.BinarySearch(s.names, t.Name)
-	s.names = slices.Insert(s.names, at, t.Name)
+	s.names = insertSorted(s.names, t.Name)
 	if parent.Name != "" {
 		s.link(&parent, &t, delay, index)
 	} else {
@@ -193,9 +192,7 @@ func (s *metaState) deleteTopic(d messages.DeleteTopic) messages.MetaResult {
 	}
 	s.unlinkAll(t)
 	delete(s.topics, d.Name)
-	if at, found := slices.BinarySearch(s.names, d.Name); found {
-		s.names = slices.Delete(s.names, at, at+1)
-	}
+	s.names = deleteSorted(s.names, d.Name)
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
 }
 
@@ -247,8 +244,7 @@ func (s *metaState) putMember(m messages.Member, index uint64) messages.MetaResu
 	rec, ok := s.members[m.ID]
 	if !ok {
 		rec = messages.Member{ID: m.ID, Role: messages.RoleVoter}
-		at, _ := slices.BinarySearch(s.memberIDs, m.ID)
-		s.memberIDs = slices.Insert(s.memberIDs, at, m.ID)
+		s.memberIDs = insertSorted(s.memberIDs, m.ID)
 	} else {
 		// A registration is a sign of life: the leader's tracker sees the
 		// counter move and stamps it.
@@ -303,9 +299,7 @@ func (s *metaState) removeMember(id string) messages.MetaResult {
 		return messages.MetaResult{Code: messages.ResultNotFound}
 	}
 	delete(s.members, id)
-	if at, found := slices.BinarySearch(s.memberIDs, id); found {
-		s.memberIDs = slices.Delete(s.memberIDs, at, at+1)
-	}
+	s.memberIDs = deleteSorted(s.memberIDs, id)
 	return messages.MetaResult{Code: messages.ResultOK, Member: &m}
 }
 
@@ -318,8 +312,7 @@ func (s *metaState) createUser(u messages.User) messages.MetaResult {
 	}
 	u.Grants = cloneGrants(u.Grants)
 	s.users[u.Username] = u
-	at, _ := slices.BinarySearch(s.usernames, u.Username)
-	s.usernames = slices.Insert(s.usernames, at, u.Username)
+	s.usernames = insertSorted(s.usernames, u.Username)
 	return messages.MetaResult{Code: messages.ResultOK, User: cloneUser(u)}
 }
 
@@ -329,9 +322,7 @@ func (s *metaState) deleteUser(name string) messages.MetaResult {
 		return messages.MetaResult{Code: messages.ResultNotFound}
 	}
 	delete(s.users, name)
-	if at, found := slices.BinarySearch(s.usernames, name); found {
-		s.usernames = slices.Delete(s.usernames, at, at+1)
-	}
+	s.usernames = deleteSorted(s.usernames, name)
 	return messages.MetaResult{Code: messages.ResultOK, User: cloneUser(u)}
 }
 
@@ -577,4 +568,19 @@ func countSet(set ...bool) int {
 		}
 	}
 	return n
+}
+
+// insertSorted adds key to the sorted index keys (the names, member ids
+// and usernames the lists walk in order); the caller knows it is new.
+func insertSorted(keys []string, key string) []string {
+	at, _ := slices.BinarySearch(keys, key)
+	return slices.Insert(keys, at, key)
+}
+
+// deleteSorted takes key out of the sorted index keys, if it is there.
+func deleteSorted(keys []string, key string) []string {
+	if at, found := slices.BinarySearch(keys, key); found {
+		return slices.Delete(keys, at, at+1)
+	}
+	return keys
 }
