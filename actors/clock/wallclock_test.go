@@ -40,8 +40,6 @@ var wallClockLeft = map[string]int{
 	"actors/mailboxes.go":              1,
 	"actors/mover/batch.go":            1,
 	"actors/mover/flipbatch.go":        1,
-	"actors/mover/runner.go":           2,
-	"actors/mover/worker.go":           16,
 	"actors/node.go":                   8,
 	"actors/partition/actor.go":        7,
 	"actors/partition/freeze.go":       1,
