@@ -320,6 +320,11 @@ func (w *worker) Go(lane bool, work func(context.Context, func(any))) {
 				ev, ok = e, true
 			}
 		})
+		if !ok {
+			// A port broke its word: the move waits for an answer that
+			// will not come, until the runner's scan or a restart.
+			w.d.Logger.Error("move: an effect's work ended without its outcome", "partition", keyString(w.key))
+		}
 		return ev, ok
 	}
 	if lane {
