@@ -6,9 +6,10 @@
 // operators, with the invariants of seed 000 checked after every step.
 // Start with Run; the world's pieces are in net.go (the network), meta.go
 // (the metastore, its leader changes and the controller), node.go (a
-// node's partitions, dispatcher and consumers), worker.go (the move worker:
-// the node's own effect code, mover.Effects, over ports onto this model)
-// and check.go (the invariants).
+// node's partitions, dispatcher and consumers), worker.go (the move runner
+// and its workers, whose effects the node's own effect code carries out,
+// mover.Effects), ports.go (the ports it reaches this model through) and
+// check.go (the invariants).
 //
 // One seed is one world: the same seed gives the same run, step for step
 // (Result.Hash is the hash of the trace), so a failing seed replays:
