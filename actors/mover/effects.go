@@ -30,8 +30,8 @@ import (
 // port call but its continuation.
 //
 // Do, Absorb and Release run where the worker's state lives (the actor,
-// or the simulator's step); the work they hand to Edge.Go touches no
-// field of Effects.
+// or the simulator's step); the work they hand to Edge.Go reads only the
+// fields set before the move started, never what the effects keep.
 type Effects struct {
 	// Key is the partition moved; Source its owner, the move's source;
 	// NodeID this node, the destination; Since the target's TargetSince
@@ -42,10 +42,8 @@ type Effects struct {
 	// DeadTimeout is the force-promote gate's clock (rule P2);
 	// RequestTimeout bounds each request to the source or the leaders.
 	DeadTimeout, RequestTimeout time.Duration
-	// InlineBytes: a listing carries the bytes of a partition this small.
-	InlineBytes int
-	Logger      *slog.Logger
-	Knobs       Knobs
+	Logger                      *slog.Logger
+	Knobs                       Knobs
 
 	Edge Edge
 	Peer SourcePort
@@ -412,7 +410,8 @@ func (x *Effects) fence(ctx context.Context, e move.Fence, sent time.Duration, d
 
 // flip proposes the ownership change, naming the HWM the copy ends at so
 // the source can check its own against it as it lets the partition go,
-// and the move by its target's TargetSince (rule X4).
+// and the move by its target's TargetSince, so a late flip never
+// commits for a later move to the same target.
 func (x *Effects) flip(ctx context.Context, hwm int64, attempt uint64, done func(any)) {
 	if f := x.Knobs.Flip; f != nil {
 		f(ctx, x.Key)

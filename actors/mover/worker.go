@@ -92,7 +92,7 @@ func newWorker(d Deps, k messages.PartitionKey, source string, since uint64) *wo
 	w := &worker{d: d, store: d.Store, peer: d.Source, key: k, source: source, since: since, state: move.New(), blocked: map[string]bool{},
 		clock: clock.Or(d.Clock), installDir: storage.PartitionPath(d.DataDir, k.Topic, k.Partition)}
 	w.fx = &Effects{Key: k, NodeID: d.NodeID, Source: source, Since: since, DeadTimeout: d.DeadTimeout, RequestTimeout: d.RequestTimeout,
-		InlineBytes: d.Config.InlineBytes, Logger: d.Logger, Knobs: d.Knobs, Edge: w,
+		Logger: d.Logger, Knobs: d.Knobs, Edge: w,
 		Peer: sourcePort{peer: d.Source, key: k, source: source, timeout: d.RequestTimeout, inline: d.Config.InlineBytes},
 		Meta: metaPort{store: d.Store, key: k, timeout: d.RequestTimeout}, Copy: diskCopy{w}}
 	return w
