@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
@@ -115,7 +116,7 @@ func TestClusterAKeyedProduceSkipsAPartitionWhoseOwnerIsDead(t *testing.T) {
 	owners, _ := ownersOf(t, c.node(0), "skip")
 	key := ""
 	for i := 0; key == ""; i++ {
-		if k := fmt.Sprintf("key%d", i); owners[partitionForKey(k, 3)] == "n3" {
+		if k := fmt.Sprintf("key%d", i); owners[produce.PartitionForKey(k, 3)] == "n3" {
 			key = k
 		}
 	}

@@ -4,15 +4,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/membership"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/storage"
@@ -91,7 +96,8 @@ type Config struct {
 	// as root (§2.2, narad dev).
 	SecurityEnabled bool
 	// DebugFaults serves /debug/faults, an admin's switches that fail this
-	// node's disk writes or fsyncs and step its injected clock (faults.go):
+	// node's disk writes or fsyncs and step its injected clock
+	// (actors/debugfaults):
 	// for fault-injection runs, never production.
 	DebugFaults bool
 	// AdminPassword is the seeded admin's password; "" generates one and
@@ -292,6 +298,11 @@ type Config struct {
 	// decide by; nil is the wall clock. Tests set a fake one to move time
 	// themselves instead of sleeping.
 	clock clock.Clock
+	// steady is the node's clock for what must never be stepped or moved
+	// by a node-wide fake: the cluster's cadences, record times, the
+	// durations metrics measure (package clock says why); nil is the wall
+	// clock.
+	steady clock.Clock
 
 	// faults injects failures in tests; nil in production.
 	faults *faultHooks
@@ -335,6 +346,36 @@ func (c Config) groupConfig() route.GroupConfig {
 // freezeHold is how long a paced prepare waits at the source: FreezeHoldFor,
 // at most half the asker's RequestTimeout.
 func (c Config) freezeHold() time.Duration { return min(c.FreezeHoldFor, c.RequestTimeout/2) }
+
+// produce is the produce path's room (actors/produce).
+func (c Config) produce() produce.Config {
+	return produce.Config{NodeID: c.NodeID, MaxBacklogRecords: c.MaxBacklogRecords}
+}
+
+// consume is how the consume path waits and whom it asks first
+// (actors/consume).
+func (c Config) consume() consume.Config {
+	return consume.Config{NodeID: c.NodeID, MaxWait: c.MaxConsumeWait, RotateEvery: c.ConsumeRotateEvery,
+		RescanInterval: c.ConsumeRescanInterval, FullScanInterval: c.ConsumeFullScanInterval}
+}
+
+// topics is the topic verbs' defaults and limits (actors/topics).
+func (c Config) topics() topics.Config {
+	return topics.Config{DefaultPartitions: c.TopicDefaultPartitions, MaxPartitions: c.TopicMaxPartitions,
+		DefaultRetention: c.TopicDefaultRetention, AnchorWait: c.FanoutAnchorWait}
+}
+
+// accounts is the users' settings (actors/auth).
+func (c Config) accounts() auth.Config {
+	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
+}
+
+// maxRequestBytes caps a record's body at what one API request may carry
+// (413): a batch request holds at least one. The HTTP handler refuses a
+// larger body before Produce sees it; produce checks it again for any
+// other caller. A node whose Log.MaxBodyBytes is lower refuses such a
+// record at the WAL (400).
+const maxRequestBytes = api.MaxBodyBytes
 
 // recordOverheadBytes is what a dispatcher counts per record on top of its
 // key and body: more than a log frame's header, so its byte cap is safe.
@@ -426,20 +467,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("node config: NATSAuth: %w: %w", c.NATSAuth.Validate(), ErrInvalid)
 	case (c.HTTPTLSCertFile == "") != (c.HTTPTLSKeyFile == ""):
 		return bad("HTTPTLSCertFile/HTTPTLSKeyFile", fmt.Sprintf("%q/%q", c.HTTPTLSCertFile, c.HTTPTLSKeyFile), "must be both set or both empty")
-	case c.TopicDefaultPartitions < 3 || c.TopicDefaultPartitions > c.TopicMaxPartitions:
-		return bad("TopicDefaultPartitions", c.TopicDefaultPartitions, "must be within 3..TopicMaxPartitions")
-	case c.TopicMaxPartitions < 3 || c.TopicMaxPartitions > 10000:
-		return bad("TopicMaxPartitions", c.TopicMaxPartitions, "must be within 3..10000")
-	case c.TopicDefaultRetention != 0 && c.TopicDefaultRetention < time.Hour:
-		return bad("TopicDefaultRetention", c.TopicDefaultRetention, "must be 0 or at least 1h")
 	case c.MaxConsumeWait <= 0 || c.MaxConsumeWait >= c.HTTPWriteTimeout:
 		return bad("MaxConsumeWait", c.MaxConsumeWait, "must be positive and below HTTPWriteTimeout")
-	case c.ConsumeRotateEvery < 1 || c.ConsumeRotateEvery > 1024:
-		return bad("ConsumeRotateEvery", c.ConsumeRotateEvery, "must be within 1..1024")
-	case c.ConsumeRescanInterval < time.Millisecond || c.ConsumeRescanInterval > time.Minute:
-		return bad("ConsumeRescanInterval", c.ConsumeRescanInterval, "must be within 1ms..1m")
-	case c.ConsumeFullScanInterval < time.Millisecond || c.ConsumeFullScanInterval > time.Minute:
-		return bad("ConsumeFullScanInterval", c.ConsumeFullScanInterval, "must be within 1ms..1m")
 	case c.CommitNoticeInterval < 100*time.Microsecond || c.CommitNoticeInterval > time.Second:
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
@@ -448,8 +477,6 @@ func (c Config) Validate() error {
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.LeaseRequestTimeout <= 0:
 		return bad("LeaseRequestTimeout", c.LeaseRequestTimeout, "must be positive")
-	case c.PasswordHashCost < 4 || c.PasswordHashCost > 31:
-		return bad("PasswordHashCost", c.PasswordHashCost, "must be within 4..31 (bcrypt's costs)")
 	case c.MaxCachedCredentials < 1 || c.MaxCachedCredentials > 1000000:
 		return bad("MaxCachedCredentials", c.MaxCachedCredentials, "must be within 1..1000000")
 	case c.MaxPasswordChecksInFlight < 1 || c.MaxPasswordChecksInFlight > 1024:
@@ -468,8 +495,6 @@ func (c Config) Validate() error {
 		return bad("MaxCommitsInFlight*MaxCommitBatchRecords", c.Dispatch.MaxCommitsInFlight*c.Dispatch.MaxCommitBatchRecords, "must fit Log.MaxBatchRecords")
 	case c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes+recordOverheadBytes > c.Log.MaxBatchBytes:
 		return bad("MaxCommitsInFlight*MaxCommitBatchBytes", c.Dispatch.MaxCommitsInFlight*c.MaxCommitBatchBytes, "must fit Log.MaxBatchBytes")
-	case c.MaxBacklogRecords < 1:
-		return bad("MaxBacklogRecords", c.MaxBacklogRecords, "must be positive")
 	case c.MaxBatchRecords < 1 || c.MaxBatchRecords > 100000:
 		return bad("MaxBatchRecords", c.MaxBatchRecords, "must be within 1..100000")
 	case c.MaxBatchBytes < maxRequestBytes || c.MaxBatchBytes > 256<<20:
@@ -515,6 +540,18 @@ func (c Config) Validate() error {
 		return bad("FreezeTurnKeepFor", c.FreezeTurnKeepFor, "must be at least Move.RetryAfter (a held move asks again after it) and above FreezeHoldFor")
 	case c.ShutdownHandoffTimeout < 0:
 		return bad("ShutdownHandoffTimeout", c.ShutdownHandoffTimeout, "must not be negative (0 skips the hand-off)")
+	}
+	if err := c.produce().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
+	}
+	if err := c.consume().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
+	}
+	if err := c.topics().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
+	}
+	if err := c.accounts().Validate(); err != nil {
+		return fmt.Errorf("node config: %w", err)
 	}
 	if err := paceConfig(c).Validate(); err != nil {
 		return fmt.Errorf("node config: %w: %w", err, ErrInvalid)

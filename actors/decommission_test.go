@@ -164,8 +164,8 @@ func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing
 	t.Cleanup(release) // before the node stops, should the test fail first
 	tn.createTopic("d", 3)
 	tn.must(http.StatusAccepted, "POST", "/v1/topics/d/produce?partition=0", []byte(`"first"`))
-	waitFor(t, func() bool { return tn.n.drainStatus().Backlog == 0 }) // "first" handed on
-	if got := tn.n.drainStatus(); got.Refusing {
+	waitFor(t, func() bool { return tn.n.drain.Status().Backlog == 0 }) // "first" handed on
+	if got := tn.n.drain.Status(); got.Refusing {
 		t.Fatalf("drain status of a node not draining: got %+v, want not refusing", got)
 	}
 
@@ -183,7 +183,7 @@ func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing
 		t.Fatal(err)
 	}
 	waitFor(t, tn.n.draining)
-	if got := tn.n.drainStatus(); !got.Refusing || got.Backlog < 1 {
+	if got := tn.n.drain.Status(); !got.Refusing || got.Backlog < 1 {
 		t.Fatalf("drain status with a produce admitted before the flag, not yet answered: got %+v, want refusing with a backlog of at least 1", got)
 	}
 	if code, body := tn.do("POST", "/v1/topics/d/produce?partition=0", []byte(`"late"`)); code != http.StatusServiceUnavailable {
@@ -194,7 +194,7 @@ func TestRuleD6TheDrainServiceCountsEveryAdmittedProduceUntilHandedOn(t *testing
 	if code := <-answered; code != http.StatusAccepted {
 		t.Fatalf("the produce admitted before the flag: got %d, want 202", code)
 	}
-	waitFor(t, func() bool { return tn.n.drainStatus() == controller.DrainStatus{Refusing: true} })
+	waitFor(t, func() bool { return tn.n.drain.Status() == controller.DrainStatus{Refusing: true} })
 	if got := hwmOf(t, tn, "d"); got != 2 {
 		t.Fatalf("partition 0 once the drain service counts zero: got HWM %d, want 2 (first and held)", got)
 	}

@@ -28,7 +28,7 @@ func TestANodeWithAFullDiskSaysSoUntilAWriteSucceeds(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "no space left") {
 		t.Fatalf("/readyz on a full disk: got %d %s, want 503 naming the lack of space", code, body)
 	}
-	if got := tn.n.writes.full.Load(); !got {
+	if got := tn.n.writes.Full(); !got {
 		t.Fatal("narad_disk_full's verdict: got not full, want full")
 	}
 

@@ -12,5 +12,5 @@ func newDispatchDeps(d deps, store dispatch.Store, wal dispatch.WAL, o dispatch.
 	return dispatch.Deps{Config: d.cfg.Dispatch, RequestTimeout: d.cfg.RequestTimeout,
 		MaxCommitBatchBytes: d.cfg.MaxCommitBatchBytes, MaxRemoteCommitBytes: d.cfg.MaxRemoteCommitBytes,
 		Logger: d.log, Store: store, Owners: o, WAL: wal, PartitionPID: partition.PID,
-		Clock: d.cfg.clockOrWall(), Metrics: d.metrics.dispatchMetrics()}
+		Clock: d.cfg.clockOrWall(), Steady: d.cfg.steadyOrWall(), Metrics: d.metrics.dispatchMetrics()}
 }

@@ -1,7 +1,7 @@
 // Package actors is one node of the broker: its actor tree (protoactor-go)
 // and the Node that wires storage, the metastore, the transport and the
 // actors together, and answers the client API (actors/api) and the NATS
-// admin verbs (admin.go) in domain terms.
+// admin verbs (actors/admin) in domain terms.
 //
 // Where to start: node.go (Node, what runs and in which order), then
 // actors/route (where a partition lives, and how a request reaches it, here
@@ -9,8 +9,11 @@
 // partition's log, and its supervisor; its handoff freeze is decided by
 // actors/freeze), actors/dispatch (ingress WAL to partition commits),
 // actors/mover (moves onto this node, decided by actors/move; moverdeps.go
-// wires it), and the Node's domain methods:
-// produce.go, consume.go, topics.go, moves.go, members.go, decommission.go.
+// wires it), and the Node's domain methods, most of them promoted from
+// the subsystems it embeds: actors/produce, actors/consume, actors/topics,
+// actors/auth (users); the cluster operations are packages of their own,
+// built and adapted in operations.go; a node gets into its cluster through
+// actors/startup.
 // Each actor sees the metastore through the small interfaces of roles.go,
 // so it can be run against a fake (partitions_test.go); the packages
 // split out of this one declare their own.

@@ -1,11 +1,9 @@
 package actors
 
 import (
-	"errors"
-
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/partition"
-	"github.com/naradmq/narad/cluster/metastore"
 )
 
 // Sentinel errors of the node. Those a client can see are package api's
@@ -36,26 +34,8 @@ var (
 func invalid(reason string) error { return api.Invalid(reason) }
 
 // invalidBy is an ErrInvalid whose reason is err's text.
-func invalidBy(err error) error { return &api.InvalidArgument{Reason: err.Error(), Err: err} }
+func invalidBy(err error) error { return errs.InvalidBy(err) }
 
 // fromMetastore names a metastore refusal with the node's sentinel,
-// keeping its text: an invalid argument's is what the client reads.
-func fromMetastore(err error) error {
-	switch {
-	case errors.Is(err, metastore.ErrExists):
-		return kindOf{ErrConflict, err}
-	case errors.Is(err, metastore.ErrNotFound):
-		return kindOf{ErrNotFound, err}
-	case errors.Is(err, metastore.ErrInvalid):
-		return invalidBy(err)
-	case errors.Is(err, metastore.ErrUnavailable):
-		return kindOf{ErrUnavailable, err}
-	}
-	return err
-}
-
-// kindOf is err, also matching the sentinel kind, with err's text.
-type kindOf struct{ kind, err error }
-
-func (k kindOf) Error() string   { return k.err.Error() }
-func (k kindOf) Unwrap() []error { return []error{k.kind, k.err} }
+// keeping its text (errs.FromMetastore).
+func fromMetastore(err error) error { return errs.FromMetastore(err) }

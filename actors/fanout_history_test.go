@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/actors/mover"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/messages"
 )
@@ -421,7 +422,7 @@ func (r *fanoutRun) produce(p int) {
 		}
 		id := fmt.Sprintf("%s/p%d-%05d", r.parent, p, i)
 		key := fmt.Sprintf("k%d", (p*7919+i*31)%97)
-		rec := fanoutProduce{Key: []byte(key), Body: history.MakeBody(id, 48), Sent: time.Now(), Partition: partitionForKey(key, r.parts)}
+		rec := fanoutProduce{Key: []byte(key), Body: history.MakeBody(id, 48), Sent: time.Now(), Partition: produce.PartitionForKey(key, r.parts)}
 		r.mu.Lock()
 		r.produced[id] = rec
 		r.mu.Unlock()

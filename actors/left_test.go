@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
@@ -85,7 +86,7 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 	if got := n4.Store().ReplicaID(); got != 4 {
 		t.Fatalf("n4's replica id: got %d, want 4 (above the initial 1-3)", got)
 	}
-	if got, ok, err := readReplicaID(dir4); got != 4 || !ok || err != nil {
+	if got, ok, err := startup.ReadReplicaID(dir4); got != 4 || !ok || err != nil {
 		t.Fatalf("n4's kept replica id: got (%d, %t, %v), want 4", got, ok, err)
 	}
 
@@ -211,7 +212,7 @@ func TestClusterANodeThatLeftStopsBeingANode(t *testing.T) {
 	if got, err := c.node(0).n.Store().AllocateReplicaID(ctx); err != nil || got != 6 {
 		t.Errorf("allocation after n5's restart: got (%d, %v), want 6 (the restart asked for none)", got, err)
 	}
-	if err := os.Remove(filepath.Join(dir5, replicaIDFile+".tmp")); !os.IsNotExist(err) {
+	if err := os.Remove(filepath.Join(dir5, startup.ReplicaIDFile+".tmp")); !os.IsNotExist(err) {
 		t.Errorf("temporary replica id file: got %v, want none left", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // mailboxes runs the hot actors' mailboxes (partitions, the dispatcher) on
@@ -15,6 +17,7 @@ import (
 // worker when there is one, else to a new one, so a Receive that blocks
 // never holds another mailbox back; a worker idle for mailboxIdle ends.
 type mailboxes struct {
+	clock      clock.Clock // times a worker's idle wait
 	throughput int
 	idle       time.Duration // how long a worker waits for another run
 	work       chan func()
@@ -30,9 +33,9 @@ var _ actor.Dispatcher = (*mailboxes)(nil)
 
 // newMailboxes is a pool whose runs each process up to throughput
 // messages before yielding (protoactor's default is 300), and whose
-// workers end after idle without a run.
-func newMailboxes(throughput int, idle time.Duration) *mailboxes {
-	return &mailboxes{throughput: throughput, idle: idle, work: make(chan func())}
+// workers end after idle without a run on c.
+func newMailboxes(c clock.Clock, throughput int, idle time.Duration) *mailboxes {
+	return &mailboxes{clock: clock.Or(c), throughput: throughput, idle: idle, work: make(chan func())}
 }
 
 func (m *mailboxes) Throughput() int { return m.throughput }
@@ -49,10 +52,14 @@ func (m *mailboxes) Schedule(fn func()) {
 
 func (m *mailboxes) worker(fn func()) {
 	defer m.workers.Add(-1)
-	idle := time.NewTimer(m.idle)
+	idle := clock.NewAlarm(m.clock, m.idle)
 	defer idle.Stop()
 	for {
 		fn()
+		select {
+		case <-idle.C: // rang during a long run: the wait starts now
+		default:
+		}
 		idle.Reset(m.idle)
 		select {
 		case fn = <-m.work:

@@ -7,16 +7,19 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/debugfaults"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/actors/sweeper"
-	"github.com/naradmq/narad/storage"
 )
 
 // Metrics are registered with GetOrCreate so that several nodes in one
@@ -26,11 +29,10 @@ type nodeMetrics struct {
 	// set holds every series of this node and no other's: the node's
 	// /metrics writes it (beside the process-wide default set), so the
 	// nodes of one process (narad dev, tests) each export their own.
-	set            *metrics.Set
-	node           string
-	produceSeconds *metrics.PrometheusHistogram
-	commitSeconds  *metrics.PrometheusHistogram
-	commitRecords  *metrics.Counter
+	set           *metrics.Set
+	node          string
+	commitSeconds *metrics.PrometheusHistogram
+	commitRecords *metrics.Counter
 	// commitsExpired counts commits a partition refused unwritten because
 	// their sender had stopped waiting (Commit.NotAfter): each would have
 	// been stored twice.
@@ -56,23 +58,21 @@ type nodeMetrics struct {
 	partitionFailed  *metrics.Counter
 	httpPanics       *metrics.Counter
 	// faultsInjected counts the failures a debug fault switch made up
-	// (faults.go), by storage.FaultMode.
-	faultsInjected map[storage.FaultMode]*metrics.Counter
+	// (actors/debugfaults), by storage.FaultMode.
+	faultsInjected debugfaults.Injected
 	// noticesLost counts commit notices not sent or not understood
 	// (actors/hints): each one may delay a peer's long poll until its rescan.
 	noticesLost *metrics.Counter
-	// readyFromPeer counts starts whose replica was found caught up by a
-	// peer's applied indexes before its own ready reads (peerstart.go).
-	readyFromPeer *metrics.Counter
-	// registeredThroughPeer counts starts whose registration a peer
-	// proposed (peerstart.go).
-	registeredThroughPeer *metrics.Counter
-	// leasedHere and leasedThere count queue-mode consumes this node
-	// answered with a record of a partition it owns, or of a peer's (one
-	// NATS round trip more, and so its ack): how well consumes stay local.
-	leasedHere, leasedThere *metrics.Counter
-	beatsWithheld           *metrics.Counter
-	placed                  *metrics.Counter
+	// startup is a start's series (actors/startup): caught up, and
+	// registered, through a peer.
+	startup startup.Metrics
+	// produce and consume are the data path's series (actors/produce,
+	// actors/consume), registered with the node's so that a scrape shows
+	// them from the start.
+	produce       produce.Metrics
+	consume       consume.Metrics
+	beatsWithheld *metrics.Counter
+	placed        *metrics.Counter
 	// createGroups and createsGrouped: the topic creates committed and the
 	// groups they went in (their ratio is the mean group size).
 	createGroups   *metrics.Counter
@@ -157,52 +157,50 @@ func newNodeMetrics(node string) *nodeMetrics {
 	name := func(base string) string { return fmt.Sprintf(`%s{node=%q}`, base, node) }
 	set := metrics.NewSet()
 	m := &nodeMetrics{
-		set:                   set,
-		node:                  node,
-		produceSeconds:        set.GetOrCreatePrometheusHistogram(name("narad_produce_seconds")),
-		commitSeconds:         set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
-		commitRecords:         set.GetOrCreateCounter(name("narad_commit_records_total")),
-		commitsExpired:        set.GetOrCreateCounter(name("narad_commits_expired_total")),
-		commitFailures:        set.GetOrCreateCounter(name("narad_commit_failures_total")),
-		consumed:              set.GetOrCreateCounter(name("narad_consume_total")),
-		acked:                 set.GetOrCreateCounter(name("narad_ack_total")),
-		acksRepeated:          set.GetOrCreateCounter(name("narad_acks_repeated_total")),
-		leasesRestored:        set.GetOrCreateCounter(name("narad_leases_restored_total")),
-		commitsAlreadyIn:      set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
-		nacked:                set.GetOrCreateCounter(name("narad_nack_total")),
-		extended:              set.GetOrCreateCounter(name("narad_extend_total")),
-		redelivered:           set.GetOrCreateCounter(name("narad_redeliveries_total")),
-		corruptSkipped:        set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
-		actorRestarts:         set.GetOrCreateCounter(name("narad_actor_restarts_total")),
-		partitionFailed:       set.GetOrCreateCounter(name("narad_partitions_failed_total")),
-		httpPanics:            set.GetOrCreateCounter(name("narad_http_panics_total")),
-		noticesLost:           set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
-		readyFromPeer:         set.GetOrCreateCounter(name("narad_ready_from_peer_total")),
-		registeredThroughPeer: set.GetOrCreateCounter(name("narad_registered_through_peer_total")),
-		leasedHere:            set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
-		leasedThere:           set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
-		beatsWithheld:         set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
-		placed:                set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
-		createGroups:          set.GetOrCreateCounter(name("narad_controller_create_groups_total")),
-		createsGrouped:        set.GetOrCreateCounter(name("narad_controller_creates_total")),
-		promoted:              set.GetOrCreateCounter(name("narad_controller_promotions_total")),
-		commitsTooLarge:       set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
-		fanoutCopied:          set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
-		fanoutFailures:        set.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
-		fanoutSkipped:         set.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
-		fanoutPanics:          set.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
-		movesInFlight:         set.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
-		movesDone:             set.GetOrCreateCounter(name("narad_moves_done_total")),
-		partitionsFrozen:      set.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
-		movesHeld:             set.GetOrCreateGauge(name("narad_moves_held"), nil),
-		moveBytes:             set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
-		nonConverged:          set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
-		moveSeconds:           set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
-		moveGroups:            set.GetOrCreateCounter(name("narad_move_groups_total")),
-		moveGroupItems:        set.GetOrCreateCounter(name("narad_move_group_requests_total")),
-		commitGroups:          set.GetOrCreateCounter(name("narad_commit_groups_total")),
-		commitGroupItems:      set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
-		freezeSeconds:         set.GetOrCreatePrometheusHistogramExt(name("narad_move_freeze_seconds"), moveStepBuckets),
+		set:              set,
+		node:             node,
+		commitSeconds:    set.GetOrCreatePrometheusHistogram(name("narad_commit_seconds")),
+		commitRecords:    set.GetOrCreateCounter(name("narad_commit_records_total")),
+		commitsExpired:   set.GetOrCreateCounter(name("narad_commits_expired_total")),
+		commitFailures:   set.GetOrCreateCounter(name("narad_commit_failures_total")),
+		consumed:         set.GetOrCreateCounter(name("narad_consume_total")),
+		acked:            set.GetOrCreateCounter(name("narad_ack_total")),
+		acksRepeated:     set.GetOrCreateCounter(name("narad_acks_repeated_total")),
+		leasesRestored:   set.GetOrCreateCounter(name("narad_leases_restored_total")),
+		commitsAlreadyIn: set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
+		nacked:           set.GetOrCreateCounter(name("narad_nack_total")),
+		extended:         set.GetOrCreateCounter(name("narad_extend_total")),
+		redelivered:      set.GetOrCreateCounter(name("narad_redeliveries_total")),
+		corruptSkipped:   set.GetOrCreateCounter(name("narad_corrupt_records_skipped_total")),
+		actorRestarts:    set.GetOrCreateCounter(name("narad_actor_restarts_total")),
+		partitionFailed:  set.GetOrCreateCounter(name("narad_partitions_failed_total")),
+		httpPanics:       set.GetOrCreateCounter(name("narad_http_panics_total")),
+		noticesLost:      set.GetOrCreateCounter(name("narad_commit_notices_lost_total")),
+		startup:          startup.NewMetrics(set, node),
+		produce:          produce.NewMetrics(set, node),
+		consume:          consume.NewMetrics(set, node),
+		beatsWithheld:    set.GetOrCreateCounter(name("narad_heartbeats_withheld_total")),
+		placed:           set.GetOrCreateCounter(name("narad_controller_placed_partitions_total")),
+		createGroups:     set.GetOrCreateCounter(name("narad_controller_create_groups_total")),
+		createsGrouped:   set.GetOrCreateCounter(name("narad_controller_creates_total")),
+		promoted:         set.GetOrCreateCounter(name("narad_controller_promotions_total")),
+		commitsTooLarge:  set.GetOrCreateCounter(name("narad_dispatcher_commits_too_large_total")),
+		fanoutCopied:     set.GetOrCreateCounter(name("narad_fanout_copied_records_total")),
+		fanoutFailures:   set.GetOrCreateCounter(name("narad_fanout_copy_failures_total")),
+		fanoutSkipped:    set.GetOrCreateCounter(name("narad_fanout_records_lost_to_retention_total")),
+		fanoutPanics:     set.GetOrCreateCounter(name("narad_fanout_actor_panics_total")),
+		movesInFlight:    set.GetOrCreateGauge(name("narad_moves_in_flight"), nil),
+		movesDone:        set.GetOrCreateCounter(name("narad_moves_done_total")),
+		partitionsFrozen: set.GetOrCreateGauge(name("narad_partitions_frozen"), nil),
+		movesHeld:        set.GetOrCreateGauge(name("narad_moves_held"), nil),
+		moveBytes:        set.GetOrCreateCounter(name("narad_move_bytes_copied_total")),
+		nonConverged:     set.GetOrCreateCounter(name("narad_move_nonconverged_cutovers_total")),
+		moveSeconds:      set.GetOrCreatePrometheusHistogram(name("narad_move_seconds")),
+		moveGroups:       set.GetOrCreateCounter(name("narad_move_groups_total")),
+		moveGroupItems:   set.GetOrCreateCounter(name("narad_move_group_requests_total")),
+		commitGroups:     set.GetOrCreateCounter(name("narad_commit_groups_total")),
+		commitGroupItems: set.GetOrCreateCounter(name("narad_commit_group_commits_total")),
+		freezeSeconds:    set.GetOrCreatePrometheusHistogramExt(name("narad_move_freeze_seconds"), moveStepBuckets),
 		// Passes per move: 1 to the seed's bound of 20 catch-up passes.
 		movePasses: set.GetOrCreatePrometheusHistogramExt(name("narad_move_passes"), []float64{1, 2, 3, 5, 8, 13, 20}),
 		lastFreeze: set.GetOrCreateGauge(name("narad_move_last_freeze_seconds"), nil),
@@ -223,10 +221,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 	for ph := range m.phaseSeconds {
 		m.phaseSeconds[ph] = set.GetOrCreatePrometheusHistogramExt(fmt.Sprintf(`narad_move_phase_seconds{node=%q,phase=%q}`, node, move.Phase(ph)), moveStepBuckets)
 	}
-	m.faultsInjected = map[storage.FaultMode]*metrics.Counter{}
-	for _, mode := range []storage.FaultMode{storage.FaultFsync, storage.FaultWrite} {
-		m.faultsInjected[mode] = set.GetOrCreateCounter(fmt.Sprintf(`narad_faults_injected_total{node=%q,kind=%q}`, node, mode))
-	}
+	m.faultsInjected = debugfaults.NewInjected(set, node)
 	return m
 }
 

@@ -18,15 +18,23 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/clusterview"
+	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
+	"github.com/naradmq/narad/actors/debugfaults"
+	"github.com/naradmq/narad/actors/decommission"
+	"github.com/naradmq/narad/actors/departure"
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/hints"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
-	"github.com/naradmq/narad/actors/schema"
+	"github.com/naradmq/narad/actors/startup"
 	"github.com/naradmq/narad/actors/sweeper"
+	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
@@ -39,6 +47,12 @@ import (
 // down in reverse, after the dispatcher committed what the WAL holds.
 type Node struct {
 	deps
+	// The subsystems whose methods are the node's own (api.Node): each is
+	// built once what it needs exists, in Start.
+	auth.Accounts
+	topics.Catalog
+	*consume.Leases
+	*produce.Intake
 	store      *metastore.Store
 	wal        *storage.WAL
 	system     *actor.ActorSystem
@@ -48,7 +62,7 @@ type Node struct {
 	controller *actor.PID
 	mover      *actor.PID
 	sweeper    *actor.PID
-	// writes is the node's verdict on its disk (diskfull.go).
+	// writes is the node's verdict on its disk (actors/diskhealth).
 	writes    writeHealth
 	raftAddr  string
 	creds     *auth.Credentials    // verified passwords (actors/auth)
@@ -61,11 +75,17 @@ type Node struct {
 	// they are waiting on; loops lets Stop wait until they have ended.
 	stopLoops context.CancelFunc
 	loops     sync.WaitGroup
-	schemas   schema.Cache
 
 	ready    atomic.Bool
 	stopping atomic.Bool
-	leaving  atomic.Bool // handing off before a stop (rule B8)
+	// The cluster operations (operations.go): the hand-off before a stop
+	// (HandOff, Leaving), the cluster-wide listings and verbs (Members,
+	// Moves, AbortMove, the quarantine's), the decommission verbs and
+	// drain service, and the way to the controller on the metadata leader.
+	*departure.Leaver
+	*clusterview.View
+	drain *decommission.Drain
+	ctl   *controller.Client
 	// quarantine is the inventory of the copies set aside, taken at start
 	// and handed to the sweeper, whose alone it is from then on.
 	quarantine *sweeper.Book
@@ -73,11 +93,6 @@ type Node struct {
 	// (actors/mover); the node closes them once the runner stopped.
 	flips    *mover.FlipBatcher
 	installs *mover.InstallBatcher
-	keySeq   atomic.Uint64 // suffix of generated keys
-	rotor    atomic.Uint64 // rotating start of queue-mode scans
-	// rotations counts queue-mode consumes apart from rotor, which picks
-	// the start: one in ConsumeRotateEvery asks in plain rotation.
-	rotations atomic.Uint64
 	// producing counts the admitted Produce calls not yet returned (rule D6).
 	producing atomic.Int64
 	// left is closed once this node is no longer a member (leave); leftWhy
@@ -86,7 +101,7 @@ type Node struct {
 	leftOnce sync.Once
 	leftWhy  atomic.Pointer[string]
 	// faults are the /debug/faults switches (Config.DebugFaults), else nil.
-	faults *debugFaults
+	faults *debugfaults.Switches
 }
 
 // Start opens the node's storage and metastore, starts serving HTTP (health
@@ -106,16 +121,17 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	log = log.With("node", cfg.NodeID)
-	phases := newStartPhases()
+	phases := newStartPhases(cfg.steadyOrWall())
 	nm := newNodeMetrics(cfg.NodeID)
 	nm.buildInfo(cfg.Version)
-	var faults *debugFaults
+	var faults *debugfaults.Switches
 	if cfg.DebugFaults {
-		faults = newDebugFaults(cfg.clockOrWall(), log, nm.faultsInjected)
-		cfg = faults.withFaults(cfg)
+		faults = debugfaults.New(cfg.clockOrWall(), log, nm.faultsInjected)
+		cfg = withFaults(cfg, faults)
 		log.Warn("fault injection enabled (--debug-faults): /debug/faults fails this node's disk writes or fsyncs and steps its clock on an admin's word; never run this in production")
 	}
-	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(), guards: storage.NewGuards(), running: &partition.Running{}},
+	cfg = cfg.withClocks()
+	n := &Node{deps: deps{cfg: cfg, log: log, metrics: nm, notifier: hints.NewNotifier(cfg.steadyOrWall()), guards: storage.NewGuards(), running: &partition.Running{}},
 		serveDone: make(chan error, 1), left: make(chan struct{}), faults: faults}
 	var err error
 	if n.files, err = storage.NewFiles(cfg.Log.MaxOpenSegmentFiles); err != nil {
@@ -124,6 +140,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if n.wal, err = storage.OpenWAL(filepath.Join(cfg.DataDir, "wal"), cfg.WAL); err != nil {
 		return nil, fmt.Errorf("open ingress WAL: %w", err)
 	}
+	n.writes = newWriteHealth(cfg, n.wal, log)
 	if !cfg.SyncLane.Disabled {
 		// Before any partition opens; closeStores closes it after they closed.
 		if n.lane, err = storage.OpenSyncLane(cfg.DataDir, cfg.SyncLane); err != nil {
@@ -134,37 +151,42 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	// Rule S7: before anything serves, topic directories without a
 	// marker go; rule S8: then every copy set aside is listed.
 	sweeper.SweepOrphansAtStart(log, cfg.DataDir)
-	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.DataDir, n.metrics.sweeperMetrics())
+	n.quarantine = sweeper.TakeQuarantineAtStart(log, cfg.steadyOrWall(), cfg.DataDir, n.metrics.sweeperMetrics())
 	phases.mark("storage")
 	n.raftAddr, n.joined = mcfg.RaftAddr, mcfg.Join
-	var idFrom replicaSource
+	var idFrom startup.Source
 	if mcfg.Join {
-		if mcfg.ReplicaID, idFrom, err = n.joinerReplicaID(ctx, mcfg.ReplicaID); err != nil {
+		if mcfg.ReplicaID, idFrom, err = n.joiner().ReplicaID(ctx, mcfg.ReplicaID); err != nil {
 			n.closeEarly()
 			return nil, err
 		}
-	} else if err := keepFoundingReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+	} else if err := startup.KeepFoundingReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
 		n.closeEarly()
 		return nil, err
 	}
 	if mcfg.Metrics == nil {
 		mcfg.Metrics = n.metrics.set
 	}
+	if mcfg.Clock == nil {
+		mcfg.Clock = cfg.steadyOrWall()
+	}
 	if n.store, err = metastore.Open(mcfg, log); err != nil {
 		n.closeEarly()
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
 	phases.mark("metastore_open")
+	n.wireHandOff()
 	if n.listener, err = listenHTTP(cfg); err != nil {
 		n.closeStores()
 		return nil, err
 	}
 	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
+	n.Accounts = auth.NewAccounts(auth.AccountsDeps{Config: cfg.accounts(), Store: n.store, Creds: n.creds, Log: log, Clock: cfg.steadyOrWall()})
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
-		Now: cfg.clockOrWall().Now, MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
+		Clock: cfg.clockOrWall(), Steady: cfg.steadyOrWall(), MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
 	if faults != nil {
-		opts.Faults = faults // only then: a nil *debugFaults is no nil api.Faults
+		opts.Faults = faults // only then: a nil *debugfaults.Switches is no nil api.Faults
 	}
 	handler := api.Handler(n, opts)
 	n.server = httpServer(cfg, handler, log)
@@ -180,19 +202,19 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	if mcfg.Join {
 		// A joining node's replicas wait until a member adds them: ask for
 		// that over NATS, then catch up like any node.
-		if err := n.requestJoin(ctx, idFrom); err != nil {
+		if err := n.joiner().Request(ctx, idFrom); err != nil {
 			n.abortStart()
 			return nil, err
 		}
-		if idFrom == fromFlag {
+		if idFrom == startup.FromFlag {
 			// Admitted: later starts need no flag.
-			if err := writeReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
+			if err := startup.WriteReplicaID(cfg.DataDir, mcfg.ReplicaID); err != nil {
 				n.abortStart()
 				return nil, err
 			}
 		}
 	}
-	if err := n.waitReady(ctx); err != nil {
+	if err := n.peers().WaitReady(ctx); err != nil {
 		n.abortStart()
 		return nil, err
 	}
@@ -224,20 +246,21 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 
 // startPhases times Start's steps for the "node ready" line, so that a
 // slow restart is read off the log rather than guessed at. It measures on
-// the wall clock: it only reports.
+// the steady clock: it only reports.
 type startPhases struct {
+	clock       clock.Clock
 	began, last time.Time
 	took        []any // phase name, milliseconds, ...
 }
 
-func newStartPhases() *startPhases {
-	now := time.Now()
-	return &startPhases{began: now, last: now}
+func newStartPhases(c clock.Clock) *startPhases {
+	now := c.Now()
+	return &startPhases{clock: c, began: now, last: now}
 }
 
 // mark ends the phase named phase.
 func (p *startPhases) mark(phase string) {
-	now := time.Now()
+	now := p.clock.Now()
 	p.took = append(p.took, phase+"_ms", now.Sub(p.last).Milliseconds())
 	p.last = now
 }
@@ -256,73 +279,20 @@ func (n *Node) closeEarly() {
 	n.closeLane()
 }
 
-// waitReady waits until the metastore replica caught up. A replica that
-// applies its own removal meanwhile (the data dir of a node that left,
-// started again) never will: that is said at once.
-func (n *Node) waitReady(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-n.store.Removed():
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	err := n.waitCaughtUp(wctx)
-	select {
-	case <-n.store.Removed():
-		return fmt.Errorf("the metastore removed replica id %d: this data dir belongs to a node that left the cluster; start with an empty data dir (and without --replica-id) to join again: %w",
-			n.store.ReplicaID(), ErrInvalid)
-	default:
-	}
-	if err != nil {
-		return fmt.Errorf("metastore not ready: %w", err)
-	}
-	return nil
-}
-
-// waitCaughtUp waits for the replica's own ready reads (Store.WaitReady)
-// and, beside them, for a ready peer's applied indexes (readyFromPeers):
-// the first to finish makes the replica caught up. Only the replica's own
-// wait can fail the start; both have ended when it returns.
-func (n *Node) waitCaughtUp(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	own, peers := make(chan error, 1), make(chan error, 1)
-	go func() { own <- n.store.WaitReady(ctx) }()
-	go func() { peers <- n.readyFromPeers(ctx) }()
-	var err error
-	select {
-	case err = <-own:
-		cancel()
-		<-peers
-	case perr := <-peers:
-		if perr == nil {
-			n.metrics.readyFromPeer.Inc()
-			cancel()
-			<-own
-			return nil
-		}
-		err = <-own
-	}
-	return err
-}
-
 // startActors spawns the actor tree and starts the node's loops; a spawn
 // that fails is returned, and abortStart shuts down what did start.
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout)}
+	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall()}
 	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
-		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
+		backoff: n.cfg.PartitionRestartBackoff, log: n.log, clock: n.cfg.steadyOrWall(), restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
 	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
-		backoff: n.cfg.Mover.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
+		backoff: n.cfg.Mover.WorkerRestartBackoff, log: n.log, clock: n.cfg.steadyOrWall(), restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
-		if n.writes.full.Load() {
+		if n.writes.Full() {
 			return 1
 		}
 		return 0
@@ -335,7 +305,7 @@ func (n *Node) startActors() error {
 	d := n.deps
 	pd := partitionDeps(d, newFanoutDeps(n.cfg, n.log, n.metrics, n.route), partition.NewFigures(n.metrics.set, n.metrics.node))
 	pd.Opens = make(chan struct{}, n.cfg.MaxParallelPartitionOpens)
-	mb := newMailboxes(300, mailboxIdle)
+	mb := newMailboxes(n.cfg.steadyOrWall(), 300, mailboxIdle)
 	pd.Mailboxes = mb
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return partition.NewSupervisor(pd, n.store, owned)
@@ -367,18 +337,31 @@ func (n *Node) startActors() error {
 	}
 	cd := controller.Deps{Config: n.cfg.Controller, Membership: n.cfg.Membership, Timeout: n.cfg.ControllerTimeout,
 		RequestTimeout: n.cfg.RequestTimeout, MaxInFlightMoves: n.cfg.MaxInFlightMoves, Logger: n.log, Store: n.store,
-		NATS: n.nats, Metrics: n.metrics.controllerMetrics()}
+		NATS: n.nats, Metrics: n.metrics.controllerMetrics(), Clock: n.cfg.steadyOrWall()}
 	n.controller, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return controller.New(cd)
 	}), controller.Name)
 	if err != nil {
 		return fmt.Errorf("spawn controller: %w", err)
 	}
+	n.Catalog = topics.New(topics.Deps{Config: n.cfg.topics(), Store: n.store, Owners: n.route,
+		AskController: n.askController, Reconcile: n.reconcile, Log: n.log, Clock: n.cfg.steadyOrWall()})
+	var admitted func(string, []byte)
+	if f := n.cfg.faults; f != nil {
+		admitted = f.produceAdmitted
+	}
+	n.Intake = produce.New(produce.Deps{Config: n.cfg.produce(), Store: n.store, Owners: n.route, Backlog: n.wal,
+		Append: n.appendWAL, AppendMany: n.appendWALMany, WriteOK: func() { n.writes.succeeded(n.log) },
+		WriteFailed: func(err error) { n.writes.failed(err, n.log) }, Draining: n.draining, Stopping: &n.stopping,
+		Producing: &n.producing, Root: n.system.Root, Dispatcher: n.dispatcher, Admitted: admitted,
+		Metrics: n.metrics.produce, Log: n.log, Clock: n.cfg.steadyOrWall()})
+	n.Leases = consume.New(consume.Deps{Config: n.cfg.consume(), Store: n.store, Owners: n.route, Notifier: n.notifier,
+		Metrics: n.metrics.consume, Clock: n.cfg.steadyOrWall()})
 	loops, stop := context.WithCancel(context.Background())
 	n.stopLoops = stop
-	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
+	root, parts, every, steady := n.system.Root, n.partitions, n.cfg.RetentionInterval, n.cfg.steadyOrWall()
 	n.loops.Go(func() {
-		t := time.NewTicker(every)
+		t := clock.NewTicker(steady, every)
 		defer t.Stop()
 		for {
 			select {
@@ -395,10 +378,11 @@ func (n *Node) startActors() error {
 		})
 	}
 	n.loops.Go(func() { n.heartbeat(loops) })
-	n.loops.Go(func() { n.probeWrites(loops) })
+	n.loops.Go(func() { n.writes.Probe(loops) })
 	if n.cfg.SecurityEnabled {
-		n.loops.Go(func() { n.seedAdmin(loops) })
+		n.loops.Go(func() { n.SeedAdmin(loops) })
 	}
+	n.wireOperations()
 	n.loops.Go(func() {
 		select {
 		case <-n.store.Removed():
@@ -423,51 +407,20 @@ func (n *Node) serveNATS() error {
 			n.metrics.noticesLost.Inc()
 		}
 	}
-	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
-	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.serveController(), n.serveDrain(), n.serveMoves(), n.serveApplied(), n.serveRegister(), n.serveAdmin(n.nats)); err != nil {
+	interest := func(string, []byte) { n.notifier.HeardInterest(n.cfg.steadyOrWall().Now()) }
+	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.ctl.Serve(), n.drain.Serve(n.nats), n.ServeMoves(), n.peers().Serve(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
 	return nil
 }
 
-// register records this node as a member. A re-registration after a
-// restart keeps the drain flag (rule D1) and reads alive again.
+// register records this node as a member (startup.Peers.Register).
 func (n *Node) register(ctx context.Context) error {
 	role := messages.RoleVoter
 	if n.joined {
 		role = messages.RoleNonVoter
 	}
-	m := messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role}
-	// A peer's refusal is not final: the proposal of its own below says
-	// what is wrong, or outlasts what was in the way.
-	before, found := n.store.Member(n.cfg.NodeID)
-	if rec, err := n.registerThroughPeer(ctx, m); err == nil {
-		n.metrics.registeredThroughPeer.Inc()
-		if !registrationChanges(before, found, m) {
-			return nil
-		}
-		if err := n.waitMetaApplied(ctx, rec.Registered); err != nil {
-			return fmt.Errorf("register member %s: apply its registration: %w", n.cfg.NodeID, err)
-		}
-		return nil
-	}
-	for {
-		_, err := n.store.PutMember(ctx, m)
-		if err == nil {
-			return nil
-		}
-		// A proposal that timed out (a busy or electing shard) may be
-		// repeated: a registration is idempotent. The caller's ctx bounds it.
-		if !errors.Is(err, metastore.ErrUnavailable) || ctx.Err() != nil {
-			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
-		}
-		n.log.Warn("register member: retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("register member %s: %w", n.cfg.NodeID, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return n.peers().Register(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role})
 }
 
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval
@@ -485,7 +438,8 @@ func (n *Node) register(ctx context.Context) error {
 // other voters, at most once per DeadTimeout: if NATS is down for every
 // node, leadership moves that slowly instead of churning.
 func (n *Node) heartbeat(ctx context.Context) {
-	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
+	steady := n.cfg.steadyOrWall()
+	t := clock.NewTicker(steady, n.cfg.Membership.HeartbeatInterval)
 	defer t.Stop()
 	var silentSince time.Time // zero while the bus answers
 	for {
@@ -499,7 +453,7 @@ func (n *Node) heartbeat(ctx context.Context) {
 		beat, cancel := context.WithTimeout(ctx, n.cfg.Membership.HeartbeatInterval)
 		if err := n.pingBus(beat); err != nil {
 			cancel()
-			now := time.Now()
+			now := steady.Now()
 			if silentSince.IsZero() {
 				n.log.Warn("heartbeat withheld: NATS does not answer this node", "err", err)
 				silentSince = now
@@ -639,9 +593,6 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 // Stopping is true once Stop began.
 func (n *Node) Stopping() bool { return n.stopping.Load() }
 
-// Leaving is true while HandOff runs.
-func (n *Node) Leaving() bool { return n.leaving.Load() }
-
 // request sends a message to an actor and waits for its answer.
 func (n *Node) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
 	return route.Request(ctx, n.system.Root, pid, msg, n.cfg.RequestTimeout)
@@ -707,7 +658,7 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 func (n *Node) waitDrained(ctx context.Context) error {
-	t := time.NewTicker(20 * time.Millisecond)
+	t := clock.NewTicker(n.cfg.steadyOrWall(), 20*time.Millisecond)
 	defer t.Stop()
 	for {
 		if held, _ := n.wal.Backlog(); held == 0 {
@@ -795,4 +746,11 @@ const (
 func httpServer(cfg Config, handler http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: handler, ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// reconcile has the partitions supervisor start and stop this node's
+// partition actors as the replica now places them.
+func (n *Node) reconcile(ctx context.Context) error {
+	_, err := n.request(ctx, n.partitions, partition.Reconcile{})
+	return err
 }

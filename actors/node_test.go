@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
@@ -25,7 +26,7 @@ func TestProducedRecordIsConsumedAckedAndNotRedelivered(t *testing.T) {
 	if string(m.Payload) != `{"id":1}` || m.Key != "k1" || m.Offset != 0 || m.ReceiptHandle == "" {
 		t.Fatalf("message: got %+v, want payload {\"id\":1} key k1 offset 0 with a handle", m)
 	}
-	if want := partitionForKey("k1", 3); m.Partition != want {
+	if want := produce.PartitionForKey("k1", 3); m.Partition != want {
 		t.Fatalf("partition: got %d, want FNV-1a of the key mod 3 = %d", m.Partition, want)
 	}
 	tn.must(http.StatusNoContent, "POST", "/v1/topics/orders/ack?receipt_handle="+url.QueryEscape(m.ReceiptHandle), nil)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 )
 
@@ -22,7 +23,7 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 	pd := partition.Deps{Config: cfg.Partition, NodeID: cfg.NodeID, DataDir: cfg.DataDir, LogConfig: cfg.Log,
 		Consumer: cfg.Consumer, RequestTimeout: cfg.RequestTimeout, MoveTick: cfg.MoveTick, MoveChunkBytes: cfg.MoveChunkBytes,
 		FreezeTTL: cfg.Move.FreezeTTL, ConfirmRetry: cfg.Move.RetryAfter, FreezeHoldFor: cfg.freezeHold(),
-		Logger: d.log, Clock: cfg.clockOrWall(), Pacer: d.pacer.pidOrNil(), Lane: d.lane, Files: d.files,
+		Logger: d.log, Clock: cfg.clockOrWall(), Steady: cfg.steadyOrWall(), Pacer: d.pacer.pidOrNil(), Lane: d.lane, Files: d.files,
 		Guards: d.guards, Running: d.running, Fanout: fd, Figures: figures}
 	if d.metrics != nil {
 		pd.Metrics = d.metrics.partitionMetrics()
@@ -40,7 +41,7 @@ func partitionDeps(d deps, fd fanout.Deps, figures *partition.Figures) partition
 // node (its lag gauges sum every partition's share), r its router.
 func newFanoutDeps(cfg Config, log *slog.Logger, m *nodeMetrics, r *route.Router) fanout.Deps {
 	d := fanout.Deps{Config: cfg.Fanout, RequestTimeout: cfg.RequestTimeout, Logger: log, Route: r,
-		PartitionOf: partitionForKey, Metrics: m.fanoutMetrics()}
+		PartitionOf: produce.PartitionForKey, Metrics: m.fanoutMetrics(), Clock: cfg.steadyOrWall()}
 	if cfg.faults != nil {
 		d.Knobs = cfg.faults.fanout
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // restartStrategy restarts a failed child after a back-off that grows with
@@ -19,6 +21,8 @@ type restartStrategy struct {
 	window      time.Duration
 	backoff     time.Duration
 	log         *slog.Logger
+	// clock times the back-off (nil: the wall clock).
+	clock clock.Clock
 	// restarts counts the restarts, stopped the children given up on.
 	restarts, stopped *metrics.Counter
 }
@@ -38,5 +42,5 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	delay := time.Duration(n) * s.backoff
 	s.log.Error("actor failed; restarting", "actor", child.Id, "failures", n, "after", delay, "reason", fmt.Sprint(reason), "message", fmt.Sprintf("%T", message))
 	s.restarts.Inc()
-	time.AfterFunc(delay, func() { sup.RestartChildren(child) })
+	clock.Or(s.clock).AfterFunc(delay, func() { sup.RestartChildren(child) })
 }

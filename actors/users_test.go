@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/auth"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -156,14 +157,14 @@ func TestSecuredNodeOwnersAndGrants(t *testing.T) {
 func TestAdminSeedIsIdempotentAcrossRestarts(t *testing.T) {
 	tn := newTestNode(t, secured("first"))
 	tn.waitForAdmin("first")
-	before, _ := tn.n.store.User(adminUser)
+	before, _ := tn.n.store.User(auth.AdminUser)
 	tn.cfg.AdminPassword = "second"
 	tn.restart()
 	tn.waitForAdmin("first")
 	if code, _ := tn.as("admin", "second", "GET", "/v1/users", ""); code != http.StatusUnauthorized {
 		t.Fatalf("admin with the second password after a restart: got %d, want 401", code)
 	}
-	after, _ := tn.n.store.User(adminUser)
+	after, _ := tn.n.store.User(auth.AdminUser)
 	if after.PasswordHash != before.PasswordHash || after.CreatedAtMs != before.CreatedAtMs || len(tn.n.store.Users()) != 1 {
 		t.Fatalf("admin after a restart: got %+v (%d users), want %+v alone", after, len(tn.n.store.Users()), before)
 	}

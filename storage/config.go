@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/naradmq/narad/actors/clock"
+)
 
 // LogConfig bounds one partition log. Every field has its unit in its name.
 type LogConfig struct {
@@ -45,6 +49,12 @@ type LogConfig struct {
 	// Faults, when not nil, fails the log's writes or fsyncs on purpose
 	// (a fault-injection run); a node hands every log the same switch.
 	Faults *Faults
+	// Clock is what a log's record and segment times are read from: the
+	// log's functions are handed now, and everyone who hands it (the
+	// partition actor, the sweep, a move's install) reads this clock, so
+	// that they agree. The node gives it its steady clock (actors/clock):
+	// clients compare these times with their own. Nil is the wall clock.
+	Clock clock.Clock
 	// FS is the file system of the log's segments; nil is the OS's. A
 	// crash test hands one that forgets what was not synced (fs.go).
 	FS FS

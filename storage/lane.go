@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // SyncLaneConfig bounds a node's SyncLane. Every field has its unit in its name.
@@ -47,6 +49,8 @@ type SyncLaneConfig struct {
 	// MaxBatchRequests bounds the requests one sync answers: a per-file
 	// round's length, and so the wait of the request at its end.
 	MaxBatchRequests int
+	// Clock times MaxWait; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // DefaultSyncLaneConfig is the lane a node runs unless told otherwise.
@@ -88,7 +92,8 @@ func (c SyncLaneConfig) Validate() error {
 // started after it was queued, so after the write it follows returned.
 // Safe for concurrent use; one goroutine runs the syncs and ends on Close.
 type SyncLane struct {
-	cfg SyncLaneConfig
+	cfg   SyncLaneConfig
+	clock clock.Clock // cfg.Clock, or the wall
 	// dir is held open for syncfs: the kernel reports a writeback error to
 	// each open file once, so a descriptor kept across batches sees every
 	// error since the previous batch.
@@ -165,6 +170,7 @@ func newTestSyncLane(cfg SyncLaneConfig, syncAll, syncEach func(files []*os.File
 
 func (s *SyncLane) start(cfg SyncLaneConfig) {
 	s.cfg = cfg
+	s.clock = clock.Or(cfg.Clock)
 	s.queue = make(chan *syncRequest, cfg.MaxQueuedRequests)
 	s.closing = make(chan struct{})
 	s.done = make(chan struct{})
@@ -214,7 +220,7 @@ func (s *SyncLane) Sync(ctx context.Context, l *Log) error {
 			return datasync(of)
 		}
 	}
-	r := &syncRequest{file: of, queued: time.Now(), answer: make(chan error, 1)}
+	r := &syncRequest{file: of, queued: s.clock.Now(), answer: make(chan error, 1)}
 	select {
 	case s.queue <- r:
 	case <-s.closing:
@@ -311,11 +317,11 @@ queued:
 			break queued
 		}
 	}
-	wait := s.cfg.MaxWait - time.Since(batch[0].queued)
+	wait := s.cfg.MaxWait - clock.Since(s.clock, batch[0].queued)
 	if len(batch) >= max || wait <= 0 {
 		return batch
 	}
-	t := time.NewTimer(wait)
+	t := clock.NewAlarm(s.clock, wait)
 	defer t.Stop()
 	for len(batch) < max {
 		select {

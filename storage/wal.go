@@ -23,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // On-disk format of a WAL frame, little-endian:
@@ -140,6 +142,8 @@ type WALConfig struct {
 	// Faults, when not nil, fails the WAL's writes or fsyncs on purpose
 	// (a fault-injection run).
 	Faults *Faults
+	// Clock times PositionSaveInterval; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // DefaultWALConfig returns the configuration a node runs with unless told
@@ -419,7 +423,7 @@ func (w *WAL) savePositions() {
 		}
 		w.maint.Unlock()
 		if w.cfg.PositionSaveInterval > 0 {
-			t := time.NewTimer(w.cfg.PositionSaveInterval)
+			t := clock.NewAlarm(clock.Or(w.cfg.Clock), w.cfg.PositionSaveInterval)
 			select {
 			case <-w.quit:
 				t.Stop()

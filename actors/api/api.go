@@ -21,10 +21,10 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -37,8 +37,11 @@ type Options struct {
 	// Security turns on HTTP Basic and the permission checks of §2.1; off,
 	// every request acts as root (§2.2).
 	Security bool
-	// Now is the clock of the failed-attempt limit; nil is the wall clock.
-	Now func() time.Time
+	// Clock is the clock of the failed-attempt limit: the node clock
+	// (actors/clock). Steady stamps when a produce was received, for the
+	// latency the node measures on the same clock. Nil is the wall clock,
+	// for each.
+	Clock, Steady clock.Clock
 	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
 	// remembered (at least 1).
 	MaxAuthFailureUsers int
@@ -60,6 +63,7 @@ type Options struct {
 // handlers serve the routes of one node.
 type handlers struct {
 	node                           Node
+	steady                         clock.Clock // Options.Steady or the wall
 	maxBatchRecords, maxBatchBytes int
 }
 
@@ -70,7 +74,7 @@ func Handler(node Node, opts Options) http.Handler {
 	// HELP and TYPE lines on /metrics: process-wide, and the same for
 	// every node of a process.
 	metrics.ExposeMetadata(true)
-	h := &handlers{node: node, maxBatchRecords: cmp.Or(opts.MaxBatchRecords, DefaultMaxBatchRecords),
+	h := &handlers{node: node, steady: clock.Or(opts.Steady), maxBatchRecords: cmp.Or(opts.MaxBatchRecords, DefaultMaxBatchRecords),
 		maxBatchBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", h.healthz)
@@ -108,12 +112,8 @@ func Handler(node Node, opts Options) http.Handler {
 	}
 	var routes http.Handler = mux
 	if opts.Security {
-		now := opts.Now
-		if now == nil {
-			now = time.Now
-		}
 		// Auth runs before the mux, so an unknown path answers 401 (§1).
-		routes = authenticate(node, newAttempts(now, max(opts.MaxAuthFailureUsers, 1)), mux)
+		routes = authenticate(node, newAttempts(clock.Or(opts.Clock).Now, max(opts.MaxAuthFailureUsers, 1)), mux)
 	}
 	return countRequests(opts.NodeID, opts.Metrics, mux, recoverPanics(opts, untilReady(node, routes)))
 }

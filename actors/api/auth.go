@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -36,8 +37,9 @@ const (
 )
 
 // ErrUnauthenticated is an unknown user or a wrong password: the two are
-// answered alike (401), so a caller cannot tell which names exist.
-var ErrUnauthenticated = errors.New("unauthenticated")
+// answered alike (401), so a caller cannot tell which names exist
+// (actors/errs's, named here too).
+var ErrUnauthenticated = errs.ErrUnauthenticated
 
 // Users is user administration and authentication. The node stores users
 // and hashes passwords; the contract's rules on who may do what to whom

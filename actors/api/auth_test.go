@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -131,36 +132,18 @@ func (b *userBook) CreateTopic(_ context.Context, req messages.CreateTopicReques
 	return messages.TopicInfo{Name: req.Name, Owner: req.Owner}, nil
 }
 
-// fakeClock is the injected clock of the attempt limit.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type authRig struct {
 	t     *testing.T
 	book  *userBook
-	clock *fakeClock
+	clock *testnet.Clock // the attempt limit's
 	h     http.Handler
 }
 
 func newAuthRig(t *testing.T) *authRig {
 	book := newUserBook()
-	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clock := testnet.NewClock()
 	return &authRig{t: t, book: book, clock: clock,
-		h: Handler(book, Options{Security: true, Now: clock.now, MaxAuthFailureUsers: 100})}
+		h: Handler(book, Options{Security: true, Clock: clock, MaxAuthFailureUsers: 100})}
 }
 
 // do sends one request as user (no Authorization header when user is "")
@@ -245,9 +228,9 @@ func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 	if rec := a.do("ann", "annpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
 		t.Fatalf("another user: got %d %s, want 200", rec.Code, rec.Body)
 	}
-	a.clock.advance(authEvery - time.Millisecond)
+	a.clock.Advance(authEvery - time.Millisecond)
 	wantAnswer(t, "just before 12 s", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
-	a.clock.advance(time.Millisecond)
+	a.clock.Advance(time.Millisecond)
 	if rec := a.do("admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
 		t.Fatalf("after 12 s: got %d %s, want 200", rec.Code, rec.Body)
 	}
@@ -255,7 +238,7 @@ func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 	wantAnswer(t, "a failure after 12 s", a.do("admin", "wrong", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	wantAnswer(t, "the next attempt", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
 	// A full refill takes 5×12 s, and then the burst is whole again.
-	a.clock.advance(authBurst * authEvery)
+	a.clock.Advance(authBurst * authEvery)
 	for i := range authBurst {
 		wantAnswer(t, fmt.Sprintf("failure %d after the refill", i+1), a.do("admin", "wrong", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	}
@@ -265,8 +248,7 @@ func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 // The table of failed attempts is bounded: a spray of names never grows
 // it past its limit, and a name still limited is kept over refilled ones.
 func TestAuthAttemptTableIsBounded(t *testing.T) {
-	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
-	a := newAttempts(clock.now, 10)
+	a := newAttempts(testnet.NewClock().Now, 10)
 	for range authBurst {
 		a.failed("victim")
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/naradmq/narad/messages"
@@ -38,7 +37,7 @@ const (
 // produceBatch produces every record of the body; 200 with one result per
 // record.
 func (h *handlers) produceBatch(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
+	received := h.steady.Now()
 	if err := h.node.Admit(); err != nil {
 		produceFailed(w, err)
 		return

@@ -15,7 +15,7 @@ import (
 // what the node checks (topic, partition, schema, room). 202 only once the
 // record is durable in the node's ingress WAL.
 func (h *handlers) produce(w http.ResponseWriter, r *http.Request) {
-	received := time.Now()
+	received := h.steady.Now()
 	if err := h.node.Admit(); err != nil {
 		produceFailed(w, err)
 		return

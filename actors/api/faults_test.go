@@ -33,7 +33,7 @@ func (s *switches) FaultsStatus() messages.FaultsStatus {
 func TestFaultRoutesNeedAnAdminWithSecurityOn(t *testing.T) {
 	a := newAuthRig(t)
 	sw := &switches{disk: "off"}
-	a.h = Handler(a.book, Options{Security: true, Now: a.clock.now, MaxAuthFailureUsers: 100, Faults: sw})
+	a.h = Handler(a.book, Options{Security: true, Clock: a.clock, MaxAuthFailureUsers: 100, Faults: sw})
 	a.book.add(messages.UserInfo{Username: "ann", Grants: []messages.Grant{{Action: ActionProduce, Patterns: []string{"*"}}}}, "annpw")
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "/debug/faults", ""},
@@ -57,7 +57,7 @@ func TestFaultRoutesNeedAnAdminWithSecurityOn(t *testing.T) {
 		t.Fatalf("GET /debug/faults as admin: got %d %q, want 200 %q", rec.Code, rec.Body, want)
 	}
 	// Without Options.Faults an admin finds no such path.
-	a.h = Handler(a.book, Options{Security: true, Now: a.clock.now, MaxAuthFailureUsers: 100})
+	a.h = Handler(a.book, Options{Security: true, Clock: a.clock, MaxAuthFailureUsers: 100})
 	if rec := a.do("admin", "rootpw", "GET", "/debug/faults", ""); rec.Code != http.StatusNotFound {
 		t.Fatalf("GET /debug/faults without Faults: got %d, want 404", rec.Code)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/cluster/membership"
@@ -71,6 +72,11 @@ type Deps struct {
 	// (one node: nothing to ask).
 	NATS    *transport.Transport
 	Metrics Metrics
+	// Clock paces the liveness pass and the rebalance and stamps members'
+	// heartbeats as this node sees them: the node's steady clock (package
+	// clock), never stepped, so that a test moving the node clock does not
+	// find every member silent. Nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Actor is the controller. It runs on every node and acts only while this node leads
@@ -117,10 +123,17 @@ type Actor struct {
 	// a createsDue message is on its way.
 	creates    []pendingCreate
 	createsDue bool
+	// clock is Deps.Clock or the wall; next is the tick set, stopped
+	// with the actor so that no timer outlives it.
+	clock clock.Clock
+	next  clock.Timer
 }
 
 // New is the controller of a node.
-func New(d Deps) *Actor { return &Actor{d: d} }
+func New(d Deps) *Actor {
+	c := clock.Or(d.Clock)
+	return &Actor{d: d, clock: c, changes: metastore.ChangeWatch{Clock: c}}
+}
 
 func (a *Actor) Receive(ctx actor.Context) {
 	defer supervise.LogPanic(a.d.Logger, Name)
@@ -136,11 +149,15 @@ func (a *Actor) Receive(ctx actor.Context) {
 			close(a.stop)
 			a.stop = nil
 		}
+		if a.next != nil {
+			a.next.Stop()
+			a.next = nil
+		}
 	case changed:
 		a.changes.Handled()
 		if a.leading() {
 			a.busy = true
-			a.rebalance(time.Now())
+			a.rebalance(a.clock.Now())
 		}
 	case tickDue:
 		a.tick()
@@ -158,7 +175,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 
 func (a *Actor) schedule(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(min(a.d.Membership.HeartbeatInterval, a.d.Config.RebalanceBusyInterval), func() { root.Send(self, tickDue{}) })
+	a.next = a.clock.AfterFunc(min(a.d.Membership.HeartbeatInterval, a.d.Config.RebalanceBusyInterval), func() { root.Send(self, tickDue{}) })
 }
 
 // leading reports whether this node leads the metadata shard, and resets
@@ -183,7 +200,7 @@ func (a *Actor) tick() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.d.Membership.HeartbeatInterval)
 	defer cancel()
-	now := time.Now()
+	now := a.clock.Now()
 	if now.Sub(a.lastLiveness) >= a.d.Membership.HeartbeatInterval {
 		a.lastLiveness = now
 		a.liveness(ctx)
@@ -214,7 +231,7 @@ func (a *Actor) liveness(ctx context.Context) {
 		a.d.Logger.Warn("liveness: read members", "err", err)
 		return
 	}
-	now := time.Now()
+	now := a.clock.Now()
 	for _, tr := range a.tracker.Observe(now, members) {
 		res, err := a.d.Store.SetMemberStatusIf(ctx, tr.Command())
 		if err != nil {

@@ -31,7 +31,7 @@ type RaftView struct {
 // DecommissionVerdict says whether draining member id can ever complete
 // (rule D8): "" when it can, else why not. It is pure: a function of the
 // members, the Raft configuration and what the member owns. The node asks
-// it before it marks a member draining (Node.Decommission), so that a
+// it before it marks a member draining (decommission.Drain), so that a
 // decommission this pass could never finish is refused up front.
 func DecommissionVerdict(id string, members []messages.Member, rv RaftView, owned int) string {
 	i := slices.IndexFunc(members, func(m messages.Member) bool { return m.ID == id })
@@ -84,7 +84,8 @@ func DecommissionVerdict(id string, members []messages.Member, rv RaftView, owne
 // DrainService is the service through which the controller asks a
 // draining node, before its removal, whether it refuses produce and its
 // ingress WAL has handed every accepted record to its owner (rule D6). The
-// node serves it (Node.serveDrain); the answer is a DrainStatus.
+// node serves it (actors/decommission: Drain.Serve); the answer is a
+// DrainStatus.
 const DrainService = "drain"
 
 // DrainStatus is the drain service's answer.

@@ -18,8 +18,9 @@
 // The package knows no Node: what it needs of its node comes in Deps (a
 // Store of the metastore roles it uses, the node's NATS transport to ask a
 // draining node's drain service, the Metrics the node registered). The
-// root package actors spawns the actor and routes every node's requests to
-// the one on the metadata leader (Node.askController and the "controller"
-// service, which send Ask); it serves the drain service the controller
-// asks (DrainService, DrainStatus).
+// root package actors spawns the actor; Client (client.go) routes every
+// node's requests to the one on the metadata leader (Ask, and the
+// "controller" service it serves, which send the actor an Ask). The drain
+// service the controller asks (DrainService, DrainStatus) is served by
+// actors/decommission.
 package controller

@@ -72,9 +72,13 @@ type Deps struct {
 	WAL                                       WAL
 	// PartitionPID names the local actor of a partition this node serves.
 	PartitionPID func(system *actor.ActorSystem, k messages.PartitionKey) *actor.PID
-	Clock        clock.Clock
-	Metrics      Metrics
-	Knobs        Knobs
+	// Clock times the retries and the reroute grace: the node clock
+	// (actors/clock), a fake in tests. Steady sets a local commit its
+	// NotAfter, which the partition checks on the same clock
+	// (partition.Deps.Steady). Nil is the wall clock, for each.
+	Clock, Steady clock.Clock
+	Metrics       Metrics
+	Knobs         Knobs
 }
 
 // Knobs are a test's hooks into the dispatcher; zero in production.
@@ -134,8 +138,9 @@ type Actor struct {
 	// costs less than a set that grows with every delete).
 	dropWarned map[topicIncarnation]bool
 	queues     map[messages.PartitionKey]*partitionQueue
-	// clock is when retries and the reroute grace fall due.
-	clock clock.Clock
+	// clock is when retries and the reroute grace fall due; steady is
+	// Deps.Steady or the wall.
+	clock, steady clock.Clock
 	// remote are the commits in flight to peers, each on its own goroutine
 	// bounded by RequestTimeout (Owners.Ask), which releases what its
 	// owner committed itself; the actor waits for them as it stops.
@@ -181,7 +186,7 @@ func (d *Actor) Receive(ctx actor.Context) {
 	defer supervise.LogPanic(d.deps.Logger, Name)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.clock = d.deps.Clock
+		d.clock, d.steady = clock.Or(d.deps.Clock), clock.Or(d.deps.Steady)
 		d.queues = map[messages.PartitionKey]*partitionQueue{}
 		d.local = map[*actor.Future]*commitDone{}
 		d.replay(ctx)
@@ -319,7 +324,7 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			// mailbox in order. A commit still in the mailbox (a partition
 			// waiting for its open) when the future times out would land
 			// beside its retry: the partition refuses it past NotAfter.
-			now := time.Now()
+			now := d.steady.Now()
 			c.NotAfter = messages.CommitDeadline(now, now.Add(d.deps.RequestTimeout))
 			f := ctx.RequestFuture(d.deps.PartitionPID(ctx.ActorSystem(), k), c, d.deps.RequestTimeout)
 			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}

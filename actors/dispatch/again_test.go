@@ -43,8 +43,13 @@ func (r *rig) fireTimers() {
 	timers := c.timers
 	c.timers = nil
 	c.mu.Unlock()
-	for _, f := range timers {
-		f()
+	for _, tm := range timers {
+		c.mu.Lock()
+		stopped := tm.stopped
+		c.mu.Unlock()
+		if !stopped {
+			tm.f()
+		}
 	}
 }
 

@@ -18,5 +18,5 @@
 // Store of the replica reads it makes, Owners for the router, the WAL, the
 // partition PID lookup, a Clock, the Metrics the node registered), and the
 // root package actors spawns the actor (node.go) and sends it Record from
-// Node.Produce (produce.go).
+// Node.Produce (actors/produce).
 package dispatch

@@ -14,6 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -74,14 +75,43 @@ func answerOK(c *messages.Commit) (any, error) {
 // stillClock is a clock whose timers fire only when the test says.
 type stillClock struct {
 	mu     sync.Mutex
-	timers []func()
+	timers []*stillTimer
+}
+
+// stillTimer is one timer of a stillClock; stopped, it never fires.
+type stillTimer struct {
+	c       *stillClock
+	f       func()
+	stopped bool
 }
 
 func (c *stillClock) Now() time.Time { return time.Unix(1e9, 0) }
-func (c *stillClock) AfterFunc(_ time.Duration, f func()) {
+func (c *stillClock) AfterFunc(_ time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.timers = append(c.timers, f)
+	t := &stillTimer{c: c, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// Reset arms a stopped timer again: a still clock never fires it.
+func (t *stillTimer) Reset(time.Duration) bool {
+	was := t.Stop()
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.stopped = false
+	if !slices.Contains(t.c.timers, t) {
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
+}
+
+func (t *stillTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was && slices.Contains(t.c.timers, t)
 }
 
 type rig struct {

@@ -29,6 +29,9 @@ var (
 	// ErrUnavailable is a request the node cannot serve now; the client
 	// may retry (503).
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUnauthenticated is an unknown user or a wrong password: the two
+	// are never told apart (401).
+	ErrUnauthenticated = errors.New("unauthenticated")
 )
 
 // Refusals that the contract words apart, each a case of one of the above.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/messages"
 )
@@ -66,6 +67,11 @@ type Deps struct {
 	// Metrics: every counter set; Lags may be nil.
 	Metrics Metrics
 	Knobs   Knobs
+	// Clock is the clock the parent's records' times were read from (the
+	// node gives it its logs' clock, storage.LogConfig.Clock): a link's
+	// delay counts from a record's time. It also times the back-off. Nil
+	// is the wall clock.
+	Clock clock.Clock
 }
 
 // linkState is one link's copy loop state.
@@ -96,13 +102,16 @@ type Actor struct {
 	name  string
 	links map[string]*linkState
 	hwm   int64
-	// timerAt is the earliest armed wake; zero when none.
+	// timerAt is the earliest armed wake, and wake its timer; zero and
+	// nil when none. The timer is stopped with the actor.
 	timerAt time.Time
+	wake    clock.Timer
+	clock   clock.Clock
 }
 
 // New is the fan-out actor of parent partition k.
 func New(d Deps, k messages.PartitionKey) *Actor {
-	return &Actor{d: d, key: k, name: fmt.Sprintf("%s/%d", k.Topic, k.Partition), links: map[string]*linkState{}}
+	return &Actor{d: d, key: k, name: fmt.Sprintf("%s/%d", k.Topic, k.Partition), links: map[string]*linkState{}, clock: clock.Or(d.Clock)}
 }
 
 func (f *Actor) Receive(ctx actor.Context) {
@@ -126,9 +135,12 @@ func (f *Actor) Receive(ctx actor.Context) {
 		f.sent(ctx, m)
 		f.pump(ctx)
 	case timer:
-		f.timerAt = time.Time{}
+		f.timerAt, f.wake = time.Time{}, nil
 		f.pump(ctx)
 	case *actor.Stopping:
+		if f.wake != nil {
+			f.wake.Stop()
+		}
 		for child := range f.links {
 			f.d.Metrics.Lags.Forget(f.key, child)
 		}
@@ -173,7 +185,7 @@ func (f *Actor) setLinks(m Links) {
 // (caught up, waiting out a delay or a back-off), and arms one timer for
 // the earliest of the waits.
 func (f *Actor) pump(ctx actor.Context) {
-	now := time.Now()
+	now := f.clock.Now()
 	var wake time.Time
 	later := func(t time.Time) {
 		if wake.IsZero() || t.Before(wake) {
@@ -198,9 +210,12 @@ func (f *Actor) pump(ctx actor.Context) {
 		}
 	}
 	if !wake.IsZero() && (f.timerAt.IsZero() || wake.Before(f.timerAt)) {
+		if f.wake != nil {
+			f.wake.Stop() // a later wake, now early enough with this one
+		}
 		f.timerAt = wake
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(time.Until(wake), func() { root.Send(self, timer{}) })
+		f.wake = f.clock.AfterFunc(clock.Until(f.clock, wake), func() { root.Send(self, timer{}) })
 	}
 }
 
@@ -239,7 +254,7 @@ func (f *Actor) records(ctx actor.Context, m Records) {
 	if m.Recs[0].Offset != l.cursor {
 		panic(fmt.Sprintf("fan-out %s to %s: read from %d began at %d", f.name, m.Child, l.cursor, m.Recs[0].Offset))
 	}
-	n, due := duePrefix(m.Recs, time.Duration(l.link.DelayMs)*time.Millisecond, time.Now())
+	n, due := duePrefix(m.Recs, time.Duration(l.link.DelayMs)*time.Millisecond, f.clock.Now())
 	if n == 0 {
 		l.dueAt = due
 		return
@@ -279,7 +294,7 @@ func (f *Actor) failed(l *linkState, err error) {
 	l.failures++
 	d := f.d.Config.RetryMin << min(l.failures-1, 16)
 	d = min(d, f.d.Config.RetryMax)
-	l.retryAt = time.Now().Add(d)
+	l.retryAt = f.clock.Now().Add(d)
 	if l.failures == 1 || l.failures%50 == 0 {
 		f.d.Logger.Warn("fan-out copy failed; retrying", "partition", f.name, "child", l.link.Name,
 			"failures", l.failures, "retry_in", d, "err", err)

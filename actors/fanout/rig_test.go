@@ -14,6 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -148,6 +149,12 @@ func (f *fakeRoute) bodies() map[string]int {
 
 func newRig(t testing.TB, knobs Knobs, refuse func(partition int) bool) *rig {
 	t.Helper()
+	return newRigOn(t, nil, knobs, refuse)
+}
+
+// newRigOn is newRig whose fan-out actor runs on clk (nil: the wall).
+func newRigOn(t testing.TB, clk clock.Clock, knobs Knobs, refuse func(partition int) bool) *rig {
+	t.Helper()
 	set := metrics.NewSet()
 	m := Metrics{Copied: set.NewCounter("copied"), Failures: set.NewCounter("failures"), Skipped: set.NewCounter("skipped"),
 		Panics: set.NewCounter("panics"), Lags: NewLags("n1", set)}
@@ -158,7 +165,7 @@ func newRig(t testing.TB, knobs Knobs, refuse func(partition int) bool) *rig {
 	r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	cfg := DefaultConfig()
 	cfg.BatchRecords, cfg.RetryMin, cfg.RetryMax = 8, 5*time.Millisecond, 20*time.Millisecond
-	d := Deps{Config: cfg, RequestTimeout: time.Second, Logger: quiet, Route: r.route, PartitionOf: fnv32a, Metrics: m, Knobs: knobs}
+	d := Deps{Config: cfg, RequestTimeout: time.Second, Logger: quiet, Route: r.route, PartitionOf: fnv32a, Metrics: m, Knobs: knobs, Clock: clk}
 	r.parent = r.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &parentActor{r: r, d: d} }))
 	t.Cleanup(func() {
 		_ = r.system.Root.StopFuture(r.parent).Wait()

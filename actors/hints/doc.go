@@ -7,6 +7,6 @@
 // still asks every partition in turn (Book.FullScanDue).
 //
 // Start with Notifier in notify.go; the node (package actors) makes one,
-// hands its Notify to the partition actors and reads its Book in its
-// consume verbs (consume.go there).
+// hands its Notify to the partition actors, and its consume path
+// (actors/consume) reads its Book.
 package hints

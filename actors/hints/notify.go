@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -42,6 +43,8 @@ type Notifier struct {
 	// has a value when the peers are due that word.
 	peersConsume, announced atomic.Int64
 	announce                chan struct{}
+	// clock stamps the peers' interest and paces the notices.
+	clock clock.Clock
 }
 
 // interestEvery is how often at most a node that serves consumes says so;
@@ -57,13 +60,17 @@ const (
 // dropped (a hint, see Notifier).
 const maxPendingNotices = 4096
 
-func NewNotifier() *Notifier {
-	n := &Notifier{chans: map[string]chan struct{}{}, Ready: NewBook(),
+// NewNotifier is a node's notifier, its book and its notices on c: the
+// node's steady clock (actors/clock), as notices and words of interest
+// pace the cluster. Nil is the wall clock.
+func NewNotifier(c clock.Clock) *Notifier {
+	c = clock.Or(c)
+	n := &Notifier{chans: map[string]chan struct{}{}, Ready: NewBook(c), clock: c,
 		pending: map[messages.PartitionKey]struct{}{}, kick: make(chan struct{}, 1), announce: make(chan struct{}, 1)}
 	// A node that starts does not know whether its peers serve consumes:
 	// it sends its notices for interestFor, within which a peer that does
 	// says so again.
-	n.peersConsume.Store(time.Now().UnixNano())
+	n.peersConsume.Store(c.Now().UnixNano())
 	return n
 }
 
@@ -184,8 +191,6 @@ type Publisher interface {
 // while no peer reads them (peersRead). It also tells the peers when this
 // node serves consumes (consuming).
 func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time.Duration, failed func(error)) {
-	t := time.NewTimer(interval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -197,7 +202,7 @@ func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time
 			continue
 		case <-n.kick:
 		}
-		if notice := n.take(); notice != nil && n.peersRead(time.Now()) {
+		if notice := n.take(); notice != nil && n.peersRead(n.clock.Now()) {
 			body, err := json.Marshal(notice)
 			if err == nil {
 				err = pub.Publish(NoticeService, body)
@@ -206,11 +211,8 @@ func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time
 				failed(err)
 			}
 		}
-		t.Reset(interval)
-		select {
-		case <-ctx.Done():
+		if clock.Sleep(ctx, n.clock, interval) != nil {
 			return
-		case <-t.C:
 		}
 	}
 }

@@ -28,7 +28,7 @@ func (p *fakePublisher) Publish(service string, _ []byte) error {
 // consumes: nobody else reads them. A node that serves consumes says so,
 // at most once every interestEvery.
 func TestNoticesGoOutOnlyWhileAPeerServesConsumes(t *testing.T) {
-	n := NewNotifier()
+	n := NewNotifier(nil)
 	pub := &fakePublisher{got: make(chan string, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

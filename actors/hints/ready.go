@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -25,7 +26,7 @@ type TopicIncarnation struct {
 type Book struct {
 	mu     sync.Mutex
 	topics map[TopicIncarnation]*readyTopic
-	now    func() time.Time
+	clock  clock.Clock
 	// marks counts the marks so far. An answer to a reserve asked before
 	// the latest mark of its partition may predate the commit that mark
 	// announced (the notice overtook the answer), so it does not make the
@@ -63,8 +64,10 @@ type Partition struct {
 // more partitions. Entries of deleted topics go the same way.
 const maxReadyTopics = 4096
 
-func NewBook() *Book {
-	return &Book{topics: map[TopicIncarnation]*readyTopic{}, now: time.Now}
+// NewBook is an empty book that stamps what it learns on c (nil: the
+// wall clock).
+func NewBook(c clock.Clock) *Book {
+	return &Book{topics: map[TopicIncarnation]*readyTopic{}, clock: clock.Or(c)}
 }
 
 // topic returns the entry of ti with n partitions, made with every
@@ -100,7 +103,7 @@ func (b *Book) mark(k messages.PartitionKey) {
 	p := &t.parts[k.Partition]
 	p.marked = b.marks
 	if !p.Ready {
-		p.Ready, p.Since = true, b.now()
+		p.Ready, p.Since = true, b.clock.Now()
 	}
 }
 
@@ -114,7 +117,7 @@ type Seq uint64
 func (b *Book) Snapshot(ti TopicIncarnation, n int) ([]Partition, time.Time, Seq) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock.Now()
 	return append([]Partition(nil), b.topic(ti, n, now).parts...), now, Seq(b.marks)
 }
 
@@ -132,7 +135,7 @@ func (b *Book) Asking() Seq {
 func (b *Book) FullScanDue(ti TopicIncarnation, n int, every time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock.Now()
 	t := b.topic(ti, n, now)
 	if now.Sub(t.scanned) < every {
 		return false
@@ -147,7 +150,7 @@ func (b *Book) FullScanDue(ti TopicIncarnation, n int, every time.Duration) bool
 func (b *Book) Observe(ti TopicIncarnation, n, partition int, asked Seq, leased, more bool, expiresIn time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
+	now := b.clock.Now()
 	t := b.topic(ti, n, now)
 	if partition < 0 || partition >= n {
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -59,9 +60,9 @@ func TestConsumePlan(t *testing.T) {
 }
 
 func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
-	b := NewBook()
-	now := time.Unix(2000, 0)
-	b.now = func() time.Time { return now }
+	c := testnet.NewClock()
+	b := NewBook(c)
+	now := c.Now()
 	ti := TopicIncarnation{"t", 7}
 	k := func(p int) messages.PartitionKey {
 		return messages.PartitionKey{Topic: "t", Incarnation: 7, Partition: p}
@@ -84,7 +85,8 @@ func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
 	if got, want := readyOf(), []bool{false, false, true}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after empty, leased, leased with more: got %v, want %v", got, want)
 	}
-	now = now.Add(time.Second)
+	c.Advance(time.Second)
+	now = c.Now()
 	b.mark(k(0))
 	b.mark(messages.PartitionKey{Topic: "t", Incarnation: 6, Partition: 1}) // an older incarnation
 	b.mark(k(9))                                                            // no such partition
@@ -110,7 +112,7 @@ func TestReadyBookLearnsFromNoticesAndAnswers(t *testing.T) {
 // and believing it would leave that record to the next commit there or the
 // full scan.
 func TestReadyBookKeepsANoticeNewerThanTheAsk(t *testing.T) {
-	b := NewBook()
+	b := NewBook(nil)
 	ti := TopicIncarnation{"t", 7}
 	k := messages.PartitionKey{Topic: "t", Incarnation: 7, Partition: 1}
 	ready := func() bool {
@@ -159,18 +161,17 @@ func BenchmarkConsumePlan(b *testing.B) {
 // is due once per interval, however many consumes ask and however short
 // their waits.
 func TestReadyBookFullScanDueOncePerInterval(t *testing.T) {
-	b := NewBook()
-	now := time.Unix(4000, 0)
-	b.now = func() time.Time { return now }
+	c := testnet.NewClock()
+	b := NewBook(c)
 	ti := TopicIncarnation{"t", 1}
 	if b.FullScanDue(ti, 3, time.Second) {
 		t.Fatal("a topic first seen: got a full scan due, want none (every partition reads ready)")
 	}
-	now = now.Add(999 * time.Millisecond)
+	c.Advance(999 * time.Millisecond)
 	if b.FullScanDue(ti, 3, time.Second) {
 		t.Fatal("999 ms after: got due, want not yet")
 	}
-	now = now.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	if !b.FullScanDue(ti, 3, time.Second) {
 		t.Fatal("1 s after: got not due, want due")
 	}

@@ -35,12 +35,11 @@ type Deps struct {
 	DeadTimeout time.Duration
 	// Clock is the runner's and the workers' time: the ticks, the
 	// workers' timers, the freeze's deadlines and rule P2's gate, measured
-	// from when each worker started; nil is the wall clock, which the node
-	// hands today (moverdeps.go sets none). It must be monotonic and never
-	// stepped, or a step forward would pass the gate early (rule P2) and
-	// move a freeze's deadline: a node that steps its clock for the
-	// nemesis (actors/faults.go, steppedClock) hands the clock under the
-	// step, the steppedClock's base, never the steppedClock itself.
+	// from when each worker started, and the batchers' windows; nil is
+	// the wall clock. It must be monotonic and never stepped, or a step
+	// forward would pass the gate early (rule P2) and move a freeze's
+	// deadline: the node hands its steady clock (moverdeps.go), never the
+	// node clock that the nemesis steps (actors/debugfaults).
 	Clock clock.Clock
 	// Move is the seed's move constants, which move.Step decides by (the
 	// source reads FreezeTTL too).

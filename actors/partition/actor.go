@@ -63,7 +63,10 @@ type Actor struct {
 	// it opens frozen (freeze.Reopen).
 	moving bool
 
-	clock     clock.Clock
+	// clock is Deps.Clock, steady Deps.Steady and records
+	// LogConfig.Clock, each or the wall (Deps says which reads which).
+	clock, steady, records clock.Clock
+
 	log       *storage.Log
 	table     *reservationTable
 	committer *storage.OffsetCommitter
@@ -147,7 +150,7 @@ type handedOver struct {
 
 func newActor(d Deps, key messages.PartitionKey, dir string, owners Owners, moving bool, links []messages.ChildLink) *Actor {
 	return &Actor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
-		clock: d.Clock, gateCfg: gateConfig(d), links: links}
+		clock: clock.Or(d.Clock), steady: clock.Or(d.Steady), records: clock.Or(d.LogConfig.Clock), gateCfg: gateConfig(d), links: links}
 }
 
 // notify announces that the partition may have records to deliver.
@@ -291,9 +294,10 @@ func (p *Actor) start(ctx actor.Context) {
 	p.mine = p.deps.Figures.open(p.key)
 	p.noteFigures()
 	p.maxServed = -1
-	// A freeze token must not repeat across restarts: the wall clock, never
-	// a test's fake one, which may read the same at each start.
-	p.boot = uint64(time.Now().UnixNano())
+	// A freeze token must not repeat across restarts: the steady clock,
+	// never the node clock, whose fake in a test may read the same at
+	// each start.
+	p.boot = uint64(p.steady.Now().UnixNano())
 	if p.moving {
 		// A freeze this node held before it restarted may be what a flip
 		// still on its way counts on: start frozen (freeze.Reopen). The
@@ -387,7 +391,7 @@ func (p *Actor) commit(ctx actor.Context, m *messages.Commit) {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusUnavailable, Err: "partition not open", Seqs: seqsOf(m)})
 		return
 	}
-	if m.Expired(time.Now()) {
+	if m.Expired(p.steady.Now()) {
 		p.deps.Metrics.CommitsExpired.Inc()
 		ctx.Respond(expiredResult(p.key, m))
 		return
@@ -403,7 +407,7 @@ func (p *Actor) commit(ctx actor.Context, m *messages.Commit) {
 		ctx.Respond(&messages.CommitResult{Key: p.key, Status: messages.StatusOK, FirstOffset: p.log.HWM(), Seqs: already})
 		return
 	}
-	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: time.Now(), already: already})
+	p.stash = append(p.stash, commitReq{m: m, sender: ctx.Sender(), start: p.steady.Now(), already: already})
 	p.kick(ctx)
 }
 
@@ -477,11 +481,10 @@ func (p *Actor) kick(ctx actor.Context) {
 	if p.syncing != nil || p.log == nil || len(p.stash) == 0 {
 		return
 	}
-	now := time.Now()
 	// The gate again, under the lock (rule F3): a commit that passed it
 	// before a freeze was armed is refused with nothing appended.
 	p.step(ctx, freeze.Write{})
-	p.dropExpired(ctx, now)
+	p.dropExpired(ctx, p.steady.Now())
 	if len(p.stash) == 0 {
 		return
 	}
@@ -491,7 +494,7 @@ func (p *Actor) kick(ctx actor.Context) {
 			entries = append(entries, storage.Entry{Key: r.Key, Body: r.Body, Origin: storage.Origin{WAL: c.m.WAL, Seq: r.Seq}})
 		}
 	}
-	b, err := p.log.Write(now, entries)
+	b, err := p.log.Write(p.records.Now(), entries)
 	if errors.Is(err, storage.ErrInvalid) || errors.Is(err, storage.ErrTooLarge) {
 		// Refused before any I/O: only these commits fail.
 		p.answer(ctx, p.stash, err)
@@ -562,7 +565,7 @@ func (p *Actor) answer(ctx actor.Context, reqs []commitReq, err error) {
 		if err != nil {
 			res.Status, res.Err = messages.StatusFailed, err.Error()
 		} else {
-			p.deps.Metrics.CommitSeconds.UpdateDuration(c.start)
+			p.deps.Metrics.CommitSeconds.Update(clock.Since(p.steady, c.start).Seconds())
 			p.deps.Metrics.CommitRecords.Add(len(c.m.Records))
 		}
 		if c.sender != nil {
@@ -853,7 +856,7 @@ func (p *Actor) flush() {
 	p.recent = p.acks.newest(p.recent[:0], p.deps.Config.AckMemoryPersistedMax)
 	p.leases = p.table.leasesOut(p.leases[:0], p.clock.Now(), p.deps.Config.LeasePersistedMax)
 	p.committer.Update(storage.ConsumerState{Frontier: frontier, AckedAhead: ahead, Recent: p.recent, Leases: p.leases})
-	if _, err := p.committer.Flush(time.Now()); err != nil {
+	if _, err := p.committer.Flush(p.records.Now()); err != nil {
 		p.deps.Logger.Error("write consumer state", "partition", p.name, "err", err)
 		p.dirty = true
 	}
@@ -864,7 +867,7 @@ func (p *Actor) stats() *messages.PartitionStats {
 	if p.log == nil {
 		return st
 	}
-	ls, err := p.log.List(time.Now())
+	ls, err := p.log.List(p.records.Now())
 	if err != nil {
 		return st
 	}
@@ -885,7 +888,7 @@ func (p *Actor) retain(m *messages.Retain) {
 	if p.log == nil || m.MaxAge <= 0 {
 		return
 	}
-	if _, err := p.log.Retain(time.Now(), m.MaxAge, 0); err != nil {
+	if _, err := p.log.Retain(p.records.Now(), m.MaxAge, 0); err != nil {
 		p.deps.Logger.Error("retention", "partition", p.name, "err", err)
 	}
 }

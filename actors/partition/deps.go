@@ -49,8 +49,15 @@ type Deps struct {
 	FreezeTTL, ConfirmRetry, FreezeHoldFor time.Duration
 	Logger                                 *slog.Logger
 	// Clock is what a partition's decisions read (the freeze, leases, the
-	// consumer-flush timer); tests hand a fake one.
-	Clock   clock.Clock
+	// consumer-flush timer): the node clock (actors/clock); tests hand a
+	// fake one. Nil is the wall clock.
+	Clock clock.Clock
+	// Steady is the node's steady clock (actors/clock): the supervisor's
+	// retries and change passes, a commit's deadline (another node set it on its own clock),
+	// a commit's latency, and the token that tells this actor's freezes
+	// from an earlier life's. Nil is the wall clock. The records' times
+	// come from LogConfig.Clock.
+	Steady  clock.Clock
 	Metrics Metrics
 	// Notify announces that partition k may have records to deliver (the
 	// node's commit notices); nil announces nothing (rigs).

@@ -225,7 +225,7 @@ func (p *Actor) listing(inline int) *messages.PartitionListing {
 	out := listingReads{
 		position: p.table.state,
 		cursors:  p.cursorSidecars,
-		log:      func() (storage.Listing, error) { return p.log.List(time.Now()) },
+		log:      func() (storage.Listing, error) { return p.log.List(p.records.Now()) },
 	}.read()
 	if out.Status != messages.StatusOK {
 		return out

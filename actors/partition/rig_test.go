@@ -181,7 +181,7 @@ func (rr rigRoute) Ask(ctx context.Context, k messages.PartitionKey, msg any) (a
 	return request(ctx, rr.system.Root, PID(rr.system, k), msg, time.Second)
 }
 
-// partitionForKey is the produce rule (the root's produce.go), which the
+// partitionForKey is the produce rule (produce.PartitionForKey), which the
 // node hands the fan-out as its PartitionOf.
 func partitionForKey(key string, partitions int) int {
 	h := fnv.New32a()

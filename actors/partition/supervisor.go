@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/fanout"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/supervise"
@@ -82,7 +83,7 @@ const SupervisorName = "partitions"
 // partitions it runs (the node's partitions-owned gauge reads it).
 func NewSupervisor(d Deps, store Store, owned *atomic.Int64) *Supervisor {
 	return &Supervisor{deps: d, store: store, children: map[messages.PartitionKey]*actor.PID{},
-		failed: map[messages.PartitionKey]bool{}, owned: owned}
+		failed: map[messages.PartitionKey]bool{}, owned: owned, changes: metastore.ChangeWatch{Clock: d.Steady}}
 }
 
 // childName is a partition actor's name under the supervisor. It holds
@@ -336,7 +337,7 @@ func (s *Supervisor) retryLater(ctx actor.Context) {
 	}
 	s.retrying = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.deps.MoveTick, func() { root.Send(self, Reconcile{}) })
+	clock.Or(s.deps.Steady).AfterFunc(s.deps.MoveTick, func() { root.Send(self, Reconcile{}) })
 }
 
 // handOver stops the actors of partitions this node no longer owns, all

@@ -82,7 +82,7 @@ type commitForms struct {
 func (f *commitForms) post(owner string, reqs []messages.PartitionRequest) (messages.MoveGroupReply, error) {
 	f.mu.Lock()
 	until, older := f.older[owner]
-	if older && time.Now().After(until) {
+	if older && f.r.now().After(until) {
 		delete(f.older, owner)
 		older = false
 	}
@@ -93,7 +93,7 @@ func (f *commitForms) post(owner string, reqs []messages.PartitionRequest) (mess
 			return out, err
 		}
 		f.mu.Lock()
-		f.older[owner] = time.Now().Add(olderPeerRecheck)
+		f.older[owner] = f.r.now().Add(olderPeerRecheck)
 		f.mu.Unlock()
 	}
 	return f.r.commitGroup(owner, reqs)

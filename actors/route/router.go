@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/transport"
@@ -61,7 +62,15 @@ type Router struct {
 	// GroupWait bounds each item of a peer's move group
 	// (the node's Config.MoveGroupWaitFor); 0: the group's own deadline only.
 	GroupWait time.Duration
+	// Clock sets a peer's commit its NotAfter, which the partition actor
+	// checks on its own (partition.Deps.Steady), and times the binary
+	// form's recheck: the node's steady clock (actors/clock). Nil is the
+	// wall clock.
+	Clock clock.Clock
 }
+
+// now is the router's clock's time.
+func (r *Router) now() time.Time { return clock.Or(r.Clock).Now() }
 
 // Topic is the local replica's record of a topic: with LivePartition and
 // Ask, the Router is the fan-out actors' fanout.Route.
@@ -123,8 +132,8 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
+	if left, ok := clock.Left(ctx); ok {
+		timeout = min(timeout, left)
 	}
 	if timeout <= 0 {
 		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, errs.ErrUnavailable)
@@ -373,8 +382,11 @@ func (r *Router) ServePartition(ctx context.Context, in messages.PartitionReques
 	case in.Commit != nil:
 		// The peer retries what is not answered by its deadline: the
 		// partition must not begin writing it after that.
-		if d, ok := ctx.Deadline(); ok {
-			in.Commit.NotAfter = messages.CommitDeadline(time.Now(), d)
+		// The context's deadline is on the wall clock (clock.Left): what
+		// is left of it counts from the router's own now.
+		if left, ok := clock.Left(ctx); ok {
+			now := r.now()
+			in.Commit.NotAfter = messages.CommitDeadline(now, now.Add(left))
 		}
 		msg = in.Commit
 	case in.Reserve != nil:

@@ -67,7 +67,7 @@ type Deps struct {
 	// sweep and the book walk.
 	DataDir string
 	// LogConfig is how the node's partition logs are laid out, to list a
-	// copy as its log would.
+	// copy as its log would; its Clock reads the copies' times and ages.
 	LogConfig storage.LogConfig
 	// RequestTimeout bounds each ask of an owner or the leader and each
 	// catch-up barrier.

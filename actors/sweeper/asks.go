@@ -3,10 +3,10 @@ package sweeper
 import (
 	"errors"
 	"path/filepath"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -147,7 +147,7 @@ func (s *Actor) walked(ctx actor.Context, m inventoryTaken) {
 		if m.err != nil {
 			a.Err = transport.Errorf(transport.StatusInternal, "%s: %v", s.d.NodeID, m.err)
 		} else {
-			a.List = nodeQuarantineOf(s.d.NodeID, s.book.snapshot(), s.book.reclaimedBytes(), s.d.Config.QuarantineListMaxCopies, time.Now())
+			a.List = nodeQuarantineOf(s.d.NodeID, s.book.snapshot(), s.book.reclaimedBytes(), s.d.Config.QuarantineListMaxCopies, clock.Or(s.d.LogConfig.Clock).Now())
 		}
 		ctx.Send(w.to, a)
 	}

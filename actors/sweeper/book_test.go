@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -160,7 +161,7 @@ func TestEveryCopySetAsideIsLoggedAtErrorAtStart(t *testing.T) {
 		}
 	}
 	h := &recordingHandler{}
-	b := TakeQuarantineAtStart(slog.New(h), dir, newTestMetrics())
+	b := TakeQuarantineAtStart(slog.New(h), clock.Wall{}, dir, newTestMetrics())
 	if s := b.snapshot(); len(s.copies) != 3 {
 		t.Fatalf("book: got %d copies, want 3", len(s.copies))
 	}
@@ -199,7 +200,7 @@ func TestEveryCopySetAsideIsLoggedAtErrorAtStart(t *testing.T) {
 
 	// Nothing set aside: one line, not at error.
 	h = &recordingHandler{}
-	TakeQuarantineAtStart(slog.New(h), t.TempDir(), newTestMetrics())
+	TakeQuarantineAtStart(slog.New(h), clock.Wall{}, t.TempDir(), newTestMetrics())
 	if len(h.records) != 1 || h.records[0].Level != slog.LevelInfo {
 		t.Fatalf("an empty data dir: got %d lines, want one at info", len(h.records))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -218,7 +219,7 @@ func (s *Actor) carryOut(c copyToJudge, v sweep.Verdict, dir string) (int64, boo
 
 // stillAsJudged re-checks, under the guard, the copy a reclaim removes.
 func (s *Actor) stillAsJudged(c copyToJudge, v sweep.Verdict, dir string) error {
-	now := time.Now()
+	now := clock.Or(s.d.LogConfig.Clock).Now() // the log's clock: its segment times
 	if v.Reason == sweep.ReasonNoUnexpiredRecords {
 		if storage.HoldsUnexpiredRecords(dir, s.d.LogConfig, now, c.retention) {
 			return fmt.Errorf("the copy of %s holds unexpired records now: %w", keyString(c.key), storage.ErrGuardRefused)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/sweep"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -18,7 +19,7 @@ import (
 // localSide fills in the local copy's side of a judgement: Listed stays
 // false when the copy cannot be listed (the error says why).
 func localSide(dir string, cfg storage.LogConfig, retention time.Duration, in *sweep.Copy) error {
-	now := time.Now()
+	now := clock.Or(cfg.Clock).Now() // the log's clock: its segment times
 	ls, err := storage.ListClosed(dir, cfg, now)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/storage"
 )
 
@@ -39,15 +40,15 @@ func SweepOrphansAtStart(log *slog.Logger, dataDir string) {
 // TakeQuarantineAtStart takes the node's first inventory and lists every
 // copy set aside at error, one line each, then one summary line (rule S8):
 // each may hold the only copy of some records, and nobody else will say so.
-// The book it returns is the sweeper's (New).
-func TakeQuarantineAtStart(log *slog.Logger, dataDir string, m Metrics) *Book {
+// The book it returns is the sweeper's (New); c reads the copies' ages.
+func TakeQuarantineAtStart(log *slog.Logger, c clock.Clock, dataDir string, m Metrics) *Book {
 	b := newBook(m)
 	if err := b.refresh(dataDir); err != nil {
 		log.Error("copies set aside: no inventory at start; the quarantine gauges read 0 until the sweep takes one", "err", err)
 		return b
 	}
 	s := b.snapshot()
-	now := time.Now()
+	now := c.Now()
 	for _, c := range s.copies {
 		log.Error("copy set aside: it may hold the only copy of its records; release it once it is not needed",
 			"path", c.Path, "kind", c.Kind, "topic", c.Topic, "partition", c.Partition, "bytes", c.Bytes,

@@ -147,7 +147,7 @@ func (t *Tracker) Config() Config { return t.cfg }
 // A transition stays due, and is returned again by every Observe, until the
 // record reads the new status; proposing one twice is harmless (the second
 // compare-and-set is refused). now must be a reading of the leader's
-// monotonic clock (time.Now()), never from a record.
+// steady clock (actors/clock: never stepped), never from a record.
 func (t *Tracker) Observe(now time.Time, members []messages.Member) []Transition {
 	t.mark = !t.mark
 	var out []Transition

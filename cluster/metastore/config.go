@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // Config is one node's metastore replica. Zero values of the tuning fields
@@ -18,6 +20,11 @@ type Config struct {
 	// Metrics is the node's metrics set, which holds the store's series;
 	// nil is the process-wide default set.
 	Metrics *metrics.Set `json:"-"`
+	// Clock paces the store's waits (its retries, back-offs and the
+	// leadership transfer's asks) and times its proposals for the
+	// metrics; Dragonboat keeps its own time. The node gives it its
+	// steady clock (actors/clock); nil is the wall clock.
+	Clock clock.Clock `json:"-"`
 	// ReplicaID is this node's Raft replica id in every shard. Dragonboat
 	// never accepts a deleted replica id again, so a node that left and
 	// comes back empty needs a fresh one.

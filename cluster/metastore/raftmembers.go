@@ -16,9 +16,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/lni/dragonboat/v4"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // RaftMembership is one shard's Raft configuration, read linearizably.
@@ -78,7 +79,7 @@ func (s *Store) RaftMembership(ctx context.Context, shard uint64) (RaftMembershi
 func (s *Store) raftMembership(ctx context.Context, shard uint64) (RaftMembership, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
 	defer cancel()
-	var b backoff
+	b := s.newBackoff()
 	for {
 		m, err := s.nh.SyncGetShardMembership(rctx, shard)
 		if err == nil {
@@ -257,10 +258,8 @@ func (s *Store) changeShard(ctx context.Context, shard uint64,
 	request func(context.Context, uint64) error) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
 	defer cancel()
-	var (
-		b       backoff
-		lastErr error
-	)
+	b := s.newBackoff()
+	var lastErr error
 	for {
 		m, err := s.raftMembership(cctx, shard)
 		if err != nil {
@@ -329,7 +328,7 @@ func (s *Store) TransferLeadership(ctx context.Context, shard uint64, toReplica 
 	// load is often the case when its TimeoutNow arrives. Right after an
 	// abandoned attempt the log is quiet (the leader drops proposals while
 	// transferring), so a request made then usually succeeds.
-	t := time.NewTicker(s.tick())
+	t := clock.NewTicker(s.clock, s.tick())
 	defer t.Stop()
 	var (
 		lastErr error

@@ -18,6 +18,7 @@ import (
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/lni/vfs"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -40,9 +41,10 @@ const maxTargetsPerEntry = 1024
 // the metadata shard and the K assignment shards. Its methods are safe for
 // concurrent use.
 type Store struct {
-	cfg Config
-	log *slog.Logger
-	nh  *dragonboat.NodeHost
+	cfg   Config
+	clock clock.Clock // cfg.Clock or the wall
+	log   *slog.Logger
+	nh    *dragonboat.NodeHost
 	// meta is shard MetaShard; assign[i] is shard firstAssignmentShard+i.
 	meta   *fsm[*metaState]
 	assign []*fsm[*assignState]
@@ -120,6 +122,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	shards := shardIDs(cfg.AssignmentShards)
 	s := &Store{
 		cfg:      cfg,
+		clock:    clock.Or(cfg.Clock),
 		log:      log.With("component", "metastore", "node", cfg.NodeID),
 		nh:       nh,
 		sessions: make(map[uint64]*client.Session, len(shards)),
@@ -280,7 +283,7 @@ func (s *Store) WaitApplied(ctx context.Context, want []uint64) error {
 		if !behind {
 			return nil
 		}
-		if err := waitTick(ctx, s.tick()); err != nil {
+		if err := s.waitTick(ctx, s.tick()); err != nil {
 			return fmt.Errorf("metastore: wait applied: %w: %w", ErrUnavailable, err)
 		}
 	}
@@ -299,14 +302,14 @@ func (s *Store) fsmApplied() []func() uint64 {
 // a local lookup, so it is asked every tick: a longer back-off only delays
 // the ready read past the leader's first heartbeat.
 func (s *Store) waitShardReady(ctx context.Context, shard uint64) error {
-	var b backoff
+	b := s.newBackoff()
 	for {
 		_, _, known, err := s.nh.GetLeaderID(shard)
 		wait := b.wait
 		switch {
 		case err != nil:
 		case !known:
-			err, wait = errors.New("no leader known"), waitTick
+			err, wait = errors.New("no leader known"), s.waitTick
 		default:
 			if err = s.readyRead(ctx, shard); err == nil {
 				return nil
@@ -319,15 +322,8 @@ func (s *Store) waitShardReady(ctx context.Context, shard uint64) error {
 }
 
 // waitTick waits one tick, or until ctx ends.
-func waitTick(ctx context.Context, tick time.Duration) error {
-	t := time.NewTimer(tick)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func (s *Store) waitTick(ctx context.Context, tick time.Duration) error {
+	return clock.Sleep(ctx, s.clock, tick)
 }
 
 // readyRead is WaitReady's linearizable read of one shard, bounded by an
@@ -355,7 +351,7 @@ func (s *Store) readyRead(ctx context.Context, shard uint64) error {
 // caller (the controller's planning pass among them) for seconds.
 func (s *Store) CatchUp(ctx context.Context) error {
 	for _, shard := range s.Shards() {
-		var b backoff
+		b := s.newBackoff()
 		for {
 			err := s.readyRead(ctx, shard)
 			if err == nil {
@@ -977,9 +973,9 @@ func (s *Store) propose(ctx context.Context, op string, shard uint64, cmd, out a
 	if err != nil {
 		return fmt.Errorf("metastore: %s: encode: %w", op, err)
 	}
-	start := time.Now()
+	start := s.clock.Now()
 	res, err := s.proposeBytes(ctx, shard, data)
-	s.metrics.observeProposal(shard, messages.ResultCode(res.Value), err, time.Since(start))
+	s.metrics.observeProposal(shard, messages.ResultCode(res.Value), err, clock.Since(s.clock, start))
 	if err != nil {
 		return fmt.Errorf("metastore: %s on shard %d: %w", op, shard, err)
 	}
@@ -992,7 +988,7 @@ func (s *Store) propose(ctx context.Context, op string, shard uint64, cmd, out a
 func (s *Store) proposeBytes(ctx context.Context, shard uint64, data []byte) (sm.Result, error) {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
 	defer cancel()
-	var b backoff
+	b := s.newBackoff()
 	for {
 		res, err := s.nh.SyncPropose(pctx, s.sessions[shard], data)
 		if err == nil {
@@ -1010,7 +1006,7 @@ func (s *Store) proposeBytes(ctx context.Context, shard uint64, data []byte) (sm
 func (s *Store) read(ctx context.Context, shard uint64, q any) (any, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.ProposalTimeout)
 	defer cancel()
-	var b backoff
+	b := s.newBackoff()
 	for {
 		// Each try waits an election timeout at most: a ReadIndex that
 		// reached a leader as it lost the leadership, or whose answer
@@ -1074,13 +1070,19 @@ func (s *Store) tick() time.Duration {
 	return time.Duration(s.cfg.RTTMillisecond) * time.Millisecond
 }
 
-// backoff waits 1, 2, 4 ... 32 ticks between retries.
-type backoff struct{ n int }
+// backoff waits 1, 2, 4 ... 32 ticks between retries, on clock.
+type backoff struct {
+	n     int
+	clock clock.Clock
+}
+
+// newBackoff is a back-off on the store's clock.
+func (s *Store) newBackoff() backoff { return backoff{clock: s.clock} }
 
 func (b *backoff) wait(ctx context.Context, tick time.Duration) error {
 	d := tick << min(b.n, 5)
 	b.n++
-	return waitTick(ctx, d)
+	return clock.Sleep(ctx, clock.Or(b.clock), d)
 }
 
 // codeError turns a non-OK result code into the matching sentinel.

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -17,7 +18,12 @@ import (
 // next pass reads the latest state anyway. A bulk move applies thousands of
 // changes a second; without this, each would queue a full pass behind the
 // others. The zero value is ready.
-type ChangeWatch struct{ pending atomic.Bool }
+type ChangeWatch struct {
+	pending atomic.Bool
+	// Clock spaces the passes; nil is the wall clock. The owner sets it
+	// before Start.
+	Clock clock.Clock
+}
 
 // ChangePassEvery spaces the passes a ChangeWatch asks for: a pass reads and
 // sorts every assignment the node owns or is targeted with (10,000 at seed
@@ -51,9 +57,11 @@ func (w *ChangeWatch) run(changes interface{ Changed() <-chan struct{} }, next <
 		if !w.pending.Swap(true) {
 			send()
 		}
+		pause := clock.NewAlarm(clock.Or(w.Clock), ChangePassEvery)
 		select {
-		case <-time.After(ChangePassEvery):
+		case <-pause.C:
 		case <-stop:
+			pause.Stop()
 			return
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"strings"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // Config is one node's transport. Zero values of the tuning fields take the
@@ -62,6 +64,11 @@ type Config struct {
 	// Auth is the node's NATS credentials and TLS; zero connects to an open
 	// server only.
 	Auth Auth
+	// Clock times the pauses between retries and Close's wait for the
+	// drain, and measures requests for the metrics: the node's steady
+	// clock (actors/clock). Nil is the wall clock. A request's and a
+	// handler's deadlines are their contexts', kept by the runtime.
+	Clock clock.Clock
 }
 
 // Defaults of Config's tuning fields, for a LAN where a request/reply takes

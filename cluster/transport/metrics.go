@@ -55,9 +55,9 @@ func newServiceMetrics(set *metrics.Set, node, service string) *serviceMetrics {
 	return m
 }
 
-// observe records one finished Request.
-func (m *serviceMetrics) observe(start time.Time, reason string) {
-	m.latency.Update(time.Since(start).Seconds())
+// observe records one finished Request, which took took.
+func (m *serviceMetrics) observe(took time.Duration, reason string) {
+	m.latency.Update(took.Seconds())
 	if reason != "" {
 		m.errors[reason].Inc()
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -30,9 +31,10 @@ type Handler func(ctx context.Context, from string, req []byte) ([]byte, error)
 // and admin verbs and sends requests to other nodes. It is safe for
 // concurrent use.
 type Transport struct {
-	cfg Config
-	log *slog.Logger
-	nc  *nats.Conn
+	cfg   Config
+	clock clock.Clock // cfg.Clock or the wall
+	log   *slog.Logger
+	nc    *nats.Conn
 
 	// sem holds one token per running handler (MaxConcurrentHandlers).
 	sem chan struct{}
@@ -78,6 +80,7 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 		connClosed: make(chan struct{}),
 		subs:       make(map[string]*nats.Subscription),
 		metrics:    metricsCache{node: cfg.NodeID, set: setOrDefault(cfg.Metrics)},
+		clock:      clock.Or(cfg.Clock),
 	}
 	up := make(chan struct{}, 1)
 	signalUp := func(*nats.Conn) {
@@ -178,9 +181,11 @@ func (t *Transport) Close() {
 			// closed the connection itself, or will not; make sure.
 			t.nc.Close()
 		}
+		waited := clock.NewAlarm(t.clock, t.cfg.DrainTimeout+time.Second)
+		defer waited.Stop()
 		select {
 		case <-t.connClosed:
-		case <-time.After(t.cfg.DrainTimeout + time.Second):
+		case <-waited.C:
 			t.log.Error("nats connection did not close after drain", "waited", t.cfg.DrainTimeout+time.Second)
 			t.nc.Close()
 			<-t.connClosed
@@ -280,8 +285,11 @@ func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
 				budget = time.Duration(ms) * time.Millisecond
 			}
 		}
-		deadline := time.Now().Add(budget)
-		if !t.acquire(deadline) {
+		// The handler's context, from now: the wait for a slot counts
+		// against the caller's budget too.
+		ctx, cancel := context.WithTimeout(t.base, budget)
+		if !t.acquire(ctx) {
+			cancel()
 			if t.isClosed() {
 				t.respond(m, nil, Errorf(StatusUnavailable, "node %s is closing", t.cfg.NodeID))
 			}
@@ -291,6 +299,7 @@ func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
 		if t.closed {
 			t.mu.Unlock()
 			<-t.sem
+			cancel()
 			t.respond(m, nil, Errorf(StatusUnavailable, "node %s is closing", t.cfg.NodeID))
 			return
 		}
@@ -300,7 +309,6 @@ func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
 		go func() {
 			defer t.handlers.Done()
 			defer func() { <-t.sem }()
-			ctx, cancel := context.WithDeadline(t.base, deadline)
 			defer cancel()
 			out, err := t.run(ctx, h, from, m)
 			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -312,22 +320,18 @@ func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
 	}
 }
 
-// acquire takes a handler slot, waiting until one is free, the deadline
-// passes or the transport closes.
-func (t *Transport) acquire(deadline time.Time) bool {
+// acquire takes a handler slot, waiting until one is free or ctx ends
+// (its deadline passes, or the transport closes: ctx is of t.base).
+func (t *Transport) acquire(ctx context.Context) bool {
 	select {
 	case t.sem <- struct{}{}:
 		return true
 	default:
 	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
 	select {
 	case t.sem <- struct{}{}:
 		return true
-	case <-timer.C:
-		return false
-	case <-t.base.Done():
+	case <-ctx.Done():
 		return false
 	}
 }
@@ -445,10 +449,10 @@ func (t *Transport) RequestAdmin(ctx context.Context, verb string, req []byte) (
 }
 
 func (t *Transport) request(ctx context.Context, subj, label string, req []byte) ([]byte, error) {
-	start := time.Now()
+	start := t.clock.Now()
 	sm := t.metrics.get(label)
 	out, reason, err := t.attempts(ctx, subj, req, sm)
-	sm.observe(start, reason)
+	sm.observe(clock.Since(t.clock, start), reason)
 	return out, err
 }
 
@@ -493,15 +497,11 @@ func (t *Transport) attempts(ctx context.Context, subj string, req []byte, sm *s
 		if attempt >= t.cfg.MaxRetries {
 			return nil, reason, err
 		}
-		if dl, _ := ctx.Deadline(); time.Until(dl) <= backoff {
+		if left, _ := clock.Left(ctx); left <= backoff {
 			return nil, reason, err
 		}
 		sm.retries.Inc()
-		timer := time.NewTimer(backoff)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if clock.Sleep(ctx, t.clock, backoff) != nil {
 			return nil, reason, err // still not processed: the last attempt's error stands
 		}
 		backoff *= 2
@@ -511,8 +511,8 @@ func (t *Transport) attempts(ctx context.Context, subj string, req []byte, sm *s
 // newRequestMsg builds the request with its headers, refusing it when it
 // would exceed the max payload.
 func (t *Transport) newRequestMsg(ctx context.Context, subj string, req []byte) (*nats.Msg, error) {
-	dl, _ := ctx.Deadline() // always set: attempts adds RequestTimeout
-	ms := time.Until(dl).Milliseconds()
+	left, _ := clock.Left(ctx) // always set: attempts adds RequestTimeout
+	ms := left.Milliseconds()
 	if ms < 1 {
 		ms = 1
 	}

@@ -1,4 +1,4 @@
-package actors
+package clusterview
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // own: this node's from its sweeper's book (actors/sweeper), the others'
 // asked at once over NATS (memberFigures); a member that does not answer
 // has them null.
-func (n *Node) Members(ctx context.Context) []messages.MemberInfo {
+func (v *View) Members(ctx context.Context) []messages.MemberInfo {
 	out := []messages.MemberInfo{}
-	records := n.store.Members()
-	figures := n.memberFigures(ctx, records)
+	records := v.d.Replica.Members()
+	figures := v.memberFigures(ctx, records)
 	for _, m := range records {
-		owned := n.store.OwnedBy(m.ID)
+		owned := v.d.Replica.OwnedBy(m.ID)
 		moving := 0
 		for _, a := range owned {
 			if a.Target != "" {
@@ -44,30 +44,30 @@ const memberFiguresWait = time.Second
 
 // memberFigures is each member's quarantine figures: this node's own, and
 // those of the members not marked dead that answered in time.
-func (n *Node) memberFigures(ctx context.Context, records []messages.Member) map[string]messages.QuarantineCounts {
+func (v *View) memberFigures(ctx context.Context, records []messages.Member) map[string]messages.QuarantineCounts {
 	out := map[string]messages.QuarantineCounts{}
-	if c, ok := n.quarantineCounts(ctx); ok {
-		out[n.cfg.NodeID] = c
+	if c, ok := v.quarantineCounts(ctx); ok {
+		out[v.d.NodeID] = c
 	}
 	var asked []string
 	for _, m := range records {
-		if m.ID != n.cfg.NodeID && m.Status != messages.MemberDead {
+		if m.ID != v.d.NodeID && m.Status != messages.MemberDead {
 			asked = append(asked, m.ID)
 		}
 	}
-	if n.nats == nil || len(asked) == 0 {
+	if v.d.NATS == nil || len(asked) == 0 {
 		return out
 	}
-	answers, _ := askMembers[messages.QuarantineCounts](ctx, n.nats, asked, quarantineCountsService, struct{}{},
-		min(n.fanOutBudget(ctx), memberFiguresWait))
+	answers, _ := askEach[messages.QuarantineCounts](ctx, v.d.NATS, asked, quarantineCountsService, struct{}{},
+		min(v.FanOutBudget(ctx), memberFiguresWait))
 	maps.Copy(out, answers)
 	return out
 }
 
 // sideStatus is a member's status as a move listing shows each side:
 // alive, dead, draining, or not_a_member.
-func (n *Node) sideStatus(id string) string {
-	m, ok := n.store.Member(id)
+func (v *View) sideStatus(id string) string {
+	m, ok := v.d.Replica.Member(id)
 	switch {
 	case !ok:
 		return "not_a_member"

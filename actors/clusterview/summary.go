@@ -1,4 +1,4 @@
-package actors
+package clusterview
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// pacingCounts is the freeze pacer's figures: partitions frozen here as a
+// PacingCounts is the freeze pacer's figures: partitions frozen here as a
 // move's source, and prepares it holds (rule B5); zeros when the pacer
 // does not answer in time.
-func (n *Node) pacingCounts(ctx context.Context) (frozen, held int) {
-	res, err := n.request(ctx, n.pacer.pid, freeze.PaceCounts{})
+func (v *View) PacingCounts(ctx context.Context) (frozen, held int) {
+	res, err := v.d.Request(ctx, v.d.Pacer, freeze.PaceCounts{})
 	if a, ok := res.(freeze.PaceCountsAnswer); err == nil && ok {
 		return a.Frozen, a.Held
 	}
@@ -22,9 +22,9 @@ func (n *Node) pacingCounts(ctx context.Context) (frozen, held int) {
 
 // moveCounts is this node's share of the moves summary: its counters as a
 // destination since it started, and its freeze pacer's figures now.
-func (n *Node) moveCounts(ctx context.Context) messages.MoveCounts {
-	frozen, held := n.pacingCounts(ctx)
-	return messages.MoveCounts{Done: int64(n.metrics.movesDone.Get()), BytesCopied: int64(n.metrics.moveBytes.Get()),
+func (v *View) moveCounts(ctx context.Context) messages.MoveCounts {
+	frozen, held := v.PacingCounts(ctx)
+	return messages.MoveCounts{Done: int64(v.d.MovesDone.Get()), BytesCopied: int64(v.d.MoveBytes.Get()),
 		Frozen: frozen, Held: held}
 }
 
@@ -32,9 +32,9 @@ func (n *Node) moveCounts(ctx context.Context) messages.MoveCounts {
 // a summary.
 const moveCountsService = "move-counts"
 
-func (n *Node) serveMoveCounts() error {
-	return transport.HandleJSON(n.nats, moveCountsService, func(ctx context.Context, _ string, _ struct{}) (messages.MoveCounts, error) {
-		return n.moveCounts(ctx), nil
+func (v *View) serveMoveCounts() error {
+	return transport.HandleJSON(v.d.NATS, moveCountsService, func(ctx context.Context, _ string, _ struct{}) (messages.MoveCounts, error) {
+		return v.moveCounts(ctx), nil
 	})
 }
 
@@ -43,17 +43,17 @@ func (n *Node) serveMoveCounts() error {
 // them all at once. It spends at most half of what is left of the
 // caller's budget (and RequestTimeout), so that a member that hangs costs
 // the summary its share, named in Missing, not the listing its answer.
-func (n *Node) moveSummary(ctx context.Context, inFlight int) messages.MoveSummary {
-	counts := map[string]messages.MoveCounts{n.cfg.NodeID: n.moveCounts(ctx)}
+func (v *View) moveSummary(ctx context.Context, inFlight int) messages.MoveSummary {
+	counts := map[string]messages.MoveCounts{v.d.NodeID: v.moveCounts(ctx)}
 	var asked []string
-	if n.nats != nil {
-		for _, m := range n.store.Members() {
-			if m.ID != n.cfg.NodeID && m.Status != messages.MemberDead {
+	if v.d.NATS != nil {
+		for _, m := range v.d.Replica.Members() {
+			if m.ID != v.d.NodeID && m.Status != messages.MemberDead {
 				asked = append(asked, m.ID)
 			}
 		}
 	}
-	answers, _ := askMembers[messages.MoveCounts](ctx, n.nats, asked, moveCountsService, struct{}{}, n.fanOutBudget(ctx))
+	answers, _ := askEach[messages.MoveCounts](ctx, v.d.NATS, asked, moveCountsService, struct{}{}, v.FanOutBudget(ctx))
 	for id, c := range answers {
 		counts[id] = c
 	}

@@ -1,4 +1,4 @@
-package actors
+package topics
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/errs"
+	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
@@ -23,19 +25,19 @@ const anchorPoll = 20 * time.Millisecond
 // AttachChild stores the link, then waits for every parent partition's
 // owner to anchor it, so a record whose produce starts after the answer
 // reaches the child.
-func (n *Node) AttachChild(ctx context.Context, parent, child string, delayMs int64) (messages.TopicInfo, error) {
-	p, err := n.store.AttachChild(ctx, parent, child, delayMs)
+func (c *Catalog) AttachChild(ctx context.Context, parent, child string, delayMs int64) (messages.TopicInfo, error) {
+	p, err := c.deps.Store.AttachChild(ctx, parent, child, delayMs)
 	if err != nil {
 		return messages.TopicInfo{}, fmt.Errorf("attach %s to %s: %w", child, parent, fanoutError(err))
 	}
-	n.awaitAnchors(ctx, p, child)
-	return topicOf(p), nil
+	c.awaitAnchors(ctx, p, child)
+	return Info(p), nil
 }
 
 // DetachChild removes the link; the owners drop its cursors as they see it
 // gone.
-func (n *Node) DetachChild(ctx context.Context, parent, child string) error {
-	if _, err := n.store.DetachChild(ctx, parent, child); err != nil {
+func (c *Catalog) DetachChild(ctx context.Context, parent, child string) error {
+	if _, err := c.deps.Store.DetachChild(ctx, parent, child); err != nil {
 		return fmt.Errorf("detach %s from %s: %w", child, parent, fanoutError(err))
 	}
 	return nil
@@ -43,14 +45,14 @@ func (n *Node) DetachChild(ctx context.Context, parent, child string) error {
 
 // Children lists the parent's links in attach order, each with its lag
 // from the owners' stats.
-func (n *Node) Children(ctx context.Context, parent string) (messages.ChildList, error) {
-	t, ok := n.store.Topic(parent)
+func (c *Catalog) Children(ctx context.Context, parent string) (messages.ChildList, error) {
+	t, ok := c.deps.Store.Topic(parent)
 	if !ok {
-		return messages.ChildList{}, fmt.Errorf("children of %s: topic %w", parent, ErrNotFound)
+		return messages.ChildList{}, fmt.Errorf("children of %s: topic %w", parent, errs.ErrNotFound)
 	}
 	var stats []*messages.PartitionStats
 	if len(t.Children) > 0 {
-		for _, o := range n.ownerStats(ctx, t, -1, false) {
+		for _, o := range c.ownerStats(ctx, t, -1, false) {
 			stats = append(stats, o.stats)
 		}
 	}
@@ -90,15 +92,15 @@ func cursorOf(st *messages.PartitionStats, child string) (int64, bool) {
 // parent to show a cursor for child in its owner's stats. Past the wait
 // the attach answers anyway: an owner that is down commits nothing
 // meanwhile, so it anchors where it would have.
-func (n *Node) awaitAnchors(ctx context.Context, parent messages.Topic, child string) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.FanoutAnchorWait)
+func (c *Catalog) awaitAnchors(ctx context.Context, parent messages.Topic, child string) {
+	ctx, cancel := context.WithTimeout(ctx, c.deps.Config.AnchorWait)
 	defer cancel()
-	missing := untilAnchored(ctx, anchorPoll, func(ctx context.Context) []int {
-		return unanchored(parent.Partitions, n.ownerStats(ctx, parent, -1, false), child)
+	missing := untilAnchored(ctx, c.deps.Clock, anchorPoll, func(ctx context.Context) []int {
+		return unanchored(parent.Partitions, c.ownerStats(ctx, parent, -1, false), child)
 	})
 	if len(missing) > 0 {
-		n.log.Warn("attach answered before every owner anchored the link", "parent", parent.Name, "child", child,
-			"wait", n.cfg.FanoutAnchorWait, "partitions", missing)
+		c.deps.Log.Warn("attach answered before every owner anchored the link", "parent", parent.Name, "child", child,
+			"wait", c.deps.Config.AnchorWait, "partitions", missing)
 	}
 }
 
@@ -120,20 +122,16 @@ func unanchored(partitions int, stats []ownerStat, child string) []int {
 	return out
 }
 
-// untilAnchored asks check every poll until it answers no partition or ctx
-// ends, and returns its last answer.
-func untilAnchored(ctx context.Context, poll time.Duration, check func(context.Context) []int) []int {
+// untilAnchored asks check every poll of clk until it answers no
+// partition or ctx ends, and returns its last answer.
+func untilAnchored(ctx context.Context, clk clock.Clock, poll time.Duration, check func(context.Context) []int) []int {
 	for {
 		missing := check(ctx)
 		if len(missing) == 0 {
 			return nil
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if clock.Sleep(ctx, clk, poll) != nil {
 			return missing
-		case <-t.C:
 		}
 	}
 }
@@ -143,13 +141,13 @@ func untilAnchored(ctx context.Context, poll time.Duration, check func(context.C
 func refusalError(op string, code messages.ResultCode, reason string) error {
 	switch code {
 	case messages.ResultInvalid:
-		return fmt.Errorf("%s: %w", op, invalid(reason))
+		return fmt.Errorf("%s: %w", op, errs.Invalid(reason))
 	case messages.ResultNotFound:
-		return fmt.Errorf("%s: %w", op, &api.Refusal{Kind: ErrNotFound, Reason: reason})
+		return fmt.Errorf("%s: %w", op, &errs.Refusal{Kind: errs.ErrNotFound, Reason: reason})
 	case messages.ResultConflict:
-		return fmt.Errorf("%s: %w", op, &api.Refusal{Kind: ErrConflict, Reason: reason})
+		return fmt.Errorf("%s: %w", op, &errs.Refusal{Kind: errs.ErrConflict, Reason: reason})
 	}
-	return fmt.Errorf("%s: %s (result %d): %w", op, reason, code, ErrInvariant)
+	return fmt.Errorf("%s: %s (result %d): %w", op, reason, code, partition.ErrInvariant)
 }
 
 // fanoutError is fromMetastore, with a refusal's reason kept for the
@@ -157,7 +155,7 @@ func refusalError(op string, code messages.ResultCode, reason string) error {
 func fanoutError(err error) error {
 	re, ok := errors.AsType[*metastore.RefusedError](err)
 	if !ok {
-		return fromMetastore(err)
+		return errs.FromMetastore(err)
 	}
 	switch {
 	case errors.Is(re, metastore.ErrInvalid):
@@ -167,5 +165,5 @@ func fanoutError(err error) error {
 	case errors.Is(re, metastore.ErrConflict):
 		return refusalError(re.Op, messages.ResultConflict, re.Reason)
 	}
-	return fromMetastore(err)
+	return errs.FromMetastore(err)
 }

@@ -1,10 +1,18 @@
-package actors
+// Package topics is the node's side of the topic verbs: create, alter,
+// delete, get and list a topic as the API contract words them (defaults,
+// limits, the order an alter applies its fields in), its partitions'
+// stats asked of their owners, and the fan-out links a client attaches,
+// lists and detaches (children.go). Start at Catalog, which the node
+// embeds, so its methods are the node's own (api.Topics). It knows no
+// Node: Deps is what it asks of one.
+package topics
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,13 +21,84 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/naradmq/narad/actors/api"
-	"github.com/naradmq/narad/actors/partition"
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/actors/schema"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
+
+// Store is what the verbs read of the local replica, and the links they
+// propose themselves (a create, an alter and a delete go through the
+// controller, Deps.AskController).
+type Store interface {
+	Topic(name string) (messages.Topic, bool)
+	Topics() []messages.Topic
+	Assignments(incarnation uint64, partitions int) []messages.Assignment
+	// CatchUp returns once the local replica applied everything the
+	// leaders had committed when it was called.
+	CatchUp(ctx context.Context) error
+	AttachChild(ctx context.Context, parent, child string, delayMs int64) (messages.Topic, error)
+	DetachChild(ctx context.Context, parent, child string) (messages.Topic, error)
+}
+
+// Owners asks a partition's owner, this node or a peer (the router).
+type Owners interface {
+	Ask(ctx context.Context, k messages.PartitionKey, msg any) (any, error)
+}
+
+// Config is the contract's topic defaults and limits as this node applies
+// them, and how long an attach waits for its anchors.
+type Config struct {
+	// DefaultPartitions is used when a create names none (the API's 3).
+	DefaultPartitions int
+	// MaxPartitions bounds a topic's partitions (the API's 108).
+	MaxPartitions int
+	// DefaultRetention replaces a retention of 0 (the API's 7 days).
+	DefaultRetention time.Duration
+	// AnchorWait bounds an attach's wait for every parent partition's
+	// owner to anchor the link (Config.FanoutAnchorWait of the node).
+	AnchorWait time.Duration
+}
+
+// Validate reports the first limit out of range; the node checks
+// AnchorWait against its HTTP write timeout.
+func (c Config) Validate() error {
+	switch {
+	case c.DefaultPartitions < 3 || c.DefaultPartitions > c.MaxPartitions:
+		return fmt.Errorf("TopicDefaultPartitions %d must be within 3..TopicMaxPartitions: %w", c.DefaultPartitions, errs.ErrInvalid)
+	case c.MaxPartitions < 3 || c.MaxPartitions > 10000:
+		return fmt.Errorf("TopicMaxPartitions %d must be within 3..10000: %w", c.MaxPartitions, errs.ErrInvalid)
+	case c.DefaultRetention != 0 && c.DefaultRetention < time.Hour:
+		return fmt.Errorf("TopicDefaultRetention %s must be 0 or at least 1h: %w", c.DefaultRetention, errs.ErrInvalid)
+	}
+	return nil
+}
+
+// Deps is what the verbs need of their node.
+type Deps struct {
+	Config Config
+	Store  Store
+	Owners Owners
+	// AskController has the controller store a topic change (a create, an
+	// alter, a delete), wherever the metadata leader is.
+	AskController func(ctx context.Context, req messages.ControllerRequest) (messages.ControllerReply, error)
+	// Reconcile has the partitions supervisor start and stop this node's
+	// partition actors as the replica now places them.
+	Reconcile func(ctx context.Context) error
+	Log       *slog.Logger
+	// Clock stamps a topic's CreatedAt, which clients read beside their own
+	// time (the wall clock in a node), and paces an attach's polls.
+	Clock clock.Clock
+}
+
+// Catalog is the topic verbs over Deps. The node embeds it: its methods
+// are the node's, its Deps its own.
+type Catalog struct{ deps Deps }
+
+// New is the verbs over d.
+func New(d Deps) Catalog { return Catalog{deps: d} }
 
 // Defaults and limits of the API contract for a topic's settings; a create
 // or alter that leaves a field at 0 gets the default.
@@ -35,8 +114,8 @@ var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 
 func validTopicName(s string) bool { return topicNameRE.MatchString(s) && s != "." && s != ".." }
 
-// topicOf is t's record as clients see it.
-func topicOf(t messages.Topic) messages.TopicInfo {
+// Info is t's record as clients see it.
+func Info(t messages.Topic) messages.TopicInfo {
 	info := messages.TopicInfo{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.RetentionMs,
 		VisibilityTimeoutMs: t.VisibilityTimeoutMs, MaxInFlightPerPartition: t.MaxInFlightPerPartition,
 		MaxAckedAheadPerPartition: t.MaxAckedAheadPerPartition, CreatedAt: t.CreatedAt, Owner: t.Owner, Role: t.Role(),
@@ -50,35 +129,53 @@ func topicOf(t messages.Topic) messages.TopicInfo {
 	return info
 }
 
-// Topic is the topic's record on the local replica.
-func (n *Node) Topic(name string) (messages.TopicInfo, error) {
-	t, ok := n.store.Topic(name)
+// Reader is a lookup of a topic on the local replica.
+type Reader interface {
+	Topic(name string) (messages.Topic, bool)
+}
+
+// PartitionOf looks a topic up on the local replica and checks that it
+// has partition (any, when partition < 0).
+func PartitionOf(r Reader, topic string, partition int) (messages.Topic, error) {
+	t, ok := r.Topic(topic)
 	if !ok {
-		return messages.TopicInfo{}, fmt.Errorf("topic %s: %w", name, ErrNotFound)
+		return t, fmt.Errorf("topic %s: %w", topic, errs.ErrNotFound)
 	}
-	return topicOf(t), nil
+	if partition >= t.Partitions {
+		return t, fmt.Errorf("topic %s, partition %d: %w", topic, partition, errs.ErrNoSuchPartition)
+	}
+	return t, nil
+}
+
+// Topic is the topic's record on the local replica.
+func (c *Catalog) Topic(name string) (messages.TopicInfo, error) {
+	t, ok := c.deps.Store.Topic(name)
+	if !ok {
+		return messages.TopicInfo{}, fmt.Errorf("topic %s: %w", name, errs.ErrNotFound)
+	}
+	return Info(t), nil
 }
 
 // TopicsAfter pages through the local replica's topics by name.
-func (n *Node) TopicsAfter(after string, limit int) ([]messages.TopicInfo, bool) {
-	all := n.store.Topics()
+func (c *Catalog) TopicsAfter(after string, limit int) ([]messages.TopicInfo, bool) {
+	all := c.deps.Store.Topics()
 	i := sort.Search(len(all), func(i int) bool { return all[i].Name > after })
 	page := []messages.TopicInfo{}
 	for ; i < len(all) && len(page) < limit; i++ {
-		page = append(page, topicOf(all[i]))
+		page = append(page, Info(all[i]))
 	}
 	return page, i < len(all)
 }
 
 // PartitionStats asks each owner, this node or a peer, for its partitions'
 // stats.
-func (n *Node) PartitionStats(ctx context.Context, topic string, only int) ([]messages.PartitionInfo, error) {
-	t, err := n.partitionOf(topic, only)
+func (c *Catalog) PartitionStats(ctx context.Context, topic string, only int) ([]messages.PartitionInfo, error) {
+	t, err := PartitionOf(c.deps.Store, topic, only)
 	if err != nil {
 		return nil, fmt.Errorf("partition stats: %w", err)
 	}
 	out := []messages.PartitionInfo{}
-	for _, o := range n.ownerStats(ctx, t, only, true) {
+	for _, o := range c.ownerStats(ctx, t, only, true) {
 		if o.err != nil {
 			// An owner that answered nothing usable is a failure of the
 			// request, not a reason to retry it.
@@ -112,14 +209,14 @@ type ownerStat struct {
 // only >= 0) for its stats, in assignment order. With stopAtError it asks
 // no further owner after one failed: the caller fails the request anyway,
 // and each owner that cannot be reached costs a timeout.
-func (n *Node) ownerStats(ctx context.Context, t messages.Topic, only int, stopAtError bool) []ownerStat {
+func (c *Catalog) ownerStats(ctx context.Context, t messages.Topic, only int, stopAtError bool) []ownerStat {
 	var out []ownerStat
-	for _, a := range n.store.Assignments(t.Incarnation, t.Partitions) {
+	for _, a := range c.deps.Store.Assignments(t.Incarnation, t.Partitions) {
 		if only >= 0 && a.Partition != only {
 			continue
 		}
 		k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: a.Partition}
-		res, err := n.route.Ask(ctx, k, &messages.GetStats{})
+		res, err := c.deps.Owners.Ask(ctx, k, &messages.GetStats{})
 		st, isStats := res.(*messages.PartitionStats)
 		switch {
 		case notServedYet(err):
@@ -146,19 +243,19 @@ func notServedYet(err error) bool {
 // CreateTopic resolves the contract's defaults and limits, then has the
 // controller store the topic and place its partitions. It returns once
 // this node can serve the topic.
-func (n *Node) CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
+func (c *Catalog) CreateTopic(ctx context.Context, req messages.CreateTopicRequest) (messages.TopicInfo, error) {
 	var parent messages.Topic
 	found := false
 	if req.Parent != "" {
-		parent, found = n.store.Topic(req.Parent)
+		parent, found = c.deps.Store.Topic(req.Parent)
 	}
 	// A bad request is 400 whether or not its parent exists.
-	t, why := n.resolveCreate(req, parent.Partitions)
+	t, why := c.resolveCreate(req, parent.Partitions)
 	if why != "" {
-		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, invalid(why))
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, errs.Invalid(why))
 	}
 	if req.Parent != "" && !found {
-		return messages.TopicInfo{}, fmt.Errorf("create topic %s under %s: %w", req.Name, req.Parent, api.ErrParentNotFound)
+		return messages.TopicInfo{}, fmt.Errorf("create topic %s under %s: %w", req.Name, req.Parent, errs.ErrParentNotFound)
 	}
 	if parent.Name != "" {
 		// Asked of the local replica to word the refusal: through a
@@ -171,24 +268,24 @@ func (n *Node) CreateTopic(ctx context.Context, req messages.CreateTopicRequest)
 			return messages.TopicInfo{}, refusalError("create topic "+req.Name+" under "+parent.Name, code, why)
 		}
 	}
-	rep, err := n.askController(ctx, messages.ControllerRequest{CreateTopic: &t})
+	rep, err := c.deps.AskController(ctx, messages.ControllerRequest{CreateTopic: &t})
 	if err != nil {
 		return messages.TopicInfo{}, fmt.Errorf("create topic %s: %w", req.Name, fanoutError(err))
 	}
-	n.servePlaced(ctx, rep.Topic)
+	c.servePlaced(ctx, rep.Topic)
 	if parent.Name != "" {
-		n.awaitAnchors(ctx, parent, t.Name)
+		c.awaitAnchors(ctx, parent, t.Name)
 	}
-	return topicOf(rep.Topic), nil
+	return Info(rep.Topic), nil
 }
 
 // resolveCreate applies the contract's defaults and limits; a non-empty
 // reason is why the create is invalid. parentPartitions is the parent's
 // count, the default under a parent (0 without one).
-func (n *Node) resolveCreate(req messages.CreateTopicRequest, parentPartitions int) (messages.Topic, string) {
+func (c *Catalog) resolveCreate(req messages.CreateTopicRequest, parentPartitions int) (messages.Topic, string) {
 	t := messages.Topic{Name: req.Name, Partitions: req.Partitions, RetentionMs: orZero(req.RetentionMs),
 		VisibilityTimeoutMs: orZero(req.VisibilityTimeoutMs), MaxInFlightPerPartition: orZero(req.MaxInFlightPerPartition),
-		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: time.Now().Unix(),
+		MaxAckedAheadPerPartition: orZero(req.MaxAckedAheadPerPartition), CreatedAt: c.deps.Clock.Now().Unix(),
 		Owner: req.Owner} // the API put the caller there, never the client's value
 	delay := orZero(req.FanoutDelayMs)
 	switch {
@@ -206,16 +303,16 @@ func (n *Node) resolveCreate(req messages.CreateTopicRequest, parentPartitions i
 		return messages.Topic{}, "a topic cannot be its own parent"
 	}
 	if t.Partitions == 0 {
-		t.Partitions = n.cfg.TopicDefaultPartitions
+		t.Partitions = c.deps.Config.DefaultPartitions
 		if parentPartitions != 0 {
 			t.Partitions = parentPartitions
 		}
 	}
-	if t.Partitions < 3 || t.Partitions > n.cfg.TopicMaxPartitions {
-		return t, "partitions must be between 3 and " + strconv.Itoa(n.cfg.TopicMaxPartitions)
+	if t.Partitions < 3 || t.Partitions > c.deps.Config.MaxPartitions {
+		return t, "partitions must be between 3 and " + strconv.Itoa(c.deps.Config.MaxPartitions)
 	}
 	if t.RetentionMs == 0 {
-		t.RetentionMs = n.cfg.TopicDefaultRetention.Milliseconds()
+		t.RetentionMs = c.deps.Config.DefaultRetention.Milliseconds()
 	}
 	if t.RetentionMs != 0 && t.RetentionMs < minRetentionMs {
 		return t, "retention_ms must be 0 or at least 3600000 (1h)"
@@ -254,29 +351,29 @@ func orZero(v *int64) int64 {
 // so a client can use the topic through this node as soon as the create is
 // answered (other nodes spawn theirs within milliseconds). Failing that,
 // the partitions supervisor catches up on its own: the answer stands.
-func (n *Node) servePlaced(ctx context.Context, t messages.Topic) {
-	if err := n.store.CatchUp(ctx); err != nil {
-		n.log.Warn("catch up with a placement", "topic", t.Name, "err", err)
+func (c *Catalog) servePlaced(ctx context.Context, t messages.Topic) {
+	if err := c.deps.Store.CatchUp(ctx); err != nil {
+		c.deps.Log.Warn("catch up with a placement", "topic", t.Name, "err", err)
 	}
-	if _, err := n.request(ctx, n.partitions, partition.Reconcile{}); err != nil {
-		n.log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
+	if err := c.deps.Reconcile(ctx); err != nil {
+		c.deps.Log.Warn("reconcile after placing partitions", "topic", t.Name, "err", err)
 	}
 }
 
 // AlterTopic applies retention, caps, partitions and schema in that order
 // without a transaction, as the contract says: the first field refused
 // still applies the fields before it, and the refusal is the answer.
-func (n *Node) AlterTopic(ctx context.Context, name string, req messages.AlterTopicRequest) (messages.TopicInfo, error) {
+func (c *Catalog) AlterTopic(ctx context.Context, name string, req messages.AlterTopicRequest) (messages.TopicInfo, error) {
 	if req.Partitions == nil && req.RetentionMs == nil && req.MaxInFlightPerPartition == nil && req.MaxAckedAheadPerPartition == nil && !hasSchema(req.Schema) {
-		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, invalid("no field to change"))
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, errs.Invalid("no field to change"))
 	}
-	t, ok := n.store.Topic(name)
+	t, ok := c.deps.Store.Topic(name)
 	if !ok {
-		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, ErrNotFound)
+		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, errs.ErrNotFound)
 	}
-	alter, refused := n.resolveAlter(t, req)
+	alter, refused := c.resolveAlter(t, req)
 	if refused == nil || alter.RetentionMs != nil || alter.MaxInFlightPerPartition != nil || alter.MaxAckedAheadPerPartition != nil || alter.Partitions != 0 {
-		altered, err := n.applyAlter(ctx, t, alter)
+		altered, err := c.applyAlter(ctx, t, alter)
 		if err != nil {
 			return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, fanoutError(err))
 		}
@@ -285,7 +382,7 @@ func (n *Node) AlterTopic(ctx context.Context, name string, req messages.AlterTo
 	if refused != nil {
 		return messages.TopicInfo{}, fmt.Errorf("alter topic %s: %w", name, refused)
 	}
-	return topicOf(t), nil
+	return Info(t), nil
 }
 
 // resolveAlter turns an alter request into the command that stores it,
@@ -294,15 +391,15 @@ func (n *Node) AlterTopic(ctx context.Context, name string, req messages.AlterTo
 // The fan-out checks are asked of the local replica (the controller may
 // answer from another node, with only a status); the state machine judges
 // again.
-func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (messages.AlterTopic, error) {
+func (c *Catalog) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (messages.AlterTopic, error) {
 	alter := messages.AlterTopic{Name: t.Name}
 	if v := req.RetentionMs; v != nil {
 		ret := *v
 		if ret == 0 {
-			ret = n.cfg.TopicDefaultRetention.Milliseconds()
+			ret = c.deps.Config.DefaultRetention.Milliseconds()
 		}
 		if ret < 0 || (ret != 0 && ret < minRetentionMs) {
-			return alter, invalid("retention_ms must be 0 or at least 3600000 (1h)")
+			return alter, errs.Invalid("retention_ms must be 0 or at least 3600000 (1h)")
 		}
 		if code, why := metastore.AlterRefusal(t, messages.AlterTopic{Name: t.Name, RetentionMs: &ret}); code != messages.ResultOK {
 			return alter, refusalError("alter topic "+t.Name, code, why)
@@ -319,7 +416,7 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 		}
 		v := *c.in
 		if v < 0 {
-			return alter, invalid("caps must not be negative")
+			return alter, errs.Invalid("caps must not be negative")
 		}
 		if v == 0 {
 			v = c.def
@@ -327,8 +424,8 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 		*c.out = &v
 	}
 	if p := req.Partitions; p != nil && *p != 0 {
-		if *p < 0 || *p <= t.Partitions || *p > n.cfg.TopicMaxPartitions {
-			return alter, invalid("partitions may only grow, up to " + strconv.Itoa(n.cfg.TopicMaxPartitions))
+		if *p < 0 || *p <= t.Partitions || *p > c.deps.Config.MaxPartitions {
+			return alter, errs.Invalid("partitions may only grow, up to " + strconv.Itoa(c.deps.Config.MaxPartitions))
 		}
 		alter.Partitions = *p
 	}
@@ -337,11 +434,11 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 			return alter, refusalError("alter topic "+t.Name, code, why)
 		}
 		if _, err := schema.Compile(req.Schema); err != nil {
-			return alter, invalid(err.Error())
+			return alter, errs.Invalid(err.Error())
 		}
 		if len(t.Schemas) > 0 {
 			if err := schema.Compatible(t.Schemas[len(t.Schemas)-1], req.Schema); err != nil {
-				return alter, invalid("incompatible schema: " + err.Error())
+				return alter, errs.Invalid("incompatible schema: " + err.Error())
 			}
 		}
 		alter.AddSchema = req.Schema
@@ -352,13 +449,13 @@ func (n *Node) resolveAlter(t messages.Topic, req messages.AlterTopicRequest) (m
 // applyAlter has the controller store an alter of t and place the
 // partitions it added. A refused later field still applies the earlier
 // ones, a grow included, so this is the only way an alter is stored.
-func (n *Node) applyAlter(ctx context.Context, t messages.Topic, alter messages.AlterTopic) (messages.Topic, error) {
-	rep, err := n.askController(ctx, messages.ControllerRequest{AlterTopic: &alter})
+func (c *Catalog) applyAlter(ctx context.Context, t messages.Topic, alter messages.AlterTopic) (messages.Topic, error) {
+	rep, err := c.deps.AskController(ctx, messages.ControllerRequest{AlterTopic: &alter})
 	if err != nil {
 		return rep.Topic, err
 	}
 	if rep.Topic.Partitions > t.Partitions {
-		n.servePlaced(ctx, rep.Topic)
+		c.servePlaced(ctx, rep.Topic)
 	}
 	return rep.Topic, nil
 }
@@ -366,16 +463,16 @@ func (n *Node) applyAlter(ctx context.Context, t messages.Topic, alter messages.
 // DeleteTopic removes the topic and its assignments. The local partitions
 // stop and their data goes before it returns, so a create of the same
 // name right after starts from offset 0.
-func (n *Node) DeleteTopic(ctx context.Context, name string) error {
-	if _, err := n.askController(ctx, messages.ControllerRequest{DeleteTopic: name}); err != nil {
+func (c *Catalog) DeleteTopic(ctx context.Context, name string) error {
+	if _, err := c.deps.AskController(ctx, messages.ControllerRequest{DeleteTopic: name}); err != nil {
 		return fmt.Errorf("delete topic %s: %w", name, fanoutError(err))
 	}
 	// The local partitions stop once this replica has the delete.
-	if err := n.store.CatchUp(ctx); err != nil {
-		n.log.Warn("catch up after deleting a topic", "topic", name, "err", err)
+	if err := c.deps.Store.CatchUp(ctx); err != nil {
+		c.deps.Log.Warn("catch up after deleting a topic", "topic", name, "err", err)
 	}
-	if _, err := n.request(ctx, n.partitions, partition.Reconcile{}); err != nil {
-		n.log.Warn("reconcile after deleting a topic", "topic", name, "err", err)
+	if err := c.deps.Reconcile(ctx); err != nil {
+		c.deps.Log.Warn("reconcile after deleting a topic", "topic", name, "err", err)
 	}
 	return nil
 }
