@@ -77,7 +77,7 @@ func wholeTypes(text string) map[string]bool {
 // its own (actors/sweeper, actors/fanout, actors/freeze, actors/controller,
 // actors/mover, actors/partition, actors/dispatch), and actors/route, the
 // router whose request groups start goroutines of their own.
-var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch", "route", "consume", "produce", "startup", "topics", "clusterview", "decommission", "departure", "diskhealth", "debugfaults"}
+var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch", "route", "consume", "produce", "startup", "topics", "clusterview", "decommission", "departure", "diskhealth", "debugfaults", "mailbox", "supervise"}
 
 // actorKey names a receiver type as the tests' maps do: bare in the root
 // package, qualified by its package elsewhere (sweeper.Actor).

@@ -28,11 +28,13 @@ import (
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/hints"
+	"github.com/naradmq/narad/actors/mailbox"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/startup"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -285,10 +287,10 @@ func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
 	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall()}
-	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
-		backoff: n.cfg.PartitionRestartBackoff, log: n.log, clock: n.cfg.steadyOrWall(), restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
-	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
-		backoff: n.cfg.Mover.WorkerRestartBackoff, log: n.log, clock: n.cfg.steadyOrWall(), restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
+	strategy := &supervise.Restarts{MaxRestarts: n.cfg.PartitionMaxRestarts, Window: n.cfg.PartitionRestartWindow,
+		Backoff: n.cfg.PartitionRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.actorRestarts, Stopped: n.metrics.partitionFailed}
+	workers := &supervise.Restarts{MaxRestarts: n.cfg.Mover.WorkerMaxRestarts, Window: n.cfg.Mover.WorkerRestartWindow,
+		Backoff: n.cfg.Mover.WorkerRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.workerRestarts, Stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
@@ -305,7 +307,7 @@ func (n *Node) startActors() error {
 	d := n.deps
 	pd := partitionDeps(d, newFanoutDeps(n.cfg, n.log, n.metrics, n.route), partition.NewFigures(n.metrics.set, n.metrics.node))
 	pd.Opens = make(chan struct{}, n.cfg.MaxParallelPartitionOpens)
-	mb := newMailboxes(n.cfg.steadyOrWall(), 300, mailboxIdle)
+	mb := mailbox.New(n.cfg.steadyOrWall(), 300, mailbox.Idle)
 	pd.Mailboxes = mb
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return partition.NewSupervisor(pd, n.store, owned)

@@ -1,4 +1,4 @@
-package actors
+package mailbox
 
 import (
 	"sync"
@@ -14,7 +14,7 @@ import (
 // worker idle for its idle time ends.
 func TestMailboxesRunEveryRunAndShrinkWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMailboxes(clock.Wall{}, 300, time.Second)
+		m := New(clock.Wall{}, 300, time.Second)
 		block, blocked := make(chan struct{}), make(chan struct{})
 		m.Schedule(func() { close(blocked); <-block })
 		<-blocked

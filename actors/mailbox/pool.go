@@ -1,4 +1,7 @@
-package actors
+// Package mailbox runs the hot actors' mailboxes (the partitions, the
+// dispatcher) on a pool of goroutines that live on between runs: Pool is
+// the protoactor dispatcher the node hands their props. Start with Pool.
+package mailbox
 
 import (
 	"sync/atomic"
@@ -9,14 +12,14 @@ import (
 	"github.com/naradmq/narad/actors/clock"
 )
 
-// mailboxes runs the hot actors' mailboxes (partitions, the dispatcher) on
+// Pool runs the hot actors' mailboxes (partitions, the dispatcher) on
 // goroutines that live on between runs. protoactor's default starts a
 // goroutine for every run of a mailbox, whose small stack each deep
 // Receive grows again by copying: a tenth of a node's CPU under issue 45's
 // load went to stack growth and goroutine exits. A run goes to an idle
 // worker when there is one, else to a new one, so a Receive that blocks
-// never holds another mailbox back; a worker idle for mailboxIdle ends.
-type mailboxes struct {
+// never holds another mailbox back; a worker idle for Idle ends.
+type Pool struct {
 	clock      clock.Clock // times a worker's idle wait
 	throughput int
 	idle       time.Duration // how long a worker waits for another run
@@ -24,24 +27,24 @@ type mailboxes struct {
 	workers    atomic.Int32 // alive, for tests
 }
 
-// mailboxIdle is how long a worker waits for another run before it ends:
+// Idle is how long a worker waits for another run before it ends:
 // long enough to live through a load's gaps, short enough that a node
 // that went quiet holds no goroutines it does not use.
-const mailboxIdle = 2 * time.Second
+const Idle = 2 * time.Second
 
-var _ actor.Dispatcher = (*mailboxes)(nil)
+var _ actor.Dispatcher = (*Pool)(nil)
 
-// newMailboxes is a pool whose runs each process up to throughput
+// New is a pool whose runs each process up to throughput
 // messages before yielding (protoactor's default is 300), and whose
 // workers end after idle without a run on c.
-func newMailboxes(c clock.Clock, throughput int, idle time.Duration) *mailboxes {
-	return &mailboxes{clock: clock.Or(c), throughput: throughput, idle: idle, work: make(chan func())}
+func New(c clock.Clock, throughput int, idle time.Duration) *Pool {
+	return &Pool{clock: clock.Or(c), throughput: throughput, idle: idle, work: make(chan func())}
 }
 
-func (m *mailboxes) Throughput() int { return m.throughput }
+func (m *Pool) Throughput() int { return m.throughput }
 
 // Schedule runs fn on an idle worker, or on a new one.
-func (m *mailboxes) Schedule(fn func()) {
+func (m *Pool) Schedule(fn func()) {
 	select {
 	case m.work <- fn:
 	default:
@@ -50,7 +53,7 @@ func (m *mailboxes) Schedule(fn func()) {
 	}
 }
 
-func (m *mailboxes) worker(fn func()) {
+func (m *Pool) worker(fn func()) {
 	defer m.workers.Add(-1)
 	idle := clock.NewAlarm(m.clock, m.idle)
 	defer idle.Stop()
