@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	pathpkg "path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -78,7 +77,7 @@ func wholeTypes(text string) map[string]bool {
 // its own (actors/sweeper, actors/fanout, actors/freeze, actors/controller,
 // actors/mover, actors/partition, actors/dispatch), and actors/route, the
 // router whose request groups start goroutines of their own.
-var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch", "route", "consume", "produce", "startup", "topics", "clusterview", "decommission", "departure", "diskhealth", "debugfaults"}
+var actorDirs = []string{".", "sweeper", "fanout", "freeze", "controller", "mover", "partition", "dispatch", "route", "consume", "produce", "startup", "topics", "clusterview", "decommission", "departure", "diskhealth", "debugfaults", "mailbox", "supervise"}
 
 // actorKey names a receiver type as the tests' maps do: bare in the root
 // package, qualified by its package elsewhere (sweeper.Actor).
@@ -158,7 +157,7 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	}
 	lifecycle := map[string]bool{"Started": true, "Stopping": true, "Stopped": true, "Restarting": true, "ReceiveTimeout": true}
 	table := map[string]string{}
-	for _, line := range strings.Split(architectureSection(t, "## 6."), "\n") {
+	for _, line := range strings.Split(architectureSection(t, messageSection), "\n") {
 		if m := regexp.MustCompile("^\\| `([^`]+)` \\| (.*) \\|$").FindStringSubmatch(line); m != nil {
 			table[m[1]] = m[2]
 		}
@@ -180,7 +179,7 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 				key := actorKey(dir, receiverName(fd))
 				row, known := rows[key]
 				if !known {
-					t.Errorf("%s.Receive: an actor the test does not map to a row of section 6; add it to rows", key)
+					t.Errorf("%s.Receive: an actor the test does not map to a row of %s; add it to rows", key, messageSection)
 					continue
 				}
 				ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -212,82 +211,216 @@ func TestArchitectureMessageTableMatchesEveryReceive(t *testing.T) {
 	for _, row := range rows {
 		cell, ok := table[row]
 		if !ok {
-			t.Errorf("section 6: no row for `%s`", row)
+			t.Errorf("%s: no row for `%s`", messageSection, row)
 			continue
 		}
 		named := names(cell)
 		for _, m := range handled[row] {
 			if !named[m] {
-				t.Errorf("section 6, `%s`: its Receive takes %s, which the row does not name", row, m)
+				t.Errorf("%s, `%s`: its Receive takes %s, which the row does not name", messageSection, row, m)
 			}
 		}
 		for w := range wholeTypes(cell) {
 			if declared[w] && !slices.Contains(handled[row], w) {
-				t.Errorf("section 6, `%s`: the row names %s, which its Receive does not take", row, w)
+				t.Errorf("%s, `%s`: the row names %s, which its Receive does not take", messageSection, row, w)
 			}
 		}
 	}
 }
 
-// Section 7's goroutine table: every function of this package, and of the
-// actor packages split out of it (actorDirs), that starts a goroutine (a go
-// statement, a WaitGroup's Go, an AfterFunc) is named in it.
-func TestArchitectureGoroutineTableNamesEveryStarter(t *testing.T) {
-	section := architectureSection(t, "## 7.")
-	start := strings.Index(section, "**Goroutines that exist**")
-	end := strings.Index(section, "**Stop order**")
-	if start < 0 || end < start {
-		t.Fatalf("section 7 has no goroutine table between **Goroutines that exist** and **Stop order**")
+// The section headings the tests read.
+const (
+	packageSection   = "## 1."
+	messageSection   = "## 7."
+	goroutineSection = "## 8."
+)
+
+// tableRows is the cells of every row of the first table in text, the
+// header and its rule left out.
+func tableRows(text string) [][]string {
+	var rows [][]string
+	inTable := false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		if !inTable { // the header
+			inTable = true
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		rows = append(rows, cells)
 	}
-	named := names(section[start:end])
+	return rows
+}
+
+// goroutineTable is the goroutine table of section 8: the text between
+// **Goroutines that exist** and **Clocks**.
+func goroutineTable(t *testing.T) [][]string {
+	t.Helper()
+	section := architectureSection(t, goroutineSection)
+	start := strings.Index(section, "**Goroutines that exist")
+	end := strings.Index(section, "**Clocks")
+	if start < 0 || end < start {
+		t.Fatalf("%s has no goroutine table between **Goroutines that exist** and **Clocks**", goroutineSection)
+	}
+	rows := tableRows(section[start:end])
+	for _, r := range rows {
+		if len(r) != 4 {
+			t.Fatalf("%s: a goroutine row has %d cells, want 4 (goroutine, started by, ends, waited by): %q", goroutineSection, len(r), r)
+		}
+	}
+	return rows
+}
+
+// Section 8's goroutine table, from the code to the table: every function
+// of the root package and of the actor packages (actorDirs) that starts a
+// goroutine (a go statement, a WaitGroup's Go, an AfterFunc) is named in
+// the "started by" column, and every function a goroutine runs by name in
+// the table's first two columns.
+func TestArchitectureGoroutineTableNamesEveryStarter(t *testing.T) {
+	rows := goroutineTable(t)
+	var starters, runners strings.Builder
+	for _, r := range rows {
+		runners.WriteString(r[0] + " " + r[1] + " ")
+		starters.WriteString(r[1] + " ")
+	}
+	namedStarter, namedRunner := names(starters.String()), names(runners.String())
 	var missing []string
 	for _, dir := range actorDirs {
-		for _, f := range productionFiles(t, dir) {
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil {
-					continue
-				}
-				starts := false
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					switch x := n.(type) {
-					case *ast.GoStmt:
-						starts = true
-						missing = append(missing, unnamedRunner(named, x.Call.Fun, x.Call)...)
-					case *ast.CallExpr:
-						if s, ok := x.Fun.(*ast.SelectorExpr); ok && (s.Sel.Name == "Go" || s.Sel.Name == "AfterFunc") {
-							starts = true
-							if s.Sel.Name == "Go" && len(x.Args) == 1 {
-								missing = append(missing, unnamedRunner(named, x.Args[0], nil)...)
-							}
-						}
-					}
-					return true
-				})
-				if starts && !named[fd.Name.Name] {
-					who := fd.Name.Name
-					if r := actorKey(dir, receiverName(fd)); r != "" {
-						who = r + "." + who
-					} else if dir != "." {
-						who = filepath.Base(dir) + "." + who
-					}
-					missing = append(missing, who)
+		for _, s := range goroutineStarters(t, dir) {
+			if !namedStarter[s.fn] {
+				missing = append(missing, s.who)
+			}
+			for _, r := range s.runs {
+				if !namedRunner[r] {
+					missing = append(missing, r+" (run as a goroutine)")
 				}
 			}
 		}
 	}
 	sort.Strings(missing)
 	if len(missing) > 0 {
-		t.Errorf("section 7's goroutine table names no goroutine started by %s", strings.Join(missing, ", "))
+		t.Errorf("%s's goroutine table names no goroutine started by %s", goroutineSection, strings.Join(missing, ", "))
 	}
 }
 
-// unnamedRunner is the function a goroutine runs, when the table does not
-// name it: `go n.heartbeat(ctx)`, or a literal whose body is that one call
+// Section 8's goroutine table, from the table to the code: every name in
+// the "started by" column is a function of the module that starts a
+// goroutine, so a row outlives neither its starter nor the goroutine.
+func TestArchitectureGoroutineTableNamesOnlyStarters(t *testing.T) {
+	started := map[string]bool{}
+	err := walkGoFiles("..", func(path string) error {
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		for _, s := range goroutineStartersIn(t, path, "") {
+			started[s.fn] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for _, r := range goroutineTable(t) {
+		for _, m := range backticked.FindAllStringSubmatch(r[1], -1) {
+			fn := m[1][strings.LastIndex(m[1], ".")+1:]
+			if !started[fn] {
+				stale = append(stale, fn)
+			}
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("%s's goroutine table says these start a goroutine, and no function of that name does: %s", goroutineSection, strings.Join(stale, ", "))
+	}
+}
+
+// starter is a function that starts goroutines: fn its name, who the name
+// a failure gives it, runs the functions its goroutines run by name.
+type starter struct {
+	fn, who string
+	runs    []string
+}
+
+// goroutineStarters is every function of dir's production files that
+// starts a goroutine.
+func goroutineStarters(t *testing.T, dir string) []starter {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []starter
+	for _, p := range paths {
+		if !strings.HasSuffix(p, "_test.go") {
+			out = append(out, goroutineStartersIn(t, p, dir)...)
+		}
+	}
+	return out
+}
+
+// goroutineStartersIn is every function of the file at path that starts a
+// goroutine (a go statement, a WaitGroup's Go, an AfterFunc), with the
+// functions its goroutines run by name (unnamedRunner).
+func goroutineStartersIn(t *testing.T, path, dir string) []starter {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []starter
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		s := starter{fn: fd.Name.Name}
+		starts := false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.GoStmt:
+				starts = true
+				s.runs = append(s.runs, runnerName(x.Call.Fun, x.Call)...)
+			case *ast.CallExpr:
+				if sel, ok := x.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Go" || sel.Sel.Name == "AfterFunc") {
+					starts = true
+					if sel.Sel.Name == "Go" && len(x.Args) == 1 {
+						s.runs = append(s.runs, runnerName(x.Args[0], nil)...)
+					}
+				}
+			}
+			return true
+		})
+		if !starts {
+			continue
+		}
+		s.who = fd.Name.Name
+		if r := actorKey(dir, receiverName(fd)); r != "" {
+			s.who = r + "." + s.who
+		} else if dir != "." && dir != "" {
+			s.who = filepath.Base(dir) + "." + s.who
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// runnerName is the function a goroutine runs, by name: `go n.heartbeat(ctx)`,
+// or a literal whose body is that one call
 // (`loops.Go(func() { n.probeWrites(ctx) })`). A goroutine whose literal
 // does more is the starter's, named by the starter. So each loop a starter
 // runs by name is a row of its own, not hidden behind its starter's name.
-func unnamedRunner(named map[string]bool, fun ast.Expr, call *ast.CallExpr) []string {
+func runnerName(fun ast.Expr, call *ast.CallExpr) []string {
 	if lit, ok := fun.(*ast.FuncLit); ok {
 		if len(lit.Body.List) != 1 {
 			return nil
@@ -301,92 +434,40 @@ func unnamedRunner(named map[string]bool, fun ast.Expr, call *ast.CallExpr) []st
 		}
 		fun = call.Fun
 	}
-	var name string
 	switch f := fun.(type) {
 	case *ast.Ident:
-		name = f.Name
+		return []string{f.Name}
 	case *ast.SelectorExpr:
-		name = f.Sel.Name
-	default:
-		return nil
+		return []string{f.Sel.Name}
 	}
-	if named[name] {
-		return nil
-	}
-	return []string{name + " (run as a goroutine)"}
+	return nil
 }
 
-// fileMapPaths is every file section 1 names, as a path from the module's
-// root. An entry starts at a bold directory (**`actors/mover/`**) and
-// names its files from there; a name with a directory in it
-// (`bulk/main.go`) makes that directory the line's, for the bare names
-// after it (`bulk/scenario.go`, then `cluster.go`). So a file counts only
-// where its own package's entry names it: a `config.go` named under one
-// package no longer passes for another's.
-func fileMapPaths(section string) map[string]bool {
-	out := map[string]bool{}
-	entry := ""
-	for _, line := range strings.Split(section, "\n") {
-		if m := entryHead.FindStringSubmatch(line); m != nil {
-			if strings.HasSuffix(m[1], ".go") {
-				out[m[1]] = true
-				entry = pathpkg.Dir(m[1]) + "/"
-			} else {
-				entry = m[1]
-			}
+// packageRows is section 1's table: each package directory (from the
+// module's root, without its slash) and the file its row says to start at.
+func packageRows(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range tableRows(architectureSection(t, packageSection)) {
+		if len(r) != 3 {
+			t.Fatalf("%s: a package row has %d cells, want 3 (package, what it is for, start at): %q", packageSection, len(r), r)
 		}
-		dir := entry
-		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
-			name := m[1]
-			if strings.HasSuffix(name, "/") && !strings.ContainsAny(name, " *(") {
-				// A directory named in passing (`deploy/image/`): the bare
-				// names after it are its files.
-				d := pathpkg.Clean(entry + name)
-				if top, _, _ := strings.Cut(name, "/"); moduleTops[top] {
-					d = pathpkg.Clean(name)
-				}
-				dir = d + "/"
-				continue
-			}
-			if !strings.HasSuffix(name, ".go") || strings.ContainsAny(name, " *(") {
-				continue
-			}
-			if strings.Contains(name, "/") {
-				p := pathpkg.Clean(entry + name)
-				if top, _, _ := strings.Cut(name, "/"); moduleTops[top] {
-					p = pathpkg.Clean(name) // a path from the root
-				}
-				out[p] = true
-				dir = pathpkg.Dir(p) + "/"
-				continue
-			}
-			out[pathpkg.Clean(dir+name)] = true
+		dir := strings.Trim(r[0], "`")
+		start := strings.Trim(r[2], "`")
+		if !strings.HasSuffix(dir, "/") || strings.ContainsAny(start, "/ ") {
+			t.Fatalf("%s: a row names %q and %q, want a `dir/` and a file in it", packageSection, r[0], r[2])
 		}
+		out[strings.TrimSuffix(dir, "/")] = start
 	}
 	return out
 }
 
-// moduleTops are the module's top directories: a name that starts with
-// one is a path from the root, wherever it stands.
-var moduleTops = map[string]bool{"actors": true, "cluster": true, "storage": true, "messages": true, "cmd": true, "bench": true, "deploy": true}
-
-// entryHead is the bold directory (or file) that starts an entry of
-// section 1; "**`cluster/`, the rest**" starts cluster/'s.
-var entryHead = regexp.MustCompile("^\\*\\*`([a-z][a-z0-9/._-]*)`")
-
-// Section 1 names every production Go file of the module in its package's
-// entry, and every package has a doc comment.
-func TestArchitectureFileMapNamesEveryFile(t *testing.T) {
-	named := fileMapPaths(architectureSection(t, "## 1."))
+// Section 1 has a row for every package of the module and no other, each
+// row's start file is in its package, and every package has a doc comment.
+func TestArchitecturePackageTableMatchesTheTree(t *testing.T) {
+	rows := packageRows(t)
 	root := ".."
 	documented := map[string]bool{}
-	defer func() {
-		for dir, doc := range documented {
-			if !doc {
-				t.Errorf("package %s has no doc comment", dir)
-			}
-		}
-	}()
 	err := walkGoFiles(root, func(path string) error {
 		dir := filepath.Dir(path)
 		if _, seen := documented[dir]; !seen {
@@ -400,13 +481,30 @@ func TestArchitectureFileMapNamesEveryFile(t *testing.T) {
 			return err
 		}
 		documented[dir] = documented[dir] || f.Doc != nil
-		if rel, _ := filepath.Rel(root, path); !named[filepath.ToSlash(rel)] {
-			t.Errorf("section 1 does not name %s in its package's entry", rel)
-		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for dir, doc := range documented {
+		rel, _ := filepath.Rel(root, dir)
+		rel = filepath.ToSlash(rel)
+		if !doc {
+			t.Errorf("package %s has no doc comment", rel)
+		}
+		if _, ok := rows[rel]; !ok {
+			t.Errorf("%s has no row for package %s/", packageSection, rel)
+		}
+	}
+	for rel, start := range rows {
+		dir := filepath.Join(root, filepath.FromSlash(rel))
+		if _, ok := documented[dir]; !ok {
+			t.Errorf("%s has a row for %s/, which holds no Go file", packageSection, rel)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, start)); err != nil {
+			t.Errorf("%s: %s/ says to start at %s, which it does not hold", packageSection, rel, start)
+		}
 	}
 }
 
@@ -428,4 +526,57 @@ func walkGoFiles(root string, fn func(path string) error) error {
 		}
 		return fn(path)
 	})
+}
+
+// layerRule is what the production code of the packages under one
+// directory may import of the module: nothing but the prefixes allowed.
+type layerRule struct {
+	dir     string
+	allowed []string
+}
+
+// Section 1's layers: imports point one way, and the one package every
+// layer may take is actors/clock.
+var layers = []layerRule{
+	{"messages", nil},
+	{"storage", []string{"storage", "actors/clock"}},
+	{"cluster/membership", []string{"messages", "actors/clock"}},
+	{"cluster/planner", []string{"messages"}},
+	{"cluster/metastore", []string{"cluster/metastore", "messages", "actors/clock"}},
+	{"cluster/transport", []string{"cluster/transport", "messages", "actors/clock"}},
+	{"actors/api", []string{"actors/api", "actors/errs", "actors/clock", "messages"}},
+}
+
+// Section 1: the layers' imports point one way.
+func TestArchitectureLayers(t *testing.T) {
+	const module = "github.com/naradmq/narad/"
+	var bad []string
+	for _, l := range layers {
+		err := walkGoFiles(filepath.Join("..", l.dir), func(path string) error {
+			if strings.HasSuffix(path, "_test.go") || strings.Contains(filepath.ToSlash(path), "/metastoretest/") || strings.Contains(filepath.ToSlash(path), "/testpki/") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				rel, ok := strings.CutPrefix(p, module)
+				if !ok {
+					continue
+				}
+				if !slices.ContainsFunc(l.allowed, func(a string) bool { return rel == a || strings.HasPrefix(rel, a+"/") }) {
+					bad = append(bad, path+" imports "+rel)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("imports against section 1's layers:\n%s", strings.Join(bad, "\n"))
+	}
 }

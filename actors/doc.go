@@ -39,7 +39,7 @@
 // HTTP handlers and NATS handlers run on their own goroutines and reach the
 // actors by request/response messages. What they share with the actors
 // besides messages is short and safe for concurrent use, each listed in
-// ARCHITECTURE.md §7: the ingress WAL, the metastore replica, the node-wide
+// ARCHITECTURE.md §8: the ingress WAL, the metastore replica, the node-wide
 // helpers in the actors' Deps, and the consume hints' ready book
 // (actors/hints).
 package actors

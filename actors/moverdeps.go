@@ -22,11 +22,11 @@ func newMoverDeps(n *Node, partitions, sweeper *actor.PID) mover.Deps {
 		Tick: n.cfg.MoveTick, DeadTimeout: n.cfg.Membership.DeadTimeout, Move: n.cfg.Move, ChunkBytes: n.cfg.MoveChunkBytes,
 		Config: n.cfg.Mover, Logger: n.log, Store: n.store, Source: route.NewMoveGroups(n.route, n.cfg.groupConfig(), n.metrics.groupMetrics()),
 		Dirs: guardedDirs{d: n.deps, topics: n.store}, Guards: n.guards, Running: n.deps.running, Partitions: partitions, Sweeper: sweeper,
-		Metrics: n.metrics.moverMetrics()}
+		Metrics: n.metrics.moverMetrics(), Clock: n.cfg.steadyOrWall()}
 	if f := n.cfg.faults; f != nil {
 		d.Knobs = f.mover
 	}
-	d.Flips = mover.NewFlipBatcher(n.cfg.Mover, n.cfg.RequestTimeout, n.store.FlipMany)
+	d.Flips = mover.NewFlipBatcher(n.cfg.Mover, d.Clock, n.cfg.RequestTimeout, n.store.FlipMany)
 	d.Installs = mover.NewInstallBatcher(d)
 	return d
 }

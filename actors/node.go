@@ -18,6 +18,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/clusterview"
 	"github.com/naradmq/narad/actors/consume"
 	"github.com/naradmq/narad/actors/controller"
@@ -27,11 +28,13 @@ import (
 	"github.com/naradmq/narad/actors/dispatch"
 	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/hints"
+	"github.com/naradmq/narad/actors/mailbox"
 	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/actors/partition"
 	"github.com/naradmq/narad/actors/produce"
 	"github.com/naradmq/narad/actors/route"
 	"github.com/naradmq/narad/actors/startup"
+	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/actors/topics"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -120,7 +123,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	log = log.With("node", cfg.NodeID)
-	phases := newStartPhases()
+	phases := newStartPhases(cfg.steadyOrWall())
 	nm := newNodeMetrics(cfg.NodeID)
 	nm.buildInfo(cfg.Version)
 	var faults *debugfaults.Switches
@@ -245,20 +248,21 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 
 // startPhases times Start's steps for the "node ready" line, so that a
 // slow restart is read off the log rather than guessed at. It measures on
-// the wall clock: it only reports.
+// the steady clock: it only reports.
 type startPhases struct {
+	clock       clock.Clock
 	began, last time.Time
 	took        []any // phase name, milliseconds, ...
 }
 
-func newStartPhases() *startPhases {
-	now := time.Now()
-	return &startPhases{began: now, last: now}
+func newStartPhases(c clock.Clock) *startPhases {
+	now := c.Now()
+	return &startPhases{clock: c, began: now, last: now}
 }
 
 // mark ends the phase named phase.
 func (p *startPhases) mark(phase string) {
-	now := time.Now()
+	now := p.clock.Now()
 	p.took = append(p.took, phase+"_ms", now.Sub(p.last).Milliseconds())
 	p.last = now
 }
@@ -283,10 +287,10 @@ func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
 	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall()}
-	strategy := &restartStrategy{maxRestarts: n.cfg.PartitionMaxRestarts, window: n.cfg.PartitionRestartWindow,
-		backoff: n.cfg.PartitionRestartBackoff, log: n.log, restarts: n.metrics.actorRestarts, stopped: n.metrics.partitionFailed}
-	workers := &restartStrategy{maxRestarts: n.cfg.Mover.WorkerMaxRestarts, window: n.cfg.Mover.WorkerRestartWindow,
-		backoff: n.cfg.Mover.WorkerRestartBackoff, log: n.log, restarts: n.metrics.workerRestarts, stopped: n.metrics.workersStopped}
+	strategy := &supervise.Restarts{MaxRestarts: n.cfg.PartitionMaxRestarts, Window: n.cfg.PartitionRestartWindow,
+		Backoff: n.cfg.PartitionRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.actorRestarts, Stopped: n.metrics.partitionFailed}
+	workers := &supervise.Restarts{MaxRestarts: n.cfg.Mover.WorkerMaxRestarts, Window: n.cfg.Mover.WorkerRestartWindow,
+		Backoff: n.cfg.Mover.WorkerRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.workerRestarts, Stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
@@ -303,7 +307,7 @@ func (n *Node) startActors() error {
 	d := n.deps
 	pd := partitionDeps(d, newFanoutDeps(n.cfg, n.log, n.metrics, n.route), partition.NewFigures(n.metrics.set, n.metrics.node))
 	pd.Opens = make(chan struct{}, n.cfg.MaxParallelPartitionOpens)
-	mb := newMailboxes(300, mailboxIdle)
+	mb := mailbox.New(n.cfg.steadyOrWall(), 300, mailbox.Idle)
 	pd.Mailboxes = mb
 	n.partitions, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return partition.NewSupervisor(pd, n.store, owned)
@@ -357,9 +361,9 @@ func (n *Node) startActors() error {
 		Metrics: n.metrics.consume, Clock: n.cfg.steadyOrWall()})
 	loops, stop := context.WithCancel(context.Background())
 	n.stopLoops = stop
-	root, parts, every := n.system.Root, n.partitions, n.cfg.RetentionInterval
+	root, parts, every, steady := n.system.Root, n.partitions, n.cfg.RetentionInterval, n.cfg.steadyOrWall()
 	n.loops.Go(func() {
-		t := time.NewTicker(every)
+		t := clock.NewTicker(steady, every)
 		defer t.Stop()
 		for {
 			select {
@@ -405,7 +409,7 @@ func (n *Node) serveNATS() error {
 			n.metrics.noticesLost.Inc()
 		}
 	}
-	interest := func(string, []byte) { n.notifier.HeardInterest(time.Now()) }
+	interest := func(string, []byte) { n.notifier.HeardInterest(n.cfg.steadyOrWall().Now()) }
 	if err := errors.Join(n.route.Serve(), n.nats.Watch(hints.NoticeService, heard), n.nats.Watch(hints.InterestService, interest), n.ctl.Serve(), n.drain.Serve(n.nats), n.ServeMoves(), n.peers().Serve(), n.serveAdmin(n.nats)); err != nil {
 		return fmt.Errorf("serve over nats: %w", err)
 	}
@@ -436,7 +440,8 @@ func (n *Node) register(ctx context.Context) error {
 // other voters, at most once per DeadTimeout: if NATS is down for every
 // node, leadership moves that slowly instead of churning.
 func (n *Node) heartbeat(ctx context.Context) {
-	t := time.NewTicker(n.cfg.Membership.HeartbeatInterval)
+	steady := n.cfg.steadyOrWall()
+	t := clock.NewTicker(steady, n.cfg.Membership.HeartbeatInterval)
 	defer t.Stop()
 	var silentSince time.Time // zero while the bus answers
 	for {
@@ -450,7 +455,7 @@ func (n *Node) heartbeat(ctx context.Context) {
 		beat, cancel := context.WithTimeout(ctx, n.cfg.Membership.HeartbeatInterval)
 		if err := n.pingBus(beat); err != nil {
 			cancel()
-			now := time.Now()
+			now := steady.Now()
 			if silentSince.IsZero() {
 				n.log.Warn("heartbeat withheld: NATS does not answer this node", "err", err)
 				silentSince = now
@@ -655,7 +660,7 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 func (n *Node) waitDrained(ctx context.Context) error {
-	t := time.NewTicker(20 * time.Millisecond)
+	t := clock.NewTicker(n.cfg.steadyOrWall(), 20*time.Millisecond)
 	defer t.Stop()
 	for {
 		if held, _ := n.wal.Backlog(); held == 0 {

@@ -58,13 +58,6 @@ func (n *Node) CancelDecommission(ctx context.Context, id string) error {
 	return fromMetastore(n.drain.CancelDecommission(ctx, id))
 }
 
-// AbortMove gives up on the move of one partition (actors/clusterview),
-// answered in the API's words.
-func (n *Node) AbortMove(ctx context.Context, topic string, partition int, target string) api.AbortOutcome {
-	o := n.View.AbortMove(ctx, topic, partition, target)
-	return api.AbortOutcome{Result: api.AbortResult(o.Result), Owner: o.Owner, Target: o.Target, Reason: o.Reason}
-}
-
 // draining reports whether this node is being decommissioned (rule D6).
 func (n *Node) draining() bool { return n.drain.Draining() }
 

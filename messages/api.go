@@ -238,6 +238,33 @@ type MoveCounts struct {
 	Frozen      int   `json:"frozen"`
 }
 
+// AbortResult is what became of an abort of a move; its text is what
+// clients read in AbortMoveReply's Result.
+type AbortResult string
+
+// The results of an abort.
+const (
+	// Aborted: the move to that target is gone and the owner unchanged.
+	Aborted AbortResult = "aborted"
+	// AbortNoMove: the partition had no move to abort.
+	AbortNoMove AbortResult = "no_move"
+	// AbortRefused: the move targets another node, or the partition moved.
+	AbortRefused AbortResult = "refused"
+	// AbortNotFound: no such topic or partition.
+	AbortNotFound AbortResult = "not_found"
+	// AbortUnknown: the outcome could not be read from the leader.
+	AbortUnknown AbortResult = "unknown"
+)
+
+// AbortOutcome is an abort's result with the partition's assignment as the
+// leader read it last: what holds now, not what the caller asked for.
+type AbortOutcome struct {
+	Result        AbortResult
+	Owner, Target string
+	// Reason says why, for every result but Aborted.
+	Reason string
+}
+
 // AbortMoveReply answers an abort, over HTTP and the admin "moves-abort"
 // verb alike. Owner and Target are the assignment as the leader read it
 // back after the abort: what holds now, not what the caller asked for.

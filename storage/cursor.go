@@ -101,6 +101,12 @@ func cursorFileName(child string) string {
 	return cursorPrefix + cursorHashedMark + hex.EncodeToString(sum[:]) + cursorSuffix
 }
 
+// EncodeCursor is the record a cursor file holds for c, the bytes a move
+// ships as a sidecar (ListCursorFiles) and InstallCursor takes. It checks
+// nothing: WriteCursor checks c before it writes the record, and a test
+// builds the sidecars a source would ship from cursors it knows valid.
+func EncodeCursor(c Cursor) []byte { return encodeCursor(c) }
+
 func encodeCursor(c Cursor) []byte {
 	b := make([]byte, 0, cursorFixedBytes+len(c.Child))
 	b = append(b, cursorMagic[:]...)

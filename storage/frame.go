@@ -26,7 +26,7 @@ import (
 // The CRC covers the length so a damaged length cannot pair with a valid
 // checksum over the wrong bytes. Commit frames carry no key or body and use no
 // offset of their own: they are how visibility becomes durable (see
-// ARCHITECTURE.md, "Partition log"). A record without an origin (a fan-out
+// ARCHITECTURE.md §10). A record without an origin (a fan-out
 // copy, a test) is written as frameRecord, so logs written before origins
 // existed read as they are.
 const (

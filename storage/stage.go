@@ -249,7 +249,7 @@ func (s *Staging) markSynced() {
 // batchSyncFS chooses a StageBatch's barriers: one syncfs of the file
 // system, or an fsync of each file and directory it wrote. Chosen by
 // measurement (BenchmarkInstallSmall's stage-* members and bench/bulk;
-// ARCHITECTURE.md, "Syncs of a bulk move"): on this machine's disk one
+// ARCHITECTURE.md §5, "Syncs"): on this machine's disk one
 // syncfs for 64 small copies stages 4.4 times as many a second as their
 // fsyncs. The renames of an install batch are synced per directory
 // instead: they touch two directories for a whole topic.

@@ -144,31 +144,21 @@ type Handle struct {
 	Nonce     uint64
 }
 
-// AbortResult is what became of an abort.
-type AbortResult string
-
-// The results of an abort; their text is what clients read in "result".
-const (
-	// Aborted: the move to that target is gone and the owner unchanged.
-	Aborted AbortResult = "aborted"
-	// AbortNoMove: the partition had no move to abort.
-	AbortNoMove AbortResult = "no_move"
-	// AbortRefused: the move targets another node, or the partition moved.
-	AbortRefused AbortResult = "refused"
-	// AbortNotFound: no such topic or partition.
-	AbortNotFound AbortResult = "not_found"
-	// AbortUnknown: the outcome could not be read from the leader.
-	AbortUnknown AbortResult = "unknown"
+// AbortResult and AbortOutcome are what became of an abort
+// (messages.AbortOutcome); cluster.go answers each result with its status.
+type (
+	AbortResult  = messages.AbortResult
+	AbortOutcome = messages.AbortOutcome
 )
 
-// AbortOutcome is an abort's result with the partition's assignment as the
-// leader read it last: what holds now, not what the caller asked for.
-type AbortOutcome struct {
-	Result        AbortResult
-	Owner, Target string
-	// Reason says why, for every result but Aborted.
-	Reason string
-}
+// The results of an abort, by the names the API's code reads.
+const (
+	Aborted       = messages.Aborted
+	AbortNoMove   = messages.AbortNoMove
+	AbortRefused  = messages.AbortRefused
+	AbortNotFound = messages.AbortNotFound
+	AbortUnknown  = messages.AbortUnknown
+)
 
 // DecommissionVerdict is what a decommission found.
 type DecommissionVerdict struct {

@@ -106,7 +106,8 @@ func (c fixedClock) AfterFunc(time.Duration, func()) clock.Timer { return neverF
 // neverFires is fixedClock's timer: its time never comes.
 type neverFires struct{}
 
-func (neverFires) Stop() bool { return true }
+func (neverFires) Stop() bool               { return true }
+func (neverFires) Reset(time.Duration) bool { return true }
 
 func testAccounts(store *fakeUsers, adminPassword string) Accounts {
 	return NewAccounts(AccountsDeps{Config: Config{AdminPassword: adminPassword, PasswordHashCost: bcrypt.MinCost, RequestTimeout: time.Second},

@@ -48,9 +48,12 @@ type Clock interface {
 
 // Timer is a pending AfterFunc. Stop keeps f from being called and
 // reports whether it did (false: f has run or is running, or the timer
-// was stopped before).
+// was stopped before). Reset calls f once d has passed from now instead,
+// and reports whether the timer was pending (false: f has run or was
+// stopped, and runs again). A *time.Timer is one.
 type Timer interface {
 	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 // Wall is the machine's clock. Its times carry Go's monotonic reading, so
@@ -78,6 +81,11 @@ func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
 // Until is how long until t on c.
 func Until(c Clock, t time.Time) time.Duration { return t.Sub(c.Now()) }
 
+// DeadlineNow is now on the clock the runtime keeps context deadlines on
+// (the wall clock's), for code that compares a time with ctx.Deadline():
+// whichever clock the caller decides by, a deadline is measured there.
+func DeadlineNow() time.Time { return time.Now() }
+
 // Left is the time before ctx's deadline, and whether it has one. The
 // runtime keeps a context's deadline on the wall clock, so it is measured
 // there whichever clock the caller decides by.
@@ -86,7 +94,7 @@ func Left(ctx context.Context) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	return time.Until(dl), true
+	return dl.Sub(DeadlineNow()), true
 }
 
 // Sleep waits d on c, or until ctx is done: nil when d passed, else ctx's
@@ -113,12 +121,22 @@ type Alarm struct {
 // NewAlarm starts an Alarm of d on c.
 func NewAlarm(c Clock, d time.Duration) *Alarm {
 	ch := make(chan time.Time, 1)
-	return &Alarm{C: ch, t: c.AfterFunc(d, func() { ch <- c.Now() })}
+	return &Alarm{C: ch, t: c.AfterFunc(d, func() {
+		select {
+		case ch <- c.Now():
+		default: // a reset alarm whose earlier time was not taken
+		}
+	})}
 }
 
 // Stop keeps C from receiving, and reports whether it did. Like
 // time.Timer's, it does not drain C.
 func (a *Alarm) Stop() bool { return a.t.Stop() }
+
+// Reset arms the alarm again for d from now, and reports whether it was
+// pending. It does not drain C: a time sent before and not taken stays
+// there, so a reader that must not see it drains C first.
+func (a *Alarm) Reset(d time.Duration) bool { return a.t.Reset(d) }
 
 // Ticker is a repeating Alarm: C receives c's time every d until Stop. A
 // tick the reader has not taken yet is dropped rather than queued, as

@@ -57,6 +57,43 @@ func TestAlarm(t *testing.T) {
 	}
 }
 
+// A reset Alarm rings d after the reset, not after its first time, and a
+// reset after it rang rings again; on the fake clock and the wall's.
+func TestAlarmReset(t *testing.T) {
+	c := testnet.NewClock()
+	a := clock.NewAlarm(c, time.Minute)
+	c.Advance(30 * time.Second)
+	if !a.Reset(time.Minute) {
+		t.Fatal("Reset of a pending alarm said it was not pending")
+	}
+	c.Advance(45 * time.Second)
+	select {
+	case <-a.C:
+		t.Fatal("the alarm rang at its first time after a reset")
+	default:
+	}
+	c.Advance(15 * time.Second)
+	select {
+	case <-a.C:
+	default:
+		t.Fatal("a reset alarm did not ring d after its reset")
+	}
+	if a.Reset(time.Second) {
+		t.Fatal("Reset after the alarm rang said it was pending")
+	}
+	c.Advance(time.Second)
+	select {
+	case <-a.C:
+	default:
+		t.Fatal("a reset alarm did not ring again")
+	}
+	w := clock.NewAlarm(clock.Wall{}, time.Hour)
+	if !w.Reset(time.Millisecond) {
+		t.Fatal("Reset of a pending wall-clock alarm said it was not pending")
+	}
+	<-w.C
+}
+
 // A Ticker ticks every period the clock moves, drops a tick its reader
 // has not taken, and after Stop leaves no timer behind.
 func TestTicker(t *testing.T) {

@@ -112,57 +112,30 @@ func (v *View) serveMoves() error {
 	})
 }
 
-// AbortResult is what became of an abort; its text is what clients read
-// in "result" (actors/api names the same values).
-type AbortResult string
-
-// The results of an abort.
-const (
-	// Aborted: the move to that target is gone and the owner unchanged.
-	Aborted AbortResult = "aborted"
-	// AbortNoMove: the partition had no move to abort.
-	AbortNoMove AbortResult = "no_move"
-	// AbortRefused: the move targets another node, or the partition moved.
-	AbortRefused AbortResult = "refused"
-	// AbortNotFound: no such topic or partition.
-	AbortNotFound AbortResult = "not_found"
-	// AbortUnknown: the outcome could not be read from the leader.
-	AbortUnknown AbortResult = "unknown"
-)
-
-// AbortOutcome is an abort's result with the partition's assignment as the
-// leader read it last: what holds now, not what the caller asked for.
-// Reason says why, for every result but Aborted.
-type AbortOutcome struct {
-	Result        AbortResult
-	Owner, Target string
-	Reason        string
-}
-
 // AbortMove gives up on the move of one partition (rules T3, T4): the same
 // compare-and-set that clears a target, then a leader read of the outcome.
 // Aborted when the move to that target is gone and the owner unchanged;
 // refused, naming owner and target, otherwise (with target set, also when
 // the move now targets another node); unknown when the outcome could not
 // be read back. Audited in the log either way.
-func (v *View) AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome {
+func (v *View) AbortMove(ctx context.Context, topic string, partition int, target string) messages.AbortOutcome {
 	log := v.d.Logger
 	t, ok := v.d.Replica.Topic(topic)
 	if !ok || partition < 0 || partition >= t.Partitions {
-		return AbortOutcome{Result: AbortNotFound, Reason: "no such topic or partition"}
+		return messages.AbortOutcome{Result: messages.AbortNotFound, Reason: "no such topic or partition"}
 	}
 	a, found, err := v.d.Replica.LeaderAssignment(ctx, t.Incarnation, partition)
 	if err != nil || !found {
 		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "outcome", "unknown", "err", err)
-		return AbortOutcome{Result: AbortUnknown, Reason: "the partition's assignment could not be read from the leader"}
+		return messages.AbortOutcome{Result: messages.AbortUnknown, Reason: "the partition's assignment could not be read from the leader"}
 	}
-	out := AbortOutcome{Owner: a.Owner, Target: a.Target}
+	out := messages.AbortOutcome{Owner: a.Owner, Target: a.Target}
 	switch {
 	case a.Target == "":
-		out.Result, out.Reason = AbortNoMove, "the partition has no move to abort"
+		out.Result, out.Reason = messages.AbortNoMove, "the partition has no move to abort"
 		return out
 	case target != "" && a.Target != target:
-		out.Result, out.Reason = AbortRefused, fmt.Sprintf("the move now targets %s, not %s", a.Target, target)
+		out.Result, out.Reason = messages.AbortRefused, fmt.Sprintf("the move now targets %s, not %s", a.Target, target)
 		return out
 	}
 	target = a.Target
@@ -172,16 +145,16 @@ func (v *View) AbortMove(ctx context.Context, topic string, partition int, targe
 	after, found, err := v.d.Replica.LeaderAssignment(ctx, t.Incarnation, partition)
 	if err != nil || !found {
 		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "target", target, "outcome", "unknown", "err", errors.Join(cerr, err))
-		out.Result, out.Reason = AbortUnknown, "the abort's outcome could not be read back from the leader"
+		out.Result, out.Reason = messages.AbortUnknown, "the abort's outcome could not be read back from the leader"
 		return out
 	}
 	out.Owner, out.Target = after.Owner, after.Target
 	if after.Owner == a.Owner && after.Target != target {
 		log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", target, "outcome", "aborted")
-		out.Result = Aborted
+		out.Result = messages.Aborted
 		return out
 	}
 	log.Warn("audit cluster.move.abort", "topic", topic, "partition", partition, "owner", after.Owner, "target", after.Target, "outcome", "refused")
-	out.Result, out.Reason = AbortRefused, fmt.Sprintf("owner %s, target %q", after.Owner, after.Target)
+	out.Result, out.Reason = messages.AbortRefused, fmt.Sprintf("owner %s, target %q", after.Owner, after.Target)
 	return out
 }

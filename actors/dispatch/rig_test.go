@@ -94,6 +94,18 @@ func (c *stillClock) AfterFunc(_ time.Duration, f func()) clock.Timer {
 	return t
 }
 
+// Reset arms a stopped timer again: a still clock never fires it.
+func (t *stillTimer) Reset(time.Duration) bool {
+	was := t.Stop()
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.stopped = false
+	if !slices.Contains(t.c.timers, t) {
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
+}
+
 func (t *stillTimer) Stop() bool {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()

@@ -3,6 +3,8 @@ package mover
 import (
 	"sync"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // batcher gathers the requests many goroutines make within a window and
@@ -12,6 +14,7 @@ import (
 // request and closes after window, or once it holds max; at most
 // inFlight batches run at once, so the next ones gather meanwhile.
 type batcher[T, R any] struct {
+	clock    clock.Clock // times the window
 	do       func(items []T) []R
 	window   time.Duration
 	max      int
@@ -27,8 +30,8 @@ type batchReq[T, R any] struct {
 	done chan R // buffered: the batcher never blocks on it
 }
 
-func newBatcher[T, R any](window time.Duration, max, inFlight int, do func([]T) []R) *batcher[T, R] {
-	b := &batcher[T, R]{do: do, window: window, max: max, inFlight: inFlight,
+func newBatcher[T, R any](c clock.Clock, window time.Duration, max, inFlight int, do func([]T) []R) *batcher[T, R] {
+	b := &batcher[T, R]{clock: clock.Or(c), do: do, window: window, max: max, inFlight: inFlight,
 		reqs: make(chan batchReq[T, R], max), stop: make(chan struct{})}
 	b.wg.Go(b.run)
 	return b
@@ -66,7 +69,7 @@ func (b *batcher[T, R]) run() {
 			b.drain(sem)
 			return
 		}
-		timer := time.NewTimer(b.window)
+		timer := clock.NewAlarm(b.clock, b.window)
 	gather:
 		for len(batch) < b.max {
 			select {

@@ -15,7 +15,7 @@ func TestABatcherCarriesOutTogetherAndAnswersEachItsOwn(t *testing.T) {
 	var mu sync.Mutex
 	var calls [][]int
 	release := make(chan struct{})
-	b := newBatcher(time.Hour, 4, 1, func(items []int) []int {
+	b := newBatcher(nil, time.Hour, 4, 1, func(items []int) []int {
 		mu.Lock()
 		calls = append(calls, append([]int(nil), items...))
 		mu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/move"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
@@ -32,6 +33,14 @@ type Deps struct {
 	// DeadTimeout is how long a member goes without a heartbeat before
 	// the leader marks it dead: the force-promote gate's clock (rule P2).
 	DeadTimeout time.Duration
+	// Clock is the runner's and the workers' time: the ticks, the
+	// workers' timers, the freeze's deadlines and rule P2's gate, measured
+	// from when each worker started, and the batchers' windows; nil is
+	// the wall clock. It must be monotonic and never stepped, or a step
+	// forward would pass the gate early (rule P2) and move a freeze's
+	// deadline: the node hands its steady clock (moverdeps.go), never the
+	// node clock that the nemesis steps (actors/debugfaults).
+	Clock clock.Clock
 	// Move is the seed's move constants, which move.Step decides by (the
 	// source reads FreezeTTL too).
 	Move move.Config
@@ -136,4 +145,10 @@ type Knobs struct {
 	// arrived and before its chunks are read (hwm: the listing's); it may
 	// block until ctx ends.
 	Listed func(ctx context.Context, k messages.PartitionKey, hwm int64)
+	// TrustFence breaks rule F9 on purpose: a fence is taken as accepted
+	// as soon as it is sent, so the install and the flip go on without the
+	// source's word that its freeze still holds at the copy's HWM. Only
+	// the simulator sets it (actors/move/sim, Breaks.F9), to show that its
+	// kept seed finds a fault in this package's effect code.
+	TrustFence bool
 }

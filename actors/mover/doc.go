@@ -10,12 +10,17 @@
 // (workerCarry, rule V4), and gives the stale-copy sweeper its turn
 // (sweeper.Due, rule R5). The worker (worker.go) decides nothing itself:
 // move.Step (package actors/move) takes each event and returns the
-// effects, which the worker carries out, each I/O on a goroutine of its
-// own, and feeds back as events. The copy passes, the install (consumer
-// position, cursor sidecars in sidecars.go, marker) and the flip are
-// there. The flips and installs of moves that finish together share their
-// Raft entries and syncs through the node's batchers (flipbatch.go,
-// installbatch.go over batch.go).
+// effects; Effects (effects.go) carries them out, through small ports,
+// and its outcomes come back as events. The worker is Effects' edge (each
+// I/O on a goroutine of its own, its timers on Deps.Clock); its ports are
+// the source and the metastore (ports.go) and the staging copy on disk
+// (copy.go: the copy passes, the install with its consumer position,
+// cursor sidecars in sidecars.go and marker). The move simulator
+// (actors/move/sim) runs the same Effects over ports onto its model, so
+// read effects.go to learn what a move does, and copy.go for how a copy
+// lands on disk. The flips and installs of moves that finish together
+// share their Raft entries and syncs through the node's batchers
+// (flipbatch.go, installbatch.go over batch.go).
 //
 // The package knows no Node, no router and no partition actor: what it
 // needs of its node comes in Deps (its own Store, Source and TopicDirs

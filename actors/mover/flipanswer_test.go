@@ -46,10 +46,12 @@ func TestRuleX4AFlipsAnswerIsRefusedMissingOrUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &flipAnswerStore{code: tc.code, err: tc.err}
-			w := &worker{d: testDeps(""), store: s, source: "n1", since: 9,
-				key: messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 2}}
-			w.d.NodeID = "n2"
-			got, ok := w.flip(context.Background(), 104, 3).(move.FlipAnswered)
+			k := messages.PartitionKey{Topic: "t", Incarnation: 4, Partition: 2}
+			d := testDeps("")
+			x := &Effects{Key: k, NodeID: "n2", Source: "n1", Since: 9, Meta: metaPort{store: s, key: k, timeout: d.RequestTimeout}}
+			var ev any
+			x.flip(context.Background(), 104, 3, func(e any) { ev = e })
+			got, ok := ev.(move.FlipAnswered)
 			if !ok {
 				t.Fatalf("flip answered %T, want move.FlipAnswered", got)
 			}

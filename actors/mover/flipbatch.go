@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/errs"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
@@ -43,11 +44,12 @@ type askedFlip struct {
 // its batch was proposed: it never is.
 var errFlipNotProposed = errors.New("not proposed: its caller stopped waiting")
 
-// NewFlipBatcher batches flips by c's FlipBatchWindow and MaxFlipBatch,
-// each batch proposed with many within timeout at most.
-func NewFlipBatcher(c Config, timeout time.Duration, many FlipMany) *FlipBatcher {
-	return &FlipBatcher{b: newBatcher(c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(asked []askedFlip) []metastore.FlipOutcome {
-		return proposeAsked(many, asked, time.Now(), timeout)
+// NewFlipBatcher batches flips by c's FlipBatchWindow (on clk) and
+// MaxFlipBatch, each batch proposed with many within timeout at most.
+func NewFlipBatcher(c Config, clk clock.Clock, timeout time.Duration, many FlipMany) *FlipBatcher {
+	return &FlipBatcher{b: newBatcher(clk, c.FlipBatchWindow, c.MaxFlipBatch, flipsInFlight, func(asked []askedFlip) []metastore.FlipOutcome {
+		// The callers' deadlines are their contexts', on the runtime's clock.
+		return proposeAsked(many, asked, clock.DeadlineNow(), timeout)
 	})}
 }
 

@@ -47,7 +47,7 @@ func TestFlipsProposedTogetherShareABatchAndEachGetsItsOwnOutcome(t *testing.T) 
 	cfg := DefaultConfig()
 	cfg.FlipBatchWindow, cfg.MaxFlipBatch = time.Hour, 5 // a batch closes when full
 	f := &fakeFlipMany{}
-	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
+	b := NewFlipBatcher(cfg, nil, 10*time.Second, f.many)
 	defer b.Close()
 	type got struct {
 		p    int
@@ -85,7 +85,7 @@ func TestAFlipBatchClosesAfterItsWindowOrWhenFull(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.FlipBatchWindow, cfg.MaxFlipBatch = time.Millisecond, 2
 	f := &fakeFlipMany{}
-	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
+	b := NewFlipBatcher(cfg, nil, 10*time.Second, f.many)
 	defer b.Close()
 	if r, err := b.Flip(t.Context(), messages.Flip{Partition: 0}); err != nil || r.Code != messages.ResultOK {
 		t.Fatalf("a lone flip: got %v %v, want OK once its window passed", r.Code, err)
@@ -108,7 +108,7 @@ func TestAFlipBatchClosesAfterItsWindowOrWhenFull(t *testing.T) {
 func TestAFlipWhoseCallerGivesUpIsUnknown(t *testing.T) {
 	cfg := DefaultConfig()
 	f := &fakeFlipMany{release: make(chan struct{})}
-	b := NewFlipBatcher(cfg, 10*time.Second, f.many)
+	b := NewFlipBatcher(cfg, nil, 10*time.Second, f.many)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {

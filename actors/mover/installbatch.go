@@ -58,9 +58,9 @@ type InstallBatcher struct {
 // Guards). Each batch runs under the guards of its topics (rule V9), taken
 // in name order.
 func NewInstallBatcher(d Deps) *InstallBatcher {
-	return &InstallBatcher{b: newBatcher(d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
+	return &InstallBatcher{b: newBatcher(d.Clock, d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, func(batch []guardedInstall) []installOutcome {
 		return installGuarded(d, batch, storage.InstallBatch)
-	}), stages: newBatcher(d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, storage.StageBatch)}
+	}), stages: newBatcher(d.Clock, d.Config.InstallBatchWindow, d.Config.MaxInstallBatch, installsInFlight, storage.StageBatch)}
 }
 
 // stage makes s durable with marker m in the next batch of stages (a nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/supervise"
 	"github.com/naradmq/narad/actors/sweeper"
 	"github.com/naradmq/narad/cluster/metastore"
@@ -150,7 +151,7 @@ func (m *Runner) schedule(ctx actor.Context) {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(m.d.Tick, func() { root.Send(self, moverTick{}) })
+	clock.Or(m.d.Clock).AfterFunc(m.d.Tick, func() { root.Send(self, moverTick{}) })
 }
 
 // watch sends moverChanged at the replica's changes (coalesced: one at a
@@ -233,7 +234,7 @@ func (m *Runner) tick(ctx actor.Context) {
 		m.settle(ctx)
 		return
 	}
-	v, now := m.d.Store.AssignmentsVersion(), time.Now()
+	v, now := m.d.Store.AssignmentsVersion(), clock.Or(m.d.Clock).Now()
 	if !scanDue(m.rescan, v, m.lastVersion, now.Sub(m.lastScan), m.d.Config.FullScanEvery) {
 		return
 	}

@@ -11,20 +11,6 @@ import (
 	"github.com/naradmq/narad/storage"
 )
 
-// sidecar is the record a source ships for c (what WriteCursor writes).
-func sidecar(t *testing.T, c storage.Cursor) []byte {
-	t.Helper()
-	dir := t.TempDir()
-	if err := storage.WriteCursor(dir, c, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, _, err := storage.ReadCursorFile(dir, c.Child, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 // installedCursors are the cursor files at the rig's partition path.
 func (r *workerRig) installedCursors() map[string]storage.Cursor {
 	r.t.Helper()
@@ -44,8 +30,8 @@ func TestRuleK8TheDestinationInstallsTheLastListingsCursorsClamped(t *testing.T)
 		r := newWorkerRig(t, 6, false) // HWM 6
 		r.source.cursors = func(n int) [][]byte {
 			return [][]byte{
-				sidecar(t, storage.Cursor{Child: "plain", Epoch: 11, Offset: int64(min(n, 6))}),
-				sidecar(t, storage.Cursor{Child: "late", Epoch: 12, Offset: 6 + int64(n)}), // rule K6
+				storage.EncodeCursor(storage.Cursor{Child: "plain", Epoch: 11, Offset: int64(min(n, 6))}),
+				storage.EncodeCursor(storage.Cursor{Child: "late", Epoch: 12, Offset: 6 + int64(n)}), // rule K6
 			}
 		}
 		runInstall(t, r)
@@ -74,7 +60,7 @@ func TestRuleK8ACorruptSidecarFailsThePassAndIsNeverInstalled(t *testing.T) {
 		// pass not failed, the listing the copy ends at would be one.
 		const bad = 4
 		r.source.cursors = func(n int) [][]byte {
-			raw := sidecar(t, storage.Cursor{Child: "kid", Epoch: 5, Offset: 2})
+			raw := storage.EncodeCursor(storage.Cursor{Child: "kid", Epoch: 5, Offset: 2})
 			if n <= bad {
 				raw[len(raw)-1] ^= 0x40
 			}

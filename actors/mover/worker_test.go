@@ -658,6 +658,46 @@ func TestRuleP2TheWorkerConfirmsAPromoteWithTheLeader(t *testing.T) {
 	})
 }
 
+// rule P2's clock is the worker's Deps.Clock, not the machine's: with a
+// clock that only a test moves, no time passes for the gate however long
+// the source stays dead by the machine's clock, and a promote comes once
+// that clock has moved ForcePromoteAfter past the death. (So the node
+// must hand the worker a clock that is never stepped: Deps.Clock.)
+func TestRuleP2TheGateRunsOnTheWorkersClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		c := testnet.NewClock()
+		r.d.Clock = c
+		r.source.unreachable = true // the pass copies all; the freeze never answers
+		dead := messages.Member{ID: "n1", Status: messages.MemberDead, Heartbeats: 9}
+		r.store.fakeReplica.SetMember(dead)
+		r.store.mu.Lock()
+		r.store.leaderMembers = []messages.Member{dead, {ID: "n2", Status: messages.MemberAlive}}
+		r.store.mu.Unlock()
+		flips := func() int {
+			r.store.mu.Lock()
+			defer r.store.mu.Unlock()
+			return len(r.store.flips)
+		}
+		r.start()
+		defer r.stop()
+
+		time.Sleep(2 * r.d.Move.ForcePromoteAfter)
+		synctest.Wait()
+		if n := flips(); n != 0 {
+			t.Fatalf("after twice ForcePromoteAfter on the machine's clock and none on the worker's: got %d flips, want none", n)
+		}
+		// The worker's clock moves a tick at a time, as a wall clock does.
+		for moved := time.Duration(0); moved < r.d.Move.ForcePromoteAfter+10*time.Second && flips() == 0; moved += r.d.Tick {
+			c.Advance(r.d.Tick)
+			synctest.Wait()
+		}
+		if n := flips(); n != 1 {
+			t.Fatalf("after ForcePromoteAfter on the worker's clock: got %d flips, want one force-promote", n)
+		}
+	})
+}
+
 // issue 26: the event order of the bulk hand-off run that lost a whole
 // partition, on a real worker with the node's install batcher. The
 // source restarts under the move (its freeze gone, re-armed with a stale

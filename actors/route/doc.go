@@ -19,5 +19,5 @@
 // Every Router method may be called from any goroutine: it holds no state
 // beyond its wiring, and requests go through actor mailboxes or NATS. The
 // groups' lanes are behind a mutex; their senders are goroutines of their
-// own (ARCHITECTURE.md §7).
+// own (ARCHITECTURE.md §8).
 package route

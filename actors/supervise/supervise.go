@@ -2,7 +2,9 @@
 // LogPanic, so a panic is logged with its stack and raised again for the
 // actor's supervisor to decide (restart, or stop and escalate); nothing is
 // recovered to hide a bug. protoactor's mailbox would otherwise log a
-// panic at Info, without its stack.
+// panic at Info, without its stack. Restarts is the strategy the
+// partitions supervisor and the move runner restart their children by:
+// a back-off that grows with each failure in a window, then a stop.
 package supervise
 
 import (

@@ -24,10 +24,21 @@ type clockTimer struct {
 	f  func()
 }
 
-// clockTimerRef is a pending timer of a Clock, to stop.
+// clockTimerRef is a pending timer of a Clock, to stop or reset.
 type clockTimerRef struct {
 	c  *Clock
 	id uint64
+	f  func()
+}
+
+// Reset sets the timer to fire once the clock is advanced by d from now,
+// and reports whether it was still pending.
+func (r clockTimerRef) Reset(d time.Duration) bool {
+	was := r.Stop()
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	r.c.timers = append(r.c.timers, clockTimer{id: r.id, at: r.c.now.Add(d), f: r.f})
+	return was
 }
 
 // Stop takes the timer off its clock, and reports whether it was still
@@ -57,7 +68,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	defer c.mu.Unlock()
 	c.last++
 	c.timers = append(c.timers, clockTimer{id: c.last, at: c.now.Add(d), f: f})
-	return clockTimerRef{c: c, id: c.last}
+	return clockTimerRef{c: c, id: c.last, f: f}
 }
 
 // Advance moves the clock by d and fires every timer due by then.

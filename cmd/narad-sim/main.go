@@ -25,7 +25,7 @@ func main() {
 	trace := flag.Bool("trace", false, "print the trace of -seed")
 	aim := flag.Bool("aim", false, "add the faults aimed at the protocol's narrowest windows (sim.Config.Aim)")
 	fanout := flag.Bool("fanout", false, "model a fan-out link per partition and its cursor sidecars (sim.Config.Fanout)")
-	breaks := flag.String("break", "", "comma-separated defects to inject: F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail, MissingCursorAtTail (see sim.Breaks; the cursor ones need -fanout)")
+	breaks := flag.String("break", "", "comma-separated defects to inject: F3, F9, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail, MissingCursorAtTail (see sim.Breaks; the cursor ones need -fanout)")
 	flag.Parse()
 	b, err := parseBreaks(*breaks)
 	if err != nil {
@@ -49,6 +49,8 @@ func parseBreaks(s string) (sim.Breaks, error) {
 		switch strings.ToUpper(strings.TrimSpace(name)) {
 		case "F3":
 			b.F3 = true
+		case "F9":
+			b.F9 = true
 		case "P4":
 			b.P4 = true
 		case "T1":
@@ -80,7 +82,7 @@ func parseBreaks(s string) (sim.Breaks, error) {
 		case "GATECLOCK":
 			b.GateClock = true
 		default:
-			return b, fmt.Errorf("unknown -break %q: want F3, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail or MissingCursorAtTail", name)
+			return b, fmt.Errorf("unknown -break %q: want F3, F9, P4, P2, T1, F2, F7, ABA, Reopen, Confirm, Holder, Stale, Stage, GateClock, CursorAfterHWM, CursorAtTail or MissingCursorAtTail", name)
 		}
 	}
 	return b, nil

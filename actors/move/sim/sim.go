@@ -6,16 +6,20 @@
 // operators, with the invariants of seed 000 checked after every step.
 // Start with Run; the world's pieces are in net.go (the network), meta.go
 // (the metastore, its leader changes and the controller), node.go (a
-// node's partitions, dispatcher and consumers), worker.go (the move worker
-// carrying out move.Step's effects) and check.go (the invariants).
+// node's partitions, dispatcher and consumers), worker.go (the move runner
+// and its workers, whose effects the node's own effect code carries out,
+// mover.Effects), ports.go (the ports it reaches this model through) and
+// check.go (the invariants).
 //
 // One seed is one world: the same seed gives the same run, step for step
 // (Result.Hash is the hash of the trace), so a failing seed replays:
 //
 //	go run ./cmd/narad-sim -seed N -trace
 //
-// Only the effects' executors are the simulator's own; every decision is
-// the production code's.
+// Every decision is the production code's, and so is the move worker's
+// effect code (which request each effect sends, in what order, and what
+// event its answer becomes): only the ports it reaches the model through,
+// and the source's side of the effects, are the simulator's own.
 package sim
 
 import (
@@ -115,6 +119,11 @@ type Breaks struct {
 	// stage made durable at the path, whatever was written to the copy
 	// after it (storage.Staging's check that nothing was reverted).
 	Stage bool
+	// F9: the worker takes its fence as accepted as soon as it is sent
+	// and installs and flips without the source's answer. Unlike the
+	// breaks above, this one is in the production code: the mover's
+	// effect code (mover.Knobs.TrustFence), which the simulator runs.
+	F9 bool
 }
 
 func (c Config) withDefaults(rng *rand.Rand) Config {

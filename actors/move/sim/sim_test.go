@@ -138,6 +138,12 @@ func TestBreaksAreFound(t *testing.T) {
 		// own opens a TTL after its Close, under a freeze the freeze actor
 		// renewed for a fenced flip.
 		{"GateClock", 319, false, Breaks{GateClock: true}, false, []string{"freeze does not hold"}},
+		// rule F9, broken in the production code this time: the mover's
+		// effect code (mover.Effects, which the simulator runs as the
+		// node does) takes the fence as accepted as soon as it is sent
+		// (mover.Knobs.TrustFence), and installs and flips without the
+		// source's word that its freeze still holds at the copy's HWM.
+		{"F9_FenceUnanswered", 188, false, Breaks{F9: true}, false, []string{"freeze does not hold", "'s hwm is", "lost on handover", "two committers"}},
 		// rules K8 and K6: the listing reads the fan-out cursor after the
 		// HWM and the destination installs it unlowered, so the cursor
 		// can name offsets the copy does not hold.

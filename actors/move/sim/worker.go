@@ -1,18 +1,20 @@
 package sim
 
 import (
+	"log/slog"
 	"slices"
 	"time"
 
-	"github.com/naradmq/narad/actors/freeze"
 	"github.com/naradmq/narad/actors/move"
+	"github.com/naradmq/narad/actors/mover"
 	"github.com/naradmq/narad/messages"
 )
 
 // The move runner and its workers on a destination, as actors/mover's
 // runner.go and worker.go run them: the runner starts a worker for every
 // partition its replica targets here and stops the ones no longer
-// targeted; a worker runs move.Step and carries out its effects against
+// targeted; a worker runs move.Step, and the node's own effect code
+// (mover.Effects) carries out its effects through the worker's ports onto
 // the simulated source, metastore and disk.
 
 var moveCfg = func() move.Config {
@@ -29,9 +31,12 @@ type worker struct {
 	since uint64
 	born  time.Duration
 	state move.State
+	// fx carries out Step's effects: the production code, with this
+	// worker as its edge and ports.
+	fx *mover.Effects
 	// gone: stopped by the runner or lost in a crash; its effects' answers
 	// are dropped.
-	gone, released bool
+	gone bool
 	// lastRearm is when the freeze was last armed or re-armed by this
 	// worker (rule F7's check).
 	lastRearm time.Duration
@@ -59,6 +64,9 @@ func (n *node) runMoves() {
 			continue
 		}
 		wk := &worker{n: n, p: p, source: want[p].Owner, since: want[p].TargetSince, born: w.now, state: move.New()}
+		wk.fx = &mover.Effects{Key: messages.PartitionKey{Topic: topic, Incarnation: incarnation, Partition: p},
+			NodeID: n.id, Source: wk.source, Since: wk.since, DeadTimeout: deadTimeout, RequestTimeout: requestTimeout,
+			Logger: quiet, Knobs: mover.Knobs{TrustFence: w.cfg.Breaks.F9}, Edge: wk, Peer: wk, Meta: wk, Copy: wk}
 		n.workers[p] = wk
 		w.stats.MovesStarted++
 		w.notef("worker start", []int64{int64(n.index), int64(p)}, "%s starts moving partition %d from %s", n.id, p, wk.source)
@@ -104,17 +112,10 @@ func (wk *worker) stop() {
 	n.w.notef("worker stop", []int64{int64(n.index), int64(wk.p)}, "%s stops the move of partition %d in %s", n.id, wk.p, wk.state.Phase)
 }
 
-func (wk *worker) release() {
-	if wk.state.Token == "" || wk.released {
-		return
-	}
-	wk.released = true
-	n, tok := wk.n, wk.state.Token
-	src := n.w.byID[wk.source]
-	n.w.groupCall(n, src, func() bool { return true }, func(reply func(any)) {
-		src.serveHandoff(wk.p, freeze.Release{Token: tok}, reply)
-	}, func(any, bool) {})
-}
+// quiet is the effect code's logger here: the trace notes what counts.
+var quiet = slog.New(slog.DiscardHandler)
+
+func (wk *worker) release() { wk.fx.Release(wk.state.Token) }
 
 // watchSource feeds the source's liveness from the local replica (rule P2).
 func (wk *worker) watchSource() {
@@ -138,7 +139,7 @@ func (wk *worker) step(ev any) {
 		return
 	}
 	w := wk.n.w
-	ev = wk.breakP4(wk.breakStale(ev))
+	ev = wk.breakP4(wk.breakStale(wk.fx.Absorb(wk.state, ev)))
 	before, promote, frozen := wk.state.Phase, wk.state.Promote, wk.state.Frozen
 	var fx []any
 	wk.state, fx = move.Step(moveCfg, wk.state, wk.now(), ev)
@@ -155,7 +156,7 @@ func (wk *worker) step(ev any) {
 		w.notef("phase", []int64{int64(wk.n.index), int64(wk.p), int64(wk.state.Phase)}, "%s partition %d: %s -> %s", wk.n.id, wk.p, before, wk.state.Phase)
 	}
 	for _, f := range fx {
-		wk.effect(f)
+		wk.fx.Do(wk.state, f)
 	}
 	switch wk.state.Phase {
 	case move.Done:
@@ -244,275 +245,11 @@ func (wk *worker) after(d time.Duration, ev any) {
 	wk.n.w.at(d, func() { wk.step(ev) })
 }
 
-func (wk *worker) effect(f any) {
-	w, n := wk.n.w, wk.n
-	switch e := f.(type) {
-	case move.Fetch:
-		wk.pass(e.Attempt, e.Final)
-	case move.PrepareHandoff:
-		sent := wk.now()
-		src := wk.src()
-		w.call(n, src, wk.alive, func(reply func(any)) {
-			from := n.id
-			if w.cfg.Breaks.Holder {
-				from = ""
-			}
-			src.serveHandoff(wk.p, freeze.Prepare{From: from}, reply)
-		}, func(ans any, ok bool) {
-			a, _ := ans.(handoffAnswer)
-			if !ok || !a.ok {
-				wk.step(move.Frozen{Err: errNoAnswer, Attempt: e.Attempt})
-				return
-			}
-			w.truth.reported(wk.p, n.id, a.hwm)
-			wk.step(move.Frozen{Token: a.token, HWM: a.hwm, SentAt: sent, Attempt: e.Attempt})
-		})
-	case move.ScheduleRearm:
-		w.note("schedule rearm", int64(n.index), int64(wk.p), int64(e.After))
-		if !w.cfg.Breaks.F7 {
-			wk.after(e.After, move.RearmDue{Token: e.Token})
-		}
-	case move.Rearm:
-		wk.lastRearm = w.now
-		w.note("rearm", int64(n.index), int64(wk.p))
-		sent, src := wk.now(), wk.src()
-		w.groupCall(n, src, wk.alive, func(reply func(any)) {
-			src.serveHandoff(wk.p, freeze.Rearm{Token: e.Token}, reply)
-		}, func(ans any, ok bool) {
-			a, _ := ans.(handoffAnswer)
-			wk.step(move.Rearmed{Token: e.Token, Lapsed: ok && a.gone, SentAt: sent, Err: answerErr(ok, a)})
-		})
-	case move.Fence:
-		sent, src := wk.now(), wk.src()
-		w.call(n, src, wk.alive, func(reply func(any)) { // under the freeze: alone, as the real client sends it
-			src.serveHandoff(wk.p, freeze.Fence{Token: e.Token, HWM: e.HWM}, reply)
-		}, func(ans any, ok bool) {
-			a, _ := ans.(handoffAnswer)
-			if ok && a.gone {
-				w.stats.FencesRefused++
-			}
-			wk.step(move.Fenced{Refused: ok && a.gone, SentAt: sent, Err: answerErr(ok, a), Attempt: e.Attempt})
-		})
-	case move.Verify:
-		w.at(w.between(time.Millisecond, 5*time.Millisecond), func() {
-			if wk.gone {
-				return
-			}
-			s := n.stagingOf(wk.p)
-			ok := s.hwm() >= e.HWM
-			if ok && s.hwm() > e.HWM {
-				s.recs = s.recs[:e.HWM]
-				s.touch()
-			}
-			wk.step(move.Verified{OK: ok, Attempt: e.Attempt})
-		})
-	case move.Stage:
-		// mover's worker.stage: verify at the HWM the pre-copy reached,
-		// then make the copy durable, in the node's batch of stages.
-		epoch, s := n.epoch, n.stagingOf(wk.p)
-		w.at(w.between(time.Millisecond, 10*time.Millisecond)+w.batchWait(), func() {
-			if wk.gone || n.epoch != epoch {
-				return
-			}
-			if s.installed || s.hwm() < e.HWM || (w.faulty && w.chance(0.02)) {
-				wk.step(move.Staged{Attempt: e.Attempt})
-				return
-			}
-			if s.hwm() > e.HWM {
-				s.recs = s.recs[:e.HWM]
-			}
-			s.staged, s.clean = slices.Clone(s.recs), true
-			w.stats.Staged++
-			wk.step(move.Staged{OK: true, Attempt: e.Attempt})
-		})
-	case move.DiscardCopy, move.RemoveStaging:
-		n.staging[wk.p] = &plog{}
-		delete(n.stagingCursor, wk.p)
-	case move.Install:
-		// The staging copy is the one the worker holds when it asks, as
-		// the mover's worker.installInput takes it on the actor. A second install
-		// of it while the first is out goes into the node's same install
-		// batch (storage.InstallBatch), where, before issue 26's guard,
-		// it met the first one's copy at the path and set it aside.
-		epoch, s := n.epoch, n.stagingOf(wk.p)
-		if wk.installsOut > 0 {
-			w.failf("%s asked a second install of partition %d's staging copy while one is out (issue 26)", n.id, wk.p)
-			return
-		}
-		wk.installsOut++
-		took := w.between(time.Millisecond, 20*time.Millisecond) + w.batchWait()
-		if s.clean && s.hwm() == e.HWM {
-			// Staged and untouched since: the install only renames it,
-			// but still in the node's install batch, which may wait for
-			// the batches ahead of it.
-			took = w.between(time.Millisecond, 3*time.Millisecond) + w.batchWait()
-			w.stats.StagedInstalls++
-		}
-		w.at(took, func() {
-			wk.installsOut--
-			if wk.gone || n.epoch != epoch {
-				return
-			}
-			if w.faulty && w.chance(0.02) {
-				wk.step(move.Installed{Err: errNoAnswer, Attempt: e.Attempt})
-				return
-			}
-			if s.installed || s.hwm() < e.HWM {
-				// Renamed away by an earlier install (storage.ErrClosed),
-				// or short of the HWM: nothing at the path changes.
-				wk.step(move.Installed{Err: errNoAnswer, Attempt: e.Attempt})
-				return
-			}
-			recs := s.recs[:e.HWM]
-			if w.cfg.Breaks.Stage && s.staged != nil {
-				// The stage taken for good whatever was written after it:
-				// the install renames what the stage made durable.
-				recs = s.staged
-			}
-			w.checkInstall(wk, recs, e.HWM, e.Force)
-			n.disk[wk.p] = &plog{recs: slices.Clone(recs)}
-			s.installed = true
-			n.staging[wk.p] = &plog{}
-			n.installCursor(wk.p, e.HWM)
-			wk.step(move.Installed{Attempt: e.Attempt})
-		})
-	case move.ProposeFlip:
-		hwm := wk.state.FinalHWM
-		flip := &messages.Flip{Incarnation: incarnation, Partition: wk.p, From: wk.source, To: n.id, HWM: &hwm, TargetSince: wk.since}
-		if w.cfg.Breaks.ABA {
-			flip.TargetSince = 0
-		}
-		w.notef("propose flip", []int64{int64(n.index), int64(wk.p), hwm}, "%s proposes the flip of partition %d at hwm %d (force %v)", n.id, wk.p, hwm, wk.state.Promote)
-		w.aimAtFlip(n, wk.src(), wk.p)
-		n.queueFlip(*flip, func(res messages.AssignResult, ok bool) {
-			if !ok {
-				w.stats.UnknownFlips++
-				wk.step(move.FlipAnswered{Err: errNoAnswer, Attempt: e.Attempt})
-				return
-			}
-			switch res.Code {
-			case messages.ResultOK:
-				wk.step(move.FlipAnswered{Code: move.FlipOK, Attempt: e.Attempt})
-			case messages.ResultNotFound:
-				wk.step(move.FlipAnswered{Code: move.FlipNotFound, Attempt: e.Attempt})
-			default:
-				wk.step(move.FlipAnswered{Code: move.FlipRefused, Attempt: e.Attempt})
-			}
-		})
-	case move.ReadLeader:
-		started := wk.now()
-		w.meta.leaderRead(n, wk.alive, wk.p, func(a messages.Assignment, found, ok bool) {
-			if !ok {
-				wk.step(move.LeaderRead{StartedAt: started, Err: errNoAnswer, Attempt: e.Attempt})
-				return
-			}
-			wk.step(move.LeaderRead{StartedAt: started, Found: found, Owner: wk.name(a.Owner), Target: wk.name(a.Target), Attempt: e.Attempt})
-		})
-	case move.RenameBack:
-		if d := n.disk[wk.p]; d != nil {
-			n.staging[wk.p] = d
-			delete(n.disk, wk.p)
-			if c, ok := n.cursorDisk[wk.p]; ok {
-				n.stagingCursor[wk.p] = c
-				delete(n.cursorDisk, wk.p)
-			}
-		}
-	case move.ScheduleRetry:
-		wk.after(e.After, move.Retry{Attempt: e.Attempt})
-	case move.Log:
-		w.notef("worker log", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %s: %s", n.id, wk.p, e.Level, e.Msg)
-	case move.ConfirmSource:
-		w.meta.leaderMember(n, wk.alive, wk.source, func(m member, ok bool) {
-			if !ok {
-				wk.step(move.SourceUnknown{})
-				return
-			}
-			wk.step(move.Watched(wk.state, wk.now(), m.status == messages.MemberDead, m.heartbeats, true, deadTimeout))
-		})
-	case move.Block, move.Unblock:
-		w.notef("worker block", []int64{int64(n.index), int64(wk.p)}, "%s partition %d %T", n.id, wk.p, e)
-	default:
-		panic("sim: move effect not carried out")
-	}
-}
-
-func (wk *worker) name(id string) string { return move.Named(id, wk.n.id, wk.source) }
-
-func (n *node) stagingOf(p int) *plog {
-	s := n.staging[p]
-	if s == nil {
-		s = &plog{}
-		n.staging[p] = s
-	}
-	return s
-}
-
-// pass is one copy pass: a listing, then each missing range in chunks, in
-// order; a failure after the listing still reports it (rule P4).
-func (wk *worker) pass(attempt uint64, final bool) {
-	w, n, src := wk.n.w, wk.n, wk.src()
-	send := w.groupCall
-	if final {
-		send = w.call // under the freeze: alone, as the real client sends it
-	}
-	send(n, src, wk.alive, func(reply func(any)) { src.serveList(wk.p, reply) }, func(ans any, ok bool) {
-		ls, _ := ans.(listing)
-		if !ok || !ls.ok {
-			wk.step(move.PassDone{Err: errNoAnswer, Attempt: attempt})
-			return
-		}
-		w.truth.reported(wk.p, n.id, ls.hwm)
-		w.checkListing(wk.p, ls)
-		if ls.hasCursor {
-			n.stagingCursor[wk.p] = ls.cursor
-		} else {
-			delete(n.stagingCursor, wk.p)
-		}
-		s := n.stagingOf(wk.p)
-		if s.hwm() > ls.hwm {
-			s.recs = s.recs[:ls.hwm] // reconcile: nothing past the listing
-			s.touch()
-		}
-		var copied int64
-		var next func()
-		next = func() {
-			from := s.hwm()
-			if from >= ls.hwm {
-				wk.step(move.PassDone{Copied: copied, HWM: ls.hwm, CopiedTo: ls.hwm, Listed: true, Attempt: attempt})
-				return
-			}
-			to := min(from+chunkRecords, ls.hwm)
-			w.call(n, src, wk.alive, func(reply func(any)) { src.serveChunk(wk.p, from, to, reply) }, func(ans any, ok bool) {
-				c, _ := ans.(chunk)
-				if !ok || !c.ok || s.hwm() != from {
-					wk.step(move.PassDone{Listed: true, HWM: ls.hwm, Err: errNoAnswer, Attempt: attempt})
-					return
-				}
-				w.checkChunk(wk, from, c.recs)
-				s.recs = append(s.recs, c.recs...)
-				s.touch()
-				for _, r := range c.recs {
-					copied += r.size
-				}
-				next()
-			})
-		}
-		next()
-	})
-}
-
 type simError string
 
 func (e simError) Error() string { return string(e) }
 
 const errNoAnswer = simError("no answer")
-
-func answerErr(ok bool, a handoffAnswer) error {
-	if !ok || (!a.ok && !a.gone) {
-		return errNoAnswer
-	}
-	return nil
-}
 
 // pendingFlip is a flip waiting in its node's batch, and whom to answer.
 type pendingFlip struct {

@@ -1,10 +1,12 @@
-package actors
+package mailbox
 
 import (
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/naradmq/narad/actors/clock"
 )
 
 // The pool runs every run it is given: on an idle worker when there is
@@ -12,7 +14,7 @@ import (
 // worker idle for its idle time ends.
 func TestMailboxesRunEveryRunAndShrinkWhenIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMailboxes(300, time.Second)
+		m := New(clock.Wall{}, 300, time.Second)
 		block, blocked := make(chan struct{}), make(chan struct{})
 		m.Schedule(func() { close(blocked); <-block })
 		<-blocked
