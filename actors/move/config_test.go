@@ -2,50 +2,35 @@ package move
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/cluster/testnet"
 )
 
 // TestConfigValidateBounds holds each field at the edge of its range: the
 // bound itself is valid, one step past it is refused with an error naming
 // the field. The rest of the config is the seed's table.
 func TestConfigValidateBounds(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		edit  func(*Config)
-		field string // "" when valid
-	}{
-		{"CatchUpStopBytes 0 stops only at an empty pass", func(c *Config) { c.CatchUpStopBytes = 0 }, ""},
-		{"CatchUpStopBytes -1", func(c *Config) { c.CatchUpStopBytes = -1 }, "CatchUpStopBytes"},
-		{"MaxCatchUpPasses 1", func(c *Config) { c.MaxCatchUpPasses = 1 }, ""},
-		{"MaxCatchUpPasses 0", func(c *Config) { c.MaxCatchUpPasses = 0 }, "MaxCatchUpPasses"},
-		{"MaxPassesWithoutProgress 1", func(c *Config) { c.MaxPassesWithoutProgress = 1 }, ""},
-		{"MaxPassesWithoutProgress 0", func(c *Config) { c.MaxPassesWithoutProgress = 0 }, "MaxPassesWithoutProgress"},
-		{"FreezeTTL 4ms, re-armed every 1ms", func(c *Config) { c.FreezeTTL = 4 * time.Millisecond }, ""},
-		{"FreezeTTL just under 4ms", func(c *Config) { c.FreezeTTL = 4*time.Millisecond - 1 }, "FreezeTTL"},
-		{"FreezeTTL 1ms", func(c *Config) { c.FreezeTTL = time.Millisecond }, "FreezeTTL"},
-		{"ReproposeFor 1ns", func(c *Config) { c.ReproposeFor = 1 }, ""},
-		{"ReproposeFor 0", func(c *Config) { c.ReproposeFor = 0 }, "ReproposeFor"},
-		{"UnknownSettle 1ns", func(c *Config) { c.UnknownSettle = 1 }, ""},
-		{"UnknownSettle 0", func(c *Config) { c.UnknownSettle = 0 }, "UnknownSettle"},
-		{"ForcePromoteAfter 1ns", func(c *Config) { c.ForcePromoteAfter = 1 }, ""},
-		{"ForcePromoteAfter 0", func(c *Config) { c.ForcePromoteAfter = 0 }, "ForcePromoteAfter"},
-		{"RetryAfter 1ns", func(c *Config) { c.RetryAfter = 1 }, ""},
-		{"RetryAfter 0", func(c *Config) { c.RetryAfter = 0 }, "RetryAfter"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.edit(&c)
-			err := c.Validate()
-			switch {
-			case tc.field == "" && err != nil:
-				t.Fatalf("Validate: got %v, want nil", err)
-			case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
-				t.Fatalf("Validate: got %v, want an error naming %s", err, tc.field)
-			}
-		})
-	}
+	testnet.CheckValidate(t, DefaultConfig, []testnet.ConfigCase[Config]{
+		{Name: "CatchUpStopBytes 0 stops only at an empty pass", Edit: func(c *Config) { c.CatchUpStopBytes = 0 }, Field: ""},
+		{Name: "CatchUpStopBytes -1", Edit: func(c *Config) { c.CatchUpStopBytes = -1 }, Field: "CatchUpStopBytes"},
+		{Name: "MaxCatchUpPasses 1", Edit: func(c *Config) { c.MaxCatchUpPasses = 1 }, Field: ""},
+		{Name: "MaxCatchUpPasses 0", Edit: func(c *Config) { c.MaxCatchUpPasses = 0 }, Field: "MaxCatchUpPasses"},
+		{Name: "MaxPassesWithoutProgress 1", Edit: func(c *Config) { c.MaxPassesWithoutProgress = 1 }, Field: ""},
+		{Name: "MaxPassesWithoutProgress 0", Edit: func(c *Config) { c.MaxPassesWithoutProgress = 0 }, Field: "MaxPassesWithoutProgress"},
+		{Name: "FreezeTTL 4ms, re-armed every 1ms", Edit: func(c *Config) { c.FreezeTTL = 4 * time.Millisecond }, Field: ""},
+		{Name: "FreezeTTL just under 4ms", Edit: func(c *Config) { c.FreezeTTL = 4*time.Millisecond - 1 }, Field: "FreezeTTL"},
+		{Name: "FreezeTTL 1ms", Edit: func(c *Config) { c.FreezeTTL = time.Millisecond }, Field: "FreezeTTL"},
+		{Name: "ReproposeFor 1ns", Edit: func(c *Config) { c.ReproposeFor = 1 }, Field: ""},
+		{Name: "ReproposeFor 0", Edit: func(c *Config) { c.ReproposeFor = 0 }, Field: "ReproposeFor"},
+		{Name: "UnknownSettle 1ns", Edit: func(c *Config) { c.UnknownSettle = 1 }, Field: ""},
+		{Name: "UnknownSettle 0", Edit: func(c *Config) { c.UnknownSettle = 0 }, Field: "UnknownSettle"},
+		{Name: "ForcePromoteAfter 1ns", Edit: func(c *Config) { c.ForcePromoteAfter = 1 }, Field: ""},
+		{Name: "ForcePromoteAfter 0", Edit: func(c *Config) { c.ForcePromoteAfter = 0 }, Field: "ForcePromoteAfter"},
+		{Name: "RetryAfter 1ns", Edit: func(c *Config) { c.RetryAfter = 1 }, Field: ""},
+		{Name: "RetryAfter 0", Edit: func(c *Config) { c.RetryAfter = 0 }, Field: "RetryAfter"},
+	})
 }
 
 // rule C3: New is a move with no pass behind it, the state Start begins

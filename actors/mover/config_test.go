@@ -1,61 +1,43 @@
 package mover
 
 import (
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/naradmq/narad/cluster/testnet"
 )
 
 // TestConfigValidateBounds holds each limit at the edges of its range: the
 // bound itself is valid, one step past it is refused with an error naming
 // the field. The rest of the config is the default.
 func TestConfigValidateBounds(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("DefaultConfig: got %v, want valid", err)
-	}
-	for _, tc := range []struct {
-		name  string
-		edit  func(*Config)
-		field string // "" when valid
-	}{
-		{"FullScanEvery 0", func(c *Config) { c.FullScanEvery = 0 }, "FullScanEvery"},
-		{"SweepEveryTicks 1", func(c *Config) { c.SweepEveryTicks = 1 }, ""},
-		{"SweepEveryTicks 0", func(c *Config) { c.SweepEveryTicks = 0 }, "SweepEveryTicks"},
-		{"SweepEveryTicks 100000", func(c *Config) { c.SweepEveryTicks = 100000 }, ""},
-		{"SweepEveryTicks 100001", func(c *Config) { c.SweepEveryTicks = 100001 }, "SweepEveryTicks"},
-		{"WorkerMaxRestarts 0", func(c *Config) { c.WorkerMaxRestarts = 0 }, ""},
-		{"WorkerMaxRestarts -1", func(c *Config) { c.WorkerMaxRestarts = -1 }, "WorkerMaxRestarts"},
-		{"WorkerRestartWindow 0", func(c *Config) { c.WorkerRestartWindow = 0 }, "WorkerRestartWindow"},
-		{"WorkerRestartBackoff 0", func(c *Config) { c.WorkerRestartBackoff = 0 }, "WorkerRestartBackoff"},
-		{"ChunkWindow 1", func(c *Config) { c.ChunkWindow = 1 }, ""},
-		{"ChunkWindow 0", func(c *Config) { c.ChunkWindow = 0 }, "ChunkWindow"},
-		{"ChunkWindow 64", func(c *Config) { c.ChunkWindow = 64 }, ""},
-		{"ChunkWindow 65", func(c *Config) { c.ChunkWindow = 65 }, "ChunkWindow"},
-		{"InlineBytes 0", func(c *Config) { c.InlineBytes = 0 }, ""},
-		{"InlineBytes -1", func(c *Config) { c.InlineBytes = -1 }, "InlineBytes"},
-		{"InlineBytes 64KiB", func(c *Config) { c.InlineBytes = 64 << 10 }, ""},
-		{"InlineBytes 64KiB+1", func(c *Config) { c.InlineBytes = 64<<10 + 1 }, "InlineBytes"},
-		{"FlipBatchWindow 0", func(c *Config) { c.FlipBatchWindow = 0 }, ""},
-		{"FlipBatchWindow 1s", func(c *Config) { c.FlipBatchWindow = time.Second }, ""},
-		{"FlipBatchWindow past 1s", func(c *Config) { c.FlipBatchWindow = time.Second + 1 }, "FlipBatchWindow"},
-		{"MaxFlipBatch 0", func(c *Config) { c.MaxFlipBatch = 0 }, "MaxFlipBatch"},
-		{"MaxFlipBatch 10000", func(c *Config) { c.MaxFlipBatch = 10000 }, ""},
-		{"MaxFlipBatch 10001", func(c *Config) { c.MaxFlipBatch = 10001 }, "MaxFlipBatch"},
-		{"InstallBatchWindow -1", func(c *Config) { c.InstallBatchWindow = -1 }, "InstallBatchWindow"},
-		{"InstallBatchWindow past 1s", func(c *Config) { c.InstallBatchWindow = time.Second + 1 }, "InstallBatchWindow"},
-		{"MaxInstallBatch 0", func(c *Config) { c.MaxInstallBatch = 0 }, "MaxInstallBatch"},
-		{"MaxInstallBatch 10001", func(c *Config) { c.MaxInstallBatch = 10001 }, "MaxInstallBatch"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.edit(&c)
-			err := c.Validate()
-			switch {
-			case tc.field == "" && err != nil:
-				t.Fatalf("Validate: got %v, want nil", err)
-			case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
-				t.Fatalf("Validate: got %v, want an error naming %s", err, tc.field)
-			}
-		})
-	}
+	testnet.CheckValidate(t, DefaultConfig, []testnet.ConfigCase[Config]{
+		{Name: "FullScanEvery 0", Edit: func(c *Config) { c.FullScanEvery = 0 }, Field: "FullScanEvery"},
+		{Name: "SweepEveryTicks 1", Edit: func(c *Config) { c.SweepEveryTicks = 1 }, Field: ""},
+		{Name: "SweepEveryTicks 0", Edit: func(c *Config) { c.SweepEveryTicks = 0 }, Field: "SweepEveryTicks"},
+		{Name: "SweepEveryTicks 100000", Edit: func(c *Config) { c.SweepEveryTicks = 100000 }, Field: ""},
+		{Name: "SweepEveryTicks 100001", Edit: func(c *Config) { c.SweepEveryTicks = 100001 }, Field: "SweepEveryTicks"},
+		{Name: "WorkerMaxRestarts 0", Edit: func(c *Config) { c.WorkerMaxRestarts = 0 }, Field: ""},
+		{Name: "WorkerMaxRestarts -1", Edit: func(c *Config) { c.WorkerMaxRestarts = -1 }, Field: "WorkerMaxRestarts"},
+		{Name: "WorkerRestartWindow 0", Edit: func(c *Config) { c.WorkerRestartWindow = 0 }, Field: "WorkerRestartWindow"},
+		{Name: "WorkerRestartBackoff 0", Edit: func(c *Config) { c.WorkerRestartBackoff = 0 }, Field: "WorkerRestartBackoff"},
+		{Name: "ChunkWindow 1", Edit: func(c *Config) { c.ChunkWindow = 1 }, Field: ""},
+		{Name: "ChunkWindow 0", Edit: func(c *Config) { c.ChunkWindow = 0 }, Field: "ChunkWindow"},
+		{Name: "ChunkWindow 64", Edit: func(c *Config) { c.ChunkWindow = 64 }, Field: ""},
+		{Name: "ChunkWindow 65", Edit: func(c *Config) { c.ChunkWindow = 65 }, Field: "ChunkWindow"},
+		{Name: "InlineBytes 0", Edit: func(c *Config) { c.InlineBytes = 0 }, Field: ""},
+		{Name: "InlineBytes -1", Edit: func(c *Config) { c.InlineBytes = -1 }, Field: "InlineBytes"},
+		{Name: "InlineBytes 64KiB", Edit: func(c *Config) { c.InlineBytes = 64 << 10 }, Field: ""},
+		{Name: "InlineBytes 64KiB+1", Edit: func(c *Config) { c.InlineBytes = 64<<10 + 1 }, Field: "InlineBytes"},
+		{Name: "FlipBatchWindow 0", Edit: func(c *Config) { c.FlipBatchWindow = 0 }, Field: ""},
+		{Name: "FlipBatchWindow 1s", Edit: func(c *Config) { c.FlipBatchWindow = time.Second }, Field: ""},
+		{Name: "FlipBatchWindow past 1s", Edit: func(c *Config) { c.FlipBatchWindow = time.Second + 1 }, Field: "FlipBatchWindow"},
+		{Name: "MaxFlipBatch 0", Edit: func(c *Config) { c.MaxFlipBatch = 0 }, Field: "MaxFlipBatch"},
+		{Name: "MaxFlipBatch 10000", Edit: func(c *Config) { c.MaxFlipBatch = 10000 }, Field: ""},
+		{Name: "MaxFlipBatch 10001", Edit: func(c *Config) { c.MaxFlipBatch = 10001 }, Field: "MaxFlipBatch"},
+		{Name: "InstallBatchWindow -1", Edit: func(c *Config) { c.InstallBatchWindow = -1 }, Field: "InstallBatchWindow"},
+		{Name: "InstallBatchWindow past 1s", Edit: func(c *Config) { c.InstallBatchWindow = time.Second + 1 }, Field: "InstallBatchWindow"},
+		{Name: "MaxInstallBatch 0", Edit: func(c *Config) { c.MaxInstallBatch = 0 }, Field: "MaxInstallBatch"},
+		{Name: "MaxInstallBatch 10001", Edit: func(c *Config) { c.MaxInstallBatch = 10001 }, Field: "MaxInstallBatch"},
+	})
 }
