@@ -191,6 +191,11 @@ type Publisher interface {
 // while no peer reads them (peersRead). It also tells the peers when this
 // node serves consumes (consuming).
 func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time.Duration, failed func(error)) {
+	// One alarm re-armed after each notice, not one made every interval:
+	// a busy node sends a notice every millisecond.
+	pause := clock.NewAlarm(n.clock, interval)
+	pause.Stop()
+	defer pause.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -211,7 +216,10 @@ func (n *Notifier) SendNotices(ctx context.Context, pub Publisher, interval time
 				failed(err)
 			}
 		}
-		if clock.Sleep(ctx, n.clock, interval) != nil {
+		pause.Reset(interval)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
 			return
 		}
 	}
