@@ -236,7 +236,9 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		return err
 	}
 	profiled := r.profile(ctx, name, rest)
+	spentBefore, usageErr := usages(c.Nodes)
 	took, err := c.Stop(ctx, victim, cfg.stopTimeout)
+	spentAfter, usageErr2 := usages(c.Nodes)
 	switch {
 	case errors.Is(err, proc.ErrTimeout):
 		r.timedOut(name, "stop.exit")
@@ -256,6 +258,14 @@ func (r *runner) stopScenario(ctx context.Context, handoff bool) error {
 		r.set(handoff, "stop.rate", fmt.Sprintf("%.0f", float64(before-after)/took.Seconds()))
 	}
 	r.logf("%s: %s stopped in %s, owned %d before and %d after", name, victim.ID, seconds(took), before, after)
+	if err := errors.Join(usageErr, usageErr2); err != nil {
+		r.logf("%s: CPU of the stop: %v", name, err)
+	} else {
+		cpu, calls := stopUsage(spentBefore, spentAfter, before-after)
+		r.set(handoff, "stop.cpu", cpu)
+		r.set(handoff, "stop.syscalls", calls)
+		r.logf("%s: CPU of the stop: %s; system calls of n1+n2: %s", name, cpu, calls)
+	}
 	phases := phaseTimes{}
 	for _, n := range rest {
 		if err := readPhases(ctx, n.URL(), phases); err != nil {
@@ -476,4 +486,37 @@ func withinBalance(owned, share int) bool {
 // timedOut records that a wait of scenario name ran out in this run.
 func (r *runner) timedOut(name, figure string) {
 	r.timeouts = append(r.timeouts, fmt.Sprintf("run %d: %s %s", r.run, name, figure))
+}
+
+// usages reads what each node has spent so far, in c.Nodes' order.
+func usages(nodes []*proc.Node) ([]proc.Usage, error) {
+	out := make([]proc.Usage, len(nodes))
+	for i, n := range nodes {
+		u, err := n.Proc.Usage()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u
+	}
+	return out, nil
+}
+
+// stopUsage prints the stop's CPU (the stopping node, the last of the
+// three, and the two that stay) and the system calls of the two that stay,
+// each also per partition handed off when any was.
+func stopUsage(before, after []proc.Usage, handed int) (cpu, calls string) {
+	victim := after[2].CPU - before[2].CPU
+	var rest time.Duration
+	var restCalls int64
+	for i := range 2 {
+		rest += after[i].CPU - before[i].CPU
+		restCalls += after[i].Syscalls - before[i].Syscalls
+	}
+	cpu = fmt.Sprintf("n3 %.1f s, n1+n2 %.1f s", victim.Seconds(), rest.Seconds())
+	calls = fmt.Sprintf("%d", restCalls)
+	if handed > 0 {
+		cpu += fmt.Sprintf(" (%.2f ms a move)", float64((victim+rest).Microseconds())/1000/float64(handed))
+		calls += fmt.Sprintf(" (%.0f a move)", float64(restCalls)/float64(handed))
+	}
+	return cpu, calls
 }

@@ -24,6 +24,8 @@ var figureRows = []row{
 	{"  partitions handed off by n3", "stop.handed", "all", "all"},
 	{"  moves a second from n3 (handed off / SIGTERM to exit)", "stop.rate", "-", ">= 3,400"},
 	{"  frozen window per partition, p50 / p99 (narad_move_freeze_seconds)", "stop.frozen", "-", "p99 <= 40 ms"},
+	{"  CPU during the stop (user + system; per partition handed off)", "stop.cpu", "-", "-"},
+	{"  read and write system calls of n1+n2 during the stop", "stop.syscalls", "-", "-"},
 	{"write pass after the stop (until every HWM moved)", "pass.down", "3.4 s (20.9 s without)", "<= 1.2 x the pass with every node up"},
 	{"  after the stop / with every node up", "pass.ratio", "-", "<= 1.2"},
 	{"  same pass, until every 202", "pass.down.acked", "-", "-"},

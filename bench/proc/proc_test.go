@@ -27,6 +27,46 @@ func TestPeakRSSIsReadFromProc(t *testing.T) {
 	}
 }
 
+func TestUsageCountsCPUAndSystemCallsWhileRunningAndCPUAfterTheExit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("utime, stime and syscr are in Linux's /proc")
+	}
+	// The shell spins, reads a file a byte at a time (its read builtin
+	// does), then waits to be read and killed.
+	script := `i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; while read -r l; do :; done </etc/passwd; echo spent; sleep 30`
+	p, err := start("/bin/sh", "spin", filepath.Join(t.TempDir(), "spin.log"), 0, nil, "-c", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.KillGroup)
+	err = Poll(context.Background(), 20*time.Second, 20*time.Millisecond, p, func() bool {
+		raw, _ := os.ReadFile(p.LogPath)
+		return strings.Contains(string(raw), "spent")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := p.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if running.CPU <= 0 {
+		t.Errorf("CPU of a spinning shell: got %v, want more than 0", running.CPU)
+	}
+	if running.Syscalls < 100 {
+		t.Errorf("system calls of a shell that read a file by the byte: got %d, want at least 100", running.Syscalls)
+	}
+	p.KillGroup()
+	<-p.Done()
+	exited, err := p.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exited.CPU < running.CPU || exited.Syscalls != -1 {
+		t.Errorf("usage after the exit: got %+v, want CPU at least %v and syscalls -1", exited, running.CPU)
+	}
+}
+
 func TestEnvironDropsTheNamedVariablesOnlyAndAddsItsOwn(t *testing.T) {
 	t.Setenv("PROC_TEST_DROP", "1")
 	t.Setenv("PROC_TEST_DROP_NOT", "2")
