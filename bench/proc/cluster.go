@@ -84,6 +84,9 @@ type Cluster struct {
 	// given again.
 	retired int
 
+	// netns, when UseNetns made it, holds a namespace per node slot.
+	netns *Netns
+
 	mu    sync.Mutex
 	procs []*Proc // every process started, for the cleanup
 }
@@ -132,7 +135,18 @@ func New(bin, dir string, voters, total int) (*Cluster, error) {
 // in a process group of its own: a Ctrl-C on the terminal reaches only this
 // program, which then stops the children itself. Close kills it.
 func (c *Cluster) Start(name string, env []string, args ...string) (*Proc, error) {
-	p, err := start(c.Bin, name, filepath.Join(c.Dir, name+".log"), c.RSSPoll, env, args...)
+	return c.startIn("", name, env, args...)
+}
+
+// startIn is Start in network namespace ns ("" for the bench's own):
+// `ip netns exec` enters it and execs Bin in its place, so the process is
+// Bin itself to every signal.
+func (c *Cluster) startIn(ns, name string, env []string, args ...string) (*Proc, error) {
+	bin := c.Bin
+	if ns != "" {
+		bin, args = "ip", append([]string{"netns", "exec", ns, c.Bin}, args...)
+	}
+	p, err := start(bin, name, filepath.Join(c.Dir, name+".log"), c.RSSPoll, env, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +310,14 @@ func (c *Cluster) StartNode(n *Node) error {
 		args = append(args, "--peers", c.Peers())
 	}
 	args = append(args, c.Args...)
-	p, err := c.Start(n.ID, c.Env, args...)
+	ns := ""
+	if c.netns != nil {
+		var err error
+		if ns, err = c.slotOf(n); err != nil {
+			return err
+		}
+	}
+	p, err := c.startIn(ns, n.ID, c.Env, args...)
 	if err != nil {
 		return err
 	}
@@ -367,6 +388,12 @@ func (c *Cluster) Close() {
 	for _, p := range procs {
 		<-p.done
 	}
+	if c.netns != nil {
+		if err := c.netns.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "proc: remove the network namespaces: %v\n", err)
+		}
+		c.netns = nil
+	}
 }
 
 // Replace puts a fresh node in slot i, in place of one that left the
@@ -390,7 +417,7 @@ func (c *Cluster) Replace(i int) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{ID: "n" + strconv.Itoa(replica), Replica: replica, Joiner: true, HTTP: old.HTTP,
-		Raft: fmt.Sprintf("127.0.0.1:%d", rp), Pprof: old.Pprof, NATSURL: old.NATSURL}
+		Raft: net.JoinHostPort(hostOf(old.Raft), strconv.Itoa(rp)), Pprof: old.Pprof, NATSURL: old.NATSURL}
 	c.retired = max(c.retired, old.Replica)
 	c.Nodes[i] = n
 	return n, nil

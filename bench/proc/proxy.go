@@ -54,8 +54,12 @@ var ErrProxyClosed = errors.New("proxy closed")
 
 // NewProxy listens on a free loopback port and relays each connection to
 // upstream, until Close.
-func NewProxy(upstream string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func NewProxy(upstream string) (*Proxy, error) { return NewProxyOn("127.0.0.1", upstream) }
+
+// NewProxyOn is NewProxy listening on host: a cluster's ListenHost, where
+// nodes in namespaces of their own reach it.
+func NewProxyOn(host, upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("proxy to %s: %w", upstream, err)
 	}
