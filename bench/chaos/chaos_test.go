@@ -63,6 +63,39 @@ func TestPartitionProfileLosesNothing(t *testing.T) {
 	runProfile(t, partitionProfile)
 }
 
+// netnsProfile cuts Raft while every node lives: seed 11 draws a one-way
+// cut of n2, a pause of the metadata leader, a two-way cut of n2, another
+// pause and a two-way cut of n1 (TestTheNetnsProfileThrowsEveryRaftFault).
+var netnsProfile = []string{"-seed", "11", "-duration", "40s", "-nodes", "3", "-gap", "1s-2s", "-netns",
+	"-faults", "raftcut,raftcut1,leaderpause"}
+
+func TestTheNetnsProfileThrowsEveryRaftFault(t *testing.T) {
+	cfg, err := parseFlags(netnsProfile, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Kind
+	for _, f := range Schedule(cfg.seed, cfg.plan()) {
+		got = append(got, f.Kind)
+	}
+	if want := []Kind{RaftCutOneWay, LeaderPause, RaftCut, LeaderPause, RaftCut}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestNetnsProfileLosesNothing runs netnsProfile on real processes, each
+// node in a network namespace of its own: its Raft cut off the others one
+// way and both ways while it serves its clients, and the metadata leader
+// paused past the dead timeout. About a minute; skipped where this
+// process cannot make namespaces (root and iproute2), with -short and
+// under the race detector.
+func TestNetnsProfileLosesNothing(t *testing.T) {
+	if err := proc.NetnsAvailable(); err != nil {
+		t.Skip(err)
+	}
+	runProfile(t, netnsProfile)
+}
+
 // runProfile builds narad, runs a profile's flags on real processes and
 // checks the history.
 func runProfile(t *testing.T, profile []string) {

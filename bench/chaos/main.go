@@ -8,6 +8,7 @@
 //	go run ./bench/chaos -faults stop -duration 5m -json
 //	go run ./bench/chaos -nats 3 -faults natskill,cut,leader
 //	go run ./bench/chaos -nodes 4 -faults decommission,kill
+//	go run ./bench/chaos -netns -faults raftcut,raftcut1,leaderpause
 //
 // The faults (-faults; every kind the flags allow by default) are kill (SIGKILL,
 // then a restart on its data), term (SIGTERM: the node hands its
@@ -15,7 +16,12 @@
 // the cluster's dead timeout, then SIGCONT), cut (the node's proxies in
 // front of NATS sever and refuse its connections past the dead timeout:
 // a partition, the process lives), leader (a kill of the metadata leader
-// of the moment), natskill (-nats 3: SIGKILL of one NATS server, then a
+// of the moment), leaderpause (SIGSTOP of the metadata leader of the
+// moment past the dead timeout, then SIGCONT), raftcut and raftcut1
+// (-netns, each node in a network namespace of its own: every packet
+// between the node and the others dropped, both ways or only its own, past
+// the dead timeout, while it still reaches NATS and its clients; then
+// healed), natskill (-nats 3: SIGKILL of one NATS server, then a
 // restart), decommission (-nodes 4: a node decommissioned through the
 // admin API until it left, then a fresh node joins in its place), and disk
 // and clock (fsyncs or writes failing, a clock stepped, on one node
@@ -84,6 +90,9 @@ type config struct {
 	gapMax     time.Duration
 	json       bool
 	keep       bool
+	// netns runs each node in a network namespace of its own (root and
+	// iproute2), which the Raft cuts need.
+	netns bool
 
 	// rate bounds the produces per second of all producers together; 0
 	// leaves them unbounded.
@@ -129,9 +138,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the topic")
 	fs.IntVar(&c.producers, "producers", 4, "producers")
 	fs.IntVar(&c.consumers, "consumers", 4, "consumers")
-	faults := fs.String("faults", "", "the faults to throw, a comma list of "+strings.Join(kindNames(), ", ")+"; empty is every kind the flags allow (natskill with -nats 3, decommission with -nodes 4)")
+	faults := fs.String("faults", "", "the faults to throw, a comma list of "+strings.Join(kindNames(), ", ")+"; empty is every kind the flags allow (natskill with -nats 3, decommission with -nodes 4, raftcut and raftcut1 with -netns)")
 	gap := fs.String("gap", "2s-5s", "pause before each fault, a duration or a range drawn from the seed")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout (the progress stays on stderr)")
+	fs.BoolVar(&c.netns, "netns", false, "run each node in a network namespace of its own (root and iproute2's ip), so that raftcut and raftcut1 can cut two nodes' Raft while both live")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs); it is kept anyway when the run fails")
 	fs.IntVar(&c.rate, "rate", 1000, "produces per second over all producers; 0 is as fast as they go")
 	fs.DurationVar(&c.drain, "drain", 2*time.Minute, "once the producers stopped, the consumers go on while records are delivered, and give up after this long without one delivered")
@@ -149,7 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if *faults == "" {
-		c.kinds = validKinds(c.nodes, c.nats)
+		c.kinds = validKinds(c.nodes, c.nats, c.netns)
 	} else if c.kinds, err = parseKinds(*faults); err != nil {
 		return c, err
 	}
@@ -171,6 +181,11 @@ func (c config) validate() error {
 	}
 	if slices.Contains(c.kinds, NATSKill) && c.nats != 3 {
 		return fmt.Errorf("-faults natskill needs -nats 3 (a NATS server killed alone takes every node off NATS): %w", errConfig)
+	}
+	for _, k := range c.kinds {
+		if needsNetns(k) && !c.netns {
+			return fmt.Errorf("-faults %s needs -netns (two nodes' Raft can be cut apart only in namespaces of their own): %w", k, errConfig)
+		}
 	}
 	for name, v := range map[string]int{"partitions": c.partitions, "producers": c.producers, "consumers": c.consumers} {
 		if v <= 0 {
@@ -382,6 +397,11 @@ func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any
 			return c, nil, nil, err
 		}
 	}
+	if cfg.netns {
+		if err := c.UseNetns(); err != nil {
+			return c, nil, nil, err
+		}
+	}
 	// Every node talks to every NATS server through a proxy of its own,
 	// always: a cut is then a cut of that node alone, and a run without
 	// cuts goes the same way as one with them until the first.
@@ -389,7 +409,7 @@ func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any
 		var ps []*proc.Proxy
 		var urls []string
 		for _, s := range c.NATSServers {
-			p, err := proc.NewProxy(s.Addr)
+			p, err := proc.NewProxyOn(c.ListenHost(), s.Addr)
 			if err != nil {
 				return c, proxies, nil, err
 			}

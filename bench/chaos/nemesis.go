@@ -204,7 +204,7 @@ func (n *nemesis) resolve(ctx context.Context, f Fault) (int, error) {
 	switch f.Kind {
 	case NATSKill:
 		return -1, nil
-	case Leader:
+	case Leader, LeaderPause:
 	default:
 		return f.Node, nil
 	}
@@ -270,7 +270,7 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 		if err := n.c.StartNode(node); err != nil {
 			return err
 		}
-	case Stop:
+	case Stop, LeaderPause:
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
@@ -282,6 +282,10 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 		}
 		if !held {
 			return ctx.Err()
+		}
+	case RaftCut, RaftCutOneWay:
+		if err := n.raftCut(ctx, f, node); err != nil {
+			return err
 		}
 	case Cut:
 		severed := 0
@@ -316,6 +320,49 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 	}
 	if err := n.waitReady(ctx, node); err != nil {
 		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
+	}
+	return nil
+}
+
+// raftCut drops node's packets to every other node (and theirs to it for
+// a RaftCut) for f.Hold, then heals, also when the run is interrupted, so
+// that the cleanup finds a cluster whose nodes can talk.
+func (n *nemesis) raftCut(ctx context.Context, f Fault, node *proc.Node) error {
+	type link struct{ from, to *proc.Node }
+	var cut []link
+	for _, o := range n.c.Nodes {
+		if o == node {
+			continue
+		}
+		cut = append(cut, link{node, o})
+		if f.Kind == RaftCut {
+			cut = append(cut, link{o, node})
+		}
+	}
+	var err error
+	for _, l := range cut {
+		if err = n.c.Drop(l.from, l.to); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		n.logf("%s: %s's packets dropped on %d links for %s", f.Kind, node.ID, len(cut), seconds(f.Hold))
+		if !sleep(ctx, f.Hold) {
+			err = ctx.Err()
+		}
+	}
+	for _, l := range cut {
+		// A link never dropped has nothing to undo: its error is
+		// the drop's own, already returned.
+		if uerr := n.c.Undrop(l.from, l.to); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if p := node.Proc; !p.Running() {
+		return fmt.Errorf("%s exited while its Raft was cut (%v): %w\n%s", node.ID, p.ExitErr(), errNodeLost, proc.Tail(p.LogPath))
 	}
 	return nil
 }

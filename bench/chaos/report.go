@@ -114,6 +114,9 @@ func replay(cfg config) string {
 	if cfg.nats != 1 {
 		nats = fmt.Sprintf(" -nats %d", cfg.nats)
 	}
+	if cfg.netns {
+		nats += " -netns"
+	}
 	return fmt.Sprintf("go run ./bench/chaos -seed %d -duration %v -nodes %d%s -faults %s -gap %s -dead-timeout %v -heartbeat %v",
 		cfg.seed, cfg.duration, cfg.nodes, nats, strings.Join(ks, ","), gap, cfg.deadTimeout, cfg.heartbeat)
 }

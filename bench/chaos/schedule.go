@@ -54,10 +54,26 @@ const (
 	// (POST /debug/faults/clock): leases and the dead timeout measured on
 	// one node jump while the others' do not.
 	Clock Kind = "clock"
+	// RaftCut (-netns) drops every packet between the node and every
+	// other node, both ways, for Fault.Hold, past the dead timeout, then
+	// heals: the node's Raft is cut off the others while it still reaches
+	// NATS and its clients (a partition with both sides alive; the nodes
+	// run in network namespaces of their own, see bench/proc's netns.go).
+	RaftCut Kind = "raftcut"
+	// RaftCutOneWay (-netns) drops the node's packets to every other node
+	// for Fault.Hold, theirs to it still arriving. Over TCP a connection
+	// needs both ways, so what differs from RaftCut is what is still
+	// delivered: the others' packets reach the node, its answers do not.
+	RaftCutOneWay Kind = "raftcut1"
+	// LeaderPause is SIGSTOP of whichever node leads the metadata shard
+	// when it is thrown, held for Fault.Hold past the dead timeout, then
+	// SIGCONT: the leader freezes with its leases and its view of the
+	// cluster, and wakes into one that moved on without it.
+	LeaderPause Kind = "leaderpause"
 )
 
 // kinds is every Kind, in the order the report lists them.
-var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock}
+var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause}
 
 // The disk faults a Disk draws between (Fault.Op).
 const (
@@ -67,17 +83,21 @@ const (
 
 // validKinds is -faults' default: every kind the run's flags can throw,
 // in the order of kinds. A natskill needs three NATS servers, a
-// decommission four nodes.
-func validKinds(nodes, nats int) []Kind {
+// decommission four nodes, a Raft cut the nodes in namespaces (-netns).
+func validKinds(nodes, nats int, netns bool) []Kind {
 	var out []Kind
 	for _, k := range kinds {
-		if (k == NATSKill && nats != 3) || (k == Decommission && nodes != 4) {
+		if (k == NATSKill && nats != 3) || (k == Decommission && nodes != 4) || (needsNetns(k) && !netns) {
 			continue
 		}
 		out = append(out, k)
 	}
 	return out
 }
+
+// needsNetns reports whether kind k cuts traffic between nodes, which
+// only their network namespaces allow.
+func needsNetns(k Kind) bool { return k == RaftCut || k == RaftCutOneWay }
 
 // parseKinds reads -faults: a comma list of kinds, each at most once.
 func parseKinds(list string) ([]Kind, error) {
@@ -217,7 +237,7 @@ func planned(f Fault) time.Duration {
 	switch f.Kind {
 	case Term:
 		return handOffEstimate + f.Hold + restartEstimate
-	case Stop, Cut, Disk, Clock:
+	case Stop, Cut, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause:
 		return f.Hold + resumeEstimate
 	case NATSKill:
 		return f.Hold + natsRestartEstimate
@@ -260,7 +280,7 @@ func Schedule(seed uint64, p Plan) []Fault {
 		}
 		f := Fault{At: t, Gap: gap, Kind: round[0], Node: r.IntN(p.Nodes)}
 		round = round[1:]
-		if f.Kind == Leader {
+		if f.Kind == Leader || f.Kind == LeaderPause {
 			// Drawn all the same, so the draws after it do not
 			// depend on the kind.
 			f.Node = -1
@@ -270,7 +290,7 @@ func Schedule(seed uint64, p Plan) []Fault {
 			f.Hold = between(500*time.Millisecond, p.DeadTimeout+time.Second)
 		case Term:
 			f.Hold = between(500*time.Millisecond, 2*time.Second)
-		case Stop, Cut:
+		case Stop, Cut, RaftCut, RaftCutOneWay, LeaderPause:
 			f.Hold = p.DeadTimeout + p.Heartbeat + between(time.Second, 3*time.Second)
 		case NATSKill:
 			f.Node = r.IntN(p.NATS)

@@ -84,16 +84,17 @@ func TestAScheduleKeepsItsBounds(t *testing.T) {
 			if f.Gap < p.GapMin || f.Gap > p.GapMax {
 				t.Errorf("seed %d, fault %d: got gap %v, want within %v..%v", seed, i, f.Gap, p.GapMin, p.GapMax)
 			}
-			if f.Kind == Leader && f.Node != -1 {
+			leader := f.Kind == Leader || f.Kind == LeaderPause
+			if leader && f.Node != -1 {
 				t.Errorf("seed %d, fault %d: got a leader at node %d, want -1 (resolved by the run)", seed, i, f.Node)
 			}
 			if f.Kind == NATSKill && (f.Node < 0 || f.Node >= p.NATS) {
 				t.Errorf("seed %d, fault %d: got NATS server %d, want 0..%d", seed, i, f.Node, p.NATS-1)
 			}
-			if f.Kind != Leader && f.Kind != NATSKill && (f.Node < 0 || f.Node >= p.Nodes) {
+			if !leader && f.Kind != NATSKill && (f.Node < 0 || f.Node >= p.Nodes) {
 				t.Errorf("seed %d, fault %d: got node %d, want 0..%d", seed, i, f.Node, p.Nodes-1)
 			}
-			if (f.Kind == Stop || f.Kind == Cut) && f.Hold <= p.DeadTimeout+p.Heartbeat {
+			if held := []Kind{Stop, Cut, RaftCut, RaftCutOneWay, LeaderPause}; slices.Contains(held, f.Kind) && f.Hold <= p.DeadTimeout+p.Heartbeat {
 				t.Errorf("seed %d, fault %d: got a %s held %v, want past %v", seed, i, f.Kind, f.Hold, p.DeadTimeout+p.Heartbeat)
 			}
 			switch f.Kind {
@@ -141,15 +142,27 @@ func TestTheDefaultFaultsAreEveryKindTheFlagsAllow(t *testing.T) {
 		args []string
 		want []Kind
 	}{
-		{nil, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock}},
-		{[]string{"-nats", "3"}, []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Disk, Clock}},
-		{[]string{"-nodes", "4"}, []Kind{Kill, Term, Stop, Cut, Leader, Decommission, Disk, Clock}},
-		{[]string{"-nodes", "4", "-nats", "3"}, kinds},
+		{nil, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock, LeaderPause}},
+		{[]string{"-nats", "3"}, []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Disk, Clock, LeaderPause}},
+		{[]string{"-nodes", "4"}, []Kind{Kill, Term, Stop, Cut, Leader, Decommission, Disk, Clock, LeaderPause}},
+		{[]string{"-netns"}, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause}},
+		{[]string{"-nodes", "4", "-nats", "3", "-netns"}, kinds},
 		{[]string{"-faults", "stop,kill"}, []Kind{Stop, Kill}},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)
 		if err != nil || !slices.Equal(cfg.kinds, c.want) {
 			t.Errorf("%v: got %v, %v, want %v", c.args, cfg.kinds, err, c.want)
+		}
+	}
+}
+
+func TestARaftCutNeedsTheNodesInNamespaces(t *testing.T) {
+	for _, k := range []string{"raftcut", "raftcut1"} {
+		if _, err := parseFlags([]string{"-faults", k}, io.Discard); !errors.Is(err, errConfig) {
+			t.Errorf("-faults %s without -netns: got %v, want errConfig", k, err)
+		}
+		if _, err := parseFlags([]string{"-faults", k, "-netns"}, io.Discard); err != nil {
+			t.Errorf("-faults %s -netns: got %v, want nil", k, err)
 		}
 	}
 }
