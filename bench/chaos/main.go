@@ -9,6 +9,8 @@
 //	go run ./bench/chaos -nats 3 -faults natskill,cut,leader
 //	go run ./bench/chaos -nodes 4 -faults decommission,kill
 //	go run ./bench/chaos -netns -faults raftcut,raftcut1,leaderpause
+//	go run ./bench/chaos -loop-disks -faults diskfull
+//	go run ./bench/chaos -netns -loop-disks -overlap  # two at once on a node
 //
 // The faults (-faults; every kind the flags allow by default) are kill (SIGKILL,
 // then a restart on its data), term (SIGTERM: the node hands its
@@ -21,13 +23,17 @@
 // (-netns, each node in a network namespace of its own: every packet
 // between the node and the others dropped, both ways or only its own, past
 // the dead timeout, while it still reaches NATS and its clients; then
-// healed), natskill (-nats 3: SIGKILL of one NATS server, then a
+// healed), diskfull (-loop-disks, each node's data on an ext4 image of
+// its own: the node's disk filled to the last block, then freed),
+// natskill (-nats 3: SIGKILL of one NATS server, then a
 // restart), decommission (-nodes 4: a node decommissioned through the
 // admin API until it left, then a fresh node joins in its place), and disk
 // and clock (fsyncs or writes failing, a clock stepped, on one node
 // through narad serve's --debug-faults routes, which the run turns on only
 // for them). After each the node comes back and the run waits for its
-// /readyz before the next.
+// /readyz before the next. With -overlap each fault that leaves its node
+// alive (stop, cut, raftcut, raftcut1, diskfull) comes with a second such
+// kind on the same node, put on and taken off together.
 //
 // The schedule is a pure function of -seed and the flags, printed before
 // the run. Producers produce while faults are thrown; consumers consume and
@@ -93,6 +99,11 @@ type config struct {
 	// netns runs each node in a network namespace of its own (root and
 	// iproute2), which the Raft cuts need.
 	netns bool
+	// loopDisks puts each node's data on an ext4 image of its own (root),
+	// which a diskfull needs.
+	loopDisks bool
+	// overlap throws two faults that impair at once (Plan.Overlap).
+	overlap bool
 
 	// rate bounds the produces per second of all producers together; 0
 	// leaves them unbounded.
@@ -120,8 +131,13 @@ type config struct {
 // plan is what Schedule draws the faults of cfg for.
 func (c config) plan() Plan {
 	return Plan{Duration: c.duration, GapMin: c.gapMin, GapMax: c.gapMax, Nodes: c.nodes, NATS: c.nats, Visibility: c.visibility, Kinds: c.kinds,
-		DeadTimeout: c.deadTimeout, Heartbeat: c.heartbeat}
+		DeadTimeout: c.deadTimeout, Heartbeat: c.heartbeat, Overlap: c.overlap}
 }
+
+// loopDiskMiB is each node's disk with -loop-disks: a sparse image, so its
+// size costs only what the node writes; room for a run's records many
+// times over, and small enough that a fill is one allocation.
+const loopDiskMiB = 2048
 
 // errConfig is a flag out of its range.
 var errConfig = errors.New("invalid flag")
@@ -138,10 +154,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.partitions, "partitions", 12, "partitions of the topic")
 	fs.IntVar(&c.producers, "producers", 4, "producers")
 	fs.IntVar(&c.consumers, "consumers", 4, "consumers")
-	faults := fs.String("faults", "", "the faults to throw, a comma list of "+strings.Join(kindNames(), ", ")+"; empty is every kind the flags allow (natskill with -nats 3, decommission with -nodes 4, raftcut and raftcut1 with -netns)")
+	faults := fs.String("faults", "", "the faults to throw, a comma list of "+strings.Join(kindNames(), ", ")+"; empty is every kind the flags allow (natskill with -nats 3, decommission with -nodes 4, raftcut and raftcut1 with -netns, diskfull with -loop-disks)")
 	gap := fs.String("gap", "2s-5s", "pause before each fault, a duration or a range drawn from the seed")
 	fs.BoolVar(&c.json, "json", false, "print the summary as JSON on stdout (the progress stays on stderr)")
 	fs.BoolVar(&c.netns, "netns", false, "run each node in a network namespace of its own (root and iproute2's ip), so that raftcut and raftcut1 can cut two nodes' Raft while both live")
+	fs.BoolVar(&c.loopDisks, "loop-disks", false, "put each node's data on an ext4 image of its own on a loop device (root and e2fsprogs), so that diskfull can fill one node's disk")
+	fs.BoolVar(&c.overlap, "overlap", false, "throw each fault that leaves its node alive (stop, cut, raftcut, raftcut1, diskfull) together with a second such kind of -faults on the same node")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs); it is kept anyway when the run fails")
 	fs.IntVar(&c.rate, "rate", 1000, "produces per second over all producers; 0 is as fast as they go")
 	fs.DurationVar(&c.drain, "drain", 2*time.Minute, "once the producers stopped, the consumers go on while records are delivered, and give up after this long without one delivered")
@@ -159,7 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if *faults == "" {
-		c.kinds = validKinds(c.nodes, c.nats, c.netns)
+		c.kinds = validKinds(c.nodes, c.nats, c.netns, c.loopDisks)
 	} else if c.kinds, err = parseKinds(*faults); err != nil {
 		return c, err
 	}
@@ -186,6 +204,9 @@ func (c config) validate() error {
 		if needsNetns(k) && !c.netns {
 			return fmt.Errorf("-faults %s needs -netns (two nodes' Raft can be cut apart only in namespaces of their own): %w", k, errConfig)
 		}
+	}
+	if slices.Contains(c.kinds, DiskFull) && !c.loopDisks {
+		return fmt.Errorf("-faults diskfull needs -loop-disks (one node's disk fills only on a file system of its own): %w", errConfig)
 	}
 	for name, v := range map[string]int{"partitions": c.partitions, "producers": c.producers, "consumers": c.consumers} {
 		if v <= 0 {
@@ -399,6 +420,11 @@ func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any
 	}
 	if cfg.netns {
 		if err := c.UseNetns(); err != nil {
+			return c, nil, nil, err
+		}
+	}
+	if cfg.loopDisks {
+		if err := c.UseLoopDisks(loopDiskMiB); err != nil {
 			return c, nil, nil, err
 		}
 	}

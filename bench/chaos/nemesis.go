@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -233,6 +234,9 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 	case Disk, Clock:
 		return n.debugFault(ctx, f, idx, r)
 	}
+	if f.With != "" || f.Kind == RaftCut || f.Kind == RaftCutOneWay || f.Kind == DiskFull {
+		return n.impaired(ctx, f, idx, r)
+	}
 	node := n.c.Nodes[idx]
 	p := node.Proc
 	switch f.Kind {
@@ -283,10 +287,6 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 		if !held {
 			return ctx.Err()
 		}
-	case RaftCut, RaftCutOneWay:
-		if err := n.raftCut(ctx, f, node); err != nil {
-			return err
-		}
 	case Cut:
 		severed := 0
 		for _, px := range n.proxies[idx] {
@@ -324,47 +324,129 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 	return nil
 }
 
-// raftCut drops node's packets to every other node (and theirs to it for
-// a RaftCut) for f.Hold, then heals, also when the run is interrupted, so
-// that the cleanup finds a cluster whose nodes can talk.
-func (n *nemesis) raftCut(ctx context.Context, f Fault, node *proc.Node) error {
-	type link struct{ from, to *proc.Node }
-	var cut []link
-	for _, o := range n.c.Nodes {
-		if o == node {
-			continue
-		}
-		cut = append(cut, link{node, o})
-		if f.Kind == RaftCut {
-			cut = append(cut, link{o, node})
-		}
+// impaired puts f's kind and f.With (when set) on node idx, holds them
+// for f.Hold, takes them off in the reverse order (also when the run is
+// interrupted, so that the cleanup finds a cluster whose nodes can talk),
+// then starts the node again on its data if it stopped itself meanwhile (a
+// full disk can make it), and waits until it is ready.
+func (n *nemesis) impaired(ctx context.Context, f Fault, idx int, r *ran) error {
+	node := n.c.Nodes[idx]
+	kinds := []Kind{f.Kind}
+	if f.With != "" {
+		kinds = append(kinds, f.With)
 	}
+	var offs []func() error
 	var err error
-	for _, l := range cut {
-		if err = n.c.Drop(l.from, l.to); err != nil {
+	for _, k := range kinds {
+		var off func() error
+		if off, err = n.impair(k, node, idx); err != nil {
 			break
 		}
+		offs = append(offs, off)
 	}
-	if err == nil {
-		n.logf("%s: %s's packets dropped on %d links for %s", f.Kind, node.ID, len(cut), seconds(f.Hold))
-		if !sleep(ctx, f.Hold) {
-			err = ctx.Err()
-		}
+	if err == nil && !sleep(ctx, f.Hold) {
+		err = ctx.Err()
 	}
-	for _, l := range cut {
-		// A link never dropped has nothing to undo: its error is
-		// the drop's own, already returned.
-		if uerr := n.c.Undrop(l.from, l.to); uerr != nil && err == nil {
-			err = uerr
-		}
+	for i := len(offs) - 1; i >= 0; i-- {
+		err = errors.Join(err, offs[i]())
 	}
 	if err != nil {
 		return err
 	}
-	if p := node.Proc; !p.Running() {
-		return fmt.Errorf("%s exited while its Raft was cut (%v): %w\n%s", node.ID, p.ExitErr(), errNodeLost, proc.Tail(p.LogPath))
+	if !node.Proc.Running() {
+		r.Note = fmt.Sprintf("exited under %s (%v): started again", strings.Join(kindStrings(kinds), "+"), node.Proc.ExitErr())
+		n.logf("%s exited under the fault (%v); starting it again on its data", node.ID, node.Proc.ExitErr())
+		if err := n.c.StartNode(node); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(kinds, Cut) {
+		// /readyz may never have gone down; back is the node relaying
+		// through its proxies again.
+		err := proc.Poll(ctx, n.cfg.readyTimeout, 50*time.Millisecond, node.Proc, func() bool {
+			conns := 0
+			for _, px := range n.proxies[idx] {
+				conns += px.Conns()
+			}
+			return conns > 0
+		})
+		if err != nil {
+			return fmt.Errorf("%s reconnecting to NATS after a cut: %w: %w", node.ID, errNodeLost, err)
+		}
+	}
+	if err := n.waitReady(ctx, node); err != nil {
+		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
 	}
 	return nil
+}
+
+// impair puts kind k (one that impairs) on node, in slot idx, and returns
+// what takes it off.
+func (n *nemesis) impair(k Kind, node *proc.Node, idx int) (func() error, error) {
+	switch k {
+	case Stop:
+		p := node.Proc
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			return nil, err
+		}
+		n.logf("stop: %s paused", node.ID)
+		return func() error { return p.Signal(syscall.SIGCONT) }, nil
+	case Cut:
+		severed := 0
+		for _, px := range n.proxies[idx] {
+			severed += px.Cut()
+		}
+		n.logf("cut: %s off NATS, %d connections severed, new ones refused", node.ID, severed)
+		return func() error {
+			for _, px := range n.proxies[idx] {
+				px.Restore()
+			}
+			return nil
+		}, nil
+	case RaftCut, RaftCutOneWay:
+		type link struct{ from, to *proc.Node }
+		var cut []link
+		for _, o := range n.c.Nodes {
+			if o == node {
+				continue
+			}
+			cut = append(cut, link{node, o})
+			if k == RaftCut {
+				cut = append(cut, link{o, node})
+			}
+		}
+		undo := func(links []link) error {
+			var errs []error
+			for _, l := range links {
+				errs = append(errs, n.c.Undrop(l.from, l.to))
+			}
+			return errors.Join(errs...)
+		}
+		for i, l := range cut {
+			if err := n.c.Drop(l.from, l.to); err != nil {
+				return nil, errors.Join(err, undo(cut[:i]))
+			}
+		}
+		n.logf("%s: %s's packets dropped on %d links", k, node.ID, len(cut))
+		return func() error { return undo(cut) }, nil
+	case DiskFull:
+		size, err := n.c.FillDisk(node)
+		if err != nil {
+			return nil, errors.Join(err, n.c.FreeDisk(node))
+		}
+		n.logf("diskfull: %s's disk filled with %d MiB", node.ID, size>>20)
+		return func() error { return n.c.FreeDisk(node) }, nil
+	}
+	return nil, fmt.Errorf("%s does not impair: %w", k, errConfig)
+}
+
+// kindStrings is ks as strings.
+func kindStrings(ks []Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
 }
 
 // sleep waits d (nothing when d <= 0) and reports whether ctx is still

@@ -102,10 +102,7 @@ func attribute(dups []time.Duration, thrown []ran) map[string]int {
 
 // replay is the command line that throws cfg's schedule again.
 func replay(cfg config) string {
-	var ks []string
-	for _, k := range cfg.kinds {
-		ks = append(ks, string(k))
-	}
+	ks := kindStrings(cfg.kinds)
 	gap := cfg.gapMin.String()
 	if cfg.gapMax != cfg.gapMin {
 		gap += "-" + cfg.gapMax.String()
@@ -116,6 +113,12 @@ func replay(cfg config) string {
 	}
 	if cfg.netns {
 		nats += " -netns"
+	}
+	if cfg.loopDisks {
+		nats += " -loop-disks"
+	}
+	if cfg.overlap {
+		nats += " -overlap"
 	}
 	return fmt.Sprintf("go run ./bench/chaos -seed %d -duration %v -nodes %d%s -faults %s -gap %s -dead-timeout %v -heartbeat %v",
 		cfg.seed, cfg.duration, cfg.nodes, nats, strings.Join(ks, ","), gap, cfg.deadTimeout, cfg.heartbeat)
@@ -184,13 +187,7 @@ func (s *summary) String() string {
 	return b.String()
 }
 
-func kindNames() []string {
-	var out []string
-	for _, k := range kinds {
-		out = append(out, string(k))
-	}
-	return out
-}
+func kindNames() []string { return kindStrings(kinds) }
 
 func (s *summary) writeJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)

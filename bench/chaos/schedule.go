@@ -70,10 +70,16 @@ const (
 	// SIGCONT: the leader freezes with its leases and its view of the
 	// cluster, and wakes into one that moved on without it.
 	LeaderPause Kind = "leaderpause"
+	// DiskFull (-loop-disks, each node's data on a file system of its
+	// own) fills the node's disk to its last block for Fault.Hold, then
+	// frees it: every write that needs a block fails with ENOSPC, the
+	// metastore's as well as the partitions'. A node that stops itself
+	// on it is started again on its data once the disk has room.
+	DiskFull Kind = "diskfull"
 )
 
 // kinds is every Kind, in the order the report lists them.
-var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause}
+var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause, DiskFull}
 
 // The disk faults a Disk draws between (Fault.Op).
 const (
@@ -83,16 +89,24 @@ const (
 
 // validKinds is -faults' default: every kind the run's flags can throw,
 // in the order of kinds. A natskill needs three NATS servers, a
-// decommission four nodes, a Raft cut the nodes in namespaces (-netns).
-func validKinds(nodes, nats int, netns bool) []Kind {
+// decommission four nodes, a Raft cut the nodes in namespaces (-netns), a
+// full disk their loop disks (-loop-disks).
+func validKinds(nodes, nats int, netns, loopDisks bool) []Kind {
 	var out []Kind
 	for _, k := range kinds {
-		if (k == NATSKill && nats != 3) || (k == Decommission && nodes != 4) || (needsNetns(k) && !netns) {
+		if (k == NATSKill && nats != 3) || (k == Decommission && nodes != 4) || (needsNetns(k) && !netns) || (k == DiskFull && !loopDisks) {
 			continue
 		}
 		out = append(out, k)
 	}
 	return out
+}
+
+// impairs reports whether kind k leaves its node's process alive and is
+// put on and taken off from outside it: the kinds -overlap throws two of
+// at once.
+func impairs(k Kind) bool {
+	return k == Stop || k == Cut || k == RaftCut || k == RaftCutOneWay || k == DiskFull
 }
 
 // needsNetns reports whether kind k cuts traffic between nodes, which
@@ -164,6 +178,9 @@ type Plan struct {
 	// heartbeat longer still, since the last heartbeat before the stop
 	// starts the dead timeout.
 	Heartbeat time.Duration
+	// Overlap gives each fault of a kind that impairs a second such kind
+	// of Kinds (Fault.With), on the same node, thrown with it.
+	Overlap bool
 }
 
 // Fault is one fault of a schedule.
@@ -186,6 +203,11 @@ type Fault struct {
 	Op string `json:"op,omitempty"`
 	// StepMs is a Clock's step, in milliseconds, either way.
 	StepMs int64 `json:"step_ms,omitempty"`
+	// With (-overlap) is a second kind that impairs, put on the same node
+	// with Kind and taken off with it after Hold: a node stopped and cut
+	// off NATS at once, say, or cut off both NATS and Raft (isolated while
+	// it lives), or with its disk full while cut. "" for a fault alone.
+	With Kind `json:"with,omitempty"`
 }
 
 // NodeID is the faulted node's id, n1..nN, or what the run resolves.
@@ -206,6 +228,9 @@ func (f Fault) String() string {
 // detail is what a Disk or a Clock does besides its hold, "" for the
 // others.
 func (f Fault) detail() string {
+	if f.With != "" {
+		return ", with " + string(f.With)
+	}
 	switch f.Kind {
 	case Disk:
 		return ", fail " + f.Op
@@ -237,7 +262,7 @@ func planned(f Fault) time.Duration {
 	switch f.Kind {
 	case Term:
 		return handOffEstimate + f.Hold + restartEstimate
-	case Stop, Cut, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause:
+	case Stop, Cut, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause, DiskFull:
 		return f.Hold + resumeEstimate
 	case NATSKill:
 		return f.Hold + natsRestartEstimate
@@ -300,12 +325,27 @@ func Schedule(seed uint64, p Plan) []Fault {
 		case Disk:
 			f.Op = []string{failFsync, failWrite}[r.IntN(2)]
 			f.Hold = between(time.Second, p.DeadTimeout+2*time.Second)
+		case DiskFull:
+			f.Hold = between(time.Second, p.DeadTimeout+2*time.Second)
 		case Clock:
 			f.StepMs = between(p.Visibility, 3*p.Visibility).Milliseconds()
 			if r.IntN(2) == 0 {
 				f.StepMs = -f.StepMs
 			}
 			f.Hold = between(time.Second, 5*time.Second)
+		}
+		if p.Overlap && impairs(f.Kind) {
+			var with []Kind
+			for _, k := range p.Kinds {
+				// Two Raft cuts of one node are one cut.
+				bothRaft := (k == RaftCut || k == RaftCutOneWay) && (f.Kind == RaftCut || f.Kind == RaftCutOneWay)
+				if impairs(k) && k != f.Kind && !bothRaft {
+					with = append(with, k)
+				}
+			}
+			if len(with) > 0 {
+				f.With = with[r.IntN(len(with))]
+			}
 		}
 		// Whole milliseconds print and replay alike.
 		f.Hold = f.Hold.Truncate(time.Millisecond)

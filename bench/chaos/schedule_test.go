@@ -146,13 +146,53 @@ func TestTheDefaultFaultsAreEveryKindTheFlagsAllow(t *testing.T) {
 		{[]string{"-nats", "3"}, []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Disk, Clock, LeaderPause}},
 		{[]string{"-nodes", "4"}, []Kind{Kill, Term, Stop, Cut, Leader, Decommission, Disk, Clock, LeaderPause}},
 		{[]string{"-netns"}, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause}},
-		{[]string{"-nodes", "4", "-nats", "3", "-netns"}, kinds},
+		{[]string{"-loop-disks"}, []Kind{Kill, Term, Stop, Cut, Leader, Disk, Clock, LeaderPause, DiskFull}},
+		{[]string{"-nodes", "4", "-nats", "3", "-netns", "-loop-disks"}, kinds},
 		{[]string{"-faults", "stop,kill"}, []Kind{Stop, Kill}},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)
 		if err != nil || !slices.Equal(cfg.kinds, c.want) {
 			t.Errorf("%v: got %v, %v, want %v", c.args, cfg.kinds, err, c.want)
 		}
+	}
+}
+
+func TestOverlapPairsEachImpairingFaultWithAnotherOnItsNode(t *testing.T) {
+	p := plan()
+	p.Duration = 10 * time.Minute
+	alone := Schedule(1, p)
+	p.Overlap = true
+	for seed := range uint64(20) {
+		paired := 0
+		for i, f := range Schedule(seed, p) {
+			switch {
+			case !impairs(f.Kind) && f.With != "":
+				t.Errorf("seed %d, fault %d: got a %s with %s, want a %s alone", seed, i, f.Kind, f.With, f.Kind)
+			case impairs(f.Kind) && (!impairs(f.With) || f.With == f.Kind):
+				t.Errorf("seed %d, fault %d: got a %s with %q, want another kind that impairs", seed, i, f.Kind, f.With)
+			case f.With == RaftCut && f.Kind == RaftCutOneWay, f.With == RaftCutOneWay && f.Kind == RaftCut:
+				t.Errorf("seed %d, fault %d: got %s with %s, want never two Raft cuts", seed, i, f.Kind, f.With)
+			case f.With != "":
+				paired++
+			}
+		}
+		if paired == 0 {
+			t.Errorf("seed %d: got no fault paired in 10 minutes, want some", seed)
+		}
+	}
+	for i, f := range alone {
+		if f.With != "" {
+			t.Errorf("without -overlap, fault %d: got a %s with %s, want it alone", i, f.Kind, f.With)
+		}
+	}
+}
+
+func TestADiskFullNeedsLoopDisks(t *testing.T) {
+	if _, err := parseFlags([]string{"-faults", "diskfull"}, io.Discard); !errors.Is(err, errConfig) {
+		t.Errorf("-faults diskfull without -loop-disks: got %v, want errConfig", err)
+	}
+	if _, err := parseFlags([]string{"-faults", "diskfull", "-loop-disks"}, io.Discard); err != nil {
+		t.Errorf("-faults diskfull -loop-disks: got %v, want nil", err)
 	}
 }
 

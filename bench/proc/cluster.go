@@ -86,6 +86,8 @@ type Cluster struct {
 
 	// netns, when UseNetns made it, holds a namespace per node slot.
 	netns *Netns
+	// disks, when UseLoopDisks made them, are a file system per node slot.
+	disks *loopDisks
 
 	mu    sync.Mutex
 	procs []*Proc // every process started, for the cleanup
@@ -296,7 +298,7 @@ func (c *Cluster) Peers() string {
 // StartNode starts one node as deploy/local-cluster.sh does, or starts it
 // again on its data after it exited (its last process joins Past).
 func (c *Cluster) StartNode(n *Node) error {
-	args := []string{"serve", "--id", n.ID, "--data", filepath.Join(c.Dir, n.ID), "--http", n.HTTP,
+	args := []string{"serve", "--id", n.ID, "--data", c.DataDir(n), "--http", n.HTTP,
 		"--raft", n.Raft, "--nats", cmp.Or(n.NATSURL, c.NATSURL), "--nats-creds", filepath.Join(c.NATSCreds(), "node.nk")}
 	if n.Pprof != "" {
 		args = append(args, "--pprof", n.Pprof)
@@ -393,6 +395,12 @@ func (c *Cluster) Close() {
 			fmt.Fprintf(os.Stderr, "proc: remove the network namespaces: %v\n", err)
 		}
 		c.netns = nil
+	}
+	if c.disks != nil {
+		if err := c.disks.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "proc: unmount the loop disks: %v\n", err)
+		}
+		c.disks = nil
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,5 +167,48 @@ func waitServing(t *testing.T, addr string) {
 			t.Fatalf("%s never served", addr)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAFilledLoopDiskRefusesWritesUntilFreedAndTheOthersDoNot(t *testing.T) {
+	if err := LoopDisksAvailable(); err != nil {
+		t.Skip(err)
+	}
+	c, err := New(os.Args[0], t.TempDir(), 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UseLoopDisks(64); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n1, n2 := c.Nodes[0], c.Nodes[1]
+	for _, n := range c.Nodes {
+		if err := os.MkdirAll(c.DataDir(n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(n *Node) error {
+		return os.WriteFile(filepath.Join(c.DataDir(n), "record"), make([]byte, 1<<20), 0o600)
+	}
+	took, err := c.FillDisk(n1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took < 32<<20 {
+		t.Errorf("ballast of n1's 64 MiB disk: got %d bytes, want most of it", took)
+	}
+	if err := write(n1); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("a write to n1's full disk: got %v, want ENOSPC", err)
+	}
+	if err := write(n2); err != nil {
+		t.Errorf("a write to n2's disk while n1's is full: got %v, want nil", err)
+	}
+	if err := c.FreeDisk(n1); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(n1); err != nil {
+		t.Errorf("a write to n1's disk after FreeDisk: got %v, want nil", err)
 	}
 }
