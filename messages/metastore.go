@@ -9,8 +9,38 @@ import "encoding/json"
 // Parent); the store stamps those 2 and every other command 1, so a
 // replica of an older binary keeps applying the commands it knows and
 // stops at the first it does not, never skipping one. Version 3 adds
-// SetTargets (many target compare-and-swaps in one entry).
-const CommandVersion = 3
+// SetTargets (many target compare-and-swaps in one entry). Version 4 adds
+// SetClusterVersion.
+const CommandVersion = 4
+
+// ClusterVersionCommandVersion is the version SetClusterVersion needs.
+const ClusterVersionCommandVersion = 4
+
+// Cluster versions gate the formats a node writes that an older node
+// would not read: a node writes a format only once the cluster version
+// names it, and the cluster version moves only when every member reads it
+// (Member.Reads; `narad cluster version --finalize`), the way CockroachDB's
+// cluster version or Kafka's metadata.version hold new formats back during
+// a rolling upgrade. Reading is never gated: every node reads every format
+// it knows.
+//
+// A new cluster version that a later binary adds must come with a new
+// CommandVersion for SetClusterVersion, so that a replica which does not
+// know it stops rather than apply it differently.
+const (
+	// ClusterVersionBase is what every node reads: record frames without
+	// their origin (kinds 1 and 2), partition messages of wire version 1.
+	// A cluster whose version is unset (0: it began before cluster
+	// versions) writes this.
+	ClusterVersionBase = 1
+	// ClusterVersionOrigins adds record frames that carry their origin
+	// (kind 3), which dedupe a record sent again after a crash. A node
+	// older than commit 5ffa51a reads one as damage.
+	ClusterVersionOrigins = 2
+	// ClusterVersionNewest is the newest this binary reads and writes: what
+	// it reports as Member.Reads.
+	ClusterVersionNewest = ClusterVersionOrigins
+)
 
 // FanoutCommandVersion is the version the fan-out commands need.
 const FanoutCommandVersion = 2
@@ -176,6 +206,11 @@ type Member struct {
 	// Registered is the Raft index of the latest registration, so a
 	// restart of the node reads as a new value.
 	Registered uint64 `json:"registered"`
+	// Reads is the newest cluster version the member's binary reads, as it
+	// said when it last registered or heartbeated; 0 from a binary older
+	// than cluster versions (which a replica of such a binary also keeps
+	// as 0: it does not know the field).
+	Reads int `json:"reads,omitempty"`
 }
 
 // MetaCommand is one entry of the metadata shard's log. Exactly one field is set.
@@ -198,6 +233,17 @@ type MetaCommand struct {
 	SetUserPassword *SetUserPassword `json:"set_user_password,omitempty"`
 	AttachChild     *AttachChild     `json:"attach_child,omitempty"`
 	DetachChild     *DetachChild     `json:"detach_child,omitempty"`
+	// SetClusterVersion needs ClusterVersionCommandVersion.
+	SetClusterVersion *SetClusterVersion `json:"set_cluster_version,omitempty"`
+}
+
+// SetClusterVersion moves the cluster version up to Version, only if every
+// member reads it (Member.Reads) and it is above the current one;
+// ResultRefused with a Reason otherwise, ResultInvalid below
+// ClusterVersionBase. It never moves down: a format once written stays on
+// disk.
+type SetClusterVersion struct {
+	Version int `json:"version"`
 }
 
 // AttachChild links Child to Parent as a fan-out child with the given
@@ -292,6 +338,9 @@ type PutMember struct {
 // unknown member). It changes nothing else: the leader decides liveness.
 type Heartbeat struct {
 	ID string `json:"id"`
+	// Reads, when set, is the member's Member.Reads: a heartbeat keeps it
+	// true on a replica that restored a snapshot without it.
+	Reads int `json:"reads,omitempty"`
 }
 
 // SetMemberStatus is the leader's compare-and-set of a member's status:

@@ -251,6 +251,9 @@ func TestCommandVersions(t *testing.T) {
 		{attachCmd("p", "c", 0), messages.FanoutCommandVersion},
 		{detachCmd("p", "c"), messages.FanoutCommandVersion},
 		{deleteCmd("p", 0), 1},
+		{messages.MetaCommand{SetClusterVersion: &messages.SetClusterVersion{Version: 2}}, messages.ClusterVersionCommandVersion},
+		{messages.MetaCommand{PutMember: &messages.PutMember{Member: messages.Member{ID: "n1", Reads: 2}}}, 1},
+		{messages.MetaCommand{Heartbeat: &messages.Heartbeat{ID: "n1", Reads: 2}}, 1},
 	} {
 		if got := commandVersion(tt.cmd); got != tt.want {
 			t.Errorf("version of %+v got %d, want %d", tt.cmd, got, tt.want)

@@ -37,11 +37,32 @@ func (s *Store) PutMember(ctx context.Context, m messages.Member) (messages.Memb
 	return memberOf(r, op)
 }
 
-// Heartbeat bumps the member's heartbeat counter. ErrNotFound when id is
-// not a member (register again).
+// Heartbeat bumps the member's heartbeat counter, and says again which
+// cluster version this binary reads. ErrNotFound when id is not a member
+// (register again).
 func (s *Store) Heartbeat(ctx context.Context, id string) error {
-	_, err := s.updateMember(ctx, "heartbeat of "+id, messages.MetaCommand{Heartbeat: &messages.Heartbeat{ID: id}})
+	_, err := s.updateMember(ctx, "heartbeat of "+id, messages.MetaCommand{Heartbeat: &messages.Heartbeat{ID: id, Reads: messages.ClusterVersionNewest}})
 	return err
+}
+
+// SetClusterVersion moves the cluster version up to v (see
+// messages.SetClusterVersion). ErrRefused, with the reason, when a member
+// does not read v yet or the cluster is at v or above; ErrInvalid below
+// the base.
+func (s *Store) SetClusterVersion(ctx context.Context, v int) error {
+	op := fmt.Sprintf("set cluster version %d", v)
+	r, err := s.proposeMeta(ctx, op, messages.MetaCommand{SetClusterVersion: &messages.SetClusterVersion{Version: v}})
+	if err != nil {
+		return err
+	}
+	switch r.Code {
+	case messages.ResultOK:
+		return nil
+	case messages.ResultInvalid:
+		return fmt.Errorf("metastore: %s: %s: %w", op, r.Reason, ErrInvalid)
+	default:
+		return fmt.Errorf("metastore: %s: %s: %w", op, r.Reason, ErrRefused)
+	}
 }
 
 // SetMemberStatus sets the member's status to status ("alive" or "dead")

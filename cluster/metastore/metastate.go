@@ -31,6 +31,9 @@ type metaState struct {
 	users       map[string]messages.User
 	// usernames are the user names, sorted.
 	usernames []string
+	// clusterVersion gates the formats nodes write (messages.ClusterVersion*);
+	// 0 until set, which nodes read as ClusterVersionBase.
+	clusterVersion int
 }
 
 func newMetaState() *metaState {
@@ -62,7 +65,7 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
 		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil,
 		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil,
-		cmd.AttachChild != nil, cmd.DetachChild != nil) != 1 {
+		cmd.AttachChild != nil, cmd.DetachChild != nil, cmd.SetClusterVersion != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	if cmd.CreateTopic != nil {
@@ -84,10 +87,18 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		return s.putMember(cmd.PutMember.Member, index)
 	}
 	if cmd.Heartbeat != nil {
-		return s.updateMember(cmd.Heartbeat.ID, func(m *messages.Member) messages.ResultCode {
+		r := s.updateMember(cmd.Heartbeat.ID, func(m *messages.Member) messages.ResultCode {
 			m.Heartbeats++
+			if cmd.Heartbeat.Reads > 0 {
+				m.Reads = cmd.Heartbeat.Reads
+			}
 			return messages.ResultOK
 		})
+		s.versionWhileFresh()
+		return r
+	}
+	if cmd.SetClusterVersion != nil {
+		return s.setClusterVersion(cmd.SetClusterVersion.Version)
 	}
 	if cmd.SetMemberStatus != nil {
 		return s.setMemberStatus(*cmd.SetMemberStatus)
@@ -259,8 +270,47 @@ func (s *metaState) putMember(m messages.Member, index uint64) messages.MetaResu
 	rec.Status = messages.MemberAlive
 	rec.Leaving = false // rule D1: Draining is kept
 	rec.Registered = index
+	rec.Reads = m.Reads
 	s.members[m.ID] = rec
+	s.versionWhileFresh()
 	return messages.MetaResult{Code: messages.ResultOK, Member: &rec}
+}
+
+// versionWhileFresh sets the cluster version of a cluster that holds no
+// data yet (no topic, no user: the first metadata leader seeds admin soon
+// after the first election) to the lowest any member reads, so a new
+// cluster of new binaries starts at the newest formats without an
+// operator's step. A cluster that began before cluster versions always
+// holds its admin, so an upgrade never lands here: it stays at 0 (the
+// base) until finalized. While fresh the version may move down, when an
+// older member registers: nothing has been written yet.
+func (s *metaState) versionWhileFresh() {
+	if len(s.users) > 0 || len(s.topics) > 0 || len(s.members) == 0 {
+		return
+	}
+	low := messages.ClusterVersionNewest
+	for _, m := range s.members {
+		low = min(low, m.Reads)
+	}
+	s.clusterVersion = low
+}
+
+// setClusterVersion moves the cluster version up to v if every member
+// reads it (see messages.SetClusterVersion).
+func (s *metaState) setClusterVersion(v int) messages.MetaResult {
+	if v < messages.ClusterVersionBase {
+		return messages.MetaResult{Code: messages.ResultInvalid, Reason: fmt.Sprintf("cluster version %d: the lowest is %d", v, messages.ClusterVersionBase)}
+	}
+	if v <= s.clusterVersion {
+		return messages.MetaResult{Code: messages.ResultRefused, Reason: fmt.Sprintf("the cluster is at version %d already; it never moves down", s.clusterVersion)}
+	}
+	for _, id := range s.memberIDs {
+		if m := s.members[id]; m.Reads < v {
+			return messages.MetaResult{Code: messages.ResultRefused, Reason: fmt.Sprintf("member %s reads cluster version %d at most; upgrade it first", id, m.Reads)}
+		}
+	}
+	s.clusterVersion = v
+	return messages.MetaResult{Code: messages.ResultOK}
 }
 
 // setMemberStatus is the leader's compare-and-set of a status.
@@ -474,13 +524,16 @@ type metaSnapshot struct {
 	NextReplicaID uint64 `json:"next_replica_id,omitempty"`
 	// Users is omitted when empty, like Members.
 	Users []messages.User `json:"users,omitempty"`
+	// ClusterVersion is metaState.clusterVersion; omitted while 0, so a
+	// snapshot of a cluster that never set one reads as before.
+	ClusterVersion int `json:"cluster_version,omitempty"`
 }
 
 // snapshotFormat is the version of both snapshot encodings.
 const snapshotFormat = 1
 
 func (s *metaState) save(w io.Writer) error {
-	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList(), NextReplicaID: s.nextReplica, Users: s.userList()})
+	return json.NewEncoder(w).Encode(metaSnapshot{Format: snapshotFormat, Index: s.index, Topics: s.list(), Members: s.memberList(), NextReplicaID: s.nextReplica, Users: s.userList(), ClusterVersion: s.clusterVersion})
 }
 
 func loadMetaState(r io.Reader) (*metaState, error) {
@@ -494,6 +547,7 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	s := newMetaState()
 	s.index = snap.Index
 	s.nextReplica = snap.NextReplicaID
+	s.clusterVersion = snap.ClusterVersion
 	var err error
 	if s.names, err = indexSnapshot("topic", snap.Topics, topicKey, s.topics); err != nil {
 		return nil, err

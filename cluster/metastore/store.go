@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -45,6 +46,8 @@ type Store struct {
 	clock clock.Clock // cfg.Clock or the wall
 	log   *slog.Logger
 	nh    *dragonboat.NodeHost
+	// clusterVersion mirrors the metadata state's, for ClusterVersion.
+	clusterVersion atomic.Int64
 	// meta is shard MetaShard; assign[i] is shard firstAssignmentShard+i.
 	meta   *fsm[*metaState]
 	assign []*fsm[*assignState]
@@ -202,10 +205,21 @@ func startMode(cfg Config, hasNodeInfo bool) shardStart {
 	}
 }
 
-// applied is every state machine's onApply: metrics and the change feed.
+// applied is every state machine's onApply: metrics, the cluster version
+// and the change feed.
 func (s *Store) applied(shard, index uint64) {
 	s.metrics.setApplied(shard, index)
+	if shard == MetaShard {
+		s.meta.view(func(st *metaState) { s.clusterVersion.Store(int64(st.clusterVersion)) })
+	}
 	s.changes.notify()
+}
+
+// ClusterVersion is the cluster version this replica has applied (see
+// messages.ClusterVersionBase): ClusterVersionBase while unset. It is an
+// atomic read, cheap enough for every batch a log writes.
+func (s *Store) ClusterVersion() int {
+	return max(int(s.clusterVersion.Load()), messages.ClusterVersionBase)
 }
 
 // WaitReady returns once every shard has a leader and a linearizable read
@@ -459,6 +473,9 @@ func (s *Store) proposeMeta(ctx context.Context, op string, cmd messages.MetaCom
 // commandVersion is the oldest version that knows cmd: a replica of an
 // older binary keeps applying what it knows (see messages.CommandVersion).
 func commandVersion(cmd messages.MetaCommand) int {
+	if cmd.SetClusterVersion != nil {
+		return messages.ClusterVersionCommandVersion
+	}
 	if cmd.AttachChild != nil || cmd.DetachChild != nil || (cmd.CreateTopic != nil && cmd.CreateTopic.Topic.Parent != "") {
 		return messages.FanoutCommandVersion
 	}
