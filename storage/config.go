@@ -55,6 +55,15 @@ type LogConfig struct {
 	// that they agree. The node gives it its steady clock (actors/clock):
 	// clients compare these times with their own. Nil is the wall clock.
 	Clock clock.Clock
+	// Origins says whether a record's origin may go into its frame (kind
+	// 3): a node answers yes once the cluster version has reached the one
+	// every member reads such frames at (messages.ClusterVersionOrigins).
+	// Until then a record is written as kind 1, without its origin, as if
+	// it had none: a copy of it sent again after a crash is then not
+	// recognised and stored twice, which at-least-once allows, while a
+	// node of an older binary can still read every frame. Asked once per
+	// batch; nil writes origins.
+	Origins func() bool
 	// FS is the file system of the log's segments; nil is the OS's. A
 	// crash test hands one that forgets what was not synced (fs.go).
 	FS FS

@@ -394,6 +394,7 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 	if len(entries) == 0 || len(entries) > l.cfg.MaxBatchRecords {
 		return nil, fmt.Errorf("batch of %d records (max %d): %w", len(entries), l.cfg.MaxBatchRecords, ErrInvalid)
 	}
+	origins := l.cfg.Origins == nil || l.cfg.Origins()
 	size := frameHeaderBytes
 	for _, e := range entries {
 		if len(e.Body) == 0 {
@@ -401,6 +402,9 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 		}
 		if len(e.Body) > l.cfg.MaxBodyBytes || len(e.Key) > l.cfg.MaxKeyBytes {
 			return nil, fmt.Errorf("record of %d body and %d key bytes: %w", len(e.Body), len(e.Key), ErrTooLarge)
+		}
+		if !origins {
+			e.Origin = Origin{}
 		}
 		size += entrySize(e)
 	}
@@ -425,6 +429,9 @@ func (l *Log) Write(now time.Time, entries []Entry) (*Batch, error) {
 		lastIndexed = seg.index[n-1].pos
 	}
 	for i, e := range entries {
+		if !origins {
+			e.Origin = Origin{}
+		}
 		pos := b.start + int64(len(buf))
 		if pos-lastIndexed >= int64(l.cfg.IndexIntervalBytes) {
 			b.index = append(b.index, indexEntry{offset: b.first + int64(i), pos: pos})

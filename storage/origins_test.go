@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -205,4 +206,57 @@ func TestACopiedLogRemembersTheOriginsItsSourceCommitted(t *testing.T) {
 	dst := openTestLog(t, target, smallLogConfig())
 	checkCommitted(t, dst, 1, 4, true)
 	checkRecords(t, readAll(t, dst, 0), 0, 3)
+}
+
+// rawKinds are the kinds of the frames in dir's segments, read from the
+// bytes: a decoded kind-3 frame reads as kind 1.
+func rawKinds(t *testing.T, dir string) map[uint8]int {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("segments of %s: %v, %v", dir, segs, err)
+	}
+	kinds := map[uint8]int{}
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(b) > 0 {
+			n, ok := frameLen(b)
+			if !ok || n > len(b) {
+				t.Fatalf("%s: a frame of %d bytes in %d left", seg, n, len(b))
+			}
+			kinds[b[8]]++
+			b = b[n:]
+		}
+	}
+	return kinds
+}
+
+// Until the cluster version lets it (LogConfig.Origins), a log writes its
+// records as kind 1, which a node of an older binary reads, and remembers
+// none of their origins; once it may, the same records go as kind 3.
+func TestALogWritesOriginsOnlyOnceTheClusterVersionLetsIt(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallLogConfig()
+	var may bool
+	cfg.Origins = func() bool { return may }
+	l := openTestLog(t, dir, cfg)
+	if _, err := l.Append(t0, fromWAL(0, 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKinds(t, dir); got[frameRecordFrom] != 0 || got[frameRecord] != 3 {
+		t.Errorf("frames before the cluster version lets origins in: got %v, want 3 of kind 1 and none of kind 3", got)
+	}
+	checkCommitted(t, l, 1, 4, false)
+	may = true
+	if _, err := l.Append(t0, fromWAL(3, 4, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKinds(t, dir); got[frameRecordFrom] != 2 || got[frameRecord] != 3 {
+		t.Errorf("frames after: got %v, want 3 of kind 1 and 2 of kind 3", got)
+	}
+	checkCommitted(t, l, 4, 6, true)
+	checkRecords(t, readAll(t, l, 0), 0, 5)
 }
