@@ -177,6 +177,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
 	phases.mark("metastore_open")
+	// Origins go into record frames only once every member reads them.
+	n.cfg.Log.Origins = func() bool { return n.store.ClusterVersion() >= messages.ClusterVersionOrigins }
 	n.wireHandOff()
 	if n.listener, err = listenHTTP(cfg); err != nil {
 		n.closeStores()
@@ -422,7 +424,13 @@ func (n *Node) register(ctx context.Context) error {
 	if n.joined {
 		role = messages.RoleNonVoter
 	}
-	return n.peers().Register(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role})
+	// A cluster already past what this binary reads holds formats it
+	// cannot read: refused before it serves (a downgrade past a gate).
+	if v := n.store.ClusterVersion(); v > messages.ClusterVersionNewest {
+		return fmt.Errorf("the cluster is at version %d and this binary reads up to %d: run a newer narad", v, messages.ClusterVersionNewest)
+	}
+	return n.peers().Register(ctx, messages.Member{ID: n.cfg.NodeID, ReplicaID: n.store.ReplicaID(), HTTPAddr: n.Addr(), RaftAddr: n.raftAddr, Role: role,
+		Reads: messages.ClusterVersionNewest})
 }
 
 // heartbeat bumps this node's heartbeat counter every HeartbeatInterval

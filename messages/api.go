@@ -177,6 +177,30 @@ type MemberInfo struct {
 	QuarantinedBytes *int64 `json:"quarantined_bytes,omitempty"`
 }
 
+// ClusterVersionInfo answers GET /v1/cluster/version and the finalize
+// (beyond the contract): the cluster version nodes write at, the highest
+// every member reads (what a finalize moves it to), the newest this
+// node's binary reads, and what each member said it reads.
+type ClusterVersionInfo struct {
+	Version     int             `json:"version"`
+	Finalizable int             `json:"finalizable"`
+	Newest      int             `json:"newest"`
+	Members     []MemberVersion `json:"members"`
+}
+
+// MemberVersion is one member's Member.Reads, 0 for a binary older than
+// cluster versions.
+type MemberVersion struct {
+	ID    string `json:"id"`
+	Reads int    `json:"reads"`
+}
+
+// FinalizeClusterVersion is the body of POST /v1/cluster/version: the
+// version to move to, which every member must read.
+type FinalizeClusterVersion struct {
+	Version int `json:"version"`
+}
+
 // MemberList answers GET /v1/cluster/members, sorted by id.
 type MemberList struct {
 	Members []MemberInfo `json:"members"`

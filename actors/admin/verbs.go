@@ -68,7 +68,26 @@ func (v Verbs) Serve(t *transport.Transport) error {
 		transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
 			return v.topics(), nil
 		}),
+		transport.HandleAdminJSON(t, "version", func(ctx context.Context, _ string, _ struct{}) (messages.ClusterVersionInfo, error) {
+			return versionAnswer(v.Nodes.ClusterVersion(ctx))
+		}),
+		transport.HandleAdminJSON(t, "version-finalize", func(ctx context.Context, _ string, in messages.FinalizeClusterVersion) (messages.ClusterVersionInfo, error) {
+			return versionAnswer(v.Nodes.FinalizeClusterVersion(ctx, in.Version))
+		}),
 	)
+}
+
+// versionAnswer is the "version" and "version-finalize" verbs' answer: a
+// refusal (a member that does not read the version yet) is a 409 with its
+// reason, an unknown outcome a 503.
+func versionAnswer(info messages.ClusterVersionInfo, err error) (messages.ClusterVersionInfo, error) {
+	switch {
+	case err == nil:
+		return info, nil
+	case errors.Is(err, errs.ErrConflict), errors.Is(err, errs.ErrInvalid):
+		return info, transport.Errorf(409, "%v", err)
+	}
+	return info, transport.Errorf(transport.StatusUnavailable, "control plane temporarily unavailable")
 }
 
 // ServeStatus registers the "status" verb. It reads only the replica, so

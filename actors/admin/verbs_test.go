@@ -20,6 +20,12 @@ type cluster struct {
 }
 
 func (c cluster) Members(context.Context) []messages.MemberInfo { return nil }
+func (c cluster) ClusterVersion(context.Context) (messages.ClusterVersionInfo, error) {
+	return messages.ClusterVersionInfo{}, nil
+}
+func (c cluster) FinalizeClusterVersion(context.Context, int) (messages.ClusterVersionInfo, error) {
+	return messages.ClusterVersionInfo{}, nil
+}
 func (c cluster) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
 func (c cluster) AbortMove(context.Context, string, int, string) api.AbortOutcome {
 	return c.abort

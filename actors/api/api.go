@@ -103,6 +103,8 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("PUT /v1/users/{username}/grants", needAdmin(h.setGrants))
 	mux.HandleFunc("PUT /v1/users/{username}/password", h.setPassword)
 	mux.HandleFunc("GET /v1/cluster/members", h.members)
+	mux.HandleFunc("GET /v1/cluster/version", h.clusterVersion)
+	mux.HandleFunc("POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion))
 	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))

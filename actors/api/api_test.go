@@ -106,7 +106,14 @@ func (f *fakeNode) Children(context.Context, string) (messages.ChildList, error)
 }
 func (f *fakeNode) DetachChild(context.Context, string, string) error { return f.err }
 func (f *fakeNode) Members(context.Context) []messages.MemberInfo     { return nil }
-func (f *fakeNode) Moves(context.Context, bool) messages.MoveList     { return messages.MoveList{} }
+func (f *fakeNode) ClusterVersion(context.Context) (messages.ClusterVersionInfo, error) {
+	return messages.ClusterVersionInfo{Version: 1, Finalizable: 2, Newest: 2, Members: []messages.MemberVersion{{ID: "n1", Reads: 2}}}, f.err
+}
+func (f *fakeNode) FinalizeClusterVersion(_ context.Context, v int) (messages.ClusterVersionInfo, error) {
+	f.got = v
+	return messages.ClusterVersionInfo{Version: v, Finalizable: 2, Newest: 2, Members: []messages.MemberVersion{{ID: "n1", Reads: 2}}}, f.err
+}
+func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort
 }
@@ -401,6 +408,30 @@ func TestDecommissionAnswers(t *testing.T) {
 		code, body := serve(t, f, tc.method, "/v1/cluster/members/n2/decommission"+tc.query, "")
 		if code != tc.status || body != tc.body {
 			t.Fatalf("%s: got %d %q, want %d %q", tc.name, code, body, tc.status, tc.body)
+		}
+	}
+}
+
+func TestClusterVersionAnswers(t *testing.T) {
+	refused := &Refusal{Kind: ErrConflict, Reason: "member n2 reads cluster version 0 at most; upgrade it first"}
+	for _, tc := range []struct {
+		name, method, body string
+		err                error
+		status             int
+		want               string
+	}{
+		{"listed", "GET", "", nil, 200, `{"version":1,"finalizable":2,"newest":2,"members":[{"id":"n1","reads":2}]}` + "\n"},
+		{"listed without leader", "GET", "", ErrUnavailable, 503, `{"error":"control plane temporarily unavailable"}` + "\n"},
+		{"finalized", "POST", `{"version":2}`, nil, 200, `{"version":2,"finalizable":2,"newest":2,"members":[{"id":"n1","reads":2}]}` + "\n"},
+		{"refused", "POST", `{"version":2}`, refused, 409, `{"error":"member n2 reads cluster version 0 at most; upgrade it first"}` + "\n"},
+		{"not json", "POST", `{"version":`, nil, 400, ""},
+		{"without leader", "POST", `{"version":2}`, ErrUnavailable, 503, `{"error":"control plane temporarily unavailable"}` + "\n"},
+	} {
+		f := readyNode()
+		f.err = tc.err
+		code, body := serve(t, f, tc.method, "/v1/cluster/version", tc.body)
+		if code != tc.status || (tc.want != "" && body != tc.want) {
+			t.Errorf("%s: got %d %q, want %d %q", tc.name, code, body, tc.status, tc.want)
 		}
 	}
 }

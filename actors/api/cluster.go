@@ -101,3 +101,36 @@ var cancelDecommissionAnswers = []answer{
 	{ErrInvalid, http.StatusBadRequest, ""},
 	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
 }
+
+// clusterVersion lists the cluster version (beyond the contract).
+func (h *handlers) clusterVersion(w http.ResponseWriter, r *http.Request) {
+	v, err := h.node.ClusterVersion(r.Context())
+	if err != nil {
+		writeFailure(w, err, clusterVersionAnswers, http.StatusServiceUnavailable, textControlPlane)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// finalizeClusterVersion moves the cluster version up: 200 with the
+// listing after, 409 with the reason while a member does not read it.
+func (h *handlers) finalizeClusterVersion(w http.ResponseWriter, r *http.Request) {
+	var req messages.FinalizeClusterVersion
+	if !readJSON(w, r, &req) {
+		return
+	}
+	v, err := h.node.FinalizeClusterVersion(r.Context(), req.Version)
+	if err != nil {
+		writeFailure(w, err, clusterVersionAnswers, http.StatusServiceUnavailable, textControlPlane)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// clusterVersionAnswers are the answers to a version listing or finalize
+// that failed.
+var clusterVersionAnswers = []answer{
+	{ErrInvalid, http.StatusBadRequest, ""},
+	{ErrConflict, http.StatusConflict, ""},
+	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
+}

@@ -100,6 +100,11 @@ type Topics interface {
 
 // Cluster is membership and moves.
 type Cluster interface {
+	// ClusterVersion lists the cluster version and what each member reads;
+	// FinalizeClusterVersion moves it up (ErrConflict with the reason while
+	// a member does not read it yet).
+	ClusterVersion(ctx context.Context) (messages.ClusterVersionInfo, error)
+	FinalizeClusterVersion(ctx context.Context, version int) (messages.ClusterVersionInfo, error)
 	// Members is every member with the partitions it owns, by id; ctx
 	// bounds what it asks the other members.
 	Members(ctx context.Context) []messages.MemberInfo

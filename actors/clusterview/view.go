@@ -36,6 +36,11 @@ type Replica interface {
 	Topic(name string) (messages.Topic, bool)
 	LeaderAssignment(ctx context.Context, incarnation uint64, partition int) (messages.Assignment, bool, error)
 	SetTarget(ctx context.Context, c messages.SetTarget) (messages.AssignResult, error)
+	// ClusterVersion and LeaderMembers read the cluster version and the
+	// members for the version listing; SetClusterVersion finalizes.
+	ClusterVersion() int
+	LeaderMembers(ctx context.Context) ([]messages.Member, error)
+	SetClusterVersion(ctx context.Context, v int) error
 }
 
 // Deps is what a View needs of its node. Every field is set before the

@@ -35,7 +35,7 @@ var Roles = []Role{RoleNode, RoleAdmin, RoleViewer}
 // ReadVerbs are the admin verbs that change nothing, the viewer's. Every
 // other verb, one added later included, needs RoleAdmin: a verb is
 // mutating unless it is listed here.
-var ReadVerbs = []string{"status", "members", "topics", "moves", "quarantine"}
+var ReadVerbs = []string{"status", "members", "topics", "moves", "quarantine", "version"}
 
 // Permissions is what one role may publish and subscribe to. Respond lets
 // it answer requests it received (NATS's allow_responses) without

@@ -36,6 +36,10 @@ node answers):
                                    give up on a move (202 when it is gone)
   decommission <id> [--dry-run] [--cancel]
                                    drain a member and remove it from the cluster
+  version [--finalize]             the cluster version (the formats nodes write)
+                                   and what each member reads; --finalize moves
+                                   it to the highest every member reads, once
+                                   a rolling upgrade is done
   quarantine [--node ID]           the copies each node set aside (may hold the
                                    only copy of some records), with totals
   quarantine release --node ID --path REL [--dry-run]
@@ -84,6 +88,16 @@ Flags:
 
 Drains a member, then removes it from the cluster. --dry-run only asks
 whether it may; a refused verdict exits non-zero with the reason.
+
+Flags:
+`,
+	"version": `Usage: narad cluster version [--finalize] [flags]
+
+Shows the cluster version, the formats every node writes, and the newest
+each member reads. A rolling upgrade leaves it where it was, so that an
+older node can still read everything; once every member runs the new
+narad, --finalize moves it to the highest every member reads (refused
+while one reads less). It never moves back.
 
 Flags:
 `,
@@ -138,7 +152,7 @@ func isHelp(arg string) bool {
 // and returns an error matching flag.ErrHelp.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
-		w, err := stderr, error(errors.New("cluster: want members, status, topics, moves, decommission or quarantine"))
+		w, err := stderr, error(errors.New("cluster: want members, status, topics, moves, decommission, version or quarantine"))
 		if len(args) > 0 {
 			w, err = stdout, flag.ErrHelp
 		}
@@ -160,7 +174,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	name := "cluster " + strings.Replace(verb, "-", " ", 1)
 	fs, cf := newClusterFlags(name, usage, stderr)
-	var detail, dryRun, cancelDrain *bool
+	var detail, dryRun, cancelDrain, finalize *bool
 	var watch *time.Duration
 	var target *string
 	switch verb {
@@ -172,6 +186,8 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "decommission":
 		dryRun = fs.Bool("dry-run", false, "report the verdict, change nothing")
 		cancelDrain = fs.Bool("cancel", false, "cancel draining")
+	case "version":
+		finalize = fs.Bool("finalize", false, "move the cluster version to the highest every member reads")
 	}
 	positional, err := parseInterspersed(fs, rest)
 	if err != nil {
@@ -182,7 +198,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	body := []byte("{}")
 	switch verb {
-	case "members", "status", "topics":
+	case "members", "status", "topics", "version":
 		if len(positional) > 0 {
 			return usageErr(fs, "unexpected argument %q", positional[0])
 		}
@@ -211,6 +227,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer nc.Close()
+	if verb == "version" && *finalize {
+		return finalizeVersion(ctx, nc, subject, *cf.timeout, *cf.asJSON, stdout)
+	}
 	var watched moveWatch
 	for {
 		data, err := adminRequest(ctx, nc, subject, body, *cf.timeout)
@@ -309,8 +328,50 @@ func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool, mw
 		return printTopics(w, subject, data)
 	case "moves":
 		return printMoves(w, subject, data, mw)
+	case "version":
+		return printVersion(w, subject, data)
 	}
 	return printMembers(w, subject, data)
+}
+
+// finalizeVersion asks the "version" verb what every member reads and,
+// when that is above the cluster version, asks "version-finalize" to move
+// it there; it prints the listing after (or as it is, when there is
+// nothing to move).
+func finalizeVersion(ctx context.Context, nc *nats.Conn, subject string, timeout time.Duration, asJSON bool, w io.Writer) error {
+	data, err := adminRequest(ctx, nc, subject, []byte("{}"), timeout)
+	if err != nil {
+		return err
+	}
+	info, err := decodeAnswer[messages.ClusterVersionInfo](subject, data)
+	if err != nil {
+		return err
+	}
+	if info.Finalizable > info.Version {
+		body, _ := json.Marshal(messages.FinalizeClusterVersion{Version: info.Finalizable})
+		if data, err = adminRequest(ctx, nc, subject+"-finalize", body, timeout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "nothing to finalize: the cluster is at version %d and some member reads no more\n", info.Version)
+	}
+	return printAnswer(w, "version", subject, data, asJSON, nil)
+}
+
+// printVersion prints the admin "version" answer: the cluster version,
+// then each member's.
+func printVersion(w io.Writer, subject string, data []byte) error {
+	info, err := decodeAnswer[messages.ClusterVersionInfo](subject, data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "cluster version %d (every member reads %d; this narad reads %d)\n", info.Version, info.Finalizable, info.Newest)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tREADS")
+	for _, m := range info.Members {
+		fmt.Fprintf(tw, "%s\t%d\n", m.ID, m.Reads)
+	}
+	return tw.Flush()
 }
 
 // printMembers prints the admin "members" answer as a table.
