@@ -82,9 +82,9 @@ func ipCmd(args ...string) error {
 	return nil
 }
 
-// UseNetns puts every node slot in a namespace of its own and NATS on the
-// bridge's gateway, rewriting the addresses New (and UseNATSCluster)
-// picked: a node's HTTP, Raft and pprof listen on its slot's address, on
+// UseNetns puts every node slot in a namespace of its own and NATS's
+// client port on the bridge's gateway, rewriting the addresses New (and
+// UseNATSCluster) picked: a node's HTTP, Raft and pprof listen on its slot's address, on
 // the same ports. Call it before anything starts; Close undoes it.
 func (c *Cluster) UseNetns() error {
 	if err := NetnsAvailable(); err != nil {
@@ -109,10 +109,10 @@ func (c *Cluster) UseNetns() error {
 	}
 	var urls []string
 	for _, s := range c.NATSServers {
+		// The routes between NATS servers stay on loopback: they all
+		// run in the bench's namespace, and narad nats refuses a route
+		// listener other hosts could reach without a route password.
 		s.Addr = rehost(s.Addr, n.Gateway)
-		if s.Route != "" {
-			s.Route = rehost(s.Route, n.Gateway)
-		}
 		urls = append(urls, "nats://"+s.Addr)
 	}
 	c.NATSURL = strings.Join(urls, ",")
