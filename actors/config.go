@@ -114,8 +114,11 @@ type Config struct {
 	// a flood of wrong passwords cannot take every core.
 	MaxPasswordChecksInFlight int
 	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
-	// remembered for the 429 limit.
-	MaxAuthFailureUsers int
+	// remembered for the 429 limit; MaxAuthFailureSources the sources (a
+	// client address trying one username). Past either, the entries whose
+	// attempts all came back are forgotten first, so a spray of names or
+	// addresses costs a bounded table.
+	MaxAuthFailureUsers, MaxAuthFailureSources int
 	// HTTPReadHeaderTimeout bounds reading a request's headers, so that a
 	// client sending them a byte at a time cannot hold connections open
 	// (slowloris). Within the read timeout, which covers the body too.
@@ -450,6 +453,7 @@ func DefaultConfig() Config {
 		MaxCachedCredentials:      10000,
 		MaxPasswordChecksInFlight: 4,
 		MaxAuthFailureUsers:       10000,
+		MaxAuthFailureSources:     10000,
 	}
 }
 
@@ -483,6 +487,8 @@ func (c Config) Validate() error {
 		return bad("MaxPasswordChecksInFlight", c.MaxPasswordChecksInFlight, "must be within 1..1024")
 	case c.MaxAuthFailureUsers < 1 || c.MaxAuthFailureUsers > 1000000:
 		return bad("MaxAuthFailureUsers", c.MaxAuthFailureUsers, "must be within 1..1000000")
+	case c.MaxAuthFailureSources < 1 || c.MaxAuthFailureSources > 1000000:
+		return bad("MaxAuthFailureSources", c.MaxAuthFailureSources, "must be within 1..1000000")
 	case c.Dispatch.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		return bad("Dispatch.MaxCommitBatchRecords", c.Dispatch.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
 	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes:

@@ -168,3 +168,31 @@ func TestSeedAdminOnlyOnTheLeaderAndOnce(t *testing.T) {
 		t.Fatalf("a look once admin exists: got %d creates, want still 1", store.creates)
 	}
 }
+
+// KnownLogin answers from memory alone: a password not yet verified is
+// not known, a verified one is, and a changed password forgets it.
+func TestKnownLoginIsAPasswordVerifiedBefore(t *testing.T) {
+	ctx := context.Background()
+	a := testAccounts(&fakeUsers{users: map[string]messages.User{}}, "")
+	if _, err := a.CreateUser(ctx, messages.CreateUserRequest{Username: "ann", Password: "pw"}); err != nil {
+		t.Fatalf("create: got %v, want nil", err)
+	}
+	if _, ok := a.KnownLogin("ann", "pw"); ok {
+		t.Fatal("before any login: got known, want not known")
+	}
+	if _, err := a.Authenticate(ctx, "ann", "pw"); err != nil {
+		t.Fatalf("login: got %v, want nil", err)
+	}
+	if u, ok := a.KnownLogin("ann", "pw"); !ok || u.Username != "ann" {
+		t.Fatalf("after a login: got %+v, %t; want ann, known", u, ok)
+	}
+	if _, ok := a.KnownLogin("ann", "other"); ok {
+		t.Fatal("another password: got known, want not known")
+	}
+	if err := a.SetPassword(ctx, "ann", "pw2"); err != nil {
+		t.Fatalf("set password: got %v, want nil", err)
+	}
+	if _, ok := a.KnownLogin("ann", "pw"); ok {
+		t.Fatal("the old password after a change: got known, want not known")
+	}
+}
