@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
@@ -101,7 +102,8 @@ type Config struct {
 	// for fault-injection runs, never production.
 	DebugFaults bool
 	// AdminPassword is the seeded admin's password; "" generates one and
-	// logs it once at WARN.
+	// writes it to AdminPasswordFileName in DataDir (mode 0600), never to
+	// the log.
 	AdminPassword string
 	// PasswordHashCost is bcrypt's cost: each step doubles the work of a
 	// login that misses the credential cache (10 is about 50 ms here).
@@ -368,9 +370,15 @@ func (c Config) topics() topics.Config {
 		DefaultRetention: c.TopicDefaultRetention, AnchorWait: c.FanoutAnchorWait}
 }
 
+// AdminPasswordFileName is the file in the data directory that holds the
+// admin password the metadata leader generated, when NARAD_ADMIN_PASSWORD
+// was not set.
+const AdminPasswordFileName = "admin.password"
+
 // accounts is the users' settings (actors/auth).
 func (c Config) accounts() auth.Config {
-	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
+	return auth.Config{AdminPassword: c.AdminPassword, AdminPasswordFile: filepath.Join(c.DataDir, AdminPasswordFileName),
+		PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
 }
 
 // maxRequestBytes caps a record's body at what one API request may carry
