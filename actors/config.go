@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/naradmq/narad/actors/api"
@@ -101,7 +102,8 @@ type Config struct {
 	// for fault-injection runs, never production.
 	DebugFaults bool
 	// AdminPassword is the seeded admin's password; "" generates one and
-	// logs it once at WARN.
+	// writes it to AdminPasswordFileName in DataDir (mode 0600), never to
+	// the log.
 	AdminPassword string
 	// PasswordHashCost is bcrypt's cost: each step doubles the work of a
 	// login that misses the credential cache (10 is about 50 ms here).
@@ -114,8 +116,11 @@ type Config struct {
 	// a flood of wrong passwords cannot take every core.
 	MaxPasswordChecksInFlight int
 	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
-	// remembered for the 429 limit.
-	MaxAuthFailureUsers int
+	// remembered for the 429 limit; MaxAuthFailureSources the sources (a
+	// client address trying one username). Past either, the entries whose
+	// attempts all came back are forgotten first, so a spray of names or
+	// addresses costs a bounded table.
+	MaxAuthFailureUsers, MaxAuthFailureSources int
 	// HTTPReadHeaderTimeout bounds reading a request's headers, so that a
 	// client sending them a byte at a time cannot hold connections open
 	// (slowloris). Within the read timeout, which covers the body too.
@@ -365,9 +370,15 @@ func (c Config) topics() topics.Config {
 		DefaultRetention: c.TopicDefaultRetention, AnchorWait: c.FanoutAnchorWait}
 }
 
+// AdminPasswordFileName is the file in the data directory that holds the
+// admin password the metadata leader generated, when NARAD_ADMIN_PASSWORD
+// was not set.
+const AdminPasswordFileName = "admin.password"
+
 // accounts is the users' settings (actors/auth).
 func (c Config) accounts() auth.Config {
-	return auth.Config{AdminPassword: c.AdminPassword, PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
+	return auth.Config{AdminPassword: c.AdminPassword, AdminPasswordFile: filepath.Join(c.DataDir, AdminPasswordFileName),
+		PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
 }
 
 // maxRequestBytes caps a record's body at what one API request may carry
@@ -450,6 +461,7 @@ func DefaultConfig() Config {
 		MaxCachedCredentials:      10000,
 		MaxPasswordChecksInFlight: 4,
 		MaxAuthFailureUsers:       10000,
+		MaxAuthFailureSources:     10000,
 	}
 }
 
@@ -483,6 +495,8 @@ func (c Config) Validate() error {
 		return bad("MaxPasswordChecksInFlight", c.MaxPasswordChecksInFlight, "must be within 1..1024")
 	case c.MaxAuthFailureUsers < 1 || c.MaxAuthFailureUsers > 1000000:
 		return bad("MaxAuthFailureUsers", c.MaxAuthFailureUsers, "must be within 1..1000000")
+	case c.MaxAuthFailureSources < 1 || c.MaxAuthFailureSources > 1000000:
+		return bad("MaxAuthFailureSources", c.MaxAuthFailureSources, "must be within 1..1000000")
 	case c.Dispatch.MaxCommitBatchRecords > c.Log.MaxBatchRecords:
 		return bad("Dispatch.MaxCommitBatchRecords", c.Dispatch.MaxCommitBatchRecords, "must be within 1..Log.MaxBatchRecords")
 	case c.MaxCommitBatchBytes < c.Log.MaxBodyBytes+c.Log.MaxKeyBytes+recordOverheadBytes:

@@ -22,6 +22,8 @@ func TestNodeConfigValidate(t *testing.T) {
 		"MaxCommitBatchBytes":    func(c *Config) { c.MaxCommitBatchBytes = c.Log.MaxBodyBytes },
 		"FanoutAnchorWait":       func(c *Config) { c.FanoutAnchorWait = c.HTTPWriteTimeout },
 		"LeaseRequestTimeout":    func(c *Config) { c.LeaseRequestTimeout = 0 },
+		"MaxAuthFailureSources":  func(c *Config) { c.MaxAuthFailureSources = 0 },
+		"MaxAuthFailureUsers":    func(c *Config) { c.MaxAuthFailureUsers = 1000001 },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.Dispatch.MaxCommitsInFlight = 8 },

@@ -187,7 +187,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	n.creds = auth.NewCredentials(cfg.MaxCachedCredentials, cfg.MaxPasswordChecksInFlight, cfg.PasswordHashCost)
 	n.Accounts = auth.NewAccounts(auth.AccountsDeps{Config: cfg.accounts(), Store: n.store, Creds: n.creds, Log: log, Clock: cfg.steadyOrWall()})
 	opts := api.Options{Log: log, Panics: n.metrics.httpPanics, Security: cfg.SecurityEnabled, NodeID: cfg.NodeID, Metrics: n.metrics.set,
-		Clock: cfg.clockOrWall(), Steady: cfg.steadyOrWall(), MaxAuthFailureUsers: cfg.MaxAuthFailureUsers,
+		Clock: cfg.clockOrWall(), Steady: cfg.steadyOrWall(), MaxAuthFailureUsers: cfg.MaxAuthFailureUsers, MaxAuthFailureSources: cfg.MaxAuthFailureSources,
 		MaxBatchRecords: cfg.MaxBatchRecords, MaxBatchBytes: cfg.MaxBatchBytes}
 	if faults != nil {
 		opts.Faults = faults // only then: a nil *debugfaults.Switches is no nil api.Faults

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/actors/auth"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -168,6 +171,27 @@ func TestAdminSeedIsIdempotentAcrossRestarts(t *testing.T) {
 	if after.PasswordHash != before.PasswordHash || after.CreatedAtMs != before.CreatedAtMs || len(tn.n.store.Users()) != 1 {
 		t.Fatalf("admin after a restart: got %+v (%d users), want %+v alone", after, len(tn.n.store.Users()), before)
 	}
+}
+
+// A node started secured without NARAD_ADMIN_PASSWORD writes the admin
+// password it generated to admin.password in its data directory, mode
+// 0600, and admin logs in with it.
+func TestAGeneratedAdminPasswordIsInTheDataDirectory(t *testing.T) {
+	tn := newTestNode(t, secured(""))
+	file := filepath.Join(tn.cfg.DataDir, AdminPasswordFileName)
+	testnet.Eventually(t, 15*time.Second, "the generated password's file", func() bool {
+		_, err := os.Stat(file)
+		return err == nil
+	})
+	info, err := os.Stat(file)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: got %v, %v; want mode 0600", file, info, err)
+	}
+	password, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.waitForAdmin(string(password))
 }
 
 // The credential cache answers a known password without the slow hash,

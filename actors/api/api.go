@@ -43,8 +43,9 @@ type Options struct {
 	// for each.
 	Clock, Steady clock.Clock
 	// MaxAuthFailureUsers bounds the usernames whose failed attempts are
-	// remembered (at least 1).
-	MaxAuthFailureUsers int
+	// remembered (at least 1); MaxAuthFailureSources the sources, a client
+	// address with one username each (at least 1).
+	MaxAuthFailureUsers, MaxAuthFailureSources int
 	// NodeID labels the node's HTTP request counters; "" counts nothing.
 	NodeID string
 	// Metrics is the node's own metrics set: /metrics writes it, then the
@@ -115,7 +116,7 @@ func Handler(node Node, opts Options) http.Handler {
 	var routes http.Handler = mux
 	if opts.Security {
 		// Auth runs before the mux, so an unknown path answers 401 (§1).
-		routes = authenticate(node, newAttempts(clock.Or(opts.Clock).Now, max(opts.MaxAuthFailureUsers, 1)), mux)
+		routes = authenticate(node, newAttempts(clock.Or(opts.Clock).Now, max(opts.MaxAuthFailureSources, 1), max(opts.MaxAuthFailureUsers, 1)), mux)
 	}
 	return countRequests(opts.NodeID, opts.Metrics, mux, recoverPanics(opts, untilReady(node, routes)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -20,11 +21,24 @@ const (
 	ActionAdmin   = "admin"
 )
 
-// The contract's attempt limit per username (§2.1): a burst of 5 failed
-// attempts, then one attempt earned back every 12 s.
+// The attempt limits of §2.1: two token buckets, both charged for a
+// password check before it runs and both handed back when it succeeds.
 const (
-	authBurst = 5
-	authEvery = 12 * time.Second
+	// A source is one client address trying one user name: the
+	// contract's 5-attempt burst, then one attempt earned back every 12 s.
+	// It holds back one machine guessing one user's password, and holds it
+	// back alone: failures from a stranger's address leave the user's own
+	// address untouched. Behind a proxy every client has the proxy's
+	// address (X-Forwarded-For is not trusted), so there it is the
+	// contract's old limit per user name again.
+	sourceBurst = 5
+	sourceEvery = 12 * time.Second
+	// A user name across every address: looser, so that holding a name at
+	// 429 takes a stranger at least sourceEvery/userEvery = 6 addresses
+	// failing without a pause, while a guesser spread over many addresses
+	// still gets at most 60 guesses and then 1,800 an hour at one name.
+	userBurst = 60
+	userEvery = 2 * time.Second
 )
 
 // The contract's texts of §2.1.
@@ -49,6 +63,10 @@ type Users interface {
 	// an unknown user and a wrong password alike; any other error is the
 	// user store failing.
 	Authenticate(ctx context.Context, username, password string) (messages.UserInfo, error)
+	// KnownLogin is the user when password is one the node verified for
+	// username and still remembers: a login that costs no slow hash and
+	// guesses nothing, so it passes the attempt limits untouched.
+	KnownLogin(username, password string) (messages.UserInfo, bool)
 	// User is the user's record (ErrNotFound).
 	User(name string) (messages.UserInfo, error)
 	// Users lists every user, by name.
@@ -93,18 +111,16 @@ func authenticate(users Users, limits *attempts, next http.Handler) http.Handler
 		name, password, ok := r.BasicAuth()
 		if !ok || !usernamePattern.MatchString(name) {
 			// A name no user can have is refused before the slow hash
-			// and kept out of the attempt table, whose keys stay short.
+			// and kept out of the attempt tables, whose keys stay short.
 			unauthorized(w)
 			return
 		}
-		if !limits.allowed(name) {
+		u, err := login(r, users, limits, name, password)
+		switch {
+		case errors.Is(err, errTooManyAttempts):
 			writeError(w, http.StatusTooManyRequests, textTooManyAttempts)
 			return
-		}
-		u, err := users.Authenticate(r.Context(), name, password)
-		switch {
 		case errors.Is(err, ErrUnauthenticated):
-			limits.failed(name)
 			unauthorized(w)
 			return
 		case err != nil:
@@ -113,6 +129,47 @@ func authenticate(users Users, limits *attempts, next http.Handler) http.Handler
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, u)))
 	})
+}
+
+// errTooManyAttempts is a login refused by the attempt limits, unchecked.
+var errTooManyAttempts = errors.New("too many failed attempts")
+
+// login checks name's password under the attempt limits. A password the
+// node verified before and remembers is no guess and passes untouched;
+// any other takes its attempt before the slow hash runs, not after, so
+// that guesses sent at once cannot all pass a check none of them has
+// charged yet. The attempt is kept if the password was wrong and handed
+// back otherwise.
+func login(r *http.Request, users Users, limits *attempts, name, password string) (u messages.UserInfo, err error) {
+	if u, ok := users.KnownLogin(name, password); ok {
+		return u, nil
+	}
+	t, ok := limits.reserve(r.Context(), sourceOf(r.RemoteAddr), name)
+	if !ok {
+		return messages.UserInfo{}, errTooManyAttempts
+	}
+	defer func() { limits.settle(t, errors.Is(err, ErrUnauthenticated)) }()
+	return users.Authenticate(r.Context(), name, password)
+}
+
+// sourceOf is the client address a request came from, as the connection
+// has it: an IPv4 address, or the /64 of an IPv6 one (one host usually
+// holds a whole /64, and so could step through its addresses). An address
+// that does not parse is its own source.
+func sourceOf(remoteAddr string) string {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return remoteAddr
+	}
+	ip := ap.Addr().Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, err := ip.WithZone("").Prefix(64)
+	if err != nil {
+		return ip.String()
+	}
+	return p.String()
 }
 
 func unauthorized(w http.ResponseWriter) {
@@ -209,83 +266,160 @@ func (h *handlers) mayModify(u messages.UserInfo, topic string) bool {
 	return t.Owner != "" && t.Owner == u.Username
 }
 
-// attempts is the failed-attempt limit per username: a token bucket of
-// authBurst, one token earned back every authEvery, charged on each
-// failure. It holds at most max usernames, so a spray of made-up names
-// cannot grow it without bound; buckets that filled up again are dropped
-// first, then the fullest.
+// attempts are the failed-attempt limits: a table of buckets per source
+// (address and user name) and one per user name, each holding at most
+// its maximum of keys, so that a spray of made-up names or addresses
+// cannot grow it without bound. A bucket whose tokens all came back is
+// dropped; when a table is full, the fullest bucket goes first.
 type attempts struct {
 	now func() time.Time
-	max int
 
 	mu      sync.Mutex
-	buckets map[string]bucket
+	sources table
+	users   table
+	// settled is closed, and replaced, whenever a check settles: a request
+	// that found a bucket empty while checks were still running waits on
+	// it, since a check that succeeds hands its attempt back.
+	settled chan struct{}
+	// waiting counts the requests waiting on settled.
+	waiting int
+}
+
+// table is the buckets of one limit, by key.
+type table struct {
+	burst   int
+	every   time.Duration
+	max     int
+	buckets map[string]*bucket
 }
 
 type bucket struct {
 	tokens int
+	// pending are the attempts taken by checks still running.
+	pending int
 	// since is when the bucket last earned a token back (or filled).
 	since time.Time
 }
 
-func newAttempts(now func() time.Time, max int) *attempts {
-	return &attempts{now: now, max: max, buckets: make(map[string]bucket)}
+// ticket is one check's hold on its two buckets.
+type ticket struct {
+	sourceKey, user string
+	source, named   *bucket
 }
 
-// refilled is b at now.
-func (b bucket) refilled(now time.Time) bucket {
-	if n := int(now.Sub(b.since) / authEvery); n > 0 {
-		b.tokens = min(authBurst, b.tokens+n)
-		b.since = b.since.Add(time.Duration(n) * authEvery)
+func newAttempts(now func() time.Time, maxSources, maxUsers int) *attempts {
+	return &attempts{now: now, settled: make(chan struct{}),
+		sources: table{burst: sourceBurst, every: sourceEvery, max: maxSources, buckets: make(map[string]*bucket)},
+		users:   table{burst: userBurst, every: userEvery, max: maxUsers, buckets: make(map[string]*bucket)}}
+}
+
+// refill earns b its tokens back up to now.
+func (t *table) refill(b *bucket, now time.Time) {
+	if n := int(now.Sub(b.since) / t.every); n > 0 {
+		b.tokens = min(t.burst, b.tokens+n)
+		b.since = b.since.Add(time.Duration(n) * t.every)
 	}
-	if b.tokens == authBurst {
+	if b.tokens == t.burst {
 		b.since = now
 	}
+}
+
+// get is key's bucket refilled to now, made (full) if it has none.
+func (t *table) get(key string, now time.Time) *bucket {
+	b, ok := t.buckets[key]
+	if !ok {
+		t.makeRoom(now)
+		b = &bucket{tokens: t.burst, since: now}
+		t.buckets[key] = b
+	}
+	t.refill(b, now)
 	return b
 }
 
-// allowed says whether name may try (again) now.
-func (a *attempts) allowed(name string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b, ok := a.buckets[name]
-	return !ok || b.refilled(a.now()).tokens > 0
-}
-
-// failed charges name one attempt.
-func (a *attempts) failed(name string) {
-	now := a.now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b, ok := a.buckets[name]
-	if !ok {
-		a.makeRoom(now)
-		b = bucket{tokens: authBurst, since: now}
-	}
-	b = b.refilled(now)
-	if b.tokens > 0 {
-		b.tokens--
-	}
-	a.buckets[name] = b
-}
-
-// makeRoom keeps the table below max before a new name goes in.
-func (a *attempts) makeRoom(now time.Time) {
-	if len(a.buckets) < a.max {
+// makeRoom keeps the table below max before a new key goes in: full
+// idle buckets go first, then the fullest idle one, then the fullest with
+// checks running (which then settle on a bucket no longer held, and so
+// change nothing).
+func (t *table) makeRoom(now time.Time) {
+	if len(t.buckets) < t.max {
 		return
 	}
-	fullest, most := "", -1
-	for name, b := range a.buckets {
-		b = b.refilled(now)
-		if b.tokens == authBurst {
-			delete(a.buckets, name)
-			continue
+	victim, best := "", -1
+	for key, b := range t.buckets {
+		t.refill(b, now)
+		rank := b.tokens
+		if b.pending == 0 {
+			if b.tokens == t.burst {
+				delete(t.buckets, key)
+				continue
+			}
+			rank += t.burst + 1 // any idle bucket before any busy one
 		}
-		if b.tokens > most {
-			fullest, most = name, b.tokens
+		if rank > best {
+			victim, best = key, rank
 		}
 	}
-	if len(a.buckets) >= a.max {
-		delete(a.buckets, fullest)
+	if len(t.buckets) >= t.max {
+		delete(t.buckets, victim)
 	}
+}
+
+// settle hands b's attempt back (the check did not fail) or keeps it, and
+// drops b once it is full and idle.
+func (t *table) settle(key string, b *bucket, failed bool) {
+	b.pending--
+	if !failed {
+		b.tokens = min(t.burst, b.tokens+1)
+	}
+	if b.pending == 0 && b.tokens == t.burst && t.buckets[key] == b {
+		delete(t.buckets, key)
+	}
+}
+
+// reserve takes an attempt from source's bucket for user and from user's
+// bucket before the password check runs: false is 429. While a bucket is
+// empty but checks that hold its attempts still run, it waits for them
+// (or for ctx), since one that succeeds hands its attempt back: many
+// requests with the right password at once are then not refused.
+func (a *attempts) reserve(ctx context.Context, source, user string) (ticket, bool) {
+	key := source + " " + user
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for {
+		now := a.now()
+		s, u := a.sources.get(key, now), a.users.get(user, now)
+		if s.tokens > 0 && u.tokens > 0 {
+			s.tokens--
+			u.tokens--
+			s.pending++
+			u.pending++
+			return ticket{sourceKey: key, user: user, source: s, named: u}, true
+		}
+		if (s.tokens == 0 && s.pending == 0) || (u.tokens == 0 && u.pending == 0) {
+			return ticket{}, false
+		}
+		settled := a.settled
+		a.waiting++
+		a.mu.Unlock()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+		}
+		a.mu.Lock()
+		a.waiting--
+		if ctx.Err() != nil {
+			return ticket{}, false
+		}
+	}
+}
+
+// settle ends t's check: failed keeps its attempts, anything else hands
+// them back.
+func (a *attempts) settle(t ticket, failed bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sources.settle(t.sourceKey, t.source, failed)
+	a.users.settle(t.user, t.named, failed)
+	close(a.settled)
+	a.settled = make(chan struct{})
 }

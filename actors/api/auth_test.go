@@ -21,6 +21,9 @@ import (
 func (f *fakeNode) Authenticate(context.Context, string, string) (messages.UserInfo, error) {
 	return messages.UserInfo{}, ErrUnauthenticated
 }
+func (f *fakeNode) KnownLogin(string, string) (messages.UserInfo, bool) {
+	return messages.UserInfo{}, false
+}
 func (f *fakeNode) User(string) (messages.UserInfo, error) { return messages.UserInfo{}, ErrNotFound }
 func (f *fakeNode) Users() []messages.UserInfo             { return nil }
 func (f *fakeNode) CreateUser(context.Context, messages.CreateUserRequest) (messages.UserInfo, error) {
@@ -45,6 +48,10 @@ type userBook struct {
 	created   messages.CreateTopicRequest
 	// checks counts the Authenticate calls.
 	checks int
+	// gate, when set, holds every Authenticate until it is closed; held
+	// counts the calls it holds or held.
+	gate chan struct{}
+	held int
 }
 
 func newUserBook() *userBook {
@@ -60,6 +67,13 @@ func (b *userBook) add(u messages.UserInfo, password string) {
 
 func (b *userBook) Authenticate(_ context.Context, name, password string) (messages.UserInfo, error) {
 	b.mu.Lock()
+	gate := b.gate
+	if gate != nil {
+		b.held++
+		b.mu.Unlock()
+		<-gate
+		b.mu.Lock()
+	}
 	defer b.mu.Unlock()
 	b.checks++
 	if b.storeDown {
@@ -143,14 +157,21 @@ func newAuthRig(t *testing.T) *authRig {
 	book := newUserBook()
 	clock := testnet.NewClock()
 	return &authRig{t: t, book: book, clock: clock,
-		h: Handler(book, Options{Security: true, Clock: clock, MaxAuthFailureUsers: 100})}
+		h: Handler(book, Options{Security: true, Clock: clock, MaxAuthFailureUsers: 100, MaxAuthFailureSources: 100})}
 }
 
 // do sends one request as user (no Authorization header when user is "")
-// and returns the recorder.
+// from httptest's address, 192.0.2.1, and returns the recorder.
 func (a *authRig) do(user, password, method, target, body string) *httptest.ResponseRecorder {
 	a.t.Helper()
+	return a.doFrom("192.0.2.1:1234", user, password, method, target, body)
+}
+
+// doFrom is do from the client address addr (host:port).
+func (a *authRig) doFrom(addr, user, password, method, target, body string) *httptest.ResponseRecorder {
+	a.t.Helper()
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.RemoteAddr = addr
 	if user != "" {
 		req.SetBasicAuth(user, password)
 	}
@@ -206,7 +227,7 @@ func TestAuthRefusesAnImpossibleUsernameWithoutChecking(t *testing.T) {
 func TestAuthUnavailableIs500(t *testing.T) {
 	a := newAuthRig(t)
 	a.book.storeDown = true
-	for range authBurst + 1 {
+	for range sourceBurst + 1 {
 		wantAnswer(t, "store down", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusInternalServerError, textAuthUnavailable)
 	}
 	a.book.storeDown = false
@@ -215,12 +236,12 @@ func TestAuthUnavailableIs500(t *testing.T) {
 	}
 }
 
-// Five failures are the burst; the sixth attempt, even with the right
-// password, is 429 until 12 s earn one attempt back. Another username is
-// not affected.
+// Five failures from one address are the burst; the sixth attempt, even
+// with the right password (one not remembered from an earlier login), is
+// 429 until 12 s earn one attempt back. Another username is not affected.
 func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 	a := newAuthRig(t)
-	for i := range authBurst {
+	for i := range sourceBurst {
 		wantAnswer(t, fmt.Sprintf("failure %d", i+1), a.do("admin", "wrong", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	}
 	wantAnswer(t, "right password after the burst", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
@@ -228,7 +249,7 @@ func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 	if rec := a.do("ann", "annpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
 		t.Fatalf("another user: got %d %s, want 200", rec.Code, rec.Body)
 	}
-	a.clock.Advance(authEvery - time.Millisecond)
+	a.clock.Advance(sourceEvery - time.Millisecond)
 	wantAnswer(t, "just before 12 s", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
 	a.clock.Advance(time.Millisecond)
 	if rec := a.do("admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
@@ -238,28 +259,156 @@ func TestAuthFailuresPerUsernameAre429AfterTheBurst(t *testing.T) {
 	wantAnswer(t, "a failure after 12 s", a.do("admin", "wrong", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	wantAnswer(t, "the next attempt", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
 	// A full refill takes 5×12 s, and then the burst is whole again.
-	a.clock.Advance(authBurst * authEvery)
-	for i := range authBurst {
+	a.clock.Advance(sourceBurst * sourceEvery)
+	for i := range sourceBurst {
 		wantAnswer(t, fmt.Sprintf("failure %d after the refill", i+1), a.do("admin", "wrong", "GET", "/v1/topics", ""), http.StatusUnauthorized, textAuthRequired)
 	}
 	wantAnswer(t, "after the second burst", a.do("admin", "rootpw", "GET", "/v1/topics", ""), http.StatusTooManyRequests, textTooManyAttempts)
 }
 
-// The table of failed attempts is bounded: a spray of names never grows
-// it past its limit, and a name still limited is kept over refilled ones.
-func TestAuthAttemptTableIsBounded(t *testing.T) {
-	a := newAttempts(testnet.NewClock().Now, 10)
-	for range authBurst {
-		a.failed("victim")
-	}
-	for i := range 1000 {
-		a.failed(fmt.Sprint("spray", i))
-		if len(a.buckets) > 10 {
-			t.Fatalf("after %d names: got %d buckets, want at most 10", i+1, len(a.buckets))
+// The tables of failed attempts are bounded: a spray of names from many
+// addresses never grows either past its limit, and a source still limited
+// is kept over sprayed ones; a check that succeeds leaves no entry.
+func TestAuthAttemptTablesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	a := newAttempts(testnet.NewClock().Now, 10, 10)
+	fail := func(source, user string) {
+		if t, ok := a.reserve(ctx, source, user); ok {
+			a.settle(t, true)
 		}
 	}
-	if a.allowed("victim") {
-		t.Fatal("victim: got allowed after its burst, want limited (evicted before names with fuller buckets)")
+	for range sourceBurst {
+		fail("192.0.2.1", "victim")
+	}
+	for i := range 1000 {
+		fail(fmt.Sprint("198.51.100.", i%250), fmt.Sprint("spray", i))
+		if len(a.sources.buckets) > 10 || len(a.users.buckets) > 10 {
+			t.Fatalf("after %d names: got %d sources and %d users, want at most 10 each", i+1, len(a.sources.buckets), len(a.users.buckets))
+		}
+	}
+	if _, ok := a.reserve(ctx, "192.0.2.1", "victim"); ok {
+		t.Fatal("victim: got an attempt after its burst, want 429 (evicted before sources with fuller buckets)")
+	}
+	b := newAttempts(testnet.NewClock().Now, 10, 10)
+	tk, _ := b.reserve(ctx, "192.0.2.1", "ann")
+	b.settle(tk, false)
+	if len(b.sources.buckets) != 0 || len(b.users.buckets) != 0 {
+		t.Fatalf("after a check that succeeded: got %d sources and %d users, want none", len(b.sources.buckets), len(b.users.buckets))
+	}
+}
+
+// gatedRig is a handler whose password checks all wait at the book's gate,
+// so that requests sent at once are all in flight together.
+func gatedRig(t *testing.T) (*userBook, *attempts, http.Handler) {
+	book := newUserBook()
+	book.gate = make(chan struct{})
+	limits := newAttempts(testnet.NewClock().Now, 100, 100)
+	return book, limits, authenticate(book, limits, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+}
+
+// sendAtOnce sends n requests as user at once, the i-th with password(i),
+// waits until each is in its check, waiting for the checks before it or
+// answered, opens the gate, and returns the count of each status.
+func sendAtOnce(t *testing.T, book *userBook, limits *attempts, h http.Handler, n int, user string, password func(int) string) map[int]int {
+	t.Helper()
+	codes := make(chan int, n)
+	for i := range n {
+		go func() {
+			req := httptest.NewRequest("GET", "/v1/topics", nil)
+			req.SetBasicAuth(user, password(i))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			codes <- rec.Code
+		}()
+	}
+	testnet.Eventually(t, 10*time.Second, "every request checked, waiting or answered", func() bool {
+		book.mu.Lock()
+		held := book.held
+		book.mu.Unlock()
+		limits.mu.Lock()
+		waiting := limits.waiting
+		limits.mu.Unlock()
+		return held+waiting+len(codes) == n
+	})
+	close(book.gate)
+	got := map[int]int{}
+	for range n {
+		got[<-codes]++
+	}
+	return got
+}
+
+// Guesses sent at once are charged before their checks run: of 40 wrong
+// passwords for admin at once, at most the burst are checked (401) and
+// the rest are refused unchecked (429).
+func TestAuthWrongGuessesAtOnceGetAtMostTheBurst(t *testing.T) {
+	book, limits, h := gatedRig(t)
+	const guesses = 40
+	got := sendAtOnce(t, book, limits, h, guesses, "admin", func(i int) string { return fmt.Sprint("guess", i) })
+	if got[http.StatusUnauthorized] > sourceBurst || got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != guesses {
+		t.Fatalf("%d wrong passwords at once: got %v, want at most %d 401s and the rest 429", guesses, got, sourceBurst)
+	}
+	if book.checks > sourceBurst {
+		t.Fatalf("password checks: got %d, want at most %d", book.checks, sourceBurst)
+	}
+}
+
+// The right password sent many times at once is not refused: the checks
+// past the burst wait for the first ones, which hand their attempts back.
+func TestAuthRightPasswordAtOnceIsNotRefused(t *testing.T) {
+	book, limits, h := gatedRig(t)
+	const logins = 20
+	got := sendAtOnce(t, book, limits, h, logins, "admin", func(int) string { return "rootpw" })
+	if got[http.StatusOK] != logins {
+		t.Fatalf("%d logins at once with the right password: got %v, want all 200", logins, got)
+	}
+}
+
+// A stranger's failures from one address hold back that address alone:
+// admin with the right password from another address is accepted, and
+// every address of the stranger's IPv6 /64 is the one source.
+func TestAuthStrangerCannotLockOutAnotherAddress(t *testing.T) {
+	a := newAuthRig(t)
+	for i := range sourceBurst {
+		wantAnswer(t, fmt.Sprintf("stranger's failure %d", i+1), a.doFrom("198.51.100.7:40000", "admin", "wrong", "GET", "/v1/topics", ""),
+			http.StatusUnauthorized, textAuthRequired)
+	}
+	wantAnswer(t, "stranger's next attempt", a.doFrom("198.51.100.7:40000", "admin", "wrong", "GET", "/v1/topics", ""),
+		http.StatusTooManyRequests, textTooManyAttempts)
+	if rec := a.doFrom("203.0.113.9:5555", "admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
+		t.Fatalf("admin from another address after the stranger's failures: got %d %s, want 200", rec.Code, rec.Body)
+	}
+	for i := range sourceBurst {
+		a.doFrom(fmt.Sprintf("[2001:db8:0:1::%x]:443", i), "admin", "wrong", "GET", "/v1/topics", "")
+	}
+	wantAnswer(t, "another address of the same /64", a.doFrom("[2001:db8:0:1::ffff]:443", "admin", "rootpw", "GET", "/v1/topics", ""),
+		http.StatusTooManyRequests, textTooManyAttempts)
+	if rec := a.doFrom("[2001:db8:0:2::1]:443", "admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
+		t.Fatalf("admin from another /64: got %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// A guesser spread over many addresses is still limited per username:
+// after userBurst failures, one from each of as many addresses, a fresh
+// address gets 429 for that name (and not for another name) until
+// userEvery earns one attempt back.
+func TestAuthGuessesFromManyAddressesAreLimitedPerUsername(t *testing.T) {
+	a := newAuthRig(t)
+	for i := range userBurst {
+		rec := a.doFrom(fmt.Sprintf("10.0.%d.%d:1", i/256, i%256), "admin", "wrong", "GET", "/v1/topics", "")
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("failure %d: got %d %s, want 401", i+1, rec.Code, rec.Body)
+		}
+	}
+	wantAnswer(t, "admin from a fresh address", a.doFrom("203.0.113.9:5555", "admin", "rootpw", "GET", "/v1/topics", ""),
+		http.StatusTooManyRequests, textTooManyAttempts)
+	a.book.add(messages.UserInfo{Username: "ann"}, "annpw")
+	if rec := a.doFrom("203.0.113.9:5555", "ann", "annpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
+		t.Fatalf("another name from the fresh address: got %d %s, want 200", rec.Code, rec.Body)
+	}
+	a.clock.Advance(userEvery)
+	if rec := a.doFrom("203.0.113.9:5555", "admin", "rootpw", "GET", "/v1/topics", ""); rec.Code != http.StatusOK {
+		t.Fatalf("admin after %s: got %d %s, want 200", userEvery, rec.Code, rec.Body)
 	}
 }
 

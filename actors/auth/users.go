@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -38,12 +40,16 @@ type Store interface {
 }
 
 // Config is the users' settings: the seeded admin's password ("" makes
-// one up and logs it once at WARN), bcrypt's cost, and how long one
-// proposal of the seed may take.
+// one up and writes it to AdminPasswordFile), bcrypt's cost, and how long
+// one proposal of the seed may take.
 type Config struct {
-	AdminPassword    string
-	PasswordHashCost int
-	RequestTimeout   time.Duration
+	AdminPassword string
+	// AdminPasswordFile is where a generated admin password is written
+	// (mode 0600), never to the log, which is kept and shipped far more
+	// widely than the node's data directory.
+	AdminPasswordFile string
+	PasswordHashCost  int
+	RequestTimeout    time.Duration
 }
 
 // Validate reports a cost bcrypt does not take.
@@ -88,6 +94,16 @@ func (a *Accounts) Authenticate(ctx context.Context, name, password string) (mes
 		return messages.UserInfo{}, fmt.Errorf("user %s: %w", name, errs.ErrUnauthenticated)
 	}
 	return userInfo(u), nil
+}
+
+// KnownLogin is name's record when password is one Credentials verified
+// against name's current hash and still remembers: no slow hash runs.
+func (a *Accounts) KnownLogin(name, password string) (messages.UserInfo, bool) {
+	u, ok := a.deps.Store.User(name)
+	if !ok || !a.deps.Creds.Known(name, password, u.PasswordHash) {
+		return messages.UserInfo{}, false
+	}
+	return userInfo(u), true
 }
 
 func userInfo(u messages.User) messages.UserInfo {
@@ -195,8 +211,11 @@ type adminSeed struct {
 // admin exists.
 func (a *Accounts) seedAdminOnce(ctx context.Context, s *adminSeed) (done bool) {
 	if u, ok := a.deps.Store.User(AdminUser); ok {
-		if s.hash != "" && u.PasswordHash == s.hash {
+		switch {
+		case s.hash != "" && u.PasswordHash == s.hash:
 			a.announceAdmin(s)
+		case s.generated:
+			a.discardGenerated()
 		}
 		return true
 	}
@@ -214,6 +233,14 @@ func (a *Accounts) seedAdminOnce(ctx context.Context, s *adminSeed) (done bool) 
 			a.deps.Log.Error("seed the admin user: cannot hash its password", "err", err)
 			return true
 		}
+		if s.generated {
+			// Written before it is proposed, so that an admin created with
+			// it always has its password on disk.
+			if err := writeSecret(a.deps.Config.AdminPasswordFile, s.password); err != nil {
+				a.deps.Log.Error("seed the admin user: cannot write its generated password; set NARAD_ADMIN_PASSWORD or fix the data directory", "err", err)
+				return true
+			}
+		}
 		s.hash = hash
 	}
 	now := a.deps.Clock.Now().UnixMilli()
@@ -225,18 +252,61 @@ func (a *Accounts) seedAdminOnce(ctx context.Context, s *adminSeed) (done bool) 
 		a.announceAdmin(s)
 		return true
 	case errors.Is(err, metastore.ErrExists):
-		return true // another leader's
+		if s.generated {
+			a.discardGenerated()
+		}
+		return true
 	default:
 		a.deps.Log.Info("seed the admin user: will retry", "err", err)
 		return false
 	}
 }
 
+// discardGenerated removes the file of a generated password that lost to
+// another leader's admin, which has a password of its own: the file's is
+// no admin's, and would mislead whoever reads it.
+func (a *Accounts) discardGenerated() {
+	if err := os.Remove(a.deps.Config.AdminPasswordFile); err != nil {
+		a.deps.Log.Warn("seed the admin user: cannot remove the unused generated password", "file", a.deps.Config.AdminPasswordFile, "err", err)
+	}
+}
+
 func (a *Accounts) announceAdmin(s *adminSeed) {
 	if s.generated {
-		a.deps.Log.Warn("seeded the root user admin with a generated password; change it with PUT /v1/users/admin/password",
-			"username", AdminUser, "password", s.password)
+		a.deps.Log.Warn("seeded the root user admin with a generated password, written to a file only its owner reads; change it with PUT /v1/users/admin/password (narad users passwd admin)",
+			"username", AdminUser, "file", a.deps.Config.AdminPasswordFile)
 		return
 	}
 	a.deps.Log.Info("seeded the root user admin with NARAD_ADMIN_PASSWORD", "username", AdminUser)
+}
+
+// writeSecret puts secret in a new file at path that only its owner may
+// read (0600), whole or not at all: written beside it, synced, renamed.
+func writeSecret(path, secret string) error {
+	if path == "" {
+		return errs.Invalid("no file named for the generated admin password")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.WriteString(secret)
+	if err == nil {
+		err = f.Chmod(0o600) // CreateTemp's mode already; said here because it matters
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

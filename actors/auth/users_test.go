@@ -1,9 +1,13 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +170,98 @@ func TestSeedAdminOnlyOnTheLeaderAndOnce(t *testing.T) {
 	}
 	if !a.seedAdminOnce(ctx, &adminSeed{}) || store.creates != 1 {
 		t.Fatalf("a look once admin exists: got %d creates, want still 1", store.creates)
+	}
+}
+
+// A generated admin password goes to its file, which only its owner may
+// read, and never to the log, which names the file instead; a configured
+// password (NARAD_ADMIN_PASSWORD) writes no file.
+func TestSeedAdminWritesAGeneratedPasswordToAFileNotTheLog(t *testing.T) {
+	ctx := context.Background()
+	for _, configured := range []string{"", "rootpw"} {
+		store := &fakeUsers{users: map[string]messages.User{}, leader: true}
+		var logged bytes.Buffer
+		file := filepath.Join(t.TempDir(), "admin.password")
+		a := NewAccounts(AccountsDeps{Config: Config{AdminPassword: configured, AdminPasswordFile: file, PasswordHashCost: bcrypt.MinCost, RequestTimeout: time.Second},
+			Store: store, Creds: NewCredentials(16, 2, bcrypt.MinCost), Log: slog.New(slog.NewTextHandler(&logged, nil)), Clock: fixedClock{time.UnixMilli(1234)}})
+		if !a.seedAdminOnce(ctx, &adminSeed{}) {
+			t.Fatalf("configured %q: got the seed not done, want done", configured)
+		}
+		info, err := os.Stat(file)
+		if configured != "" {
+			if !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("configured password: got %v stating %s, want no file", err, file)
+			}
+			if _, err := a.Authenticate(ctx, AdminUser, configured); err != nil {
+				t.Fatalf("admin with the configured password: got %v, want nil", err)
+			}
+			continue
+		}
+		if err != nil || info.Mode().Perm() != 0o600 {
+			t.Fatalf("the generated password's file: got %v, %v; want mode 0600", info, err)
+		}
+		password, err := os.ReadFile(file)
+		if err != nil || len(password) < 16 {
+			t.Fatalf("the generated password: got %q, %v; want at least 16 characters", password, err)
+		}
+		if _, err := a.Authenticate(ctx, AdminUser, string(password)); err != nil {
+			t.Fatalf("admin with the file's password: got %v, want nil", err)
+		}
+		if strings.Contains(logged.String(), string(password)) || !strings.Contains(logged.String(), file) {
+			t.Fatalf("the log: got %q, want the file named and the password nowhere", logged.String())
+		}
+	}
+}
+
+// A generated password that lost to another leader's admin is no admin's
+// password: its file is removed.
+func TestSeedAdminRemovesAPasswordThatLost(t *testing.T) {
+	ctx := context.Background()
+	store := &fakeUsers{users: map[string]messages.User{}, leader: true}
+	file := filepath.Join(t.TempDir(), "admin.password")
+	a := NewAccounts(AccountsDeps{Config: Config{AdminPasswordFile: file, PasswordHashCost: bcrypt.MinCost, RequestTimeout: time.Second},
+		Store: &racedUsers{fakeUsers: store}, Creds: NewCredentials(16, 2, bcrypt.MinCost), Log: slog.New(slog.DiscardHandler), Clock: fixedClock{time.UnixMilli(1234)}})
+	if !a.seedAdminOnce(ctx, &adminSeed{}) {
+		t.Fatal("got the seed not done, want done (another leader's admin exists)")
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the losing password's file: got %v, want none", err)
+	}
+}
+
+// racedUsers is a replica where another leader's admin lands just before
+// this node's create.
+type racedUsers struct{ *fakeUsers }
+
+func (r *racedUsers) CreateUser(ctx context.Context, u messages.User) (messages.User, error) {
+	r.fakeUsers.CreateUser(ctx, messages.User{Username: u.Username, PasswordHash: "another leader's", Root: true})
+	return r.fakeUsers.CreateUser(ctx, u)
+}
+
+// KnownLogin answers from memory alone: a password not yet verified is
+// not known, a verified one is, and a changed password forgets it.
+func TestKnownLoginIsAPasswordVerifiedBefore(t *testing.T) {
+	ctx := context.Background()
+	a := testAccounts(&fakeUsers{users: map[string]messages.User{}}, "")
+	if _, err := a.CreateUser(ctx, messages.CreateUserRequest{Username: "ann", Password: "pw"}); err != nil {
+		t.Fatalf("create: got %v, want nil", err)
+	}
+	if _, ok := a.KnownLogin("ann", "pw"); ok {
+		t.Fatal("before any login: got known, want not known")
+	}
+	if _, err := a.Authenticate(ctx, "ann", "pw"); err != nil {
+		t.Fatalf("login: got %v, want nil", err)
+	}
+	if u, ok := a.KnownLogin("ann", "pw"); !ok || u.Username != "ann" {
+		t.Fatalf("after a login: got %+v, %t; want ann, known", u, ok)
+	}
+	if _, ok := a.KnownLogin("ann", "other"); ok {
+		t.Fatal("another password: got known, want not known")
+	}
+	if err := a.SetPassword(ctx, "ann", "pw2"); err != nil {
+		t.Fatalf("set password: got %v, want nil", err)
+	}
+	if _, ok := a.KnownLogin("ann", "pw"); ok {
+		t.Fatal("the old password after a change: got known, want not known")
 	}
 }

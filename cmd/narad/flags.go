@@ -61,7 +61,7 @@ func settings(c *actors.Config) []setting {
 		{flag: "topic-default-retention", env: "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", fields: []string{"TopicDefaultRetention"}, ptr: &c.TopicDefaultRetention,
 			usage: "retention of a topic created with retention_ms 0 (the variable is in ms)", fromEnv: millisToDuration},
 		{flag: "security-enabled", fields: []string{"SecurityEnabled"}, ptr: &c.SecurityEnabled,
-			usage: "HTTP Basic, users and grants on the client API (true or false); the root user admin is seeded with NARAD_ADMIN_PASSWORD, or a generated password logged once"},
+			usage: "HTTP Basic, users and grants on the client API (true or false); the root user admin is seeded with NARAD_ADMIN_PASSWORD, or a generated one written to admin.password in the data directory (mode 0600)"},
 		{flag: "debug-faults", fields: []string{"DebugFaults"}, ptr: &c.DebugFaults,
 			usage: "serve /debug/faults (an admin's route) that fails this node's disk writes or fsyncs and steps its injected clock: for fault-injection runs, never production (true or false)"},
 		{flag: "shutdown-drain-timeout", fields: []string{"ShutdownDrainTimeout"}, ptr: &c.ShutdownDrainTimeout,
