@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/naradmq/narad/messages"
 )
 
 // Issue 48 item 6: a topic whose name has the API's longest length (255
@@ -36,4 +38,56 @@ func TestIssue48ATopicWithTheLongestNameMovesToAnotherNode(t *testing.T) {
 	if stagingExists(c.node(dest), name, 0) {
 		t.Fatalf("n%d after the move: a staging copy is left, want it installed", dest+1)
 	}
+}
+
+// Issue 48 item 6: each numeric setting of a topic has a ceiling. A create
+// at the ceiling is 201 with the value; one past it is 400 in the
+// contract's error shape, naming the ceiling, and no topic is made; an
+// alter is refused or applied the same way. The issue's values (a
+// visibility of 10^13 ms, caps of 4,194,304) used to be 201.
+func TestIssue48TopicSettingsHaveCeilings(t *testing.T) {
+	tn := ctNode(t)
+	for i, tc := range []struct {
+		field   string
+		ceiling int64
+		means   string
+		issue   int64 // the value the issue found accepted
+		alter   bool  // PATCH takes the field
+	}{
+		{"retention_ms", 3_153_600_000_000, "100 years; 0 keeps records forever", 1 << 62, true},
+		{"visibility_timeout_ms", 604_800_000, "7 days", 10_000_000_000_000, false},
+		{"max_in_flight_per_partition", 1 << 20, "2^20", 4_194_304, true},
+		{"max_acked_ahead_per_partition", 1 << 20, "2^20", 4_194_304, true},
+	} {
+		refusal := fmt.Sprintf("invalid argument: %s must be between 0 and %d (%s)", tc.field, tc.ceiling, tc.means)
+		for _, v := range []int64{tc.ceiling + 1, tc.issue} {
+			over := fmt.Sprintf("over-%d", i)
+			r := ctDo(t, tn, "POST", "/v1/topics", fmt.Appendf(nil, `{"name":%q,%q:%d}`, over, tc.field, v))
+			ctWantError(t, fmt.Sprintf("create with %s %d", tc.field, v), r, http.StatusBadRequest, refusal)
+			ctWantNoTopic(t, tn, over)
+		}
+		at := fmt.Sprintf("at-%d", i)
+		created := ctCreate(t, tn, fmt.Sprintf(`{"name":%q,%q:%d}`, at, tc.field, tc.ceiling))
+		if got := settingOf(created.TopicInfo, tc.field); got != tc.ceiling {
+			t.Errorf("create at the ceiling of %s: got %d, want %d", tc.field, got, tc.ceiling)
+		}
+		if !tc.alter {
+			continue
+		}
+		r := ctDo(t, tn, "PATCH", "/v1/topics/"+at, fmt.Appendf(nil, `{%q:%d}`, tc.field, tc.ceiling+1))
+		ctWantError(t, "alter "+tc.field+" past its ceiling", r, http.StatusBadRequest, refusal)
+		ctWantJSON(t, "alter "+tc.field+" below its ceiling", ctDo(t, tn, "PATCH", "/v1/topics/"+at, fmt.Appendf(nil, `{%q:%d}`, tc.field, tc.ceiling/2)), http.StatusOK, nil)
+		var altered messages.TopicInfo
+		ctWantJSON(t, "alter "+tc.field+" to its ceiling", ctDo(t, tn, "PATCH", "/v1/topics/"+at, fmt.Appendf(nil, `{%q:%d}`, tc.field, tc.ceiling)), http.StatusOK, &altered)
+		if got := settingOf(altered, tc.field); got != tc.ceiling {
+			t.Errorf("alter to the ceiling of %s: got %d, want %d", tc.field, got, tc.ceiling)
+		}
+	}
+}
+
+// settingOf is the value of a topic record's numeric setting by its JSON
+// name.
+func settingOf(t messages.TopicInfo, field string) int64 {
+	return map[string]int64{"retention_ms": t.RetentionMs, "visibility_timeout_ms": t.VisibilityTimeoutMs,
+		"max_in_flight_per_partition": t.MaxInFlightPerPartition, "max_acked_ahead_per_partition": t.MaxAckedAheadPerPartition}[field]
 }
