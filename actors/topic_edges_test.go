@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -90,4 +91,30 @@ func TestIssue48TopicSettingsHaveCeilings(t *testing.T) {
 func settingOf(t messages.TopicInfo, field string) int64 {
 	return map[string]int64{"retention_ms": t.RetentionMs, "visibility_timeout_ms": t.VisibilityTimeoutMs,
 		"max_in_flight_per_partition": t.MaxInFlightPerPartition, "max_acked_ahead_per_partition": t.MaxAckedAheadPerPartition}[field]
+}
+
+// Issue 48 item 6: a topic altered with more schemas than its record keeps
+// validates every produce against the schema registered last. Each schema
+// adds a property and allows no other, so a body with the newest property
+// passes only the newest schema; the node's compiled-schema cache is
+// keyed by a version that keeps growing once the oldest are dropped.
+func TestIssue48SchemaPatchesPastTheKeptVersionsValidateAgainstTheLatest(t *testing.T) {
+	tn := ctNode(t)
+	props := func(n int) string {
+		var p []string
+		for v := 1; v <= n; v++ {
+			p = append(p, fmt.Sprintf(`"p%d":{"type":"integer"}`, v))
+		}
+		return `{"type":"object","additionalProperties":false,"properties":{` + strings.Join(p, ",") + `}}`
+	}
+	ctCreate(t, tn, `{"name":"schemas","schema":`+props(1)+`}`)
+	ctProduce(t, tn, "schemas", "", []byte(`{"p1":1}`))
+	for v := 2; v <= metastore.MaxSchemaVersions+3; v++ {
+		ctWantJSON(t, fmt.Sprintf("register schema %d", v), ctDo(t, tn, "PATCH", "/v1/topics/schemas", []byte(`{"schema":`+props(v)+`}`)), http.StatusOK, nil)
+		ctProduce(t, tn, "schemas", "", fmt.Appendf(nil, `{"p%d":1}`, v))
+	}
+	kept, _ := tn.n.Store().Topic("schemas")
+	if len(kept.Schemas) != metastore.MaxSchemaVersions || kept.SchemaVersion() != metastore.MaxSchemaVersions+3 {
+		t.Fatalf("the topic's record: got %d schemas, version %d; want %d, version %d", len(kept.Schemas), kept.SchemaVersion(), metastore.MaxSchemaVersions, metastore.MaxSchemaVersions+3)
+	}
 }
