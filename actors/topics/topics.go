@@ -72,6 +72,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("TopicMaxPartitions %d must be within 3..10000: %w", c.MaxPartitions, errs.ErrInvalid)
 	case c.DefaultRetention != 0 && c.DefaultRetention < time.Hour:
 		return fmt.Errorf("TopicDefaultRetention %s must be 0 or at least 1h: %w", c.DefaultRetention, errs.ErrInvalid)
+	case c.DefaultRetention > maxRetentionMs*time.Millisecond:
+		// The default stands in for a client's retention_ms, so it has
+		// the client's ceiling.
+		return fmt.Errorf("TopicDefaultRetention %s must be at most 100 years (876000h): %w", c.DefaultRetention, errs.ErrInvalid)
 	}
 	return nil
 }
