@@ -67,8 +67,14 @@ type Topic struct {
 	MaxAckedAheadPerPartition int64 `json:"max_acked_ahead_per_partition"`
 	// CreatedAt is Unix seconds, stamped by the proposer.
 	CreatedAt int64 `json:"created_at"`
-	// Schemas are the registered JSON Schema versions, latest last.
+	// Schemas are the registered JSON Schema versions, latest last: the
+	// newest ones only, as many as the metastore keeps (its
+	// MaxSchemaVersions); SchemasDropped counts the older ones it let go.
 	Schemas []json.RawMessage `json:"schemas,omitempty"`
+	// SchemasDropped is how many of the oldest schema versions the
+	// metastore dropped from Schemas, so a version number (SchemaVersion)
+	// still grows with every registration.
+	SchemasDropped int `json:"schemas_dropped,omitempty"`
 	// Owner is the username of the creator; empty while security is off.
 	Owner string `json:"owner,omitempty"`
 	// Parent names the topic this one is a fan-out child of; empty for a
@@ -107,6 +113,12 @@ func (t Topic) Role() string {
 	}
 	return "standalone"
 }
+
+// SchemaVersion numbers the topic's latest schema, 1 for the first ever
+// registered, 0 without one. It grows with every registration even once
+// the oldest are dropped, so a cache keyed by it never serves a schema
+// that was replaced.
+func (t Topic) SchemaVersion() int { return t.SchemasDropped + len(t.Schemas) }
 
 // User is a user's record in the metadata shard. The proposer hashes the
 // password and stamps the times: the state machine reads no clock and

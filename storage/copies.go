@@ -74,17 +74,56 @@ func StaleDirs(dataDir string) ([]StaleDir, error) {
 	var out []StaleDir
 	for _, e := range ents {
 		topic, rest, ok := strings.Cut(e.Name(), "@")
-		if !ok || !e.IsDir() {
-			continue
+		switch {
+		case !e.IsDir():
+		case e.Name() == longNamesDir:
+			long, err := longStaleDirs(dataDir)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, long...)
+		case ok:
+			out = append(out, staleDirOf(filepath.Join(StalePath(dataDir), e.Name()), topic, rest))
 		}
-		d := StaleDir{Path: filepath.Join(StalePath(dataDir), e.Name()), Topic: topic}
-		inc, _, _ := strings.Cut(rest, ".")
-		if n, err := strconv.ParseUint(inc, 10, 64); err == nil {
-			d.Incarnation, d.Marked = n, true
-		}
-		out = append(out, d)
 	}
 	return out, nil
+}
+
+// longStaleDirs lists the set-aside directories of topics whose names are
+// too long for the flat form: .stale/@long/<topic>/<incarnation>[.<k>].
+func longStaleDirs(dataDir string) ([]StaleDir, error) {
+	long := filepath.Join(StalePath(dataDir), longNamesDir)
+	topics, err := readDirIfAny(long)
+	if err != nil {
+		return nil, err
+	}
+	var out []StaleDir
+	for _, t := range topics {
+		if !t.IsDir() {
+			continue
+		}
+		ents, err := readDirIfAny(filepath.Join(long, t.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, staleDirOf(filepath.Join(long, t.Name(), e.Name()), t.Name(), e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// staleDirOf is the set-aside directory at path of topic, rest being what
+// follows the topic in its name: <incarnation>[.<k>] when marked.
+func staleDirOf(path, topic, rest string) StaleDir {
+	d := StaleDir{Path: path, Topic: topic}
+	inc, _, _ := strings.Cut(rest, ".")
+	if n, err := strconv.ParseUint(inc, 10, 64); err == nil {
+		d.Incarnation, d.Marked = n, true
+	}
+	return d
 }
 
 // HoldsUnexpiredRecords reports whether the closed partition at dir holds

@@ -31,6 +31,7 @@
 //     freeze), marker.go (move.marker);
 //   - topic directories: topicdir.go (the incarnation marker, .stale),
 //     guard.go (Guards, the topic open guard), copies.go (what the sweep
-//     walks), inventory.go (the copies set aside);
+//     walks), inventory.go (the copies set aside), names.go (the staging
+//     and set-aside names derived from a topic's, within NAME_MAX);
 //   - faults.go (the nemesis's disk-fault switch), errors.go (the sentinels).
 package storage

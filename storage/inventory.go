@@ -19,13 +19,14 @@ const (
 	// KindPartition is a partition's directory set aside by an install, a
 	// handover or the sweep: topics/<topic>/<N>.quarantine[.<k>].
 	KindPartition CopyKind = "partition"
-	// KindStaging is a move's staging copy set aside: .moves/<topic>-<N>.quarantine[.<k>].
+	// KindStaging is a move's staging copy set aside: .moves/<topic>-<N>.quarantine[.<k>]
+	// (.moves/@long/<topic>/<N>.quarantine[.<k>] for a long name, names.go).
 	KindStaging CopyKind = "staging"
 	// KindStaleTopic is a whole topic directory of another incarnation:
-	// .stale/<topic>@<incarnation>[.<k>].
+	// .stale/<topic>@<incarnation>[.<k>] (.stale/@long/<topic>/<incarnation>[.<k>]).
 	KindStaleTopic CopyKind = "stale_topic"
 	// KindUnmarkedTopic is a topic directory that held files but no
-	// incarnation marker: .stale/<topic>@unmarked[.<k>].
+	// incarnation marker: .stale/<topic>@unmarked[.<k>] (.stale/@long/<topic>/unmarked[.<k>]).
 	KindUnmarkedTopic CopyKind = "unmarked_topic"
 )
 
@@ -84,6 +85,22 @@ func Quarantined(dataDir string) ([]QuarantinedCopy, error) {
 		}
 		for _, name := range names {
 			rels = append(rels, filepath.Join(area, name))
+		}
+		// The copies of topics whose names are too long for the flat
+		// form sit one level down (names.go).
+		long := filepath.Join(area, longNamesDir)
+		topics, err := realDirNames(dataDir, long)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			names, err := realDirNames(dataDir, filepath.Join(long, t))
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range names {
+				rels = append(rels, filepath.Join(long, t, name))
+			}
 		}
 	}
 	out := []QuarantinedCopy{}
@@ -265,24 +282,39 @@ func classify(rel string) (QuarantinedCopy, bool) {
 		if p, isNum := partitionNumber(base[i+1:]); isNum {
 			return QuarantinedCopy{Path: rel, Kind: KindStaging, Topic: base[:i], Partition: p}, true
 		}
+	case len(parts) == 4 && parts[0] == movesDir && parts[1] == longNamesDir && topicName(parts[2]):
+		// @long/<topic>/<N>.quarantine[.<k>]
+		base, ok := cutQuarantine(parts[3])
+		if p, isNum := partitionNumber(base); ok && isNum {
+			return QuarantinedCopy{Path: rel, Kind: KindStaging, Topic: parts[2], Partition: p}, true
+		}
 	case len(parts) == 2 && parts[0] == staleDir:
 		// <topic>@<incarnation>[.<k>] or <topic>@unmarked[.<k>]
 		topic, rest, ok := strings.Cut(parts[1], "@")
-		if !ok || !topicName(topic) {
-			break
+		if ok && topicName(topic) {
+			return classifyStale(rel, topic, rest)
 		}
-		if head, k, dotted := strings.Cut(rest, "."); dotted {
-			if !suffixNumber(k) {
-				break
-			}
-			rest = head
+	case len(parts) == 4 && parts[0] == staleDir && parts[1] == longNamesDir && topicName(parts[2]):
+		// @long/<topic>/<incarnation>[.<k>] or @long/<topic>/unmarked[.<k>]
+		return classifyStale(rel, parts[2], parts[3])
+	}
+	return QuarantinedCopy{}, false
+}
+
+// classifyStale tells whether rest, what follows the topic in a set-aside
+// topic directory's name, is <incarnation>[.<k>] or unmarked[.<k>].
+func classifyStale(rel, topic, rest string) (QuarantinedCopy, bool) {
+	if head, k, dotted := strings.Cut(rest, "."); dotted {
+		if !suffixNumber(k) {
+			return QuarantinedCopy{}, false
 		}
-		if rest == "unmarked" {
-			return QuarantinedCopy{Path: rel, Kind: KindUnmarkedTopic, Topic: topic, Partition: -1}, true
-		}
-		if inc, err := strconv.ParseUint(rest, 10, 64); err == nil && strconv.FormatUint(inc, 10) == rest {
-			return QuarantinedCopy{Path: rel, Kind: KindStaleTopic, Topic: topic, Partition: -1, Incarnation: inc}, true
-		}
+		rest = head
+	}
+	if rest == "unmarked" {
+		return QuarantinedCopy{Path: rel, Kind: KindUnmarkedTopic, Topic: topic, Partition: -1}, true
+	}
+	if inc, err := strconv.ParseUint(rest, 10, 64); err == nil && strconv.FormatUint(inc, 10) == rest {
+		return QuarantinedCopy{Path: rel, Kind: KindStaleTopic, Topic: topic, Partition: -1, Incarnation: inc}, true
 	}
 	return QuarantinedCopy{}, false
 }

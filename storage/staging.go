@@ -19,10 +19,12 @@ func PartitionPath(dataDir, topic string, partition int) string {
 	return filepath.Join(TopicPath(dataDir, topic), strconv.Itoa(partition))
 }
 
-// StagingPath is where a move stages its copy: <data>/.moves/<topic>-<N>.
-// The partition number is the part after the last dash.
+// StagingPath is where a move stages its copy: <data>/.moves/<topic>-<N>
+// (the partition number is the part after the last dash), or
+// <data>/.moves/@long/<topic>/<N> for a topic name too long to carry the
+// suffixes (names.go).
 func StagingPath(dataDir, topic string, partition int) string {
-	return filepath.Join(dataDir, ".moves", topic+"-"+strconv.Itoa(partition))
+	return filepath.Join(dataDir, movesDir, stagingName(topic, partition))
 }
 
 // StagingBytes is what the copies moves are staging under dataDir hold

@@ -27,8 +27,9 @@ type TopicDirPrepared struct {
 
 // StalePath is where topic directories set aside by PrepareTopicDir go:
 // <data>/.stale/<topic>@<incarnation>, or <topic>@unmarked for one without
-// a marker, with .2, .3, ... when the name is taken. A topic name never
-// holds '@', so these never collide with a topic.
+// a marker, with .2, .3, ... when the name is taken; for a topic name too
+// long to carry those, .stale/@long/<topic>/<incarnation> (names.go). A
+// topic name never holds '@', so these never collide with a topic.
 func StalePath(dataDir string) string { return filepath.Join(dataDir, ".stale") }
 
 // TopicPath is where a topic's partitions live.
@@ -74,10 +75,10 @@ func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepare
 // setAsideTopicDir moves the topic's directory to the first free
 // StalePath name for what its marker said, durably.
 func setAsideTopicDir(dataDir, topic, found string) (string, error) {
-	if err := mkdirAllSync(StalePath(dataDir)); err != nil {
+	base := filepath.Join(StalePath(dataDir), staleName(topic, found))
+	if err := mkdirAllSync(filepath.Dir(base)); err != nil {
 		return "", fmt.Errorf("set aside topic dir %s: %w", topic, err)
 	}
-	base := filepath.Join(StalePath(dataDir), topic+"@"+found)
 	to := base
 	for i := 2; ; i++ {
 		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
@@ -92,7 +93,7 @@ func setAsideTopicDir(dataDir, topic, found string) (string, error) {
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return to, err
 	}
-	return to, syncDir(StalePath(dataDir))
+	return to, syncDir(filepath.Dir(base))
 }
 
 // PurgePartition removes a deleted topic's partition data, and the topic

@@ -318,7 +318,7 @@ func (p *Intake) validate(t messages.Topic, body []byte) error {
 	if len(t.Schemas) == 0 {
 		return nil
 	}
-	s, err := p.schemas.Get(t.Incarnation, len(t.Schemas), t.Schemas[len(t.Schemas)-1])
+	s, err := p.schemas.Get(t.Incarnation, t.SchemaVersion(), t.Schemas[len(t.Schemas)-1])
 	if err != nil {
 		return err
 	}

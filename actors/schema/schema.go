@@ -1,7 +1,7 @@
 // Package schema is a topic's JSON Schema on the produce path: Compile
 // checks a document when a topic is created or altered (its $refs may
-// point only inside it), Cache keeps each topic incarnation's compiled
-// versions so a produce compiles nothing, Validate checks a body, and
+// point only inside it), Cache keeps each topic incarnation's newest
+// compiled version so a produce compiles nothing, Validate checks a body, and
 // Compatible says why a new version would break the records the old one
 // let in.
 package schema
@@ -11,18 +11,35 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Cache keeps compiled schemas by topic incarnation and version, so a
-// produce compiles nothing. The zero Cache is ready to use.
+// Cache keeps the compiled schema of each topic incarnation's newest
+// version, so a produce compiles nothing. The zero Cache is ready to use.
+//
+// It holds one schema an incarnation, not one a version: a produce only
+// ever validates against a topic's latest schema, and kept by version
+// the cache would grow with every alter that registers one, as the
+// topic's record did before it kept only its newest. It holds at most
+// maxCachedIncarnations, and starts over when full.
 type Cache struct {
 	mu sync.Mutex
-	m  map[string]*jsonschema.Schema
+	m  map[uint64]compiled
 }
+
+// compiled is an incarnation's schema of version.
+type compiled struct {
+	version int
+	schema  *jsonschema.Schema
+}
+
+// maxCachedIncarnations bounds the cache, whose entries a deleted topic
+// leaves behind: 4,096 topics with a schema is past what a node of
+// ordinary size serves, and a cache that starts over costs each topic
+// one compilation on its next produce.
+const maxCachedIncarnations = 4096
 
 // Compile compiles a topic's schema document; a $ref outside it is
 // refused.
@@ -61,22 +78,26 @@ type noLoads struct{}
 func (noLoads) Load(string) (any, error) { return nil, errOutsideSchema }
 
 // Get is the schema of version of a topic incarnation, compiled from doc
-// the first time.
+// the first time. A version older than the one cached (a produce that
+// read the topic's record before an alter) is compiled and not kept.
 func (c *Cache) Get(incarnation uint64, version int, doc json.RawMessage) (*jsonschema.Schema, error) {
-	key := strconv.FormatUint(incarnation, 10) + "/" + strconv.Itoa(version)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.m[key]; ok {
-		return s, nil
+	cached, ok := c.m[incarnation]
+	if ok && cached.version == version {
+		return cached.schema, nil
 	}
 	s, err := Compile(doc)
 	if err != nil {
 		return nil, err
 	}
-	if c.m == nil {
-		c.m = map[string]*jsonschema.Schema{}
+	if ok && cached.version > version {
+		return s, nil
 	}
-	c.m[key] = s
+	if c.m == nil || len(c.m) >= maxCachedIncarnations {
+		c.m = map[uint64]compiled{}
+	}
+	c.m[incarnation] = compiled{version: version, schema: s}
 	return s, nil
 }
 

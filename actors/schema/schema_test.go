@@ -81,3 +81,31 @@ func TestCacheCompilesEachVersionOnce(t *testing.T) {
 		t.Fatal("a document that does not compile: got a schema, want an error")
 	}
 }
+
+// Issue 48 item 6: the cache keeps one schema an incarnation, the newest
+// version asked for, however many versions an incarnation goes through,
+// and no more than maxCachedIncarnations in all. Keyed by version, it kept
+// every version of every incarnation it ever compiled.
+func TestCacheKeepsTheNewestVersionOfEachIncarnation(t *testing.T) {
+	var c Cache
+	for v := 1; v <= 20; v++ {
+		if _, err := c.Get(7, v, json.RawMessage(`{"type":"object"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.m) != 1 || c.m[7].version != 20 {
+		t.Fatalf("after 20 versions of one incarnation: got %d entries (version %d), want 1 (version 20)", len(c.m), c.m[7].version)
+	}
+	newest := c.m[7].schema
+	if old, _ := c.Get(7, 19, json.RawMessage(`{"type":"string"}`)); old == newest || c.m[7].schema != newest {
+		t.Fatal("an older version asked for: got the newest's schema or the newest replaced, want its own, not kept")
+	}
+	for inc := range uint64(maxCachedIncarnations + 10) {
+		if _, err := c.Get(100+inc, 1, json.RawMessage(`true`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.m); n > maxCachedIncarnations {
+		t.Fatalf("after %d incarnations: got %d entries, want at most %d", maxCachedIncarnations+10, n, maxCachedIncarnations)
+	}
+}

@@ -81,15 +81,19 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("the defaults: got %v, want nil", err)
 	}
-	for name, bad := range map[string]func(*Config){
-		"TopicDefaultPartitions": func(c *Config) { c.DefaultPartitions = 2 },
-		"TopicMaxPartitions":     func(c *Config) { c.MaxPartitions = 10001 },
-		"TopicDefaultRetention":  func(c *Config) { c.DefaultRetention = time.Minute },
+	for _, tc := range []struct {
+		name string
+		bad  func(*Config)
+	}{
+		{"TopicDefaultPartitions", func(c *Config) { c.DefaultPartitions = 2 }},
+		{"TopicMaxPartitions", func(c *Config) { c.MaxPartitions = 10001 }},
+		{"TopicDefaultRetention", func(c *Config) { c.DefaultRetention = time.Minute }},
+		{"TopicDefaultRetention", func(c *Config) { c.DefaultRetention = (maxRetentionMs + 1) * time.Millisecond }},
 	} {
 		c := good
-		bad(&c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s out of range: got %v, want an error naming it", name, err)
+		tc.bad(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s out of range (%v): got %v, want an error naming it", tc.name, c, err)
 		}
 	}
 }

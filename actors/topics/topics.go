@@ -72,6 +72,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("TopicMaxPartitions %d must be within 3..10000: %w", c.MaxPartitions, errs.ErrInvalid)
 	case c.DefaultRetention != 0 && c.DefaultRetention < time.Hour:
 		return fmt.Errorf("TopicDefaultRetention %s must be 0 or at least 1h: %w", c.DefaultRetention, errs.ErrInvalid)
+	case c.DefaultRetention > maxRetentionMs*time.Millisecond:
+		// The default stands in for a client's retention_ms, so it has
+		// the client's ceiling.
+		return fmt.Errorf("TopicDefaultRetention %s must be at most 100 years (876000h): %w", c.DefaultRetention, errs.ErrInvalid)
 	}
 	return nil
 }
@@ -109,6 +113,44 @@ const (
 	minRetentionMs       = 3_600_000
 	maxFanoutDelayMs     = 31_536_000_000
 )
+
+// The ceilings of a topic's numeric settings. Each value the state machine
+// stores is read back as a time.Duration or a count that something must
+// hold, so a value past what that can hold is refused with a 400 here, not
+// found later as an overflow or a partition that cannot flush. A topic
+// stored before a ceiling existed keeps its value: only a create or an
+// alter that names the field is checked.
+const (
+	// maxRetentionMs is 100 years. A retention becomes a time.Duration
+	// (at most about 292 years) that the sweep subtracts from now; past
+	// that it overflows into a retention of minus a century. Nothing
+	// needs longer than "keep forever" (0) does not say better, and the
+	// longest fan-out delay (one year) plus its hour of headroom is far
+	// below it.
+	maxRetentionMs = 100 * 365 * 24 * 3_600_000
+	// maxVisibilityMs is 7 days. A lease's length becomes a
+	// time.Duration, which 10^13 ms overflows into a negative lease; and a
+	// lease that outlives the default retention (7 days) can hold a record
+	// retention has already removed. A consumer needing longer extends
+	// its lease.
+	maxVisibilityMs = 7 * 24 * 3_600_000
+	// maxInFlightPerPartition bounds the leases a partition holds in
+	// memory at once (one table entry each) and, once they are acked out
+	// of order, its acked-ahead set: 2^20, storage's default
+	// MaxAckedAheadEntries (DefaultConsumerConfig).
+	maxInFlightPerPartition = 1 << 20
+	// maxAckedAheadPerPartition is 2^20 too: storage's default
+	// MaxAckedAheadEntries, the largest acked-ahead set a partition's
+	// consumer state flushes. A larger cap would let the set grow past
+	// what the partition can write, and its flushes would fail.
+	maxAckedAheadPerPartition = 1 << 20
+)
+
+// overCeiling words the refusal of a setting past its ceiling, ceiling
+// included in the text so a client can correct its request.
+func overCeiling(field string, ceiling int64, means string) string {
+	return field + " must be between 0 and " + strconv.FormatInt(ceiling, 10) + " (" + means + ")"
+}
 
 var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 
@@ -295,6 +337,14 @@ func (c *Catalog) resolveCreate(req messages.CreateTopicRequest, parentPartition
 		return messages.Topic{}, "partitions must not be negative"
 	case t.RetentionMs < 0 || t.VisibilityTimeoutMs < 0 || t.MaxInFlightPerPartition < 0 || t.MaxAckedAheadPerPartition < 0:
 		return messages.Topic{}, "negative values are not allowed"
+	case t.RetentionMs > maxRetentionMs:
+		return messages.Topic{}, overCeiling("retention_ms", maxRetentionMs, "100 years; 0 keeps records forever")
+	case t.VisibilityTimeoutMs > maxVisibilityMs:
+		return messages.Topic{}, overCeiling("visibility_timeout_ms", maxVisibilityMs, "7 days")
+	case t.MaxInFlightPerPartition > maxInFlightPerPartition:
+		return messages.Topic{}, overCeiling("max_in_flight_per_partition", maxInFlightPerPartition, "2^20")
+	case t.MaxAckedAheadPerPartition > maxAckedAheadPerPartition:
+		return messages.Topic{}, overCeiling("max_acked_ahead_per_partition", maxAckedAheadPerPartition, "2^20")
 	case delay != 0 && req.Parent == "":
 		return messages.Topic{}, "fanout_delay_ms needs parent"
 	case delay < 0 || delay > maxFanoutDelayMs:
@@ -401,22 +451,30 @@ func (c *Catalog) resolveAlter(t messages.Topic, req messages.AlterTopicRequest)
 		if ret < 0 || (ret != 0 && ret < minRetentionMs) {
 			return alter, errs.Invalid("retention_ms must be 0 or at least 3600000 (1h)")
 		}
+		if ret > maxRetentionMs {
+			return alter, errs.Invalid(overCeiling("retention_ms", maxRetentionMs, "100 years; 0 keeps records forever"))
+		}
 		if code, why := metastore.AlterRefusal(t, messages.AlterTopic{Name: t.Name, RetentionMs: &ret}); code != messages.ResultOK {
 			return alter, refusalError("alter topic "+t.Name, code, why)
 		}
 		alter.RetentionMs = &ret
 	}
 	for _, c := range []struct {
-		in  *int64
-		out **int64
-		def int64
-	}{{req.MaxInFlightPerPartition, &alter.MaxInFlightPerPartition, defaultMaxInFlight}, {req.MaxAckedAheadPerPartition, &alter.MaxAckedAheadPerPartition, defaultMaxAckedAhead}} {
+		in       *int64
+		out      **int64
+		def, max int64
+		field    string
+	}{{req.MaxInFlightPerPartition, &alter.MaxInFlightPerPartition, defaultMaxInFlight, maxInFlightPerPartition, "max_in_flight_per_partition"},
+		{req.MaxAckedAheadPerPartition, &alter.MaxAckedAheadPerPartition, defaultMaxAckedAhead, maxAckedAheadPerPartition, "max_acked_ahead_per_partition"}} {
 		if c.in == nil {
 			continue
 		}
 		v := *c.in
 		if v < 0 {
 			return alter, errs.Invalid("caps must not be negative")
+		}
+		if v > c.max {
+			return alter, errs.Invalid(overCeiling(c.field, c.max, "2^20"))
 		}
 		if v == 0 {
 			v = c.def

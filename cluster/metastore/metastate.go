@@ -168,7 +168,7 @@ func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaRes
 		return messages.MetaResult{Code: messages.ResultExists, Topic: cloneTopic(&old)}
 	}
 	t.Incarnation = index
-	t.Schemas = compactSchemas(t.Schemas)
+	t.Schemas, t.SchemasDropped = keepNewestSchemas(compactSchemas(t.Schemas), 0)
 	// The links are the state machine's to make: a create names a parent
 	// and a delay, never children or an epoch.
 	delay := t.FanoutDelayMs
@@ -235,6 +235,7 @@ func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
 	if len(a.AddSchema) > 0 {
 		// Clip first: readers may hold a copy sharing the old backing array.
 		t.Schemas = append(slices.Clip(t.Schemas), compactSchema(a.AddSchema))
+		t.Schemas, t.SchemasDropped = keepNewestSchemas(t.Schemas, t.SchemasDropped)
 	}
 	s.topics[a.Name] = t
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
@@ -601,6 +602,28 @@ func compactSchema(s json.RawMessage) json.RawMessage {
 		return slices.Clone(s)
 	}
 	return b.Bytes()
+}
+
+// MaxSchemaVersions is how many schema versions a topic's record keeps,
+// the newest. Each alter that registers a schema adds one, and a schema
+// may be as large as a request body (1 MiB), so without a bound a topic's
+// record would grow with every alter, in every replica's memory and
+// snapshot. Nothing reads a version but the latest: a produce validates
+// against it, and the next alter checks its compatibility with it; the
+// older ones are there for an operator reading the metastore, and 8
+// covers a deploy's few rollbacks while it bounds a record at 8 MiB of
+// schemas. It is a constant, not a node's setting, because every replica
+// must apply an alter the same way.
+const MaxSchemaVersions = 8
+
+// keepNewestSchemas drops the oldest of schemas past MaxSchemaVersions,
+// counting them into dropped; the slice it returns shares no backing array
+// with the one given when it drops any.
+func keepNewestSchemas(schemas []json.RawMessage, dropped int) ([]json.RawMessage, int) {
+	if over := len(schemas) - MaxSchemaVersions; over > 0 {
+		return slices.Clone(schemas[over:]), dropped + over
+	}
+	return schemas, dropped
 }
 
 func compactSchemas(in []json.RawMessage) []json.RawMessage {
