@@ -37,9 +37,14 @@ const (
 	// (kind 3), which dedupe a record sent again after a crash. A node
 	// older than commit 5ffa51a reads one as damage.
 	ClusterVersionOrigins = 2
+	// ClusterVersionBoundedSchemas has the metadata state keep only a
+	// topic's newest schemas (metastore.MaxSchemaVersions). A replica of
+	// an older binary keeps them all, so no replica trims until every
+	// member does: the replicas' states stay the same.
+	ClusterVersionBoundedSchemas = 3
 	// ClusterVersionNewest is the newest this binary reads and writes: what
 	// it reports as Member.Reads.
-	ClusterVersionNewest = ClusterVersionOrigins
+	ClusterVersionNewest = ClusterVersionBoundedSchemas
 )
 
 // FanoutCommandVersion is the version the fan-out commands need.

@@ -168,7 +168,8 @@ func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaRes
 		return messages.MetaResult{Code: messages.ResultExists, Topic: cloneTopic(&old)}
 	}
 	t.Incarnation = index
-	t.Schemas, t.SchemasDropped = keepNewestSchemas(compactSchemas(t.Schemas), 0)
+	t.Schemas = compactSchemas(t.Schemas)
+	t.Schemas, t.SchemasDropped = s.keepNewestSchemas(t.Schemas, 0)
 	// The links are the state machine's to make: a create names a parent
 	// and a delay, never children or an epoch.
 	delay := t.FanoutDelayMs
@@ -235,7 +236,7 @@ func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
 	if len(a.AddSchema) > 0 {
 		// Clip first: readers may hold a copy sharing the old backing array.
 		t.Schemas = append(slices.Clip(t.Schemas), compactSchema(a.AddSchema))
-		t.Schemas, t.SchemasDropped = keepNewestSchemas(t.Schemas, t.SchemasDropped)
+		t.Schemas, t.SchemasDropped = s.keepNewestSchemas(t.Schemas, t.SchemasDropped)
 	}
 	s.topics[a.Name] = t
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
@@ -617,9 +618,13 @@ func compactSchema(s json.RawMessage) json.RawMessage {
 const MaxSchemaVersions = 8
 
 // keepNewestSchemas drops the oldest of schemas past MaxSchemaVersions,
-// counting them into dropped; the slice it returns shares no backing array
-// with the one given when it drops any.
-func keepNewestSchemas(schemas []json.RawMessage, dropped int) ([]json.RawMessage, int) {
+// counting them into dropped, once the cluster version has every replica
+// do the same (messages.ClusterVersionBoundedSchemas); the slice it
+// returns shares no backing array with the one given when it drops any.
+func (s *metaState) keepNewestSchemas(schemas []json.RawMessage, dropped int) ([]json.RawMessage, int) {
+	if s.clusterVersion < messages.ClusterVersionBoundedSchemas {
+		return schemas, dropped
+	}
 	if over := len(schemas) - MaxSchemaVersions; over > 0 {
 		return slices.Clone(schemas[over:]), dropped + over
 	}
