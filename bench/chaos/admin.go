@@ -206,7 +206,7 @@ func (n *nemesis) admin(ctx context.Context, method, url string) error {
 var errRefused = errors.New("refused")
 
 // send sends one admin request with a JSON body (nil for none) and wants
-// 204; a 4xx is errRefused.
+// 204, or 200 (whose answer it drops); a 4xx is errRefused.
 func (n *nemesis) send(ctx context.Context, method, url string, body any) error {
 	var rd io.Reader
 	if body != nil {
@@ -231,7 +231,7 @@ func (n *nemesis) send(ctx context.Context, method, url string, body any) error 
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxAdminBytes))
 	switch {
-	case resp.StatusCode == http.StatusNoContent:
+	case resp.StatusCode == http.StatusNoContent, resp.StatusCode == http.StatusOK:
 		return nil
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
 		return fmt.Errorf("%s %s: %d %.200s: %w", method, url, resp.StatusCode, raw, errRefused)
@@ -298,5 +298,70 @@ func (n *nemesis) debugFault(ctx context.Context, f Fault, idx int, r *ran) erro
 	if err := n.waitReady(ctx, node); err != nil {
 		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
 	}
+	return nil
+}
+
+// upgrade is one step of a rolling upgrade (Upgrade): node idx stopped
+// with SIGTERM, so that it hands its partitions off, started again on its
+// data with the run's own narad, ready, and every move settled: none
+// stuck between an old node and a new one.
+func (n *nemesis) upgrade(ctx context.Context, idx int, r *ran) error {
+	node := n.c.Nodes[idx]
+	took, err := n.c.Stop(ctx, node, n.cfg.stopTimeout)
+	r.Exit = took
+	switch {
+	case errors.Is(err, proc.ErrTimeout):
+		r.Note = fmt.Sprintf("no exit within %s of SIGTERM: killed", seconds(n.cfg.stopTimeout))
+	case err != nil:
+		return err
+	}
+	// Every restart from here on runs the new binary; the nodes not
+	// upgraded yet are not restarted before their turn.
+	n.c.Bin = n.bin
+	if err := n.c.StartNode(node); err != nil {
+		return err
+	}
+	if err := n.waitReady(ctx, node); err != nil {
+		return fmt.Errorf("%s after its upgrade: %w: %w", node.ID, errNodeLost, err)
+	}
+	if err := n.settled(ctx, node); err != nil {
+		return fmt.Errorf("moves after %s's upgrade: %w: %w", node.ID, errNodeLost, err)
+	}
+	n.logf("%s runs %s, no move in flight", node.ID, n.bin)
+	return nil
+}
+
+// settled waits until node lists no move, within -settle-timeout.
+func (n *nemesis) settled(ctx context.Context, node *proc.Node) error {
+	return proc.Poll(ctx, n.cfg.settleTimeout, 200*time.Millisecond, node.Proc, func() bool {
+		var l messages.MoveList
+		return n.getJSON(ctx, node.URL()+"/v1/cluster/moves", &l) == nil && len(l.Moves) == 0
+	})
+}
+
+// finalize ends a rolling upgrade: it asks the cluster version of the
+// first node and moves it to the highest every member reads, which must be
+// the newest this bench knows (every node runs the run's narad now).
+func (n *nemesis) finalize(ctx context.Context) error {
+	node := n.c.Nodes[0]
+	var v messages.ClusterVersionInfo
+	if err := n.getJSON(ctx, node.URL()+"/v1/cluster/version", &v); err != nil {
+		return fmt.Errorf("the cluster version after the upgrade: %w", err)
+	}
+	if v.Finalizable != messages.ClusterVersionNewest {
+		return fmt.Errorf("after the upgrade every member reads %d, want %d (members: %+v): %w", v.Finalizable, messages.ClusterVersionNewest, v.Members, errNodeLost)
+	}
+	if v.Version < v.Finalizable {
+		if err := n.send(ctx, http.MethodPost, node.URL()+"/v1/cluster/version", messages.FinalizeClusterVersion{Version: v.Finalizable}); err != nil {
+			return fmt.Errorf("finalize the cluster version %d: %w", v.Finalizable, err)
+		}
+	}
+	if err := n.getJSON(ctx, node.URL()+"/v1/cluster/version", &v); err != nil {
+		return err
+	}
+	if v.Version != messages.ClusterVersionNewest {
+		return fmt.Errorf("after the finalize: version %d, want %d: %w", v.Version, messages.ClusterVersionNewest, errNodeLost)
+	}
+	n.logf("cluster version finalized at %d", v.Version)
 	return nil
 }

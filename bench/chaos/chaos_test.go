@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +101,44 @@ func TestNetnsProfileLosesNothing(t *testing.T) {
 		t.Skip(err)
 	}
 	runProfile(t, netnsProfile)
+}
+
+// upgradedFrom is the commit a rolling upgrade starts from: main as it
+// was before cluster versions, whose nodes report no version and read
+// every format they write.
+const upgradedFrom = "4111b80"
+
+// TestARollingUpgradeFromAnEarlierCommitLosesNothing builds narad at
+// upgradedFrom from this repository's history (git archive, so the
+// checkout is untouched), starts three nodes on it under load, upgrades
+// them one by one to this checkout's narad (each hands its partitions off,
+// restarts on its data, and every move settles), finalizes the cluster
+// version, and checks the history. About a minute and a half; skipped in
+// a shallow clone, with -short and under the race detector.
+func TestARollingUpgradeFromAnEarlierCommitLosesNothing(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("builds an earlier narad and runs a cluster of processes")
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	repo := strings.TrimSpace(string(top))
+	if out, _ := exec.Command("git", "-C", repo, "rev-parse", "--is-shallow-repository").Output(); strings.TrimSpace(string(out)) == "true" {
+		t.Skipf("a shallow clone lacks %s: clone with its history to run the upgrade", upgradedFrom)
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, upgradedFrom, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", upgradedFrom, err, out)
+	}
+	old := filepath.Join(t.TempDir(), "narad-"+upgradedFrom)
+	build := exec.Command("go", "build", "-o", old, "./cmd/narad")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build narad at %s: %v\n%s", upgradedFrom, err, out)
+	}
+	runProfile(t, []string{"-seed", "1", "-duration", "30s", "-nodes", "3", "-gap", "2s", "-upgrade-from", old})
 }
 
 // runProfile builds narad, runs a profile's flags on real processes and

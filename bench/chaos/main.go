@@ -11,6 +11,7 @@
 //	go run ./bench/chaos -netns -faults raftcut,raftcut1,leaderpause
 //	go run ./bench/chaos -loop-disks -faults diskfull
 //	go run ./bench/chaos -netns -loop-disks -overlap  # two at once on a node
+//	go run ./bench/chaos -upgrade-from ./narad-old    # a rolling upgrade to this narad
 //
 // The faults (-faults; every kind the flags allow by default) are kill (SIGKILL,
 // then a restart on its data), term (SIGTERM: the node hands its
@@ -33,7 +34,10 @@
 // for them). After each the node comes back and the run waits for its
 // /readyz before the next. With -overlap each fault that leaves its node
 // alive (stop, cut, raftcut, raftcut1, diskfull) comes with a second such
-// kind on the same node, put on and taken off together.
+// kind on the same node, put on and taken off together. With -upgrade-from
+// the cluster starts on an older narad and the only faults are a rolling
+// upgrade to this one (each node stopped, started on its data with the new
+// binary, every move settled), then the cluster version's finalize.
 //
 // The schedule is a pure function of -seed and the flags, printed before
 // the run. Producers produce while faults are thrown; consumers consume and
@@ -104,6 +108,10 @@ type config struct {
 	loopDisks bool
 	// overlap throws two faults that impair at once (Plan.Overlap).
 	overlap bool
+	// upgradeFrom, when set, is an older narad the cluster starts on; the
+	// run then upgrades it node by node to bin (UpgradeSchedule) instead
+	// of throwing faults, and finalizes the cluster version.
+	upgradeFrom string
 
 	// rate bounds the produces per second of all producers together; 0
 	// leaves them unbounded.
@@ -160,6 +168,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.netns, "netns", false, "run each node in a network namespace of its own (root and iproute2's ip), so that raftcut and raftcut1 can cut two nodes' Raft while both live")
 	fs.BoolVar(&c.loopDisks, "loop-disks", false, "put each node's data on an ext4 image of its own on a loop device (root and e2fsprogs), so that diskfull can fill one node's disk")
 	fs.BoolVar(&c.overlap, "overlap", false, "throw each fault that leaves its node alive (stop, cut, raftcut, raftcut1, diskfull) together with a second such kind of -faults on the same node")
+	fs.StringVar(&c.upgradeFrom, "upgrade-from", "", "an older narad binary to start the cluster on; the run upgrades it node by node to -bin under load (no other faults), then finalizes the cluster version")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs); it is kept anyway when the run fails")
 	fs.IntVar(&c.rate, "rate", 1000, "produces per second over all producers; 0 is as fast as they go")
 	fs.DurationVar(&c.drain, "drain", 2*time.Minute, "once the producers stopped, the consumers go on while records are delivered, and give up after this long without one delivered")
@@ -176,10 +185,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q: %w", fs.Args(), errConfig)
 	}
 	var err error
-	if *faults == "" {
+	switch {
+	case c.upgradeFrom != "" && *faults != "":
+		return c, fmt.Errorf("-upgrade-from throws no faults but the upgrade's: drop -faults %s: %w", *faults, errConfig)
+	case c.upgradeFrom != "":
+		c.kinds = []Kind{Upgrade}
+	case *faults == "":
 		c.kinds = validKinds(c.nodes, c.nats, c.netns, c.loopDisks)
-	} else if c.kinds, err = parseKinds(*faults); err != nil {
-		return c, err
+	default:
+		if c.kinds, err = parseKinds(*faults); err != nil {
+			return c, err
+		}
 	}
 	if c.gapMin, c.gapMax, err = parseGap(*gap); err != nil {
 		return c, err
@@ -314,11 +330,14 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 	}
 	cfg.password = newPassword()
 	schedule := Schedule(cfg.seed, cfg.plan())
+	if cfg.upgradeFrom != "" {
+		schedule = UpgradeSchedule(cfg.nodes, cfg.gapMin)
+	}
 	fmt.Fprintf(log, "chaos: seed %d: %d faults planned over %v (replay: %s)\n", cfg.seed, len(schedule), cfg.duration, replay(cfg))
 	for _, f := range schedule {
 		fmt.Fprintf(log, "  %s\n", f)
 	}
-	c, proxies, bs, err := setup(ctx, cfg, dir, logf)
+	c, bin, proxies, bs, err := setup(ctx, cfg, dir, logf)
 	if c != nil {
 		defer c.Close()
 	}
@@ -354,8 +373,11 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 		consumers.Go(func() { w.consumer(ctx, consumeCtx, j, done, stopConsuming) })
 	}
 
-	nem := &nemesis{c: c, proxies: proxies, cfg: cfg, start: start, logf: logf}
+	nem := &nemesis{c: c, proxies: proxies, cfg: cfg, start: start, logf: logf, bin: bin}
 	thrown, faultErr := nem.throw(ctx, schedule)
+	if faultErr == nil && cfg.upgradeFrom != "" {
+		faultErr = nem.finalize(ctx)
+	}
 	if faultErr == nil {
 		// Faults that ended early leave the producers the rest of
 		// -duration.
@@ -401,31 +423,36 @@ func run(ctx context.Context, cfg config, dir string, log io.Writer) (*summary, 
 // through proxies of its own (proxies[i] are node i's, one per NATS server),
 // waits for each node to be ready, and creates the topic. The caller closes
 // the cluster, the proxies and the brokers returned, also with an error.
-func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any)) (c *proc.Cluster, proxies [][]*proc.Proxy, bs []*client.Broker, err error) {
-	bin := cfg.bin
+func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any)) (c *proc.Cluster, bin string, proxies [][]*proc.Proxy, bs []*client.Broker, err error) {
+	bin = cfg.bin
 	if bin == "" {
 		logf("building narad into %s", dir)
 		if bin, err = proc.Build(ctx, dir); err != nil {
-			return nil, nil, nil, err
+			return nil, "", nil, nil, err
 		}
 	}
-	c, err = proc.New(bin, dir, cfg.nodes, cfg.nodes)
+	first := bin
+	if cfg.upgradeFrom != "" {
+		first = cfg.upgradeFrom
+		logf("the cluster starts on %s and is upgraded to %s", first, bin)
+	}
+	c, err = proc.New(first, dir, cfg.nodes, cfg.nodes)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, "", nil, nil, err
 	}
 	if cfg.nats > 1 {
 		if err := c.UseNATSCluster(cfg.nats); err != nil {
-			return c, nil, nil, err
+			return c, bin, nil, nil, err
 		}
 	}
 	if cfg.netns {
 		if err := c.UseNetns(); err != nil {
-			return c, nil, nil, err
+			return c, bin, nil, nil, err
 		}
 	}
 	if cfg.loopDisks {
 		if err := c.UseLoopDisks(loopDiskMiB); err != nil {
-			return c, nil, nil, err
+			return c, bin, nil, nil, err
 		}
 	}
 	// Every node talks to every NATS server through a proxy of its own,
@@ -437,7 +464,7 @@ func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any
 		for _, s := range c.NATSServers {
 			p, err := proc.NewProxyOn(c.ListenHost(), s.Addr)
 			if err != nil {
-				return c, proxies, nil, err
+				return c, bin, proxies, nil, err
 			}
 			ps = append(ps, p)
 			urls = append(urls, p.URL())
@@ -455,31 +482,31 @@ func setup(ctx context.Context, cfg config, dir string, logf func(string, ...any
 		c.Args = append(c.Args, "--debug-faults")
 	}
 	if err := c.StartNATS(ctx, cfg.readyTimeout); err != nil {
-		return c, proxies, nil, err
+		return c, bin, proxies, nil, err
 	}
 	for _, n := range c.Nodes {
 		if err := c.StartNode(n); err != nil {
-			return c, proxies, nil, err
+			return c, bin, proxies, nil, err
 		}
 	}
 	for _, n := range c.Nodes {
 		if _, err := c.WaitReady(ctx, n, cfg.readyTimeout); err != nil {
-			return c, proxies, nil, err
+			return c, bin, proxies, nil, err
 		}
 	}
 	for _, n := range c.Nodes {
 		b, err := client.New(n.URL(), client.Options{Conns: cfg.producers + cfg.consumers, Timeout: clientTimeout, User: "admin", Password: password})
 		if err != nil {
-			return c, proxies, bs, err
+			return c, bin, proxies, bs, err
 		}
 		bs = append(bs, b)
 	}
 	if err := createTopic(ctx, cfg, bs); err != nil {
-		return c, proxies, bs, err
+		return c, bin, proxies, bs, err
 	}
 	logf("cluster up: nats %s (each node through proxies of its own), nodes %s..%s, topic %q of %d partitions, logs in %s",
 		c.NATSURL, c.Nodes[0].HTTP, c.Nodes[len(c.Nodes)-1].HTTP, topic, cfg.partitions, dir)
-	return c, proxies, bs, nil
+	return c, bin, proxies, bs, nil
 }
 
 // createTopic creates the topic and waits until every node serves stats of

@@ -60,6 +60,8 @@ type nemesis struct {
 	cfg     config
 	start   time.Time
 	logf    func(format string, args ...any)
+	// bin is the run's own narad, which an Upgrade starts its node on.
+	bin string
 }
 
 // throw throws every fault of schedule in turn: each at its planned time,
@@ -233,6 +235,8 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 		return n.decommission(ctx, f, idx, r)
 	case Disk, Clock:
 		return n.debugFault(ctx, f, idx, r)
+	case Upgrade:
+		return n.upgrade(ctx, idx, r)
 	}
 	if f.With != "" || f.Kind == RaftCut || f.Kind == RaftCutOneWay || f.Kind == DiskFull {
 		return n.impaired(ctx, f, idx, r)

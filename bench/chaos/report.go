@@ -120,8 +120,12 @@ func replay(cfg config) string {
 	if cfg.overlap {
 		nats += " -overlap"
 	}
-	return fmt.Sprintf("go run ./bench/chaos -seed %d -duration %v -nodes %d%s -faults %s -gap %s -dead-timeout %v -heartbeat %v",
-		cfg.seed, cfg.duration, cfg.nodes, nats, strings.Join(ks, ","), gap, cfg.deadTimeout, cfg.heartbeat)
+	faults := "-faults " + strings.Join(ks, ",")
+	if cfg.upgradeFrom != "" {
+		faults = "-upgrade-from " + cfg.upgradeFrom
+	}
+	return fmt.Sprintf("go run ./bench/chaos -seed %d -duration %v -nodes %d%s %s -gap %s -dead-timeout %v -heartbeat %v",
+		cfg.seed, cfg.duration, cfg.nodes, nats, faults, gap, cfg.deadTimeout, cfg.heartbeat)
 }
 
 // OK reports whether the broker kept its promises and the run finished:

@@ -76,7 +76,22 @@ const (
 	// metastore's as well as the partitions'. A node that stops itself
 	// on it is started again on its data once the disk has room.
 	DiskFull Kind = "diskfull"
+	// Upgrade (-upgrade-from, never drawn) is one step of a rolling
+	// upgrade: SIGTERM (the node hands its partitions off), the node
+	// started again on its data with the run's own narad, ready, and every
+	// move settled; after the last node's, the cluster version finalized.
+	Upgrade Kind = "upgrade"
 )
+
+// UpgradeSchedule is the faults of a rolling upgrade of nodes nodes: each
+// node in turn, gap after the one before is back.
+func UpgradeSchedule(nodes int, gap time.Duration) []Fault {
+	var out []Fault
+	for i := range nodes {
+		out = append(out, Fault{At: time.Duration(i+1) * gap, Gap: gap, Kind: Upgrade, Node: i, Hold: 500 * time.Millisecond})
+	}
+	return out
+}
 
 // kinds is every Kind, in the order the report lists them.
 var kinds = []Kind{Kill, Term, Stop, Cut, Leader, NATSKill, Decommission, Disk, Clock, RaftCut, RaftCutOneWay, LeaderPause, DiskFull}
