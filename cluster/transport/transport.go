@@ -97,7 +97,8 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(auth,
 		nats.Name("narad-"+cfg.Cluster+"-"+cfg.NodeID),
 		// Replies to this node land under a prefix only nodes may
-		// subscribe to (RolePermissions), not on the shared _INBOX.
+		// subscribe to (RolePermissions); it replaces the user's inbox
+		// that Auth.Options set.
 		nats.CustomInboxPrefix(nodeInboxPrefix(cfg.Cluster)),
 		nats.Timeout(cfg.ConnectTimeout),
 		nats.ReconnectWait(cfg.ReconnectWait),
