@@ -120,6 +120,10 @@ type Config struct {
 	// client sending them a byte at a time cannot hold connections open
 	// (slowloris). Within the read timeout, which covers the body too.
 	HTTPReadHeaderTimeout time.Duration
+	// MaxAdminTimeout caps the budget a NATS admin request names
+	// (transport.Config.MaxAdminTimeout): admin and viewer clients share
+	// the node's handler pool. Within 1s..10m.
+	MaxAdminTimeout time.Duration
 
 	// RequestTimeout bounds one request to a partition, a local actor's or
 	// a peer's (the transport's own bound is set to it): a partition busy
@@ -450,6 +454,10 @@ func DefaultConfig() Config {
 		MaxCachedCredentials:      10000,
 		MaxPasswordChecksInFlight: 4,
 		MaxAuthFailureUsers:       10000,
+
+		// Caps on waiting clients: far above any load a test or bench/
+		// runs (tens of clients).
+		MaxAdminTimeout: transport.DefaultMaxAdminTimeout,
 	}
 }
 
@@ -473,6 +481,8 @@ func (c Config) Validate() error {
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
+	case c.MaxAdminTimeout < transport.AdminTimeoutMin || c.MaxAdminTimeout > transport.AdminTimeoutMax:
+		return bad("MaxAdminTimeout", c.MaxAdminTimeout, "must be within "+transport.AdminTimeoutMin.String()+".."+transport.AdminTimeoutMax.String())
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.LeaseRequestTimeout <= 0:

@@ -56,6 +56,8 @@ func settings(c *actors.Config) []setting {
 			usage: "cap on a consume's long poll, below the HTTP write timeout"},
 		{flag: "http-read-header-timeout", fields: []string{"HTTPReadHeaderTimeout"}, ptr: &c.HTTPReadHeaderTimeout,
 			usage: "how long a client may take to send a request's headers (at most 10s)"},
+		{flag: "max-admin-timeout", fields: []string{"MaxAdminTimeout"}, ptr: &c.MaxAdminTimeout,
+			usage: "cap on the time a NATS admin request may hold a handler, whatever it asks (1s..10m)"},
 		{flag: "topic-default-partitions", fields: []string{"TopicDefaultPartitions"}, ptr: &c.TopicDefaultPartitions,
 			usage: "partitions of a topic created without a count"},
 		{flag: "topic-default-retention", env: "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", fields: []string{"TopicDefaultRetention"}, ptr: &c.TopicDefaultRetention,
