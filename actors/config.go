@@ -125,6 +125,20 @@ type Config struct {
 	// client sending them a byte at a time cannot hold connections open
 	// (slowloris). Within the read timeout, which covers the body too.
 	HTTPReadHeaderTimeout time.Duration
+	// MaxHTTPConnections caps the client API's open connections, so that
+	// one client cannot take every file descriptor or goroutine: a
+	// connection past it is answered 503 with Retry-After and closed.
+	// Within 2..1<<20.
+	MaxHTTPConnections int
+	// MaxConsumeLongPolls caps the consumes waiting at once (each holds a
+	// connection up to MaxConsumeWait); one past it that finds nothing is
+	// answered 503 with Retry-After at once. Below MaxHTTPConnections, so
+	// waiting consumers never hold every connection.
+	MaxConsumeLongPolls int
+	// MaxAdminTimeout caps the budget a NATS admin request names
+	// (transport.Config.MaxAdminTimeout): admin and viewer clients share
+	// the node's handler pool. Within 1s..10m.
+	MaxAdminTimeout time.Duration
 
 	// RequestTimeout bounds one request to a partition, a local actor's or
 	// a peer's (the transport's own bound is set to it): a partition busy
@@ -360,7 +374,7 @@ func (c Config) produce() produce.Config {
 // consume is how the consume path waits and whom it asks first
 // (actors/consume).
 func (c Config) consume() consume.Config {
-	return consume.Config{NodeID: c.NodeID, MaxWait: c.MaxConsumeWait, RotateEvery: c.ConsumeRotateEvery,
+	return consume.Config{NodeID: c.NodeID, MaxWait: c.MaxConsumeWait, MaxLongPolls: c.MaxConsumeLongPolls, RotateEvery: c.ConsumeRotateEvery,
 		RescanInterval: c.ConsumeRescanInterval, FullScanInterval: c.ConsumeFullScanInterval}
 }
 
@@ -380,6 +394,10 @@ func (c Config) accounts() auth.Config {
 	return auth.Config{AdminPassword: c.AdminPassword, AdminPasswordFile: filepath.Join(c.DataDir, AdminPasswordFileName),
 		PasswordHashCost: c.PasswordHashCost, RequestTimeout: c.RequestTimeout}
 }
+
+// maxHTTPConnections bounds MaxHTTPConnections: more than a process may
+// have file descriptors is a typo, not a setting.
+const maxHTTPConnections = 1 << 20
 
 // maxRequestBytes caps a record's body at what one API request may carry
 // (413): a batch request holds at least one. The HTTP handler refuses a
@@ -462,6 +480,12 @@ func DefaultConfig() Config {
 		MaxPasswordChecksInFlight: 4,
 		MaxAuthFailureUsers:       10000,
 		MaxAuthFailureSources:     10000,
+
+		// Caps on waiting clients: far above any load a test or bench/
+		// runs (tens of clients).
+		MaxHTTPConnections:  4096,
+		MaxConsumeLongPolls: 1024,
+		MaxAdminTimeout:     transport.DefaultMaxAdminTimeout,
 	}
 }
 
@@ -485,6 +509,12 @@ func (c Config) Validate() error {
 		return bad("CommitNoticeInterval", c.CommitNoticeInterval, "must be within 100µs..1s")
 	case c.HTTPReadHeaderTimeout <= 0 || c.HTTPReadHeaderTimeout > httpReadTimeout:
 		return bad("HTTPReadHeaderTimeout", c.HTTPReadHeaderTimeout, "must be positive and at most the read timeout ("+httpReadTimeout.String()+")")
+	case c.MaxHTTPConnections < 2 || c.MaxHTTPConnections > maxHTTPConnections:
+		return bad("MaxHTTPConnections", c.MaxHTTPConnections, fmt.Sprintf("must be within 2..%d", maxHTTPConnections))
+	case c.MaxConsumeLongPolls < 1 || c.MaxConsumeLongPolls >= c.MaxHTTPConnections:
+		return bad("MaxConsumeLongPolls", c.MaxConsumeLongPolls, "must be at least 1 and below MaxHTTPConnections")
+	case c.MaxAdminTimeout < transport.AdminTimeoutMin || c.MaxAdminTimeout > transport.AdminTimeoutMax:
+		return bad("MaxAdminTimeout", c.MaxAdminTimeout, "must be within "+transport.AdminTimeoutMin.String()+".."+transport.AdminTimeoutMax.String())
 	case c.RequestTimeout <= 0:
 		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.LeaseRequestTimeout <= 0:

@@ -24,6 +24,11 @@ func TestNodeConfigValidate(t *testing.T) {
 		"LeaseRequestTimeout":    func(c *Config) { c.LeaseRequestTimeout = 0 },
 		"MaxAuthFailureSources":  func(c *Config) { c.MaxAuthFailureSources = 0 },
 		"MaxAuthFailureUsers":    func(c *Config) { c.MaxAuthFailureUsers = 1000001 },
+		"MaxHTTPConnections":     func(c *Config) { c.MaxHTTPConnections = 1 },
+		// A long poll holds a connection: all of them waiting would leave
+		// no room for the acks that free their records.
+		"MaxConsumeLongPolls": func(c *Config) { c.MaxConsumeLongPolls = c.MaxHTTPConnections },
+		"MaxAdminTimeout":     func(c *Config) { c.MaxAdminTimeout = time.Hour },
 		// Two commits that queued during a sync are written as one batch:
 		// together they must fit the log's batch limits.
 		"MaxCommitsInFlight*MaxCommitBatchRecords": func(c *Config) { c.Dispatch.MaxCommitsInFlight = 8 },

@@ -17,6 +17,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/actors/api"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -159,7 +162,7 @@ func TestIssue14TheHTTPServerCutsOffAClientThatTricklesItsHeaders(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.HTTPReadHeaderTimeout = time.Second
-		srv := httpServer(cfg, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }), testLogger(t))
+		srv := httpServer(cfg, api.NewConnLimit(cfg.MaxHTTPConnections, metrics.NewSet(), cfg.NodeID), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }), testLogger(t))
 		l := newPipeListener()
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()

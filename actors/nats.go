@@ -36,7 +36,7 @@ func (n *Node) connectNATS(ctx context.Context) error {
 // dialNATS connects the node's transport, serving nothing yet.
 func (n *Node) dialNATS(ctx context.Context) error {
 	t, err := transport.Connect(ctx, transport.Config{Cluster: n.cfg.Cluster, NodeID: n.cfg.NodeID, Metrics: n.metrics.set,
-		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout, Auth: n.cfg.NATSAuth, Clock: n.cfg.steadyOrWall()}, n.log)
+		URLs: []string{n.cfg.NATSURL}, RequestTimeout: n.cfg.RequestTimeout, MaxAdminTimeout: n.cfg.MaxAdminTimeout, Auth: n.cfg.NATSAuth, Clock: n.cfg.steadyOrWall()}, n.log)
 	if err != nil {
 		return fmt.Errorf("connect to nats %s: %w", n.cfg.NATSURL, err)
 	}

@@ -180,7 +180,8 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 	// Origins go into record frames only once every member reads them.
 	n.cfg.Log.Origins = func() bool { return n.store.ClusterVersion() >= messages.ClusterVersionOrigins }
 	n.wireHandOff()
-	if n.listener, err = listenHTTP(cfg); err != nil {
+	conns := api.NewConnLimit(cfg.MaxHTTPConnections, n.metrics.set, cfg.NodeID)
+	if n.listener, err = listenHTTP(cfg, conns); err != nil {
 		n.closeStores()
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func Start(ctx context.Context, cfg Config, mcfg metastore.Config, log *slog.Log
 		opts.Faults = faults // only then: a nil *debugfaults.Switches is no nil api.Faults
 	}
 	handler := api.Handler(n, opts)
-	n.server = httpServer(cfg, handler, log)
+	n.server = httpServer(cfg, conns, handler, log)
 	go func() { n.serveDone <- n.server.Serve(n.listener) }()
 	phases.mark("http_listen")
 	if cfg.NATSURL != "" {
@@ -722,8 +723,9 @@ func (n *Node) closeLane() error {
 }
 
 // listenHTTP listens for the client API, over TLS when the config names a
-// certificate. The certificate is loaded here, so a bad one stops the start.
-func listenHTTP(cfg Config) (net.Listener, error) {
+// certificate, counting connections under TLS (conns). The certificate is
+// loaded here, so a bad one stops the start.
+func listenHTTP(cfg Config, conns *api.ConnLimit) (net.Listener, error) {
 	var tc *tls.Config
 	if cfg.HTTPTLSCertFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile)
@@ -736,6 +738,7 @@ func listenHTTP(cfg Config) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.HTTPAddr, err)
 	}
+	ln = conns.Listener(ln)
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
@@ -752,9 +755,10 @@ const (
 
 // httpServer is the client API's server. ReadHeaderTimeout cuts off a
 // client that trickles its headers: without it, one holds a connection
-// for the whole read timeout on a few bytes.
-func httpServer(cfg Config, handler http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{Handler: handler, ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+// for the whole read timeout on a few bytes. conns answers the
+// connections past MaxHTTPConnections.
+func httpServer(cfg Config, conns *api.ConnLimit, handler http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: conns.Handler(handler), ConnContext: conns.ConnContext, ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout, ReadTimeout: httpReadTimeout,
 		WriteTimeout: cfg.HTTPWriteTimeout, IdleTimeout: httpIdleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 

@@ -181,13 +181,20 @@ var consumeAnswers = []answer{
 	{ErrNoSuchPartition, http.StatusBadRequest, textBadPartition},
 	// The contract gives an aged-out offset the stale-handle text (§13).
 	{ErrGone, http.StatusGone, textStaleHandle},
+	{ErrBusy, http.StatusServiceUnavailable, textBusyPolls},
 	{ErrUnavailable, http.StatusServiceUnavailable, "partition unavailable; retry later"},
 }
+
+// textBusyPolls is the 503 of a long poll past the node's cap on them.
+const textBusyPolls = "too many consumes waiting on this node; retry later"
 
 func consumeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
 		// The client went away during a long poll: nobody reads an answer.
 		return
+	}
+	if errors.Is(err, ErrBusy) {
+		retryAfter(w)
 	}
 	writeFailure(w, err, consumeAnswers, http.StatusInternalServerError, "consume failed")
 }

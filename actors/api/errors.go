@@ -27,6 +27,7 @@ var (
 	ErrBacklogFull     = errs.ErrBacklogFull
 	ErrIngressFull     = errs.ErrIngressFull
 	ErrAckedAheadFull  = errs.ErrAckedAheadFull
+	ErrBusy            = errs.ErrBusy
 )
 
 // InvalidArgument is errs.InvalidArgument: an ErrInvalid whose reason the

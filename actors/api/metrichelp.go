@@ -55,6 +55,13 @@ var metricHelp = map[string]string{
 	"narad_http_requests_total":       "HTTP requests, by route and status.",
 	"narad_heartbeats_withheld_total": "Heartbeats this node withheld (it could not write to its disk).",
 	"narad_faults_injected_total":     "Disk writes or fsyncs this node failed on purpose, by kind (fsync, write): narad serve --debug-faults only.",
+
+	// Caps on waiting clients.
+	"narad_http_connections":                 "Open client API connections within --max-http-connections.",
+	"narad_http_connections_refused_total":   "Client API connections accepted past --max-http-connections: answered 503 with Retry-After, or closed unanswered when even those answers are at their cap.",
+	"narad_consume_long_polls":               "Consumes waiting now for a record (long polls), at most --max-consume-long-polls.",
+	"narad_consume_long_polls_refused_total": "Consumes that found nothing and would have waited past --max-consume-long-polls: answered 503 with Retry-After.",
+
 	// Controller and members.
 	"narad_member_heartbeat_age_seconds":       "Seconds since the controller last saw each member's heartbeat.",
 	"narad_controller_placed_partitions_total": "Partitions the controller placed on a node.",

@@ -48,6 +48,12 @@ type Config struct {
 	// RotateEvery: one consume in this many asks the partitions in plain
 	// rotation, the others this node's own first. Within 1..1024.
 	RotateEvery int
+	// MaxLongPolls caps the consumes that wait at once on this node
+	// (Config.MaxConsumeLongPolls): each holds a connection and a
+	// goroutine for up to MaxWait, so without a cap one client could hold
+	// them all. A consume past it still looks once, and answers ErrBusy
+	// only when it finds nothing and would wait. Within 1..1<<20.
+	MaxLongPolls int
 	// RescanInterval is how long a long poll sleeps without looking again
 	// when no notice wakes it; FullScanInterval, how often it asks every
 	// partition whatever the ready book believes. Each within 1ms..1min.
@@ -63,6 +69,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxWait <= 0:
 		return bad("MaxConsumeWait", c.MaxWait, "must be positive and below HTTPWriteTimeout")
+	case c.MaxLongPolls < 1 || c.MaxLongPolls > maxLongPolls:
+		return bad("MaxConsumeLongPolls", c.MaxLongPolls, fmt.Sprintf("must be within 1..%d", maxLongPolls))
 	case c.RotateEvery < 1 || c.RotateEvery > 1024:
 		return bad("ConsumeRotateEvery", c.RotateEvery, "must be within 1..1024")
 	case c.RescanInterval < time.Millisecond || c.RescanInterval > time.Minute:
@@ -73,19 +81,29 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// maxLongPolls bounds MaxLongPolls: more waiting consumes than a node has
+// file descriptors to spare is a mistake, not a setting.
+const maxLongPolls = 1 << 20
+
 // Metrics are the consume path's series in the node's set.
 type Metrics struct {
 	// LeasedHere and LeasedThere count queue-mode consumes answered with
 	// a record of a partition this node owns, or of a peer's (one NATS
 	// round trip more, and so its ack): how well consumes stay local.
 	LeasedHere, LeasedThere *metrics.Counter
+	// LongPolls is the consumes waiting now; LongPollsRefused counts the
+	// ones answered ErrBusy because MaxLongPolls were waiting.
+	LongPolls        *metrics.Gauge
+	LongPollsRefused *metrics.Counter
 }
 
 // NewMetrics registers the consume path's series of node in set.
 func NewMetrics(set *metrics.Set, node string) Metrics {
 	return Metrics{
-		LeasedHere:  set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
-		LeasedThere: set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
+		LeasedHere:       set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="local"}`, node)),
+		LeasedThere:      set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_routed_total{node=%q,owner="peer"}`, node)),
+		LongPolls:        set.GetOrCreateGauge(fmt.Sprintf(`narad_consume_long_polls{node=%q}`, node), nil),
+		LongPollsRefused: set.GetOrCreateCounter(fmt.Sprintf(`narad_consume_long_polls_refused_total{node=%q}`, node)),
 	}
 }
 
@@ -108,10 +126,38 @@ type Leases struct {
 	// rotations counts queue-mode consumes apart from rotor, which picks
 	// the start: one in RotateEvery asks in plain rotation.
 	rotations atomic.Uint64
+	// polls holds one token per consume waiting (Config.MaxLongPolls).
+	polls chan struct{}
 }
 
 // New is the consume path over d.
-func New(d Deps) *Leases { return &Leases{deps: d} }
+func New(d Deps) *Leases {
+	return &Leases{deps: d, polls: make(chan struct{}, d.Config.MaxLongPolls)}
+}
+
+// startPoll takes a long poll's token, or says the node has none left.
+func (c *Leases) startPoll() bool {
+	select {
+	case c.polls <- struct{}{}:
+		if g := c.deps.Metrics.LongPolls; g != nil {
+			g.Inc()
+		}
+		return true
+	default:
+		if n := c.deps.Metrics.LongPollsRefused; n != nil {
+			n.Inc()
+		}
+		return false
+	}
+}
+
+// endPoll gives a long poll's token back.
+func (c *Leases) endPoll() {
+	<-c.polls
+	if g := c.deps.Metrics.LongPolls; g != nil {
+		g.Dec()
+	}
+}
 
 // msDuration is a topic setting in milliseconds as a duration.
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
@@ -158,7 +204,8 @@ func (c *Leases) Replay(ctx context.Context, topic string, partition int, offset
 // most MaxConsumeWait, looking again every ConsumeRescanInterval and asking
 // every partition every ConsumeFullScanInterval (a lease that expires, a
 // notice lost). A partition or owner that cannot be asked is
-// skipped: another may have a record.
+// skipped: another may have a record. A consume that would wait while
+// MaxLongPolls others do answers ErrBusy at once instead.
 func (c *Leases) Consume(ctx context.Context, topic string, only int, wait time.Duration) (messages.Delivery, bool, error) {
 	t, err := topics.PartitionOf(c.deps.Store, topic, only)
 	if err != nil {
@@ -178,6 +225,13 @@ func (c *Leases) Consume(ctx context.Context, topic string, only int, wait time.
 		left := deadline.Sub(c.deps.Clock.Now())
 		if left <= 0 {
 			return messages.Delivery{}, false, nil
+		}
+		if first {
+			if !c.startPoll() {
+				return messages.Delivery{}, false, fmt.Errorf("consume %s: %d long polls wait on this node: %w",
+					topic, cap(c.polls), errs.ErrBusy)
+			}
+			defer c.endPoll()
 		}
 		rescan := clock.NewAlarm(c.deps.Clock, min(left, c.deps.Config.RescanInterval))
 		select {

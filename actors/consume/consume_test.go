@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/naradmq/narad/actors/api"
+	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/actors/errs"
+	"github.com/naradmq/narad/actors/hints"
+	"github.com/naradmq/narad/cluster/testnet"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -83,13 +88,14 @@ func TestReplayAndSettleNameTheirOutcomes(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := Config{MaxWait: time.Second, RotateEvery: 8, RescanInterval: time.Millisecond, FullScanInterval: time.Second}
+	good := Config{MaxWait: time.Second, MaxLongPolls: 1, RotateEvery: 8, RescanInterval: time.Millisecond, FullScanInterval: time.Second}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("the defaults: got %v, want nil", err)
 	}
 	for name, bad := range map[string]func(*Config){
 		"MaxConsumeWait":          func(c *Config) { c.MaxWait = 0 },
 		"ConsumeRotateEvery":      func(c *Config) { c.RotateEvery = 1025 },
+		"MaxConsumeLongPolls":     func(c *Config) { c.MaxLongPolls = 0 },
 		"ConsumeRescanInterval":   func(c *Config) { c.RescanInterval = time.Microsecond },
 		"ConsumeFullScanInterval": func(c *Config) { c.FullScanInterval = 2 * time.Minute },
 	} {
@@ -100,3 +106,48 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestALongPollPastTheCapIsAnsweredBusyAtOnce: with one long poll waiting
+// and a cap of one, a second consume that finds nothing and would wait is
+// answered ErrBusy at once (the API's 503 with Retry-After); a consume that
+// does not wait is answered as before, and the slot comes back when the
+// first poll ends.
+func TestALongPollPastTheCapIsAnsweredBusyAtOnce(t *testing.T) {
+	wall := clock.Or(nil)
+	l := New(Deps{Config: Config{NodeID: "n1", MaxWait: time.Minute, MaxLongPolls: 1, RotateEvery: 8,
+		RescanInterval: 50 * time.Millisecond, FullScanInterval: time.Second},
+		Store: oneTopic{}, Owners: answering{&messages.Reserved{Status: messages.StatusEmpty}},
+		Notifier: hints.NewNotifier(wall), Metrics: NewMetrics(metrics.NewSet(), "n1"), Clock: wall})
+	waiting, stop := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := l.Consume(waiting, "t", -1, time.Minute)
+		first <- err
+	}()
+	testnet.Eventually(t, liveness, "the first long poll waiting", func() bool { return l.deps.Metrics.LongPolls.Get() == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	defer cancel()
+	if _, ok, err := l.Consume(ctx, "t", -1, time.Minute); ok || !errors.Is(err, errs.ErrBusy) {
+		t.Fatalf("a second long poll past the cap of 1: got ok %v, %v; want ErrBusy at once", ok, err)
+	}
+	if _, ok, err := l.Consume(ctx, "t", -1, 0); ok || err != nil {
+		t.Fatalf("a consume that does not wait: got ok %v, %v; want nothing, nil", ok, err)
+	}
+	stop()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first long poll, its client gone: got %v, want %v", err, context.Canceled)
+	}
+	if got := l.deps.Metrics.LongPolls.Get(); got != 0 {
+		t.Fatalf("long polls after the first ended: got %v, want 0", got)
+	}
+	if got := l.deps.Metrics.LongPollsRefused.Get(); got != 1 {
+		t.Fatalf("long polls refused: got %d, want 1", got)
+	}
+	if _, ok, err := l.Consume(ctx, "t", -1, time.Millisecond); ok || err != nil {
+		t.Fatalf("a long poll once the slot is free: got ok %v, %v; want nothing after its wait, nil", ok, err)
+	}
+}
+
+// liveness bounds this package's waits: never reached on a healthy run.
+const liveness = 10 * time.Second

@@ -59,6 +59,9 @@ var (
 	// ErrAckedAheadFull is an ack past the partition's acked-ahead cap:
 	// the head of the queue is stuck until it is acked.
 	ErrAckedAheadFull = fmt.Errorf("acked-ahead set is full: %w", ErrUnavailable)
+	// ErrBusy is a long poll or a connection past the node's cap on them:
+	// the client should retry after a pause (503 with Retry-After).
+	ErrBusy = fmt.Errorf("node at its cap of waiting clients: %w", ErrUnavailable)
 )
 
 // InvalidArgument is an ErrInvalid whose reason the client reads, after

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // Auth is how a NATS client proves who it is and checks the server. The
@@ -59,12 +60,29 @@ func (a Auth) Validate() error {
 	return errors.Join(errs...)
 }
 
+// publicKey is the public key of the user seed in raw, an nkey seed file
+// or a .creds file (whose seed follows its JWT).
+func publicKey(raw []byte) (string, error) {
+	kp, err := nkeys.ParseDecoratedNKey(raw)
+	if err != nil {
+		return "", fmt.Errorf("no user seed: %w: %w", err, ErrInvalid)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return "", fmt.Errorf("no user seed: %w", ErrInvalid)
+	}
+	return pub, nil
+}
+
 // jwtMarker starts the user JWT of a .creds file; an nkey seed file holds
 // only the seed (possibly decorated the same way).
 var jwtMarker = []byte("-----BEGIN NATS USER JWT-----")
 
-// Options are the nats.go options that present a's credentials and TLS.
-// It reads CredsFile once to tell a seed from a .creds file.
+// Options are the nats.go options that present a's credentials and TLS,
+// and take replies under the user's own inbox (InboxPrefix): a secured
+// server lets each identity subscribe there only. It reads CredsFile once
+// to tell a seed from a .creds file and to learn the user's public key.
 func (a Auth) Options() ([]nats.Option, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
@@ -77,7 +95,12 @@ func (a Auth) Options() ([]nats.Option, error) {
 			return nil, fmt.Errorf("auth: read credentials: %w", err)
 		}
 		isJWT := bytes.Contains(raw, jwtMarker)
+		user, err := publicKey(raw)
 		clear(raw) // a seed is a secret: do not keep it around
+		if err != nil {
+			return nil, fmt.Errorf("auth: %s: %w", a.CredsFile, err)
+		}
+		opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(user)))
 		if isJWT {
 			opts = append(opts, nats.UserCredentials(a.CredsFile))
 			break
@@ -89,6 +112,11 @@ func (a Auth) Options() ([]nats.Option, error) {
 		opts = append(opts, opt)
 	case a.User != "":
 		opts = append(opts, nats.UserInfo(a.User, a.Password))
+		// A user name that is not one subject token keeps NATS's own
+		// _INBOX: the deployment's permissions, not ours, govern it.
+		if ValidToken("NATS user", a.User) == nil {
+			opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(a.User)))
+		}
 	}
 	if a.TLS.Enabled() {
 		// Both load their files at once, so a bad path fails Connect, and

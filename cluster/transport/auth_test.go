@@ -298,3 +298,42 @@ func TestAConnectThatCannotAuthenticateSaysWhy(t *testing.T) {
 		t.Fatalf("connect: got %v, want %v naming the last error", err, ErrNotConnected)
 	}
 }
+
+// TestAViewerReadsOnlyItsOwnReplies is issue 48's eavesdropper: admin
+// replies come back under each identity's own inbox (_INBOX.<public
+// key>), so a viewer may neither subscribe to every inbox (`nats sub
+// '_INBOX.>'`) nor to the admin's, while its own admin requests are
+// answered.
+func TestAViewerReadsOnlyItsOwnReplies(t *testing.T) {
+	s, creds := securedServer(t, TLSFiles{})
+	node := securedNode(t, s, creds, "n1")
+	must(t, node.HandleAdmin("status", echo))
+	admin := InboxPrefix(creds.Public[RoleAdmin])
+	for _, subj := range []string{"_INBOX.>", admin + ".>", admin + ".reply1", "_INBOX.*"} {
+		errs := make(chan error, 8)
+		nc, err := rawClient(t, s, Auth{CredsFile: creds.File(RoleViewer)}, errs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		if got := waitErr(t, errs); !errors.Is(got, nats.ErrPermissionViolation) {
+			t.Fatalf("viewer subscribes %s: server said %v, want %v", subj, got, nats.ErrPermissionViolation)
+		}
+	}
+	for _, role := range []Role{RoleViewer, RoleAdmin} {
+		nc, err := rawClient(t, s, Auth{CredsFile: creds.File(role)}, make(chan error, 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := nc.Request("narad.test.admin.status", []byte(`{"v":1}`), liveness)
+		if err != nil || string(msg.Data) != `{"v":1}` {
+			t.Fatalf("%s asks status: got %v, %v; want its answer", role, msg, err)
+		}
+		if want := InboxPrefix(creds.Public[role]) + "."; !strings.HasPrefix(msg.Subject, want) {
+			t.Fatalf("%s's reply came on %s, want under %s", role, msg.Subject, want)
+		}
+	}
+}

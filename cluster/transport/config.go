@@ -49,6 +49,12 @@ type Config struct {
 	// messages (they queue in NATS's per-subscription buffer) instead of
 	// growing goroutines without limit.
 	MaxConcurrentHandlers int
+	// MaxAdminTimeout caps the budget an admin request names (its
+	// Narad-Timeout-Ms header): admin and viewer clients choose it, and
+	// their handlers share MaxConcurrentHandlers with the node's own
+	// services, so none may hold a slot longer than this. Past it the
+	// asker gets StatusTimeout. Within 1s..10m.
+	MaxAdminTimeout time.Duration
 	// ConnectTimeout bounds one dial of a NATS server.
 	ConnectTimeout time.Duration
 	// ReconnectWait is the pause between reconnect attempts to one server.
@@ -80,10 +86,17 @@ const (
 	// restarting its subscriptions, short against RequestTimeout.
 	DefaultRetryBackoff          = 20 * time.Millisecond
 	DefaultMaxConcurrentHandlers = 1024
-	DefaultConnectTimeout        = 2 * time.Second
-	DefaultReconnectWait         = 250 * time.Millisecond
-	DefaultMaxReconnects         = -1
-	DefaultDrainTimeout          = 5 * time.Second
+	// Six times the CLI's default --timeout and three times a node's
+	// request: no admin verb legitimately takes longer.
+	DefaultMaxAdminTimeout = 30 * time.Second
+	// AdminTimeoutMin and AdminTimeoutMax bound MaxAdminTimeout: below a
+	// second a slow disk fails a verb; past ten minutes the cap caps nothing.
+	AdminTimeoutMin       = time.Second
+	AdminTimeoutMax       = 10 * time.Minute
+	DefaultConnectTimeout = 2 * time.Second
+	DefaultReconnectWait  = 250 * time.Millisecond
+	DefaultMaxReconnects  = -1
+	DefaultDrainTimeout   = 5 * time.Second
 	// MaxURLs bounds the server list: a first connect may dial each for
 	// ConnectTimeout, and a NATS cluster that needs more seeds than this
 	// is a configuration mistake (the client learns the other servers of
@@ -108,6 +121,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxConcurrentHandlers == 0 {
 		c.MaxConcurrentHandlers = DefaultMaxConcurrentHandlers
+	}
+	if c.MaxAdminTimeout == 0 {
+		c.MaxAdminTimeout = DefaultMaxAdminTimeout
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
@@ -163,6 +179,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentHandlers < 1 {
 		bad("MaxConcurrentHandlers %d, want >= 1", c.MaxConcurrentHandlers)
+	}
+	if c.MaxAdminTimeout < AdminTimeoutMin || c.MaxAdminTimeout > AdminTimeoutMax {
+		bad("MaxAdminTimeout %s, want within %s..%s", c.MaxAdminTimeout, AdminTimeoutMin, AdminTimeoutMax)
 	}
 	if c.ConnectTimeout < 0 || c.ReconnectWait < 0 || c.DrainTimeout < 0 {
 		bad("ConnectTimeout %s, ReconnectWait %s, DrainTimeout %s: none may be negative",

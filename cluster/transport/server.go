@@ -45,21 +45,26 @@ type Permissions struct {
 	Respond            bool
 }
 
-// nodeInboxPrefix is where a node's requests get their replies. It is not
-// NATS's default _INBOX, which admin clients (the nats CLI) subscribe to:
-// another identity must never receive the replies nodes get (partition
-// chunks, commit outcomes).
+// nodeInboxPrefix is where a node's requests get their replies: only the
+// node identity may subscribe there. Another identity must never receive
+// the replies nodes get (partition chunks, commit outcomes).
 func nodeInboxPrefix(cluster string) string { return "_NARAD_INBOX." + cluster }
 
-// adminInbox is where admin clients get their replies: NATS's default, so
-// the nats CLI works with an admin seed and nothing else.
-const adminInbox = "_INBOX.>"
+// InboxPrefix is where the client whose NATS user is user (an nkey's
+// public key) gets its replies: _INBOX.<user>. Each admin identity may
+// subscribe under its own prefix only (RolePermissions), so a viewer never
+// reads the answers an admin asked for. It stays under NATS's _INBOX, so a
+// NATS deployment that grants _INBOX.> keeps working, and the nats CLI
+// takes it with --inbox-prefix.
+func InboxPrefix(user string) string { return "_INBOX." + user }
 
-// RolePermissions is the permission table of cluster's roles; ok is false
-// for an unknown role.
-func RolePermissions(cluster string, r Role) (p Permissions, ok bool) {
+// RolePermissions is the permission table of cluster's role r whose NATS
+// user is user (its public nkey, which names its inbox); ok is false for
+// an unknown role.
+func RolePermissions(cluster string, r Role, user string) (p Permissions, ok bool) {
 	node := subjectRoot + "." + cluster + ".node.>"
 	admin := subjectRoot + "." + cluster + ".admin."
+	inbox := InboxPrefix(user) + ".>"
 	switch r {
 	case RoleNode:
 		return Permissions{
@@ -68,13 +73,13 @@ func RolePermissions(cluster string, r Role) (p Permissions, ok bool) {
 			Respond:   true,
 		}, true
 	case RoleAdmin:
-		return Permissions{Publish: []string{admin + ">"}, Subscribe: []string{adminInbox}}, true
+		return Permissions{Publish: []string{admin + ">"}, Subscribe: []string{inbox}}, true
 	case RoleViewer:
 		pub := make([]string, len(ReadVerbs))
 		for i, v := range ReadVerbs {
 			pub[i] = admin + v
 		}
-		return Permissions{Publish: pub, Subscribe: []string{adminInbox}}, true
+		return Permissions{Publish: pub, Subscribe: []string{inbox}}, true
 	}
 	return Permissions{}, false
 }
@@ -159,7 +164,7 @@ func SecureServer(o *server.Options, cluster string, c Credentials, files TLSFil
 	}
 	o.Nkeys = nil
 	for _, r := range Roles {
-		p, _ := RolePermissions(cluster, r)
+		p, _ := RolePermissions(cluster, r, c.Public[r])
 		o.Nkeys = append(o.Nkeys, &server.NkeyUser{Nkey: c.Public[r], Permissions: serverPermissions(p)})
 	}
 	if !files.Enabled() {

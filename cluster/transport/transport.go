@@ -97,7 +97,8 @@ func Connect(ctx context.Context, cfg Config, log *slog.Logger) (*Transport, err
 	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(auth,
 		nats.Name("narad-"+cfg.Cluster+"-"+cfg.NodeID),
 		// Replies to this node land under a prefix only nodes may
-		// subscribe to (RolePermissions), not on the shared _INBOX.
+		// subscribe to (RolePermissions); it replaces the user's inbox
+		// that Auth.Options set.
 		nats.CustomInboxPrefix(nodeInboxPrefix(cfg.Cluster)),
 		nats.Timeout(cfg.ConnectTimeout),
 		nats.ReconnectWait(cfg.ReconnectWait),
@@ -219,7 +220,7 @@ func (t *Transport) Handle(service string, h Handler) error {
 	if err != nil {
 		return err
 	}
-	return t.subscribe(subj, "", service, h)
+	return t.subscribe(subj, "", service, 0, h)
 }
 
 // HandleAdmin serves an admin verb: requests to narad.<cluster>.admin.<verb>
@@ -231,7 +232,10 @@ func (t *Transport) HandleAdmin(verb string, h Handler) error {
 	if err != nil {
 		return err
 	}
-	return t.subscribe(subj, adminQueue, "admin."+verb, h)
+	// Anyone with admin or viewer credentials asks these, and names its
+	// own budget: the ceiling keeps one from holding a handler slot of
+	// the node's shared pool for longer.
+	return t.subscribe(subj, adminQueue, "admin."+verb, t.cfg.MaxAdminTimeout, h)
 }
 
 // subjectFreeLocked is nil when a subscription on subj may be added: the
@@ -247,7 +251,9 @@ func (t *Transport) subjectFreeLocked(subj, what string) error {
 	return nil
 }
 
-func (t *Transport) subscribe(subj, queue, label string, h Handler) error {
+// subscribe serves subj with h; ceiling, when positive, caps the budget a
+// request names.
+func (t *Transport) subscribe(subj, queue, label string, ceiling time.Duration, h Handler) error {
 	if h == nil {
 		return fmt.Errorf("transport: nil handler for %s: %w", subj, ErrInvalid)
 	}
@@ -256,7 +262,7 @@ func (t *Transport) subscribe(subj, queue, label string, h Handler) error {
 	if err := t.subjectFreeLocked(subj, "a handler"); err != nil {
 		return err
 	}
-	cb := t.dispatch(label, h)
+	cb := t.dispatch(label, ceiling, h)
 	var sub *nats.Subscription
 	var err error
 	if queue == "" {
@@ -283,7 +289,7 @@ func (t *Transport) subscribe(subj, queue, label string, h Handler) error {
 // subscription's own goroutine, one message at a time; it only takes a
 // handler slot and starts the handler, so a slow handler never holds up
 // the subscription unless all slots are busy.
-func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
+func (t *Transport) dispatch(label string, ceiling time.Duration, h Handler) nats.MsgHandler {
 	sm := t.metrics.get(label)
 	return func(m *nats.Msg) {
 		if t.cut.Load() || m.Reply == "" {
@@ -292,8 +298,11 @@ func (t *Transport) dispatch(label string, h Handler) nats.MsgHandler {
 		budget := t.cfg.RequestTimeout
 		if v := m.Header.Get(messages.HeaderTimeoutMs); v != "" {
 			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-				budget = time.Duration(ms) * time.Millisecond
+				budget = time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 			}
+		}
+		if ceiling > 0 {
+			budget = min(budget, ceiling)
 		}
 		// The handler's context, from now: the wait for a slot counts
 		// against the caller's budget too.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,9 +50,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("MaxRetries -1: got %d, want 0 (no retries)", got)
 	}
 	bad := Config{Cluster: "a.b", NodeID: "", RequestTimeout: time.Millisecond, RetryBackoff: time.Second,
-		MaxPayloadBytes: -1, MaxConcurrentHandlers: -1, MaxReconnects: -2}
+		MaxPayloadBytes: -1, MaxConcurrentHandlers: -1, MaxReconnects: -2, MaxAdminTimeout: time.Hour}
 	err := bad.Validate()
-	for _, want := range []string{"Cluster", "NodeID", "URLs", "RetryBackoff", "MaxPayloadBytes", "MaxConcurrentHandlers", "MaxReconnects"} {
+	for _, want := range []string{"Cluster", "NodeID", "URLs", "RetryBackoff", "MaxPayloadBytes", "MaxConcurrentHandlers", "MaxReconnects", "MaxAdminTimeout"} {
 		if !strings.Contains(fmt.Sprint(err), want) {
 			t.Errorf("Validate: got %v, want a complaint about %s", err, want)
 		}
@@ -311,6 +312,40 @@ func TestCallerDeadlineReachesHandler(t *testing.T) {
 	got = <-seen
 	if d := time.Until(got); d < 50*time.Second || d > time.Minute {
 		t.Fatalf("handler deadline without a caller deadline: got %s ahead, want about RequestTimeout (1m)", d)
+	}
+}
+
+// TestAnAdminRequestHoldsAHandlerNoLongerThanTheCeiling: an admin or
+// viewer client names its own budget (Narad-Timeout-Ms, here an hour);
+// the node cuts it to MaxAdminTimeout, so the handler's slot of the shared
+// pool comes back and the asker is told StatusTimeout.
+func TestAnAdminRequestHoldsAHandlerNoLongerThanTheCeiling(t *testing.T) {
+	s := startServer(t)
+	n := newNode(t, s, "n1", func(c *Config) { c.MaxAdminTimeout = time.Second })
+	budgets := make(chan time.Duration, 1)
+	must(t, n.HandleAdmin("slow", func(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+		dl, _ := ctx.Deadline()
+		budgets <- time.Until(dl)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	hour := &nats.Msg{Subject: "narad.test.admin.slow", Header: nats.Header{messages.HeaderTimeoutMs: []string{"3600000"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), liveness)
+	defer cancel()
+	reply, err := nc.RequestMsgWithContext(ctx, hour)
+	if err != nil {
+		t.Fatalf("an admin request asking an hour: got %v, want the node's timeout answer after the 1s ceiling", err)
+	}
+	if got, want := reply.Header.Get(messages.HeaderStatus), strconv.Itoa(StatusTimeout); got != want {
+		t.Fatalf("an admin request asking an hour: got status %q %s, want %s", got, reply.Data, want)
+	}
+	if got := <-budgets; got > time.Second {
+		t.Fatalf("handler's budget: got %s, want at most the 1s ceiling", got)
 	}
 }
 

@@ -126,7 +126,7 @@ func newClusterFlags(name, usage string, w io.Writer) (*flag.FlagSet, clusterFla
 		cluster: fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name (NARAD_CLUSTER)"),
 		auth:    adminAuthFlags(fs),
 		asJSON:  fs.Bool("json", false, "print the answer as JSON"),
-		timeout: fs.Duration("timeout", 5*time.Second, "how long to wait for an answer"),
+		timeout: fs.Duration("timeout", 5*time.Second, "how long to wait for an answer (a node gives a verb at most its --max-admin-timeout, 30s by default)"),
 	}
 }
 

@@ -42,6 +42,9 @@ var nodeFlagCases = []struct {
 	want      any
 }{
 	{"max-consume-wait", "NARAD_HTTP_MAX_CONSUME_WAIT", "20s", "", func(c actors.Config) any { return c.MaxConsumeWait }, 20 * time.Second},
+	{"max-http-connections", "NARAD_MAX_HTTP_CONNECTIONS", "2048", "", func(c actors.Config) any { return c.MaxHTTPConnections }, 2048},
+	{"max-consume-long-polls", "NARAD_MAX_CONSUME_LONG_POLLS", "256", "", func(c actors.Config) any { return c.MaxConsumeLongPolls }, 256},
+	{"max-admin-timeout", "NARAD_MAX_ADMIN_TIMEOUT", "1m", "", func(c actors.Config) any { return c.MaxAdminTimeout }, time.Minute},
 	{"topic-default-partitions", "NARAD_TOPIC_DEFAULT_PARTITIONS", "12", "", func(c actors.Config) any { return c.TopicDefaultPartitions }, 12},
 	{"topic-default-retention", "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", "2h", "7200000", func(c actors.Config) any { return c.TopicDefaultRetention }, 2 * time.Hour},
 	{"security-enabled", "NARAD_SECURITY_ENABLED", "false", "", func(c actors.Config) any { return c.SecurityEnabled }, false},

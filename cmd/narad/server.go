@@ -441,11 +441,14 @@ func printCredentials(w io.Writer, c transport.Credentials, created bool) {
 	if created {
 		how = "generated now"
 	}
+	// Each identity reads replies under its own inbox only: the nats CLI
+	// must be told it, narad cluster derives it from the seed.
 	fmt.Fprintf(w, `NATS credentials in %s (%s); a client without one cannot connect:
   nodes:  narad serve --nats-creds %s
-  admin:  narad cluster ... --nats-creds %s   (nats CLI: --nkey %s)
-  viewer: %s (read verbs only: members, status, topics, moves, quarantine)
-`, c.Dir, how, c.File(transport.RoleNode), c.File(transport.RoleAdmin), c.File(transport.RoleAdmin), c.File(transport.RoleViewer))
+  admin:  narad cluster ... --nats-creds %s   (nats CLI: --nkey %s --inbox-prefix %s)
+  viewer: %s (read verbs only: members, status, topics, moves, quarantine; nats CLI: --inbox-prefix %s)
+`, c.Dir, how, c.File(transport.RoleNode), c.File(transport.RoleAdmin), c.File(transport.RoleAdmin),
+		transport.InboxPrefix(c.Public[transport.RoleAdmin]), c.File(transport.RoleViewer), transport.InboxPrefix(c.Public[transport.RoleViewer]))
 }
 
 // natsMaxPayloadBytes is the max_payload of the NATS server narad embeds.
