@@ -238,7 +238,7 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 	case Upgrade:
 		return n.upgrade(ctx, idx, r)
 	}
-	if f.With != "" || f.Kind == RaftCut || f.Kind == RaftCutOneWay || f.Kind == DiskFull {
+	if impairs(f.Kind) || f.Kind == LeaderPause {
 		return n.impaired(ctx, f, idx, r)
 	}
 	node := n.c.Nodes[idx]
@@ -278,49 +278,6 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 		if err := n.c.StartNode(node); err != nil {
 			return err
 		}
-	case Stop, LeaderPause:
-		if err := p.Signal(syscall.SIGSTOP); err != nil {
-			return err
-		}
-		held := sleep(ctx, f.Hold)
-		// Resumed even when the run is interrupted, so the cleanup's
-		// SIGKILL finds a process that exits.
-		if err := p.Signal(syscall.SIGCONT); err != nil {
-			return err
-		}
-		if !held {
-			return ctx.Err()
-		}
-	case Cut:
-		severed := 0
-		for _, px := range n.proxies[idx] {
-			severed += px.Cut()
-		}
-		n.logf("cut %s off NATS: %d connections severed, new ones refused for %s", node.ID, severed, seconds(f.Hold))
-		held := sleep(ctx, f.Hold)
-		// Restored even when the run is interrupted: the proxies close
-		// with the run anyway, this keeps the order of a cut.
-		for _, px := range n.proxies[idx] {
-			px.Restore()
-		}
-		if !held {
-			return ctx.Err()
-		}
-		if !p.Running() {
-			return fmt.Errorf("%s exited while cut off NATS (%v): %w\n%s", node.ID, p.ExitErr(), errNodeLost, proc.Tail(p.LogPath))
-		}
-		// /readyz may never have gone down; back is the node relaying
-		// through its proxy again.
-		err := proc.Poll(ctx, n.cfg.readyTimeout, 50*time.Millisecond, p, func() bool {
-			conns := 0
-			for _, px := range n.proxies[idx] {
-				conns += px.Conns()
-			}
-			return conns > 0
-		})
-		if err != nil {
-			return fmt.Errorf("%s reconnecting to NATS after a cut: %w: %w", node.ID, errNodeLost, err)
-		}
 	}
 	if err := n.waitReady(ctx, node); err != nil {
 		return fmt.Errorf("%s after %s: %w: %w", node.ID, f.Kind, errNodeLost, err)
@@ -328,11 +285,14 @@ func (n *nemesis) fault(ctx context.Context, f Fault, idx int, r *ran) error {
 	return nil
 }
 
-// impaired puts f's kind and f.With (when set) on node idx, holds them
-// for f.Hold, takes them off in the reverse order (also when the run is
-// interrupted, so that the cleanup finds a cluster whose nodes can talk),
-// then starts the node again on its data if it stopped itself meanwhile (a
-// full disk can make it), and waits until it is ready.
+// impaired throws the faults that impair (stop, cut, raftcut, raftcut1,
+// diskfull) and a leader's pause: f's kind and f.With (when set) put on node idx, held for
+// f.Hold, taken off in the reverse order (also when the run is
+// interrupted, so that the cleanup finds a cluster whose nodes can talk
+// and processes that exit). A node that exited meanwhile is a finding,
+// but under a full disk, after which it is started again on its data;
+// then the run waits until it is ready (and, after a cut, relays through
+// its proxies again).
 func (n *nemesis) impaired(ctx context.Context, f Fault, idx int, r *ran) error {
 	node := n.c.Nodes[idx]
 	kinds := []Kind{f.Kind}
@@ -357,12 +317,19 @@ func (n *nemesis) impaired(ctx context.Context, f Fault, idx int, r *ran) error 
 	if err != nil {
 		return err
 	}
-	if !node.Proc.Running() {
+	switch {
+	case node.Proc.Running():
+	case slices.Contains(kinds, DiskFull):
+		// A node may stop itself on a full disk: it is started again
+		// on its data once the disk has room.
 		r.Note = fmt.Sprintf("exited under %s (%v): started again", strings.Join(kindStrings(kinds), "+"), node.Proc.ExitErr())
 		n.logf("%s exited under the fault (%v); starting it again on its data", node.ID, node.Proc.ExitErr())
 		if err := n.c.StartNode(node); err != nil {
 			return err
 		}
+	default:
+		// Paused or cut off, a node has no reason to exit.
+		return fmt.Errorf("%s exited under %s (%v): %w\n%s", node.ID, strings.Join(kindStrings(kinds), "+"), node.Proc.ExitErr(), errNodeLost, proc.Tail(node.Proc.LogPath))
 	}
 	if slices.Contains(kinds, Cut) {
 		// /readyz may never have gone down; back is the node relaying
@@ -388,7 +355,7 @@ func (n *nemesis) impaired(ctx context.Context, f Fault, idx int, r *ran) error 
 // what takes it off.
 func (n *nemesis) impair(k Kind, node *proc.Node, idx int) (func() error, error) {
 	switch k {
-	case Stop:
+	case Stop, LeaderPause:
 		p := node.Proc
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			return nil, err

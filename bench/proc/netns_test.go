@@ -39,14 +39,7 @@ func serveOK(addr string) {
 		fmt.Println("listen:", err)
 		os.Exit(1)
 	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		fmt.Fprintln(c, "ok")
-		c.Close()
-	}
+	serveListener(ln)
 }
 
 // dialOnce is "ok", "timeout" or the error of one connection to addr.
