@@ -34,6 +34,13 @@ import (
 // so the caller must not reuse that buffer while they live.
 
 // PartitionWireVersion is the first byte of every encoded partition message.
+// It stayed 1 through every change so far because each was additive (new
+// JSON fields in the header, which an older decoder ignores): the rolling
+// upgrade test (bench/chaos, -upgrade-from) runs old and new nodes side by
+// side on it. A change an older decoder would misread needs a new version,
+// which a decoder of this binary refuses, and so must be written only once
+// the cluster version says every member reads it (ClusterVersionBase and
+// the versions after it), with this one written until then.
 const PartitionWireVersion = 1
 
 // WireRecordOverheadBytes is the most one CommitRecord adds to an encoded
