@@ -29,9 +29,9 @@ type FS interface {
 	ReadDir(name string) ([]fs.DirEntry, error)
 	Remove(name string) error
 	RemoveAll(name string) error
-	// Rename moves a file or directory; it is durable once the directory
-	// it moved into is synced (SyncDir), as a journaling file system
-	// commits both of its directories' entries together.
+	// Rename moves a file or directory; storage counts it durable once
+	// the directory it moved into is synced (SyncDir, rule V6), the old
+	// name going with it.
 	Rename(from, to string) error
 	MkdirAll(name string, perm os.FileMode) error
 	Chtimes(name string, atime, mtime time.Time) error

@@ -16,9 +16,11 @@
 // prefix of each file's unsynced bytes instead of none, as a disk that
 // wrote back some of its pages.
 //
-// A rename is one change to two directories, made durable by a SyncDir of
-// either (a journaling file system commits both entries together), or by
-// SyncAll, the barrier (syncfs) that makes everything durable.
+// A rename is durable once the directory it moved into is synced (SyncDir),
+// and its old name goes at the same time; a sync of the directory it left
+// keeps the old name until then (unless a new entry took that name), so a
+// crash finds the file at one of its names, never both. SyncAll, the
+// barrier (syncfs), makes everything durable.
 //
 // Tests only. It is strict in what it drops and lenient elsewhere: no
 // permissions, no hard links, no symlinks (Lstat is Stat), modification
@@ -379,7 +381,7 @@ func (c *FS) RemoveAll(name string) error {
 }
 
 // Rename moves a file or directory, replacing a file or an empty
-// directory at to; it is durable once either directory is synced.
+// directory at to; it is durable once the directory of to is synced.
 func (c *FS) Rename(from, to string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -480,17 +482,30 @@ func (c *FS) SyncDir(name string) error {
 		return nil
 	}
 	n.keptNames = maps.Clone(n.names)
+	committed := map[*node]bool{}
+	for _, r := range c.renames {
+		if r.toDir == n {
+			committed[r.n] = true
+		}
+	}
 	rest := c.renames[:0]
 	for _, r := range c.renames {
-		if r.fromDir != n && r.toDir != n {
+		switch {
+		case committed[r.n]:
+			// Its new name is durable now, and its old names go with it
+			// (every earlier rename of the same file too): one entry.
+			if r.fromDir.keptNames[r.fromName] == r.n {
+				delete(r.fromDir.keptNames, r.fromName)
+			}
+		case r.fromDir == n:
+			// Not durable yet: the old name stays until the directory
+			// it went to is synced, unless another entry took it.
+			if _, taken := n.names[r.fromName]; !taken {
+				n.keptNames[r.fromName] = r.n
+			}
 			rest = append(rest, r)
-			continue
-		}
-		if r.fromDir.keptNames[r.fromName] == r.n {
-			delete(r.fromDir.keptNames, r.fromName)
-		}
-		if r.toDir != n {
-			r.toDir.keptNames[r.toName] = r.n
+		default:
+			rest = append(rest, r)
 		}
 	}
 	c.renames = rest
