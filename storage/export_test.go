@@ -1,0 +1,24 @@
+package storage
+
+// The twins on an FS of the functions that have no config, for the crash
+// tests of package storage_test (which may import storage/crashfs; this
+// package's own tests may not, crashfs imports storage).
+var (
+	PrepareTopicDirOn     = prepareTopicDir
+	SweepOrphanTopicDirOn = sweepOrphanTopicDir
+	RemoveDirOn           = removeDir
+	QuarantineOn          = quarantine
+	ReadMarkerOn          = readMarker
+	TopicIncarnationOn    = topicIncarnation
+	LoadConsumerStateOn   = loadConsumerState
+	SaveConsumerStateOn   = saveConsumerState
+	RenameBackOn          = renameBack
+)
+
+// SetBatchSyncFS chooses StageBatch's barriers for a test (one FS.SyncAll,
+// or a SyncDir of each path) and returns a function that restores them.
+func SetBatchSyncFS(on bool) (restore func()) {
+	was := batchSyncFS
+	batchSyncFS = on
+	return func() { batchSyncFS = was }
+}
