@@ -22,8 +22,8 @@ import (
 // at random from the operations the work does, so crashes land between
 // any two writes, syncs, renames and removals of produce (the ingress
 // WAL), commit (the WAL's records into a partition log), install (a
-// move's copy staged and renamed into place) and sweep (a topic directory
-// set aside). Half the runs also keep a random prefix of every unsynced
+// move's copy staged and renamed into place), sweep (a topic directory
+// set aside) and consumer state (the offset committer's slots). Half the runs also keep a random prefix of every unsynced
 // write (crashfs.TearOnCrash). After every crash: nothing acknowledged is
 // lost, no seq or offset later holds another record, no install is a torn
 // mix, and no copy set aside is lost.
@@ -741,4 +741,81 @@ func sweepCrashRun(t *testing.T, seed uint64, orphan bool, ops int) int {
 		t.Fatalf("the older copy's %d records are neither at %s nor under %s: lost", len(old), part, storage.StalePath(installData))
 	}
 	return took
+}
+
+// --- consumer state: the offset committer's slots -------------------------
+
+// TestPowerLossConsumerStateKeepsTheLastSyncedFlush: a partition's acks
+// flushed by an OffsetCommitter (writes, some synced on SyncInterval,
+// FlushSync now and then) on a crashing file system, three lives a seed.
+// After each power loss the loaded state is one that was flushed, never a
+// torn mix of two, and it is at least the last one FlushSync made durable.
+//
+// It fails when the fsync of a slot is left out, or the directory sync
+// that makes a new slot's name durable.
+func TestPowerLossConsumerStateKeepsTheLastSyncedFlush(t *testing.T) {
+	runs, crashes := crashRuns(t, 300), 0
+	const dir = "/data/topics/t/0"
+	key := func(s storage.ConsumerState) string { return fmt.Sprint(s.Frontier, s.AckedAhead) }
+	for seed := uint64(1); seed <= uint64(runs); seed++ {
+		rng := rand.New(rand.NewPCG(seed, 49))
+		fsys := crashfs.New()
+		if seed%2 == 0 {
+			fsys.TearOnCrash(seed)
+		}
+		cfg := storage.DefaultConsumerConfig()
+		cfg.FlushInterval, cfg.SyncInterval = 10*time.Millisecond, 50*time.Millisecond
+		cfg.FS = fsys
+		written := map[string]bool{key(storage.EmptyConsumerState()): true}
+		durable := int64(-1)
+		now, ops := time.Unix(1000, 0), 0
+		const lives = 3
+		for life := range lives + 1 {
+			state, err := storage.LoadConsumerStateOn(fsys, dir)
+			if err != nil {
+				t.Fatalf("seed %d: load after %d crashes: %v", seed, life, err)
+			}
+			if !written[key(state)] {
+				t.Fatalf("seed %d: loaded %s, which was never flushed: torn", seed, key(state))
+			}
+			if state.Frontier < durable {
+				t.Fatalf("seed %d: loaded frontier %d, want at least %d, made durable by FlushSync", seed, state.Frontier, durable)
+			}
+			if life == lives { // the last crash's check: no more work
+				break
+			}
+			oc, err := storage.NewOffsetCommitter(dir, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := fsys.Ops()
+			if life > 0 {
+				crashPoint(rng, fsys, ops)
+			}
+			for range 40 {
+				state.Ack(state.Frontier + 1 + int64(rng.IntN(3)))
+				written[key(state)] = true
+				oc.Update(state)
+				now = now.Add(time.Duration(rng.IntN(30)) * time.Millisecond)
+				if rng.IntN(8) == 0 {
+					err = oc.FlushSync()
+					if err == nil {
+						durable = state.Frontier
+					}
+				} else {
+					_, err = oc.Flush(now)
+				}
+				if err != nil {
+					if !fsys.Crashed() {
+						t.Fatalf("seed %d: flush: %v, with the power on", seed, err)
+					}
+					break
+				}
+			}
+			ops = max(ops, fsys.Ops()-before)
+			powerBack(fsys)
+			crashes++
+		}
+	}
+	t.Logf("%d power losses", crashes)
 }
