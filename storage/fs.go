@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -142,35 +141,25 @@ func writeFile(fsys FS, path string, data []byte) error {
 	return f.Close()
 }
 
-// walkFiles calls fn for every regular file under dir, with its info,
-// skipping the directories skip names. A file or directory that vanishes
-// during the walk is left out; so is a dir that is missing.
-func walkFiles(fsys FS, dir string, skip func(name string) bool, fn func(path string, info os.FileInfo)) error {
+// walkFiles calls fn for every regular file under dir that it can read,
+// with its info, skipping the directories skip names: a file or directory
+// that vanishes during the walk or cannot be read is left out, and so is
+// a dir that is missing (a gauge's walk, which counts what it finds).
+func walkFiles(fsys FS, dir string, skip func(name string) bool, fn func(path string, info os.FileInfo)) {
 	ents, err := fsys.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir() && skip != nil && skip(e.Name()):
 		case e.IsDir():
-			if err := walkFiles(fsys, p, skip, fn); err != nil {
-				return err
-			}
+			walkFiles(fsys, p, skip, fn)
 		case e.Type().IsRegular():
-			info, err := e.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
+			if info, err := e.Info(); err == nil {
+				fn(p, info)
 			}
-			if err != nil {
-				return err
-			}
-			fn(p, info)
 		}
 	}
-	return nil
 }

@@ -33,8 +33,7 @@ func StagingBytes(dataDir string) int64 { return stagingBytes(osFS{}, dataDir) }
 func stagingBytes(fsys FS, dataDir string) int64 {
 	var n int64
 	skip := func(name string) bool { return strings.Contains(name, ".quarantine") }
-	// An error ends the walk with what it counted: the number is a gauge.
-	_ = walkFiles(fsys, filepath.Join(dataDir, ".moves"), skip, func(_ string, info os.FileInfo) {
+	walkFiles(fsys, filepath.Join(dataDir, ".moves"), skip, func(_ string, info os.FileInfo) {
 		n += info.Size()
 	})
 	return n
@@ -561,7 +560,7 @@ func setAside(target string, cfg LogConfig, opts InstallOptions) (InstallResult,
 		return InstallResult{}, fmt.Errorf("install: %w", err)
 	}
 	if holdsUnexpiredRecords(target, cfg, opts.Now, opts.RetentionAge) && (opts.Vouched == nil || !opts.Vouched(target)) {
-		q, err := quarantine(fsys, cfg.Faults, target)
+		q, err := quarantine(fsys, target)
 		return InstallResult{Quarantined: q}, err
 	}
 	if err := fsys.RemoveAll(target); err != nil {
@@ -645,11 +644,11 @@ func hasSegmentLike(ents []os.DirEntry) bool {
 // Quarantine sets a closed partition's directory aside as the first free
 // <dir>.quarantine[.N] name, durably, and returns that name: for a copy
 // that may hold records nobody else has.
-func Quarantine(dir string) (string, error) { return quarantine(osFS{}, nil, dir) }
+func Quarantine(dir string) (string, error) { return quarantine(osFS{}, dir) }
 
 // quarantine renames dir on fsys to the first free <dir>.quarantine[.N]
 // name and syncs the parent. It never overwrites an earlier quarantine.
-func quarantine(fsys FS, faults *Faults, dir string) (string, error) {
+func quarantine(fsys FS, dir string) (string, error) {
 	q := dir + ".quarantine"
 	for i := 2; ; i++ {
 		_, err := fsys.Lstat(q)
@@ -666,7 +665,7 @@ func quarantine(fsys FS, faults *Faults, dir string) (string, error) {
 	if err := fsys.Rename(dir, q); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", dir, err)
 	}
-	return q, faults.syncDir(fsys, filepath.Dir(dir))
+	return q, (*Faults)(nil).syncDir(fsys, filepath.Dir(dir))
 }
 
 // Quarantine sets the staging copy aside instead of removing it: a move that
@@ -677,7 +676,7 @@ func (s *Staging) Quarantine() (string, error) {
 	}
 	s.closeFiles()
 	s.done = true
-	return quarantine(s.fs, s.cfg.Faults, s.dir)
+	return quarantine(s.fs, s.dir)
 }
 
 // Remove deletes the staging copy.
@@ -687,7 +686,7 @@ func (s *Staging) Remove() error {
 	if err := s.fs.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove staging %s: %w", s.dir, err)
 	}
-	return s.cfg.Faults.syncDir(s.fs, filepath.Dir(s.dir))
+	return (*Faults)(nil).syncDir(s.fs, filepath.Dir(s.dir))
 }
 
 // Close releases descriptors; the staged files stay for a later attempt.
