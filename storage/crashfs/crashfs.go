@@ -13,8 +13,8 @@
 // Counting operations and crashing after a random k puts crashes at
 // random points of whatever storage was doing, between any two of its
 // writes, syncs and renames. With TearOnCrash, a crash keeps a random
-// prefix of each file's unsynced bytes instead of none, as a disk that
-// wrote back some of its pages.
+// prefix of each file's unsynced bytes, in whole 512-byte sectors,
+// instead of none, as a disk that wrote back some of its pages.
 //
 // A rename is durable once the directory it moved into is synced (SyncDir),
 // and its old name goes at the same time; a sync of the directory it left
@@ -142,9 +142,9 @@ func (c *FS) Reboot() {
 }
 
 // TearOnCrash makes every later crash keep, of each file's bytes written
-// since its last Sync, a prefix of random length (drawn from seed): the
-// pages a disk wrote back before the power went. Without it a crash keeps
-// none of them.
+// since its last Sync, a prefix of a random number of whole sectors
+// (drawn from seed): the pages a disk wrote back before the power went.
+// Without it a crash keeps none of them.
 func (c *FS) TearOnCrash(seed uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -177,13 +177,19 @@ func (c *FS) crashLocked() {
 	keep(c.root)
 }
 
+// sectorBytes is the unit a torn crash keeps or drops whole: a disk
+// writes a 512-byte sector entirely or not at all, so a record smaller
+// than a sector, written at a sector's start, is never torn.
+const sectorBytes = 512
+
 // survivor is what a crash leaves of file n: its synced bytes, or with
-// tears, the first L bytes of what it holds now over the synced ones.
+// tears, the first L bytes of what it holds now over the synced ones, L
+// a whole number of sectors (or all of it).
 func (c *FS) survivor(n *node) []byte {
 	if c.tear == nil || slices.Equal(n.data, n.kept) {
 		return slices.Clone(n.kept)
 	}
-	l := c.tear.IntN(len(n.data) + 1)
+	l := min(c.tear.IntN(len(n.data)/sectorBytes+2)*sectorBytes, len(n.data))
 	out := slices.Clone(n.data[:l])
 	if l < len(n.kept) {
 		out = append(out, n.kept[l:]...)

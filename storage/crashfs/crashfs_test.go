@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -197,33 +198,40 @@ func TestSyncAllMakesEverythingDurable(t *testing.T) {
 	}
 }
 
-func TestATornCrashKeepsAPrefixOfTheUnsyncedBytes(t *testing.T) {
-	for seed := range uint64(20) {
+func TestATornCrashKeepsWholeSectorsOfTheUnsyncedBytes(t *testing.T) {
+	old, new := strings.Repeat("o", 1024), strings.Repeat("n", 1536)
+	outcomes := map[int]bool{}
+	for seed := range uint64(40) {
 		c := New()
 		c.TearOnCrash(seed)
 		c.MkdirAll("/d", 0o755)
 		f, _ := c.OpenFile("/d/a", os.O_RDWR|os.O_CREATE, 0o644)
-		write(t, f, "synced", 0)
+		write(t, f, old, 0)
 		f.Sync()
 		c.SyncAll("/")
-		write(t, f, "SYN+unsynced", 0)
+		write(t, f, new, 0)
 		c.Crash()
 		got := content(t, c, "/d/a")
-		want := "SYN+unsynced"
-		ok := false
-		for l := 0; l <= len(want); l++ {
-			mix := want[:l]
-			if l < len("synced") {
-				mix += "synced"[l:]
+		sectors := -1
+		for k := 0; k <= 3; k++ {
+			mix := new[:512*k]
+			if 512*k < len(old) {
+				mix += old[512*k:]
 			}
-			ok = ok || got == mix
+			if got == mix {
+				sectors = k
+			}
 		}
-		if !ok {
-			t.Fatalf("seed %d: got %q, want a prefix of %q over %q", seed, got, want, "synced")
+		if sectors < 0 {
+			t.Fatalf("seed %d: got %d bytes, want whole sectors of the new bytes over the old", seed, len(got))
 		}
+		outcomes[sectors] = true
 		c.Crash() // what survived is on the disk: a second crash keeps it
 		if again := content(t, c, "/d/a"); again != got {
-			t.Fatalf("seed %d: a second crash: got %q, want %q kept", seed, again, got)
+			t.Fatalf("seed %d: a second crash: got %d bytes changed, want what survived kept", seed, len(again))
 		}
+	}
+	if len(outcomes) < 3 {
+		t.Fatalf("40 torn crashes: got %d distinct outcomes (%v), want the sectors kept to vary", len(outcomes), outcomes)
 	}
 }
