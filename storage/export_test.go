@@ -13,7 +13,15 @@ var (
 	LoadConsumerStateOn   = loadConsumerState
 	SaveConsumerStateOn   = saveConsumerState
 	RenameBackOn          = renameBack
+	WriteCursorOn         = writeCursor
 )
+
+// ReadCursorOn is ReadCursor on fsys.
+func ReadCursorOn(fsys FS, dir, child string, attempts int) (Cursor, error) {
+	read := func(path string) ([]byte, error) { return readFile(fsys, path, cursorMaxRecord+1) }
+	_, c, err := cursorRead(read, dir, child, attempts)
+	return c, err
+}
 
 // SetBatchSyncFS chooses StageBatch's barriers for a test (one FS.SyncAll,
 // or a SyncDir of each path) and returns a function that restores them.
