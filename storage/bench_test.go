@@ -323,7 +323,7 @@ func BenchmarkInstallSmall(b *testing.B) {
 					Options: InstallOptions{Marker: Marker{PromotedHWM: hwm, SourceNode: "bench"}, Now: time.Now()}}
 			}
 			// Targets share one parent; creating it is not an install's cost.
-			if err := mkdirAllSync(filepath.Dir(items[0].Target)); err != nil {
+			if err := (*Faults)(nil).mkdirAllSync(osFS{}, filepath.Dir(items[0].Target)); err != nil {
 				b.Fatal(err)
 			}
 			return items

@@ -232,6 +232,9 @@ type ConsumerConfig struct {
 	// on purpose (a fault-injection run); the partition actor hands it to
 	// its fan-out cursor writes too.
 	Faults *Faults
+	// FS is the file system of the consumer state's slots; nil is the
+	// OS's. A crash test hands one that forgets what was not synced.
+	FS FS
 }
 
 // Bounds for ConsumerConfig.Validate. They reject values that are surely
@@ -509,10 +512,10 @@ type consumerSlotInfo struct {
 // decode is reported with seq 0, not as an error: a torn slot is an expected
 // outcome of a crash. I/O errors are returned, because guessing past an
 // unreadable slot could hide the newest state.
-func consumerScanSlots(dir string) ([consumerSlotCount]consumerSlotInfo, error) {
+func consumerScanSlots(fsys FS, dir string) ([consumerSlotCount]consumerSlotInfo, error) {
 	var infos [consumerSlotCount]consumerSlotInfo
 	for i := range infos {
-		info, err := consumerReadSlot(consumerSlotPath(dir, i))
+		info, err := consumerReadSlot(fsys, consumerSlotPath(dir, i))
 		if err != nil {
 			return infos, err
 		}
@@ -521,8 +524,8 @@ func consumerScanSlots(dir string) ([consumerSlotCount]consumerSlotInfo, error) 
 	return infos, nil
 }
 
-func consumerReadSlot(path string) (consumerSlotInfo, error) {
-	f, err := os.Open(path)
+func consumerReadSlot(fsys FS, path string) (consumerSlotInfo, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return consumerSlotInfo{size: -1}, nil
 	}
@@ -539,7 +542,7 @@ func consumerReadSlot(path string) (consumerSlotInfo, error) {
 		return info, nil
 	}
 	b := make([]byte, info.size)
-	if _, err := io.ReadFull(f, b); err != nil {
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, info.size), b); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return info, nil // shrank under us: not a valid record
 		}
@@ -557,8 +560,11 @@ func consumerReadSlot(path string) (consumerSlotInfo, error) {
 // If slot files hold bytes but none is valid, it returns EmptyConsumerState
 // with an error wrapping ErrCorrupt: redelivering everything is the safe
 // fallback, but the caller must decide to take it (and say so in its log).
-func LoadConsumerState(dir string) (ConsumerState, error) {
-	infos, err := consumerScanSlots(dir)
+func LoadConsumerState(dir string) (ConsumerState, error) { return loadConsumerState(osFS{}, dir) }
+
+// loadConsumerState is LoadConsumerState on fsys.
+func loadConsumerState(fsys FS, dir string) (ConsumerState, error) {
+	infos, err := consumerScanSlots(fsys, dir)
 	if err != nil {
 		return EmptyConsumerState(), err
 	}
@@ -590,10 +596,15 @@ func LoadConsumerState(dir string) (ConsumerState, error) {
 // without sync a call costs an fsync, of the previous state. The periodic
 // flush path is OffsetCommitter, which remembers which slot is durable.
 func SaveConsumerState(dir string, s ConsumerState, sync bool) error {
+	return saveConsumerState(osFS{}, dir, s, sync)
+}
+
+// saveConsumerState is SaveConsumerState on fsys.
+func saveConsumerState(fsys FS, dir string, s ConsumerState, sync bool) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("save consumer state in %s: %w", dir, err)
 	}
-	slots := newConsumerSlots(dir, nil)
+	slots := newConsumerSlots(fsys, dir, nil)
 	return slots.write(s, sync)
 }
 
@@ -601,6 +612,7 @@ func SaveConsumerState(dir string, s ConsumerState, sync bool) error {
 // the last write, which holds the last fsynced write, and the sizes and
 // sequences it has put there, so steady-state writes need no reads.
 type consumerSlots struct {
+	fs       FS
 	dir      string
 	prepared bool // scanned and made the newest slot durable
 	seq      [consumerSlotCount]uint64
@@ -615,18 +627,19 @@ type consumerSlots struct {
 
 	// syncFile is f.Sync under faults; tests replace it to count or to
 	// model power loss.
-	syncFile  func(f *os.File) error
+	syncFile  func(f File) error
 	faults    *Faults
 	fileSyncs int
 	writes    int
 }
 
-func newConsumerSlots(dir string, faults *Faults) *consumerSlots {
+func newConsumerSlots(fsys FS, dir string, faults *Faults) *consumerSlots {
 	return &consumerSlots{
+		fs:       orOS(fsys),
 		dir:      dir,
 		last:     -1,
 		durable:  -1,
-		syncFile: func(f *os.File) error { return faults.sync(f) },
+		syncFile: func(f File) error { return faults.sync(f) },
 		faults:   faults,
 	}
 }
@@ -635,7 +648,7 @@ func newConsumerSlots(dir string, faults *Faults) *consumerSlots {
 // first overwrite, so that whatever this process writes next, one fsynced
 // state stays untouched.
 func (c *consumerSlots) prepare() error {
-	infos, err := consumerScanSlots(c.dir)
+	infos, err := consumerScanSlots(c.fs, c.dir)
 	if err != nil {
 		return err
 	}
@@ -652,13 +665,13 @@ func (c *consumerSlots) prepare() error {
 	}
 	c.nextSeq++
 	if exist {
-		if err := c.faults.syncDir(c.dir); err != nil {
+		if err := c.faults.syncDir(c.fs, c.dir); err != nil {
 			return err
 		}
 		for i := range c.nameSynced {
 			c.nameSynced[i] = c.size[i] >= 0
 		}
-	} else if err := c.faults.mkdirAllSync(c.dir); err != nil {
+	} else if err := c.faults.mkdirAllSync(c.fs, c.dir); err != nil {
 		// First state of this partition: its directory may be new too.
 		return err
 	}
@@ -722,7 +735,7 @@ func (c *consumerSlots) writeSlot(i int, data []byte, sync bool) error {
 	}
 	// No O_TRUNC: ext4 flushes a file truncated to zero and rewritten on
 	// close (auto_da_alloc), which would turn every flush into a sync write.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := c.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("open consumer slot %s: %w", path, err)
 	}
@@ -771,7 +784,7 @@ func (c *consumerSlots) unsynced() bool {
 
 func (c *consumerSlots) syncSlot(i int) error {
 	path := consumerSlotPath(c.dir, i)
-	f, err := os.Open(path)
+	f, err := c.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return fmt.Errorf("open consumer slot %s for sync: %w", path, err)
 	}
@@ -782,7 +795,7 @@ func (c *consumerSlots) syncSlot(i int) error {
 	return err
 }
 
-func (c *consumerSlots) syncOpen(f *os.File, i int) error {
+func (c *consumerSlots) syncOpen(f File, i int) error {
 	c.fileSyncs++
 	if err := c.syncFile(f); err != nil {
 		return fmt.Errorf("sync consumer slot %s: %w", f.Name(), err)
@@ -790,7 +803,7 @@ func (c *consumerSlots) syncOpen(f *os.File, i int) error {
 	if c.nameSynced[i] {
 		return nil
 	}
-	if err := c.faults.syncDir(c.dir); err != nil {
+	if err := c.faults.syncDir(c.fs, c.dir); err != nil {
 		return err
 	}
 	for j := range c.nameSynced {
@@ -825,7 +838,7 @@ func NewOffsetCommitter(dir string, cfg ConsumerConfig) (*OffsetCommitter, error
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("offset committer for %s: %w", dir, err)
 	}
-	return &OffsetCommitter{cfg: cfg, slots: newConsumerSlots(dir, cfg.Faults)}, nil
+	return &OffsetCommitter{cfg: cfg, slots: newConsumerSlots(cfg.FS, dir, cfg.Faults)}, nil
 }
 
 // Update remembers s as the state to write at the next flush. It copies s,

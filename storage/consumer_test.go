@@ -341,7 +341,7 @@ func newConsumerDiskModel(t *testing.T) *consumerDiskModel {
 }
 
 func (m *consumerDiskModel) attach(slots *consumerSlots) {
-	slots.syncFile = func(f *os.File) error {
+	slots.syncFile = func(f File) error {
 		b, err := os.ReadFile(f.Name())
 		if err != nil {
 			m.t.Fatalf("model: read %s at sync: %v", f.Name(), err)
@@ -451,7 +451,7 @@ func TestConsumerStateSaveAfterRestartMakesTheFoundStateDurableBeforeOverwriting
 	if got := consumerMustLoad(t, dir); !got.Equal(found) {
 		t.Fatalf("after crash: got %+v, want %+v", got, found)
 	}
-	second := newConsumerSlots(dir, nil)
+	second := newConsumerSlots(nil, dir, nil)
 	model.attach(second)
 	for i := range 4 {
 		s.Ack(int64(5 + i))

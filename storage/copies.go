@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,7 +28,7 @@ type TopicDir struct {
 // TopicDirs lists the topic directories of a node's data dir.
 func TopicDirs(dataDir string) ([]TopicDir, error) {
 	root := filepath.Join(dataDir, "topics")
-	ents, err := readDirIfAny(root)
+	ents, err := readDirIfAny(osFS{}, root)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +40,7 @@ func TopicDirs(dataDir string) ([]TopicDir, error) {
 		td := TopicDir{Name: e.Name()}
 		inc, found, err := TopicIncarnation(dataDir, e.Name())
 		td.Incarnation, td.Marked, td.Corrupt = inc, found && err == nil, errors.Is(err, ErrCorrupt)
-		parts, err := os.ReadDir(filepath.Join(root, e.Name()))
+		parts, err := osFS{}.ReadDir(filepath.Join(root, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("list topic dir %s: %w", e.Name(), err)
 		}
@@ -67,7 +66,7 @@ type StaleDir struct {
 
 // StaleDirs lists the topic directories set aside under StalePath.
 func StaleDirs(dataDir string) ([]StaleDir, error) {
-	ents, err := readDirIfAny(StalePath(dataDir))
+	ents, err := readDirIfAny(osFS{}, StalePath(dataDir))
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +92,7 @@ func StaleDirs(dataDir string) ([]StaleDir, error) {
 // too long for the flat form: .stale/@long/<topic>/<incarnation>[.<k>].
 func longStaleDirs(dataDir string) ([]StaleDir, error) {
 	long := filepath.Join(StalePath(dataDir), longNamesDir)
-	topics, err := readDirIfAny(long)
+	topics, err := readDirIfAny(osFS{}, long)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +101,7 @@ func longStaleDirs(dataDir string) ([]StaleDir, error) {
 		if !t.IsDir() {
 			continue
 		}
-		ents, err := readDirIfAny(filepath.Join(long, t.Name()))
+		ents, err := readDirIfAny(osFS{}, filepath.Join(long, t.Name()))
 		if err != nil {
 			return nil, err
 		}
@@ -136,15 +135,18 @@ func HoldsUnexpiredRecords(dir string, cfg LogConfig, now time.Time, retention t
 
 // RemoveDir removes a directory set aside or reclaimed, durably (its
 // parent is synced), and returns the bytes it held.
-func RemoveDir(dir string) (int64, error) {
-	n, err := DirBytes(dir)
+func RemoveDir(dir string) (int64, error) { return removeDir(osFS{}, dir) }
+
+// removeDir is RemoveDir on fsys.
+func removeDir(fsys FS, dir string) (int64, error) {
+	n, _, err := walkBytes(fsys, dir)
 	if err != nil {
 		return 0, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := fsys.RemoveAll(dir); err != nil {
 		return 0, fmt.Errorf("remove %s: %w", dir, err)
 	}
-	return n, syncDir(filepath.Dir(dir))
+	return n, (*Faults)(nil).syncDir(fsys, filepath.Dir(dir))
 }
 
 // SweepOrphanTopicDir is the startup sweep's act on a topic directory
@@ -154,8 +156,13 @@ func RemoveDir(dir string) (int64, error) {
 // is set aside whole under StalePath as <topic>@unmarked. It returns where
 // it went ("" when removed) and the bytes removed.
 func SweepOrphanTopicDir(dataDir, topic string) (setAside string, removed int64, err error) {
+	return sweepOrphanTopicDir(osFS{}, dataDir, topic)
+}
+
+// sweepOrphanTopicDir is SweepOrphanTopicDir on fsys.
+func sweepOrphanTopicDir(fsys FS, dataDir, topic string) (setAside string, removed int64, err error) {
 	dir := TopicPath(dataDir, topic)
-	ents, err := os.ReadDir(dir)
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return "", 0, fmt.Errorf("sweep orphan topic dir %s: %w", topic, err)
 	}
@@ -164,10 +171,10 @@ func SweepOrphanTopicDir(dataDir, topic string) (setAside string, removed int64,
 			return "", 0, fmt.Errorf("sweep orphan topic dir %s: it has a marker: %w", topic, ErrInvalid)
 		}
 		if strings.Contains(e.Name(), ".quarantine") {
-			to, err := setAsideTopicDir(dataDir, topic, "unmarked")
+			to, err := setAsideTopicDir(fsys, dataDir, topic, "unmarked")
 			return to, 0, err
 		}
 	}
-	n, err := RemoveDir(dir)
+	n, err := removeDir(fsys, dir)
 	return "", n, err
 }

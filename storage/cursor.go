@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -171,6 +170,11 @@ func decodeCursor(b []byte) (Cursor, error) {
 // faults, when not nil, may fail the write or its fsyncs (a fault-injection
 // run).
 func WriteCursor(dir string, c Cursor, sync bool, faults *Faults) error {
+	return writeCursor(osFS{}, dir, c, sync, faults)
+}
+
+// writeCursor is WriteCursor on fsys.
+func writeCursor(fsys FS, dir string, c Cursor, sync bool, faults *Faults) error {
 	if err := cursorCheckChild(c.Child); err != nil {
 		return fmt.Errorf("write cursor: %w", err)
 	}
@@ -182,7 +186,7 @@ func WriteCursor(dir string, c Cursor, sync bool, faults *Faults) error {
 	// No O_TRUNC: truncating would open a window in which a reader sees an
 	// empty file, and on ext4 a truncate-and-rewrite forces writeback on
 	// close (auto_da_alloc).
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("open cursor %s: %w", path, err)
 	}
@@ -211,7 +215,7 @@ func WriteCursor(dir string, c Cursor, sync bool, faults *Faults) error {
 		return fmt.Errorf("close cursor %s: %w", path, err)
 	}
 	if sync {
-		return faults.syncDir(dir)
+		return faults.syncDir(fsys, dir)
 	}
 	return nil
 }
@@ -269,12 +273,7 @@ func cursorRead(read func(path string) ([]byte, error), dir, child string, attem
 // cursorReadFile reads a cursor file, but never more than one byte past the
 // largest record: a bigger file is corrupt, and need not be read to say so.
 func cursorReadFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, cursorMaxRecord+1))
+	return readFile(osFS{}, path, cursorMaxRecord+1)
 }
 
 // ListCursors returns every fan-out cursor in dir by child topic, each read
@@ -317,7 +316,7 @@ type cursorFile struct {
 }
 
 func cursorList(read func(path string) ([]byte, error), dir string, attempts int) (map[string]cursorFile, error) {
-	entries, err := os.ReadDir(dir)
+	entries, err := osFS{}.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("list cursors in %s: %w", dir, ErrNotFound)
 	}
@@ -412,10 +411,11 @@ func RemoveCursor(dir, child string) error {
 		return fmt.Errorf("remove cursor: %w", err)
 	}
 	path := filepath.Join(dir, cursorFileName(child))
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	fsys := osFS{}
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove cursor %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return (*Faults)(nil).syncDir(fsys, dir)
 }
 
 // ClampCursor lowers a cursor past hwm to hwm. A moved partition's
@@ -432,6 +432,11 @@ func ClampCursor(offset, hwm int64) int64 {
 // watermark (rule K6, silently: see ClampCursor), and writes it as this
 // version's record. It returns the cursor as installed.
 func InstallCursor(dir string, raw []byte, hwm int64, sync bool) (Cursor, error) {
+	return installCursor(osFS{}, dir, raw, hwm, sync)
+}
+
+// installCursor is InstallCursor on fsys.
+func installCursor(fsys FS, dir string, raw []byte, hwm int64, sync bool) (Cursor, error) {
 	c, err := decodeCursor(raw)
 	if err != nil {
 		return Cursor{}, fmt.Errorf("install cursor: %w", err)
@@ -440,7 +445,7 @@ func InstallCursor(dir string, raw []byte, hwm int64, sync bool) (Cursor, error)
 		return Cursor{}, fmt.Errorf("install cursor %s: hwm %d below 0: %w", c.Child, hwm, ErrInvalid)
 	}
 	c.Offset = ClampCursor(c.Offset, hwm)
-	if err := WriteCursor(dir, c, sync, nil); err != nil {
+	if err := writeCursor(fsys, dir, c, sync, nil); err != nil {
 		return Cursor{}, fmt.Errorf("install cursor: %w", err)
 	}
 	return c, nil
@@ -464,6 +469,11 @@ func VerifyCursor(raw []byte) (Cursor, error) {
 // a child not in raws (left by an earlier attempt) is removed. Two records
 // for one child are ErrInvalid: a source lists a child once.
 func ReplaceCursors(dir string, raws [][]byte, hwm int64, sync bool) ([]Cursor, error) {
+	return replaceCursors(osFS{}, dir, raws, hwm, sync)
+}
+
+// replaceCursors is ReplaceCursors on fsys.
+func replaceCursors(fsys FS, dir string, raws [][]byte, hwm int64, sync bool) ([]Cursor, error) {
 	keep := make(map[string]bool, len(raws))
 	for _, raw := range raws {
 		c, err := VerifyCursor(raw)
@@ -475,7 +485,7 @@ func ReplaceCursors(dir string, raws [][]byte, hwm int64, sync bool) ([]Cursor, 
 		}
 		keep[cursorFileName(c.Child)] = true
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
 	}
@@ -485,21 +495,21 @@ func ReplaceCursors(dir string, raws [][]byte, hwm int64, sync bool) ([]Cursor, 
 		if !strings.HasPrefix(name, cursorPrefix) || !strings.HasSuffix(name, cursorSuffix) || keep[name] || !e.Type().IsRegular() {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsys.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
 		}
 		removed = true
 	}
 	out := make([]Cursor, 0, len(raws))
 	for _, raw := range raws {
-		c, err := InstallCursor(dir, raw, hwm, sync)
+		c, err := installCursor(fsys, dir, raw, hwm, sync)
 		if err != nil {
 			return nil, fmt.Errorf("replace cursors in %s: %w", dir, err)
 		}
 		out = append(out, c)
 	}
 	if removed && sync && len(raws) == 0 {
-		return out, syncDir(dir)
+		return out, (*Faults)(nil).syncDir(fsys, dir)
 	}
 	return out, nil
 }

@@ -16,8 +16,9 @@
 //   - a partition's log: log.go, frame.go (the frame format and its CRC),
 //     origins.go (the memory behind Log.Committed), recover.go, listing.go
 //     (List and ReadChunk: committed bytes only), files.go (the node-wide
-//     bound on open segment files), fs.go (FS, the file system under a log,
-//     which a crash test replaces), config.go (LogConfig);
+//     bound on open segment files), fs.go (FS, the file system under all
+//     of storage, which the crash tests replace: crashpoints_test.go and
+//     powerloss_test.go on storage/crashfs), config.go (LogConfig);
 //   - syncs: lane.go, lane_linux.go, lane_other.go (SyncLane: many logs'
 //     syncs in one syncfs or one fdatasync round), fsync.go, fsync_linux.go,
 //     fsync_other.go (directory and file-system syncs);

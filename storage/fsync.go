@@ -6,15 +6,10 @@ import (
 	"path/filepath"
 )
 
-// syncDir makes the directory entries of dir durable (creates, renames and
-// removes inside it). A file's fsync does not cover its name.
-func syncDir(dir string) error { return (*Faults)(nil).syncDir(dir) }
-
-// syncDir is syncDir under the fault switch f.
-func (f *Faults) syncDir(dir string) error { return f.syncDirIn(osFS{}, dir) }
-
-// syncDirIn is syncDir on the file system fsys.
-func (f *Faults) syncDirIn(fsys FS, dir string) error {
+// syncDir makes the directory entries of dir on fsys durable (creates,
+// renames and removes inside it), under the fault switch f. A file's
+// fsync does not cover its name.
+func (f *Faults) syncDir(fsys FS, dir string) error {
 	if err := f.failSync("dir " + dir); err != nil {
 		return err
 	}
@@ -25,15 +20,21 @@ func (f *Faults) syncDirIn(fsys FS, dir string) error {
 	return nil
 }
 
-// mkdirAllSync creates dir and its missing parents and syncs each parent whose
-// entries changed, so a created path survives a power loss.
-func mkdirAllSync(dir string) error { return (*Faults)(nil).mkdirAllSync(dir) }
+// syncAll is fsys's barrier (FS.SyncAll: one syncfs on the OS) for the
+// file system holding dir, under the fault switch f.
+func (f *Faults) syncAll(fsys FS, dir string) error {
+	if err := f.failSync("filesystem of " + dir); err != nil {
+		return err
+	}
+	if err := fsys.SyncAll(dir); err != nil {
+		return fmt.Errorf("sync filesystem of %s: %w", dir, err)
+	}
+	return nil
+}
 
-// mkdirAllSync is mkdirAllSync under the fault switch f.
-func (f *Faults) mkdirAllSync(dir string) error { return f.mkdirAllSyncIn(osFS{}, dir) }
-
-// mkdirAllSyncIn is mkdirAllSync on the file system fsys.
-func (f *Faults) mkdirAllSyncIn(fsys FS, dir string) error {
+// mkdirAllSync creates dir and its missing parents on fsys and syncs each
+// parent whose entries changed, so a created path survives a power loss.
+func (f *Faults) mkdirAllSync(fsys FS, dir string) error {
 	var created []string
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		if _, err := fsys.Stat(p); err == nil {
@@ -48,24 +49,19 @@ func (f *Faults) mkdirAllSyncIn(fsys FS, dir string) error {
 		return fmt.Errorf("create dir %s: %w", dir, err)
 	}
 	for _, p := range created {
-		if err := f.syncDirIn(fsys, filepath.Dir(p)); err != nil {
+		if err := f.syncDir(fsys, filepath.Dir(p)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeFileSync writes data to path through a temporary file, fsyncs it and
-// renames it into place, then syncs the directory. A crash leaves either the
-// old file or the new one, never a torn one.
-func writeFileSync(path string, data []byte) error {
-	return (*Faults)(nil).writeFileSync(path, data)
-}
-
-// writeFileSync is writeFileSync under the fault switch f.
-func (f *Faults) writeFileSync(path string, data []byte) error {
+// writeFileSync writes data to path on fsys through a temporary file,
+// fsyncs it and renames it into place, then syncs the directory. A crash
+// leaves either the old file or the new one, never a torn one.
+func (f *Faults) writeFileSync(fsys FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	file, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	file, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
@@ -80,8 +76,8 @@ func (f *Faults) writeFileSync(path string, data []byte) error {
 	if err := file.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
-	return f.syncDir(filepath.Dir(path))
+	return f.syncDir(fsys, filepath.Dir(path))
 }

@@ -179,7 +179,12 @@ func (g *Guards) PathFree(dataDir, topic string, inc uint64, partition int, abse
 // found is false when the directory has no marker (or does not exist); a
 // marker that does not parse is ErrCorrupt.
 func TopicIncarnation(dataDir, topic string) (inc uint64, found bool, err error) {
-	b, err := os.ReadFile(filepath.Join(TopicPath(dataDir, topic), incarnationFile))
+	return topicIncarnation(osFS{}, dataDir, topic)
+}
+
+// topicIncarnation is TopicIncarnation on fsys.
+func topicIncarnation(fsys FS, dataDir, topic string) (inc uint64, found bool, err error) {
+	b, err := readFile(fsys, filepath.Join(TopicPath(dataDir, topic), incarnationFile), readFileMaxBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}

@@ -138,7 +138,7 @@ func QuarantinedAt(dataDir, rel string) (QuarantinedCopy, error) {
 	parent := dataDir
 	for _, part := range strings.Split(filepath.Dir(rel), string(filepath.Separator)) {
 		parent = filepath.Join(parent, part)
-		fi, err := os.Lstat(parent)
+		fi, err := osFS{}.Lstat(parent)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			return QuarantinedCopy{}, fmt.Errorf("copy %s: %w", rel, ErrNotFound)
@@ -159,10 +159,11 @@ func ReleaseQuarantined(dataDir, rel string) error {
 		return fmt.Errorf("release: %w", err)
 	}
 	dir := filepath.Join(dataDir, rel)
-	if err := os.RemoveAll(dir); err != nil {
+	fsys := osFS{}
+	if err := fsys.RemoveAll(dir); err != nil {
 		return fmt.Errorf("release %s: %w", rel, err)
 	}
-	return syncDir(filepath.Dir(dir))
+	return (*Faults)(nil).syncDir(fsys, filepath.Dir(dir))
 }
 
 // OrphanTopicDirs lists, sorted, the directories under topics/ that hold
@@ -177,11 +178,11 @@ func OrphanTopicDirs(dataDir string) ([]string, error) {
 	out := []string{}
 	for _, t := range topics {
 		dir := filepath.Join(dataDir, topicsDir, t)
-		fi, err := os.Lstat(dir)
+		fi, err := osFS{}.Lstat(dir)
 		if err != nil || !fi.IsDir() {
 			continue
 		}
-		names, err := readDirNames(dir)
+		names, err := readDirNames(osFS{}, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -195,46 +196,61 @@ func OrphanTopicDirs(dataDir string) ([]string, error) {
 // DirBytes sums the sizes of the regular files under dir, following no
 // symlink; a missing dir holds 0 bytes.
 func DirBytes(dir string) (int64, error) {
-	n, _, err := walkBytes(dir)
+	n, _, err := walkBytes(osFS{}, dir)
 	return n, err
 }
 
 // walkBytes sums the regular files' sizes under dir and returns the latest
 // modification time of dir and what it holds. Entries removed during the
 // walk are skipped.
-func walkBytes(dir string) (int64, time.Time, error) {
-	var total int64
-	var latest time.Time
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			if path == dir {
-				return err
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if fi.ModTime().After(latest) {
-			latest = fi.ModTime()
-		}
-		if fi.Mode().IsRegular() {
-			total += fi.Size()
-		}
-		return nil
-	})
+func walkBytes(fsys FS, dir string) (int64, time.Time, error) {
+	fi, err := fsys.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, time.Time{}, nil
 	}
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("size of %s: %w", dir, err)
+	}
+	var total int64
+	latest := fi.ModTime()
+	if fi.Mode().IsRegular() {
+		total = fi.Size()
+	}
+	var walk func(d string) error
+	walk = func(d string) error {
+		ents, err := fsys.ReadDir(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			info, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if info.ModTime().After(latest) {
+				latest = info.ModTime()
+			}
+			if info.Mode().IsRegular() {
+				total += info.Size()
+			}
+			if e.IsDir() {
+				if err := walk(filepath.Join(d, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if fi.IsDir() {
+		if err := walk(dir); err != nil {
+			return 0, time.Time{}, fmt.Errorf("size of %s: %w", dir, err)
+		}
 	}
 	return total, latest, nil
 }
@@ -244,7 +260,7 @@ func walkBytes(dir string) (int64, time.Time, error) {
 // directory (a symlink included).
 func measure(dataDir string, c QuarantinedCopy) (QuarantinedCopy, error) {
 	dir := filepath.Join(dataDir, c.Path)
-	fi, err := os.Lstat(dir)
+	fi, err := osFS{}.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return c, fmt.Errorf("copy %s: %w", c.Path, ErrNotFound)
@@ -253,7 +269,7 @@ func measure(dataDir string, c QuarantinedCopy) (QuarantinedCopy, error) {
 	case !fi.IsDir():
 		return c, fmt.Errorf("copy %s is not a directory: %w", c.Path, ErrInvalid)
 	}
-	c.Bytes, c.Modified, err = walkBytes(dir)
+	c.Bytes, c.Modified, err = walkBytes(osFS{}, dir)
 	return c, err
 }
 
@@ -366,7 +382,7 @@ func topicName(s string) bool {
 // otherwise.
 func realDirNames(dataDir, rel string) ([]string, error) {
 	dir := filepath.Join(dataDir, rel)
-	fi, err := os.Lstat(dir)
+	fi, err := osFS{}.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
@@ -375,14 +391,14 @@ func realDirNames(dataDir, rel string) ([]string, error) {
 	case !fi.IsDir():
 		return nil, nil
 	}
-	return readDirNames(dir)
+	return readDirNames(osFS{}, dir)
 }
 
 // readDirIfAny is os.ReadDir where a missing dir has no entries: the data
 // dir's optional folders (topics, the set-aside copies) are made on first
 // use.
-func readDirIfAny(dir string) ([]os.DirEntry, error) {
-	ents, err := os.ReadDir(dir)
+func readDirIfAny(fsys FS, dir string) ([]os.DirEntry, error) {
+	ents, err := fsys.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -393,8 +409,8 @@ func readDirIfAny(dir string) ([]os.DirEntry, error) {
 }
 
 // readDirNames lists dir's entry names, sorted; a missing dir has none.
-func readDirNames(dir string) ([]string, error) {
-	ents, err := readDirIfAny(dir)
+func readDirNames(fsys FS, dir string) ([]string, error) {
+	ents, err := readDirIfAny(fsys, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -151,7 +151,7 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 		return nil, err
 	}
 	fsys := fsOf(cfg)
-	if err := cfg.Faults.mkdirAllSyncIn(fsys, dir); err != nil {
+	if err := cfg.Faults.mkdirAllSync(fsys, dir); err != nil {
 		return nil, err
 	}
 	l := &Log{dir: dir, cfg: cfg, fs: fsys, files: files, origins: recentOrigins{max: cfg.RecentOriginsMax}}
@@ -323,7 +323,7 @@ func createSegment(fsys FS, dir string, base int64, faults *Faults) (File, error
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	if err := faults.syncDirIn(fsys, dir); err != nil {
+	if err := faults.syncDir(fsys, dir); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -878,7 +878,7 @@ func (l *Log) Retain(now time.Time, maxAge time.Duration, maxBytes int64) (int, 
 		removed++
 	}
 	if removed > 0 {
-		return removed, l.cfg.Faults.syncDirIn(l.fs, l.dir)
+		return removed, l.cfg.Faults.syncDir(l.fs, l.dir)
 	}
 	return 0, nil
 }

@@ -87,8 +87,11 @@ func decodeMarker(b []byte) (Marker, error) {
 
 // ReadMarker reads the move marker of the partition in dir. A partition that
 // was never installed by a move has none (ErrNotFound).
-func ReadMarker(dir string) (Marker, error) {
-	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+func ReadMarker(dir string) (Marker, error) { return readMarker(osFS{}, dir) }
+
+// readMarker is ReadMarker on fsys.
+func readMarker(fsys FS, dir string) (Marker, error) {
+	b, err := readFile(fsys, filepath.Join(dir, MarkerFile), markerMaxBytes+13+1)
 	if errors.Is(err, os.ErrNotExist) {
 		return Marker{}, fmt.Errorf("marker in %s: %w", dir, ErrNotFound)
 	}
@@ -101,12 +104,12 @@ func ReadMarker(dir string) (Marker, error) {
 // writeMarker writes the marker file, and fsyncs it when sync is set (a batch
 // install covers it with a filesystem barrier instead). The caller syncs the
 // directory (the install does it once for the whole staging directory).
-func writeMarker(dir string, m Marker, sync bool, faults *Faults) error {
+func writeMarker(fsys FS, dir string, m Marker, sync bool, faults *Faults) error {
 	b, err := encodeMarker(m)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, MarkerFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(filepath.Join(dir, MarkerFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write marker: %w", err)
 	}
@@ -129,4 +132,6 @@ func writeMarker(dir string, m Marker, sync bool, faults *Faults) error {
 // WriteMarker writes m as dir's move marker. An install writes its own
 // (InstallBatch); this is for a tool or a test that lays out a copy as an
 // install would.
-func WriteMarker(dir string, m Marker, sync bool) error { return writeMarker(dir, m, sync, nil) }
+func WriteMarker(dir string, m Marker, sync bool) error {
+	return writeMarker(osFS{}, dir, m, sync, nil)
+}

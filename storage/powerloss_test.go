@@ -12,7 +12,9 @@ import (
 )
 
 // A log on a file system that forgets, at each simulated power loss,
-// every write and every name not synced (storage/crashfs). Seeded runs of
+// every write and every name not synced (storage/crashfs), or on even
+// seeds keeps a random prefix of each file's unsynced bytes (a torn
+// write, crashfs.TearOnCrash). Seeded runs of
 // commits (write, sync through the node's lane, publish), commits cut
 // short (written, perhaps synced, never published), process crashes (the
 // log abandoned, its page cache kept) and power losses (Crash), with small
@@ -56,6 +58,9 @@ func powerLossRun(t *testing.T, seed uint64) {
 	cfg.IndexIntervalBytes = 512
 	p := &powerLoss{t: t, fs: crashfs.New(), cfg: cfg, acked: map[int64]string{}, seen: map[int64]string{}, written: map[string]bool{}}
 	p.cfg.FS = p.fs
+	if seed%2 == 0 {
+		p.fs.TearOnCrash(seed)
+	}
 	lane, err := storage.OpenSyncLane(t.TempDir(), storage.DefaultSyncLaneConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,20 +30,13 @@ func StagingPath(dataDir, topic string, partition int) string {
 // on disk (.moves), less the copies set aside there (quarantine counts
 // those). A file that vanishes during the walk (an install renamed it
 // away) is not counted.
-func StagingBytes(dataDir string) int64 {
+func StagingBytes(dataDir string) int64 { return stagingBytes(osFS{}, dataDir) }
+
+func stagingBytes(fsys FS, dataDir string) int64 {
 	var n int64
-	filepath.WalkDir(filepath.Join(dataDir, ".moves"), func(_ string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return nil
-		case d.IsDir() && strings.Contains(d.Name(), ".quarantine"):
-			return filepath.SkipDir
-		case !d.IsDir():
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
+	skip := func(name string) bool { return strings.Contains(name, ".quarantine") }
+	walkFiles(fsys, filepath.Join(dataDir, ".moves"), skip, func(_ string, info os.FileInfo) {
+		n += info.Size()
 	})
 	return n
 }
@@ -57,9 +49,10 @@ func StagingBytes(dataDir string) int64 {
 type Staging struct {
 	dir    string
 	cfg    LogConfig
+	fs     FS               // fsOf(cfg)
 	limits map[string]int64 // listed size of each segment of the last listing
 	sizes  map[string]int64 // staged size of each segment
-	files  map[string]*os.File
+	files  map[string]File
 	synced map[string]bool // files whose content is known durable
 	done   bool            // installed or removed
 	// staged is the marker Stage made durable, nil once anything is
@@ -89,16 +82,17 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 	if move == "" {
 		return nil, false, fmt.Errorf("open staging %s: no move name: %w", dir, ErrInvalid)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, stagingMoveFile)); err == nil && string(b) == move {
+	fsys := fsOf(cfg)
+	if b, err := readFile(fsys, filepath.Join(dir, stagingMoveFile), readFileMaxBytes); err == nil && string(b) == move {
 		s, err := resumeStaging(dir, cfg)
 		return s, false, err
-	} else if _, serr := os.Lstat(dir); serr == nil {
-		if err := os.RemoveAll(dir); err != nil {
+	} else if _, serr := fsys.Lstat(dir); serr == nil {
+		if err := fsys.RemoveAll(dir); err != nil {
 			return nil, false, fmt.Errorf("clear the staging copy of another move at %s: %w", dir, err)
 		}
 		cleared = true
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, cleared, fmt.Errorf("create staging %s: %w", dir, err)
 	}
 	// Neither the directory nor the move's name are synced here: Stage and
@@ -106,7 +100,7 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 	// marker, and the rename's directories after it; a name lost to a
 	// crash before that loses a copy that was not the partition yet, and
 	// the move copies it again.
-	if err := os.WriteFile(filepath.Join(dir, stagingMoveFile), []byte(move), 0o644); err != nil {
+	if err := writeFile(fsys, filepath.Join(dir, stagingMoveFile), []byte(move)); err != nil {
 		return nil, cleared, fmt.Errorf("name the move of staging %s: %w", dir, err)
 	}
 	s, err = resumeStaging(dir, cfg)
@@ -115,14 +109,14 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 
 // resumeStaging opens an existing staging directory as it is.
 func resumeStaging(dir string, cfg LogConfig) (*Staging, error) {
-	s := &Staging{dir: dir, cfg: cfg, limits: map[string]int64{}, sizes: map[string]int64{},
-		files: map[string]*os.File{}, synced: map[string]bool{}}
-	bases, err := listSegmentBases(osFS{}, dir)
+	s := &Staging{dir: dir, cfg: cfg, fs: fsOf(cfg), limits: map[string]int64{}, sizes: map[string]int64{},
+		files: map[string]File{}, synced: map[string]bool{}}
+	bases, err := listSegmentBases(s.fs, dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range bases {
-		st, err := os.Stat(filepath.Join(dir, segmentName(b)))
+		st, err := s.fs.Stat(filepath.Join(dir, segmentName(b)))
 		if err != nil {
 			return nil, fmt.Errorf("open staging: %w", err)
 		}
@@ -167,7 +161,7 @@ func (s *Staging) Reconcile(ls Listing) error {
 			continue
 		}
 		s.closeFile(name)
-		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("reconcile: %w", err)
 		}
 		delete(s.sizes, name)
@@ -178,7 +172,7 @@ func (s *Staging) Reconcile(ls Listing) error {
 		staged, ok := s.sizes[name]
 		switch {
 		case !ok:
-			f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_RDWR|os.O_CREATE, 0o644)
+			f, err := s.fs.OpenFile(filepath.Join(s.dir, name), os.O_RDWR|os.O_CREATE, 0o644)
 			if err != nil {
 				return fmt.Errorf("reconcile: %w", err)
 			}
@@ -226,11 +220,11 @@ type SegmentRange struct {
 	From, To int64
 }
 
-func (s *Staging) file(name string) (*os.File, error) {
+func (s *Staging) file(name string) (File, error) {
 	if f, ok := s.files[name]; ok {
 		return f, nil
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_RDWR, 0o644)
+	f, err := s.fs.OpenFile(filepath.Join(s.dir, name), os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("staging file %s: %w", name, err)
 	}
@@ -315,14 +309,14 @@ func (s *Staging) Verify(hwm int64) error {
 	if s.done {
 		return fmt.Errorf("verify %s: %w", s.dir, ErrClosed)
 	}
-	bases, err := listSegmentBases(osFS{}, s.dir)
+	bases, err := listSegmentBases(s.fs, s.dir)
 	if err != nil {
 		return err
 	}
 	for len(bases) > 1 && bases[len(bases)-1] > hwm {
 		name := segmentName(bases[len(bases)-1])
 		s.closeFile(name)
-		if err := os.Remove(filepath.Join(s.dir, name)); err != nil {
+		if err := s.fs.Remove(filepath.Join(s.dir, name)); err != nil {
 			return fmt.Errorf("verify: cut segment past hwm: %w", err)
 		}
 		delete(s.sizes, name)
@@ -374,7 +368,7 @@ func (s *Staging) Verify(hwm int64) error {
 
 // cutBack truncates a segment whose commit frames run past hwm so that it
 // recovers to exactly hwm.
-func cutBack(f *os.File, size, base, hwm int64, cfg LogConfig) error {
+func cutBack(f File, size, base, hwm int64, cfg LogConfig) error {
 	w := newWindow(f, size, cfg.ReadBufferBytes)
 	var pos int64
 	var last frame
@@ -431,7 +425,7 @@ func (s *Staging) StampAges(ls Listing, arrived, now time.Time) error {
 		if stamp.After(now.Add(ageFutureLimit)) {
 			continue
 		}
-		if err := os.Chtimes(filepath.Join(s.dir, seg.Name), stamp, stamp); err != nil {
+		if err := s.fs.Chtimes(filepath.Join(s.dir, seg.Name), stamp, stamp); err != nil {
 			return fmt.Errorf("stamp age of %s: %w", seg.Name, err)
 		}
 	}
@@ -492,7 +486,7 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	} else if err := s.Stage(opts.Marker, opts.Now); err != nil {
 		return InstallResult{}, err
 	}
-	if err := s.cfg.Faults.mkdirAllSync(filepath.Dir(target)); err != nil {
+	if err := s.cfg.Faults.mkdirAllSync(s.fs, filepath.Dir(target)); err != nil {
 		return InstallResult{}, err
 	}
 	if err := s.present(); err != nil {
@@ -502,14 +496,14 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if err != nil {
 		return res, err
 	}
-	if err := os.Rename(s.dir, target); err != nil {
+	if err := s.fs.Rename(s.dir, target); err != nil {
 		return res, fmt.Errorf("install %s as %s: %w", s.dir, target, err)
 	}
 	s.done = true
-	if err := s.cfg.Faults.syncDir(filepath.Dir(target)); err != nil {
+	if err := s.cfg.Faults.syncDir(s.fs, filepath.Dir(target)); err != nil {
 		return res, err
 	}
-	return res, s.cfg.Faults.syncDir(filepath.Dir(s.dir))
+	return res, s.cfg.Faults.syncDir(s.fs, filepath.Dir(s.dir))
 }
 
 // present checks, right before an install sets aside what is at the
@@ -521,7 +515,7 @@ func (s *Staging) present() error {
 	if s.done {
 		return fmt.Errorf("install %s: %w", s.dir, ErrClosed)
 	}
-	if _, err := os.Lstat(s.dir); err != nil {
+	if _, err := s.fs.Lstat(s.dir); err != nil {
 		return fmt.Errorf("install %s: the staged copy is gone: %w", s.dir, err)
 	}
 	return nil
@@ -530,7 +524,7 @@ func (s *Staging) present() error {
 // syncFiles fsyncs every regular file in the staging directory that is not
 // known durable, and closes every open descriptor.
 func (s *Staging) syncFiles() error {
-	ents, err := os.ReadDir(s.dir)
+	ents, err := s.fs.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("sync staging: %w", err)
 	}
@@ -561,16 +555,17 @@ func (s *Staging) closeFiles() error {
 // it (opts.Vouched), anything else is removed. A copy that cannot be
 // judged is quarantined: nothing is deleted on a guess.
 func setAside(target string, cfg LogConfig, opts InstallOptions) (InstallResult, error) {
-	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+	fsys := fsOf(cfg)
+	if _, err := fsys.Lstat(target); errors.Is(err, os.ErrNotExist) {
 		return InstallResult{}, nil
 	} else if err != nil {
 		return InstallResult{}, fmt.Errorf("install: %w", err)
 	}
 	if holdsUnexpiredRecords(target, cfg, opts.Now, opts.RetentionAge) && (opts.Vouched == nil || !opts.Vouched(target)) {
-		q, err := quarantine(target)
+		q, err := quarantine(fsys, target)
 		return InstallResult{Quarantined: q}, err
 	}
-	if err := os.RemoveAll(target); err != nil {
+	if err := fsys.RemoveAll(target); err != nil {
 		return InstallResult{}, fmt.Errorf("install: remove empty copy at %s: %w", target, err)
 	}
 	return InstallResult{Replaced: true}, nil
@@ -590,12 +585,13 @@ func setAside(target string, cfg LogConfig, opts InstallOptions) (InstallResult,
 // topic's guard, and no log is open at target. It reports whether it
 // removed a copy.
 func ReclaimEarlierCopy(target, source string, cfg LogConfig, now time.Time, retention time.Duration, vouched func(dir string) bool) (bool, error) {
-	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+	fsys := fsOf(cfg)
+	if _, err := fsys.Lstat(target); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	} else if err != nil {
 		return false, fmt.Errorf("reclaim %s: %w", target, err)
 	}
-	switch m, err := ReadMarker(target); {
+	switch m, err := readMarker(fsys, target); {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		return false, nil // a marker that cannot be read: the install judges
@@ -605,7 +601,7 @@ func ReclaimEarlierCopy(target, source string, cfg LogConfig, now time.Time, ret
 	if holdsUnexpiredRecords(target, cfg, now, retention) && (vouched == nil || !vouched(target)) {
 		return false, nil
 	}
-	if err := os.RemoveAll(target); err != nil {
+	if err := fsys.RemoveAll(target); err != nil {
 		return false, fmt.Errorf("reclaim %s: %w", target, err)
 	}
 	return true, nil
@@ -617,7 +613,7 @@ func ReclaimEarlierCopy(target, source string, cfg LogConfig, now time.Time, ret
 func holdsUnexpiredRecords(dir string, cfg LogConfig, now time.Time, retention time.Duration) bool {
 	ls, err := ListClosed(dir, cfg, now)
 	if errors.Is(err, ErrNotFound) {
-		ents, rerr := os.ReadDir(dir)
+		ents, rerr := fsOf(cfg).ReadDir(dir)
 		return rerr != nil || hasSegmentLike(ents)
 	}
 	if err != nil {
@@ -650,22 +646,28 @@ func hasSegmentLike(ents []os.DirEntry) bool {
 // Quarantine sets a closed partition's directory aside as the first free
 // <dir>.quarantine[.N] name, durably, and returns that name: for a copy
 // that may hold records nobody else has.
-func Quarantine(dir string) (string, error) { return quarantine(dir) }
+func Quarantine(dir string) (string, error) { return quarantine(osFS{}, dir) }
 
-// quarantine renames dir to the first free <dir>.quarantine[.N] name and
-// syncs the parent. It never overwrites an earlier quarantine.
-func quarantine(dir string) (string, error) {
+// quarantine renames dir on fsys to the first free <dir>.quarantine[.N]
+// name and syncs the parent. It never overwrites an earlier quarantine.
+func quarantine(fsys FS, dir string) (string, error) {
 	q := dir + ".quarantine"
 	for i := 2; ; i++ {
-		if _, err := os.Lstat(q); errors.Is(err, os.ErrNotExist) {
+		_, err := fsys.Lstat(q)
+		if errors.Is(err, os.ErrNotExist) {
 			break
+		}
+		if err != nil {
+			// Not "taken": a disk that fails every lstat would have
+			// this loop count forever.
+			return "", fmt.Errorf("quarantine %s: %w", dir, err)
 		}
 		q = dir + ".quarantine." + strconv.Itoa(i)
 	}
-	if err := os.Rename(dir, q); err != nil {
+	if err := fsys.Rename(dir, q); err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", dir, err)
 	}
-	return q, syncDir(filepath.Dir(dir))
+	return q, (*Faults)(nil).syncDir(fsys, filepath.Dir(dir))
 }
 
 // Quarantine sets the staging copy aside instead of removing it: a move that
@@ -676,17 +678,17 @@ func (s *Staging) Quarantine() (string, error) {
 	}
 	s.closeFiles()
 	s.done = true
-	return quarantine(s.dir)
+	return quarantine(s.fs, s.dir)
 }
 
 // Remove deletes the staging copy.
 func (s *Staging) Remove() error {
 	s.closeFiles()
 	s.done = true
-	if err := os.RemoveAll(s.dir); err != nil {
+	if err := s.fs.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("remove staging %s: %w", s.dir, err)
 	}
-	return syncDir(filepath.Dir(s.dir))
+	return (*Faults)(nil).syncDir(s.fs, filepath.Dir(s.dir))
 }
 
 // Close releases descriptors; the staged files stay for a later attempt.
@@ -695,20 +697,24 @@ func (s *Staging) Close() error { return s.closeFiles() }
 // RenameBack takes an installed copy off the partition's path and puts it
 // back at its staging path, durably, so a move whose flip did not commit can
 // resume from it. No Log may be open at installed (see Install).
-func RenameBack(installed, staging string) error {
-	if _, err := os.Lstat(staging); err == nil {
+func RenameBack(installed, staging string) error { return renameBack(osFS{}, installed, staging) }
+
+// renameBack is RenameBack on fsys.
+func renameBack(fsys FS, installed, staging string) error {
+	var faults *Faults
+	if _, err := fsys.Lstat(staging); err == nil {
 		return fmt.Errorf("rename back: %s already exists: %w", staging, ErrInvalid)
 	}
-	if err := mkdirAllSync(filepath.Dir(staging)); err != nil {
+	if err := faults.mkdirAllSync(fsys, filepath.Dir(staging)); err != nil {
 		return err
 	}
-	if err := os.Rename(installed, staging); err != nil {
+	if err := fsys.Rename(installed, staging); err != nil {
 		return fmt.Errorf("rename back %s: %w", installed, err)
 	}
-	if err := syncDir(filepath.Dir(staging)); err != nil {
+	if err := faults.syncDir(fsys, filepath.Dir(staging)); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(installed))
+	return faults.syncDir(fsys, filepath.Dir(installed))
 }
 
 // InstallItem is one staged copy of a batch install.
@@ -765,7 +771,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			continue
 		}
 		errs[i] = func() error {
-			if err := it.Staging.cfg.Faults.mkdirAllSync(filepath.Dir(it.Target)); err != nil {
+			if err := it.Staging.cfg.Faults.mkdirAllSync(it.Staging.fs, filepath.Dir(it.Target)); err != nil {
 				return err
 			}
 			if err := it.Staging.present(); err != nil {
@@ -776,7 +782,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			if err != nil {
 				return err
 			}
-			if err := os.Rename(it.Staging.dir, it.Target); err != nil {
+			if err := it.Staging.fs.Rename(it.Staging.dir, it.Target); err != nil {
 				return fmt.Errorf("install %s as %s: %w", it.Staging.dir, it.Target, err)
 			}
 			it.Staging.done = true
@@ -790,12 +796,8 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	// syncfs on this machine, and there is one per topic).
 	failed := map[string]error{}
 	if len(dirs) > renameDirSyncs {
-		faults := items[0].Staging.cfg.Faults
-		root := filepath.Dir(items[0].Staging.dir)
-		err := faults.failSync("filesystem of " + root)
-		if err == nil {
-			err = syncFS(root)
-		}
+		first := items[0].Staging
+		err := first.cfg.Faults.syncAll(first.fs, filepath.Dir(first.dir))
 		for d := range dirs {
 			if err != nil {
 				failed[d] = err
@@ -803,7 +805,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}
 	} else {
 		for d := range dirs {
-			if err := items[0].Staging.cfg.Faults.syncDir(d); err != nil {
+			if err := items[0].Staging.cfg.Faults.syncDir(items[0].Staging.fs, d); err != nil {
 				failed[d] = err
 			}
 		}

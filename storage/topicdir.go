@@ -44,10 +44,16 @@ func TopicPath(dataDir, topic string) string { return filepath.Join(dataDir, "to
 // durable. The caller holds the topic's guard (Guards) and has re-read the
 // topic record under it, and no partition of the directory is open.
 func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepared, error) {
+	return prepareTopicDir(osFS{}, dataDir, topic, incarnation)
+}
+
+// prepareTopicDir is PrepareTopicDir on fsys.
+func prepareTopicDir(fsys FS, dataDir, topic string, incarnation uint64) (TopicDirPrepared, error) {
+	var faults *Faults // a node's topic directories take no injected faults
 	dir := TopicPath(dataDir, topic)
 	want := strconv.FormatUint(incarnation, 10)
 	var out TopicDirPrepared
-	b, err := os.ReadFile(filepath.Join(dir, incarnationFile))
+	b, err := readFile(fsys, filepath.Join(dir, incarnationFile), readFileMaxBytes)
 	switch {
 	case err == nil && strings.TrimSpace(string(b)) == want:
 		return out, nil
@@ -56,54 +62,62 @@ func PrepareTopicDir(dataDir, topic string, incarnation uint64) (TopicDirPrepare
 		if err != nil {
 			out.Found = "unreadable"
 		}
-		if out.SetAside, err = setAsideTopicDir(dataDir, topic, out.Found); err != nil {
+		if out.SetAside, err = setAsideTopicDir(fsys, dataDir, topic, out.Found); err != nil {
 			return out, err
 		}
 	default:
-		if ents, _ := os.ReadDir(dir); len(ents) > 0 {
-			if out.SetAside, err = setAsideTopicDir(dataDir, topic, "unmarked"); err != nil {
+		if ents, _ := fsys.ReadDir(dir); len(ents) > 0 {
+			if out.SetAside, err = setAsideTopicDir(fsys, dataDir, topic, "unmarked"); err != nil {
 				return out, err
 			}
 		}
 	}
-	if err := mkdirAllSync(dir); err != nil {
+	if err := faults.mkdirAllSync(fsys, dir); err != nil {
 		return out, fmt.Errorf("create topic dir: %w", err)
 	}
-	return out, writeFileSync(filepath.Join(dir, incarnationFile), []byte(want+"\n"))
+	return out, faults.writeFileSync(fsys, filepath.Join(dir, incarnationFile), []byte(want+"\n"))
 }
 
 // setAsideTopicDir moves the topic's directory to the first free
 // StalePath name for what its marker said, durably.
-func setAsideTopicDir(dataDir, topic, found string) (string, error) {
+func setAsideTopicDir(fsys FS, dataDir, topic, found string) (string, error) {
+	var faults *Faults
 	base := filepath.Join(StalePath(dataDir), staleName(topic, found))
-	if err := mkdirAllSync(filepath.Dir(base)); err != nil {
+	if err := faults.mkdirAllSync(fsys, filepath.Dir(base)); err != nil {
 		return "", fmt.Errorf("set aside topic dir %s: %w", topic, err)
 	}
 	to := base
 	for i := 2; ; i++ {
-		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+		_, err := fsys.Lstat(to)
+		if errors.Is(err, os.ErrNotExist) {
 			break
+		}
+		if err != nil {
+			// Not "taken": a disk that fails every lstat would have
+			// this loop count forever.
+			return "", fmt.Errorf("set aside topic dir %s: %w", topic, err)
 		}
 		to = base + "." + strconv.Itoa(i)
 	}
 	dir := TopicPath(dataDir, topic)
-	if err := os.Rename(dir, to); err != nil {
+	if err := fsys.Rename(dir, to); err != nil {
 		return "", fmt.Errorf("set aside topic dir %s: %w", dir, err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := faults.syncDir(fsys, filepath.Dir(dir)); err != nil {
 		return to, err
 	}
-	return to, syncDir(filepath.Dir(base))
+	return to, faults.syncDir(fsys, filepath.Dir(base))
 }
 
 // PurgePartition removes a deleted topic's partition data, and the topic
 // directory once nothing but its marker is left in it.
 func PurgePartition(dataDir, topic string, partition int) error {
-	if err := os.RemoveAll(PartitionPath(dataDir, topic, partition)); err != nil {
+	fsys := osFS{}
+	if err := fsys.RemoveAll(PartitionPath(dataDir, topic, partition)); err != nil {
 		return fmt.Errorf("purge partition %s/%d: %w", topic, partition, err)
 	}
 	dir := TopicPath(dataDir, topic)
-	ents, err := os.ReadDir(dir)
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil // nothing left to tidy
 	}
@@ -112,7 +126,7 @@ func PurgePartition(dataDir, topic string, partition int) error {
 			return nil
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := fsys.RemoveAll(dir); err != nil {
 		return fmt.Errorf("purge topic dir %s: %w", dir, err)
 	}
 	return nil

@@ -144,6 +144,9 @@ type WALConfig struct {
 	Faults *Faults
 	// Clock times PositionSaveInterval; nil is the wall clock.
 	Clock clock.Clock
+	// FS is the file system the WAL lives on; nil is the OS's. A crash
+	// test hands one that forgets what was not synced (fs.go).
+	FS FS
 }
 
 // DefaultWALConfig returns the configuration a node runs with unless told
@@ -277,6 +280,7 @@ type WALReplayStats struct {
 type WAL struct {
 	dir string
 	cfg WALConfig
+	fs  FS // orOS(cfg.FS)
 
 	// wake holds at most one signal. A lost send is harmless: the writer
 	// drains the whole queue after each wake.
@@ -317,7 +321,7 @@ type WAL struct {
 
 	// live is the position saver's file, nil without PositionOnCommit;
 	// liveSlot is the slot its next write goes to. Both under maint.
-	live     *os.File
+	live     File
 	liveSlot int
 
 	// Owned by the writer goroutine (and by Open and Close around it).
@@ -366,12 +370,14 @@ func OpenWAL(dir string, cfg WALConfig) (*WAL, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.Faults.mkdirAllSync(dir); err != nil {
+	fsys := orOS(cfg.FS)
+	if err := cfg.Faults.mkdirAllSync(fsys, dir); err != nil {
 		return nil, fmt.Errorf("open wal: %w", err)
 	}
 	w := &WAL{
 		dir:     dir,
 		cfg:     cfg,
+		fs:      fsys,
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -458,21 +464,21 @@ func walDecodeLiveSlot(b []byte) (through uint64, ranges []walSeqRange, ok bool)
 // if it is missing, and leaves it open in w.live.
 func (w *WAL) openLive() (through uint64, ranges []walSeqRange, err error) {
 	path := filepath.Join(w.dir, walLiveName)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	_, statErr := w.fs.Stat(path)
+	f, err := w.fs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return 0, nil, fmt.Errorf("open wal live position: %w", err)
 	}
 	w.live = f
 	if errors.Is(statErr, fs.ErrNotExist) {
-		if err := w.cfg.Faults.syncDir(w.dir); err != nil {
+		if err := w.cfg.Faults.syncDir(w.fs, w.dir); err != nil {
 			return 0, nil, fmt.Errorf("create wal live position: %w", err)
 		}
 		return 0, nil, nil
 	}
 	// Bounded by the largest slots any config writes, so an oversized file
 	// cannot cost memory; a slot of another config's size reads as torn.
-	b, err := io.ReadAll(io.LimitReader(f, 2*int64(walPositionMaxBytes)))
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 2*int64(walPositionMaxBytes)))
 	if err != nil {
 		return 0, nil, fmt.Errorf("read wal live position: %w", err)
 	}
@@ -495,10 +501,10 @@ func (w *WAL) rebuild() error {
 	posPath := filepath.Join(w.dir, walPositionName)
 	// A leftover temporary is a position save that never completed; the
 	// position file itself is still the old, whole one.
-	if err := os.Remove(posPath + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := w.fs.Remove(posPath + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open wal %s: remove stale position: %w", w.dir, err)
 	}
-	through, ranges, err := walReadPosition(posPath)
+	through, ranges, err := walReadPosition(w.fs, posPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		through = 0
@@ -520,7 +526,7 @@ func (w *WAL) rebuild() error {
 	}
 	w.persisted = through
 
-	segs, err := walListSegments(w.dir)
+	segs, err := walListSegments(w.fs, w.dir)
 	if err != nil {
 		return err
 	}
@@ -541,7 +547,7 @@ func (w *WAL) rebuild() error {
 
 	if len(segs) > 0 {
 		last := segs[len(segs)-1]
-		f, err := os.OpenFile(last.path, os.O_RDWR, 0)
+		f, err := w.fs.OpenFile(last.path, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("open wal segment: %w", err)
 		}
@@ -576,7 +582,7 @@ func (w *WAL) rebuild() error {
 			return fmt.Errorf("close wal segment %s: %w", last.path, err)
 		}
 		if last.size == 0 {
-			if err := os.Remove(last.path); err != nil {
+			if err := w.fs.Remove(last.path); err != nil {
 				return fmt.Errorf("remove empty wal segment: %w", err)
 			}
 			w.segs = segs[:len(segs)-1]
@@ -593,15 +599,15 @@ func (w *WAL) rebuild() error {
 
 // createSegment creates the (empty) segment starting at base and makes its
 // name durable, so records fsynced into it are found after a crash.
-func (w *WAL) createSegment(base uint64) (*walSegment, *os.File, error) {
+func (w *WAL) createSegment(base uint64) (*walSegment, File, error) {
 	path := filepath.Join(w.dir, walSegmentName(base))
 	// O_TRUNC, not O_EXCL: a file of this name can only be an empty leftover
 	// of an earlier roll that failed before any record went into it.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := w.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create wal segment: %w", err)
 	}
-	if err := w.cfg.Faults.syncDir(w.dir); err != nil {
+	if err := w.cfg.Faults.syncDir(w.fs, w.dir); err != nil {
 		f.Close() // the sync error is the one worth returning
 		return nil, nil, fmt.Errorf("create wal segment %s: %w", path, err)
 	}
@@ -614,8 +620,8 @@ func walSegmentName(base uint64) string {
 
 // walListSegments returns dir's segments in seq order. Other files are left
 // alone: the directory is the WAL's, but a stray file is no reason to stop.
-func walListSegments(dir string) ([]*walSegment, error) {
-	entries, err := os.ReadDir(dir)
+func walListSegments(fsys FS, dir string) ([]*walSegment, error) {
+	entries, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list wal %s: %w", dir, err)
 	}
@@ -1050,7 +1056,7 @@ func (w *WAL) writePosition(live bool) error {
 		} else {
 			b = walEncodePositionRanges(through, ranges)
 		}
-		if err := w.cfg.Faults.writeFileSync(filepath.Join(w.dir, walPositionName), b); err != nil {
+		if err := w.cfg.Faults.writeFileSync(w.fs, filepath.Join(w.dir, walPositionName), b); err != nil {
 			return fmt.Errorf("wal save position %d: %w", through, err)
 		}
 	}
@@ -1098,7 +1104,7 @@ func (w *WAL) Compact() error {
 	removed := 0
 	var err error
 	for _, s := range doomed {
-		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if rerr := w.fs.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = fmt.Errorf("wal compact: remove segment: %w", rerr)
 			break
 		}
@@ -1110,7 +1116,7 @@ func (w *WAL) Compact() error {
 		// removed entries are still the ones removed.
 		w.segs = slices.Clone(w.segs[removed:])
 		w.mu.Unlock()
-		if serr := w.cfg.Faults.syncDir(w.dir); err == nil && serr != nil {
+		if serr := w.cfg.Faults.syncDir(w.fs, w.dir); err == nil && serr != nil {
 			err = fmt.Errorf("wal compact: %w", serr)
 		}
 	}
@@ -1196,7 +1202,7 @@ func (w *WAL) Replay(fn func(WALRecord) error) (WALReplayStats, error) {
 
 // replaySegment replays seg, whose records are seg.base..last.
 func (w *WAL) replaySegment(seg walSegment, last uint64, fn func(WALRecord) error, stats *WALReplayStats) error {
-	f, err := os.Open(seg.path)
+	f, err := w.fs.OpenFile(seg.path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		w.mu.Lock()
 		gone := last <= w.persisted
@@ -1731,17 +1737,12 @@ func walDecodePositionV1(b []byte) (uint64, error) {
 
 // walReadPosition reads the position file, reading at most one byte more
 // than the largest valid one so an oversized file cannot cost memory.
-func walReadPosition(path string) (uint64, []walSeqRange, error) {
-	f, err := os.Open(path)
+func walReadPosition(fsys FS, path string) (uint64, []walSeqRange, error) {
+	b, err := readFile(fsys, path, int64(walPositionMaxBytes)+1)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, nil, err
 		}
-		return 0, nil, fmt.Errorf("open wal position: %w", err)
-	}
-	defer f.Close() // read-only: nothing to lose on close
-	b, err := io.ReadAll(io.LimitReader(f, int64(walPositionMaxBytes)+1))
-	if err != nil {
 		return 0, nil, fmt.Errorf("read wal position %s: %w", path, err)
 	}
 	return walDecodePosition(b)

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 )
@@ -86,16 +84,11 @@ func walDecodeLives(b []byte) ([]walLife, error) {
 // walReadLives reads dir's lives file. A missing one is no lives: a new
 // WAL, or one an older node wrote, whose records then replay without an
 // origin.
-func walReadLives(dir string) ([]walLife, error) {
-	f, err := os.Open(filepath.Join(dir, walLivesName))
+func walReadLives(fsys FS, dir string) ([]walLife, error) {
+	b, err := readFile(fsys, filepath.Join(dir, walLivesName), int64(len(walLivesMagic)+4+16*walLivesMax+4)+1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open wal lives: %w", err)
-	}
-	defer f.Close() // read-only: nothing to lose on close
-	b, err := io.ReadAll(io.LimitReader(f, int64(len(walLivesMagic)+4+16*walLivesMax+4)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read wal lives: %w", err)
 	}
@@ -160,7 +153,7 @@ func walNewLifeID(lives []walLife) (uint64, error) {
 // segments kept and the seqs from w.nextSeq on. A lives file that does
 // not decode is started afresh: its records replay without an origin.
 func (w *WAL) beginLife() error {
-	lives, err := walReadLives(w.dir)
+	lives, err := walReadLives(w.fs, w.dir)
 	if errors.Is(err, ErrCorrupt) {
 		lives, err = nil, nil
 	}
@@ -176,7 +169,7 @@ func (w *WAL) beginLife() error {
 		return err
 	}
 	next := walNextLives(lives, oldest, w.nextSeq, id)
-	if err := w.cfg.Faults.writeFileSync(filepath.Join(w.dir, walLivesName), walEncodeLives(next)); err != nil {
+	if err := w.cfg.Faults.writeFileSync(w.fs, filepath.Join(w.dir, walLivesName), walEncodeLives(next)); err != nil {
 		return fmt.Errorf("write wal lives: %w", err)
 	}
 	w.lives = next
