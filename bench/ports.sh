@@ -21,6 +21,24 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 url() { echo "http://127.0.0.1:$((base + $1))"; }
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
 
+# raft_tls_args NODE_BIN DIR [CERT_BIN]: the --raft-tls-* flags of a node
+# NODE_BIN runs, on a CA and a loopback certificate made once in DIR by
+# CERT_BIN (or NODE_BIN), so that Raft runs over mutual TLS as production's
+# does, whatever the revision: nothing when NODE_BIN predates --raft-tls-*,
+# or when neither binary has `narad cert` (a revision that old runs Raft
+# over plain TCP without being asked).
+raft_tls_args() {
+  local node=$1 dir=$2 maker=${3:-$1}
+  "$node" serve --help 2>&1 | grep -q -- '-raft-tls-ca' || return 0
+  "$maker" cert --help >/dev/null 2>&1 || maker=$node
+  "$maker" cert --help >/dev/null 2>&1 || return 0
+  if [ ! -f "$dir/node.crt" ]; then
+    "$maker" cert create-ca --dir "$dir" >/dev/null
+    "$maker" cert create-node --dir "$dir" 127.0.0.1 localhost >/dev/null
+  fi
+  echo "--raft-tls-ca $dir/ca.crt --raft-tls-cert $dir/node.crt --raft-tls-key $dir/node.key"
+}
+
 # The two sides of a run beside the public Narad (vs-public.sh,
 # chaos-public.sh). The caller sets side (ours or public), base, cdir (the
 # cluster's data directory), out (its log prefix), pw (the admin password)
@@ -54,8 +72,10 @@ launch_node() {
       NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
       NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
   else
+    # shellcheck disable=SC2046 # the flags split on purpose
     NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
       --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
+      $(raft_tls_args "$OUR_NARAD" "$cdir/raft-tls") \
       --peers "$peers" --log-level warn ${prof:+--pprof "$prof"} >>"$out.n$i.log" 2>&1 &
   fi
 }

@@ -2,9 +2,13 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/x509"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +61,7 @@ func render(t *testing.T, set ...string) manifests {
 
 // everything is every switch of the chart on.
 var everything = []string{"replicas=5", "voters=3", "tls.httpSecret=narad-http-tls", "tls.natsSecret=narad-nats-tls",
+	"tls.raftCertManager.enabled=true", "tls.raftCertManager.issuer=narad-raft-ca",
 	"metrics.serviceMonitor.enabled=true", "metrics.vmServiceScrape.enabled=true", "config.max-in-flight-moves=64"}
 
 func TestHelmLint(t *testing.T) {
@@ -127,7 +132,8 @@ func TestHelmTemplateEverything(t *testing.T) {
 		}
 	}
 	for key, secret := range map[string]string{"http-tls-cert": "narad-http-tls", "http-tls-key": "narad-http-tls",
-		"nats-tls-ca": "narad-nats-tls", "nats-tls-cert": "narad-nats-tls", "nats-tls-key": "narad-nats-tls"} {
+		"nats-tls-ca": "narad-nats-tls", "nats-tls-cert": "narad-nats-tls", "nats-tls-key": "narad-nats-tls",
+		"raft-tls-ca": raftSecret, "raft-tls-cert": raftSecret, "raft-tls-key": raftSecret} {
 		path, found := file[key], false
 		for vol, dir := range mounts {
 			if filepath.Dir(path) == dir && secretOf[vol] == secret {
@@ -138,6 +144,7 @@ func TestHelmTemplateEverything(t *testing.T) {
 			t.Errorf("config %s %q: want a file of Secret %s's mount", key, path, secret)
 		}
 	}
+	checkRaftCertificate(t, m, node)
 	svc := m.services["narad"]
 	for _, kind := range []string{"ServiceMonitor", "VMServiceScrape"} {
 		s := m.scrapes[kind]
@@ -160,6 +167,54 @@ func TestHelmTemplateEverything(t *testing.T) {
 		if !hasPort || e.Path != "/metrics" || e.Scheme != "https" {
 			t.Errorf("%s endpoint %+v: want port http of Service narad, /metrics, https", kind, e)
 		}
+	}
+}
+
+// checkRaftCertificate: cert-manager's Certificate writes the Secret the
+// nodes mount, with a name Go's TLS (Dragonboat's) accepts for the Raft
+// address of every pod, as a server and as a client, from the issuer set.
+func checkRaftCertificate(t *testing.T, m manifests, node *appsv1.StatefulSet) {
+	t.Helper()
+	crt := m.certificates[raftSecret]
+	if crt == nil {
+		t.Fatalf("no Certificate %s with tls.raftCertManager.enabled", raftSecret)
+	}
+	if crt.Spec.SecretName != raftSecret || crt.Spec.IssuerRef.Name != "narad-raft-ca" || crt.Spec.IssuerRef.Kind != "Issuer" {
+		t.Errorf("Certificate: secretName %q issuer %+v, want %s from Issuer narad-raft-ca", crt.Spec.SecretName, crt.Spec.IssuerRef, raftSecret)
+	}
+	if !slices.Contains(crt.Spec.Usages, "server auth") || !slices.Contains(crt.Spec.Usages, "client auth") {
+		t.Errorf("Certificate usages %v: want server auth and client auth (mutual TLS)", crt.Spec.Usages)
+	}
+	vals, _ := envOf(container(t, node))
+	named := &x509.Certificate{DNSNames: crt.Spec.DNSNames}
+	for i := range *node.Spec.Replicas {
+		pod := fmt.Sprintf("%s-%d", node.Name, i)
+		host, _, err := net.SplitHostPort(strings.ReplaceAll(vals["NARAD_RAFT_ADDR"], "$(POD_NAME)", pod))
+		if err != nil {
+			t.Fatalf("NARAD_RAFT_ADDR %q: %v", vals["NARAD_RAFT_ADDR"], err)
+		}
+		if err := named.VerifyHostname(host); err != nil {
+			t.Errorf("Certificate dnsNames %v: pod %s's Raft host %s not among them (%v)", crt.Spec.DNSNames, pod, host, err)
+		}
+	}
+}
+
+// tls.insecureRaft runs Raft over plain TCP, said by name in the config,
+// with no certificate mounted or asked of cert-manager.
+func TestHelmInsecureRaftSaysSo(t *testing.T) {
+	m := render(t, "tls.insecureRaft=true", "tls.raftCertManager.enabled=true", "tls.raftCertManager.issuer=x")
+	node := m.sets["narad"]
+	file := configFile(t, m, node)
+	if file["insecure-raft"] != "true" || file["raft-tls-ca"] != "" {
+		t.Errorf("config insecure-raft %q raft-tls-ca %q: want true and no file", file["insecure-raft"], file["raft-tls-ca"])
+	}
+	for _, v := range node.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == raftSecret {
+			t.Errorf("volume %s of Secret %s with insecureRaft: want none", v.Name, raftSecret)
+		}
+	}
+	if len(m.certificates) != 0 {
+		t.Errorf("Certificates %v with insecureRaft: want none", m.certificates)
 	}
 }
 
@@ -204,6 +259,9 @@ func TestHelmRefusesBadValues(t *testing.T) {
 		{[]string{"config.Max_moves=1"}, "'Max_moves' does not match"},
 		{[]string{"nats.enabled=false"}, "nats.external.urls"},
 		{[]string{"metrics.serviceMonitor.interval=often"}, "/metrics/serviceMonitor/interval"},
+		{[]string{"tls.raftSecret="}, "narad cert create-ca --dir certs"},
+		{[]string{"tls.raftCertManager.enabled=true"}, "tls.raftCertManager.issuer"},
+		{[]string{"tls.raftCertManager.issuerKind=Vault"}, "/tls/raftCertManager/issuerKind"},
 	} {
 		args := []string{"template", "narad", chartDir}
 		for _, s := range tc.set {

@@ -33,6 +33,20 @@ func TestMain(m *testing.M) {
 const testVersion = "v0.0.0-deploy-test"
 
 // naradBinary builds ./cmd/narad once for the package's tests.
+// raftCertFlags makes, with narad cert, a CA and a loopback certificate
+// in a directory of the test's own, and returns the flags that run a
+// node's Raft over mutual TLS on them.
+func raftCertFlags(t *testing.T, bin string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"cert", "create-ca", "--dir", dir}, {"cert", "create-node", "--dir", dir, "127.0.0.1", "localhost"}} {
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("narad %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return []string{"--raft-tls-ca", filepath.Join(dir, "ca.crt"), "--raft-tls-cert", filepath.Join(dir, "node.crt"), "--raft-tls-key", filepath.Join(dir, "node.key")}
+}
+
 func naradBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {

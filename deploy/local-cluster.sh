@@ -25,6 +25,9 @@ creds=$dir/nats
 # The nodes run secured (HTTP Basic, users and grants): the root user admin
 # is seeded with this password at the cluster's first start, made once.
 admin_password_file=$dir/admin.password
+# Raft between the nodes runs over mutual TLS: the cluster's CA (made once)
+# and each node's certificate, made at its first start.
+certs=$dir/certs
 
 build() {
   mkdir -p "$dir"
@@ -38,8 +41,16 @@ admin_password() {
   cat "$admin_password_file"
 }
 
+# raft_certs <id>: the CA, once, and node <id>'s certificate for its Raft
+# host, once; a CA is never made again over the one the nodes trust.
+raft_certs() {
+  [ -f "$certs/ca.crt" ] || "$bin" cert create-ca --dir "$certs" >/dev/null
+  [ -f "$certs/$1.crt" ] || "$bin" cert create-node --dir "$certs" --name "$1" 127.0.0.1 localhost >/dev/null
+}
+
 start_node() {
   local id=$1 i=${1#n} how password
+  raft_certs "$id"
   if [ "$i" -le 3 ]; then how=(--peers "$peers"); else how=(--join); fi
   # Read here, not in the background command: there the expansion runs in
   # the job's own subshell, the nodes started at once race to create the
@@ -48,6 +59,7 @@ start_node() {
   NARAD_ADMIN_PASSWORD=$password "$bin" serve --id "$id" --data "$dir/$id" \
     --http "127.0.0.1:$((http_base + i))" --raft "127.0.0.1:$((raft_base + i))" \
     --nats "$nats_url" --nats-creds "$creds/node.nk" "${how[@]}" \
+    --raft-tls-ca "$certs/ca.crt" --raft-tls-cert "$certs/$id.crt" --raft-tls-key "$certs/$id.key" \
     >>"$dir/$id.log" 2>&1 &
   echo $! >"$dir/$id.pid"
 }
@@ -87,6 +99,7 @@ case "${1:-}" in
     echo "  export NARAD_USER=admin NARAD_PASSWORD=\$(cat $admin_password_file)"
     echo "  curl -u \"admin:\$NARAD_PASSWORD\" http://127.0.0.1:$((http_base + 1))/v1/users"
     echo "NATS admin: $bin cluster members --nats $nats_url --nats-creds $creds/admin.nk"
+    echo "Raft: mutual TLS, the CA and each node's certificate in $certs/"
     ;;
   add)
     if [ -f "$dir/n4.pid" ] && kill -0 "$(cat "$dir/n4.pid")" 2>/dev/null; then

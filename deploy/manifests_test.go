@@ -36,6 +36,33 @@ type manifests struct {
 	configMaps map[string]*corev1.ConfigMap
 	// scrapes are the ServiceMonitor and VMServiceScrape objects, by kind.
 	scrapes map[string]*scrape
+	// certificates are cert-manager's Certificates, by name.
+	certificates map[string]*certificate
+}
+
+// certificate is what a cert-manager Certificate says, the fields the
+// chart sets; decoded strictly, so a misspelt field fails.
+type certificate struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		SecretName  string   `json:"secretName"`
+		CommonName  string   `json:"commonName"`
+		DNSNames    []string `json:"dnsNames"`
+		Duration    string   `json:"duration"`
+		RenewBefore string   `json:"renewBefore"`
+		PrivateKey  struct {
+			Algorithm string `json:"algorithm"`
+			Size      int    `json:"size"`
+		} `json:"privateKey"`
+		Usages    []string `json:"usages"`
+		IssuerRef struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			Group string `json:"group"`
+		} `json:"issuerRef"`
+	} `json:"spec"`
 }
 
 // scrape is what a ServiceMonitor or a VMServiceScrape says, the fields
@@ -75,7 +102,7 @@ func readManifests(t *testing.T) manifests {
 func decodeManifests(t *testing.T, source, stream string) manifests {
 	t.Helper()
 	m := manifests{map[string]*corev1.Service{}, map[string]*appsv1.StatefulSet{}, map[string]*policyv1.PodDisruptionBudget{},
-		map[string]*corev1.ConfigMap{}, map[string]*scrape{}}
+		map[string]*corev1.ConfigMap{}, map[string]*scrape{}, map[string]*certificate{}}
 	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(stream, -1) {
 		if strings.TrimSpace(stripComments(doc)) == "" {
 			continue
@@ -108,8 +135,12 @@ func decodeManifests(t *testing.T, source, stream string) manifests {
 			s := &scrape{}
 			obj, name = s, &s.Metadata.Name
 			defer func() { m.scrapes[s.Kind] = s }()
+		case "cert-manager.io/v1 Certificate":
+			s := &certificate{}
+			obj, name = s, &s.Metadata.Name
+			defer func() { m.certificates[s.Metadata.Name] = s }()
 		default:
-			t.Fatalf("%s: kind %q of %q, want Service, StatefulSet, PodDisruptionBudget, ConfigMap, ServiceMonitor or VMServiceScrape (or teach this test the new kind)", where, tm.Kind, tm.APIVersion)
+			t.Fatalf("%s: kind %q of %q, want Service, StatefulSet, PodDisruptionBudget, ConfigMap, ServiceMonitor, VMServiceScrape or Certificate (or teach this test the new kind)", where, tm.Kind, tm.APIVersion)
 		}
 		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 			t.Fatalf("%s: strict decode: %v", where, err)
@@ -327,11 +358,12 @@ func checkShape(t *testing.T, m manifests) {
 			}
 		}
 		for _, v := range set.Spec.Template.Spec.Volumes {
-			if v.Secret != nil && v.Secret.SecretName != "narad-credentials" {
-				t.Errorf("%s: volume %s from Secret %s, want narad-credentials", name, v.Name, v.Secret.SecretName)
+			if v.Secret != nil && v.Secret.SecretName != "narad-credentials" && v.Secret.SecretName != raftSecret {
+				t.Errorf("%s: volume %s from Secret %s, want narad-credentials or %s (Raft's certificate)", name, v.Name, v.Secret.SecretName, raftSecret)
 			}
 		}
 	}
+	checkRaftTLS(t, m)
 	// Passwords never as literal values: a manifest is not a secret store.
 	for _, set := range m.sets {
 		vals, _ := envOf(container(t, set))
@@ -339,6 +371,37 @@ func checkShape(t *testing.T, m manifests) {
 			if _, ok := vals[k]; ok {
 				t.Errorf("%s: %s is a literal, want a secretKeyRef", set.Name, k)
 			}
+		}
+	}
+}
+
+// raftSecret is the Secret of Raft's CA, certificate and key the
+// manifests and the chart's defaults mount.
+const raftSecret = "narad-raft-tls"
+
+// checkRaftTLS: the nodes run Raft over mutual TLS, never --insecure-raft,
+// each of the three files in the mount of Secret raftSecret.
+func checkRaftTLS(t *testing.T, m manifests) {
+	t.Helper()
+	node := m.sets["narad"]
+	if v, ok := setting(t, m, node, "insecure-raft", "NARAD_INSECURE_RAFT"); ok && v != "false" {
+		t.Errorf("narad: insecure-raft %q, want Raft over mutual TLS", v)
+	}
+	c := container(t, node)
+	mounts := map[string]string{}
+	for _, vm := range c.VolumeMounts {
+		mounts[vm.MountPath] = vm.Name
+	}
+	secretOf := map[string]string{}
+	for _, v := range node.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secretOf[v.Name] = v.Secret.SecretName
+		}
+	}
+	for _, f := range []string{"raft-tls-ca", "raft-tls-cert", "raft-tls-key"} {
+		path, ok := setting(t, m, node, f, "NARAD_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
+		if got := secretOf[mounts[filepath.Dir(path)]]; !ok || got != raftSecret {
+			t.Errorf("narad %s: got %q (in Secret %q), want a file of Secret %s's mount", f, path, got, raftSecret)
 		}
 	}
 }
@@ -468,7 +531,7 @@ func TestManifestsProbePathsExist(t *testing.T) {
 	httpAddr, raftAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--id", "n1", "--data", t.TempDir(), "--http", httpAddr, "--raft", raftAddr, "--log-level", "error")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--id", "n1", "--data", t.TempDir(), "--http", httpAddr, "--raft", raftAddr, "--log-level", "error"}, raftCertFlags(t, bin)...)...)
 	cmd.Env = append(os.Environ(), "NARAD_ADMIN_PASSWORD=probe-test-password")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

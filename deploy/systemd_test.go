@@ -199,7 +199,7 @@ func parseConfigFile(t *testing.T, where string, raw []byte) map[string]string {
 // A node starts from narad.service's config file: the node reads every
 // key of it (--print-config shows the file's values), and with only the
 // keys bound to the example's hosts overridden by flags (its data, its
-// addresses, its peers and NATS) it comes up ready.
+// addresses, its peers and NATS, its Raft certificate) it comes up ready.
 func TestSystemdNodeStartsFromItsConfigFile(t *testing.T) {
 	bin := naradBinary(t)
 	const path = "systemd/narad.yaml"
@@ -229,8 +229,8 @@ func TestSystemdNodeStartsFromItsConfigFile(t *testing.T) {
 	httpAddr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--config", path, "--data", t.TempDir(),
-		"--http", httpAddr, "--raft", freeAddr(t), "--peers=", "--nats=", "--nats-creds=", "--log-level", "error")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--config", path, "--data", t.TempDir(),
+		"--http", httpAddr, "--raft", freeAddr(t), "--peers=", "--nats=", "--nats-creds=", "--log-level", "error"}, raftCertFlags(t, bin)...)...)
 	cmd.Env = append(env, "NARAD_ADMIN_PASSWORD=config-test-password")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

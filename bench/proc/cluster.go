@@ -12,11 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/naradmq/narad/cmd/narad/certs"
 )
 
 // Node is one narad serve process and what it needs to be started again.
@@ -89,6 +92,7 @@ type Cluster struct {
 	// disks, when UseLoopDisks made them, are a file system per node slot.
 	disks *loopDisks
 
+	// mu guards procs, and the making of the Raft certificates.
 	mu    sync.Mutex
 	procs []*Proc // every process started, for the cleanup
 }
@@ -295,11 +299,48 @@ func (c *Cluster) Peers() string {
 	return c.peers
 }
 
+// RaftCerts is where the run's Raft CA and the loopback certificate every
+// node presents are, made at the first StartNode: the nodes run Raft over
+// mutual TLS as production does. Made here rather than by Bin, so that a
+// binary of an older revision (an A/B) runs over TLS too.
+func (c *Cluster) RaftCerts() string { return filepath.Join(c.Dir, "raft-tls") }
+
+// raftTLSArgs makes the run's Raft certificates once and returns the flags
+// that pass them. Under mu: nodes may start from several goroutines.
+func (c *Cluster) raftTLSArgs() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir := c.RaftCerts()
+	node := filepath.Join(dir, certs.NodeName)
+	if _, err := os.Stat(node + ".crt"); errors.Is(err, os.ErrNotExist) {
+		if _, err := certs.CreateCA(dir, "", time.Now(), certs.DefaultCALifetime, true); err != nil {
+			return nil, err
+		}
+		// Every slot's Raft host: loopback, or each namespace's address
+		// (UseNetns), which a replaced node keeps.
+		hosts := []string{"127.0.0.1", "localhost"}
+		for _, n := range c.Nodes {
+			if h := hostOf(n.Raft); !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
+		}
+		if _, err := certs.CreateNode(dir, "", certs.NodeName, hosts, time.Now(), certs.DefaultNodeLifetime, true); err != nil {
+			return nil, err
+		}
+	}
+	return []string{"--raft-tls-ca", filepath.Join(dir, certs.CAFile), "--raft-tls-cert", node + ".crt", "--raft-tls-key", node + ".key"}, nil
+}
+
 // StartNode starts one node as deploy/local-cluster.sh does, or starts it
 // again on its data after it exited (its last process joins Past).
 func (c *Cluster) StartNode(n *Node) error {
+	tlsArgs, err := c.raftTLSArgs()
+	if err != nil {
+		return fmt.Errorf("raft certificates: %w", err)
+	}
 	args := []string{"serve", "--id", n.ID, "--data", c.DataDir(n), "--http", n.HTTP,
 		"--raft", n.Raft, "--nats", cmp.Or(n.NATSURL, c.NATSURL), "--nats-creds", filepath.Join(c.NATSCreds(), "node.nk")}
+	args = append(args, tlsArgs...)
 	if n.Pprof != "" {
 		args = append(args, "--pprof", n.Pprof)
 	}

@@ -15,12 +15,13 @@ import (
 // each command's own --help, so a new flag is completed without a change
 // here; TestCompletionKnowsEveryCommand holds this tree to the dispatch.
 var commands = map[string][]string{
-	"":           {"dev", "serve", "nats", "topics", "produce", "consume", "users", "cluster", "version", "completion", "ctx", "help"},
+	"":           {"dev", "serve", "nats", "cert", "topics", "produce", "consume", "users", "cluster", "version", "completion", "ctx", "help"},
 	"ctx":        {"add", "use", "list", "show", "rm"},
 	"topics":     {"create", "alter", "list", "get", "delete", "attach", "children", "detach"},
 	"users":      {"create", "list", "grant", "passwd", "delete"},
 	"cluster":    {"members", "status", "topics", "moves", "decommission", "quarantine"},
 	"completion": {"bash", "zsh", "fish"},
+	"cert":       {"create-ca", "create-node", "list"},
 	// Second-level verbs of cluster.
 	"cluster moves":      {"abort"},
 	"cluster quarantine": {"release"},

@@ -79,6 +79,7 @@ func newChildNode(t *testing.T, dir string) *childNode {
 	t.Cleanup(func() { logf.Close() })
 	c := &childNode{t: t, base: "http://" + httpAddr, logTo: logf,
 		args: []string{"serve", "--id", "n1", "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--raft", raftAddr, "--log-level", "warn", "--security-enabled=false"}}
+	c.args = append(c.args, raftCertFlags(t, filepath.Join(dir, "certs"))...)
 	t.Cleanup(func() {
 		if c.cmd != nil {
 			c.cmd.Process.Kill()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -116,6 +117,27 @@ func TestDevNATSListensOnItsFixedPortAndTheClusterCLIFindsIt(t *testing.T) {
 	}
 	if !strings.Contains(d.logs.String(), `msg="node ready"`) {
 		t.Fatalf("logs: got %q, want the node's own info lines", d.logs.String())
+	}
+}
+
+// narad dev runs Raft over mutual TLS on certificates it makes in its
+// data directory (the key only its owner reads): its Raft port refuses a
+// client without a certificate of its CA.
+func TestDevRaftRunsOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev node")
+	}
+	dir, p := t.TempDir(), devPort(t)
+	startDev(t, "--data", dir, "--http-base", fmt.Sprintf("127.0.0.1:%d", p), "--nats-port", "0", "--log-level", "error")
+	for name, want := range map[string]os.FileMode{"ca.key": 0o600, "node.key": 0o600, "node.crt": 0o644} {
+		fi, err := os.Stat(filepath.Join(dir, devRaftCertsDir, name))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: got %v (%v), want mode %v", name, fi, err, want)
+		}
+	}
+	raft := fmt.Sprintf("127.0.0.1:%d", p+10000)
+	if err := raftRefusal(raft, nil); err == nil || !strings.Contains(err.Error(), "remote error: tls") {
+		t.Errorf("a client without a certificate on dev's Raft port %s: got %v, want the node's TLS alert", raft, err)
 	}
 }
 

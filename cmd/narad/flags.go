@@ -176,7 +176,7 @@ func settings(c *actors.Config) []setting {
 // does; their flags read them as defaults, and loadEnv refuses a bad one.
 var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
 	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS",
-	"nats-port": "NARAD_NATS_PORT"}
+	"nats-port": "NARAD_NATS_PORT", "insecure-raft": "NARAD_INSECURE_RAFT"}
 
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {

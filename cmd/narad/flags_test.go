@@ -166,6 +166,7 @@ func TestABadVariableIsAnErrorNamingItAndItsValue(t *testing.T) {
 		{"NARAD_HTTP_MAX_CONSUME_WAIT", "10"},
 		{"NARAD_SHUTDOWN_HANDOFF_TIMEOUT", "forever"},
 		{"NARAD_REPLICA_ID", "two"},
+		{"NARAD_INSECURE_RAFT", "yes"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			t.Setenv(tc.env, tc.value)

@@ -20,7 +20,7 @@ func TestServeRefusesLogDBBoundsOutOfRange(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			err := runServe(ctx, []string{"--data", t.TempDir(), "--http", "127.0.0.1:0",
-				"--raft", "127.0.0.1:0", tt.flag, tt.value, "--log-level", "error"}, io.Discard, io.Discard)
+				"--raft", "127.0.0.1:0", "--insecure-raft", tt.flag, tt.value, "--log-level", "error"}, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("serve %s %s: got %v, want the metastore's refusal %q", tt.flag, tt.value, err, tt.want)
 			}

@@ -27,6 +27,8 @@ const usage = `narad: a queue-first message broker
 Usage:
   narad dev [flags]                   run a local broker (embedded NATS, data in ./data/dev)
   narad serve [flags]                 run one node from flags and NARAD_* variables
+  narad cert create-ca|create-node|list
+                                      the cluster's CA and node certificates for Raft's mutual TLS
   narad nats [--listen ADDR]          run a NATS server; --cluster-listen ADDR --routes URL,... for a NATS cluster
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
@@ -129,6 +131,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args[1:], stdout, stderr)
 	case "nats":
 		return runNATS(ctx, args[1:], stdout, stderr)
+	case "cert":
+		return runCert(args[1:], stdout, stderr)
 	case "topics":
 		return runTopics(ctx, args[1:], stdout, stderr)
 	case "produce":

@@ -33,6 +33,10 @@ func setProcs(n int, log *slog.Logger) error {
 		if os.Getenv("GOMAXPROCS") != "" {
 			return nil
 		}
+		// From the default, not from the current setting: a process that
+		// starts nodes more than once (the tests, in process) would
+		// otherwise multiply it each time, up to thread exhaustion.
+		runtime.SetDefaultGOMAXPROCS()
 		n = procsPerCore * runtime.GOMAXPROCS(0)
 	}
 	runtime.GOMAXPROCS(n)

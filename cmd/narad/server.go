@@ -19,6 +19,7 @@ import (
 	"github.com/naradmq/narad/actors"
 	"github.com/naradmq/narad/cluster/metastore"
 	"github.com/naradmq/narad/cluster/transport"
+	"github.com/naradmq/narad/cmd/narad/certs"
 )
 
 // env returns the NARAD_* variable name or def when it is unset.
@@ -91,9 +92,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	peersFlag := fs.String("peers", env("NARAD_PEERS", ""), "the initial members as id=raftaddr,...; a node's replica id is its position, from 1 (NARAD_PEERS)")
 	cluster := fs.String("cluster", env("NARAD_CLUSTER", "narad"), "cluster name in NATS subjects (NARAD_CLUSTER)")
 	var raftTLS [3]string
-	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (NARAD_RAFT_TLS_CA)")
+	fs.StringVar(&raftTLS[0], "raft-tls-ca", env("NARAD_RAFT_TLS_CA", ""), "CA file every Raft peer's certificate must chain to; with --raft-tls-cert and --raft-tls-key, Raft runs over mutual TLS (narad cert makes the three files) (NARAD_RAFT_TLS_CA)")
 	fs.StringVar(&raftTLS[1], "raft-tls-cert", env("NARAD_RAFT_TLS_CERT", ""), "certificate file this node presents to its Raft peers (NARAD_RAFT_TLS_CERT)")
 	fs.StringVar(&raftTLS[2], "raft-tls-key", env("NARAD_RAFT_TLS_KEY", ""), "key file of --raft-tls-cert (NARAD_RAFT_TLS_KEY)")
+	insecureRaft := fs.Bool("insecure-raft", env("NARAD_INSECURE_RAFT", "") == "true",
+		"run Raft over plain TCP, without --raft-tls-*: whoever reaches the Raft port then talks to the metastore, so only on a network no one else reaches; without it a node given no Raft certificates refuses to start (NARAD_INSECURE_RAFT=true)")
 	logDBBuffer := fs.Uint64("raft-logdb-write-buffer-bytes", uint64(envInt("NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", metastore.DefaultLogDBWriteBufferBytes)),
 		"bytes of one metastore LogDB memtable; up to four are held per LogDB instance (NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES)")
 	logDBShards := fs.Uint64("raft-logdb-shards", uint64(envInt("NARAD_RAFT_LOGDB_SHARDS", metastore.DefaultLogDBShards)),
@@ -102,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stopProfile := fs.String("stop-profile", env("NARAD_STOP_PROFILE", ""), "write a CPU profile of the shutdown, from the first stop signal until the process exits (the hand-off of rule B8 and the drain), into this file; off when empty (NARAD_STOP_PROFILE)")
 	procs := fs.Int("gomaxprocs", envInt("NARAD_GOMAXPROCS", 0), "Go Ps to run; 0 is 4 per core, unless GOMAXPROCS is set (NARAD_GOMAXPROCS)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: narad serve [flags]\n\nRuns one broker node. Every flag has a NARAD_* environment variable.\nRaft between nodes runs over mutual TLS: give --raft-tls-ca, --raft-tls-cert and\n--raft-tls-key (narad cert create-ca, create-node make them), or --insecure-raft.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := nf.parse(fs, args); err != nil {
@@ -150,7 +153,43 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return errors.New("--peers needs --nats: nodes reach each other's partitions over NATS")
 		}
 	}
+	if err := raftSecurity(raftTLS, *insecureRaft, mcfg.RaftAddr, time.Now()); err != nil {
+		return err
+	}
+	if *insecureRaft {
+		log.Warn("Raft runs over plain TCP (--insecure-raft): whoever reaches the Raft port talks to the metastore", "raft", mcfg.RaftAddr)
+	}
 	return serveUntilSignal(ctx, cfg, mcfg, log, *stopProfile)
+}
+
+// errRaftInsecure: a node given no Raft certificates and no --insecure-raft.
+var errRaftInsecure = errors.New("no Raft certificates: Raft runs over mutual TLS unless --insecure-raft is given")
+
+// raftSecurity refuses a node whose Raft would run over plain TCP without
+// being told so by name, and one whose certificate its peers would refuse
+// (files that do not belong together or to the CA, or that do not name the
+// host of raftAddr they dial): such a node would start, and then never
+// reach its peers. A partial set of files is the metastore's to refuse.
+func raftSecurity(files [3]string, insecure bool, raftAddr string, now time.Time) error {
+	host, _, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return fmt.Errorf("--raft %q: %w", raftAddr, err)
+	}
+	given := files[0] != "" || files[1] != "" || files[2] != ""
+	switch {
+	case insecure && given:
+		return errors.New("--insecure-raft with --raft-tls-*: pick one (the files run Raft over mutual TLS)")
+	case insecure:
+		return nil
+	case !given:
+		return fmt.Errorf("%w; %s", errRaftInsecure, raftCertsHowTo(host))
+	case files[0] == "" || files[1] == "" || files[2] == "":
+		return nil
+	}
+	if err := certs.Check(files[0], files[1], files[2], host, now); err != nil {
+		return fmt.Errorf("--raft-tls-*: %w", err)
+	}
+	return nil
 }
 
 // replicaIDGiven reports whether --replica-id or NARAD_REPLICA_ID names an
@@ -283,6 +322,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := claimDevData(*data, devShape{Nodes: *nodes, HTTPBase: *httpBase}); err != nil {
 		return err
 	}
+	// Raft runs over mutual TLS as in production, on a CA and a
+	// certificate made at the first start and kept in the data directory.
+	raftTLS, err := devRaftCerts(filepath.Join(*data, devRaftCertsDir), strings.Trim(host, "[]"), time.Now())
+	if err != nil {
+		return err
+	}
 	// The embedded NATS server authenticates like a production one: the
 	// nodes get the node seed, the banner names the admin's.
 	cluster := actors.DefaultConfig().Cluster
@@ -314,7 +359,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.Cluster = cluster
 		cfg.NATSAuth = transport.Auth{CredsFile: sec.creds.File(transport.RoleNode)}
 		cfg.SecurityEnabled = false // §2.2: anonymous requests act as root
-		mcfg := metastore.Config{NodeID: id, ReplicaID: uint64(i), RaftAddr: peers[uint64(i)], InitialMembers: peers}
+		mcfg := metastore.Config{NodeID: id, ReplicaID: uint64(i), RaftAddr: peers[uint64(i)], InitialMembers: peers,
+			TLSCAFile: raftTLS[0], TLSCertFile: raftTLS[1], TLSKeyFile: raftTLS[2]}
 		// The metastore needs a quorum to become ready, so every node starts
 		// at once.
 		go func() {
@@ -367,6 +413,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "  also http://%s\n", n.Addr())
 	}
 	fmt.Fprintln(stdout, "HTTP API security is off: no credentials are needed (one sent is ignored), every request acts as root, /v1/users is open. Use narad serve for a secured API.")
+	fmt.Fprintf(stdout, "Raft between the nodes runs over mutual TLS, certificates in %s (made at the first start)\n", filepath.Join(*data, devRaftCertsDir))
 	printCredentials(stdout, sec.creds, created)
 	fmt.Fprintf(stdout, `
 Try it:
@@ -380,6 +427,38 @@ Stop with Ctrl-C.
 `, base, base, base, base, natsFlag, sec.creds.File(transport.RoleAdmin))
 	<-ctx.Done()
 	return stopAll()
+}
+
+// devRaftCertsDir is where in its data directory narad dev keeps the CA
+// and the node certificate its nodes' Raft runs on.
+const devRaftCertsDir = "raft-tls"
+
+// devRaftCerts makes, at the first start, a CA and one certificate for
+// host that every node of narad dev presents (they share the host), and
+// returns the three files, checked as narad serve checks its own.
+func devRaftCerts(dir, host string, now time.Time) ([3]string, error) {
+	files := [3]string{filepath.Join(dir, certs.CAFile), filepath.Join(dir, certs.NodeName+".crt"), filepath.Join(dir, certs.NodeName+".key")}
+	// A new CA makes any node certificate left beside it worthless.
+	_, err := os.Stat(files[0])
+	newCA := errors.Is(err, os.ErrNotExist)
+	if newCA {
+		if _, err := certs.CreateCA(dir, "", now, certs.DefaultCALifetime, true); err != nil {
+			return files, fmt.Errorf("dev raft certificates: %w", err)
+		}
+	}
+	if _, err := os.Stat(files[1]); newCA || errors.Is(err, os.ErrNotExist) {
+		hosts := []string{host}
+		if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+			hosts = append(hosts, "localhost")
+		}
+		if _, err := certs.CreateNode(dir, "", certs.NodeName, hosts, now, certs.DefaultNodeLifetime, true); err != nil {
+			return files, fmt.Errorf("dev raft certificates: %w", err)
+		}
+	}
+	if err := certs.Check(files[0], files[1], files[2], host, now); err != nil {
+		return files, fmt.Errorf("dev raft certificates: %w (remove %s to make new ones)", err, dir)
+	}
+	return files, nil
 }
 
 // maxDevNodes bounds narad dev's --nodes: every node is a voter of the

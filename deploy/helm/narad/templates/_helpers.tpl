@@ -68,9 +68,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $base "nats-tls-cert" "/etc/narad/tls/nats/tls.crt" -}}
 {{- $_ := set $base "nats-tls-key" "/etc/narad/tls/nats/tls.key" -}}
 {{- end -}}
+{{- if .Values.tls.insecureRaft -}}
+{{- $_ := set $base "insecure-raft" true -}}
+{{- else -}}
+{{- $_ := set $base "raft-tls-ca" "/etc/narad/tls/raft/ca.crt" -}}
+{{- $_ := set $base "raft-tls-cert" "/etc/narad/tls/raft/tls.crt" -}}
+{{- $_ := set $base "raft-tls-key" "/etc/narad/tls/raft/tls.key" -}}
+{{- end -}}
 {{- toYaml (mergeOverwrite $base .Values.config) -}}
 {{- end -}}
 
 {{- define "narad.scheme" -}}
 {{- if .Values.tls.httpSecret }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
+
+{{/* Raft's certificate Secret, or a refusal that says how to make one. */}}
+{{- define "narad.raftSecret" -}}
+{{- if not .Values.tls.raftSecret -}}
+{{- fail "tls.raftSecret: Raft runs over mutual TLS and needs a Secret of ca.crt, tls.crt, tls.key (narad cert create-ca --dir certs; narad cert create-node --dir certs --name pods '*.narad' ...; kubectl create secret generic narad-raft-tls --from-file=ca.crt=certs/ca.crt --from-file=tls.crt=certs/pods.crt --from-file=tls.key=certs/pods.key), or tls.raftCertManager.enabled; tls.insecureRaft=true runs it over plain TCP" -}}
+{{- end -}}
+{{- .Values.tls.raftSecret -}}
 {{- end -}}
