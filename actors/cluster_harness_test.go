@@ -75,11 +75,12 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 		cfg.MaxConsumeWait = 2 * time.Second
 		cfg.Dispatch.CommitRetryInterval = 100 * time.Millisecond
 		cfg.ShutdownDrainTimeout = 5 * time.Second
-		cfg.Membership.HeartbeatInterval = 50 * time.Millisecond
 		// Liveness bounds stretch under the race detector as the waits do:
 		// there, beside a second suite, a node missed heartbeats for 500 ms
 		// and was judged dead while it ran, and a child topic's create
-		// waited past 10 s for the controller on the leader.
+		// waited past 10 s for the controller on the leader. A heartbeat
+		// is a metastore proposal, so its rate stretches too.
+		cfg.Membership.HeartbeatInterval = 50 * time.Millisecond * raceSlowdown
 		cfg.Membership.DeadTimeout = 500 * time.Millisecond * raceSlowdown
 		cfg.ControllerTimeout *= raceSlowdown
 		for _, f := range tweak {
@@ -88,7 +89,11 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 		id := uint64(i + 1)
 		mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: id, RaftAddr: raft[id],
 			Dir: filepath.Join(cfg.DataDir, "raft"), InitialMembers: raft,
-			RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
+			// Raft's round trip too: two race suites side by side on
+			// two cores starve a 40 ms election timeout, and the
+			// metastore of a four-node test then spends its minute
+			// electing leaders (heartbeats time out, no move is planned).
+			RTTMillisecond: 2 * raceSlowdown, ElectionRTT: 20, HeartbeatRTT: 2}
 		c.nodes = append(c.nodes, &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
 			http: &http.Client{Timeout: clusterWaitBound}})
 	}
