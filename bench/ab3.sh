@@ -161,11 +161,15 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 start_node() {
   local i=$1
   # Both sides' Raft over mutual TLS when both take --raft-tls-*, on
-  # certificates the new side's binary makes (ports.sh).
-  # shellcheck disable=SC2046 # the flags split on purpose
+  # certificates the new side's binary makes (ports.sh), made here rather
+  # than in the background command, where the nodes would race to make
+  # them.
+  local tls
+  tls=$(raft_tls_args "$bin/narad" "$cdir/raft-tls" "$tmp/bin-new/narad")
+  # shellcheck disable=SC2086 # the flags split on purpose
   NARAD_ADMIN_PASSWORD=$pw "$bin/narad" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
     --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
-    $(raft_tls_args "$bin/narad" "$cdir/raft-tls" "$tmp/bin-new/narad") \
+    $tls \
     --peers "$peers" --log-level warn >>"$out.n$i.log" 2>&1 &
   echo $! >"$cdir/n$i.pid"
 }

@@ -72,10 +72,14 @@ launch_node() {
       NARAD_SECURITY_ENABLED=true NARAD_CLUSTER_SECRET="$pw-cluster" NARAD_ADMIN_PASSWORD="$pw" \
       NARAD_LOG_LEVEL=warn "$PUBLIC_NARAD" serve >>"$out.n$i.log" 2>&1 &
   else
-    # shellcheck disable=SC2046 # the flags split on purpose
+    # Made here, not in the background command: the nodes start one
+    # right after the other, and each would make the certificates at once.
+    local tls
+    tls=$(raft_tls_args "$OUR_NARAD" "$cdir/raft-tls")
+    # shellcheck disable=SC2086 # the flags split on purpose
     NARAD_ADMIN_PASSWORD=$pw "$OUR_NARAD" serve --id "n$i" --data "$cdir/n$i" --http "127.0.0.1:$((base + i))" \
       --raft "127.0.0.1:$((base + 10 + i))" --nats "nats://127.0.0.1:$base" --nats-creds "$cdir/nats/node.nk" \
-      $(raft_tls_args "$OUR_NARAD" "$cdir/raft-tls") \
+      $tls \
       --peers "$peers" --log-level warn ${prof:+--pprof "$prof"} >>"$out.n$i.log" 2>&1 &
   fi
 }
