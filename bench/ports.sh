@@ -28,8 +28,11 @@ code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" || true; }
 # or when neither binary has `narad cert` (a revision that old runs Raft
 # over plain TCP without being asked).
 raft_tls_args() {
-  local node=$1 dir=$2 maker=${3:-$1}
-  "$node" serve --help 2>&1 | grep -q -- '-raft-tls-ca' || return 0
+  local node=$1 dir=$2 maker=${3:-$1} help
+  # Read whole, not piped into grep -q: grep's early exit kills the help
+  # with SIGPIPE, which pipefail turns into "no --raft-tls-*" at random.
+  help=$("$node" serve --help 2>&1 || true)
+  [[ $help == *-raft-tls-ca* ]] || return 0
   "$maker" cert --help >/dev/null 2>&1 || maker=$node
   "$maker" cert --help >/dev/null 2>&1 || return 0
   if [ ! -f "$dir/node.crt" ]; then
