@@ -136,18 +136,25 @@ func TestAnAdminCannotForgeACommitOnANodeSubject(t *testing.T) {
 func TestAnAdminCannotListenToNodeTraffic(t *testing.T) {
 	s, creds := securedServer(t, TLSFiles{})
 	for _, subj := range []string{"narad.>", "narad.test.node.>", "_NARAD_INBOX.>", "narad.test.admin.>"} {
-		errs := make(chan error, 8)
-		nc, err := rawClient(t, s, Auth{CredsFile: creds.File(RoleAdmin)}, errs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := nc.SubscribeSync(subj); err != nil {
-			t.Fatal(err)
-		}
-		_ = nc.Flush()
-		if got := waitErr(t, errs); !errors.Is(got, nats.ErrPermissionViolation) {
-			t.Fatalf("admin subscribes %s: server said %v, want %v", subj, got, nats.ErrPermissionViolation)
-		}
+		wantSubscribeRefused(t, s, creds, RoleAdmin, subj)
+	}
+}
+
+// wantSubscribeRefused subscribes to subj as role and fails the test unless
+// the server answers with a permission violation.
+func wantSubscribeRefused(t *testing.T, s *server.Server, creds Credentials, role Role, subj string) {
+	t.Helper()
+	errs := make(chan error, 8)
+	nc, err := rawClient(t, s, Auth{CredsFile: creds.File(role)}, errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.SubscribeSync(subj); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	if got := waitErr(t, errs); !errors.Is(got, nats.ErrPermissionViolation) {
+		t.Fatalf("%s subscribes %s: server said %v, want %v", role, subj, got, nats.ErrPermissionViolation)
 	}
 }
 
@@ -310,18 +317,7 @@ func TestAViewerReadsOnlyItsOwnReplies(t *testing.T) {
 	must(t, node.HandleAdmin("status", echo))
 	admin := InboxPrefix(creds.Public[RoleAdmin])
 	for _, subj := range []string{"_INBOX.>", admin + ".>", admin + ".reply1", "_INBOX.*"} {
-		errs := make(chan error, 8)
-		nc, err := rawClient(t, s, Auth{CredsFile: creds.File(RoleViewer)}, errs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := nc.SubscribeSync(subj); err != nil {
-			t.Fatal(err)
-		}
-		_ = nc.Flush()
-		if got := waitErr(t, errs); !errors.Is(got, nats.ErrPermissionViolation) {
-			t.Fatalf("viewer subscribes %s: server said %v, want %v", subj, got, nats.ErrPermissionViolation)
-		}
+		wantSubscribeRefused(t, s, creds, RoleViewer, subj)
 	}
 	for _, role := range []Role{RoleViewer, RoleAdmin} {
 		nc, err := rawClient(t, s, Auth{CredsFile: creds.File(role)}, make(chan error, 8))
