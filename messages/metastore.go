@@ -10,8 +10,12 @@ import "encoding/json"
 // replica of an older binary keeps applying the commands it knows and
 // stops at the first it does not, never skipping one. Version 3 adds
 // SetTargets (many target compare-and-swaps in one entry). Version 4 adds
-// SetClusterVersion.
-const CommandVersion = 4
+// SetClusterVersion. Version 5 adds ForgetMember and Recreates (a member
+// whose disk is lost, its partitions re-created empty).
+const CommandVersion = 5
+
+// LostDiskCommandVersion is the version ForgetMember and Recreates need.
+const LostDiskCommandVersion = 5
 
 // ClusterVersionCommandVersion is the version SetClusterVersion needs.
 const ClusterVersionCommandVersion = 4
@@ -42,9 +46,15 @@ const (
 	// an older binary keeps them all, so no replica trims until every
 	// member does: the replicas' states stay the same.
 	ClusterVersionBoundedSchemas = 3
+	// ClusterVersionLostDisk adds forgetting a member whose disk is lost:
+	// its partitions are re-created on live nodes with a log that starts
+	// at Assignment.Floor. A node older than that would open such a
+	// partition at offset 0 and hand out offsets consumers already saw,
+	// and its replica would stop at the commands (LostDiskCommandVersion).
+	ClusterVersionLostDisk = 4
 	// ClusterVersionNewest is the newest this binary reads and writes: what
 	// it reports as Member.Reads.
-	ClusterVersionNewest = ClusterVersionBoundedSchemas
+	ClusterVersionNewest = ClusterVersionLostDisk
 )
 
 // FanoutCommandVersion is the version the fan-out commands need.
@@ -162,6 +172,28 @@ type Assignment struct {
 	// names the move it was proposed for and is refused for the next one,
 	// whose source may have taken commits since the first let go.
 	TargetSince uint64 `json:"target_since,omitempty"`
+	// Floor is the first offset of the partition's log when it was
+	// re-created empty because its owner's disk was lost (Recreate); 0
+	// otherwise. It stays through later moves: an owner that opens the
+	// partition with no log of its own starts one here, above every
+	// offset the lost copy could have handed out, so no consumer ever
+	// reads another record at an offset it saw.
+	Floor int64 `json:"floor,omitempty"`
+}
+
+// FloorGeneration is the span of offsets one owner's life of a partition
+// may use before a re-creation (2^48, about 89 years at 100,000 records a
+// second): a re-created partition's Floor is the next multiple of it above
+// the highest offset the metastore knows the lost copy reached.
+const FloorGeneration int64 = 1 << 48
+
+// RecreateFloor is where a partition re-created after its owner's disk
+// was lost starts: the next generation above both its last floor and the
+// HWM of its last flip. The lost owner may have written past that HWM,
+// but not a whole generation past it.
+func RecreateFloor(a Assignment) int64 {
+	top := max(a.Floor, a.FlippedAtHWM, 0)
+	return (top/FloorGeneration + 1) * FloorGeneration
 }
 
 // Result codes of a metastore command. A refused compare-and-swap is a
@@ -228,6 +260,12 @@ type Member struct {
 	// than cluster versions (which a replica of such a binary also keeps
 	// as 0: it does not know the field).
 	Reads int `json:"reads,omitempty"`
+	// Lost: an operator said the member's disk is gone for good
+	// (ForgetMember). The controller re-creates its partitions empty on
+	// live nodes and removes it without its ingress WAL's hand-off while
+	// it stays dead. It is draining too, and it survives a
+	// re-registration.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // MetaCommand is one entry of the metadata shard's log. Exactly one field is set.
@@ -252,6 +290,15 @@ type MetaCommand struct {
 	DetachChild     *DetachChild     `json:"detach_child,omitempty"`
 	// SetClusterVersion needs ClusterVersionCommandVersion.
 	SetClusterVersion *SetClusterVersion `json:"set_cluster_version,omitempty"`
+	// ForgetMember needs LostDiskCommandVersion.
+	ForgetMember *ForgetMember `json:"forget_member,omitempty"`
+}
+
+// ForgetMember marks a dead member lost (Member.Lost) and draining:
+// ResultNotFound for an unknown member, ResultRefused (with a Reason)
+// while it is alive. Marking one already lost again answers OK.
+type ForgetMember struct {
+	ID string `json:"id"`
 }
 
 // SetClusterVersion moves the cluster version up to Version, only if every
@@ -431,6 +478,26 @@ type AssignCommand struct {
 	Flip              *Flip              `json:"flip,omitempty"`
 	Flips             *Flips             `json:"flips,omitempty"`
 	SetTargets        *SetTargets        `json:"set_targets,omitempty"`
+	// Recreates needs LostDiskCommandVersion.
+	Recreates *Recreates `json:"recreates,omitempty"`
+}
+
+// Recreate gives a partition of a lost member (From) to To, empty: Owner
+// := To, no target, and Floor := RecreateFloor of the assignment, only if
+// Owner is still From (ResultRefused otherwise). To's log for it starts at
+// the new floor; the records only From held are gone, a documented gap.
+type Recreate struct {
+	Incarnation uint64 `json:"incarnation"`
+	Partition   int    `json:"partition"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+}
+
+// Recreates is many Recreate compare-and-swaps of one shard in one entry,
+// each judged on its own, as Flips are. Its result has one AssignResult
+// per item, in order (AssignResult.Recreates).
+type Recreates struct {
+	Recreates []Recreate `json:"recreates"`
 }
 
 // PutAssignments creates the assignments of new partitions. One that
@@ -489,11 +556,12 @@ type SetTargets struct {
 
 // AssignResult is what an assignment command returns; Assignment is the
 // partition's assignment after the command (when it exists). Flips holds
-// the results of a Flips command and Targets those of a SetTargets
-// command, one per item, in order.
+// the results of a Flips command, Targets those of a SetTargets command
+// and Recreates those of a Recreates command, one per item, in order.
 type AssignResult struct {
 	Code       ResultCode     `json:"code"`
 	Assignment *Assignment    `json:"assignment,omitempty"`
 	Flips      []AssignResult `json:"flips,omitempty"`
 	Targets    []AssignResult `json:"targets,omitempty"`
+	Recreates  []AssignResult `json:"recreates,omitempty"`
 }

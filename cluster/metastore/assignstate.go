@@ -65,7 +65,7 @@ func (s *assignState) applyEntry(data []byte, index uint64) (messages.AssignResu
 // apply applies one command at the given Raft index.
 func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.AssignResult {
 	s.index = index
-	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil, cmd.Flips != nil, cmd.SetTargets != nil) != 1 {
+	if cmd.Version < 1 || countSet(cmd.PutAssignments != nil, cmd.DeleteAssignments != nil, cmd.SetTarget != nil, cmd.Flip != nil, cmd.Flips != nil, cmd.SetTargets != nil, cmd.Recreates != nil) != 1 {
 		return messages.AssignResult{Code: messages.ResultInvalid}
 	}
 	// An if chain rather than a tagless switch: the conditions are then
@@ -85,6 +85,13 @@ func (s *assignState) apply(cmd messages.AssignCommand, index uint64) messages.A
 	}
 	if cmd.SetTargets != nil {
 		return s.setTargets(cmd.SetTargets.Targets)
+	}
+	if cmd.Recreates != nil {
+		out, ok := applyEach(cmd.Recreates.Recreates, maxRecreatesPerEntry, s.recreate)
+		if !ok {
+			return messages.AssignResult{Code: messages.ResultInvalid}
+		}
+		return messages.AssignResult{Code: messages.ResultOK, Recreates: out}
 	}
 	return s.flip(*cmd.Flip)
 }
@@ -186,6 +193,28 @@ func (s *assignState) flip(c messages.Flip) messages.AssignResult {
 	if c.HWM != nil {
 		a.FlippedFrom, a.FlippedAtHWM = c.From, *c.HWM
 	}
+	s.set(a)
+	return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
+}
+
+// recreate gives a lost member's partition to another node, empty, from
+// the next floor up: Owner := To only if Owner is still From. The move
+// that was under way, if any, is gone with it: its source was the lost
+// member.
+func (s *assignState) recreate(c messages.Recreate) messages.AssignResult {
+	if c.From == "" || c.To == "" || c.From == c.To {
+		return messages.AssignResult{Code: messages.ResultInvalid}
+	}
+	a, ok := s.get(c.Incarnation, c.Partition)
+	if !ok {
+		return messages.AssignResult{Code: messages.ResultNotFound}
+	}
+	if a.Owner != c.From {
+		return messages.AssignResult{Code: messages.ResultRefused, Assignment: &a}
+	}
+	a.Floor = messages.RecreateFloor(a)
+	a.Owner, a.Target, a.TargetSince = c.To, "", 0
+	a.FlippedFrom, a.FlippedAtHWM = "", 0
 	s.set(a)
 	return messages.AssignResult{Code: messages.ResultOK, Assignment: &a}
 }

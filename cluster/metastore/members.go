@@ -90,6 +90,22 @@ func (s *Store) SetDraining(ctx context.Context, id string, draining bool) error
 	return err
 }
 
+// ForgetMember marks a dead member lost and draining (see
+// messages.ForgetMember): the controller then re-creates its partitions
+// empty on live nodes and removes it. ErrNotFound for an unknown member;
+// ErrRefused, with the reason, while it is alive.
+func (s *Store) ForgetMember(ctx context.Context, id string) (messages.Member, error) {
+	op := "forget member " + id
+	r, err := s.proposeMeta(ctx, op, messages.MetaCommand{ForgetMember: &messages.ForgetMember{ID: id}})
+	if err != nil {
+		return messages.Member{}, err
+	}
+	if r.Code == messages.ResultRefused {
+		return messages.Member{}, &RefusedError{Op: op, Reason: r.Reason, kind: ErrRefused}
+	}
+	return memberOf(r, op)
+}
+
 // SetLeaving sets or clears the member's leaving flag (rule B8).
 func (s *Store) SetLeaving(ctx context.Context, id string, leaving bool) error {
 	_, err := s.updateMember(ctx, fmt.Sprintf("set leaving of member %s to %t", id, leaving),

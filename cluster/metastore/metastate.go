@@ -65,7 +65,7 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		cmd.PutMember != nil, cmd.Heartbeat != nil, cmd.SetMemberStatus != nil, cmd.SetDraining != nil,
 		cmd.SetLeaving != nil, cmd.SetMemberRole != nil, cmd.RemoveMember != nil, cmd.AllocateReplica != nil,
 		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil,
-		cmd.AttachChild != nil, cmd.DetachChild != nil, cmd.SetClusterVersion != nil) != 1 {
+		cmd.AttachChild != nil, cmd.DetachChild != nil, cmd.SetClusterVersion != nil, cmd.ForgetMember != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
 	}
 	if cmd.CreateTopic != nil {
@@ -102,6 +102,19 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	}
 	if cmd.SetMemberStatus != nil {
 		return s.setMemberStatus(*cmd.SetMemberStatus)
+	}
+	if cmd.ForgetMember != nil {
+		r := s.updateMember(cmd.ForgetMember.ID, func(m *messages.Member) messages.ResultCode {
+			if m.Status != messages.MemberDead {
+				return messages.ResultRefused
+			}
+			m.Lost, m.Draining = true, true
+			return messages.ResultOK
+		})
+		if r.Code == messages.ResultRefused {
+			r.Reason = "the member is alive: only a dead member can be forgotten"
+		}
+		return r
 	}
 	if cmd.SetDraining != nil {
 		return s.updateMember(cmd.SetDraining.ID, func(m *messages.Member) messages.ResultCode {

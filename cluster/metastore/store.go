@@ -38,6 +38,10 @@ const maxFlipsPerEntry = 1024
 // round of MaxInFlightMoves (512) picks fits one entry per shard.
 const maxTargetsPerEntry = 1024
 
+// maxRecreatesPerEntry bounds one Recreates entry the same way: a lost
+// member's 10,000 partitions over 4 shards take about 12 entries.
+const maxRecreatesPerEntry = 1024
+
 // Store is one node's replica of the metastore: a Dragonboat NodeHost with
 // the metadata shard and the K assignment shards. Its methods are safe for
 // concurrent use.
@@ -473,6 +477,9 @@ func (s *Store) proposeMeta(ctx context.Context, op string, cmd messages.MetaCom
 // commandVersion is the oldest version that knows cmd: a replica of an
 // older binary keeps applying what it knows (see messages.CommandVersion).
 func commandVersion(cmd messages.MetaCommand) int {
+	if cmd.ForgetMember != nil {
+		return messages.LostDiskCommandVersion
+	}
 	if cmd.SetClusterVersion != nil {
 		return messages.ClusterVersionCommandVersion
 	}
@@ -486,6 +493,9 @@ func commandVersion(cmd messages.MetaCommand) int {
 // commandVersion is for the metadata shard: SetTargets needs 3, and every
 // other assignment command keeps the 2 it was stamped before 3 existed.
 func assignCommandVersion(cmd messages.AssignCommand) int {
+	if cmd.Recreates != nil {
+		return messages.LostDiskCommandVersion
+	}
 	if cmd.SetTargets != nil {
 		return messages.TargetsCommandVersion
 	}
@@ -710,6 +720,29 @@ func (s *Store) SetTargetMany(ctx context.Context, targets []messages.SetTarget)
 			return messages.AssignCommand{SetTargets: &messages.SetTargets{Targets: batch}}
 		},
 		func(r messages.AssignResult) []messages.AssignResult { return r.Targets })
+}
+
+// RecreateOutcome is one re-creation's outcome in RecreateMany, read as
+// a FlipOutcome is.
+type RecreateOutcome = FlipOutcome
+
+// RecreateMany gives partitions of a lost member to live nodes, empty
+// (see messages.Recreate), grouped by assignment shard into entries of up
+// to maxRecreatesPerEntry, all proposed in parallel. Each is a
+// compare-and-swap on the owner, so one with an unknown outcome may be
+// sent again.
+func (s *Store) RecreateMany(ctx context.Context, items []messages.Recreate) []RecreateOutcome {
+	return proposeMany(ctx, s, items, maxRecreatesPerEntry, "re-create",
+		func(c messages.Recreate) (uint64, int, error) {
+			if c.From == "" || c.To == "" || c.From == c.To {
+				return 0, 0, fmt.Errorf("metastore: re-create %d/%d from %q on %q: %w", c.Incarnation, c.Partition, c.From, c.To, ErrInvalid)
+			}
+			return c.Incarnation, c.Partition, nil
+		},
+		func(batch []messages.Recreate) messages.AssignCommand {
+			return messages.AssignCommand{Recreates: &messages.Recreates{Recreates: batch}}
+		},
+		func(r messages.AssignResult) []messages.AssignResult { return r.Recreates })
 }
 
 // proposeMany is FlipMany and SetTargetMany: check each item (key names
