@@ -72,7 +72,18 @@ func (fs *Files) OpenLog(dir string, cfg LogConfig) (*Log, error) {
 	if fs == nil {
 		fs = newFiles(1)
 	}
-	return openLog(dir, cfg, fs)
+	return openLog(dir, cfg, fs, 0)
+}
+
+// OpenLogFrom is OpenLog for a partition whose log, when it has none yet,
+// starts at offset floor: one re-created after its owner's disk was lost
+// (messages.Assignment.Floor). A log already there opens as it is; the
+// caller compares its HWM with the floor.
+func (fs *Files) OpenLogFrom(dir string, cfg LogConfig, floor int64) (*Log, error) {
+	if fs == nil {
+		fs = newFiles(1)
+	}
+	return openLog(dir, cfg, fs, floor)
 }
 
 // Stats returns the counters and the files held now.

@@ -146,7 +146,12 @@ func OpenLog(dir string, cfg LogConfig) (*Log, error) {
 	return (*Files)(nil).OpenLog(dir, cfg)
 }
 
-func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
+// openLog opens the log in dir; one it creates starts at offset floor (0
+// but for a partition re-created after its owner's disk was lost).
+func openLog(dir string, cfg LogConfig, files *Files, floor int64) (*Log, error) {
+	if floor < 0 {
+		return nil, fmt.Errorf("open log %s at floor %d: %w", dir, floor, ErrInvalid)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -160,11 +165,12 @@ func openLog(dir string, cfg LogConfig, files *Files) (*Log, error) {
 		return nil, err
 	}
 	if len(bases) == 0 {
-		if _, err := files.pin(l, func() (File, error) { return l.createActive(0) }); err != nil {
+		if _, err := files.pin(l, func() (File, error) { return l.createActive(floor) }); err != nil {
 			return nil, err
 		}
 		files.unpin(l)
-		l.segs = []*segment{{base: 0, indexed: true}}
+		l.segs = []*segment{{base: floor, indexed: true}}
+		l.hwm = floor
 		return l, nil
 	}
 	for _, b := range bases[:len(bases)-1] {
