@@ -62,6 +62,10 @@ type Actor struct {
 	// or restarted this actor (the replica read at each production), so
 	// it opens frozen (freeze.Reopen).
 	moving bool
+	// floor is the assignment's Floor when the actor was produced: a
+	// partition re-created after its owner's disk was lost starts its log
+	// there, and a copy of it from before the loss is set aside.
+	floor int64
 
 	// clock is Deps.Clock, steady Deps.Steady and records
 	// LogConfig.Clock, each or the wall (Deps says which reads which).
@@ -248,7 +252,7 @@ func (p *Actor) start(ctx actor.Context) {
 	if err := p.deps.guard().open(p.key); err != nil {
 		panic(err)
 	}
-	l, err := p.deps.Files.OpenLog(p.dir, p.deps.LogConfig)
+	l, err := p.openLog()
 	if err != nil {
 		p.deps.guard().closed(p.key)
 		panic(fmt.Errorf("open partition %s: %w", p.name, err))
@@ -314,6 +318,28 @@ func (p *Actor) start(ctx actor.Context) {
 		// full scan.
 		p.notify()
 	}
+}
+
+// openLog opens the partition's log, a new one at the floor. A log that
+// ends below the floor is a copy from before the partition was re-created
+// (this node owned it before the lost one did): its offsets are ones
+// consumers may have seen another record at since, so it is set aside for
+// an operator, never served, and a new log starts at the floor.
+func (p *Actor) openLog() (*storage.Log, error) {
+	l, err := p.deps.Files.OpenLogFrom(p.dir, p.deps.LogConfig, p.floor)
+	if err != nil || l.HWM() >= p.floor {
+		return l, err
+	}
+	hwm := l.HWM()
+	if err := l.Close(); err != nil {
+		return nil, err
+	}
+	q, err := storage.Quarantine(p.dir)
+	if err != nil {
+		return nil, err
+	}
+	p.deps.Logger.Warn("a copy from before the partition was re-created is set aside", "partition", p.name, "hwm", hwm, "floor", p.floor, "set_aside", q)
+	return p.deps.Files.OpenLogFrom(p.dir, p.deps.LogConfig, p.floor)
 }
 
 // openedMarker is a move marker and its file's modification time.

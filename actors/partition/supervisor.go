@@ -261,11 +261,13 @@ func (s *Supervisor) spawn(ctx actor.Context, k messages.PartitionKey, targeted 
 	var restarted atomic.Bool
 	props := actor.PropsFromProducer(func() actor.Actor {
 		moving := targeted
+		a, ok := store.Assignment(k.Incarnation, k.Partition)
 		if restarted.Swap(true) {
-			a, ok := store.Assignment(k.Incarnation, k.Partition)
 			moving = ok && a.Target != ""
 		}
-		return newActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
+		p := newActor(d, k, dir, owners, moving, fanout.LinksOf(store, k))
+		p.floor = a.Floor
+		return p
 	})
 	if d.Mailboxes != nil {
 		props.Configure(actor.WithDispatcher(d.Mailboxes))

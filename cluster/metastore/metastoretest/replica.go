@@ -94,6 +94,19 @@ func (f *Replica) SetOwner(t messages.Topic, p int, owner string) {
 	f.change()
 }
 
+// Recreate gives partition p of t to owner as the metastore's Recreate
+// does after a lost disk: no target, the next floor up. Then it tells the
+// watchers.
+func (f *Replica) Recreate(t messages.Topic, p int, owner string) {
+	f.mu.Lock()
+	a := f.assignments[assignmentKey(t.Incarnation, p)]
+	a.Floor = messages.RecreateFloor(a)
+	a.Owner, a.Target, a.FlippedFrom, a.FlippedAtHWM = owner, "", "", 0
+	f.assignments[assignmentKey(t.Incarnation, p)] = a
+	f.mu.Unlock()
+	f.change()
+}
+
 // SetTarget plans a move of partition p of t to target, then tells the
 // watchers.
 func (f *Replica) SetTarget(t messages.Topic, p int, target string) {
