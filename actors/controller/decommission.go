@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,14 +116,22 @@ func (a *Actor) decommissionPass(ctx context.Context) {
 // decommissionStep advances one draining member and says why it cannot
 // go further now ("" when it made progress or is done).
 func (a *Actor) decommissionStep(ctx context.Context, m messages.Member, members []messages.Member) string {
-	if len(a.d.Store.OwnedBy(m.ID)) > 0 {
+	// A lost member (an operator said its disk is gone: ForgetMember) is
+	// no copy of anything while it stays dead: its partitions are
+	// re-created empty elsewhere, moves aimed at it are cleared whatever
+	// their source, and it has no ingress WAL left to hand off.
+	lost := m.Lost && m.Status == messages.MemberDead
+	if owned := a.d.Store.OwnedBy(m.ID); len(owned) > 0 {
+		if lost {
+			return a.recreate(ctx, m, owned, members)
+		}
 		return "partitions_left" // the planner is shedding them
 	}
 	// Moves aimed at a leaving node are cleared, except those whose source
 	// is dead or gone: it may hold the only live copy (rules D4, D5).
 	for _, as := range a.d.Store.TargetedAt(m.ID) {
 		src, ok := a.d.Store.Member(as.Owner)
-		if !ok || src.Status == messages.MemberDead {
+		if (!ok || src.Status == messages.MemberDead) && !lost {
 			a.d.Logger.Error("decommission waits: the draining node is the target of a move whose source is dead", "member", m.ID, "topic", as.Topic, "partition", as.Partition)
 			return "move_target"
 		}
@@ -143,7 +152,7 @@ func (a *Actor) decommissionStep(ctx context.Context, m messages.Member, members
 	// again after a removal cut short (a later shard's change timed out),
 	// it would answer nothing, and the rest of its removal would wait for
 	// it as "unreachable" forever.
-	if !rm.Removed[m.ReplicaID] {
+	if !rm.Removed[m.ReplicaID] && !lost {
 		if why := a.walHandedOff(ctx, m); why != "" {
 			return why
 		}
@@ -170,6 +179,49 @@ func (a *Actor) decommissionStep(ctx context.Context, m messages.Member, members
 		return "member_removal"
 	}
 	a.d.Logger.Warn("decommission complete: the member left the cluster", "member", m.ID, "replica", m.ReplicaID)
+	return ""
+}
+
+// recreate gives every partition lost member m still owns to the live
+// receivers, empty, the least loaded first (see messages.Recreate): the
+// records only m held are gone, and each partition's log starts above
+// every offset m could have handed out. It says why it could not ("" when
+// every re-creation applied).
+func (a *Actor) recreate(ctx context.Context, m messages.Member, owned []messages.Assignment, members []messages.Member) string {
+	load := map[string]int{}
+	var receivers []string
+	for _, o := range members {
+		if o.ID != m.ID && o.Status == messages.MemberAlive && !o.Draining && !o.Leaving {
+			receivers = append(receivers, o.ID)
+			load[o.ID] = a.d.Store.OwnedCount(o.ID)
+		}
+	}
+	if len(receivers) == 0 {
+		return "no_receiver"
+	}
+	slices.SortFunc(owned, func(x, y messages.Assignment) int {
+		return cmp.Or(cmp.Compare(x.Incarnation, y.Incarnation), cmp.Compare(x.Partition, y.Partition))
+	})
+	items := make([]messages.Recreate, len(owned))
+	for i, as := range owned {
+		to := slices.MinFunc(receivers, func(x, y string) int { return cmp.Or(cmp.Compare(load[x], load[y]), cmp.Compare(x, y)) })
+		load[to]++
+		items[i] = messages.Recreate{Incarnation: as.Incarnation, Partition: as.Partition, From: m.ID, To: to}
+	}
+	done, failed := 0, 0
+	for _, out := range a.d.Store.RecreateMany(ctx, items) {
+		switch {
+		case out.Err != nil:
+			failed++
+		case out.Result.Code == messages.ResultOK:
+			done++
+		}
+	}
+	a.d.Logger.Warn("re-created a lost member's partitions empty on live nodes: the records only it held are gone",
+		"member", m.ID, "recreated", done, "failed", failed, "receivers", len(receivers))
+	if failed > 0 {
+		return "recreate_failed"
+	}
 	return ""
 }
 

@@ -56,6 +56,9 @@ type AssignCommands interface {
 	// SetTargetMany is many SetTargets in an entry per shard, an outcome
 	// each, in order.
 	SetTargetMany(ctx context.Context, cs []messages.SetTarget) []metastore.TargetOutcome
+	// RecreateMany gives a lost member's partitions to live nodes, empty,
+	// in an entry per shard, an outcome each, in order.
+	RecreateMany(ctx context.Context, cs []messages.Recreate) []metastore.RecreateOutcome
 	PutAssignments(ctx context.Context, as []messages.Assignment) error
 	DeleteAssignments(ctx context.Context, incarnation uint64, partitions int) error
 }
