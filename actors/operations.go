@@ -58,6 +58,12 @@ func (n *Node) CancelDecommission(ctx context.Context, id string) error {
 	return fromMetastore(n.drain.CancelDecommission(ctx, id))
 }
 
+// Forget forgets dead member id, whose disk is lost (actors/decommission).
+func (n *Node) Forget(ctx context.Context, id string, dryRun, acceptDataLoss bool) (api.ForgetVerdict, error) {
+	v, err := n.drain.Forget(ctx, id, dryRun, acceptDataLoss)
+	return api.ForgetVerdict(v), err
+}
+
 // draining reports whether this node is being decommissioned (rule D6).
 func (n *Node) draining() bool { return n.drain.Draining() }
 

@@ -34,6 +34,29 @@ type DecommissionRequest struct {
 	Cancel bool   `json:"cancel"`
 }
 
+// ForgetRequest asks the "forget" verb to forget member ID, whose disk is
+// lost for good: its partitions are re-created empty on live nodes and it
+// leaves the cluster. AcceptDataLoss must be set, unless DryRun: every
+// record only that member held is gone.
+type ForgetRequest struct {
+	ID             string `json:"id"`
+	DryRun         bool   `json:"dry_run"`
+	AcceptDataLoss bool   `json:"accept_data_loss"`
+}
+
+// ForgetReply answers a forget. Verdict is "ok" (a dry run that found
+// nothing against it), "refused" (Reason says why) or "forgotten".
+// Partitions is how many partitions it owns, each re-created empty on a
+// live node. Removal says what its leaving Raft waits for, when it must
+// wait (for example a node to join and take its vote); "" when nothing.
+type ForgetReply struct {
+	Member     string `json:"member"`
+	Verdict    string `json:"verdict"`
+	Reason     string `json:"reason,omitempty"`
+	Partitions int    `json:"partitions"`
+	Removal    string `json:"removal,omitempty"`
+}
+
 // AdminMemberInfo is one member in the "members" answer: the /v1 fields,
 // then what the member record holds beyond them, which an operator needs
 // and the client contract does not promise.
@@ -46,6 +69,9 @@ type AdminMemberInfo struct {
 	// as the controller last saw it (rule D7); only the controller knows,
 	// so it is empty when the controller could not be asked.
 	DecommissionBlocked string `json:"decommission_blocked,omitempty"`
+	// Lost: an operator forgot the member (its disk is lost); it leaves
+	// the cluster once its partitions are re-created elsewhere.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // AdminMemberList answers the "members" verb.

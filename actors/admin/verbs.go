@@ -64,6 +64,7 @@ func (v Verbs) Serve(t *transport.Transport) error {
 			return v.Nodes.Moves(ctx, in.Detail), nil
 		}),
 		transport.HandleAdminJSON(t, "decommission", v.decommission),
+		transport.HandleAdminJSON(t, "forget", v.forget),
 		transport.HandleAdminJSON(t, "moves-abort", v.abortMove),
 		transport.HandleAdminJSON(t, "topics", func(context.Context, string, struct{}) (messages.AdminTopicList, error) {
 			return v.topics(), nil
@@ -146,7 +147,7 @@ func (v Verbs) members(ctx context.Context) messages.AdminMemberList {
 	for _, m := range v.Nodes.Members(ctx) {
 		e := messages.AdminMemberInfo{MemberInfo: m}
 		if i, ok := byID[m.ID]; ok {
-			e.Leaving, e.Role, e.RaftAddr = records[i].Leaving, records[i].Role, records[i].RaftAddr
+			e.Leaving, e.Role, e.RaftAddr, e.Lost = records[i].Leaving, records[i].Role, records[i].RaftAddr, records[i].Lost
 		}
 		e.DecommissionBlocked = blocked[m.ID]
 		out.Members = append(out.Members, e)
@@ -193,6 +194,24 @@ func (v Verbs) decommission(ctx context.Context, _ string, in messages.Decommiss
 		return out, transport.Errorf(transport.StatusUnavailable, "control plane temporarily unavailable")
 	case verdict.Refusal != "" && !in.DryRun:
 		return out, transport.Errorf(409, "%s", verdict.Refusal)
+	}
+	return out, nil
+}
+
+// forget answers the "forget" verb: the verdict on a member forgotten or
+// judged; a refusal carries the transport status that says what happened.
+func (v Verbs) forget(ctx context.Context, _ string, in messages.ForgetRequest) (messages.ForgetReply, error) {
+	verdict, err := v.Nodes.Forget(ctx, in.ID, in.DryRun, in.AcceptDataLoss)
+	out := verdict.Reply(in.ID, in.DryRun)
+	switch {
+	case errors.Is(err, errs.ErrNotFound):
+		return out, transport.Errorf(404, "member %s not found", in.ID)
+	case errors.Is(err, errs.ErrInvalid):
+		return out, transport.Errorf(400, "forgetting member %s loses every record only it held: pass --accept-data-loss to go on, or --dry-run to see what it would do", in.ID)
+	case err != nil:
+		return out, transport.Errorf(transport.StatusUnavailable, "control plane temporarily unavailable")
+	case verdict.Refusal != "" && !in.DryRun:
+		return out, transport.Errorf(409, "forget cannot go on: %s", verdict.Refusal)
 	}
 	return out, nil
 }

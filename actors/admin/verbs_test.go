@@ -15,6 +15,7 @@ import (
 // cluster is a node's cluster verbs that answer what they are told.
 type cluster struct {
 	verdict api.DecommissionVerdict
+	forget  api.ForgetVerdict
 	err     error
 	abort   api.AbortOutcome
 }
@@ -34,6 +35,9 @@ func (c cluster) Decommission(context.Context, string, bool) (api.DecommissionVe
 	return c.verdict, c.err
 }
 func (c cluster) CancelDecommission(context.Context, string) error { return c.err }
+func (c cluster) Forget(context.Context, string, bool, bool) (api.ForgetVerdict, error) {
+	return c.forget, c.err
+}
 
 // statusOf is the transport status err carries, 0 for none.
 func statusOf(err error) int {

@@ -110,6 +110,7 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission))
+	mux.HandleFunc("POST /v1/cluster/members/{id}/forget", needAdmin(h.forget))
 	if opts.Faults != nil {
 		faultRoutes(mux, opts.Faults)
 	}

@@ -33,6 +33,7 @@ type fakeNode struct {
 	topic                    messages.TopicInfo
 	abort                    AbortOutcome
 	verdict                  DecommissionVerdict
+	forget                   ForgetVerdict
 	left                     string
 	writeFailure             string
 	// got is the last record produced or handle settled.
@@ -121,6 +122,12 @@ func (f *fakeNode) Decommission(context.Context, string, bool) (DecommissionVerd
 	return f.verdict, f.err
 }
 func (f *fakeNode) CancelDecommission(context.Context, string) error { return f.err }
+func (f *fakeNode) Forget(_ context.Context, _ string, dryRun, accept bool) (ForgetVerdict, error) {
+	if !dryRun && !accept && f.err == nil {
+		return f.forget, ErrInvalid
+	}
+	return f.forget, f.err
+}
 
 func readyNode() *fakeNode {
 	f := &fakeNode{found: true}
@@ -408,6 +415,39 @@ func TestDecommissionAnswers(t *testing.T) {
 		code, body := serve(t, f, tc.method, "/v1/cluster/members/n2/decommission"+tc.query, "")
 		if code != tc.status || body != tc.body {
 			t.Fatalf("%s: got %d %q, want %d %q", tc.name, code, body, tc.status, tc.body)
+		}
+	}
+}
+
+// Forgetting a member whose disk is lost loses the records only it held,
+// so the API asks for the loss to be accepted in the request itself, and a
+// dry run shows what would happen first.
+func TestForgetAnswers(t *testing.T) {
+	waits := ForgetVerdict{Partitions: 3, Removal: "it stays in the Raft configuration until a node joins: too few voters"}
+	alive := ForgetVerdict{Partitions: 3, Refusal: "the member is alive: decommission it instead"}
+	for _, tc := range []struct {
+		name, query string
+		verdict     ForgetVerdict
+		err         error
+		status      int
+		body        string
+	}{
+		{"forgotten", "?accept_data_loss=true", waits, nil, 200,
+			`{"member":"n2","verdict":"forgotten","partitions":3,"removal":"it stays in the Raft configuration until a node joins: too few voters"}` + "\n"},
+		{"dry run", "?dry_run=true", ForgetVerdict{Partitions: 3}, nil, 200, `{"member":"n2","verdict":"ok","partitions":3}` + "\n"},
+		{"without accepting the loss", "", waits, nil, 400, ""},
+		{"accept not a flag", "?accept_data_loss=yes please", waits, nil, 400, ""},
+		{"refused", "?accept_data_loss=true", alive, nil, 409, `{"error":"forget cannot go on: the member is alive: decommission it instead"}` + "\n"},
+		{"refused dry run", "?dry_run=true", alive, nil, 200,
+			`{"member":"n2","verdict":"refused","reason":"the member is alive: decommission it instead","partitions":3}` + "\n"},
+		{"unknown member", "?accept_data_loss=true", ForgetVerdict{}, ErrNotFound, 404, `{"error":"member not found"}` + "\n"},
+		{"no leader", "?accept_data_loss=true", ForgetVerdict{}, ErrUnavailable, 503, `{"error":"control plane temporarily unavailable"}` + "\n"},
+	} {
+		f := readyNode()
+		f.forget, f.err = tc.verdict, tc.err
+		code, body := serve(t, f, "POST", "/v1/cluster/members/n2/forget"+strings.ReplaceAll(tc.query, " ", "%20"), "")
+		if code != tc.status || (tc.body != "" && body != tc.body) {
+			t.Errorf("%s: got %d %q, want %d %q", tc.name, code, body, tc.status, tc.body)
 		}
 	}
 }

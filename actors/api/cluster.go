@@ -85,6 +85,41 @@ func (h *handlers) decommission(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// forget answers 200 with the verdict for a member forgotten or judged
+// (dry_run), 400 without accept_data_loss, 404 for an unknown member and
+// 409 for one that may not be forgotten (alive, the cluster version
+// below 4, nobody to take its partitions). Beyond the contract.
+func (h *handlers) forget(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid argument: "+err.Error())
+		return
+	}
+	dryRun, bad := queryFlag(q, "dry_run")
+	if bad == nil {
+		var accept bool
+		accept, bad = queryFlag(q, "accept_data_loss")
+		if bad == nil {
+			v, err := h.node.Forget(r.Context(), id, dryRun, accept)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				writeError(w, http.StatusNotFound, "member not found")
+			case errors.Is(err, ErrInvalid):
+				writeError(w, http.StatusBadRequest, "forgetting member "+id+" loses every record only it held: add accept_data_loss=true to go on, or dry_run=true to see what it would do")
+			case err != nil:
+				writeError(w, http.StatusServiceUnavailable, textControlPlane)
+			case v.Refusal != "" && !dryRun:
+				writeError(w, http.StatusConflict, "forget cannot go on: "+v.Refusal)
+			default:
+				writeJSON(w, http.StatusOK, v.Reply(id, dryRun))
+			}
+			return
+		}
+	}
+	writeError(w, bad.status, bad.text)
+}
+
 // cancelDecommission clears the drain flag; the planner may then give the
 // node partitions again.
 func (h *handlers) cancelDecommission(w http.ResponseWriter, r *http.Request) {

@@ -119,6 +119,10 @@ type Cluster interface {
 	Decommission(ctx context.Context, id string, dryRun bool) (DecommissionVerdict, error)
 	// CancelDecommission stops draining member id.
 	CancelDecommission(ctx context.Context, id string) error
+	// Forget judges whether dead member id, whose disk is lost, may be
+	// forgotten and, unless dryRun or refused, forgets it: its partitions
+	// are re-created empty elsewhere. ErrInvalid without acceptDataLoss.
+	Forget(ctx context.Context, id string, dryRun, acceptDataLoss bool) (ForgetVerdict, error)
 }
 
 // Record is one produce as the client sent it.
@@ -164,6 +168,26 @@ const (
 	AbortNotFound = messages.AbortNotFound
 	AbortUnknown  = messages.AbortUnknown
 )
+
+// ForgetVerdict is what a forget found (see decommission.ForgetVerdict).
+type ForgetVerdict struct {
+	Partitions int
+	Refusal    string
+	Removal    string
+}
+
+// Reply is the verdict on member id as the HTTP API and the admin verb
+// report it: "refused", "forgotten" once it is, "ok" for a dry run.
+func (v ForgetVerdict) Reply(id string, dryRun bool) messages.ForgetReply {
+	out := messages.ForgetReply{Member: id, Verdict: "ok", Reason: v.Refusal, Partitions: v.Partitions, Removal: v.Removal}
+	switch {
+	case v.Refusal != "":
+		out.Verdict = "refused"
+	case !dryRun:
+		out.Verdict = "forgotten"
+	}
+	return out
+}
 
 // DecommissionVerdict is what a decommission found.
 type DecommissionVerdict struct {

@@ -13,6 +13,7 @@ package decommission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,6 +33,8 @@ type Replica interface {
 	LeaderMembers(ctx context.Context) ([]messages.Member, error)
 	RaftMembership(ctx context.Context, shard uint64) (metastore.RaftMembership, error)
 	SetDraining(ctx context.Context, id string, draining bool) error
+	ForgetMember(ctx context.Context, id string) (messages.Member, error)
+	ClusterVersion() int
 }
 
 // Deps is what a Drain needs of its node. Every field is set before the
@@ -90,6 +93,82 @@ func (s *Drain) Decommission(ctx context.Context, id string, dryRun bool) (Verdi
 	}
 	s.d.Logger.Warn("audit cluster.member.decommission", "member", id, "owned_partitions", v.OwnedPartitions)
 	return v, nil
+}
+
+// ForgetVerdict is the forget verb's answer: the partitions the member
+// owns (each re-created empty elsewhere), why it may not be forgotten
+// ("" when it may), and what its removal from Raft waits for ("" when
+// nothing).
+type ForgetVerdict struct {
+	Partitions int
+	Refusal    string
+	Removal    string
+}
+
+// Forget forgets dead member id, whose disk is lost for good: unless
+// dryRun or refused, it marks the member lost, and the controller
+// re-creates its partitions empty on live nodes (each log from a floor
+// above every offset the lost copy handed out) and removes it behind the
+// voter guards without its ingress WAL's hand-off. Every record only it
+// held is gone, so a forget that is not a dry run needs acceptDataLoss
+// (errs.ErrInvalid without). Errors are errs.ErrNotFound for an unknown
+// member and errs.ErrUnavailable when the metastore cannot answer.
+func (s *Drain) Forget(ctx context.Context, id string, dryRun, acceptDataLoss bool) (ForgetVerdict, error) {
+	v := ForgetVerdict{Partitions: len(s.d.Replica.OwnedBy(id))}
+	members, err := s.d.Replica.LeaderMembers(ctx)
+	if err != nil {
+		return v, fmt.Errorf("forget %s: read the members: %w: %w", id, errs.ErrUnavailable, err)
+	}
+	i := slices.IndexFunc(members, func(m messages.Member) bool { return m.ID == id })
+	if i < 0 {
+		return v, fmt.Errorf("forget %s: member %w", id, errs.ErrNotFound)
+	}
+	rm, err := s.d.Replica.RaftMembership(ctx, metastore.MetaShard)
+	if err != nil {
+		return v, fmt.Errorf("forget %s: read the voters: %w: %w", id, errs.ErrUnavailable, err)
+	}
+	if v.Refusal = ForgetRefusal(members[i], members, s.d.Replica.ClusterVersion()); v.Refusal != "" {
+		return v, nil
+	}
+	// Its partitions go now; its vote only behind the voter guards, which
+	// may wait for a node to join. Judged as a member that owns nothing.
+	if why := controller.DecommissionVerdict(id, members, controller.RaftView{Voters: rm.Voters, NonVoters: rm.NonVoters}, 0); why != "" {
+		v.Removal = "it stays in the Raft configuration until a node joins: " + why
+	}
+	if dryRun {
+		return v, nil
+	}
+	if !acceptDataLoss {
+		return v, fmt.Errorf("forget %s: every record only it held is lost; say so to go on: %w", id, errs.ErrInvalid)
+	}
+	if _, err := s.d.Replica.ForgetMember(ctx, id); err != nil {
+		if errors.Is(err, metastore.ErrRefused) {
+			v.Refusal = "the member is alive again: decommission it instead"
+			return v, nil
+		}
+		return v, fmt.Errorf("forget %s: %w: %w", id, errs.ErrUnavailable, err)
+	}
+	s.d.Logger.Warn("audit cluster.member.forget", "member", id, "partitions_recreated_empty", v.Partitions, "data_loss_accepted", true)
+	return v, nil
+}
+
+// ForgetRefusal says why member m may not be forgotten ("" when it may):
+// only a dead member, only once every member reads the floors its
+// re-created partitions start at, and only with a live member to take
+// them. It is pure, as DecommissionVerdict is.
+func ForgetRefusal(m messages.Member, members []messages.Member, clusterVersion int) string {
+	if m.Status != messages.MemberDead {
+		return "the member is alive: decommission it instead, which moves its partitions with their records"
+	}
+	if clusterVersion < messages.ClusterVersionLostDisk {
+		return fmt.Sprintf("the cluster is at version %d: finalize version %d first (narad cluster version --finalize)", clusterVersion, messages.ClusterVersionLostDisk)
+	}
+	for _, o := range members {
+		if o.ID != m.ID && o.Status == messages.MemberAlive && !o.Draining && !o.Leaving {
+			return ""
+		}
+	}
+	return "no other live member can take its partitions"
 }
 
 // CancelDecommission clears the drain flag; the planner may then give the

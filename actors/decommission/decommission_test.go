@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/naradmq/narad/actors/errs"
@@ -17,10 +18,11 @@ import (
 type replica struct {
 	members map[string]messages.Member
 	down    error
+	version int
 }
 
 func newReplica() *replica {
-	r := &replica{members: map[string]messages.Member{}}
+	r := &replica{members: map[string]messages.Member{}, version: messages.ClusterVersionNewest}
 	for i, id := range []string{"n1", "n2", "n3", "n4"} {
 		r.members[id] = messages.Member{ID: id, ReplicaID: uint64(i + 1), Status: messages.MemberAlive}
 	}
@@ -50,6 +52,17 @@ func (r *replica) SetDraining(_ context.Context, id string, draining bool) error
 	m.Draining = draining
 	r.members[id] = m
 	return nil
+}
+
+func (r *replica) ClusterVersion() int { return r.version }
+func (r *replica) ForgetMember(_ context.Context, id string) (messages.Member, error) {
+	m := r.members[id]
+	if m.Status != messages.MemberDead {
+		return m, metastore.ErrRefused
+	}
+	m.Lost, m.Draining = true, true
+	r.members[id] = m
+	return m, nil
 }
 
 func drain(r *replica, backlog, producing int64) *Drain {
@@ -106,5 +119,51 @@ func TestRuleD8ADecommissionThatCouldNeverCompleteIsRefusedUpFront(t *testing.T)
 	v, err := drain(r, 0, 0).Decommission(t.Context(), "n3", false)
 	if err != nil || v.Refusal == "" || r.members["n3"].Draining {
 		t.Fatalf("a voter of three: got %+v, %v, draining %v; want a refusal and no flag", v, err, r.members["n3"].Draining)
+	}
+}
+
+// A member whose disk is lost is forgotten only when it is dead, the
+// cluster reads the floors its partitions are re-created at, someone can
+// take them, and the caller accepted that its records are gone; a dry run
+// says what would happen and marks nothing. A voter whose removal needs a
+// node to join is still forgotten (its partitions come back now), and the
+// verdict says what its removal waits for.
+func TestForgetOnlyADeadMemberWithTheLossAccepted(t *testing.T) {
+	r := newReplica()
+	d := drain(r, 0, 0)
+	if v, err := d.Forget(t.Context(), "n3", false, true); err != nil || v.Refusal == "" || r.members["n3"].Lost {
+		t.Fatalf("forget a live member: got %+v, %v, lost %v; want a refusal and nothing marked", v, err, r.members["n3"].Lost)
+	}
+	n3 := r.members["n3"]
+	n3.Status = messages.MemberDead
+	r.members["n3"] = n3
+	r.version = messages.ClusterVersionBoundedSchemas
+	if v, err := d.Forget(t.Context(), "n3", false, true); err != nil || !strings.Contains(v.Refusal, "finalize") || r.members["n3"].Lost {
+		t.Fatalf("forget below cluster version 4: got %+v, %v; want a refusal that says to finalize", v, err)
+	}
+	r.version = messages.ClusterVersionLostDisk
+	v, err := d.Forget(t.Context(), "n3", true, false)
+	if err != nil || v.Refusal != "" || r.members["n3"].Lost {
+		t.Fatalf("a dry run: got %+v, %v, lost %v; want no refusal and nothing marked", v, err, r.members["n3"].Lost)
+	}
+	if _, err := d.Forget(t.Context(), "n3", false, false); !errors.Is(err, errs.ErrInvalid) || r.members["n3"].Lost {
+		t.Fatalf("without accepting the loss: got %v, lost %v; want ErrInvalid and nothing marked", err, r.members["n3"].Lost)
+	}
+	delete(r.members, "n4") // no non-voter to take n3's vote
+	v, err = d.Forget(t.Context(), "n3", false, true)
+	if err != nil || v.Refusal != "" || !r.members["n3"].Lost || !r.members["n3"].Draining || !strings.Contains(v.Removal, "too few voters") {
+		t.Fatalf("forget: got %+v, %v, member %+v; want it lost and draining, its removal waiting for a voter", v, err, r.members["n3"])
+	}
+	if _, err := d.Forget(t.Context(), "n9", false, true); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("an unknown member: got %v, want ErrNotFound", err)
+	}
+	for id, m := range r.members {
+		if id != "n3" {
+			m.Status = messages.MemberDead
+			r.members[id] = m
+		}
+	}
+	if v := ForgetRefusal(r.members["n3"], []messages.Member{r.members["n1"], r.members["n2"], r.members["n3"]}, messages.ClusterVersionLostDisk); !strings.Contains(v, "no other live member") {
+		t.Fatalf("nobody to take its partitions: got %q, want a refusal saying so", v)
 	}
 }

@@ -31,18 +31,35 @@ func TestARecreatedPartitionStartsAtItsFloorAndSetsAnOlderCopyAside(t *testing.T
 	if got := r.commit(k, 2); got != messages.StatusOK {
 		t.Fatalf("commit after the re-creation: got status %d, want OK", got)
 	}
-	d := r.leaseWith(k, messages.ConsumeLimits{MaxInFlight: 10, MaxAckedAhead: 10, Visibility: 30 * time.Second})
+	lim := messages.ConsumeLimits{MaxInFlight: 10, MaxAckedAhead: 10, Visibility: 30 * time.Second}
+	d := r.leaseWith(k, lim)
 	if d.Offset != floor {
 		t.Errorf("first record served: got offset %d, want %d", d.Offset, floor)
 	}
 	if res := r.ask(k, &messages.ReadAt{Offset: 0}).(*messages.Reserved); res.Status == messages.StatusOK {
 		t.Errorf("replay of offset 0 after the re-creation: got the record %q, want none", res.Delivery.Body)
 	}
-	aside, err := filepath.Glob(storage.PartitionPath(r.dataDir, "orders", 0) + ".quarantine*")
-	if err != nil || len(aside) != 1 {
-		t.Fatalf("the older copy: got %v set aside (%v), want one", aside, err)
+
+	// Lost a second time, with that record leased: the partition starts a
+	// generation higher, and the consumer's ack of its old handle is
+	// refused, not applied to whatever the new log holds there.
+	r.replica.SetOwner(orders, 0, "n3")
+	r.waitServing(orders, 0, false)
+	r.replica.Recreate(orders, 0, "n1")
+	r.waitServing(orders, 0, true)
+	if st := r.ask(k, &messages.GetStats{}).(*messages.PartitionStats); st.NextOffset != 2*floor {
+		t.Fatalf("re-created again: got next offset %d, want %d", st.NextOffset, 2*floor)
 	}
-	if _, err := os.Stat(aside[0]); err != nil {
-		t.Fatal(err)
+	if got := r.ask(k, &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}).(*messages.LeaseResult).Status; got != messages.StatusGone {
+		t.Errorf("ack of a handle from before the re-creation: got status %d, want Gone", got)
+	}
+	aside, err := filepath.Glob(storage.PartitionPath(r.dataDir, "orders", 0) + ".quarantine*")
+	if err != nil || len(aside) != 2 {
+		t.Fatalf("the older copies: got %v set aside (%v), want two", aside, err)
+	}
+	for _, a := range aside {
+		if _, err := os.Stat(a); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -36,6 +36,10 @@ node answers):
                                    give up on a move (202 when it is gone)
   decommission <id> [--dry-run] [--cancel]
                                    drain a member and remove it from the cluster
+  forget <id> --accept-data-loss [--dry-run]
+                                   a dead member whose disk is lost for good:
+                                   its partitions start again empty on live
+                                   nodes (its records are gone) and it leaves
   version [--finalize]             the cluster version (the formats nodes write)
                                    and what each member reads; --finalize moves
                                    it to the highest every member reads, once
@@ -88,6 +92,18 @@ Flags:
 
 Drains a member, then removes it from the cluster. --dry-run only asks
 whether it may; a refused verdict exits non-zero with the reason.
+
+Flags:
+`,
+	"forget": `Usage: narad cluster forget <id> --accept-data-loss [--dry-run] [flags]
+
+For a dead member whose disk is lost for good. Its partitions start again,
+empty, on the live members: every record only it held is gone, and a
+consumer finds the partitions' offsets jump past everything it saw there.
+Then it leaves the Raft configuration, once the voters allow (a 3-voter
+cluster needs a new node to join first). Refused for a live member
+(decommission it instead). Nothing happens without --accept-data-loss;
+--dry-run says what would.
 
 Flags:
 `,
@@ -152,7 +168,7 @@ func isHelp(arg string) bool {
 // and returns an error matching flag.ErrHelp.
 func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || isHelp(args[0]) {
-		w, err := stderr, error(errors.New("cluster: want members, status, topics, moves, decommission, version or quarantine"))
+		w, err := stderr, error(errors.New("cluster: want members, status, topics, moves, decommission, forget, version or quarantine"))
 		if len(args) > 0 {
 			w, err = stdout, flag.ErrHelp
 		}
@@ -174,7 +190,7 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	name := "cluster " + strings.Replace(verb, "-", " ", 1)
 	fs, cf := newClusterFlags(name, usage, stderr)
-	var detail, dryRun, cancelDrain, finalize *bool
+	var detail, dryRun, cancelDrain, finalize, acceptLoss *bool
 	var watch *time.Duration
 	var target *string
 	switch verb {
@@ -188,6 +204,9 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cancelDrain = fs.Bool("cancel", false, "cancel draining")
 	case "version":
 		finalize = fs.Bool("finalize", false, "move the cluster version to the highest every member reads")
+	case "forget":
+		dryRun = fs.Bool("dry-run", false, "report the verdict, change nothing")
+		acceptLoss = fs.Bool("accept-data-loss", false, "go on although every record only this member held is lost")
 	}
 	positional, err := parseInterspersed(fs, rest)
 	if err != nil {
@@ -221,6 +240,14 @@ func runCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return errors.New("cluster decommission: want <member id>")
 		}
 		body, _ = json.Marshal(messages.DecommissionRequest{ID: positional[0], DryRun: *dryRun, Cancel: *cancelDrain})
+	case "forget":
+		if len(positional) != 1 {
+			return errors.New("cluster forget: want <member id>")
+		}
+		if !*dryRun && !*acceptLoss {
+			return fmt.Errorf("cluster forget %s: every record only %s held is lost: pass --accept-data-loss to go on, or --dry-run to see what it would do", positional[0], positional[0])
+		}
+		body, _ = json.Marshal(messages.ForgetRequest{ID: positional[0], DryRun: *dryRun, AcceptDataLoss: *acceptLoss})
 	}
 	nc, subject, err := dialAdmin(*cf.url, *cf.cluster, verb, *cf.timeout, *cf.auth)
 	if err != nil {
@@ -269,6 +296,14 @@ func refusal(verb, subject string, data []byte) error {
 		if r.Verdict == "refused" {
 			return fmt.Errorf("%s: decommission of %s refused: %s", subject, r.Member, r.Reason)
 		}
+	case "forget":
+		r, err := decodeAnswer[messages.ForgetReply](subject, data)
+		if err != nil {
+			return err
+		}
+		if r.Verdict == "refused" {
+			return fmt.Errorf("%s: forget of %s refused: %s", subject, r.Member, r.Reason)
+		}
 	case "moves-abort":
 		r, err := decodeAnswer[messages.AbortMoveReply](subject, data)
 		if err != nil {
@@ -315,7 +350,7 @@ func adminRequest(ctx context.Context, nc *nats.Conn, subject string, body []byt
 
 // printAnswer prints one answer; mw carries a --watch's earlier summaries.
 func printAnswer(w io.Writer, verb, subject string, data []byte, asJSON bool, mw *moveWatch) error {
-	if asJSON || verb == "status" || verb == "moves-abort" || verb == "decommission" {
+	if asJSON || verb == "status" || verb == "moves-abort" || verb == "decommission" || verb == "forget" {
 		var out bytes.Buffer
 		if err := json.Indent(&out, data, "", "  "); err != nil {
 			return fmt.Errorf("%s answered %q: %w", subject, data, err)
@@ -383,6 +418,9 @@ func printMembers(w io.Writer, subject string, data []byte) error {
 	tw := newTable(w, "ID\tADDR\tSTATUS\tROLE\tDRAINING\tLEAVING\tPARTITIONS\tMOVES OUT")
 	for _, m := range reply.Members {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d", m.ID, m.Addr, m.Status, m.Role, m.Draining, m.Leaving, m.OwnedPartitions, m.OutboundMoves)
+		if m.Lost {
+			line += "\tforgotten: its disk is lost"
+		}
 		if m.DecommissionBlocked != "" {
 			line += "\tdecommission blocked: " + m.DecommissionBlocked
 		}

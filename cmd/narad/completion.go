@@ -19,7 +19,7 @@ var commands = map[string][]string{
 	"ctx":        {"add", "use", "list", "show", "rm"},
 	"topics":     {"create", "alter", "list", "get", "delete", "attach", "children", "detach"},
 	"users":      {"create", "list", "grant", "passwd", "delete"},
-	"cluster":    {"members", "status", "topics", "moves", "decommission", "quarantine"},
+	"cluster":    {"members", "status", "topics", "moves", "decommission", "forget", "version", "quarantine"},
 	"completion": {"bash", "zsh", "fish"},
 	"cert":       {"create-ca", "create-node", "list"},
 	// Second-level verbs of cluster.

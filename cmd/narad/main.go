@@ -36,7 +36,7 @@ Usage:
   narad users create|list|grant|passwd|delete
                                       manage users over HTTP (--user, --password or
                                       NARAD_USER, NARAD_PASSWORD on every HTTP command)
-  narad cluster members|status|topics|moves|decommission|quarantine
+  narad cluster members|status|topics|moves|decommission|forget|version|quarantine
                                       ask the cluster over NATS (--nats, --cluster);
                                       moves abort <topic> <partition> gives up a move
   narad version                       the binary's version, commit, Go version and platform
