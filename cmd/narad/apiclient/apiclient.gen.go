@@ -5,14 +5,18 @@ package apiclient
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -422,7 +426,7 @@ type CreateTopicRequest struct {
 	Owner *string `json:"owner,omitempty"`
 
 	// Parent Create the topic as this parent's fan-out child.
-	Parent *TopicName `json:"parent,omitempty"`
+	Parent *string `json:"parent,omitempty"`
 
 	// Partitions Default 3, or the parent's count; 3 to 108.
 	Partitions *int `json:"partitions,omitempty"`
@@ -10289,4 +10293,254 @@ func ParseSetPasswordResponse(rsp *http.Response) (*SetPasswordResponse, error) 
 	}
 
 	return response, nil
+}
+
+// Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
+// Stored as a slice of fixed-width chunks rather than one concatenated
+// const string: with thousands of chunks the chained `+` fold is several
+// times slower for the Go compiler than parsing a slice literal.
+var swaggerSpec = []string{
+	"7H37b9tGt+C/MtBeIPYFLcuO8z1sLBZumubLIq9Nkxtgq6wxIo+k+UTNsJyhFTXw/74458yQlDSU5CR2",
+	"m9z80sYiOc/zfn7qpWZeGA3a2d75p94UZAYl/fMNuHJ5OXZQ4l8Z2LRUhVNG9857v0JqdGaFM2IhlRMj",
+	"GJsShLQzpSdCTqTSF8KCdmIxBS3cFIQ2GQhlhXRCOStSWQgzFqnRGlIc1QpT4i84Hg6SGm2rOdh+L+nZ",
+	"dApzictwywJ65z2lHUyg7N3cJL33799fVm4K2qlUOthc7E/SqlSUIPP5/xz2tCxlNuzFRrWuVHrSu8FR",
+	"C1nKOTh/Fs9NKvNXOl++xp8jU4BbAGjapBVG50txJKS2CyjFuDRz4abK0tMHVhSydIq2nIiFclNTubDr",
+	"vnicK7wLkRmhjcMzzIRyeAgKJ/q9gnLZS3paznHFOa7rCudb2c9/lDDunff+x3Fzucf81B7/kssJndtb",
+	"U6i0Yz9vpyAcPn9gBU5Vz19IN22mp1d6Sa+E3ytVQtY7d2UF+66EFvASR8LlvLNQ4rBbVlRZKLcvqPKD",
+	"bF1TIZ2DEj/+f79dHv1fefTH4Oif/aujD59Okr+d3fxHL9kAiKT3XirXsbR/mYXIjZ7U2DA2pZCihNSU",
+	"WSKUFk/NAyuyqpT4hbBL7eRHcfBoMJjbRDyyhxdCipEsQehqPoJSjConBkON2CLOBoO+eAkT6dQ1IBRn",
+	"VkgrBomQOhNzRDs3lQ2OPbAiBZUjCh2cDIQVlc7BWsSnsZpUJWSHQy0tve9f7ItLUUKRy6VQE21KsAhy",
+	"Q90BdLjHFXCDj3Je5GB757/1HtnehySGUCXYwmgLhE8/yewN/F6BdfhXarQDTf+URZEjGiujj/9t8Xg/",
+	"7QlNT8rSlDzVJuSUPBnSn7nMx6acQ4b0RtqZpetaTKUTqdSIcyO4EICjCSuXViymKp32ezdJ77HR41yl",
+	"97RmPG1csJMz0ImQYiz1EdKK0uRA14lrwQc8nEinUk9AGC2kFtI5mU4hE+lU5Rm+VZQmq1LEayFFBnjb",
+	"/pkH13FlZU4UiSh0CdIaTRv/xZQjlWWg72fnqcxzKEUu0xnD6aSU2iWCSKijXwJxMgsNJe3AP8StZ3PF",
+	"635qNNwXgKWgCiemUmc5IiJRBCjFXLp0CojIOUgLtFRHHyC+IRSOxxaQAeCJz801ZGK0FCXggpU//2ca",
+	"CZbM7wnwkFOPpcohI2BhNnYw7A2rweBhagr6f3hl2EvEsCcbDowkrtLyWqpcjnLA56YUQ+LZuAlhobyG",
+	"UhRSq3TYq1mgFK6UTLg0LHKl4ZA2/9K4X0yls7vf/EsjbJVOGbgS5NOAYEdYInKlZwmxINzOHJBQ0/re",
+	"GvNclpN7ArSRyZYI64W0LEiN8GzEwYl4oX5iPuLSqfgH/okLPRkMBp4V2cOw3hdSLy+dg3nBUt8dL9sY",
+	"MZd6GWAqNxOlmeySWBSY9oUwGpBw4bpEauZgxUimMwHXUC7FyamwtIF3GqHNlOoPuB+gSEvIELhlbgmW",
+	"FyVye6PBigOJwD7TZqEZNpApS/9GIa1dmDILKCRzNUOgTtpi9vv374/W5dfYQv0nx+viLi35XYNvd38i",
+	"pBiIXDooz1dEe+tQssWjKUUOY6bUaV5ZhzSa/jDalSYXRS41iKm0RClpZ8lQt8fKSqm00pNE2GnlaNTM",
+	"LHQikFSYsciUnRHjcgQ1Zhy0CisOkKIMNS3ziBSYw5rsynQG2ZHEwxRIdpUV4yrPWdhZV36Oau1n24W0",
+	"9KQbOi1/gPjd5ciU7oW5hjdQ5EsSPktTQOkUy0EkZmxKlO+ny4TwgyG/BFvljqRCiQNC1t+UUZMe8cK4",
+	"5EyPhMRF8jHgMNFBauUkpm2RFFflBFigqzkKfH5FKB6aK+RfJHuPK+t/c1djot5Jz+NJRD5Meg4pqIsv",
+	"Hgd9gHIQvrK+iUSoMUGAsgRz0U2xnhJR9Npqwm+1OtOcQTjUeuPN2s3o35A6HP0ynf2ERPeSsHzzkvlT",
+	"+qdyMLe7EI8Ge8Pz3dTzybKUy40lh7G3raslacsso43J/HVriWOZW0jWVi3TAAUZjCVdek+ms15S33wv",
+	"CT98dEA3rPHv2PV68eiKxaPVo9i8re0bXh0puvHcQUna5b5bXwW6S0fCGlOWsYI864trZdVI5cotr5ya",
+	"g6nc1dwGjcFL3m1mQJ8lqL0RwV8927n8eEWU6Ioo0VUB5dUK4q2uBxm4BUfmFgR8fyE4Lqoy0jGO/u2s",
+	"gf0WyuJkSl+NczWZurudqrFsbI78AjXV5gVWWrVZiAONVE6MYQHl4YUY4NlfswoanaQWja/mdvcGvEp8",
+	"u300DHINMFAyDerWNZRWGZ2QjLKQZYYiSyGdGuXAWhTNDwuw7hz5nIeBZZDzE/wRJ/fwQz+4aRCAlyLA",
+	"fZ+wYBPMScV7jNLp56E4Cba3sNIgnuRyGT13JNQsMD+wjfYi5pVFhRrZNKMUSXxFXlnU1KamKqNXMlda",
+	"zZHKDJKYya9NEHgTMTLgiR+Kvrc8mBksI5fPuqjRcMTydNCoH1gxg+Vubrr/cPVn/R1ngTMscyOzGKz+",
+	"719fvRTXMq9AWGdKyIS0ZJS9YPD0n16BTk1Gopbkb3j9/dbw9Tub8zj46Hh8VHL5U+TW8NEhalj42xlt",
+	"dLR0rTfE1OSZFUqj0KgzxB5+t7/KYHCYXtLjZzHL0iowhNPYAg5BfukQxDau0DrpKhuT0aRbv8FgZlqY",
+	"Ks/EVF6DF/0hEweng9NwxVkiTgdnKIC6HLLDGJ1b25hfRWxfjwMWr+6ojap7kLxcTq4Q+3OImdB/QSxh",
+	"W75soDPYX0SmMm98YVMBqicCR5yDtXICVqSm0kSUDRL69o5HxuQgdVhD+GJzDYzJjDVMaZDgzpVzCNk6",
+	"YwWDdHVWLJyYGCeWsC/VZ/PmLiHRm5fr411b9tpJdl7Yc2UjYEjLL9nOtpesyJe/ITQR5fEa4C6MofeS",
+	"ZuroklmJ+y9meZvrHistc/VH0D83WcNUTaaIGazQsPWEjdkJglUJQgo/CIi5XJLQ3ykC8Pf7S9Qv6P2w",
+	"+shpMZeOL52fscZB8E0MmsWKkdKSFDSZ2fhSr5sj2xzaP/Ruo0WpHHLKPchBGDVZOfl6H80JRS+TPWtb",
+	"dZY2Gu55xPTBTvm9Hji6shKkgy+Q3F+S/8QKObJkutNVnqPqPyArOt6hKoMsaDfl8rHUKNh3SznvmW+y",
+	"XTCDXKHkCjKdehMbizfkDGr01A1ipZw4kE7MjXVCiiXI8vAWsvwtFIfLdOYthcSo8gwBudI0Qlhxi56L",
+	"GUBhL8IBiZPB6dldKBnPQVrIjkaVO1pdjF1ZDZIB5KGftaBAzPcWbTusJ5dpCkXgMOwdyy6Y1bCXYgRs",
+	"qXTBzNIlCHpyvDo8Q3zj0hDkmSP7rpelg9eH6DOB7Bb35emjRzH/5XbN7Gd/ug9rK1k9ObHtC/EQtamT",
+	"wT8+SyE7j+hh4uDvIpNLe9gXr9wUyoWyLR1hm2ZwG2WNhNlfWVvLTFrNEQ0PSK0NfylnIR8nLL142fTQ",
+	"c6kgrAVMIV3GSqfseEnCcdQmEFsIuX4eWJGDnrhpA88PB4PBIBGBFvCZ7LXtmFDSTVHfWSg/T0Ukz9v+",
+	"XOApvh4XR9gUTrxF6ed0EL3zkwio1j78z3XVtw+mFRBQLyF2Tj8DkWeLXLXDVsssNaojIN5nV6s4FsMT",
+	"aVfsqs0A11Bm3rEclB8zWzGkBns4SmpSp5DnkO3Wh/yamwkia40dx5O4XfoJ4QX7xs2Y8Pry9TMyTOO/",
+	"59VHr/kdF7lUWpwNzohung0ebTLbTtu3dGJBoUOl0ZMLkfqIGDs1C2SdOGAGqcpQp6R5WTkSMjca+jtB",
+	"gueN7foXL4BuSru3wJiWwLenEBddSi4nMUpiF8ql0wsh9VIYpJzCFpDnpL03xJsjl4RbqBTIbc5hJC3V",
+	"2pUV4sQJ0hrcRS/pDaKWW8bozzUdh+k8KUXgZeET/0WkqZf0yF8fndyjf8zcRMwSMZtdckUJY/URrACd",
+	"oXyutPjPi4ajGA0cL6PJpGvKECSQNHStm9YMiK8Oh//5v6K8dau8688idsd0tPbPpMtra/WDxtb6L5A5",
+	"Eux1othYR9bolswoJK3tu9tNrrZYOV7U1HcN1rKsw+fFtA+FGCIg4l9v374W+DpYm4ipse686PKC1dS2",
+	"weKWnUJlcS5QOXLGkxcsArOvkPK2TeBkhZOs6rJ3Ky5g7cdefq8k3p/Cd8nYtsVm5RVwNsJZcEJalcGF",
+	"15vY0KPcml1nT3mshDSXar73Kh6Q4ziHo9QUS2EXAIWoxxBW6RRwLeRcRtn7a6xxE2wl6nJk15F78FWV",
+	"Ed3KkLX6sVZY9MaNbUBHN4zHLUOfZ/LYQx3vthOsWk02VtSBBWQLifllOCrSW0xQFy3ZB+QDBIIxxO5h",
+	"/qDj54niC2dbxMaS43b9FjzBvHDLCyHFDJZNaMNcZiCqgkIcpmah4953iuPa09q6w8veadR/O61t+WxP",
+	"P8JjG0mn5nWk9VLIEkj3WTPo8xssNbx7+8vRP1aN9Afrtn4Of7TmkL9BHa3TJxDQqNNQv+4Dju8tKEr8",
+	"To3rFEItfcxc3MOv5mCdnBcxcuMj0BvLQtsUQwG677T6KCwHte9JQr4kpoBBpbnn9vqjAG2uI9A8yk06",
+	"gywaPsL0FRnLXC6FBjJgNGEf+zrfkx4effRFfHDV5RwhapoIJKZJHcqDcpo27kpehei528efFKWZIAPf",
+	"Sf7MNbwO79JtxXdr7mALXwAZdNq02i4w6OAOQeLYjzcgOO3kDN1sqn22UTTOwDqlZeMjQtQ1pRMHGTip",
+	"csqQiMRFtCB6fwglQniVmkLxl3vgLn+SK+v2/gRyWVjI9neobUOcP0DvP9BOXmE7BMJiKi10gP2XQiiP",
+	"7Wdfu4O18105uxg8vQ7D/+ok6zSrUDFVk+nVQjoo57KcReRqIqdWjCD3FoISGhLPep9XO0tL9NACmVzn",
+	"e5J6pTP4GD9jDR/dVcP6I5F3HN7trSX4em14LwrQGcfy7bEItt5vn4sN/H7KJghjBoW73SwWJnPQ7kpG",
+	"ZvoMXkl28SuUpeIudp6tA4yt+gMaVeK2llG+u9Yc6ye5eofJOrStzB+HXjYrfmYITlWWeNBt++iaSwsg",
+	"40D8Or8DPFENH0W5kIbF1d5W13Vzcvvb6KbZnrPVhSi95yQOq6eDU9vlTri7cMl6TcnWyMn29j7vXr0/",
+	"67aboFilPUIgaezYyt8Gyr5uOAwJM/xxX5Amwa4RZQWH4NXKzdpFUpzZFRQmncaGJs/UA+tTjhLKLkrV",
+	"XOYhnc1RchVBL+V/snuFX4/CbjsMYn22xjflXyIBngcTpsxYKNtffGAzZPa1SN1OF/JlO/eKPGJep/ka",
+	"7t8v99R+fpzM1gB0OmVTtqw3Kgc82qpUjhJazHh8K89pA3f8Rn+32/O2rktcOIzHkFLqJUXSXYgBe8lr",
+	"j/XYlAjP+xrHDKu+QV/m6LfcaBam2rE4USW60+X4WR7DlQNaO42uubZD0C4YXcG3TgL2M2kJdjcda7IV",
+	"m408IH+Q/UHHftCx74+Okbki5lvQIEC7cikKSq0Mli4C2amkaGufK2spX0eMloJk4xUo2yairKlp8ZjD",
+	"H9T2L0ttN6Gok/6+9JixHrblHJQ2EZmaKIf/Ny4Rlc6gtCmV/9CZyKSdXpBDpi9MKfqfHbHky1PEzPik",
+	"sBVyAlfOzGLU9cm8cEth2OybS+sEvt1trNtfTmf5epeE7gdNNlYaO/F3Nhp3RumkF14yZ/N1o+2tKZH1",
+	"JUcRi6j/XOW5uh0L+FqxP6UxLu5IrYrsLhbejiDaMzxo82LILsFknULIvIVSWpVeVm7aERtacwKjxQGV",
+	"muF09yb0LUSXlaZyQKEzx1Nyrv+RiGPym/9BiHQ8B1eq1A61kzOw7L7mUjatfOS+eM8SEPKdMGMG14cc",
+	"6UA1RdiAgGOGdFLSaIdapo5qieAFcQYs3SVdEk7UHO7UuYJTgZUemzjtpgVevn7mZ3lJSyH/GZ2APWfZ",
+	"zYZYfVWuxjaSCOQDRZJgsBtqoi9N+QSZ+ix8HodhNGni/9mZ+MB657JNyAvCL3sPY19c6iWtbKjZa2wp",
+	"noZuBDVjhZdVbw+Z+gwKJ0ZgVcaxmvRqKQ5k6kxpj2Whjk0BWhaq/29r9CGngQ+1A+u8l51CPBdGODMB",
+	"N0XUPl6YcnZsp7KEjIZ4/Orl2zeXj9/253xdrdHfPLn8+cUTfGAlOXeG2lJ9EI1HZqE/1EP9k8kUnrP3",
+	"+vlsDJRJNLSzgcYmz82CZQAZii1wLSLxmFPHj94uCzyetezxvvDmEDGiuQjASkqmRmB1+fJcbCZBkuOX",
+	"Ubi1jKRd4OZS+7AyZcWnIcdoDXvnYtjr9/vD3s0FF1Vqosxw+LPB2UrOZSHd9DAEnIkDOWz97oMtNLs/",
+	"5+CmJkvCj+ISD0RwRvchbaqJYmPgWqxjt9QIm60JAiidDU7EWJXWJT54oYWubJqeAsU8+6JZCEtKT+gG",
+	"OcDu+PrEk4e5XIZrfDR46KXN2i9NIRFWHKzn31+IsknRP0w4FH2oldvIyhcHi+lS+AeHfqcrFbtIdrRc",
+	"vwFBfKVil7T4LdGnoaa0e9FKnD8XJ5T1r0Pqv/8Ol5rmxkJ22Of3xaPBaUI7JDxm8cd65jfUvBspzj5+",
+	"FJX2yZIX5BB2pYI6c45t+45LIkEdkr9QKXjyVs3nslx6goXHjPTKjIVskaukUSqZMHOhJabGfC9suVQO",
+	"pcsef9kOMrp8/azXyvzonZBSwfShd9572D/pD1gsmhJTCQyAArtixv1LD1q+lJi/+eBUKEqTUkxTAChI",
+	"DQdqIssUL0mCQC5gVzhHj9bENameZb3z3lNwPsxrrVrT6WDw1apK+Bk6qpv4rSCEVAUFGzwaPLynuWss",
+	"asesiYNPQx/hM+ydD1cD2oa9m8P+iqTQO//tQxvMnqtr0EAuMicnVCCLvCAf8KPA4Tuv/W0TN2+hRHKr",
+	"GJdelwYpGFQcbStYJko856XCUSQJXNWhuU+NKCuNmPWgZsDhtB/cEkhe+GXvhJKGhq7eUaQ6WEQV/FgY",
+	"65Ngtx1x6yzm9cIih82iVedZnw4GwiC1bqgrSS0hyPl2R/QGZKb8xf9JqNTaw1dHpC3FchyJA8vASpbi",
+	"IHClhKJ6FNXFqUMgzXhMpc18ntbYF4DKlJ0lG9xqB7K1Dz0CANcnx36c41YwXRQYfm1MJFnC8k1Nejdy",
+	"AEugY9yEg+fKuhd+pjsEg1bUYAco+O0SGJwNTroGrFd4vFJhCT86/efuj9brShHMDXZ/Vxc3a4B05+rq",
+	"YkcEDytcfUMDaEGDf9YJEMefVHZznLVyQXwmdTQp+pJCyMmTVuRSa6r2thQTdQ3tINsWtFNh1E1AeUwJ",
+	"He0UlE14OYvkbYWgJOtMUVCZCLzfPY68VX7xs0Fin5tq6gbSF2e7v6iLvX1DUPerM0UTISZFnXSzCXar",
+	"dWV/2xq2zvJI1lHp1IfAdtU4XWexH5JeYWIZzh6In624UDhy0IzHFB/pfKS1r8uCoP1Gjp24NriNUL+F",
+	"o2/ctAQ47A/1pWijkXedUFkEKpjj8+NR3vI5TqIqkMhqJw7OBv88vBBZubwqK13rVaT0+jympmhgymVz",
+	"XxqqjMdi/ip2reHV1gt4hUomatiLKSnpuG0u5hBW3FWJ16/2tmV4P9whY9jMaevgD1m5ROnwgRX+eImS",
+	"7KI5kguRfWc0Z7AHzanrwH5DRIouriZOrALIGWVW+Ip6LUFrL5YZQk53SFCc1kw0pCYwFxxo35gagjlC",
+	"WTGSObLDrEOeoll3YPFllnFS/mYcaogfrgNSZV20xZmNjw47sZ0c1H8lZK9jg7tkQBMUgXvD1m9IaGyx",
+	"vhEgeaMCXXujwfEngvKb40/1QDfHFGzPiYUrsBpbZ/PKcass+03SUWXLO3cXU2N9lL8zLHdWRYe80HYK",
+	"dosNW+tu7ZIh3tbaESdmNiURPLmh+o0sGTuZSSd96U9vIV+v7DjUi6l0tf+LA/YuWqWqZW6NSGVJphEy",
+	"Gcf4f12DcyfZwBfZzizrU60L93eRAl+5cofwtYb3p18N79cqjEaw/5ILdF60rkPZxo76bXDwezqrlQrQ",
+	"lFfcVGJrpIP7W0yAQl/q1Gd4068TA5bLc7NLg9QF7gTgU0n/BBq898lIvXw17iSHXWeU7GWW+tDBAk3l",
+	"UjOHlhoygjXjji9FHA6azjTDg+ZeHOU1F/lkVxUqHOvVnL+obnDNkp4yKV+rteaL6+5kSa0KBF4227BP",
+	"rlU4uEO5ZG2mjqsJhbByZV0oPXh/NOk7Fflb1rD6gNkqKx2Luu06bF32im0c/41X3VFjT5qap1zo5NC7",
+	"K2udo0YkwjnXunZpZ5CJsSk3hf6OmhwsxIB1P5ls+dWAtWOym9WwERSabv5qKNOSnpBO/OW5+m1x7uTh",
+	"XjjHnRi+ISR9Yby1eB1Tq2IbrW9Hm2z1H74qQF++ftZUvCJNv2lGdfn6WSKkFaNK5U4o7Qx3laA0fY6U",
+	"afX2gIy7HMwlFz30FRo3+Iuf9UsZy3pIVtx65Xf238G9sRqZ1OnnaoIadxhnUIfZ18ElDpSji8/lBL9t",
+	"B+Ydxq01b0Mc5E6rdyEn5OZWf8BFq6mV717ie17hX52d0NR8rStVXbb+ZDBoVVE+iQXrRpdUwrUylQ1r",
+	"W4vl5EJyFFxKDnejhXKdBqNWDOjtNMWvx1aagNoIIr3S4GNkf1iINvAOQdkHL1IjLTmhYoWSIpVaSOjR",
+	"rltseknBAy7kEfjGViFQmXvgLNolRsnC4QyZLlulRA9Q+4C619Vhf6hbxhfEUVJ0fDyQr2ZYm43a6QDn",
+	"ojB5Lp4+eSsawhHMWUNdaadysRY3TgOYeMJBzADTqup6R3JbpG7sXjLbyddFrhhi8dJ8wqWPSPOONOrj",
+	"ZqrQL5BL5tHJ//CqfK/inq/3KkWorbBBO1ZYeMDEbWEIr8ikV5e0E+3egeMSgFskpXDBsb7BtjVmnyy9",
+	"6QNJZV07YNCPuFFx+gaLd0Yn0PtZ/0eEwVdw3tFZBqjhUsSuToqKc6Au08/bpqjHDj94qENcG6DqvMq4",
+	"hNM4GPZ3KNyttBPySLubNnJ3tozY2Tqb2yuf7p5J9XcL4Hg3o00QX8mYi8lZn+1b+0AB2LFM4BhBrbN+",
+	"iyJfhjBcytJt6qwk1H4uWenvzOCYkLltqElHIEf0uZAcnk8hj1UJ7egakGWucAnaz6ggi3q26j5XdyRX",
+	"bTbSumdTWKdY1UZfSkIgi8bih+D03QpOXPzmtoLTsUxnX+aD/7CHMse5aqzNNbFo4lILmc7qLBVf7tW3",
+	"CGbnPSUK0Vsez5uUtNPBGQeMttJ+2H1bgo9XpfA8a4QM6SfEnnLjGz74wWm8oWabnSujQXKX1Mhvp5nG",
+	"rz1EC/G+KaMA50i45T/1bGWsTFG6PAgVvB0Kv1SgywpTyN8rOGTqygtdKG2FGlMgg/ZpOx3CxlotyR0h",
+	"DdvqHsWrgSY+QIlC0nNLfUPthcCxqamuKMHLzC5UrWzcHxTM3qRzh3ymCzEQmlpaH7Syk/BWRhB6iUDm",
+	"r9zL7J32pLrlYqsLe6tr1n7VvSMCWEyQp6rq3xldPdljK9Q9/BsikZfpLBEMGFSnktCQgbNFL+vqUd0E",
+	"83gUBKP7JJtPZDoNBEbZpnEa1WtImKCQ3enIv4T74+DcEfRjFI2Kat2VaLTWXPWeBaO1nrMdFl3fOBhV",
+	"GD4zqjHji8v8tTH6e5VjYkhKybWEp20th5AQuhG1XVwoquw/V9Y9Di/dpb+67mfXIaiHlW4WOPqhCK+D",
+	"x2ZdqFa9hFxO7kINjtLpdS045CBTkmTtUkB5b7MfpNTplIqUk3Sk9Cwo0SrPhnoCzqLIaoolSpKr7dPW",
+	"2qU1Oc9aoIZdp2bPYOkT20WoUUVZJyh5c8uzE/FC/dTKyh+IKZTArZ7OTh5GpeCmo+5dsY3Nnr1/JZW6",
+	"1cGXykT+yO74RsgGU1W5WlGljl+uS13tqTQH0nP8if51C/dDXZOgrmW27kVYxbDdXgR8/4cb4StZWT2U",
+	"pP78vyoniQZRBDjkoo2ovHbkJ6QtohtX5Pfs5HjzoQOmfeOprqCYTr3kvU819K6xg98rqEDMTQaHTZAw",
+	"S2/E1UJrCSahQ60N8STOcRj7yOJwIptmAq7847mWcsFqtGrxuPDlZ1Y6eVJw0KoZwXDzHOtNFFwQJDQx",
+	"9S4Ncn/4vXGHjUOqFcNhN2RRahXbpBX64UJdHP6NV9YXrHh4z0poyxMLC6g7gW01O/2f+riTUAOo7Za6",
+	"8F1BkrUWH7j6r+iqSja7UeOs7Toz0je3D2fJlSLquTpNOXXl8WYpt+yHvxNN30vlGizd8fJzk8r8lc6X",
+	"jYR4h7ULfNfgLv21lkKi3OGlcVOlJ8jnGCJ9xMtCIvxKLUzlfPkphpJwOdJxcoc3lE7VZCrqmu8/jF3f",
+	"QkwW3bepgYSuOVyyptaQNWJtmr6+SGPayl8a29ntuMwzR1BrRVUgOBMEB2bB5nFPZpAG9sVbqgmojd9k",
+	"v4u6BhPY7rIDpp7CNvh0cMIyZF2HiHYnqJFZwtGZo2Vd2bCLws3lx/2yDveKzYzEJnxdQv+tEtNIX/cO",
+	"NY8ut266zd5pIVF8MRqOPKAFAG1kkS8jxN8fWf1OTZRMWpkOzeXHSJhRY5q8A0IaesXetfshFA30BBjx",
+	"ggR1ZVtSHZI8arRHfdm5t14iTuhHaoouXqifhvpA6uVK6czDYPGCdGZFWWmOGUHxsMygPOdZE0EEK+GJ",
+	"D85OHnrH42HCGsLFUJN7l547Y0SOwOQDRkNlBema1Cr4qGqXryUzl/A184MiwdQiVJUliTrU5FRebbDU",
+	"F11oWIB1/oOmaCrXexSyPkBajfaVHmKS/uu6++9WNvRa4VmtivEHv7z8r6MTKR6eBssCGf7mJqtys/qu",
+	"PewLLvxMXevxyoaay7RftH3KolV1dF2zQcmBzJMzWB4Nq8HgYTqSFh7+jceEkn6DRCymKp0OddNWyoKv",
+	"MRnjQzNYbg37357nnwhzDWWpqHaaP4KvHYW3j6XTpA7ckXUlyPkqV6r1FU4birTg3sPEeRqx/lQl0idx",
+	"MLZLnUJ2GCKvNnJUlOayHu8vn194zkVfzg11feJYqzo0I2lLTj8ihr5PNuapTktHuIUX3NO2e/KEr7Gi",
+	"Jy2PyIYnvIkzCW3vdRZqJzs71C0JLgzLTvKppKoB7sJ7b04Hp2Qy8ji2A7OG+v3lc2Zqi6nJoS6b06rg",
+	"Rcwk9GVOpW6n2CNzY4X7H+SX8er3UPsULy+Jng24UTCxpFXWlkFKNrd2br4LalDY6sGjwcPDLTzoLkMC",
+	"Yl3D7tm5E+nLtjs0ICjQP0ID/hoEi8IBtgndnmRRFfzumtHkto2mZb6zX6Ek6V49Iai3xWa3jA2I5Lrn",
+	"uKGE9VAuYI+v36vn51tKSKzsanFT/ntnzQYyn5TGcC4vJyCS6+6iLiXDnjx8PCXnQOWrInGzBSTu5MxA",
+	"+XmLu73fkQhIMHGXeYA4wZ+UBsjwHje64P18d2UZvrW0u8quVDcMONOmqMefQleYm53Vfy+EBkU4Qxil",
+	"DSdtQD7uSqCrof9H/tyfkD/Xcf3JrVjoU3DxWxzcNx35ARVfAhUoBncCxO30vXeeYqxZNtfpyXHTUuvL",
+	"xk96ReW6aZJxRI8e2Lo/Ev5UN47m4vzUIIo8UTLP2+WZkLlvQv2v4J7y6u+Gd/Pgf5Le9M3z7e8URSnK",
+	"Ig2Uu4bn/Tn4cbsF+t3gnC/CEczg5HyuGAHFAf2XhOcRS92HPh6Byih5B+8cBQa266z3g4/iYWg5f1d2",
+	"jLWO9nvhYkSCefwtFRj9/nCnzpgsGnDZwJrVdior/Q1/+3CTfEKwp7qXUY9N3W6Qo698HIDITSpzMtD1",
+	"kl5V5r6B4Pnx8cnp3/uD/qB/cv73f56dElL5JW14QHb1Cuy3SvBy+OKmG+X1WjdBsd5MUGfCgnM+u5J+",
+	"7a9kGZINZnPgFy0TDeIzx75ZUVcTDz71VdPtwQiWJjRfqka5Sn3fscvXzw5bEwdTz+bE7+rOh3wqXiU/",
+	"IBKUEOEZsxISCp77y28Pz7cf2dVmy8RIZbrWQKEs3eZQ3JuIS4tRT56k7qDGw65WMmuNSWBz8+Hm/wcA",
+	"AP//",
+}
+
+// decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
+// after base64-decoding and flate-decompressing the embedded blob.
+func decodeSpec() ([]byte, error) {
+	encoded := strings.Join(swaggerSpec, "")
+	compressed, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("error base64 decoding spec: %w", err)
+	}
+	zr := flate.NewReader(bytes.NewReader(compressed))
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(zr); err != nil {
+		return nil, fmt.Errorf("read flate: %w", err)
+	}
+	if err := zr.Close(); err != nil {
+		return nil, fmt.Errorf("close flate reader: %w", err)
+	}
+
+	return buf.Bytes(), nil
+}
+
+var rawSpec = decodeSpecCached()
+
+// a naive cache of the decoded OpenAPI spec
+func decodeSpecCached() func() ([]byte, error) {
+	data, err := decodeSpec()
+	return func() ([]byte, error) {
+		return data, err
+	}
+}
+
+// Constructs a synthetic filesystem for resolving external references when loading openapi specifications.
+func PathToRawSpec(pathToFile string) map[string]func() ([]byte, error) {
+	res := make(map[string]func() ([]byte, error))
+	if len(pathToFile) > 0 {
+		res[pathToFile] = rawSpec
+	}
+
+	return res
+}
+
+// GetSpec returns the OpenAPI specification corresponding to the generated
+// code in this file. External references in the spec are resolved through
+// PathToRawSpec; externally-referenced files must be embedded in their
+// corresponding Go packages (via the import-mapping feature). URL-based
+// external refs are not supported.
+func GetSpec() (swagger *openapi3.T, err error) {
+	resolvePath := PathToRawSpec("")
+
+	loader := openapi3.NewLoader()
+	loader.IsExternalRefsAllowed = true
+	loader.ReadFromURIFunc = func(loader *openapi3.Loader, url *url.URL) ([]byte, error) {
+		pathToFile := url.String()
+		pathToFile = path.Clean(pathToFile)
+		getSpec, ok := resolvePath[pathToFile]
+		if !ok {
+			err1 := fmt.Errorf("path not found: %s", pathToFile)
+			return nil, err1
+		}
+		return getSpec()
+	}
+	var specData []byte
+	specData, err = rawSpec()
+	if err != nil {
+		return
+	}
+	swagger, err = loader.LoadFromData(specData)
+	if err != nil {
+		return
+	}
+	return
+}
+
+// GetSpecJSON returns the raw JSON bytes of the embedded OpenAPI
+// specification: decompressed but not unmarshaled. External references
+// are not resolved here; the bytes are the spec exactly as embedded by
+// codegen. The result is cached at package init time, so repeated calls
+// are cheap.
+func GetSpecJSON() ([]byte, error) {
+	return rawSpec()
+}
+
+// GetSwagger returns the OpenAPI specification corresponding to the
+// generated code in this file.
+//
+// Deprecated: GetSwagger predates kin-openapi renaming openapi3.Swagger
+// to openapi3.T. Use [GetSpec] instead. This wrapper is retained for
+// backwards compatibility.
+func GetSwagger() (*openapi3.T, error) {
+	return GetSpec()
 }

@@ -5,6 +5,8 @@
 //
 //	go generate ./cmd/narad/apiclient
 //
+// (apiclient_test.go fails until then: the generated code keeps the
+// description it was made from.)
 // The test that runs the README's walk-through with it against a real
 // node is actors/api_openapi_test.go; the CLI and the benches use the
 // hand-written client of cmd/narad/client.
