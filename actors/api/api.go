@@ -4,7 +4,8 @@
 // domain terms (records, leases, topics, outcomes) and with the sentinel
 // errors of errors.go, and it turns those into HTTP.
 //
-// Where to start: Handler (the routes), then node.go (what a node must
+// Where to start: routes (the route table Handler serves, which
+// openapi.json describes), then node.go (what a node must
 // answer), then data.go, topics.go and cluster.go (one handler per route)
 // and errors.go (the sentinels). *actors.Node is the Node of a running
 // broker; the NATS admin verbs (actors/admin.go) call the same methods and

@@ -65,8 +65,13 @@ func served() []string {
 func TestEveryRouteIsDescribedAndEveryDescribedRouteServed(t *testing.T) {
 	doc := loadOpenAPI(t)
 	desc, serve := described(doc), served()
+	// Every /v1 route is described. A route outside /v1 is not the
+	// client API (a page for people, say) and may go undescribed; the
+	// health routes are described all the same, so the other direction
+	// holds them.
 	for _, p := range serve {
-		if !slices.Contains(desc, p) {
+		_, path, _ := strings.Cut(p, " ")
+		if strings.HasPrefix(path, "/v1/") && !slices.Contains(desc, p) {
 			t.Errorf("route %q: served, but openapi.json has no operation for it; want it described", p)
 		}
 	}
