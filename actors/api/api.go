@@ -5,9 +5,9 @@
 // errors of errors.go, and it turns those into HTTP.
 //
 // Where to start: routes (the route table Handler serves, which
-// openapi.json describes), then node.go (what a node must
-// answer), then data.go, topics.go and cluster.go (one handler per route)
-// and errors.go (the sentinels). *actors.Node is the Node of a running
+// openapi.json describes), then node.go (what a node must answer), then
+// data.go, topics.go and cluster.go (one handler per route) and errors.go
+// (the sentinels). *actors.Node is the Node of a running
 // broker; the NATS admin verbs (actors/admin.go) call the same methods and
 // map their results to answers of their own.
 package api
