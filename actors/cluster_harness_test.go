@@ -95,7 +95,7 @@ func newTestCluster(t testing.TB, n int, tweak ...func(i int, c *Config)) *testC
 			// electing leaders (heartbeats time out, no move is planned).
 			RTTMillisecond: 2 * raceSlowdown, ElectionRTT: 20, HeartbeatRTT: 2}
 		c.nodes = append(c.nodes, &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
-			http: &http.Client{Timeout: clusterWaitBound}})
+			http: &http.Client{Timeout: clusterWaitBound, Transport: checkOpenAPI(t, nil)}})
 	}
 	// Registered after startTestNATS's cleanup, so it runs before it: the
 	// nodes stop while NATS is still up.
@@ -142,7 +142,7 @@ func (c *testCluster) join() int {
 	mcfg.NodeID, mcfg.ReplicaID, mcfg.RaftAddr = cfg.NodeID, id, freeAddr(c.t)
 	mcfg.Dir, mcfg.InitialMembers, mcfg.Join = filepath.Join(cfg.DataDir, "raft"), nil, true
 	c.nodes = append(c.nodes, &testNode{t: c.t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
-		http: &http.Client{Timeout: clusterWaitBound}})
+		http: &http.Client{Timeout: clusterWaitBound, Transport: checkOpenAPI(c.t, nil)}})
 	c.start(i)
 	return i
 }

@@ -49,6 +49,8 @@ func freeAddr(t testing.TB) string { return testPorts.Addr(t) }
 func testLogger(t testing.TB) *slog.Logger { return testnet.Logger(t) }
 
 // newTestNode starts a node; tweak adjusts its config before the start.
+// Every answer its client gets from a route of the OpenAPI description is
+// held to it (api_openapi_test.go).
 func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
 	t.Helper()
 	cfg := DefaultConfig()
@@ -63,7 +65,8 @@ func newTestNode(t testing.TB, tweak ...func(*Config)) *testNode {
 	}
 	raft := freeAddr(t)
 	mcfg := metastore.Config{NodeID: cfg.NodeID, ReplicaID: 1, RaftAddr: raft, RTTMillisecond: 2, ElectionRTT: 20, HeartbeatRTT: 2}
-	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr, http: &http.Client{Timeout: clusterWaitBound}}
+	tn := &testNode{t: t, cfg: cfg, mcfg: mcfg, base: "http://" + cfg.HTTPAddr,
+		http: &http.Client{Timeout: clusterWaitBound, Transport: checkOpenAPI(t, nil)}}
 	tn.start()
 	t.Cleanup(func() { tn.stop() })
 	return tn

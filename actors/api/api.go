@@ -4,9 +4,10 @@
 // domain terms (records, leases, topics, outcomes) and with the sentinel
 // errors of errors.go, and it turns those into HTTP.
 //
-// Where to start: Handler (the routes), then node.go (what a node must
-// answer), then data.go, topics.go and cluster.go (one handler per route)
-// and errors.go (the sentinels). *actors.Node is the Node of a running
+// Where to start: routes (the route table Handler serves, which
+// openapi.json describes), then node.go (what a node must answer), then
+// data.go, topics.go and cluster.go (one handler per route) and errors.go
+// (the sentinels). *actors.Node is the Node of a running
 // broker; the NATS admin verbs (actors/admin.go) call the same methods and
 // map their results to answers of their own.
 package api
@@ -77,49 +78,76 @@ func Handler(node Node, opts Options) http.Handler {
 	metrics.ExposeMetadata(true)
 	h := &handlers{node: node, steady: clock.Or(opts.Steady), maxBatchRecords: cmp.Or(opts.MaxBatchRecords, DefaultMaxBatchRecords),
 		maxBatchBytes: cmp.Or(opts.MaxBatchBytes, DefaultMaxBatchBytes)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", h.healthz)
-	mux.HandleFunc("GET /readyz", h.readyz)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { writeMetrics(opts.Metrics, opts.NodeID, w, r) })
-	// The permission of §2.1 wraps each route; the create's name is in
-	// its body, so createTopic checks it.
-	mux.HandleFunc("POST /v1/topics", h.createTopic)
-	mux.HandleFunc("GET /v1/topics", h.listTopics)
-	mux.HandleFunc("GET /v1/topics/{topic}", h.getTopic)
-	mux.HandleFunc("PATCH /v1/topics/{topic}", h.ownerOrAdmin(h.alterTopic))
-	mux.HandleFunc("DELETE /v1/topics/{topic}", h.ownerOrAdmin(h.deleteTopic))
-	mux.HandleFunc("POST /v1/topics/{topic}/children", h.ownerOrAdmin(h.attachChild))
-	mux.HandleFunc("GET /v1/topics/{topic}/children", h.children)
-	mux.HandleFunc("DELETE /v1/topics/{topic}/children/{child}", h.ownerOrAdmin(h.detachChild))
-	mux.HandleFunc("POST /v1/topics/{topic}/produce", need(ActionProduce, h.produce))
-	mux.HandleFunc("GET /v1/topics/{topic}/consume", need(ActionConsume, h.consume))
-	mux.HandleFunc("POST /v1/topics/{topic}/ack", need(ActionConsume, h.ack))
-	mux.HandleFunc("POST /v1/topics/{topic}/produce/batch", need(ActionProduce, h.produceBatch))
-	mux.HandleFunc("GET /v1/topics/{topic}/consume/batch", need(ActionConsume, h.consumeBatch))
-	mux.HandleFunc("POST /v1/topics/{topic}/ack/batch", need(ActionConsume, h.ackBatch))
-	mux.HandleFunc("POST /v1/users", needAdmin(h.createUser))
-	mux.HandleFunc("GET /v1/users", needAdmin(h.listUsers))
-	mux.HandleFunc("GET /v1/users/{username}", needAdmin(h.getUser))
-	mux.HandleFunc("DELETE /v1/users/{username}", needAdmin(h.deleteUser))
-	mux.HandleFunc("PUT /v1/users/{username}/grants", needAdmin(h.setGrants))
-	mux.HandleFunc("PUT /v1/users/{username}/password", h.setPassword)
-	mux.HandleFunc("GET /v1/cluster/members", h.members)
-	mux.HandleFunc("GET /v1/cluster/version", h.clusterVersion)
-	mux.HandleFunc("POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion))
-	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
-	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
-	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))
-	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission))
-	mux.HandleFunc("POST /v1/cluster/members/{id}/forget", needAdmin(h.forget))
-	if opts.Faults != nil {
-		faultRoutes(mux, opts.Faults)
-	}
+	mux := h.mux(opts)
 	var routes http.Handler = mux
 	if opts.Security {
 		// Auth runs before the mux, so an unknown path answers 401 (§1).
 		routes = authenticate(node, newAttempts(clock.Or(opts.Clock).Now, max(opts.MaxAuthFailureSources, 1), max(opts.MaxAuthFailureUsers, 1)), mux)
 	}
 	return countRequests(opts.NodeID, opts.Metrics, mux, recoverPanics(opts, untilReady(node, routes)))
+}
+
+// A route is one pattern of the mux ("METHOD /path", as http.ServeMux
+// reads it) and what serves it.
+type route struct {
+	pattern string
+	serve   http.HandlerFunc
+}
+
+// routes is every route Handler serves but the fault switches (faults.go,
+// outside the API). The mux registers this list and nothing else, and
+// openapi_test.go holds it to openapi.json both ways, so a route cannot
+// be served undescribed or described unserved.
+func (h *handlers) routes(opts Options) []route {
+	// The permission of §2.1 wraps each route; the create's name is in
+	// its body, so createTopic checks it.
+	return []route{
+		{"GET /healthz", h.healthz},
+		{"GET /readyz", h.readyz},
+		{"GET /metrics", func(w http.ResponseWriter, r *http.Request) { writeMetrics(opts.Metrics, opts.NodeID, w, r) }},
+		{"GET /v1/openapi.json", serveOpenAPI},
+		{"POST /v1/topics", h.createTopic},
+		{"GET /v1/topics", h.listTopics},
+		{"GET /v1/topics/{topic}", h.getTopic},
+		{"PATCH /v1/topics/{topic}", h.ownerOrAdmin(h.alterTopic)},
+		{"DELETE /v1/topics/{topic}", h.ownerOrAdmin(h.deleteTopic)},
+		{"POST /v1/topics/{topic}/children", h.ownerOrAdmin(h.attachChild)},
+		{"GET /v1/topics/{topic}/children", h.children},
+		{"DELETE /v1/topics/{topic}/children/{child}", h.ownerOrAdmin(h.detachChild)},
+		{"POST /v1/topics/{topic}/produce", need(ActionProduce, h.produce)},
+		{"GET /v1/topics/{topic}/consume", need(ActionConsume, h.consume)},
+		{"POST /v1/topics/{topic}/ack", need(ActionConsume, h.ack)},
+		{"POST /v1/topics/{topic}/produce/batch", need(ActionProduce, h.produceBatch)},
+		{"GET /v1/topics/{topic}/consume/batch", need(ActionConsume, h.consumeBatch)},
+		{"POST /v1/topics/{topic}/ack/batch", need(ActionConsume, h.ackBatch)},
+		{"POST /v1/users", needAdmin(h.createUser)},
+		{"GET /v1/users", needAdmin(h.listUsers)},
+		{"GET /v1/users/{username}", needAdmin(h.getUser)},
+		{"DELETE /v1/users/{username}", needAdmin(h.deleteUser)},
+		{"PUT /v1/users/{username}/grants", needAdmin(h.setGrants)},
+		{"PUT /v1/users/{username}/password", h.setPassword},
+		{"GET /v1/cluster/members", h.members},
+		{"GET /v1/cluster/version", h.clusterVersion},
+		{"POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion)},
+		{"GET /v1/cluster/moves", h.moves},
+		{"POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove)},
+		{"POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission)},
+		{"DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission)},
+		{"POST /v1/cluster/members/{id}/forget", needAdmin(h.forget)},
+	}
+}
+
+// mux routes the table of routes, and the fault switches when opts has
+// them.
+func (h *handlers) mux(opts Options) *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range h.routes(opts) {
+		mux.HandleFunc(rt.pattern, rt.serve)
+	}
+	if opts.Faults != nil {
+		faultRoutes(mux, opts.Faults)
+	}
+	return mux
 }
 
 // untilReady answers the client API 503 until node is ready: HTTP serves
