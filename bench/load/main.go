@@ -230,15 +230,11 @@ func (c config) validate() error {
 		return errors.New("progress interval must be positive")
 	case c.batch < 0 || c.batch > 1000:
 		return errors.New("-batch must be 1 to 1000 (0 is 1)")
-	case c.ratePerSecond < 0 || c.ratePerSecond > maxRatePerSecond:
-		return fmt.Errorf("-rate must be 0 (as fast as possible) to %d records a second", maxRatePerSecond)
+	case c.ratePerSecond < 0 || c.ratePerSecond > measure.MaxRatePerSecond:
+		return fmt.Errorf("-rate must be 0 (as fast as possible) to %d records a second", measure.MaxRatePerSecond)
 	}
 	return nil
 }
-
-// maxRatePerSecond bounds -rate: far above what one broker takes over
-// HTTP, so that a typo (an extra zero or three) is refused, not attempted.
-const maxRatePerSecond = 10_000_000
 
 // errHistory is returned when the run completed but the history check
 // failed.

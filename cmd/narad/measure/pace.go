@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// MaxRatePerSecond bounds the rate a tool accepts: far above what a
+// broker takes over HTTP, so that a typo (an extra zero or three) is
+// refused rather than attempted.
+const MaxRatePerSecond = 10_000_000
+
 // Pacer holds a run to a rate over all its workers together: record n
 // (counted from 1, in the order workers take their numbers) is due at
 // start + (n-1)/rate. A worker that takes a number waits until it is due,
