@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -206,10 +207,9 @@ func checkServerList(servers []string) error {
 	return nil
 }
 
-// parseBenchFlags turns the command line (and the context and NARAD_*
-// variables) into a benchConfig, valid or with an error naming the flag.
-func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
-	c := defaultBenchConfig()
+// newBenchFlags binds bench's flags to c, whose values are the defaults;
+// the server list is returned as typed, for splitServerList.
+func newBenchFlags(c *benchConfig, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := newCommandFlags("bench", benchUsage, stderr)
 	server := serverFlag(fs)
 	fs.StringVar(&c.topic, "topic", c.topic, "topic")
@@ -224,6 +224,14 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.DurationVar(&c.wait, "wait", c.wait, "consume long-poll")
 	fs.DurationVar(&c.drain, "drain", c.drain, "how long the last acks may take")
 	fs.BoolVar(&c.json, "json", false, "JSON summary on stdout")
+	return fs, server
+}
+
+// parseBenchFlags turns the command line (and the context and NARAD_*
+// variables) into a benchConfig, valid or with an error naming the flag.
+func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
+	c := defaultBenchConfig()
+	fs, server := newBenchFlags(&c, stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return c, err
