@@ -170,7 +170,7 @@ func benchJSON(t *testing.T, args ...string) (benchSummary, string, error) {
 }
 
 // narad bench against a real node with security on: it says when the
-// topic is missing, and the counts it reports are what the node received
+// topic is missing, connects by flags or by a saved context, and the counts it reports are what the node received
 // (produce N: the high watermarks add up to N) and served (with --consume:
 // every record consumed and acked, none left to redeliver).
 func TestBenchOnANode(t *testing.T) {
@@ -188,9 +188,17 @@ func TestBenchOnANode(t *testing.T) {
 		t.Fatalf("without credentials: got %v, want 401", err)
 	}
 
-	// Produce only, onto a topic it creates, at a rate.
+	// Produce only, onto a topic it creates, at a rate, connected by a
+	// saved context (narad ctx) rather than flags.
+	t.Setenv("NARAD_CONFIG_DIR", t.TempDir())
+	for _, v := range []string{"NARAD_SERVER", "NARAD_USER", "NARAD_PASSWORD", "NARAD_CONTEXT"} {
+		t.Setenv(v, "")
+	}
+	if _, err := narad(t, "ctx", "add", "node", "--server", base, "--user", "admin", "--password", "rootpw"); err != nil {
+		t.Fatal(err)
+	}
 	const n = 300
-	s, progress, err := benchJSON(t, append([]string{"--topic", "bench-p", "--create", "--partitions", "3", "--count", "300", "--size", "200", "--concurrency", "4", "--rate", "5000"}, as...)...)
+	s, progress, err := benchJSON(t, "--topic", "bench-p", "--create", "--partitions", "3", "--count", "300", "--size", "200", "--concurrency", "4", "--rate", "5000")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, progress)
 	}
