@@ -57,6 +57,9 @@ Flags:
   --concurrency N        concurrent producers (default 8, at most 1024)
   --rate N               records a second over all producers (default 0: as
                          fast as possible; at most 10000000)
+  --batch N              records a producer sends in one request (default 1:
+                         the contract's produce route; 2 to 1000 through the
+                         batch route, at most 8 MiB a request)
   --consume              consume and ack the records too
   --consumers N          with --consume: concurrent consumers (default --concurrency)
   --wait DURATION        with --consume: the consume long-poll (default 1s, at most 30s)
@@ -83,6 +86,14 @@ const (
 	// the load driver's does, so that a node that stops answering cannot
 	// hold a worker past the run's bounds.
 	benchRequestTimeout = 10 * time.Second
+	// benchMaxBatch and benchMaxBatchBytes are the batch route's default
+	// caps on one request (records, body bytes): a larger batch would be
+	// refused whole by a broker on its defaults.
+	benchMaxBatch      = 1000
+	benchMaxBatchBytes = 8 << 20
+	// benchBatchEnvelopeBytes bounds what the batch route's JSON adds to a
+	// record's body ({"body":...} and a comma).
+	benchBatchEnvelopeBytes = 32
 	// benchIDDigits is the width of a record's number in its id.
 	benchIDDigits = 9
 )
@@ -120,10 +131,13 @@ type benchConfig struct {
 	// ratePerSecond holds the producers together to this many records a
 	// second; 0 is as fast as they go.
 	ratePerSecond float64
-	consume       bool
-	wait          time.Duration
-	drain         time.Duration
-	json          bool
+	// batch is how many records a producer sends in one request: 1 uses
+	// the contract's produce route, more the batch route beside it.
+	batch   int
+	consume bool
+	wait    time.Duration
+	drain   time.Duration
+	json    bool
 	// redrawEvery is how often the progress line is redrawn on a
 	// terminal, plainEvery how often a plain one is printed elsewhere.
 	redrawEvery, plainEvery time.Duration
@@ -132,7 +146,7 @@ type benchConfig struct {
 func defaultBenchConfig() benchConfig {
 	return benchConfig{
 		servers: []string{defaultServer}, topic: "bench", partitions: 12,
-		count: 10000, sizeBytes: 1024, producers: 8, consumers: 8,
+		count: 10000, sizeBytes: 1024, producers: 8, consumers: 8, batch: 1,
 		wait: time.Second, drain: 30 * time.Second,
 		redrawEvery: 250 * time.Millisecond, plainEvery: 2 * time.Second,
 	}
@@ -158,6 +172,10 @@ func (c benchConfig) Validate() error {
 		return fmt.Errorf("--consumers must be 1 to %d, got %d", benchMaxWorkers, c.consumers)
 	case c.ratePerSecond < 0 || c.ratePerSecond > measure.MaxRatePerSecond:
 		return fmt.Errorf("--rate must be 0 (as fast as possible) to %d records a second, got %g", measure.MaxRatePerSecond, c.ratePerSecond)
+	case c.batch < 1 || c.batch > benchMaxBatch:
+		return fmt.Errorf("--batch must be 1 to %d, got %d", benchMaxBatch, c.batch)
+	case c.batch*(c.sizeBytes+benchBatchEnvelopeBytes) > benchMaxBatchBytes:
+		return fmt.Errorf("--batch %d of --size %d makes requests past the batch route's %d MiB: lower one", c.batch, c.sizeBytes, benchMaxBatchBytes>>20)
 	case c.wait < 0 || c.wait > benchMaxWait:
 		return fmt.Errorf("--wait must be 0 to %s, got %s", benchMaxWait, c.wait)
 	case c.drain <= 0 || c.drain > benchMaxDrain:
@@ -219,6 +237,7 @@ func newBenchFlags(c *benchConfig, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs.IntVar(&c.sizeBytes, "size", c.sizeBytes, "bytes a record")
 	fs.IntVar(&c.producers, "concurrency", c.producers, "concurrent producers")
 	fs.Float64Var(&c.ratePerSecond, "rate", 0, "records a second, 0 as fast as possible")
+	fs.IntVar(&c.batch, "batch", c.batch, "records a request")
 	fs.BoolVar(&c.consume, "consume", false, "consume and ack too")
 	fs.IntVar(&c.consumers, "consumers", 0, "concurrent consumers")
 	fs.DurationVar(&c.wait, "wait", c.wait, "consume long-poll")
@@ -350,6 +369,7 @@ type benchSummary struct {
 	Count         int64    `json:"count"`
 	RecordBytes   int      `json:"record_bytes"`
 	Producers     int      `json:"producers"`
+	Batch         int      `json:"batch"`     // records a produce request
 	Consumers     int      `json:"consumers"` // 0 without --consume
 	RatePerSecond float64  `json:"rate_per_sec"`
 	Interrupted   bool     `json:"interrupted"`
@@ -394,8 +414,8 @@ func (s benchSummary) writeText(w io.Writer) {
 	if s.Consumers > 0 {
 		consumers = fmt.Sprintf(", %d consumers", s.Consumers)
 	}
-	fmt.Fprintf(&b, "bench: %d records of %d bytes to topic %s, %d producers%s, %s, %d node(s), run %s\n",
-		s.Count, s.RecordBytes, s.Topic, s.Producers, consumers, rate, len(s.Servers), s.RunID)
+	fmt.Fprintf(&b, "bench: %d records of %d bytes to topic %s, %d producers (%d records a request)%s, %s, %d node(s), run %s\n",
+		s.Count, s.RecordBytes, s.Topic, s.Producers, s.Batch, consumers, rate, len(s.Servers), s.RunID)
 	if s.Interrupted {
 		b.WriteString("interrupted: the figures below cover the run so far\n")
 	}

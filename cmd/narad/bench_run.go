@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,9 @@ func (r *benchRun) execute(ctx context.Context, stderr io.Writer) error {
 // producer sends records until the count is used up or ctx is done. A
 // produce answered with a 4xx ends the run: it will not get better.
 func (r *benchRun) producer(ctx context.Context, index int) error {
+	if r.cfg.batch > 1 {
+		return r.batchProducer(ctx, index)
+	}
 	var lat []time.Duration
 	defer func() { r.produceLat[index] = lat }()
 	for ctx.Err() == nil {
@@ -207,6 +211,80 @@ func (r *benchRun) produceOne(ctx context.Context, index int, body []byte) (bool
 	}
 	r.produceGaveUp.Add(1)
 	return false, nil
+}
+
+// batchProducer is producer through the batch route: --batch records a
+// request (fewer at the end of the count), as the load driver's -batch.
+// Each record is answered alone: the ones refused with a 5xx go again in
+// the next attempt, to the next node; one refused with a 4xx ends the run.
+// Each accepted record's latency is its request's.
+func (r *benchRun) batchProducer(ctx context.Context, index int) error {
+	var lat []time.Duration
+	defer func() { r.produceLat[index] = lat }()
+	size := int64(r.cfg.batch)
+	for ctx.Err() == nil {
+		last := r.next.Add(size)
+		first := last - size + 1
+		if first > r.cfg.count {
+			return nil
+		}
+		last = min(last, r.cfg.count)
+		if r.pacer.Wait(ctx, first) != nil {
+			return nil
+		}
+		start := time.Now()
+		r.firstProduce.CompareAndSwap(0, start.UnixNano())
+		r.behindNs.Store(int64(r.pacer.Behind(first, start)))
+		nums := make([]int64, 0, last-first+1)
+		recs := make([]messages.BatchRecord, 0, last-first+1)
+		for n := first; n <= last; n++ {
+			nums = append(nums, n)
+			recs = append(recs, client.BatchRecordOf("", nil, measure.MakeBody(r.recordID(n), start.UnixNano(), r.cfg.sizeBytes, r.pad)))
+		}
+		for attempt := 1; len(recs) > 0; attempt++ {
+			if attempt > benchMaxAttempts {
+				r.produceGaveUp.Add(int64(len(recs)))
+				break
+			}
+			out, err := r.bs[(index+attempt-1)%len(r.bs)].ProduceBatch(ctx, r.cfg.topic, recs)
+			if err != nil {
+				r.produceRetries.Add(int64(len(recs)))
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !client.IsRetryable(err) {
+					return fmt.Errorf("produce batch of %d: %w", len(recs), err)
+				}
+				client.Sleep(ctx, benchBackoff(attempt))
+				continue
+			}
+			end := time.Now()
+			var againNums []int64
+			var againRecs []messages.BatchRecord
+			for i, res := range out.Results {
+				if res.Status == http.StatusAccepted {
+					lat = append(lat, end.Sub(start))
+					r.produced.Add(1)
+					r.producedBytes.Add(int64(r.cfg.sizeBytes))
+					if r.ledger != nil {
+						r.ledger.produced(nums[i])
+					}
+					continue
+				}
+				r.produceRetries.Add(1)
+				if res.Status < 500 {
+					return fmt.Errorf("produce record %d: %d %s", nums[i], res.Status, res.Error)
+				}
+				againNums, againRecs = append(againNums, nums[i]), append(againRecs, recs[i])
+			}
+			measure.RaiseTo(&r.lastProduceEnd, end.UnixNano())
+			nums, recs = againNums, againRecs
+			if len(recs) > 0 {
+				client.Sleep(ctx, benchBackoff(attempt))
+			}
+		}
+	}
+	return nil
 }
 
 // consumer pulls from its node and acks each record on the node that
@@ -360,7 +438,7 @@ func (r *benchRun) summarize(interrupted bool) benchSummary {
 	produceTime := measure.Span(first, r.lastProduceEnd.Load())
 	s := benchSummary{
 		Topic: r.cfg.topic, RunID: r.runID, Servers: r.cfg.servers,
-		Count: r.cfg.count, RecordBytes: r.cfg.sizeBytes, Producers: r.cfg.producers,
+		Count: r.cfg.count, RecordBytes: r.cfg.sizeBytes, Producers: r.cfg.producers, Batch: r.cfg.batch,
 		RatePerSecond: r.cfg.ratePerSecond, Interrupted: interrupted,
 
 		Produced:              r.produced.Load(),

@@ -38,6 +38,10 @@ func TestBenchConfigBounds(t *testing.T) {
 		{Name: "rate_negative", Edit: func(c *c) { c.ratePerSecond = -1 }, Field: "--rate"},
 		{Name: "rate_over", Edit: func(c *c) { c.ratePerSecond = 1e9 }, Field: "--rate"},
 		{Name: "rate_500", Edit: func(c *c) { c.ratePerSecond = 500 }, Field: ""},
+		{Name: "batch_0", Edit: func(c *c) { c.batch = 0 }, Field: "--batch"},
+		{Name: "batch_max", Edit: func(c *c) { c.batch = benchMaxBatch }, Field: ""},
+		{Name: "batch_over", Edit: func(c *c) { c.batch = benchMaxBatch + 1 }, Field: "--batch"},
+		{Name: "batch_past_8MiB", Edit: func(c *c) { c.batch, c.sizeBytes = 10, 1<<20 }, Field: "--batch"},
 		{Name: "wait_over", Edit: func(c *c) { c.wait = benchMaxWait + time.Second }, Field: "--wait"},
 		{Name: "drain_0", Edit: func(c *c) { c.drain = 0 }, Field: "--drain"},
 		{Name: "drain_over", Edit: func(c *c) { c.drain = benchMaxDrain + time.Second }, Field: "--drain"},
@@ -76,6 +80,8 @@ func TestBenchRefusesBadFlagsBeforeSending(t *testing.T) {
 		{[]string{"--count", "many"}, "invalid value"},
 		{[]string{"--concurrency", "5000"}, "--concurrency must be 1 to 1024"},
 		{[]string{"--rate", "-5"}, "--rate must be 0"},
+		{[]string{"--batch", "0"}, "--batch must be 1 to 1000"},
+		{[]string{"--batch", "100", "--size", "100000"}, "past the batch route's 8 MiB"},
 		{[]string{"--consumers", "4"}, "--consumers needs --consume"},
 		{[]string{"--wait", "2s"}, "--wait needs --consume"},
 		{[]string{"--consume", "--wait", "1m"}, "--wait must be 0 to 30s"},
@@ -232,16 +238,17 @@ func TestBenchOnANode(t *testing.T) {
 		t.Fatalf("high watermarks: got %d, want %d", sum, n)
 	}
 
-	// Consume and ack too, on a topic that exists (made here with a short
-	// lease, so that a record left unacked would come back quickly).
+	// Consume and ack too, produced through the batch route, on a topic
+	// that exists (made here with a short lease, so that a record left
+	// unacked would come back quickly).
 	if _, err := narad(t, append([]string{"topics", "create", "bench-c", "--partitions", "3", "--visibility", "1s"}, as...)...); err != nil {
 		t.Fatal(err)
 	}
-	s, progress, err = benchJSON(t, append([]string{"--topic", "bench-c", "--count", "300", "--size", "100", "--concurrency", "3", "--consume", "--consumers", "5"}, as...)...)
+	s, progress, err = benchJSON(t, append([]string{"--topic", "bench-c", "--count", "300", "--size", "100", "--concurrency", "3", "--batch", "7", "--consume", "--consumers", "5"}, as...)...)
 	if err != nil {
 		t.Fatalf("bench --consume: %v\n%s", err, progress)
 	}
-	if s.Produced != n || s.Acked != n || s.Unacked != 0 || s.Consumed < n || s.Foreign != 0 || s.EndToEndLatency.Count < n || s.AckLatency.Count < n {
+	if s.Produced != n || s.ProducedBytes != n*100 || s.ProduceLatency.Count != n || s.Acked != n || s.Unacked != 0 || s.Consumed < n || s.Foreign != 0 || s.EndToEndLatency.Count < n || s.AckLatency.Count < n {
 		t.Fatalf("summary: produced %d, acked %d, unacked %d, consumed %d, foreign %d, e2e samples %d, ack samples %d; want %d produced, consumed and acked",
 			s.Produced, s.Acked, s.Unacked, s.Consumed, s.Foreign, s.EndToEndLatency.Count, s.AckLatency.Count, n)
 	}
