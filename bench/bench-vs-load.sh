@@ -11,7 +11,8 @@
 #
 # Env: ROUNDS (3), PRODUCERS (8), CONSUMERS (8), COUNT (20000), SIZE (1024
 # bytes a record), RATE (0: as fast as possible; records a second over all
-# producers), PARTITIONS (12), NODES (1), SERVER (unset: start narad dev;
+# producers), BATCH (1: records a produce request; more uses the batch
+# route), PARTITIONS (12), NODES (1), SERVER (unset: start narad dev;
 # else a comma-separated list of a running cluster's nodes, on loopback:
 # bench/load targets nothing else; NARAD_USER and NARAD_PASSWORD go to
 # both tools).
@@ -34,6 +35,7 @@ C=${CONSUMERS:-8}
 N=${COUNT:-20000}
 SIZE=${SIZE:-1024}
 RATE=${RATE:-0}
+BATCH=${BATCH:-1}
 PARTS=${PARTITIONS:-12}
 NODES=${NODES:-1}
 tmp=$(mktemp -d)
@@ -71,11 +73,11 @@ fi
 
 run_load() {
   "$tmp/load" -server "$urls" -topic "vs-load-$1" -create -partitions "$PARTS" -producers "$P" -consumers "$C" \
-    -count "$N" -size "$SIZE" -rate "$RATE" -json >"$tmp/load-$1.json" 2>"$tmp/load-$1.txt"
+    -count "$N" -size "$SIZE" -rate "$RATE" -batch "$BATCH" -json >"$tmp/load-$1.json" 2>"$tmp/load-$1.txt"
 }
 run_bench() {
   "$tmp/narad" bench --server "$urls" --topic "vs-bench-$1" --create --partitions "$PARTS" --concurrency "$P" \
-    --consume --consumers "$C" --count "$N" --size "$SIZE" --rate "$RATE" --json >"$tmp/bench-$1.json" 2>"$tmp/bench-$1.txt"
+    --consume --consumers "$C" --count "$N" --size "$SIZE" --rate "$RATE" --batch "$BATCH" --json >"$tmp/bench-$1.json" 2>"$tmp/bench-$1.txt"
 }
 for i in $(seq 1 "$ROUNDS"); do
   if [ $((i % 2)) = 1 ]; then order="load bench"; else order="bench load"; fi
@@ -104,7 +106,7 @@ ProduceP99:produce_latency.p99_ms:produce_latency.p99_ms
 AckP50:ack_latency.p50_ms:ack_latency.p50_ms
 EndToEndP50:end_to_end_latency.p50_ms:end_to_end_latency.p50_ms"
 
-printf '\n%d producers, %d consumers, %d x %d bytes, rate %s, %d partitions, %s\n' "$P" "$C" "$N" "$SIZE" "$RATE" "$PARTS" "$urls"
+printf '\n%d producers, %d consumers, %d x %d bytes, rate %s, batch %s, %d partitions, %s\n' "$P" "$C" "$N" "$SIZE" "$RATE" "$BATCH" "$PARTS" "$urls"
 printf '%-6s %-5s %10s %10s %9s %9s %9s %9s %9s\n' round tool "produce/s" "flow/s" "p50 ms" "p95 ms" "p99 ms" "ack p50" "e2e p50"
 lines=$tmp/ratio.in
 : >"$lines"
