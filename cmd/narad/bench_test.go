@@ -266,3 +266,41 @@ func TestBenchOnANode(t *testing.T) {
 		t.Fatalf("consume after the bench: got %+v, %v; want nothing left", d, err)
 	}
 }
+
+// Stopped (Ctrl-C) mid-run, bench ends, says it was interrupted, and still
+// prints what it measured so far.
+func TestBenchInterruptedPrintsTheRunSoFar(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var produced atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/topics/t":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"name":"t","partitions":3,"partition_stats":[]}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/topics/t/produce":
+			// Read the body whole: only then does the server notice the
+			// client going away and end r's context.
+			io.Copy(io.Discard, r.Body)
+			if produced.Add(1) == 6 {
+				// The operator's Ctrl-C, after five records: the sixth is
+				// held until the client gives it up.
+				cancel()
+				<-r.Context().Done()
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			http.Error(w, "unexpected", http.StatusTeapot)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	var out bytes.Buffer
+	err := run(ctx, []string{"bench", "--server", srv.URL, "--topic", "t", "--count", "100000", "--concurrency", "1"}, strings.NewReader(""), &out, io.Discard)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("got %v, want an interrupted run", err)
+	}
+	if !strings.Contains(out.String(), "interrupted: the figures below cover the run so far") || !strings.Contains(out.String(), "produce:      5 records") {
+		t.Fatalf("summary: got %q, want the interrupted run's 5 records", out.String())
+	}
+}
