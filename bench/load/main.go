@@ -29,7 +29,9 @@
 // over cmd/narad/client), execute runs the producer and consumer workers
 // against them, and summarize (summary.go) turns what the workers counted
 // and the bench/history check into the report. progress.go draws the live
-// line, stats.go computes the latency figures.
+// line. The latency figures, rates, pacing and the record body are
+// cmd/narad/measure's, which `narad bench` uses too: the two report the same
+// numbers for the same settings.
 package main
 
 import (
@@ -44,7 +46,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/naradmq/narad/bench/history"
 	"github.com/naradmq/narad/cmd/narad/client"
+	"github.com/naradmq/narad/cmd/narad/measure"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -91,7 +93,10 @@ type config struct {
 	// batch is how many records a producer sends in one request: 1 (or 0)
 	// uses the contract's produce route, more the batch route beside it.
 	batch int
-	json  bool
+	// ratePerSecond holds the producers together to this many records a
+	// second (measure.Pacer); 0 is as fast as they go.
+	ratePerSecond float64
+	json          bool
 	// user and password are sent as HTTP Basic credentials when user is
 	// set.
 	user, password string
@@ -137,6 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.drain, "drain", 30*time.Second, "after producing stops, consume for at most this long")
 	fs.DurationVar(&c.wait, "wait", time.Second, "consume long-poll wait")
 	fs.IntVar(&c.batch, "batch", 1, "records a producer sends in one request: 1 through the contract's produce route, 2 to 1000 through the batch route")
+	fs.Float64Var(&c.ratePerSecond, "rate", 0, "records a second over all producers together; 0 is as fast as possible")
 	fs.StringVar(&c.user, "user", os.Getenv("NARAD_USER"), "user for HTTP Basic authentication, for a broker with security on (default from $NARAD_USER)")
 	fs.StringVar(&c.password, "password", os.Getenv("NARAD_PASSWORD"), "that user's password (default from $NARAD_PASSWORD)")
 	fs.BoolVar(&c.json, "json", false, "print the summary as one JSON object on stdout (the text summary goes to stderr)")
@@ -224,6 +230,8 @@ func (c config) validate() error {
 		return errors.New("progress interval must be positive")
 	case c.batch < 0 || c.batch > 1000:
 		return errors.New("-batch must be 1 to 1000 (0 is 1)")
+	case c.ratePerSecond < 0 || c.ratePerSecond > measure.MaxRatePerSecond:
+		return fmt.Errorf("-rate must be 0 (as fast as possible) to %d records a second", measure.MaxRatePerSecond)
 	}
 	return nil
 }
@@ -243,6 +251,8 @@ type loadRun struct {
 	hist  *history.History
 	runID string
 	pad   []byte // 'x' * size, sliced for each body
+	// pacer holds the producers to -rate; nil for as fast as possible.
+	pacer *measure.Pacer
 
 	next atomic.Int64 // last message number handed to a producer
 
@@ -298,7 +308,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 
-	l := &loadRun{cfg: cfg, bs: bs, hist: history.New(), runID: newRunID(), pad: []byte(strings.Repeat("x", cfg.size))}
+	l := &loadRun{cfg: cfg, bs: bs, hist: history.New(), runID: newRunID(), pad: measure.Pad(cfg.size), pacer: measure.NewPacer(cfg.ratePerSecond, time.Now())}
 	samples, runErr := l.execute(ctx, stderr)
 
 	// A high watermark read after the consumers stopped bounds every
@@ -383,7 +393,7 @@ func (l *loadRun) execute(ctx context.Context, stderr io.Writer) (samples, error
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		l.progress(progressCtx, stderr, isTerminal(stderr))
+		l.progress(progressCtx, stderr, measure.IsTerminal(stderr))
 	}()
 
 	// Consume requests get their own context so that the long-polls still
@@ -445,12 +455,15 @@ func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]t
 		if n > int64(l.cfg.count) {
 			return lat, nil
 		}
+		if l.pacer.Wait(ctx, n) != nil {
+			return lat, nil
+		}
 		id := fmt.Sprintf("%s-p%d-%07d", l.runID, index, n)
 		start := time.Now()
 		l.firstProduce.CompareAndSwap(0, start.UnixNano())
 		// The body keeps the first attempt's time, so that end-to-end
 		// latency includes the retries.
-		body := makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad)
+		body := measure.MakeBody(id, start.UnixNano(), l.cfg.size, l.pad)
 		ok, err := l.produceOne(ctx, index, id, body)
 		if err != nil {
 			return lat, err
@@ -460,7 +473,7 @@ func (l *loadRun) producer(ctx context.Context, index int, until time.Time) ([]t
 			lat = append(lat, end.Sub(start))
 			l.produced.Add(1)
 			l.producedBytes.Add(int64(len(body)))
-			raiseTo(&l.lastProduceEnd, end.UnixNano())
+			measure.RaiseTo(&l.lastProduceEnd, end.UnixNano())
 		}
 	}
 	return lat, nil
@@ -509,6 +522,9 @@ func (l *loadRun) batchProducer(ctx context.Context, index int, until time.Time)
 			return lat, nil
 		}
 		last = min(last, int64(l.cfg.count))
+		if l.pacer.Wait(ctx, first) != nil {
+			return lat, nil
+		}
 		start := time.Now()
 		l.firstProduce.CompareAndSwap(0, start.UnixNano())
 		ids := make([]string, 0, last-first+1)
@@ -516,7 +532,7 @@ func (l *loadRun) batchProducer(ctx context.Context, index int, until time.Time)
 		for n := first; n <= last; n++ {
 			id := fmt.Sprintf("%s-p%d-%07d", l.runID, index, n)
 			ids = append(ids, id)
-			bodies = append(bodies, makeLoadBody(id, start.UnixNano(), l.cfg.size, l.pad))
+			bodies = append(bodies, measure.MakeBody(id, start.UnixNano(), l.cfg.size, l.pad))
 		}
 		for attempt := 1; len(ids) > 0; attempt++ {
 			if attempt > maxAttempts {
@@ -561,7 +577,7 @@ func (l *loadRun) batchProducer(ctx context.Context, index int, until time.Time)
 				}
 				againIDs, againBodies = append(againIDs, ids[i]), append(againBodies, bodies[i])
 			}
-			raiseTo(&l.lastProduceEnd, end.UnixNano())
+			measure.RaiseTo(&l.lastProduceEnd, end.UnixNano())
 			ids, bodies = againIDs, againBodies
 			if len(ids) > 0 {
 				client.Sleep(ctx, backoff(attempt))
@@ -614,7 +630,7 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 		}
 		received := time.Now()
 		cs.consume = append(cs.consume, received.Sub(asked))
-		id, sent, ok := parseLoadBody(d.Payload)
+		id, sent, ok := measure.ParseBody(d.Payload)
 		mine := ok && strings.HasPrefix(id, l.runID+"-")
 		if mine {
 			l.hist.Consumed(id, d.Topic, d.Partition, d.Offset)
@@ -640,7 +656,7 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 			if !l.producersDone.Load() {
 				l.ackedWhileProducing.Add(1)
 			}
-			raiseTo(&l.lastAck, time.Now().UnixNano())
+			measure.RaiseTo(&l.lastAck, time.Now().UnixNano())
 		}
 	}
 	return cs, nil
@@ -676,33 +692,4 @@ func (l *loadRun) ackOne(ctx context.Context, b *client.Broker, d *messages.Mess
 // backoff doubles from 50 ms per attempt, capped at 1 s.
 func backoff(attempt int) time.Duration {
 	return client.Backoff(attempt, 50*time.Millisecond, time.Second)
-}
-
-// makeLoadBody returns {"id":...,"ts":<unix ns>,"pad":"xx..."}, padded so
-// that the whole body is size bytes when size leaves room for the id and
-// time. The "id" field is the one history.ParseBody reads. ids are made of
-// [a-z0-9-] only, so they need no JSON escaping.
-func makeLoadBody(id string, sentUnixNano int64, size int, pad []byte) []byte {
-	b := make([]byte, 0, max(size, len(id)+48))
-	b = append(b, `{"id":"`...)
-	b = append(b, id...)
-	b = append(b, `","ts":`...)
-	b = strconv.AppendInt(b, sentUnixNano, 10)
-	b = append(b, `,"pad":"`...)
-	if n := size - len(b) - len(`"}`); n > 0 {
-		b = append(b, pad[:min(n, len(pad))]...)
-	}
-	return append(b, `"}`...)
-}
-
-// parseLoadBody reads the id and send time back out of a consumed payload.
-func parseLoadBody(payload []byte) (id string, sentUnixNano int64, ok bool) {
-	var v struct {
-		ID string `json:"id"`
-		TS int64  `json:"ts"`
-	}
-	if err := json.Unmarshal(payload, &v); err != nil || v.ID == "" {
-		return "", 0, false
-	}
-	return v.ID, v.TS, true
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cmd/narad/measure"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -364,7 +365,7 @@ func TestRunUsesAnExistingTopic(t *testing.T) {
 	q := newFakeQueue("load", 3)
 	q.exists = true
 	// A message left by an earlier run: acked and counted, not a phantom.
-	q.parts[0] = append(q.parts[0], &fakeRecord{body: makeLoadBody("rold-p0-0000001", 1, 64, []byte(strings.Repeat("x", 64)))})
+	q.parts[0] = append(q.parts[0], &fakeRecord{body: measure.MakeBody("rold-p0-0000001", 1, 64, []byte(strings.Repeat("x", 64)))})
 	cfg := testConfig(q.serve(t).URL)
 	cfg.count = 20
 	cfg.json = true
@@ -460,26 +461,33 @@ func TestParseFlagsDefaultsAlwaysEnd(t *testing.T) {
 	}
 }
 
-func TestLoadBody(t *testing.T) {
-	pad := []byte(strings.Repeat("x", 1024))
-	b := makeLoadBody("r1-p0-0000001", 1700000000123456789, 1024, pad)
-	if len(b) != 1024 {
-		t.Errorf("got %d bytes, want 1024", len(b))
-	}
-	if !json.Valid(b) {
-		t.Fatalf("got invalid JSON %s", b)
-	}
-	id, ts, ok := parseLoadBody(b)
-	if !ok || id != "r1-p0-0000001" || ts != 1700000000123456789 {
-		t.Errorf("got %q %d %v, want r1-p0-0000001 1700000000123456789 true", id, ts, ok)
-	}
-	// The history's own parser reads load bodies too.
+// The load's bodies are measure's, and the history reads their ids.
+func TestLoadBodyIsReadByTheHistory(t *testing.T) {
+	b := measure.MakeBody("r1-p0-0000001", 1700000000123456789, 1024, measure.Pad(1024))
 	if id, ok := history.ParseBody(b); !ok || id != "r1-p0-0000001" {
 		t.Errorf("history.ParseBody: got %q %v, want r1-p0-0000001 true", id, ok)
 	}
-	// A size too small for the id and time still gives a valid body.
-	if small := makeLoadBody("r1-p0-0000001", 5, 1, pad); !json.Valid(small) {
-		t.Errorf("got invalid JSON %s", small)
+}
+
+func TestBackoffIsCapped(t *testing.T) {
+	if got := backoff(1); got != 50*time.Millisecond {
+		t.Errorf("got %s, want 50ms", got)
+	}
+	if got := backoff(100); got != time.Second {
+		t.Errorf("got %s, want 1s", got)
+	}
+}
+
+// -rate is bounded: negative or absurd rates are refused with a reason.
+func TestParseFlagsRate(t *testing.T) {
+	var stderr bytes.Buffer
+	if cfg, err := parseFlags([]string{"-rate", "500"}, &stderr); err != nil || cfg.ratePerSecond != 500 {
+		t.Errorf("-rate 500: got %v, %v; want 500 and no error", cfg.ratePerSecond, err)
+	}
+	for _, bad := range []string{"-1", "1e9"} {
+		if _, err := parseFlags([]string{"-rate", bad}, &stderr); err == nil || !strings.Contains(err.Error(), "-rate") {
+			t.Errorf("-rate %s: got %v, want an error naming -rate", bad, err)
+		}
 	}
 }
 
@@ -578,7 +586,7 @@ func logRequests(t *testing.T, sl *serverLog, h http.Handler) http.Handler {
 				t.Errorf("read produce body: %v", err)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			id, _, _ := parseLoadBody(body)
+			id, _, _ := measure.ParseBody(body)
 			// ids are <run>-p<producer>-<n>.
 			fields := strings.Split(id, "-")
 			sl.mu.Lock()
@@ -688,7 +696,7 @@ func gateProduce(q *fakeQueue, n, want int, h http.Handler) http.Handler {
 		if strings.HasSuffix(r.URL.Path, "/produce") {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if id, _, ok := parseLoadBody(body); ok && strings.HasSuffix(id, suffix) {
+			if id, _, ok := measure.ParseBody(body); ok && strings.HasSuffix(id, suffix) {
 				for {
 					q.mu.Lock()
 					acks := q.acks

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/naradmq/narad/bench/history"
+	"github.com/naradmq/narad/cmd/narad/measure"
 )
 
 // summary is what a run reports; -json prints it as one object.
@@ -49,18 +49,18 @@ type summary struct {
 	LastProduceUnixNs  int64 `json:"last_produce_unix_ns"`
 	LastAckUnixNs      int64 `json:"last_ack_unix_ns"`
 
-	ProduceLatency  latencies `json:"produce_latency"`
-	EndToEndLatency latencies `json:"end_to_end_latency"`
+	ProduceLatency  measure.Latencies `json:"produce_latency"`
+	EndToEndLatency measure.Latencies `json:"end_to_end_latency"`
 	// EndToEndWhileProducing is EndToEndLatency of the deliveries made
 	// before every producer returned.
-	EndToEndWhileProducing latencies `json:"end_to_end_latency_while_producing"`
+	EndToEndWhileProducing measure.Latencies `json:"end_to_end_latency_while_producing"`
 	// ConsumeLatency is the round trip of the consumes that delivered,
 	// AckLatency that of each ack's first try: together a consumer's turn,
 	// to hold against ProduceLatency when consumers fall behind.
-	ConsumeLatency latencies   `json:"consume_latency"`
-	AckLatency     latencies   `json:"ack_latency"`
-	Watermarks     string      `json:"watermarks"`
-	History        historyJSON `json:"history"`
+	ConsumeLatency measure.Latencies `json:"consume_latency"`
+	AckLatency     measure.Latencies `json:"ack_latency"`
+	Watermarks     string            `json:"watermarks"`
+	History        historyJSON       `json:"history"`
 	historyReport  history.Report
 }
 
@@ -83,14 +83,8 @@ const lostSample = 20
 
 func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) summary {
 	first := l.firstProduce.Load()
-	span := func(endNs int64) time.Duration {
-		if first == 0 || endNs < first {
-			return 0
-		}
-		return time.Duration(endNs - first)
-	}
-	produceTime := span(l.lastProduceEnd.Load())
-	flowTime := span(l.lastAck.Load())
+	produceTime := measure.Span(first, l.lastProduceEnd.Load())
+	flowTime := measure.Span(first, l.lastAck.Load())
 	r := l.hist.Check()
 	s := summary{
 		Topic:        l.cfg.topic,
@@ -107,8 +101,8 @@ func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) su
 		ProduceFailures:   l.produceRetries.Load(),
 		ProduceGaveUp:     l.produceGaveUp.Load(),
 		ProduceSeconds:    produceTime.Seconds(),
-		ProduceMsgsPerSec: rate(l.produced.Load(), produceTime),
-		ProduceMiBPerSec:  mibPerSecond(l.producedBytes.Load(), produceTime),
+		ProduceMsgsPerSec: measure.Rate(l.produced.Load(), produceTime),
+		ProduceMiBPerSec:  measure.MiBPerSecond(l.producedBytes.Load(), produceTime),
 
 		Deliveries:     l.deliveries.Load(),
 		Acked:          l.acked.Load(),
@@ -116,20 +110,20 @@ func (l *loadRun) summarize(lat samples, watermarks string, interrupted bool) su
 		ConsumeErrors:  l.consumeErrors.Load(),
 		Foreign:        l.foreign.Load(),
 		FlowSeconds:    flowTime.Seconds(),
-		FlowMsgsPerSec: rate(l.acked.Load(), flowTime),
+		FlowMsgsPerSec: measure.Rate(l.acked.Load(), flowTime),
 
 		AckedWhileProducing:  l.ackedWhileProducing.Load(),
-		ConsumeAckMsgsPerSec: rate(l.ackedWhileProducing.Load(), produceTime),
+		ConsumeAckMsgsPerSec: measure.Rate(l.ackedWhileProducing.Load(), produceTime),
 		FirstProduceUnixNs:   first,
 		LastProduceUnixNs:    l.lastProduceEnd.Load(),
 		LastAckUnixNs:        l.lastAck.Load(),
 
-		ProduceLatency:  summarizeLatencies(lat.produce),
-		EndToEndLatency: summarizeLatencies(lat.e2e),
+		ProduceLatency:  measure.Summarize(lat.produce),
+		EndToEndLatency: measure.Summarize(lat.e2e),
 
-		EndToEndWhileProducing: summarizeLatencies(lat.e2eProducing),
-		ConsumeLatency:         summarizeLatencies(lat.consume),
-		AckLatency:             summarizeLatencies(lat.ack),
+		EndToEndWhileProducing: measure.Summarize(lat.e2eProducing),
+		ConsumeLatency:         measure.Summarize(lat.consume),
+		AckLatency:             measure.Summarize(lat.ack),
 		Watermarks:             watermarks,
 		History: historyJSON{
 			OK:               r.OK(),
@@ -167,24 +161,20 @@ func (s summary) writeText(w io.Writer) {
 		s.AckedWhileProducing, s.ConsumeAckMsgsPerSec, ratioOf(s.ConsumeAckMsgsPerSec, s.ProduceMsgsPerSec))
 	fmt.Fprintf(&b, "consume:            %d deliveries, %d acks refused, %d consume errors, %d foreign messages acked\n",
 		s.Deliveries, s.AcksRefused, s.ConsumeErrors, s.Foreign)
-	fmt.Fprintf(&b, "produce latency:    p50 %s  p99 %s  max %s\n",
-		fmtMs(s.ProduceLatency.P50Ms), fmtMs(s.ProduceLatency.P99Ms), fmtMs(s.ProduceLatency.MaxMs))
-	fmt.Fprintf(&b, "consume latency:    p50 %s  p99 %s  max %s (the consumes that delivered)\n",
-		fmtMs(s.ConsumeLatency.P50Ms), fmtMs(s.ConsumeLatency.P99Ms), fmtMs(s.ConsumeLatency.MaxMs))
-	fmt.Fprintf(&b, "ack latency:        p50 %s  p99 %s  max %s\n",
-		fmtMs(s.AckLatency.P50Ms), fmtMs(s.AckLatency.P99Ms), fmtMs(s.AckLatency.MaxMs))
-	fmt.Fprintf(&b, "end-to-end latency: p50 %s  p99 %s  max %s (produce start to delivery)\n",
-		fmtMs(s.EndToEndLatency.P50Ms), fmtMs(s.EndToEndLatency.P99Ms), fmtMs(s.EndToEndLatency.MaxMs))
-	fmt.Fprintf(&b, "  while producing:  p50 %s  p99 %s  max %s (%d deliveries)\n",
-		fmtMs(s.EndToEndWhileProducing.P50Ms), fmtMs(s.EndToEndWhileProducing.P99Ms), fmtMs(s.EndToEndWhileProducing.MaxMs), s.EndToEndWhileProducing.Count)
+	fmt.Fprintf(&b, "produce latency:    p50 %s  p95 %s  p99 %s  max %s\n",
+		measure.FmtMs(s.ProduceLatency.P50Ms), measure.FmtMs(s.ProduceLatency.P95Ms), measure.FmtMs(s.ProduceLatency.P99Ms), measure.FmtMs(s.ProduceLatency.MaxMs))
+	fmt.Fprintf(&b, "consume latency:    p50 %s  p95 %s  p99 %s  max %s (the consumes that delivered)\n",
+		measure.FmtMs(s.ConsumeLatency.P50Ms), measure.FmtMs(s.ConsumeLatency.P95Ms), measure.FmtMs(s.ConsumeLatency.P99Ms), measure.FmtMs(s.ConsumeLatency.MaxMs))
+	fmt.Fprintf(&b, "ack latency:        p50 %s  p95 %s  p99 %s  max %s\n",
+		measure.FmtMs(s.AckLatency.P50Ms), measure.FmtMs(s.AckLatency.P95Ms), measure.FmtMs(s.AckLatency.P99Ms), measure.FmtMs(s.AckLatency.MaxMs))
+	fmt.Fprintf(&b, "end-to-end latency: p50 %s  p95 %s  p99 %s  max %s (produce start to delivery)\n",
+		measure.FmtMs(s.EndToEndLatency.P50Ms), measure.FmtMs(s.EndToEndLatency.P95Ms), measure.FmtMs(s.EndToEndLatency.P99Ms), measure.FmtMs(s.EndToEndLatency.MaxMs))
+	fmt.Fprintf(&b, "  while producing:  p50 %s  p95 %s  p99 %s  max %s (%d deliveries)\n",
+		measure.FmtMs(s.EndToEndWhileProducing.P50Ms), measure.FmtMs(s.EndToEndWhileProducing.P95Ms), measure.FmtMs(s.EndToEndWhileProducing.P99Ms), measure.FmtMs(s.EndToEndWhileProducing.MaxMs), s.EndToEndWhileProducing.Count)
 	fmt.Fprintf(&b, "high watermarks:    %s\n", s.Watermarks)
 	b.WriteString(s.historyReport.String())
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
-}
-
-func fmtMs(ms float64) string {
-	return (time.Duration(ms * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
 }
 
 // ratioOf is a/b, or 0 when b is not positive.

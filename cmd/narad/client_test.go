@@ -910,6 +910,8 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	deleteFS, _ := newTopicsDeleteFlags(&sink)
 	produceFS, _ := newProduceFlags(&sink)
 	consumeFS, _ := newConsumeFlags(&sink)
+	benchCfg := defaultBenchConfig()
+	benchFS, _ := newBenchFlags(&benchCfg, &sink)
 	cases := []struct {
 		fs    *flag.FlagSet
 		usage string
@@ -920,6 +922,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 		{deleteFS, topicsDeleteUsage},
 		{produceFS, produceUsage},
 		{consumeFS, consumeUsage},
+		{benchFS, benchUsage},
 	}
 	for _, c := range cases {
 		c.fs.VisitAll(func(f *flag.Flag) {

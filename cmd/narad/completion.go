@@ -15,7 +15,7 @@ import (
 // each command's own --help, so a new flag is completed without a change
 // here; TestCompletionKnowsEveryCommand holds this tree to the dispatch.
 var commands = map[string][]string{
-	"":           {"dev", "serve", "nats", "cert", "topics", "produce", "consume", "users", "cluster", "version", "completion", "ctx", "help"},
+	"":           {"dev", "serve", "nats", "cert", "topics", "produce", "consume", "bench", "users", "cluster", "version", "completion", "ctx", "help"},
 	"ctx":        {"add", "use", "list", "show", "rm"},
 	"topics":     {"create", "alter", "list", "get", "delete", "attach", "children", "detach"},
 	"users":      {"create", "list", "grant", "passwd", "delete"},

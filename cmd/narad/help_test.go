@@ -36,6 +36,7 @@ func TestEveryHelpExitsZeroWithItsOwnUsage(t *testing.T) {
 		{[]string{"topics", "detach"}, "narad topics detach", "", ""},
 		{[]string{"produce"}, "narad produce", "--file", ""},
 		{[]string{"consume"}, "narad consume", "--ack", ""},
+		{[]string{"bench"}, "narad bench", "--concurrency", "--ack"},
 		{[]string{"users"}, "narad users <command>", "", ""},
 		{[]string{"users", "create"}, "narad users create", "-new-password", "-current-password"},
 		{[]string{"users", "list"}, "narad users list", "-server", "-grant"},

@@ -6,7 +6,8 @@
 // Start with run in main.go, which hands each command to its file:
 // server.go runs nodes (runDev, runServe, runNATS), client_cli.go the
 // topics, produce and consume commands over the HTTP client in
-// cmd/narad/client, and cluster_cli.go the cluster commands, which ask the
+// cmd/narad/client, bench.go `narad bench` over the same client, and
+// cluster_cli.go the cluster commands, which ask the
 // NATS admin verbs instead.
 package main
 
@@ -33,6 +34,9 @@ Usage:
   narad topics create|list|get|delete manage topics over HTTP
   narad produce <topic> [body]        produce one message (body from the argument, --file or stdin)
   narad consume <topic>               consume messages (--ack, --wait, --follow)
+  narad bench [flags]                 produce (--consume: and consume) --count records of
+                                      --size bytes at --concurrency and --rate; prints
+                                      records/s, MiB/s and latency p50/p95/p99
   narad users create|list|grant|passwd|delete
                                       manage users over HTTP (--user, --password or
                                       NARAD_USER, NARAD_PASSWORD on every HTTP command)
@@ -139,6 +143,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runProduce(ctx, args[1:], stdin, stdout, stderr)
 	case "consume":
 		return runConsume(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
 	case "cluster":
 		return runCluster(ctx, args[1:], stdout, stderr)
 	case "users":
