@@ -24,6 +24,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/api/console"
 	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
@@ -107,9 +108,15 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/cluster/version", h.clusterVersion)
 	mux.HandleFunc("POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion))
 	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
+	mux.HandleFunc("GET /v1/cluster/leaders", h.leaders)
+	mux.HandleFunc("GET /v1/whoami", h.whoami)
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))
 	mux.HandleFunc("DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission))
+	// The console (actors/api/console): static files whose script calls the
+	// routes above with the user's credentials.
+	mux.Handle("GET "+console.Prefix, console.Handler())
+	mux.Handle("GET /ui", http.RedirectHandler(console.Prefix, http.StatusFound))
 	if opts.Faults != nil {
 		faultRoutes(mux, opts.Faults)
 	}

@@ -114,6 +114,12 @@ func (f *fakeNode) FinalizeClusterVersion(_ context.Context, v int) (messages.Cl
 	return messages.ClusterVersionInfo{Version: v, Finalizable: 2, Newest: 2, Members: []messages.MemberVersion{{ID: "n1", Reads: 2}}}, f.err
 }
 func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
+func (f *fakeNode) MovesWithSummary(context.Context, bool) messages.MoveList {
+	return messages.MoveList{Moves: []messages.MoveInfo{}, Summary: &messages.MoveSummary{Done: 7, Nodes: 3}}
+}
+func (f *fakeNode) Leaders() messages.LeaderList {
+	return messages.LeaderList{Shards: []messages.ShardLeader{{Shard: 1, Kind: "metadata", Leader: "n2", Term: 4}}}
+}
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort
 }

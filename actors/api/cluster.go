@@ -13,13 +13,30 @@ func (h *handlers) members(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, messages.MemberList{Members: h.node.Members(r.Context())})
 }
 
+// moves lists the moves; summary=1 (beyond the contract) adds the line
+// `narad cluster moves --watch` prints, which the console shows.
 func (h *handlers) moves(w http.ResponseWriter, r *http.Request) {
-	detail, bad := queryFlag(r.URL.Query(), "detail")
+	q := r.URL.Query()
+	detail, bad := queryFlag(q, "detail")
 	if bad != nil {
 		writeError(w, bad.status, bad.text)
 		return
 	}
+	summary, bad := queryFlag(q, "summary")
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	if summary {
+		writeJSON(w, http.StatusOK, h.node.MovesWithSummary(r.Context(), detail))
+		return
+	}
 	writeJSON(w, http.StatusOK, h.node.Moves(r.Context(), detail))
+}
+
+// leaders names who leads each Raft shard (beyond the contract).
+func (h *handlers) leaders(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, h.node.Leaders())
 }
 
 // abortStatus is the status of each abort result (rules T3, T4).

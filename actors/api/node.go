@@ -110,7 +110,12 @@ type Cluster interface {
 	Members(ctx context.Context) []messages.MemberInfo
 	// Moves is every partition with a target, by topic then partition,
 	// with each destination's progress when detail is set.
+	// MovesWithSummary adds the summary line of `narad cluster moves
+	// --watch` (a request per member).
 	Moves(ctx context.Context, detail bool) messages.MoveList
+	MovesWithSummary(ctx context.Context, detail bool) messages.MoveList
+	// Leaders is who leads each Raft shard, as this node's replica knows.
+	Leaders() messages.LeaderList
 	// AbortMove gives up on the move of one partition; a non-empty target
 	// aborts only a move to that node.
 	AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome
