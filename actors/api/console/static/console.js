@@ -430,7 +430,7 @@ function flowPicture(members, moves) {
     pairs[k] = (pairs[k] || 0) + 1;
   }
   const most = Math.max(1, ...ids.map((id) => owned[id] || 0));
-  const colW = 120, barH = 140, top = 90, w = Math.max(ids.length, 1) * colW, h = top + barH + 60;
+  const colW = 120, barH = 140, top = 110, w = Math.max(ids.length, 1) * colW, h = top + barH + 60;
   const root = svg('svg', { id: 'flow-svg', viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: 'img' });
   root.append(svg('defs', {}));
   const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto-start-reverse' });
@@ -439,10 +439,12 @@ function flowPicture(members, moves) {
   const x = (id) => ids.indexOf(id) * colW + colW / 2;
   for (const [k, n] of Object.entries(pairs)) {
     const [from, to] = k.split('\u0000');
-    const x1 = x(from), x2 = x(to), lift = 20 + Math.abs(x2 - x1) / 6;
-    root.append(svg('path', { d: `M${x1},${top - 4} C${x1},${top - lift - 20} ${x2},${top - lift - 20} ${x2},${top - 4}`,
+    // A cubic whose two control points share a height c peaks at
+    // (y0 + 3c) / 4: the count sits just above it, inside the picture.
+    const x1 = x(from), x2 = x(to), y0 = top - 18, c = Math.max(y0 - 40 - Math.abs(x2 - x1) / 5, 0);
+    root.append(svg('path', { d: `M${x1},${y0} C${x1},${c} ${x2},${c} ${x2},${y0}`,
       class: 'flow-arrow', 'stroke-width': Math.min(2 + n / 2, 14), 'marker-end': 'url(#arrow)', 'data-from': from, 'data-to': to }));
-    root.append(svg('text', { x: (x1 + x2) / 2, y: top - lift - 12, class: 'flow-count', 'text-anchor': 'middle' }, n));
+    root.append(svg('text', { x: (x1 + x2) / 2, y: (y0 + 3 * c) / 4 - 6, class: 'flow-count', 'text-anchor': 'middle' }, n));
   }
   for (const id of ids) {
     const n = owned[id] || 0, bh = Math.round(n / most * barH), cx = x(id);
