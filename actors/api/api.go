@@ -109,6 +109,8 @@ func Handler(node Node, opts Options) http.Handler {
 	mux.HandleFunc("POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion))
 	mux.HandleFunc("GET /v1/cluster/moves", h.moves)
 	mux.HandleFunc("GET /v1/cluster/leaders", h.leaders)
+	mux.HandleFunc("GET /v1/cluster/quarantine", h.setAside)
+	mux.HandleFunc("POST /v1/cluster/quarantine/release", needAdmin(h.releaseSetAside))
 	mux.HandleFunc("GET /v1/whoami", h.whoami)
 	mux.HandleFunc("POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove))
 	mux.HandleFunc("POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission))

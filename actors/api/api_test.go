@@ -117,6 +117,14 @@ func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messa
 func (f *fakeNode) MovesWithSummary(context.Context, bool) messages.MoveList {
 	return messages.MoveList{Moves: []messages.MoveInfo{}, Summary: &messages.MoveSummary{Done: 7, Nodes: 3}}
 }
+func (f *fakeNode) SetAside(_ context.Context, node string) (messages.QuarantineList, error) {
+	f.got = node
+	return messages.QuarantineList{Nodes: []messages.NodeQuarantine{{Node: "n1", Copies: []messages.QuarantinedCopy{}}}}, f.err
+}
+func (f *fakeNode) ReleaseSetAside(_ context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+	f.got = req
+	return messages.QuarantineReleaseReply{Node: req.Node, Path: req.Path, DryRun: req.DryRun, Released: !req.DryRun}, f.err
+}
 func (f *fakeNode) Leaders() messages.LeaderList {
 	return messages.LeaderList{Shards: []messages.ShardLeader{{Shard: 1, Kind: "metadata", Leader: "n2", Term: 4}}}
 }

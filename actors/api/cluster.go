@@ -151,3 +151,42 @@ var clusterVersionAnswers = []answer{
 	{ErrConflict, http.StatusConflict, ""},
 	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
 }
+
+// setAside lists the copies the members set aside (beyond the contract;
+// `narad cluster quarantine` over HTTP): any user may read it, as the
+// members listing's figures.
+func (h *handlers) setAside(w http.ResponseWriter, r *http.Request) {
+	l, err := h.node.SetAside(r.Context(), r.URL.Query().Get("node"))
+	if err != nil {
+		writeFailure(w, err, setAsideAnswers, http.StatusInternalServerError, "quarantine listing failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+// releaseSetAside removes one copy set aside, or says what it would
+// remove (dry_run): `narad cluster quarantine release` over HTTP, admin.
+func (h *handlers) releaseSetAside(w http.ResponseWriter, r *http.Request) {
+	var req messages.QuarantineReleaseRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Node == "" || req.Path == "" {
+		writeError(w, http.StatusBadRequest, "invalid argument: a release needs node and path")
+		return
+	}
+	out, err := h.node.ReleaseSetAside(r.Context(), req)
+	if err != nil {
+		writeFailure(w, err, setAsideAnswers, http.StatusInternalServerError, "quarantine release failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// setAsideAnswers are the answers to a quarantine listing or release that
+// failed; each carries the member's reason.
+var setAsideAnswers = []answer{
+	{ErrInvalid, http.StatusBadRequest, ""},
+	{ErrNotFound, http.StatusNotFound, "not found"},
+	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
+}

@@ -96,3 +96,31 @@ func TestMovesGiveTheirSummaryOnlyWhenAskedAndLeadersAreListed(t *testing.T) {
 		t.Errorf("leaders: got %d %s, want 200 %s", code, body, want)
 	}
 }
+
+// The copies set aside: any user lists them, only an admin releases one,
+// with a strict body naming node and path; the member's refusal is
+// answered with its own reason.
+func TestSetAsideCopiesAreListedByAnyUserAndReleasedByAnAdmin(t *testing.T) {
+	a := newAuthRig(t)
+	a.book.add(messages.UserInfo{Username: "viewer"}, "vpw")
+	if rec := a.do("viewer", "vpw", "GET", "/v1/cluster/quarantine?node=n1", ""); rec.Code != http.StatusOK || a.book.got != "n1" {
+		t.Errorf("viewer's quarantine listing of n1: got %d %s (asked for %v), want 200 for n1", rec.Code, rec.Body, a.book.got)
+	}
+	release := `{"node":"n1","path":"topics/t/1/0","dry_run":true}`
+	wantAnswer(t, "viewer's release", a.do("viewer", "vpw", "POST", "/v1/cluster/quarantine/release", release), http.StatusForbidden, textAdminRequired)
+	rec := a.do("admin", "rootpw", "POST", "/v1/cluster/quarantine/release", release)
+	if want := `{"node":"n1","path":"topics/t/1/0","kind":"","bytes":0,"dry_run":true,"released":false}`; rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("admin's dry run: got %d %s, want 200 %s", rec.Code, rec.Body, want)
+	}
+	wantAnswer(t, "release without a path", a.do("admin", "rootpw", "POST", "/v1/cluster/quarantine/release", `{"node":"n1"}`),
+		http.StatusBadRequest, "invalid argument: a release needs node and path")
+	if rec := a.do("admin", "rootpw", "POST", "/v1/cluster/quarantine/release", `{"node":"n1","path":"p","force":true}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("release with an unknown field: got %d %s, want 400", rec.Code, rec.Body)
+	}
+	a.book.err = &Refusal{Kind: ErrNotFound, Reason: `no copy set aside at "p" on n1`}
+	wantAnswer(t, "release of nothing", a.do("admin", "rootpw", "POST", "/v1/cluster/quarantine/release", `{"node":"n1","path":"p"}`),
+		http.StatusNotFound, `no copy set aside at "p" on n1`)
+	a.book.err = &Refusal{Kind: ErrUnavailable, Reason: "release on n2: timeout; list its copies to see whether it happened"}
+	wantAnswer(t, "release whose outcome is unknown", a.do("admin", "rootpw", "GET", "/v1/cluster/quarantine", ""),
+		http.StatusServiceUnavailable, "release on n2: timeout; list its copies to see whether it happened")
+}

@@ -116,6 +116,13 @@ type Cluster interface {
 	MovesWithSummary(ctx context.Context, detail bool) messages.MoveList
 	// Leaders is who leads each Raft shard, as this node's replica knows.
 	Leaders() messages.LeaderList
+	// SetAside lists the copies each member (or member node, when not
+	// "") set aside instead of deleting them; ReleaseSetAside removes one,
+	// or says what it would remove (a dry run). Their errors: ErrInvalid,
+	// ErrNotFound, ErrUnavailable (also for an outcome unknown), each a
+	// Refusal with the member's reason.
+	SetAside(ctx context.Context, node string) (messages.QuarantineList, error)
+	ReleaseSetAside(ctx context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error)
 	// AbortMove gives up on the move of one partition; a non-empty target
 	// aborts only a move to that node.
 	AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome

@@ -1,7 +1,8 @@
 // Package console is the operator's console that every node serves at
 // /ui: the cluster's members and leaders, the moves as they happen, the
 // topics with their partitions and a peek at their records, and the
-// operator's actions (decommission, abort a move). It is three static
+// operator's actions (decommission, abort a move, release a copy set
+// aside), each after a dry run or a confirmation. It is three static
 // files embedded in the binary (static/), with no build step and nothing
 // fetched from elsewhere; the page's script reads and acts through the
 // node's own /v1 API with the user's credentials, so the console has the

@@ -268,7 +268,8 @@ views.cluster = {
       el('p', { id: 'answer', class: 'answer' }),
       el('div', { id: 'leaders' }),
       el('h3', {}, 'Members'),
-      el('div', { id: 'members' }));
+      el('div', { id: 'members' }),
+      el('div', { id: 'set-aside' }));
   },
   async refresh() {
     const [members, moves, leaders] = await Promise.all([
@@ -294,8 +295,49 @@ views.cluster = {
           ? el('button', { type: 'button', class: 'action', onclick: () => cancelDecommission(m.id) }, 'Cancel decommission')
           : el('button', { type: 'button', class: 'action danger', 'data-action': 'decommission', onclick: () => decommission(m.id) }, 'Decommission…')));
     }), { id: 'members-table' })));
+    // The copies set aside cost a request to every member: asked only
+    // while some member reports holding any.
+    const held = members.members.some((m) => m.quarantined_bytes > 0);
+    replace('set-aside', held ? setAsideTable(await get('/v1/cluster/quarantine')) : el('div', { id: 'set-aside' }));
   },
 };
+
+// setAsideTable lists the first page of copies the members set aside;
+// an admin may release one.
+function setAsideTable(list) {
+  const rows = [];
+  for (const n of list.nodes) for (const c of n.copies) rows.push({ node: n.node, ...c });
+  const heads = ['Node', 'Path', 'Kind', 'Topic', 'Partition', 'Size', 'Age'];
+  if (isAdmin()) heads.push('Actions');
+  const errors = Object.entries(list.errors || {});
+  return el('div', { id: 'set-aside' },
+    el('h3', {}, 'Copies set aside'),
+    el('p', {}, 'A copy a node set aside instead of deleting it may hold the only copy of some records: release one only once you know it does not.'),
+    errors.length ? el('p', { class: 'error' }, 'No listing from ' + errors.map(([id, why]) => id + ' (' + why + ')').join(', ')) : null,
+    table(heads, rows.slice(0, PAGE).map((c) => el('tr', {},
+      el('td', {}, c.node), el('td', {}, c.path), el('td', {}, c.kind), el('td', {}, c.topic || '–'),
+      el('td', { class: 'num' }, c.partition < 0 ? 'all' : c.partition), el('td', { class: 'num' }, size(c.bytes)),
+      el('td', {}, duration(c.age_ms / 1000)),
+      isAdmin() && el('td', {}, el('button', { type: 'button', class: 'action danger', onclick: () => releaseCopy(c.node, c.path) }, 'Release…')))),
+    { id: 'set-aside-table' }),
+    rows.length > PAGE ? el('p', {}, `${rows.length - PAGE} more: narad cluster quarantine lists them all.`) : null);
+}
+
+// releaseCopy runs the release's dry run first and shows what it would
+// remove; only then does it offer the release.
+async function releaseCopy(node, path) {
+  const dry = await api('POST', '/v1/cluster/quarantine/release', { node, path, dry_run: true });
+  if (!dry.ok) {
+    await confirmAction('Release a copy on ' + node, [el('p', { class: 'error' }, 'Dry run: ' + errorText(dry))], '');
+    return;
+  }
+  const d = dry.data;
+  if (!await confirmAction('Release a copy on ' + node,
+    [el('p', {}, `Dry run: this removes ${d.kind} ${d.path} on ${d.node}, ${size(d.bytes)}. It cannot be undone.`)], 'Release')) return;
+  const r = await api('POST', '/v1/cluster/quarantine/release', { node, path, dry_run: false });
+  tell(r.ok ? `Released ${path} on ${node} (${size(r.data.bytes)}).` : `Release of ${path} on ${node}: ${errorText(r)}`, !r.ok);
+  tick();
+}
 
 // decommission runs the dry run first and shows its verdict; only an ok
 // verdict offers the decommission itself.

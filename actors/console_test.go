@@ -2,11 +2,13 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 )
 
@@ -48,5 +50,26 @@ func BenchmarkConsolePages(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/refresh")
 		})
+	}
+}
+
+// A member's refusal reaches the API as the node's sentinel with the
+// member's own words, so the console shows why; a status with no
+// sentinel stays the error it was (500).
+func TestAMembersRefusalKeepsItsKindAndItsWords(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   error
+	}{{400, ErrInvalid}, {404, ErrNotFound}, {transport.StatusUnavailable, ErrUnavailable}, {transport.StatusTimeout, ErrUnavailable}} {
+		err := fromRemote(transport.Errorf(tc.status, "words of n2"))
+		if !errors.Is(err, tc.want) || err.Error() != "words of n2" {
+			t.Errorf("status %d: got %v, want %v with the member's words", tc.status, err, tc.want)
+		}
+	}
+	if err := fromRemote(transport.Errorf(transport.StatusInternal, "disk")); errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInvalid) {
+		t.Errorf("status 500: got %v, want no sentinel", err)
+	}
+	if err := fromRemote(nil); err != nil {
+		t.Errorf("no error: got %v, want nil", err)
 	}
 }
