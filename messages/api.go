@@ -120,6 +120,9 @@ type PartitionInfo struct {
 	SizeBytes       int64  `json:"size_bytes"`
 	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
 	OwnerNode       string `json:"owner_node,omitempty"`
+	// InFlightLeases is beyond the contract: the records leased and not
+	// yet settled, as the owner counts them; left out at 0.
+	InFlightLeases int `json:"in_flight_leases,omitempty"`
 }
 
 // TopicDetails answers GET /v1/topics/{topic}. Clients poll it until

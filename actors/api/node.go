@@ -15,6 +15,7 @@ type Node interface {
 	Data
 	Topics
 	Cluster
+	ClusterView
 	Users
 }
 
@@ -110,9 +111,22 @@ type Cluster interface {
 	Members(ctx context.Context) []messages.MemberInfo
 	// Moves is every partition with a target, by topic then partition,
 	// with each destination's progress when detail is set.
-	// MovesWithSummary adds the summary line of `narad cluster moves
-	// --watch` (a request per member).
 	Moves(ctx context.Context, detail bool) messages.MoveList
+	// AbortMove gives up on the move of one partition; a non-empty target
+	// aborts only a move to that node.
+	AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome
+	// Decommission judges whether member id can be decommissioned and,
+	// unless dryRun or refused, starts draining it.
+	Decommission(ctx context.Context, id string, dryRun bool) (DecommissionVerdict, error)
+	// CancelDecommission stops draining member id.
+	CancelDecommission(ctx context.Context, id string) error
+}
+
+// ClusterView is what the console (actors/api/console) asks beyond the
+// cluster verbs every client has, over routes beyond the contract.
+type ClusterView interface {
+	// MovesWithSummary is Moves with the summary line of `narad cluster
+	// moves --watch` (a request per member).
 	MovesWithSummary(ctx context.Context, detail bool) messages.MoveList
 	// Leaders is who leads each Raft shard, as this node's replica knows.
 	Leaders() messages.LeaderList
@@ -123,14 +137,6 @@ type Cluster interface {
 	// Refusal with the member's reason.
 	SetAside(ctx context.Context, node string) (messages.QuarantineList, error)
 	ReleaseSetAside(ctx context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error)
-	// AbortMove gives up on the move of one partition; a non-empty target
-	// aborts only a move to that node.
-	AbortMove(ctx context.Context, topic string, partition int, target string) AbortOutcome
-	// Decommission judges whether member id can be decommissioned and,
-	// unless dryRun or refused, starts draining it.
-	Decommission(ctx context.Context, id string, dryRun bool) (DecommissionVerdict, error)
-	// CancelDecommission stops draining member id.
-	CancelDecommission(ctx context.Context, id string) error
 }
 
 // Record is one produce as the client sent it.

@@ -586,10 +586,11 @@ views.topic = {
     const rows = stats.slice(this.page * PAGE, (this.page + 1) * PAGE);
     replace('partitions', el('div', { id: 'partitions' },
       stats.length < info.partitions ? el('p', {}, `${info.partitions - stats.length} partitions did not answer (owner starting or unreachable).`) : null,
-      table(['Partition', 'Owner', 'High watermark', 'Next offset', 'Oldest offset', 'Size', 'Segments'], rows.map((p) => el('tr', {},
+      table(['Partition', 'Owner', 'High watermark', 'Next offset', 'Oldest offset', 'Size', 'Segments', 'Leases out'], rows.map((p) => el('tr', {},
         el('td', { class: 'num' }, p.index), el('td', {}, p.owner_node || '–'), el('td', { class: 'num' }, p.high_watermark),
         el('td', { class: 'num' }, p.next_offset), el('td', { class: 'num' }, p.oldest_offset),
-        el('td', { class: 'num' }, size(p.size_bytes)), el('td', { class: 'num' }, p.segments))), { id: 'partitions-table' }),
+        el('td', { class: 'num' }, size(p.size_bytes)), el('td', { class: 'num' }, p.segments),
+        el('td', { class: 'num lease' }, p.in_flight_leases || 0))), { id: 'partitions-table' }),
       pager('partitions-pager', stats.length, this.page, (p) => { this.page = p; this.render(); })));
     replace('children', el('div', { id: 'children' }, children ? [
       el('h3', {}, 'Fan-out children'),
