@@ -33,7 +33,9 @@ const (
 	adminPassword  = "console-admin-pw"
 	viewerPassword = "console-viewer-pw"
 	topic          = "console-orders"
-	partitions     = 48
+	// partitions is more than the console's page of 50 rows, so the
+	// topic view pages.
+	partitions = 60
 	// recordsPerPartition of recordBytes each give the moves something to
 	// copy, so that they are seen in flight.
 	recordsPerPartition = 40
@@ -66,7 +68,7 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 	// lease fill leaves out in its partition, so that the rebalance onto
 	// n4 (a dozen moves) lasts many of the page's once-a-second refreshes.
 	c.Env = proc.Environ([]string{"NARAD_ADMIN_PASSWORD"}, "NARAD_ADMIN_PASSWORD="+adminPassword)
-	c.Args = []string{"--max-in-flight-moves", "2", "--lease-drain-timeout", "2s"}
+	c.Args = []string{"--max-in-flight-moves", "2", "--lease-drain-timeout", "1500ms"}
 	if err := c.StartNATS(ctx, within); err != nil {
 		t.Fatal(err)
 	}
@@ -151,16 +153,38 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 	// The topic's partitions, and a peek at the first record of partition
 	// 0: a replay read, nothing leased.
 	run(t, browser, chromedp.Navigate(n1.URL()+"/ui/#/topic/"+topic), chromedp.WaitVisible(chromedp.CSS("#partitions-table tbody tr")))
-	testnet.Eventually(t, within, "the topic view to list a page of its partitions", func() bool {
-		return evalInt(t, browser, `document.querySelectorAll('#partitions-table tbody tr').length`) == partitions
+	// Each page of the partitions as "index:owner:leases" rows; the
+	// second page is the Next button's.
+	const rowsJS = `Array.from(document.querySelectorAll('#partitions-table tbody tr')).
+		map((tr) => tr.children[0].textContent + ':' + tr.children[1].textContent + ':' + tr.querySelector('td.lease').textContent).join(' ')`
+	var page1, page2 []string
+	testnet.Eventually(t, within, "the topic view to list its first page of partitions", func() bool {
+		page1 = strings.Fields(evalString(t, browser, rowsJS))
+		return len(page1) == 50
+	})
+	run(t, browser, chromedp.Click(chromedp.CSS("#partitions-pager button:last-child")))
+	testnet.Eventually(t, within, "the topic view's second page to list the other partitions", func() bool {
+		page2 = strings.Fields(evalString(t, browser, rowsJS))
+		return len(page2) == partitions-50
 	})
 	// fill left one lease out in each partition; those that stayed where
 	// they were (every one n4 does not own: the rebalance moved only onto
 	// it) still hold it.
-	stayed := evalString(t, browser, `Array.from(document.querySelectorAll('#partitions-table tbody tr')).
-		filter((tr) => tr.children[1].textContent !== '`+n4.ID+`').map((tr) => tr.querySelector('td.lease').textContent).join('')`)
-	if want := strings.Repeat("1", partitions-ownedIn(flow, n4.ID)); stayed != want {
-		t.Errorf("topic view: got leases out %q on the partitions that did not move, want %q", stayed, want)
+	stayed := 0
+	for i, row := range append(page1, page2...) {
+		f := strings.Split(row, ":")
+		if f[0] != strconv.Itoa(i) {
+			t.Fatalf("topic view: got row %q in place %d, want partition %d", row, i, i)
+		}
+		if f[1] != n4.ID {
+			if f[2] != "1" {
+				t.Errorf("topic view: got %s leases out on partition %s of %s, want the 1 fill left", f[2], f[0], f[1])
+			}
+			stayed++
+		}
+	}
+	if want := partitions - ownedIn(flow, n4.ID); stayed != want {
+		t.Errorf("topic view: got %d partitions not on %s, want %d", stayed, n4.ID, want)
 	}
 	run(t, browser,
 		chromedp.SetValue(chromedp.CSS("#peek-partition"), "0"),
