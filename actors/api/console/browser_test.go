@@ -243,6 +243,9 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 
 // findChromium is Debian's chromium, installed when missing and the test
 // may (root, or sudo without a password), as a fresh CI machine needs.
+// Where it cannot be had, the test fails in CI (CI set, as .ci/run and CI
+// services set it) and is skipped, saying why, on a developer's machine,
+// so that `go test ./...` still runs there with Go alone.
 func findChromium(t *testing.T) string {
 	if path, err := exec.LookPath("chromium"); err == nil {
 		return path
@@ -255,7 +258,11 @@ func findChromium(t *testing.T) string {
 	if path, lerr := exec.LookPath("chromium"); lerr == nil {
 		return path
 	}
-	t.Fatalf("no chromium, and %q failed: %v\n%s\ninstall it (Debian: apt-get install chromium)", strings.Join(install, " "), err, out)
+	why := fmt.Sprintf("no chromium, and %q failed: %v\n%s\ninstall it (Debian: apt-get install chromium)", strings.Join(install, " "), err, out)
+	if os.Getenv("CI") != "" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
 	return ""
 }
 
