@@ -119,10 +119,14 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 	// The page polls once a second; the test reads what it shows far more
 	// often, so every state it draws is seen.
 	maxInFlight, shots, arrows, halfway := 0, 0, 0, false
-	var flow string
+	var flow, aborted string
 	testnet.Eventually(t, within, "the moves view to show none in flight, some done, and n4 owning its share", func() bool {
 		inFlight, ok1 := cardValue(t, browser, "moves-in-flight")
 		done, ok2 := cardValue(t, browser, "moves-done")
+		if inFlight > 0 && aborted == "" {
+			// An admin aborts one move; the planner plans it again.
+			aborted = abortFirstMove(t, browser, filepath.Join(artifacts, "moves-abort.png"))
+		}
 		if inFlight > 0 {
 			// The picture draws each move as an arrow onto its target.
 			arrows = max(arrows, evalInt(t, browser, `document.querySelectorAll('#flow-svg path.flow-arrow[data-to="`+n4.ID+`"]').length`))
@@ -141,6 +145,9 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 		flow = evalString(t, browser, `Array.from(document.querySelectorAll('#flow-svg g.node')).map((g) => g.dataset.node + '=' + g.querySelector('.owned').textContent).join(' ')`)
 		return ok1 && ok2 && inFlight == 0 && done > 0 && ownedIn(flow, n4.ID) >= partitions/4-1
 	})
+	if aborted == "" {
+		t.Errorf("moves view during the rebalance: got no move to abort, want one")
+	}
 	if maxInFlight == 0 || arrows == 0 {
 		t.Errorf("moves view during the rebalance: got at most %d moves in flight and %d arrows onto %s, want some of each", maxInFlight, arrows, n4.ID)
 	}
@@ -239,6 +246,42 @@ func TestTheConsoleShowsARebalanceAndActsOnlyForAnAdmin(t *testing.T) {
 		}
 	}
 	screenshot(t, browser, filepath.Join(artifacts, "viewer-topic.png"))
+}
+
+// abortFirstMove aborts the first move the moves view lists, through its
+// Abort button and the confirmation, and checks the answer the page shows:
+// aborted, or refused when the move ended first. It returns the move's
+// topic/partition, "" when the view listed none any more. The page's own
+// script clicks the button, so that a row redrawn between a lookup and a
+// click is not missed.
+func abortFirstMove(t *testing.T, browser context.Context, shot string) string {
+	t.Helper()
+	move := evalString(t, browser, `(() => {
+		const b = document.querySelector('#moves-table button.action');
+		if (!b) return '';
+		const tr = b.closest('tr');
+		b.click();
+		return tr.children[0].textContent + '/' + tr.children[1].textContent;
+	})()`)
+	if move == "" {
+		return ""
+	}
+	run(t, browser, chromedp.WaitVisible(chromedp.CSS("#confirm-ok")))
+	if got, want := text(t, browser, "#confirm-title"), "Abort the move of "+move; got != want {
+		t.Errorf("abort's confirmation: got %q, want %q", got, want)
+	}
+	run(t, browser, chromedp.Click(chromedp.CSS("#confirm-ok")))
+	var answer string
+	testnet.Eventually(t, within, "the moves view to show the abort's answer", func() bool {
+		answer = text(t, browser, "#answer")
+		return answer != ""
+	})
+	if !strings.HasPrefix(answer, "Move of "+move+" aborted") && !strings.HasPrefix(answer, "Abort of "+move+": ") {
+		t.Errorf("abort of %s: got answer %q, want it aborted or the refusal", move, answer)
+	}
+	t.Logf("abort of %s: the page answered %q", move, answer)
+	screenshot(t, browser, shot)
+	return move
 }
 
 // findChromium is Debian's chromium, installed when missing and the test
