@@ -50,7 +50,7 @@ var (
 	createKeys  = []string{"name", "partitions", "retention_ms", "visibility_timeout_ms", "max_in_flight_per_partition", "max_acked_ahead_per_partition", "created_at"}
 	recordKeys  = append(slices.Clone(createKeys), "role")
 	detailsKeys = append(slices.Clone(recordKeys), "partition_stats")
-	statsKeys   = []string{"index", "segments", "oldest_offset", "next_offset", "high_watermark", "size_bytes", "oldest_segment_at", "owner_node"}
+	statsKeys   = []string{"index", "segments", "oldest_offset", "next_offset", "high_watermark", "size_bytes", "oldest_segment_at", "owner_node", "in_flight_leases"}
 )
 
 type ctResp struct {
@@ -1802,7 +1802,7 @@ func TestContractCluster(t *testing.T) {
 			t.Fatalf("members: got %s, want exactly this node", r.body)
 		}
 		contract := []string{"id", "addr", "status", "draining", "owned_partitions", "outbound_moves"}
-		ctWantKeysIn(t, "member", out.Members[0], append(contract, "reclaimed_bytes", "quarantined_bytes"), contract)
+		ctWantKeysIn(t, "member", out.Members[0], append(contract, "role", "leaving", "reclaimed_bytes", "quarantined_bytes"), contract)
 		var m messages.MemberInfo
 		json.Unmarshal(out.Members[0], &m)
 		// Beyond the contract, and counted process-wide by node id.
@@ -1811,7 +1811,7 @@ func TestContractCluster(t *testing.T) {
 	}
 
 	t.Run("ClusterMembersAndMoves", func(t *testing.T) {
-		want := messages.MemberInfo{ID: "n1", Addr: tn.cfg.HTTPAddr, Status: "alive"}
+		want := messages.MemberInfo{ID: "n1", Addr: tn.cfg.HTTPAddr, Status: "alive", Role: messages.RoleVoter}
 		if got := members(t); got != want {
 			t.Fatalf("members: got %+v, want %+v", got, want)
 		}

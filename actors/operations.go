@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/naradmq/narad/actors/decommission"
 	"github.com/naradmq/narad/actors/departure"
 	"github.com/naradmq/narad/actors/diskhealth"
+	"github.com/naradmq/narad/actors/errs"
+	"github.com/naradmq/narad/cluster/transport"
 	"github.com/naradmq/narad/messages"
 	"github.com/naradmq/narad/storage"
 )
@@ -84,6 +87,36 @@ func (n *Node) adminQuarantine(ctx context.Context, from string, in messages.Qua
 }
 func (n *Node) adminQuarantineRelease(ctx context.Context, from string, in messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
 	return n.QuarantineRelease(ctx, from, in)
+}
+
+// SetAside and ReleaseSetAside are the quarantine's listing and release
+// as the HTTP API asks for them: the admin verbs' answers, with the
+// members' statuses named by the API's sentinels.
+func (n *Node) SetAside(ctx context.Context, node string) (messages.QuarantineList, error) {
+	l, err := n.Quarantine(ctx, "", messages.QuarantineRequest{Node: node})
+	return l, fromRemote(err)
+}
+func (n *Node) ReleaseSetAside(ctx context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+	out, err := n.QuarantineRelease(ctx, "", req)
+	return out, fromRemote(err)
+}
+
+// remoteKinds name a member's answer by its status. A timeout's outcome is
+// unknown: unavailable, with the member's words saying to list again.
+var remoteKinds = map[int]error{400: ErrInvalid, 404: ErrNotFound, transport.StatusUnavailable: ErrUnavailable,
+	transport.StatusTimeout: ErrUnavailable}
+
+// fromRemote is a member's refusal (a transport.RemoteError) as the
+// node's sentinel with the member's reason; any other error as it is.
+func fromRemote(err error) error {
+	re, ok := errors.AsType[*transport.RemoteError](err)
+	if !ok {
+		return err
+	}
+	if kind, ok := remoteKinds[re.Status]; ok {
+		return &errs.Refusal{Kind: kind, Reason: re.Msg}
+	}
+	return err
 }
 
 // writeHealth is the disk's verdict (actors/diskhealth) as the produce

@@ -120,6 +120,9 @@ type PartitionInfo struct {
 	SizeBytes       int64  `json:"size_bytes"`
 	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
 	OwnerNode       string `json:"owner_node,omitempty"`
+	// InFlightLeases is beyond the contract: the records leased and not
+	// yet settled, as the owner counts them; left out at 0.
+	InFlightLeases int `json:"in_flight_leases,omitempty"`
 }
 
 // TopicDetails answers GET /v1/topics/{topic}. Clients poll it until
@@ -169,6 +172,10 @@ type MemberInfo struct {
 	OwnedPartitions int    `json:"owned_partitions"`
 	// OutboundMoves counts the owned partitions that have a target.
 	OutboundMoves int `json:"outbound_moves"`
+	// Beyond the contract: the member's Raft role (voter, non-voter) and
+	// whether it is handing its partitions off before it stops.
+	Role    string `json:"role,omitempty"`
+	Leaving bool   `json:"leaving,omitempty"`
 	// Beyond the contract: the bytes the member's stale-copy sweep
 	// reclaimed since it started, and those it holds set aside. Each
 	// member reports its own; absent, never 0, when it did not answer
@@ -206,6 +213,32 @@ type MemberList struct {
 	Members []MemberInfo `json:"members"`
 }
 
+// ShardLeader is one Raft shard of GET /v1/cluster/leaders (beyond the
+// contract): the metadata shard or an assignment shard, and the member
+// that leads it as the answering node's replica knows it; Leader is ""
+// while none is known.
+type ShardLeader struct {
+	Shard  uint64 `json:"shard"`
+	Kind   string `json:"kind"` // metadata or assignments
+	Leader string `json:"leader"`
+	Term   uint64 `json:"term,omitempty"`
+}
+
+// LeaderList answers GET /v1/cluster/leaders, the metadata shard first.
+type LeaderList struct {
+	Shards []ShardLeader `json:"shards"`
+}
+
+// WhoAmI answers GET /v1/whoami (beyond the contract): the caller as the
+// node authenticated it, so a client such as the console shows only the
+// actions the caller's grants allow. Admin is true for root and an admin
+// grant.
+type WhoAmI struct {
+	Username string  `json:"username"`
+	Admin    bool    `json:"admin"`
+	Grants   []Grant `json:"grants"`
+}
+
 // MoveInfo is one partition being moved, in GET /v1/cluster/moves and the
 // admin "moves" verb.
 type MoveInfo struct {
@@ -228,9 +261,10 @@ type MoveInfo struct {
 // sorted by topic then partition; moves is [] when nothing moves.
 type MoveList struct {
 	Moves []MoveInfo `json:"moves"`
-	// Summary is beyond the contract: only the admin "moves" verb fills
-	// it, when asked (MovesRequest.Summary), since it costs a request per
-	// member; the /v1 answer stays as the contract has it.
+	// Summary is beyond the contract: the admin "moves" verb fills it when
+	// asked (MovesRequest.Summary), and GET /v1/cluster/moves?summary=1,
+	// since it costs a request per member; without it the /v1 answer
+	// stays as the contract has it.
 	Summary *MoveSummary `json:"summary,omitempty"`
 }
 

@@ -46,6 +46,8 @@ func TestWireBodiesEncodeAsTheContractSays(t *testing.T) {
 			`{"name":"t","partitions":0,"retention_ms":0,"visibility_timeout_ms":0,"max_in_flight_per_partition":0,"max_acked_ahead_per_partition":0,"created_at":0,"role":"standalone","partition_stats":[]}`},
 		{"a fresh partition leaves out its segment time", PartitionInfo{Index: 2, Segments: 1, OwnerNode: "n1"},
 			`{"index":2,"segments":1,"oldest_offset":0,"next_offset":0,"high_watermark":0,"size_bytes":0,"owner_node":"n1"}`},
+		{"a partition's leases, beyond the contract", PartitionInfo{Index: 1, InFlightLeases: 3},
+			`{"index":1,"segments":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"size_bytes":0,"in_flight_leases":3}`},
 		{"a partition with data", PartitionInfo{Index: 0, Segments: 2, OldestOffset: 5, NextOffset: 9, HighWatermark: 8, SizeBytes: 512, OldestSegmentAt: 1700000000, OwnerNode: "n2"},
 			`{"index":0,"segments":2,"oldest_offset":5,"next_offset":9,"high_watermark":8,"size_bytes":512,"oldest_segment_at":1700000000,"owner_node":"n2"}`},
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/naradmq/narad/actors/api/console"
 	"github.com/naradmq/narad/actors/clock"
 	"github.com/naradmq/narad/messages"
 )
@@ -130,6 +131,10 @@ func (h *handlers) routes(opts Options) []route {
 		{"GET /v1/cluster/version", h.clusterVersion},
 		{"POST /v1/cluster/version", needAdmin(h.finalizeClusterVersion)},
 		{"GET /v1/cluster/moves", h.moves},
+		{"GET /v1/cluster/leaders", h.leaders},
+		{"GET /v1/cluster/quarantine", h.setAside},
+		{"POST /v1/cluster/quarantine/release", needAdmin(h.releaseSetAside)},
+		{"GET /v1/whoami", h.whoami},
 		{"POST /v1/cluster/moves/{topic}/{partition}/abort", needAdmin(h.abortMove)},
 		{"POST /v1/cluster/members/{id}/decommission", needAdmin(h.decommission)},
 		{"DELETE /v1/cluster/members/{id}/decommission", needAdmin(h.cancelDecommission)},
@@ -144,6 +149,10 @@ func (h *handlers) mux(opts Options) *http.ServeMux {
 	for _, rt := range h.routes(opts) {
 		mux.HandleFunc(rt.pattern, rt.serve)
 	}
+	// The console (actors/api/console): static files whose script calls the
+	// routes of the table with the user's credentials.
+	mux.Handle("GET "+console.Prefix, console.Handler())
+	mux.Handle("GET /ui", http.RedirectHandler(console.Prefix, http.StatusFound))
 	if opts.Faults != nil {
 		faultRoutes(mux, opts.Faults)
 	}

@@ -115,6 +115,20 @@ func (f *fakeNode) FinalizeClusterVersion(_ context.Context, v int) (messages.Cl
 	return messages.ClusterVersionInfo{Version: v, Finalizable: 2, Newest: 2, Members: []messages.MemberVersion{{ID: "n1", Reads: 2}}}, f.err
 }
 func (f *fakeNode) Moves(context.Context, bool) messages.MoveList { return messages.MoveList{} }
+func (f *fakeNode) MovesWithSummary(context.Context, bool) messages.MoveList {
+	return messages.MoveList{Moves: []messages.MoveInfo{}, Summary: &messages.MoveSummary{Done: 7, Nodes: 3}}
+}
+func (f *fakeNode) SetAside(_ context.Context, node string) (messages.QuarantineList, error) {
+	f.got = node
+	return messages.QuarantineList{Nodes: []messages.NodeQuarantine{{Node: "n1", Copies: []messages.QuarantinedCopy{}}}}, f.err
+}
+func (f *fakeNode) ReleaseSetAside(_ context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error) {
+	f.got = req
+	return messages.QuarantineReleaseReply{Node: req.Node, Path: req.Path, DryRun: req.DryRun, Released: !req.DryRun}, f.err
+}
+func (f *fakeNode) Leaders() messages.LeaderList {
+	return messages.LeaderList{Shards: []messages.ShardLeader{{Shard: 1, Kind: "metadata", Leader: "n2", Term: 4}}}
+}
 func (f *fakeNode) AbortMove(context.Context, string, int, string) AbortOutcome {
 	return f.abort
 }

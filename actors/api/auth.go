@@ -96,9 +96,12 @@ func principal(r *http.Request) messages.UserInfo {
 	return builtinRoot
 }
 
-// exempt are the exact paths served without credentials.
+// exempt are the paths served without credentials: the probes, the
+// metrics, and the console's static files (actors/api/console), which hold no
+// data; the console's script sends the user's credentials on each /v1
+// call.
 func exempt(path string) bool {
-	return path == "/healthz" || path == "/readyz" || path == "/metrics"
+	return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/ui" || strings.HasPrefix(path, "/ui/")
 }
 
 // authenticate is HTTP Basic on every request but the exempt paths.
@@ -112,7 +115,7 @@ func authenticate(users Users, limits *attempts, next http.Handler) http.Handler
 		if !ok || !usernamePattern.MatchString(name) {
 			// A name no user can have is refused before the slow hash
 			// and kept out of the attempt tables, whose keys stay short.
-			unauthorized(w)
+			unauthorized(w, r)
 			return
 		}
 		u, err := login(r, users, limits, name, password)
@@ -121,7 +124,7 @@ func authenticate(users Users, limits *attempts, next http.Handler) http.Handler
 			writeError(w, http.StatusTooManyRequests, textTooManyAttempts)
 			return
 		case errors.Is(err, ErrUnauthenticated):
-			unauthorized(w)
+			unauthorized(w, r)
 			return
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, textAuthUnavailable)
@@ -172,8 +175,15 @@ func sourceOf(remoteAddr string) string {
 	return p.String()
 }
 
-func unauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
+// ConsoleHeader marks a request of the console's script: its 401 carries
+// no WWW-Authenticate, since a browser answers that header with a login
+// dialog of its own over the console's login form.
+const ConsoleHeader = "X-Narad-Console"
+
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(ConsoleHeader) == "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="narad"`)
+	}
 	writeError(w, http.StatusUnauthorized, textAuthRequired)
 }
 

@@ -185,8 +185,9 @@ func wantAnswer(t *testing.T, what string, rec *httptest.ResponseRecorder, statu
 	wantError(t, what, rec.Code, rec.Body.String(), status, text)
 }
 
-// Every path but exactly /healthz, /readyz and /metrics needs
-// credentials, unknown paths too; the 401 carries the challenge.
+// Every path but exactly /healthz, /readyz and /metrics (and the
+// console's files, console_test.go) needs credentials, unknown paths too;
+// the 401 carries the challenge.
 func TestAuthIsRequiredOnEveryPathButTheExemptOnes(t *testing.T) {
 	a := newAuthRig(t)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {

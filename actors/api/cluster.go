@@ -13,13 +13,30 @@ func (h *handlers) members(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, messages.MemberList{Members: h.node.Members(r.Context())})
 }
 
+// moves lists the moves; summary=1 (beyond the contract) adds the line
+// `narad cluster moves --watch` prints, which the console shows.
 func (h *handlers) moves(w http.ResponseWriter, r *http.Request) {
-	detail, bad := queryFlag(r.URL.Query(), "detail")
+	q := r.URL.Query()
+	detail, bad := queryFlag(q, "detail")
 	if bad != nil {
 		writeError(w, bad.status, bad.text)
 		return
 	}
+	summary, bad := queryFlag(q, "summary")
+	if bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
+	}
+	if summary {
+		writeJSON(w, http.StatusOK, h.node.MovesWithSummary(r.Context(), detail))
+		return
+	}
 	writeJSON(w, http.StatusOK, h.node.Moves(r.Context(), detail))
+}
+
+// leaders names who leads each Raft shard (beyond the contract).
+func (h *handlers) leaders(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, h.node.Leaders())
 }
 
 // abortStatus is the status of each abort result (rules T3, T4).
@@ -167,5 +184,44 @@ func (h *handlers) finalizeClusterVersion(w http.ResponseWriter, r *http.Request
 var clusterVersionAnswers = []answer{
 	{ErrInvalid, http.StatusBadRequest, ""},
 	{ErrConflict, http.StatusConflict, ""},
+	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
+}
+
+// setAside lists the copies the members set aside (beyond the contract;
+// `narad cluster quarantine` over HTTP): any user may read it, as the
+// members listing's figures.
+func (h *handlers) setAside(w http.ResponseWriter, r *http.Request) {
+	l, err := h.node.SetAside(r.Context(), r.URL.Query().Get("node"))
+	if err != nil {
+		writeFailure(w, err, setAsideAnswers, http.StatusInternalServerError, "quarantine listing failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+// releaseSetAside removes one copy set aside, or says what it would
+// remove (dry_run): `narad cluster quarantine release` over HTTP, admin.
+func (h *handlers) releaseSetAside(w http.ResponseWriter, r *http.Request) {
+	var req messages.QuarantineReleaseRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Node == "" || req.Path == "" {
+		writeError(w, http.StatusBadRequest, "invalid argument: a release needs node and path")
+		return
+	}
+	out, err := h.node.ReleaseSetAside(r.Context(), req)
+	if err != nil {
+		writeFailure(w, err, setAsideAnswers, http.StatusInternalServerError, "quarantine release failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// setAsideAnswers are the answers to a quarantine listing or release that
+// failed; each carries the member's reason.
+var setAsideAnswers = []answer{
+	{ErrInvalid, http.StatusBadRequest, ""},
+	{ErrNotFound, http.StatusNotFound, "not found"},
 	{ErrUnavailable, http.StatusServiceUnavailable, textControlPlane},
 }

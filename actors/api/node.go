@@ -15,6 +15,7 @@ type Node interface {
 	Data
 	Topics
 	Cluster
+	ClusterView
 	Users
 }
 
@@ -123,6 +124,23 @@ type Cluster interface {
 	// forgotten and, unless dryRun or refused, forgets it: its partitions
 	// are re-created empty elsewhere. ErrInvalid without acceptDataLoss.
 	Forget(ctx context.Context, id string, dryRun, acceptDataLoss bool) (ForgetVerdict, error)
+}
+
+// ClusterView is what the console (actors/api/console) asks beyond the
+// cluster verbs every client has, over routes beyond the contract.
+type ClusterView interface {
+	// MovesWithSummary is Moves with the summary line of `narad cluster
+	// moves --watch` (a request per member).
+	MovesWithSummary(ctx context.Context, detail bool) messages.MoveList
+	// Leaders is who leads each Raft shard, as this node's replica knows.
+	Leaders() messages.LeaderList
+	// SetAside lists the copies each member (or member node, when not
+	// "") set aside instead of deleting them; ReleaseSetAside removes one,
+	// or says what it would remove (a dry run). Their errors: ErrInvalid,
+	// ErrNotFound, ErrUnavailable (also for an outcome unknown), each a
+	// Refusal with the member's reason.
+	SetAside(ctx context.Context, node string) (messages.QuarantineList, error)
+	ReleaseSetAside(ctx context.Context, req messages.QuarantineReleaseRequest) (messages.QuarantineReleaseReply, error)
 }
 
 // Record is one produce as the client sent it.

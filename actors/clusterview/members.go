@@ -27,7 +27,7 @@ func (v *View) Members(ctx context.Context) []messages.MemberInfo {
 			}
 		}
 		e := messages.MemberInfo{ID: m.ID, Addr: m.HTTPAddr, Status: m.Status, Draining: m.Draining,
-			OwnedPartitions: len(owned), OutboundMoves: moving}
+			OwnedPartitions: len(owned), OutboundMoves: moving, Role: m.Role, Leaving: m.Leaving}
 		if f, ok := figures[m.ID]; ok {
 			e.QuarantinedBytes, e.ReclaimedBytes = &f.QuarantinedBytes, &f.ReclaimedBytes
 		}

@@ -41,6 +41,10 @@ type Replica interface {
 	ClusterVersion() int
 	LeaderMembers(ctx context.Context) ([]messages.Member, error)
 	SetClusterVersion(ctx context.Context, v int) error
+	// Shards and LeaderOf name the Raft shards, the metadata shard
+	// first, and who leads each as this replica knows it.
+	Shards() []uint64
+	LeaderOf(shard uint64) (replicaID, term uint64, ok bool)
 }
 
 // Deps is what a View needs of its node. Every field is set before the

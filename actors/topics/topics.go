@@ -232,7 +232,7 @@ func (c *Catalog) PartitionStats(ctx context.Context, topic string, only int) ([
 		st := o.stats
 		out = append(out, messages.PartitionInfo{Index: o.owner.Partition, OwnerNode: o.owner.Owner, Segments: st.Segments,
 			OldestOffset: st.OldestOffset, NextOffset: st.NextOffset, HighWatermark: st.HighWatermark,
-			SizeBytes: st.SizeBytes, OldestSegmentAt: st.OldestSegmentAt})
+			SizeBytes: st.SizeBytes, OldestSegmentAt: st.OldestSegmentAt, InFlightLeases: st.InFlight})
 	}
 	slices.SortFunc(out, func(a, b messages.PartitionInfo) int { return a.Index - b.Index })
 	return out, nil

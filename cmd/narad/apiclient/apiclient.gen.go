@@ -206,6 +206,24 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MemberRole.
+const (
+	Nonvoter MemberRole = "nonvoter"
+	Voter    MemberRole = "voter"
+)
+
+// Valid indicates whether the value is a known member of the MemberRole enum.
+func (e MemberRole) Valid() bool {
+	switch e {
+	case Nonvoter:
+		return true
+	case Voter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemberStatus.
 const (
 	Alive MemberStatus = "alive"
@@ -233,6 +251,48 @@ const (
 func (e MessagePayloadEncoding) Valid() bool {
 	switch e {
 	case MessagePayloadEncodingBase64:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for QuarantinedCopyKind.
+const (
+	Partition     QuarantinedCopyKind = "partition"
+	Staging       QuarantinedCopyKind = "staging"
+	StaleTopic    QuarantinedCopyKind = "stale_topic"
+	UnmarkedTopic QuarantinedCopyKind = "unmarked_topic"
+)
+
+// Valid indicates whether the value is a known member of the QuarantinedCopyKind enum.
+func (e QuarantinedCopyKind) Valid() bool {
+	switch e {
+	case Partition:
+		return true
+	case Staging:
+		return true
+	case StaleTopic:
+		return true
+	case UnmarkedTopic:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ShardLeaderKind.
+const (
+	Assignments ShardLeaderKind = "assignments"
+	Metadata    ShardLeaderKind = "metadata"
+)
+
+// Valid indicates whether the value is a known member of the ShardLeaderKind enum.
+func (e ShardLeaderKind) Valid() bool {
+	switch e {
+	case Assignments:
+		return true
+	case Metadata:
 		return true
 	default:
 		return false
@@ -534,12 +594,20 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// LeaderList defines model for LeaderList.
+type LeaderList struct {
+	Shards []ShardLeader `json:"shards"`
+}
+
 // Member defines model for Member.
 type Member struct {
 	// Addr The member's client HTTP address, host:port.
 	Addr     string `json:"addr"`
 	Draining bool   `json:"draining"`
 	Id       string `json:"id"`
+
+	// Leaving Beyond the contract: it is handing its partitions off before it stops.
+	Leaving *bool `json:"leaving,omitempty"`
 
 	// OutboundMoves Owned partitions with a move target.
 	OutboundMoves   int `json:"outbound_moves"`
@@ -549,9 +617,15 @@ type Member struct {
 	QuarantinedBytes *int64 `json:"quarantined_bytes,omitempty"`
 
 	// ReclaimedBytes What the member's stale-copy sweep reclaimed since it started; absent when it did not answer.
-	ReclaimedBytes *int64       `json:"reclaimed_bytes,omitempty"`
-	Status         MemberStatus `json:"status"`
+	ReclaimedBytes *int64 `json:"reclaimed_bytes,omitempty"`
+
+	// Role Beyond the contract: the member's Raft role.
+	Role   *MemberRole  `json:"role,omitempty"`
+	Status MemberStatus `json:"status"`
 }
+
+// MemberRole Beyond the contract: the member's Raft role.
+type MemberRole string
 
 // MemberStatus defines model for Member.Status.
 type MemberStatus string
@@ -613,6 +687,9 @@ type Move struct {
 // MoveList defines model for MoveList.
 type MoveList struct {
 	Moves []Move `json:"moves"`
+
+	// Summary Beyond the contract: only with summary=1.
+	Summary *MoveSummary `json:"summary,omitempty"`
 }
 
 // MoveProgress The destination's own report (detail only).
@@ -629,11 +706,41 @@ type MoveProgress struct {
 	Topic       string    `json:"topic"`
 }
 
+// MoveSummary defines model for MoveSummary.
+type MoveSummary struct {
+	BytesCopied int64 `json:"bytes_copied"`
+
+	// Done Moves done, summed over the members that answered, each since it started: take rates from differences.
+	Done     int64 `json:"done"`
+	Frozen   int   `json:"frozen"`
+	Held     int   `json:"held"`
+	InFlight int   `json:"in_flight"`
+
+	// Missing Live members that did not answer in time.
+	Missing *[]string `json:"missing,omitempty"`
+
+	// Nodes The members whose figures are in.
+	Nodes int `json:"nodes"`
+}
+
+// NodeQuarantine defines model for NodeQuarantine.
+type NodeQuarantine struct {
+	Copies          []QuarantinedCopy `json:"copies"`
+	Node            string            `json:"node"`
+	OrphanTopicDirs *[]string         `json:"orphan_topic_dirs,omitempty"`
+	ReclaimedBytes  int64             `json:"reclaimed_bytes"`
+	TotalBytes      int64             `json:"total_bytes"`
+	TotalCopies     int               `json:"total_copies"`
+}
+
 // PartitionStats defines model for PartitionStats.
 type PartitionStats struct {
 	// HighWatermark Offsets below it are committed, and consumers may see them.
 	HighWatermark int64 `json:"high_watermark"`
-	Index         int   `json:"index"`
+
+	// InFlightLeases Beyond the contract: records leased out and not yet acked; left out when 0.
+	InFlightLeases *int `json:"in_flight_leases,omitempty"`
+	Index          int  `json:"index"`
 
 	// NextOffset The offset of the next record appended.
 	NextOffset int64 `json:"next_offset"`
@@ -666,6 +773,62 @@ type ProduceBatchAnswer struct {
 type ProduceBatchRequest struct {
 	Records []BatchRecord `json:"records"`
 }
+
+// QuarantineList defines model for QuarantineList.
+type QuarantineList struct {
+	// Errors Members asked that gave no listing, and why.
+	Errors *map[string]string `json:"errors,omitempty"`
+	Nodes  []NodeQuarantine   `json:"nodes"`
+}
+
+// QuarantineReleaseReply defines model for QuarantineReleaseReply.
+type QuarantineReleaseReply struct {
+	Bytes    int64  `json:"bytes"`
+	DryRun   bool   `json:"dry_run"`
+	Kind     string `json:"kind"`
+	Node     string `json:"node"`
+	Path     string `json:"path"`
+	Released bool   `json:"released"`
+}
+
+// QuarantineReleaseRequest defines model for QuarantineReleaseRequest.
+type QuarantineReleaseRequest struct {
+	DryRun *bool  `json:"dry_run,omitempty"`
+	Node   string `json:"node"`
+	Path   string `json:"path"`
+}
+
+// QuarantinedCopy defines model for QuarantinedCopy.
+type QuarantinedCopy struct {
+	AgeMs       int64               `json:"age_ms"`
+	Bytes       int64               `json:"bytes"`
+	Incarnation *int                `json:"incarnation,omitempty"`
+	Kind        QuarantinedCopyKind `json:"kind"`
+	ModifiedMs  int64               `json:"modified_ms"`
+
+	// Partition -1 for a whole topic directory.
+	Partition int `json:"partition"`
+
+	// Path Relative to the node's data directory: what a release names.
+	Path  string `json:"path"`
+	Topic string `json:"topic"`
+}
+
+// QuarantinedCopyKind defines model for QuarantinedCopy.Kind.
+type QuarantinedCopyKind string
+
+// ShardLeader defines model for ShardLeader.
+type ShardLeader struct {
+	Kind ShardLeaderKind `json:"kind"`
+
+	// Leader The member that leads it; empty while none is known.
+	Leader string `json:"leader"`
+	Shard  int    `json:"shard"`
+	Term   *int   `json:"term,omitempty"`
+}
+
+// ShardLeaderKind defines model for ShardLeader.Kind.
+type ShardLeaderKind string
 
 // Topic A topic's record. The schema is never shown.
 type Topic struct {
@@ -758,6 +921,14 @@ type User struct {
 	Username    string `json:"username"`
 }
 
+// WhoAmI defines model for WhoAmI.
+type WhoAmI struct {
+	// Admin Root, or an admin grant.
+	Admin    bool    `json:"admin"`
+	Grants   []Grant `json:"grants"`
+	Username string  `json:"username"`
+}
+
 // LocalOnlyParam A switch; any other spelling, or the parameter twice, is a 400.
 type LocalOnlyParam = Flag
 
@@ -819,6 +990,9 @@ type ForgetParams struct {
 type ListMovesParams struct {
 	// Detail Add each destination's own progress report (a request to each destination).
 	Detail *Flag `form:"detail,omitempty" json:"detail,omitempty"`
+
+	// Summary Beyond the contract: add the summary line of `narad cluster moves --watch` (a request to each member).
+	Summary *Flag `form:"summary,omitempty" json:"summary,omitempty"`
 }
 
 // AbortMoveParams defines parameters for AbortMove.
@@ -830,6 +1004,12 @@ type AbortMoveParams struct {
 // AbortMove503JSONResponseBody defines parameters for AbortMove.
 type AbortMove503JSONResponseBody struct {
 	union json.RawMessage
+}
+
+// ListSetAsideParams defines parameters for ListSetAside.
+type ListSetAsideParams struct {
+	// Node Only this member's.
+	Node *string `form:"node,omitempty" json:"node,omitempty"`
 }
 
 // ListTopicsParams defines parameters for ListTopics.
@@ -903,6 +1083,9 @@ type ProduceParams struct {
 	// Partition The partition, overriding the key.
 	Partition *int `form:"partition,omitempty" json:"partition,omitempty"`
 }
+
+// ReleaseSetAsideJSONRequestBody defines body for ReleaseSetAside for application/json ContentType.
+type ReleaseSetAsideJSONRequestBody = QuarantineReleaseRequest
 
 // FinalizeClusterVersionJSONRequestBody defines body for FinalizeClusterVersion for application/json ContentType.
 type FinalizeClusterVersionJSONRequestBody = FinalizeClusterVersion
@@ -1088,6 +1271,13 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListLeaders Who leads each Raft shard
+	//
+	// Beyond the contract. As the answering node's replica knows it; the metadata shard first.
+	//
+	// Corresponds with GET /v1/cluster/leaders (the `ListLeaders` operationId).
+	ListLeaders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMembers The cluster's members
 	//
 	// Sorted by id, read from the answering node's replica.
@@ -1136,6 +1326,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/moves/{topic}/{partition}/abort (the `AbortMove` operationId).
 	AbortMove(ctx context.Context, topic TopicParam, partition int, params *AbortMoveParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSetAside The copies each member set aside
+	//
+	// Beyond the contract: `narad cluster quarantine` over HTTP. Each may hold the only copy of some records. A request to each member.
+	//
+	// Corresponds with GET /v1/cluster/quarantine (the `ListSetAside` operationId).
+	ListSetAside(ctx context.Context, params *ListSetAsideParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseSetAsideWithBody Remove one copy set aside, for good
+	//
+	// Admin. Beyond the contract. dry_run says what it would remove.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+	ReleaseSetAsideWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReleaseSetAside Remove one copy set aside, for good
+	//
+	// Admin. Beyond the contract. dry_run says what it would remove.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+	ReleaseSetAside(ctx context.Context, body ReleaseSetAsideJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetClusterVersion The cluster version and what each member reads
 	//
@@ -1416,6 +1631,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{username}/password (the `SetPassword` operationId).
 	SetPassword(ctx context.Context, username UsernameParam, body SetPasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Whoami The caller as the node authenticated it
+	//
+	// Beyond the contract: so that a client (the console) shows only what the caller's grants allow.
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness
@@ -1459,6 +1681,23 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLeaders Who leads each Raft shard
+//
+// Beyond the contract. As the answering node's replica knows it; the metadata shard first.
+//
+// Corresponds with GET /v1/cluster/leaders (the `ListLeaders` operationId).
+func (c *Client) ListLeaders(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLeadersRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1568,6 +1807,61 @@ func (c *Client) ListMoves(ctx context.Context, params *ListMovesParams, reqEdit
 // Corresponds with POST /v1/cluster/moves/{topic}/{partition}/abort (the `AbortMove` operationId).
 func (c *Client) AbortMove(ctx context.Context, topic TopicParam, partition int, params *AbortMoveParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAbortMoveRequest(c.Server, topic, partition, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSetAside The copies each member set aside
+//
+// Beyond the contract: `narad cluster quarantine` over HTTP. Each may hold the only copy of some records. A request to each member.
+//
+// Corresponds with GET /v1/cluster/quarantine (the `ListSetAside` operationId).
+func (c *Client) ListSetAside(ctx context.Context, params *ListSetAsideParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSetAsideRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseSetAsideWithBody Remove one copy set aside, for good
+//
+// Admin. Beyond the contract. dry_run says what it would remove.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+func (c *Client) ReleaseSetAsideWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseSetAsideRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReleaseSetAside Remove one copy set aside, for good
+//
+// Admin. Beyond the contract. dry_run says what it would remove.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+func (c *Client) ReleaseSetAside(ctx context.Context, body ReleaseSetAsideJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseSetAsideRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2178,6 +2472,23 @@ func (c *Client) SetPassword(ctx context.Context, username UsernameParam, body S
 	return c.Client.Do(req)
 }
 
+// Whoami The caller as the node authenticated it
+//
+// Beyond the contract: so that a client (the console) shows only what the caller's grants allow.
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
 func NewGetHealthRequest(server string) (*http.Request, error) {
 	var err error
@@ -2242,6 +2553,33 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListLeadersRequest constructs an http.Request for the ListLeaders method
+func NewListLeadersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/leaders")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2494,6 +2832,18 @@ func NewListMovesRequest(server string, params *ListMovesParams) (*http.Request,
 
 		}
 
+		if params.Summary != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "summary", *params.Summary, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2572,6 +2922,100 @@ func NewAbortMoveRequest(server string, topic TopicParam, partition int, params 
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListSetAsideRequest constructs an http.Request for the ListSetAside method
+func NewListSetAsideRequest(server string, params *ListSetAsideParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/quarantine")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Node != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "node", *params.Node, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReleaseSetAsideRequest calls the generic ReleaseSetAside builder with application/json body
+func NewReleaseSetAsideRequest(server string, body ReleaseSetAsideJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReleaseSetAsideRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReleaseSetAsideRequestWithBody constructs an http.Request for the ReleaseSetAside method, with any body, and a specified content type
+func NewReleaseSetAsideRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/quarantine/release")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -3697,6 +4141,33 @@ func NewSetPasswordRequestWithBody(server string, username UsernameParam, conten
 	return req, nil
 }
 
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -3768,6 +4239,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
+	// ListLeadersWithResponse Who leads each Raft shard
+	//
+	// Beyond the contract. As the answering node's replica knows it; the metadata shard first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/leaders (the `ListLeaders` operationId).
+	ListLeadersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListLeadersResponse, error)
+
 	// ListMembersWithResponse The cluster's members
 	//
 	// Sorted by id, read from the answering node's replica.
@@ -3828,6 +4308,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/cluster/moves/{topic}/{partition}/abort (the `AbortMove` operationId).
 	AbortMoveWithResponse(ctx context.Context, topic TopicParam, partition int, params *AbortMoveParams, reqEditors ...RequestEditorFn) (*AbortMoveResponse, error)
+
+	// ListSetAsideWithResponse The copies each member set aside
+	//
+	// Beyond the contract: `narad cluster quarantine` over HTTP. Each may hold the only copy of some records. A request to each member.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/cluster/quarantine (the `ListSetAside` operationId).
+	ListSetAsideWithResponse(ctx context.Context, params *ListSetAsideParams, reqEditors ...RequestEditorFn) (*ListSetAsideResponse, error)
+
+	// ReleaseSetAsideWithBodyWithResponse Remove one copy set aside, for good
+	//
+	// Admin. Beyond the contract. dry_run says what it would remove.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+	ReleaseSetAsideWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseSetAsideResponse, error)
+
+	// ReleaseSetAsideWithResponse Remove one copy set aside, for good
+	//
+	// Admin. Beyond the contract. dry_run says what it would remove.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+	ReleaseSetAsideWithResponse(ctx context.Context, body ReleaseSetAsideJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseSetAsideResponse, error)
 
 	// GetClusterVersionWithResponse The cluster version and what each member reads
 	//
@@ -4134,6 +4641,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /v1/users/{username}/password (the `SetPassword` operationId).
 	SetPasswordWithResponse(ctx context.Context, username UsernameParam, body SetPasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPasswordResponse, error)
+
+	// WhoamiWithResponse The caller as the node authenticated it
+	//
+	// Beyond the contract: so that a client (the console) shows only what the caller's grants allow.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 }
 
 type GetHealthResponse struct {
@@ -4260,6 +4776,89 @@ func (r GetReadinessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadinessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListLeadersResponse401Headers the declared response headers of an HTTP 401 response for ListLeaders
+type ListLeadersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListLeadersResponse503Headers the declared response headers of an HTTP 503 response for ListLeaders
+type ListLeadersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListLeadersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaderList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyAttempts
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLeadersResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLeadersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLeadersResponse) GetJSON200() *LeaderList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListLeadersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListLeadersResponse) GetJSON429() *TooManyAttempts {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListLeadersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListLeadersResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLeadersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLeadersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLeadersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLeadersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4863,6 +5462,207 @@ func (r AbortMoveResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AbortMoveResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSetAsideResponse401Headers the declared response headers of an HTTP 401 response for ListSetAside
+type ListSetAsideResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListSetAsideResponse503Headers the declared response headers of an HTTP 503 response for ListSetAside
+type ListSetAsideResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListSetAsideResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QuarantineList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyAttempts
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSetAsideResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSetAsideResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSetAsideResponse) GetJSON200() *QuarantineList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSetAsideResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSetAsideResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSetAsideResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSetAsideResponse) GetJSON429() *TooManyAttempts {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSetAsideResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSetAsideResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSetAsideResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSetAsideResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSetAsideResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSetAsideResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReleaseSetAsideResponse401Headers the declared response headers of an HTTP 401 response for ReleaseSetAside
+type ReleaseSetAsideResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReleaseSetAsideResponse503Headers the declared response headers of an HTTP 503 response for ReleaseSetAside
+type ReleaseSetAsideResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ReleaseSetAsideResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QuarantineReleaseReply
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyAttempts
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReleaseSetAsideResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleaseSetAsideResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON200() *QuarantineReleaseReply {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON429() *TooManyAttempts {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReleaseSetAsideResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReleaseSetAsideResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReleaseSetAsideResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReleaseSetAsideResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReleaseSetAsideResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7191,6 +7991,89 @@ func (r SetPasswordResponse) ContentType() string {
 	return ""
 }
 
+// WhoamiResponse401Headers the declared response headers of an HTTP 401 response for Whoami
+type WhoamiResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// WhoamiResponse503Headers the declared response headers of an HTTP 503 response for Whoami
+type WhoamiResponse503Headers struct {
+	RetryAfter *int
+}
+
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WhoAmI
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyAttempts
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WhoamiResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *WhoamiResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *WhoAmI {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WhoamiResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WhoamiResponse) GetJSON429() *TooManyAttempts {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r WhoamiResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WhoamiResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Liveness
 //
 // Answers from the start of the process, before recovery ends. Never needs credentials.
@@ -7234,6 +8117,21 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// ListLeadersWithResponse Who leads each Raft shard
+//
+// Beyond the contract. As the answering node's replica knows it; the metadata shard first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/leaders (the `ListLeaders` operationId).
+func (c *ClientWithResponses) ListLeadersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListLeadersResponse, error) {
+	rsp, err := c.ListLeaders(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLeadersResponse(rsp)
 }
 
 // ListMembersWithResponse The cluster's members
@@ -7331,6 +8229,51 @@ func (c *ClientWithResponses) AbortMoveWithResponse(ctx context.Context, topic T
 		return nil, err
 	}
 	return ParseAbortMoveResponse(rsp)
+}
+
+// ListSetAsideWithResponse The copies each member set aside
+//
+// Beyond the contract: `narad cluster quarantine` over HTTP. Each may hold the only copy of some records. A request to each member.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/cluster/quarantine (the `ListSetAside` operationId).
+func (c *ClientWithResponses) ListSetAsideWithResponse(ctx context.Context, params *ListSetAsideParams, reqEditors ...RequestEditorFn) (*ListSetAsideResponse, error) {
+	rsp, err := c.ListSetAside(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSetAsideResponse(rsp)
+}
+
+// ReleaseSetAsideWithBodyWithResponse Remove one copy set aside, for good
+//
+// Admin. Beyond the contract. dry_run says what it would remove.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+func (c *ClientWithResponses) ReleaseSetAsideWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseSetAsideResponse, error) {
+	rsp, err := c.ReleaseSetAsideWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseSetAsideResponse(rsp)
+}
+
+// ReleaseSetAsideWithResponse Remove one copy set aside, for good
+//
+// Admin. Beyond the contract. dry_run says what it would remove.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/quarantine/release (the `ReleaseSetAside` operationId).
+func (c *ClientWithResponses) ReleaseSetAsideWithResponse(ctx context.Context, body ReleaseSetAsideJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseSetAsideResponse, error) {
+	rsp, err := c.ReleaseSetAside(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReleaseSetAsideResponse(rsp)
 }
 
 // GetClusterVersionWithResponse The cluster version and what each member reads
@@ -7831,6 +8774,21 @@ func (c *ClientWithResponses) SetPasswordWithResponse(ctx context.Context, usern
 	return ParseSetPasswordResponse(rsp)
 }
 
+// WhoamiWithResponse The caller as the node authenticated it
+//
+// Beyond the contract: so that a client (the console) shows only what the caller's grants allow.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
+}
+
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
 func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7908,6 +8866,83 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.JSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListLeadersResponse parses an HTTP response from a ListLeadersWithResponse call
+func ParseListLeadersResponse(rsp *http.Response) (*ListLeadersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLeadersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaderList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyAttempts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLeadersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLeadersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -8473,6 +9508,195 @@ func ParseAbortMoveResponse(rsp *http.Response) (*AbortMoveResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers AbortMoveResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSetAsideResponse parses an HTTP response from a ListSetAsideWithResponse call
+func ParseListSetAsideResponse(rsp *http.Response) (*ListSetAsideResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSetAsideResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QuarantineList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyAttempts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSetAsideResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSetAsideResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReleaseSetAsideResponse parses an HTTP response from a ReleaseSetAsideWithResponse call
+func ParseReleaseSetAsideResponse(rsp *http.Response) (*ReleaseSetAsideResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReleaseSetAsideResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QuarantineReleaseReply
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyAttempts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReleaseSetAsideResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleaseSetAsideResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -10694,169 +11918,264 @@ func ParseSetPasswordResponse(rsp *http.Response) (*SetPasswordResponse, error) 
 	return response, nil
 }
 
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WhoAmI
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyAttempts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WhoamiResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers WhoamiResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39b9vGtuC/MtA+IPYDLcuJe2+vjcXC7W1zu0jSbJu8AFvlGSPySJpraoadGVpRg/zvi3PODElJQ0lO",
-	"4rTJ5pc2Fsn5PN+fbwe5WVRGg/ZucPF2MAdZgKV//gLerq6mHiz+VYDLraq8MnpwMfgVcqMLJ7wRS6m8",
-	"mMDUWBDS3Sg9E3Imlb4UDrQXyzlo4ecgtClAKCekF8o7kctKmKnIjdaQ46hOGIu/4Hg4SG60qxfghoNs",
-	"4PI5LCQuw68qGFwMlPYwAzt49y4bvHr16qr2c9Be5dLD9mK/k07lwoIsF/9zPNDSymI8SI3qvFV6NniH",
-	"o1bSygX4cBZPTC7Ln3W5eo4/J6YAvwTQtEknjC5X4kRI7ZZgxdSahfBz5ejpAycqab2iLWdiqfzc1D7u",
-	"eii+LxXehSiM0MbjGRZCeTwEhRP9XoNdDbKBlgtccYnrusb51vbzHxamg4vB/zhtL/eUn7rTH0s5o3N7",
-	"YSqV9+znxRyEx+cPnMCpmvkr6eft9PTKIBtY+L1WForBhbc1HLoSWsAzHAmX89KBxWF3rKh2YHcvqA6D",
-	"7FxTJb0Hix//929XJ/9XnvwxOvnH8Prk9duz7G/n7/5jkG0BRDZ4JZXvWdq/zFKURs8abJgaK6SwkBtb",
-	"ZEJp8dg8cKKorcQvhFtpL9+Io29Go4XLxDfu+FJIMZEWhK4XE7BiUnsxGmvEFnE+Gg3FM5hJr24Bobhw",
-	"QjoxyoTUhVgg2vm5bHHsgRM5qBJR6OhsJJyodQnOIT5N1ay2UByPtXT0fnhxKK6EhaqUK6Fm2lhwCHJj",
-	"3QN0uMc1cIM3clGV4AYXvw2+cYPXWQqhLLjKaAeET9/J4hf4vQbn8a/caA+a/imrqkQ0Vkaf/tvh8b49",
-	"EJp+sNZYnmobcixPhvRnIcupsQsokN5Id+PoupZz6UUuNeLcBC4F4GjCyZUTy7nK58PBu2zwvdHTUuWf",
-	"aM142rhgL29AZ0KKqdQnSCusKYGuE9eCD3g4kc+lnoEwWkgtpPcyn0Mh8rkqC3yrsqaoc8RrIUUBeNvh",
-	"WQDXae1kSRSJKLQF6Yymjf9o7EQVBehPs/NcliVYUcr8huF0ZqX2mSAS6umXSJzMUoOlHYSHuPVioXjd",
-	"j42GTwVgOajKi7nURYmISBQBrFhIn88BEbkE6YCW6ukDxDeEwunUATIAPPGFuYVCTFbCAi5YhfP/SSPB",
-	"kuUnAjzk1FOpSigIWJiNHY0H43o0epSbiv4fXxkPMjEeyJYDI4mrtbyVqpSTEvC5sWJMPBs3IRzYW7Ci",
-	"klrl40HDAqXwVjLh0rAslYZj2vwz4380tS7uf/PPjHB1PmfgypBPA4IdYYkolb7JiAXhdhaAhJrW98KY",
-	"J9LOPhGgTUyxQlivpGNBaoJnI47OxFP1HfMRn8/Ft/gnLvRsNBoFVuSO43qfSr268h4WFUt997xsY8RC",
-	"6lWEqdLMlGayS2JRZNqXwmhAwoXrErlZgBMTmd8IuAW7EmcPhaMNvNQIbcaqP+DTAEVuoUDglqUjWF5a",
-	"5PZGgxNHEoH9RpulZthApizDG5V0bmlsEVFIluoGgTrritmvXr062ZRfUwsNn5xuiru05Jctvt3/iZBi",
-	"IErpwV6sifbOo2SLR2NFCVOm1HlZO480mv4w2ltTiqqUGsRcOqKUtLNsrLtjFVYqrfQsE25eexq1MEud",
-	"CSQVZioK5W6IcXmCGjONWoUTR0hRxpqWeUIKzHFDdmV+A8WJxMMUSHaVE9O6LFnY2VR+ThrtZ9eFdPSk",
-	"d3Ra4QDxu6uJsf6puYVfoCpXJHxaU4H1iuUgEjO2JcpX81VG+MGQb8HVpSepUOKAUAy3ZdRsQLwwLTnT",
-	"IyFxkXwMOExykEY5SWlbJMXVJQEW6HqBAl9YEYqH5hr5F8ne09qF3/z1lKh3Ngh4kpAPs4FHCurTi8dB",
-	"H6AchK9sbiITakoQoBzBXHJTrKckFL2umvBbo860ZxAPtdl4u3Yz+TfkHke/ym++Q6J7RVi+fcn8Kf1T",
-	"eVi4fYhHg/3C871r5pPWytXWkuPYu9bVkbRlUdDGZPm8s8SpLB1kG6uWeYSCAqaSLn0g85tB1tz8IIs/",
-	"vPFAN6zx79T1BvHomsWj9aPYvq3dG14fKbnx0oMl7fLQra8D3ZUnYY0py1RBWQzFrXJqokrlV9deLcDU",
-	"/nrhosYQJO8uM6DPMtTeiOCvn+1CvrkmSnRNlOi6Anu9hnjr60EG7sCTuQUBP1wIjouqjPSMo387b2G/",
-	"g7I4mdLX01LN5v5+p2otG9sjP0VNtX2BlVZtluJII5UTU1iCPb4UIzz7W1ZBk5M0ovH1wu3fQFCJ77aP",
-	"lkFuAAZKplHdugXrlNEZyShLaQsUWSrp1aQE1qJofliC8xfI5wIMrKKcn+GPOHmAH/rBz6MAvBIR7oeE",
-	"BdtgTire9yidvh+Kk2B7BysN4kkpV8lzR0LNAvMD12ovYlE7VKiRTTNKkcRXlbVDTW1uapu8koXSaoFU",
-	"ZpSlTH5dgsCbSJGBQPxQ9L3jwdzAKnH5rIsaDScsT0eN+oETN7Daz00PH675bLjnLHCGVWlkkYLV//3r",
-	"z8/ErSxrEM4bC4WQjoyylwye4dNr0LkpSNSS/A2vf9gZvnlnex4PbzyPj0ouf4rcGt54RA0HfzunjU5W",
-	"vvOGmJuycEJpFBp1gdjD7w7XGQwOM8gG/CxlWVoHhngaO8Ahyi89gtjWFTovfe1SMpr0mzcYzUxLU5eF",
-	"mMtbCKI/FOLo4ehhvOIiEw9H5yiA+hKK4xSd29hYWEVqX99HLF7fURdVDyB5pZxdI/aXkDKh/4hYwrZ8",
-	"2UJntL+IQhXB+MKmAlRPBI64AOfkDJzITa2JKBsk9N0dT4wpQeq4hvjF9hoYkxlrmNIgwV0o7xGydcEK",
-	"BunqrFh4MTNerOBQqs/mzX1CYjAvN8e7seyNk+y9sCfKJcCQlm/ZznaQrMiXvyU0EeUJGuA+jKH3snbq",
-	"5JJZifsvZnnb654qLUv1R9Q/t1nDXM3miBms0LD1hI3ZGYKVBSFFGATEQq5I6O8VAfj7wyXqp/R+XH3i",
-	"tJhLp5fOz1jjIPgmBs1ixURpSQqaLFx6qbftkW0PHR4Gt9HSKo+c8gByEEfN1k6+2Ud7QsnLZM/aTp2l",
-	"i4YHHjF9sFd+bwZOrsyC9PABkvsz8p84ISeOTHe6LktU/UdkRcc7VDbKgm5bLp9KjYJ9v5Tzivkm2wUL",
-	"KBVKriDzeTCxsXhDzqBWT90iVsqLI+nFwjgvpFiBtMd3kOXvoDhc5TfBUkiMqiwQkGtNI8QVd+i5uAGo",
-	"3GU8IHE2enh+H0rGE5AOipNJ7U/WF+PWVoNkAHnoey0oEvODRdse68lVnkMVOQx7x4pLZjXspZgAWyp9",
-	"NLP0CYKBHK8PzxDfujQEeebIvhtk6ej1IfpMILvDffnwm29S/svdmtk/w+k+aqxkzeTEti/FI9Smzkbf",
-	"vpdCdpHQw8TR30UhV+54KH72c7BL5To6wi7N4C7KGgmzv7K2Vpi8XiAaHpFaG/9S3kE5zVh6CbLpceBS",
-	"UViLmEK6jJNeuemKhOOkTSC1EHL9PHCiBD3z8xaeH41Go1EmIi3gMzlo2ymhpJ+ivnRg309FJM/b4Vzg",
-	"Mb6eFkfYFE68RekndBCDi7MEqDY+/Pd11XcPphMQ0CwhdU7/BCLPDrlqj62WWWpSR0C8L67XcSyFJ9Kt",
-	"2VXbAW7BFsGxHJUfc7NmSI32cJTUpM6hLKHYrw+FNbcTJNaaOo4f0nbpHwgv2DdupoTXV89/IsM0/ntR",
-	"vwma32lVSqXF+eic6Ob56JttZttr+5ZeLCl0yBo9uxR5iIhxc7NE1okDFpCrAnVKmpeVIyFLo2G4FyR4",
-	"3tSufwwC6La0eweM6Qh8BwpxyaWUcpaiJG6pfD6/FFKvhEHKKVwFZUnae0u8OXJJ+KXKgdzmHEbSUa29",
-	"rREnzpDW4C4G2WCUtNz+aOwM/N1RYhfDCbaiaAlUHhmny6IgdZIT0SoELCq/ongGgZJW43TN7oZcZG5j",
-	"53kC1JR3ZHFEqR6P7xc59eLWeBQjlxKfTo3NWPdVnpkA/p5k8/vxeGrszHgP+r2Qdw/aMvl9Xzt/XHHg",
-	"e0hpWFPAf9GVDLIBBVckISXQ6tR9k2SDZJj9p5WFqXoDToAu8NiVFv952bJ/o4GDmzTZ342NER1Zy4T6",
-	"GcOIhKDx+D//V1IQ2qmchLPoPVr3ZzLRjbWGQVNr/RfIErnrJrq2pqwN4JQFxQ92Ha37wXOHSeppQxc2",
-	"YK0oehyUDOsocRK1F/968eK5wNfBuUzMjfMXVZ/LsmGNLfJ3jEqqSLPs2lPkBLksEzD7M7LJLpUik6lk",
-	"uwS7ItOE6DBZ4Pda4v0pfJcsozsMjMFawhZTB15Ipwq4DEpuQ5nWjXAHCs8W8lKqxcGreEBe/hJOclOt",
-	"hFsCVKIZQzilc8C1UCQAKkofY43bYCuRHZARTh4gBKmC6FaBpDSMtSZPbd3YFnT0w3jajPd+9qkDbCf9",
-	"Rp11E9fWinqwgAxXKScah7AG85YpCzJlSB2jOaLlyh1gq6Lj54nSC2fD0daS006YDjyReHAppLiBVRuH",
-	"spAFiLqieJS5Wep0qAQF3R1oGt8TEtHrgXkxbxwv7Pw4wWObSK8WTVj8SkgLpKhueF/4DRbxXr748eTb",
-	"dY/K0aZjhmNVnTnmb1Ch7nXgRDTq9apsOuzTe4taLb/T4DrFu8sQ4JgOx1ALcF4uqhS5CekCrRmoazej",
-	"aOqXWr0RjjMQDiQhHxIAwqDS3nN3/UmANrcJaJ6UJr+BIhnrw/QVGctCroQGsja1MTqHRkpkAzz65Iv4",
-	"4LrPk0XUNBNITLMm7grlNG38tbzekroPDhaqrJkhA99L/swtPI/v0m2ld2vuYQsfABl02rTaPjDo4Q5R",
-	"4jiMNyA47eUM/Wyqe7ZJNC7AeaVl69BD1DXWi6MCvFQlpbMkglg6EH04hBIhvM5NpfjLA3CXPymV8wd/",
-	"AqWsHBSHez93Ic4foA8faC+vcD0CYTWXDnrA/kMhlMcOs2/cwcb5rp1dCp6ex+F/9ZJ1mnWomKvZ/Hop",
-	"PdiFtDcJuZrIqRMTKIM5x0JL4lnvC2qndUQPHZB9fHEgqVe6gDfpM9bwxl+3rD8RJsmx+MG0ha83XpKq",
-	"Al1w4OUBi2BXy+652BsTpmwjZm6g8nebxcFsAdpfy8RM78EryYlxjbJUOh6CZ+sBY6f+gFaVuKsZm++u",
-	"M8fmSa7fYbYJbWvzp6GXbcDvGS9VW4sH3TVmb/gfAQrOmmiScSAQ1fhRkgtpWF4fbCLftP13v01umu05",
-	"O/29Mri50rD6cPTQ9Znd7i+2tVlTtjPMtbu997vX4Hy86yYosOyAeFUaO7XyF5Gyb1p5Y3YTfzwUpEmw",
-	"H0s5wfGSjXKzcZEUFHgNlcnnqaHJjfjAhfywjFLBcrWQZcw99JQJR9BLybrsC+PXk7DbjVnZnK11JIaX",
-	"SIDnwYSxBQtlh4sPwTL8sUjdXn//VTdRjtyXQaf5GL76D3erv39Q085sATplYzvWG1UCHm1tlafsIzOd",
-	"3snN3cIdvzHc76O+q58ZFw7TKeSUJ0thj5dixCENTXjB1FiE50ONY4ZV36gvc6hiaTQLU93AqaQS3esf",
-	"fi/37toBbZxG31y7IWgfjK7hWy8B+ydpCW4/HWtTS9uNPCDnnftKx77SsS+PjpG5IuVb0CBAe7sSFeXB",
-	"RksXgexcUmh8SGx2lFwlJitBsvEalO0SUTbUtHSA6Fdq+5eltttQ1Et/nwXM2Iyx8x6sy0ShZsrj/43P",
-	"RK0LsC6nWi26EIV080tyyAyFsWL43uFloZZIyoxPClslZ3DtzU2Kuv4Qvfyoc5fSeYFv9xvrDpfTWb7e",
-	"J6GHQbOtlaZO/KVLBglS7u9lkMzZfN1qextKZHPJScQi6r9QZanuxgI+VqCWNcanHal1VdzHwrvhXgfG",
-	"cm1fDNklmKxTvF+wUEqn8qvaz3sCeRtOYLQ4orpAXJugjVOMoYDW1B4ozul0Ts71PzJxSn7zPwiRThfg",
-	"rcrdWHt5A47d11x3qJM8PhSvWAJCvhNnLOD2mCMdqAAMGxBwzJj7SxrtWMvcU+EXvCBOV6a7pEvCidrD",
-	"nXtfcd620lOTpt20wKvnP4VZntFSyH9GJ+AuWHZzMbFC2fVAVBKBQqBIFg12Y030pa11IfNQMoHHYRjN",
-	"2mQNdiY+cMG57DLygvDLwcM4FFd6RSsba/YaOwp+ohtBzVjhZTXbQ6Z+A5UXE3Cq4MBaetWKI5l7Y92p",
-	"rNSpqUDLSg3/7fATIj1jbaEyTnljV8eZ8OC8I5873ldIJqSRwpmspReGlfHWOvP88sPVP5/+MFwUY03+",
-	"OYpWo7ouGk/PAev23RSiMAWV9TEOojGyqielysNFnd6e4eVlYomvjHUMkVsaeyNqHdIJOUyZ60HwsFn3",
-	"2NsERnI9kbsp3jceagiRHWtcS7SmuOFYj/V3plAII8FjGdJ+UJ7S0E07m5qyNEuWX2Ss6sFFr8T3XKPg",
-	"5MWqwqvdKFMwFMGUIyY0Fx2Ipax9RDRfri7EdrYtOa2Z/HSWkXUrKV3pEL+onHg75mDA8eBCjAfD4XA8",
-	"eHfJ1bvacEYc/nx0vpbcW0k/P46RjeJIjju/h0ARza7bBfi5KbL4o7jCAxFcOuCYb7kJl2ToWW5SJqkR",
-	"rzoTRDQ4H52JqbLOZyHwokNq2Kw+BwquD9XZEAaUntENciQnwhGTtoVcxWv8ZvQoSMqNT53COZw42iz0",
-	"cClsWwviOOOch7FWfqv8gzhazlciPDgOO10rDUdyr+NCIYiea6XhJEUJEm0da6rvIDoVGi7EGUG2jjUm",
-	"wne41Lw0DorjIb9PmyMQZ6nNBZ6NyI+PpTh/86aLQZJ2qKDJzmSXhOeyW9CkfSxVDoEq14uFtKtAZwOm",
-	"IhbLDpXNWl2Y+QkX82ImEpCVJCDlUSge8Jfd2Kir5z8NOtlFgzPShZisDS4Gj4ZnwxFLc3PihZFvUTxa",
-	"yidxFaAqlKsLl96QH2tyCsWKsAS54WBg5PTiGQk+yLzcGsMb0Jq47tlPxeBi8Bh8iE7bqAj2cDT6aJVL",
-	"wgw9FXTCVhA46opiJL4ZPfpEczcI1A21E0dvxyEwaTy4GK/H4Y0H746HawLO4OK3110we6JuQQN59ryc",
-	"URE2ct68xo+iYNJ77S9aJubAIqVldiieW4PEC2qO6BYsymVBYKDiZCTAXDfh34+NsLVGzHrQyA3xtB/c",
-	"EUiehmXvhZKWfK7fUaICXUKDfUMcn8ts7TjizlksmoUlDpslwt6zfjgaCYOEuiWsJGzFQPq7HdEvIAsV",
-	"Lv5PQqXOHj46Iu0oyORJElhFLrISR5EhZRSMpKj2UhO5aaZTKp8XcgGnochYodxNtsWo9iBb99ATAHB7",
-	"dhrGOe3EACaB4dfWslNkLNo0pHcrz9QCHeM2HDxRzj8NM90jGHSCHXtAIWyXwOB8dNY3YLPC07UqXvjR",
-	"w3/s/2izdhnB3Gj/d00BvRZI966uKahF8LDG1bcUlw40hGe9AHH6VhXvTotOvlHI1k8m3l9R5DspCVUp",
-	"taaKgisxU7fQjQ3uQDsV390GlO8paaib5rQNL+eJ3MAYS+W8qSoqRYL3e8CRd0p8vjdIHHJTbW1K+uJ8",
-	"/xdNQcHPCOp+9aZqA9ukaHJDtsFuvXbxbzuj7VkeKXqq6YbI3b46upss9nU2qEwqiz4A8U9rnh/WOs10",
-	"SmGdPgSIh9o/m4k4oUYQBw35uQU4Ho71leiiUfD4UOkNKsoUajCgvBXyb0RdIZHVXhydj/5xfCkKu7q2",
-	"tW5UKrIDhHSbtjBlzqWZnxmqvshi/jp2beDVzgv4GfVLJ1eo/5COqGLBkLjivmrPYbV3LfX8+h4Zw3be",
-	"ZA9/KOwKpcMHToTjJUqyj+ZILnb3hdGc0QE0p6k1/BkRKbq4hjixCiBvKCEkVG3sCFp3ZplTE0sE/kXp",
-	"23ewMtGyabS3MvdbRI+VauLRGScwZI3rg5LfSiMLKLr5ji4ba7IWmBA62YiJFKC4qEuvqpIMhQ//+/xb",
-	"ISdkztNkbkFxGAo6/qM2CR4KMZPVRWNizo0txpoMX/gNlAWVUzTOH1/uI80TmKuw6y41fuDErJa2cEPx",
-	"SyC+RHPHmm1LimpvhrhtpusbdklxzsVWcevaUN1bbyJAdQ/1simbNqcwTcfnxaQ7h8pfF9LL69I4h2sY",
-	"HQ9TdF+8B9nn5Nh9BP+xITNeicPO5muHHo2NyjVZXp3D7+MDm7u6c+3/HSyJMmIDPyrMZ8SJuonKCR70",
-	"Y8y7bfKk0xzpK5/56/MZvmoK+ZFFRBxyhXBZ4IA+B3GYmIuxR0fn4ixEChvCcxkS1Bs7diRgyomJLFHh",
-	"Kno0dpp1D9m4KgrOiN9O0IiJNU2mhmxKz3mz9dFxLxZT5NZfCYmbpJk+K4OJpqZPhqefkVmiI2dMAPkh",
-	"lRk9GA1O3xKUvzt92wz07pTcggmhK7XO9pXTTnOZbXazttaAuJxXbdiyUVc9Els3WqZfcNtZPXSfFPei",
-	"sb9xxYK2sFMQaIn2sO3FS+TBoYB5SNDerE+NAo/0TWAIR7JfdhpuyNIZkUtLxnfyR6ZEjaaS+F6ygS+y",
-	"XCGbU23aD/WRglB/e4/4u4H3Dz8a3m/USU9g/xWXGb/sXIdyrafu8+Ddn+is1vpYUMGNtp5sKxd8usVE",
-	"KAwF24P8Rb/ODDhuMsL+clLYuJ9RqLHwJ9Dgg09G6tXP015y2HdG2UGOj9c9LNDUPjcL6Bi6JrDhPggN",
-	"FeJB05kWeNDcUczecqlyjoNA3WazJ8UHdT9oWNJjJuUbFWNDi4C9LKlTRynIZlsesI06Tfcol2zM1HM1",
-	"UXEtlfOxgPKno0lfqLD/YjtiKfj9pGdRt1tNts8ivovjd+0TWVu5nStKHYdYmMaq1SAS4ZzvXLt0N1CI",
-	"qbHbQn9PZTEWYsD570yx+niacHqyd+vxlCg0vfuroUxHekI68Zfn6nfFubNHB+Ec95P6jJD0qQn+yE1M",
-	"ratdtL4bhrkzQuXnCvTV85/aup1kS25balIwpHRiUqvSC6W94d5YVL+GQ0g7Hcqg4F5NC8mlm0Od6S3+",
-	"Emb9UMayGauc9o+Enf3/4EBfD9ntjaRoo/33GGdQhzk0hEIcKU8XX8oZftuNWD9OW2texASBvX6HSs4o",
-	"kEr9AZed1pyhB1vo3Il/9fZzVYuN3ppN852z0ajTC+IslcWSXJKFW2VqF9e2keTA5XAp64JCuowWyvca",
-	"jDrJEXfTFD8eW2kzTRKI9LOGkDzy1UK0hXcIyiGqn9qByhmVXJYUC9tBwoB2/WLTMwpP8zHBLrTnjG4s",
-	"7uS37BZKJwuHN2S67BREP0LtA5qOncfDse4YXxBHSdEJEaehJnNjNurmyV2IypSlePzDC9ESjmjOGuta",
-	"e1WKjYQqGsCkM/FSBphObfp7ktsS1e8PktnOPi5ypRCLlxYqEQTXVfAHUjdaU8eux1z4l07+qz/lSxX3",
-	"QtV6KWLRoS3ascbCIybuCnT7mUx6Ta1X0e2APLUA3Ogxh0tOJIm2rSlH/dCbIUtBNkV1RsNEoA5O32Lx",
-	"3vg3er8Yfo1h+wjhIXSWEWq4oYJvsoXTHKjP9POirXa1J9IqdlNoDFBNwYG0hNM6GA53KNyvtBMLLPS3",
-	"nuYeswWxs002d1Ci+Scm1V8sgOPdTLZBfC2VPCVnvbdv7TWl+KRKZKQIalMOo6rKVUz0oPIVbQGyjJro",
-	"Zp01Z6H2EBdoH2vSEcgRfSEk535RUH1toRskBNKWCpegw4wKiqRnq+nWeU9y1XY70E9sCusVq7ro60JI",
-	"lDbLr4LTFys4cVW4uwpOpzK/+TAf/OsDlDlO4mZtrg17E1dayPymyYMMddC56G9w3lMWKr0V8LzN1X44",
-	"Oudwx05OKbtvLYT4RgoAd0bImOBI7Kk0oW1VGJzGG2u22XmbjMe7onbEe800Ye0xHpX33WRxZ9QjkzvP",
-	"M1bmKF0exSRrj8IvVa50wlTy9xqOmbryQpdKO6GmFMigQ2Joj7CxUWR5T0jDroKA6TLZWeyggfS5dNT9",
-	"3F0KHBt/OxMWgswc4087jWspXaqtcxIzZi/FSGgchy1HsTWSXKEqHzqiQRGuPMjsvfakpnF0u9Fu78/D",
-	"epQkBLCUIE+9Yb4wunp2wFYeG/1Zkcir/CYTDBhUwJnQkIGzQy+bsor9BPN0EgWjT0k2f5D5PBIY5dr2",
-	"r1TIKGOCQnank/AS7o/DbScwTFE0qjZ5X6LRRov4TywYbXTO77HocsgUqTB8ZlR8LVRd+2tj9Jcqx6SQ",
-	"lCo3EJ52tRxCQuhH1G7VvaSy/0Q5/3186T791U1X3h5BPa50u/LfV0V4Ezy2CyZ2CgmVcnYfanCSTm9q",
-	"wbHKBaXhNy4FlPe2u1pLnc+pewdJR0rfRCValcVYz8A7FFlNtUJJcr0J7EbT1zZnRwvUsJviHzewClVT",
-	"RCzeSHmNlO1CjVvPxFP1Xafky0jMwQI3rDw/e5SUggk4uTP0PbGNdoa/okrdAF+on/w1r+MzIRtMVeV6",
-	"qbEmfrmpAXmg0hxJz+lb+tcd3A9N1ZumyOemF2Edw/Z7EfD9r26Ej2RlDVCSh/P/qJwkGUQR4ZCrGaPy",
-	"2pOfkHeIblqRP7Af9bvXPTAdOjL2BcX06iWvQlZjcI0d/V5DDWJhCjhug4RZeiOuFnsuxeTQkIHJOQ7T",
-	"EFkcT2TbTMCF8ALXUj5ajdYtHpehttlaP3IKDlo3IxjuKueCiYJLTsVW7MGlQe6PsDduPXVMhcg47IYs",
-	"Sp0q1LTCMFwsusa/8cqGghWP4FmJ/epSYQFNi8ydZqf/0xx31sn57KSS8Zqzjd5XuPqP6KraAu5faNZu",
-	"JTPq9seVkeksuRZRM1evKadpydEuZav457617UHTV1L5Fkv3vPzE5LL8WZerVkK8x+o43MKuV39tpJAk",
-	"d3gWspe9CRAZIl6WEuFXamFqH2obMpTEy5GekzuCoXSuZnPRNEP5auz6HGKy6L5NAyR0zfGSNTW4bhBr",
-	"2/T1QRrTTv7S2s7uxmV+8qFncl0hOBMER2bB5vFO3vtQvKBiudqETQ77qGs0ge0v/GCaKVyLT0dnG+Va",
-	"uSYqdfjMODpzsmpK/vZRuIV8c1jW4UGxmYnYhI9L6D9XYtq98n67YNN/MsoNsX24RPGlU083Amgri3wY",
-	"If7yyOoXaqJk0sp0aCHfJMKMWtPkPRDS2ET9vt0PsSxtIMCIFySoK9eR6pDkUQda6Zqms5k4ox/xfMjI",
-	"NNZHUq/W6jIfR4sX5DdO2DrUykbx0BZgL3jWTBDBynjio/OzR8HxeJyxhnA51uTeDTVcjCgRmELAaKys",
-	"IH2bWgVvVOPydWTmEqGZTFQkmFrEcuskUceCzyqoDY57+2tYgvPhg7aaOBcTFrI5QFqNDpUeUpL+86Yt",
-	"/k429FzhWa2L8Uc/PvuvkzMpHj2MlgUy/C1MUZdm/V13PBTcESE3taaS72PN/Usuuz5l0SlpvanZoORA",
-	"5skbWJ2M69HoUT6RDh79jccES79BJpZzlc/Huu236CBUMU7xoRtY7Qz7353nnwlzC9Yqqs4ZjuBjR+Ed",
-	"Yuk0uQd/4rwFuVjnSo2+wmlD2w0oDjFxPkxYf2qL9EkcTd1K51Acx8irrRwVpbmsx6urJ5eBc9GXC0Pt",
-	"EDnWqgnNyLqS09eIoS+TjQWq09ER7uAFD7TtE3nCN1jRDx2PyJYnvI0z4cLX3PGCC/N7N9YdCS4Oy07y",
-	"uaSqAf4yeG8ejh6SySjg2B7MGutXV0+YqS3npoSmbE6nRiQxk2UoepZL3U2xR+bGCve35JcJ6vdYhxSv",
-	"IImej7iDPrGkddZWQE42t25uvo9qUNzq0TejR8c7eNB9hgSk2ml+YudOomHp/tCAqEB/DQ34axAsCgfY",
-	"JXQHkkXtYfq7EpDbNpmW+dJ9hKLXBzVLoqZP222ktiCSm2rghjLWQ7k7Cr7+ST0/n1NCYu3Wy2fz33tr",
-	"NpD5xBrDubycgEiuu8umlAx78vDxnJwDdaiKxF2IqNClKQuH8vMOd/uwJxGQYOI+8wBxgj8pDZDhPW10",
-	"wfv54soyfG5pd7Vbq58bcaZLUU/fxnZp7/bWl78UGhThDGGUNpy0AeW0L4Gugf6v+XN/Qv5cz/Vnd2Kh",
-	"j8Gnb3H0qenIV6j4EKhAMbgXIO6m770MFGPDsrlJT07bXpMfNn42qGrfT5OMJ3r0wDWNA/Eno4Ej9Lj9",
-	"C3VOJE+ULMtueSZk7ttQ/yv4x7z6++HdPPifpDd99nz7C0VRirLII+Vu4PlwDn4a28neH86FIhzRDE7O",
-	"55oRUBzRf0l4nrDUfRziEaiMUnDwLlBgYLtOXlsL2l93u+Bu4eHzuKd7smOE4e+EiwkJ5vvPqcDol4c7",
-	"TcZk1YLLFtasN+xaa/z72+t32VsEe6p7mfTYNH14s9DFgOIARGlyWZKBbpANaluGzroXp6dnD/8+HA1H",
-	"w7OLv//j/CEhVVjSlgdkXxPdYacEL4cvbrtRnm+02RWbXXZ1IRx4H7Ir6dfhWpYh2WC2B37aMdEgPnPs",
-	"mxNNNfHoU1833R5N2kYXa21pr57/dNyZOJp6tid+2bQE5lMJKvkRkaCMCM+UlZBY8Dxcfnd4vv3ErrZ7",
-	"CScq03UGimXptofi7ndcWoy6vmVNj862T277RWdMApt3r9/9vwAAAP//",
+	"7H1rc9s4tuBfQWlvla1btCw77pkeu7a23D3dmWzldRPnpmpbuR6IPJIwpgA2AFpRp/zft3AOQFIUqIcT",
+	"J51Mvsx0ZBIEDs77+aGXqnmhJEhreucfejPgGWj8z1dg9fJyYkG7f2VgUi0KK5TsnfdeQ6pkZphVbMGF",
+	"ZWOYKA2Mmxshp4xPuZAXzIC0bDEDyewMmFQZMGEYt0xYw1JeMDVhqZISUreqYUq7X9x6bpFUSVPOwQx6",
+	"Sc+kM5hztw27LKB33hPSwhR07+4u6b19+/aytDOQVqTcwvpmf+JGpEwDz+f/e9STXPNs1IutaqwWctq7",
+	"c6sWXPM5WA+Lpyrl+QuZL1+6nyOfALsAkHhIw5TMl+yIcWkWoNlEqzmzM2HwrweGFVxbgUdO2ELYmSpt",
+	"OPWA/ZwLdxcsU0wq62CYMWEdEIT70O8l6GUv6Uk+dzvO3b6u3fdWzvMfGia9897/Oq4v95j+ao5/zfkU",
+	"4XalCpF2nOdqBsy6vx8Y5j5Vfb/gdlZ/Hh/pJT0Nv5dCQ9Y7t7qEXXeCG3juVnLbeWNAu2U37Kg0oDdv",
+	"qPSLbNxTwa0F7V7+n98uj/4fP/pjePS3wfXRuw8nyV/O7v6jl6whRNJ7y4Xt2No/1ILlSk4rapgozTjT",
+	"kCqdJUxI9lgdGJaVmrs3mFlKy9+zwx+Gw7lJ2A+mf8E4G3MNTJbzMWg2Li0bjqSjFnY2HA7Yc5hyK27B",
+	"YXFmGDdsmDAuMzZ3ZGdnvKaxA8NSELkjocOTITOslDkY4+hpIqalhqw/ktzg8/7BAbtkGoqcL5mYSqXB",
+	"OJQbyQ6kc2dcQTd4z+dFDqZ3/lvvB9N7l8QISoMplDSA9PQTz17B7yUY6/6VKmlB4n/yosgdGQslj/9l",
+	"HHg/7IhNv2itNH1qHXM0fczxnznPJ0rPIXP8hpsbg9e1mHHLUi4dzY3hgoFbjRm+NGwxE+ls0LtLej8r",
+	"OclF+pn27KDtNmz5DciEcTbh8sjxCq1ywOt0e3F/oOVYOuNyCkxJxiXj1vJ0BhlLZyLP3FOFVlmZOrpm",
+	"nGXgbtv/zaPrpDQ8R46EHFoDN0riwX9VeiyyDOTnOXnK8xw0y3l6Q3g61VzahCELtfhLYE5qIUHjCfwf",
+	"3dGzuaB9P1YSPheCpSAKy2ZcZrkjROQIoNmc23QGjpBz4AZwqxZfcPTmsHAyMeAEgIP4XN1CxsZLpsFt",
+	"WHj4P5GOYfH8MyGek9QTLnLIEFlIjB2OeqNyOHyUqgL/Pzwy6iVs1OO1BHYsrpT8loucj3Nwf1eajVBm",
+	"u0MwA/oWNCu4FOmoV4lAzqzmxLgkLHIhoY+Hf67sr6qU2cMf/rlipkxnhFyJk9Pg0A6phOVC3iQogtxx",
+	"5uAYNe7vSqmnXE8/E6KNVbZ0uF5wQ4rU2MGGHZ6wZ+InkiM2nbEf3T/dRk+Gw6EXRaYf9vuMy+WltTAv",
+	"SOt74G0rxeZcLgNO5WoqJLFdVIuC0L5gSoJjXG5fLFVzMGzM0xsGt6CX7OSUGTzAG+mwTWnxB3wepEg1",
+	"ZA65eW4QlxfaSXslwbBD7pD9RqqFJNxwQpn7JwpuzELpLJAQz8WNQ+qkqWa/ffv2qK2/xjbqXzluq7u4",
+	"5Tc1vT08RNAwYDm3oM9XVHtjnWbrQKNZDhPi1GleGut4NP5DSatVzoqcS2AzbpBT4smSkWyulWkupJDT",
+	"hJlZaXHVTC1kwhyrUBOWCXODgssi1qhJsCoMO3QcZSRxm0dowPQrtsvTG8iOuAMmc2xXGDYp85yUnbbx",
+	"c1RZP5supGEn3SG0PADde5djpe0zdQuvoMiXqHxqVYC2gvQgVDPWNcq3s2WC9EGYr8GUuUWtkLsFIRus",
+	"66hJD2VhXHPGPzHuNklgcMtEF6mMk5i1hVpcmSNigSznTuHzO3Lqobp28gt170lp/G/2eoLcO+l5Oono",
+	"h0nPOg5q45t3ix44Pcg90j5EwsQEMUAYxLnoochOiRh6TTPht8qcqWEQgFodvN67Gv8LUutWv0xvfnJM",
+	"9xKpfP2S6VX8T2FhbrYRHi72ir53V32Pa82Xa1sOa2/aV0PT5lmGB+P5y8YWJzw3kLR2zdOABRlMOF56",
+	"j6c3vaS6+V4SfnhvAW9Yun/HrterR9ekHq2CYv22Nh94daXowXMLGq3LXY++inSXFpU14iwTAXk2YLfC",
+	"iLHIhV1eWzEHVdrruQkWg9e8m8IAX0uc9YYMfxW2c/7+GjnRNXKi6wL09Qrhre7HCXADFt0tDvH9hbh1",
+	"nSnDLdHoX85q3G+QrPuYkNeTXExn9mE/VXs21ld+5izV+gEyWqVasEPpuBybwAJ0/4INHexvyQSNfqRS",
+	"ja/nZvsBvEm83zlqAdlCDKeZBnPrFrQRSiaooyy4zpzKUnArxjmQFYXfhwUYe+7knMeBZdDzE/ej+7jH",
+	"H/zBzoICvGQB7wdIBetojibez047vR+Jo2K7h5fG0UnOl1G4O0ZNCvOBqa0XNi+NM6idmCaSQo2vyEvj",
+	"LLWZKnX0SuZCirnjMsMk5vJrMgQ6RIwNeObnVN89AXMDy8jlky2qJByRPh0s6gPDbmC5XZruvlz12mAL",
+	"LNwXlrniWQxX/+/rF8/ZLc9LYMYqDRnjBp2yF4Se/tVrkKnKUNXi9A7tf9BYvnpm/TsW3lta3xm59KqT",
+	"1vDeOtIw8JczPOh4aRtPsJnKM8OEdEqjzBz10LODVQHjluklPfpbzLO0igwBGhvQIegvHYrY2hUay21p",
+	"Yjoat+0bDG6mhSrzjM34LXjVHzJ2eDo8DVecJex0eOYUUJtD1o/xudbB/C5i5/o5UPHqiZqkugPLy/n0",
+	"2lF/DjEX+q+OSsiXz2vsDP4XlonMO1/IVeDME+ZWnIMxfAqGpaqUyJSVY/TNE4+VyoHLsIfwxvoeiJKJ",
+	"aojTOIY7F9Y6zJYZGRhoq5NhYdlUWbaEXbk+uTe3KYnevVyBt7XtFiQ7L+ypMBE0xO1r8rPtpCvS5a8p",
+	"Tch5vAW4jWLwuaT+dHTLZMT9N4m89X1PhOS5+CPYn+uiYSamM0cZZNCQ94Sc2YlDKw2MM78IsDlfotLf",
+	"qQLQ+7tr1M/w+bD7CLRISse3Tn8jiwPxGwU0qRVjITkaaDwz8a3e1iBbX9r/0YeNFlpYJyl3YAdh1WQF",
+	"8tU5aghFL5MiaxttliYZ7ghifGGr/l4tHN2ZBm7hIzT35xg/MYyPDbruZJnnzvQfohfd3aHQQRc063r5",
+	"hEun2HdrOW9JbpJfMINcOM0VeDrzLjZSbzAYVNupa8xKWHbILZsrYxlnS+C6v4cuv4fhcJneeE8hCqo8",
+	"c4hcSlwh7LjBz9kNQGEuAoDYyfD07CGMjKfADWRH49IerW7GrOzGsQEnQ++1ocDMd1ZtO7wnl2kKRZAw",
+	"FB3LLkjUUJRiDOSptMHN0qUIena8ujxhfB3SYBiZQ/+u16VD1Af5M6LshvDl6Q8/xOKXmy2zv3voPqq8",
+	"ZNXHUWxfsEfOmjoZ/ngvg+w8Yoexw7+yjC9Nf8Be2BnohTANG2GTZbCPsYbK7Guy1jKVlnNHhodo1oZ/",
+	"CWsgnySkvXjdtO+lVFDWAqWgLWO4FWayROU46hOIbQRDPweG5SCndlbj86PhcDhMWOAFBJOdjh1TSro5",
+	"6hsD+n4mIkbedpcCj93jcXWEXOEoW4R8ioDonZ9EULWK4d83VN8ETCMhoNpCDE5/B2TPxknVDl8tidSo",
+	"jeDoPrtepbEYnXCz4letF7gFnfnAcjB+1M2KIzX4w52mxmUKeQ7ZdnvI77n+QGSvMXD8EvdL/4J0QbFx",
+	"NUG6vnz5BB3T7r/n5Xtv+R0XOReSnQ3PkG+eDX9YF7advm9u2QJTh7SS0wuW+owYM1MLJzrdghmkInM2",
+	"JX6XjCPGcyVhsBUl6LuxU//qFdB1bXcPimkofDsqcdGt5Hwa4yRmIWw6u2BcLplynJOZAvIcrfeaeVPm",
+	"ErMLkQKGzSmNpGFaW106mjhxvMadopf0hlHP7a9KT8HuTxKbBI73FQVPoLBOcJokKFJHKTKtjMG8sEvM",
+	"Z2BO06qCrsl+xIXuNgqeR1BNWIMeR6fVO/C94hPLbpV1auSCu79OlE7I9hWWhID7PSrmt9PxROmpshbk",
+	"vYh3C9kS+72vnz/s2Ms9x2nIUnD/hVfSS3qYXBHFFM+rY/eNmo1jwxQ/LTRMxHswDGTmwC4k+8+LWvwr",
+	"CZTcJNH/rnTI6EhqIdQtGIaoBI1G//l/oorQRuPEw6ITtOZLCtHWXv2isb3+A3jupGubXGtXVgs5eYb5",
+	"g81A63b03OCSeoqh0biLw8y4znYHxmv3OK23FSR+6diOnlWcqoX9WdYRMiXqczowyh/2j6url8w9DsYk",
+	"bKaMPS+6gqiVsK7ZUcPNJbIom/JMKJZculTBvaWk1Ty1544VCYPpRkhBtplWytRkElJyBTpnCxP3uKnS",
+	"Yv4IBm4jlPvCKQvNldFxzMk7QwHZODveTSP6veQOi4V7Fv3DG9ys3mdEfmMDlnEjMrjwpn7Fn1ddkTua",
+	"EBrSnIv5zrs4wFyHHI5SVSyZWQAUrFqDGSFTD3iurTMXP8keVcy3FsWNlY2iPHMvN8U/yjcMz0v6zxhD",
+	"X2cX3IlhdH7yHZRPkaG8yNyH/ForeuwajqzhYzclx3nL/fyCO/isup1pq67FtR110Do6DGPBS0od9m5F",
+	"lWfoQuIyZNEEj6HZwUeI4KcPxTdODru1LceDXw0MRrXsgnF2A8s6/2fOM2BlgXlAM7WQ8RQVTHbcMSSx",
+	"JRWlM/J1NasCXhR0OnJgG3Mr5lU5wpJxDeggaEW96AlSrd9c/Xr042ok67AdEKMcYaP69M5CGOgMnAUy",
+	"6oxmtRMl4mcL3gR6puIuWGfAfWJpPA1GzMFYPi9iDM6XadTut6a/ErPY30jxnhmq/NiRaX1M4g2hSn3P",
+	"zf1HEVrdRrB5nKv0BrJojhUxSifK5nzJJKCXr86N2jVDJek50EcfdH+47oogIjdNmGOmSZXv5vRjqew1",
+	"v16zdnZO0iq0mjo1ZSv7U7fwMjyLtxU/rXqAI3wEZiC0cbddaNAhHYKOs5tscOgUuWtTzudcL3d5/bV/",
+	"dE2edAu35o1EiT8DY4XkdfjVEbzSlh1mYLnIsfgoknLUoIPd8RrZ53WqCkFv7kDx9EoujN35Fch5YSDb",
+	"PVa9idz+ALn7QlsljOlQXIsZN9BBLB+L17S2/3rrDlrwXYFdFz69rhG2hRL7327mCyraqV23YFiGdrsj",
+	"D8iYuvXBL687OS3GVskQ3tXTVpTPKUqnuRPaKM4yMZmABpnCrhKHUCB+azPIs/hfqtBV/M/oGI6ZZk9r",
+	"t5Q/YisVQkjmpNZ+4gTDwZusUsMWM2WAUUGXQV1GyB10Qry/5nE9UCq4reEb7SWGW89VBv9VGXCRXAa3",
+	"xO78tl4q+1kVyy64xP3vuphxeY1EdZ0JbfZjcxHzbyfdxvL8Hm/UcNkW1HHHTQIcW6+vfn/9DLEbexmY",
+	"zWvLyR+1emMzMZ1dL7gFPef6JuINQJXMsDHk3hWvoVYTyWfnXYbaoE5lAGOb8x2Jt44go45rdrR3Q/AY",
+	"X8qwQoDch5j9Qzn/F1SRgLW2TtcdDjp2kMH7OBOQ8N5e1wZMJMmeKrl8YMQ9XsXYiwJkRmn7O4CBAvWb",
+	"v0WxfP/JOt/yBgq731cMTOcg7TWPfOkeGj+GwK87KdV/rUOsGvEH7EFRbYMX767xjTYkV+8waeP7yvfj",
+	"9EMRxHtm25ZaO0A3Q6Gt7BWAjGruqlJO8EpeeCmqS0tYXO8cYG0zmea70UNTNGBjthD3SRJxXD0dnpqu",
+	"oM3DVUZUe0o2Fkk0j3e/e/XcZ99DYFryDtUOqsulXQvMuLmDcU7TfZgIdbbUOq9rcHPjsNJpN1N+S8Wt",
+	"wlkhU2L5i1nT3VBvsFJjdgJLS53YBpluvaRe5BWgROgIXu4juTO9vNaljPvzb4SMe/k6uSA2LYj7BUmG",
+	"xT4U1w58/wPcg1feevV+GyvuCKr7UMBG6OwLhA3H3HwEUhvXedMUdjcI98EJIVOuyRKPS7OAF1VctWHr",
+	"Gcun5AXHQMJ1sAdL6UQRZP6HmItwrjIxEfvYyxtS8Y5OvMt5MVN5yEHLhIbUKr0cdCxHF9dOz86pRUWr",
+	"8IZbXi94To0WOPNoSUHhj3EQreJ/zKwONNGEWxLQIoZSzZDjune8dalzsNyd0S1pjJhKUj1iF5dXS3bZ",
+	"dcRkc+zxIeyFT4BYzAS2FKAiRywvi0IMw59xVHQqzg4WB61QQdNvOAajq3A77QSV0JiBJNeAoTOeUvCE",
+	"YVTqVcUHWpSK9UzXUKh0FlsaMyAPjG9tkWAXi1TMeR7apiD0SHXCPkOUxkePRyHWTLdvf63OgfQPoQ+c",
+	"FmNKZ+TX3N3I9Ektn0rP3pqqfNns8YGZlz4s8CnSjD8+I/j+9RgbC50Ryko3Qq6OdgykpRYWGyeoyWSv",
+	"DN0a7+iJwfb02n1TZN3GYTKBFPknVmxdsCFlY1fG7URph897RosDm6Iqq5zcP6s1H1Fe1Znaeq/M1BUA",
+	"taDR9a3NGLQNR1forZOB/R1d5mY7H6u74tQHOcC8Q/Odj33nY98eH8OIXywhSAIDafWSFdjCJwSLEWVn",
+	"HKt6fU8mg30h2HjJ0DGzgmWbDMGWlzJe2/ad2/5pue06FnXy3+eeMtrlQdaCNgnLxFRY9//KJqyUGWiT",
+	"YptJmbGMm9kFungHTGk2uHdljG+DGMuEQW9h4SwFq25i3PWXkKDsDJ6cG8vc093mzO7eENKvtzlB/KLJ",
+	"2k5jEH9jovVN2LbowmvmlAFSuxpbHszqkqOEhdx/LvJc7CcCPlWNiVbKxn0QZZE9xMablSo7lqHELubt",
+	"TF3On8RyU+cignSvlCMHZ7T7VnfUHi+e4PmpYHuPo4Zc8aQ7VRkDAiTSsEzLO+a4EellGXMyYP1lJQWV",
+	"ZIfYzpVaytXlZaGCS6vSApanHM8wJ/qPhB1juvMfyESO52C1SM1IWn4DhnJ8qV1so+fXgL0l7Q/zav0X",
+	"M7jtk02OfTvJc+/WDC2b0JE2kjy12K/TISd1mUJY4zW5D9W3NrO2oHZbQk5UXG7hBi9fPvFfeY5bwfQ7",
+	"hIA5J73VhHp4oVfrB1H98/n9SYjVjSTy1rpFIU99pztah64vqWvsKRfxwIRodIJJVPSwT1AcsEu5xJ2N",
+	"JIXCDdas4I0M2NVMuMuqjoeODSgsG4MRGdVD4qOaHfLUKm2OeSGOVQGSF2LwL+NeQbY7khoKZYRVetlP",
+	"mAVjDSYJu/vyrihcycNkxTnld0ZHa3zn1S+Xf3/2y2CejSSm92GREbbjlA56Bsiv0ez84D+B3ViVgRAF",
+	"LMpxLlJ/Uce3J+7yEorej2SobFoofcNK6bvAUHUptfGjZZMm2Ou+M5i5htlq4b4dUH1l40i6vQQnrhmM",
+	"5Ej+pDLhcMQnPIYUBYN9jhrdQiYqz9WCdDcemjFSr2L2M7WWO7paFu5qW93lBsx7kNkYv4UA0dhszRGa",
+	"zZfnbL1JEjogifU2tpE0G+BeSl92Jgz7MKLYxqh3zka9wWAw6t1dUNPlugrNLX82PFvpyVRwO+uHgjR2",
+	"yEeN331mu6TMzznYmcqS8CO7dABh1PGtT7dcVbn5IEibM3Hp6KrxgUAGZ8MTNhHa2MQnwDRYDUXUZ4A1",
+	"0T6D3+GAkFO8QSrAc3hErG3Ol+Eafxg+8lZClZKLaTWGHbb7810wXbfw6ydUqj6Swq517WOHi9mS+T/0",
+	"Q7in2dEbdX5D/R0dea509OZY3IW8dSSxLR9rNNY7ZyeI2TKE8/17bqtprgxk/QE9j4dDFCeN1Xh9xRG/",
+	"+zNnZ+/fNymI4wkFVE11KBvBUrdkqKr1FyIFz5VDlhTyWU+pjop5g8smtR+A5An1YCYh4okV5bCwziDo",
+	"0ZvNApLLl096jaYQvRO0A4mt9c57jwYng6EPd6AsDHILy4hiyQCXHqt8l3F/6RX70SrFepWAS5AqquF0",
+	"Wg57jkqfE15mReD1cE/UrvpJ1jvvPQbri4pajZxPh8NP1nDSf6Gj8ak/ikOOssAU6x+Gjz7TtysCalZI",
+	"scMPI1/XMOqdj1bLp0a9u/5gRcHpnf/2rolmT8UtSMAUP8unpop1vXMvBcWk89qvaiFmQDtOS+KQvdTK",
+	"MS8oqRCXkRqbeIUBe0qjAnNdVe0+VkyX0lHWQaU3BGgf7Ikkz/y2t2JJzT5X7yjSODxivb9HiU/dkTeA",
+	"uAGLebWxCLBJI+yE9elwyJRj1DVjRWUr1D/vB6JXwDPhL/4LkVLjDJ+ckDb00bWoCSyrpAF2GARSUhWy",
+	"rRaxYddz38Jl4ntDZ8LcJGuCaguxNYEeQYDbk2O/znFe94CNIkMkAW3AfC+3tfZAGhCMGLOjiB6lxFLI",
+	"kGG4jXSBdVR5Kox96jfzgJjSKNXswBaqqmxYFB5EiDpnw5OuL1RbPl5p2OxeOv3b9pfabaoRT4fb36t6",
+	"pdeIvXV3Ve/ku2aCvzPMfTAW05Wxki6ESAMWebxZR6RGLVoUkV7X7tEsIR25kuFdiBTHEp+n85BY0ii6",
+	"68ASf9xvHymuYhbwHghx/EFkd8dZo9+I79YXbbx3iZXvaG0WOZcSJwos2RQTLeq8gQbbxOE764jyMzYN",
+	"abY5WceXs0hvoFDTY6wqCmxF6u53B5A3RnzcGyV2ual6NgW+cbb9jWqgwFeEda+tKuoCK86q3hDraLc6",
+	"u+i3jbXtpNhmHdN0fAVp1xydtq72LukVKtZFzyPxk9UidXRfqMkEywutL432vX/bjTh8j2BKPLczDdAf",
+	"jOQla5KRD5ti601syux7MDrF3fffYGXhmKy07PBs+Lf+BfOZa5Vtjg4l326jHkyR0mim5wqnL5C9uEpd",
+	"LbraeAEvZL5khi+dIY3OBhEahoYdd017qrP69hr19O4BBcN636QO+ZDppTMzDgzz4EVOso3ncGp2/43x",
+	"nOEOPKeaNfQVMSm8uIo5kcbIb7DCy09taGjse4vMiQojAv6k/C1qGrSYHnlnUEYnlN6XVPFDbH6TK55B",
+	"1ux3ZJKRRLeT8uU3lZqIJSbzMreiyNHjfPo/Zz8yPka/sES/nbOrfEnMYd0EDzI25cV5FatIlc5GEj2o",
+	"7h3IMxynoIztX2xjzWOYCX/qJjc+MGxaOsNhwF555os8dyTJSUn9S3z9MPH1loObndGwFXd0qXDujVUB",
+	"oZpAvajaps+w0MYQvIh1p1DYa2dtXefKGLeHYX8Q4/vsHmyfmmNtY/iPFfqDc7fsdLYC9OC1Fqbqb9IA",
+	"fpccaJ9q79l/G0QSdsTy8ihTX5EkajYqi8igX0PfrapPWlwifZczf345Q1eNeXM8C4RDFbE4FsiTz04S",
+	"JvQE2GKjU2I8ssKK8dT52SGE4RmYMGzMc2dwZR0WO351C9u4zDLyO6yX/IcGD1XtP69az1u19lK/k4ox",
+	"/fGjuUe0JpNn9Iu/NZYLmtL0T+ljIgQqChwfHS24TWf/jB2ErrfzDAEr/kScqOpA0eUqUcHx+tmYzVfk",
+	"W2koS2NwQh1npexMy8cfkFTvjj9UC90dY5A8ojnG9lk/ctyYkLuO9St79dyH2qIpcs+URYfa2cyb69Y+",
+	"N45A2aaKXlVORKqwqbtTe60cGeiKM5q8ur6/WnvIltPauK1SxKig8qIxNZTnRrGUawxFYXQ+pi9V49C2",
+	"8j73IClHvIJqNUO5ixf4IWJbdPgW3Z9+MrpvDXuLUP8lzUq7aFyHMHXc+utQQD4TrFaGcWLX0HooTq3c",
+	"fL7NBCz0U+e8Eom/ThUYmpRK2SNoddJQZt8i8Qvw4J0hw+XyxaSTHXbBKNkpDPiuQwSq0qZqDg1v3Rha",
+	"MRA/FTIAGmGaOUDTWHR9S/PWKCvIGWjtwZofNcKxEkmPiZW3xt74OYdbRdLvK/1Rdg0onre1pHqZf1Jn",
+	"nX9cXb0csF9QP+JLynejWUT5kmFTSjVhxkHYJ7TTiO+YZhXXUF+DvTQig52cmQ379cB0MWdfyLsPa/50",
+	"KlmrVr5r7jS2Vkmcvt+Y7/v5GPI3GruoQdvEu7qH636EdOxLh1Gd29sdFxw/frJ709tBU/nWycGXxjco",
+	"whPSTypbPgCGtkrx71YTrJ2aePdZKGWle0KEYqhRPzfsUGkPwjH0w3DD74HCL0Nsr4DiahJIDlRURgOF",
+	"p0rtZEs1phh4qbWWyNSakvCAONn6Ugf3Dm5j35vkMyPgN+pqu1pPPPfpW9yucHNqNNwRj97EppvRgaSe",
+	"m0rzHPo+pbmKKVUaICqLtnHt1KVmoiIKTcdcj4dh5B0f+8xs/F4k0zD7SRT+yVn4vjR38mgnmnvqjLav",
+	"iUifKZ8N1KbUstjE65vVNBsTjV8UIC9fPqmnZmEk1ztjDgzVtHDDxqXILRPSKozQURdzqgRylw3SOmSG",
+	"DGuL0HBBKhY2mijrv/qxgqVdchbPTvAn+3dIX1utvOpMiK0LVreERpx9t2sCIzsUFi8+51M0sxpFl/24",
+	"JXoValy3Rv0LPsV8ePEHXLA5lXpwyU6GwyGJJ4ej7l9dJmou5mLVfViNvj8ZDhuTmE9ihdjRLWm4Fao0",
+	"YW+tOl0aRoeFw5iZryQTtjPU0ajv/VJ2dF0sHSGkFxJ8/fP30MYa3TlU9sWZCTqTpjjwkGNJU4MIPdl1",
+	"q03PscrAhh4RQOWZIYnEoUo13pvGlKJr3ioMHDbGkTqrbQxVEXF/MJKNqIGjUfTQ+cIhPxGxinc0Wz2c",
+	"s0LlOXv8yxWrGUeIw4xkKa3IWasnAC6g4s0kYpGDxmTYB9LbIrNnd9LZTj4tccUIi7bmm2n5xBGfjaNV",
+	"jt5U38WNxu4h5L9nM3yr6p6fGctZ6Ha3xjtWRHigxE1p5i8wFlVNWkNEQ4kkDJtoQFalZAoXVA8cgjIT",
+	"yrnFJ32xKa+aEg8HkTRZ9/mairdmn+Pz2eC7Y+gTJGciLAPW0DhjWzW8iUugLtfPVd1mcZfQQDNyUvXM",
+	"ims4jQ6ZO0fCH1bbCT3COiyH0OFbZijO2mJup15J38MMnwbB3d2M11F8pRtSTM+6d1LIO6zUjnV5izHU",
+	"qqNbUeTLUK+LHdjqBu4JS3lhksaeE98+k2ZmjCTaCJgGds44lfBjbWSpoZmiC1znwm1B+i8KyKIpGbkF",
+	"/ZB6Vf2BLxTR6FSrmuRrfEKyVIvvitM3qzhRV/19Fadjnt58XPLYux2MOerF43s5VUnn7FIynt5U7Sz8",
+	"/E0a/VZNgdEGp1wEOq9b7pwOz6jYoNEahPKONIRRMsImzCjGQ58K6kGsDOWH+cVxvZEkn53V0Wz4y/Rm",
+	"FzeN33uoBqFzV814Eob9Dsd4HKTK1GmXh6FXjnXKL84eMUwV/PcS+sRdaaMLIQ0TE8zAk76/R4ey0Rq1",
+	"tyUXb9NAhfiwxCTMr3b8OTfgbshcMLe2++2EafA6c6j+gDr8gVXvdau+0Pjkgg2ZdOuQ58hzL3crY2AZ",
+	"5OIWNGT+yr3O3ulPgvcWsM9zfdDQwNDRxm4TwiMKWEyRx8ns3xhfPdnhKI+V/KpY5GV6kzBCDBzjh2RI",
+	"yNngl9VYim6GeTwOitHnZJuYEeUZjDDVvDGGvTgTYijodzryD7nzhdyFQYyj4bSOh1KN/PJfSDEKn/dT",
+	"XTo8upTriyYMwQz7B/vGwX9uiv5W9ZgYkWIDLj81qyZUJELoJtRm4+iosf9UGPtzeOgh49XuGxtz8/wm",
+	"1ptXfzeE2+ix3vO72b2FTx/CDI7y6bYVHJqVYTelKqTg9L2miyjUKaQznOGM2pGQN8GIFnk2klOwxqms",
+	"PtUVM1FCU7c6xkGz6eqKWcmchV31cLuBpW9+x0L/cewqgLWmBTeWnbBn4qdG574hm4GGBDNQzk4eRbVg",
+	"RE7E54cSG/UX/owmdYV8fgTI96rKr4RtEFflqx1jq8Kbqo35jkZzYD3HH/C/9gg/VM0Lqz717SjCKoVt",
+	"jyK457+HET6Rl9VjSerh/0klSTSJIuAhDeRwxmtHYV3aYLpxQ34rU8OO9Hd37zpwmqyNzqSYTrvkre8p",
+	"4ENjh7+XUAKbqwz6dXULaW8o1cLk/dCawfc/oOK8iS+JCRBZdxNQP2MvtYQNXqNVj8eFb1GLbf2D8MTk",
+	"oFU3gqIhzX68qu8c+tZnGPiQBoY//Nk0FDlf9rGfLKXdoEepMUgFd+iXC71z6Tfa2YCR4eEjK/4k0bQA",
+	"fyFb3E7/VYE7aXRcaBRy056TwHb8qdzuP2GoKlkfmea+2mxIyy1tLcCSWkpW3+p05VQjTeutrPWv37a3",
+	"LWT6lgtbU+mWh5+qlOcvZL6sNcQH7E1nzIaMpIYWEpUOz33vEKs8RvqMlwV3+MslU6Vvt++xJFwOt1SV",
+	"6B2lMzGdsWqY7Hdn19eQk4X3rSokwWsOlyyBjcNdR11fH2UxbZQvte9sPynzxCLWGlYWDp0Rg4OwIPd4",
+	"o+vMgF3hzAOp/CEHXdw1uMC2t11S1SdMTU+HJ62u+9TafuxQK6HszPGymtzQxeHm/P1u5fI75WZGchM+",
+	"LaP/Wplp88q7/YJXIWAR9AZD0WnGnfrSGIsQELTWRT6OEX97bPUbdVESayU+NOfvI2lGtWvyARip7/r/",
+	"4OGHMF3AM2BHF6ioC9PQ6hzLW+J0EPx1ybiGhJ3gjw4+6GQayUMulyvjNfrB4wXpjWG69CNPnHqoM9Dn",
+	"9NWEIcNK6MOHZyePfOCxn5CFcDGSGN71HdQUyx0y+YTR0NeI27q0Ct6LKuRr0M3F/DzEYEgQtwhTc1Cj",
+	"DnM7hDcbjEWbQcICjPUv1ENhaCYE4xUAcTfS91mKafp+Tvs2MfRSOFitqvGHvz7/76MTzh6dBs8COv7m",
+	"Kitztfqs6Q8YDfVKVSlxcs9I0gi+i2ZMmTUmk7QtG6c5oHvyBpZHo3I4fJSOuYFHf6E1QeNvkLDFTKSz",
+	"kfQ8UhtmwA+jiMmhG1huTPvf3KAmwb4BWmCTdQ+CT52Ft4unU6UW7JGxGvh8VSpV9gqVDa3PUNvFxXka",
+	"8f6U2vEndjgxS5lC1g+ZV2s1KkJSU623l08vvOTCN+cKZzpTrlWVmpE0NafvGUPfphjzXKdhI+wRBfe8",
+	"7TNFwlui6JdGRGQtEl7nmdD8EhpcRvOVrBnJhgYXlqUg+Yxjuxt74aM3p8NTdBl5GttCWSP59vIpCTUa",
+	"Nx86kjQ6NKMwWfiWoymXzd4wTriRwf0jxmW8+T2SvsTLa6JnwyHKExRJq6ItgxR9bs2mMjaYQeGohz8M",
+	"H/U3yKCHTAlofuILBXeaW9g5NSAY0N9TA/4cDAvTATYp3Z5l4ZS/7uFSGLaNlmW+MZ9g5MROMylxbun6",
+	"JNQ1jKTZaO5ACdmhNOTOPf5ZIz9fU0FiaVaHV9C/t/ZsQPeJVopqeakAEUN3F1UPNIrkYXMqDA6Uvp0f",
+	"DZPENtMqp75UG8Ltg45CQMSJh6wDdB/4QmWAhO9xp4u7n2+uLcPXVnZXmpXu9YFmmhz1+EMYg3u3dbrL",
+	"BZMgkGaQoqSiog3IJ10FdBX2f6+f+wL1cx3Xn+wlQh+Djd/i8HPzke9Y8TFY4dTgToTYz9574zlGy7PZ",
+	"5ifH9Ujvj1s/6RWl7eZJyiI/OjDV/Gf3k5JAGXo0xQ8HYGMkiud5sz2TE+7rWP8a7GPa/cPIblr8C9lN",
+	"X73c/mY74hU5TwPnrvB5dwl+XHBjFkpnD0dzYZK/d4Nj8LkkAmSH+L+oPI9J6+77fARso+QDvHOnMJBf",
+	"Jy21Bmmvw7ajdPgynOmB/Bh++b1oMaLB/Pw1dcb+9minqpgsanTpoJrFTPG52K/NsVHkn6tqDw9DVoPK",
+	"oc/MTC1M8Ahy2xA0FRUznudqsY7hb2k3D8ju387U5fxJZ7kCbvPfZBomyX6KbpJPdbXdm7AxtFkd1/uh",
+	"N+ZGpJelnfXOf3t3l3xw3BL7fEcDfdQgO4PbxI+ewvQRlquU58z3mi513jvvzawtzo+PT07/OhgOhoOT",
+	"87/+7ewUebHf0lrgDN34jZKJlYRoDajOh5EDlPW6Hn3zjrikSoEoZeaARLkNpD0ZsNYX5eKvg5XiVHTd",
+	"rS/8rOHZc2KAUiYNqyanhFSMVY//4bgmwKIc5yL1c+0vXz7pNz4cPITrH0aPXwMqngAPUXIlKK8mZLuG",
+	"KTWeZzSXp9uPnMqPOvMDYcIY8lZDw8ZCoZvh+lI0+5o60uHM56Sa0E/LrjbAG7RalN+9u/v/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
