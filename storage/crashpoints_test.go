@@ -410,8 +410,9 @@ const installData = "/data"
 // consumer state beside them), verifies it and installs it over an older
 // copy at the partition's path: alone (Install), two at once in one topic
 // (InstallBatch, the syncfs barrier of StageBatch and a directory sync per
-// rename), or two in two topics (a syncfs for the renames too), or with
-// per-file barriers. The power goes at a random operation. Then each
+// rename), or two in two topics (a syncfs for the renames too), or either
+// pair with per-file barriers (LogConfig.InstallSyncs). The power goes at a
+// random operation. Then each
 // partition's path holds nothing, the older copy whole, or the new copy
 // whole with its marker and consumer state, never a mix; the older copy is
 // at the path or set aside, never lost; and an install acknowledged is
@@ -419,11 +420,11 @@ const installData = "/data"
 //
 // It fails when the staging directory's sync after the marker is left
 // out, or the marker's fsync, or the sync of the directory an install
-// renames into.
+// renames into, or, with per-file barriers, the fsync of a staged file.
 func TestPowerLossInstallIsWholeOrNotAtAll(t *testing.T) {
 	runs, crashes := crashRuns(t, 600), 0
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
-		variant := int(seed % 4)
+		variant := int(seed % 5)
 		ops := installCrashRun(t, seed, variant, -1)
 		installCrashRun(t, seed, variant, ops)
 		crashes += 2 // the counting run's power loss comes after all of it
@@ -455,11 +456,11 @@ func installCrashRun(t *testing.T, seed uint64, variant, ops int) int {
 	switch variant {
 	case 1, 3:
 		topics = []string{"t", "t"}
-	case 2:
+	case 2, 4:
 		topics = []string{"t", "u"}
 	}
-	if variant == 3 {
-		defer storage.SetBatchSyncFS(false)()
+	if variant >= 3 {
+		cfg.InstallSyncs = storage.InstallSyncPerFile
 	}
 	cases := make([]*installCase, len(topics))
 	for i, topic := range topics {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,9 +140,8 @@ func TestAnyWriteAfterStageMakesTheInstallSyncAgain(t *testing.T) {
 // written to, and never staged installs each whole; only the touched and
 // unstaged ones get a marker of the install's time.
 func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
-	for _, fs := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fsync each", true: "syncfs"}[fs], func(t *testing.T) {
-			setBatchSyncFS(t, fs)
+	for _, mode := range []InstallSyncMode{InstallSyncPerFile, InstallSyncFS} {
+		t.Run(map[InstallSyncMode]string{InstallSyncPerFile: "fsync each", InstallSyncFS: "syncfs"}[mode], func(t *testing.T) {
 			data := t.TempDir()
 			later := t0.Add(time.Minute)
 			var items []InstallItem
@@ -149,6 +149,7 @@ func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 			var hwms []int64
 			for p := 0; p < 6; p++ {
 				src, st, ls := stagedCopy(t, data, p, 1+p%3)
+				st.cfg.InstallSyncs = mode
 				stamp := t0
 				switch p % 3 {
 				case 1: // a tail after the stage
@@ -189,14 +190,14 @@ func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 // A StageBatch stages every copy: each is Durable after it, with its marker
 // on disk.
 func TestStageBatchStagesEveryCopy(t *testing.T) {
-	for _, fs := range []bool{false, true} {
-		setBatchSyncFS(t, fs)
+	for _, mode := range []InstallSyncMode{InstallSyncPerFile, InstallSyncFS} {
 		data := t.TempDir()
 		var items []StageItem
 		for p := 0; p < 4; p++ {
 			src := openTestLog(t, filepath.Join(data, "src", string(rune('a'+p))), smallLogConfig())
 			appendN(t, src, 1, 2)
 			st := openTestStaging(t, StagingPath(data, "t", p))
+			st.cfg.InstallSyncs = mode
 			ls, _ := copyPass(t, src, st, t0)
 			items = append(items, StageItem{Staging: st, Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0})
 		}
@@ -286,10 +287,24 @@ func TestTheSyncsOfAStagedInstallKeepV6sOrder(t *testing.T) {
 	}
 }
 
-// setBatchSyncFS chooses the batch barrier (batchSyncFS) for the rest of
-// tb, and puts the default back once it ends.
-func setBatchSyncFS(tb testing.TB, fs bool) {
-	old := batchSyncFS
-	batchSyncFS = fs
-	tb.Cleanup(func() { batchSyncFS = old })
+// LogConfig.InstallSyncs takes its two modes; Validate refuses any other,
+// and so does the staging that would run on it.
+func TestLogConfigValidateTakesOnlyTheTwoInstallSyncModes(t *testing.T) {
+	for _, mode := range []InstallSyncMode{InstallSyncFS, InstallSyncPerFile} {
+		cfg := smallLogConfig()
+		cfg.InstallSyncs = mode
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("InstallSyncs %d: got %v, want valid", mode, err)
+		}
+	}
+	for _, mode := range []InstallSyncMode{-1, InstallSyncPerFile + 1} {
+		cfg := smallLogConfig()
+		cfg.InstallSyncs = mode
+		if err := cfg.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "InstallSyncs") {
+			t.Fatalf("InstallSyncs %d: got %v, want ErrInvalid naming InstallSyncs", mode, err)
+		}
+		if _, _, err := OpenStaging(StagingPath(t.TempDir(), "t", 0), cfg, "m"); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("OpenStaging with InstallSyncs %d: got %v, want ErrInvalid", mode, err)
+		}
+	}
 }

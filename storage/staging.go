@@ -791,12 +791,13 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}()
 	}
 	// The renames: every directory they touched, each once, or one
-	// syncfs when they touched more than renameDirSyncs of them (copies of
-	// many topics: a directory's fsync waits on the disk as long as a
-	// syncfs on this machine, and there is one per topic).
+	// syncfs when they touched more than renameDirSyncs of them under
+	// InstallSyncFS (copies of many topics: a directory's fsync waits on
+	// the disk as long as a syncfs on this machine, and there is one per
+	// topic). InstallSyncPerFile always syncs each directory.
 	failed := map[string]error{}
-	if len(dirs) > renameDirSyncs {
-		first := items[0].Staging
+	first := items[0].Staging
+	if first.cfg.InstallSyncs == InstallSyncFS && len(dirs) > renameDirSyncs {
 		err := first.cfg.Faults.syncAll(first.fs, filepath.Dir(first.dir))
 		for d := range dirs {
 			if err != nil {
@@ -804,9 +805,15 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			}
 		}
 	} else {
+		var jobs []syncJob
+		var order []string
 		for d := range dirs {
-			if err := items[0].Staging.cfg.Faults.syncDir(items[0].Staging.fs, d); err != nil {
-				failed[d] = err
+			jobs = append(jobs, syncJob{owner: len(order), path: d, faults: first.cfg.Faults, fs: first.fs})
+			order = append(order, d)
+		}
+		for k, err := range syncEach(len(order), jobs) {
+			if err != nil {
+				failed[order[k]] = err
 			}
 		}
 	}
