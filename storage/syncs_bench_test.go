@@ -14,7 +14,7 @@ import (
 // install makes durable: syncsBatch partition copies staged as a move
 // stages them (a segment written chunk by chunk, the consumer state and
 // the move's name beside it, nothing synced yet), then InstallBatch, which
-// syncs them in rule V6's order (every file, every marker and staging
+// syncs them in the install's order (every file, every marker and staging
 // directory, then the renames' directories). One op is one batch; the
 // figure to compare is µs/partition.
 //
