@@ -16,7 +16,8 @@
 # NARAD_SYNCS_DIRTY_MIBPS (32: the writer's rate), OWN_FS (0; 1 makes a
 # 2 GiB ext4 image under WORK, mounts it with -o loop, runs the cases there
 # too, and unmounts and removes it at the end), WORK (a temporary directory
-# under TMPDIR).
+# under TMPDIR; what is left there at the end is results.txt, each run's
+# figure).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}
@@ -29,6 +30,7 @@ go test -c -o "$WORK/storage.test" ./storage
 
 MNT=""
 cleanup() {
+	rm -rf "$WORK/shared" "$WORK/storage.test"
 	if [ -n "$MNT" ]; then
 		umount "$MNT" || true
 		rmdir "$MNT" || true
