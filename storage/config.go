@@ -75,9 +75,10 @@ type LogConfig struct {
 	// (other nodes or programs sharing the disk); the per-file syncs wait
 	// only for the batch's own files, but for many journal commits.
 	// Measured (BenchmarkInstallSyncs, bench/syncs/run.sh): syncfs takes
-	// 0.3-0.8 of per-file's time a partition on this machine's shared disk
+	// 0.2-0.9 of per-file's time a partition on this machine's shared disk
 	// and on an ext4 of its own, with and without a writer dirtying 32 or
-	// 128 MiB/s beside it; per-file wins only for 1 MiB copies beside a
+	// 128 MiB/s beside it, and with three such benches at once (the three
+	// nodes of one disk); per-file wins only for 1 MiB copies beside a
 	// writer of 512 MiB/s, the choice for a node sharing its disk with
 	// bulk writes.
 	InstallSyncs InstallSyncMode
