@@ -376,8 +376,15 @@ func BenchmarkInstallSmall(b *testing.B) {
 		// stage before the freeze, and the install under it of copies
 		// staged and untouched, each with the batch's barrier as one
 		// syncfs or as an fsync of each file and directory.
-		for _, fs := range []bool{true, false} {
-			mode := map[bool]string{true: "syncfs", false: "fsync-each"}[fs]
+		for _, syncs := range []InstallSyncMode{InstallSyncFS, InstallSyncPerFile} {
+			mode := map[InstallSyncMode]string{InstallSyncFS: "syncfs", InstallSyncPerFile: "fsync-each"}[syncs]
+			fresh := func(b *testing.B, work string, i int) []InstallItem {
+				items := stageFresh(b, work, i, stage)
+				for _, it := range items {
+					it.Staging.cfg.InstallSyncs = syncs
+				}
+				return items
+			}
 			const batch = 64
 			inBatches := func(items []InstallItem, do func([]InstallItem)) {
 				for i := 0; i < len(items); i += batch {
@@ -408,22 +415,20 @@ func BenchmarkInstallSmall(b *testing.B) {
 				})
 			}
 			b.Run("stage-"+mode, func(b *testing.B) {
-				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					stageAll(b, stageFresh(b, work, i, stage))
+					stageAll(b, fresh(b, work, i))
 				}
 				b.StopTimer()
 				reportRate(b, parts, "stages/s")
 			})
 			b.Run("staged-install-"+mode, func(b *testing.B) {
-				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				var items []InstallItem
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					items = stageFresh(b, work, i, stage)
+					items = fresh(b, work, i)
 					b.StopTimer()
 					stageAll(b, items)
 					b.StartTimer()
@@ -434,12 +439,11 @@ func BenchmarkInstallSmall(b *testing.B) {
 				checkInstalled(b, items)
 			})
 			b.Run("batch64-"+mode, func(b *testing.B) {
-				setBatchSyncFS(b, fs)
 				work := b.TempDir()
 				var items []InstallItem
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					items = stageFresh(b, work, i, stage)
+					items = fresh(b, work, i)
 					installAll(b, items)
 				}
 				b.StopTimer()

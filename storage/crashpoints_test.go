@@ -409,21 +409,23 @@ const installData = "/data"
 // partition chunk by chunk (segments sealed and synced as they complete,
 // consumer state beside them), verifies it and installs it over an older
 // copy at the partition's path: alone (Install), two at once in one topic
-// (InstallBatch, the syncfs barrier of StageBatch and a directory sync per
-// rename), or two in two topics (a syncfs for the renames too), or with
-// per-file barriers. The power goes at a random operation. Then each
-// partition's path holds nothing, the older copy whole, or the new copy
-// whole with its marker and consumer state, never a mix; the older copy is
-// at the path or set aside, never lost; and an install acknowledged is
+// (InstallBatch, the syncfs barriers of StageBatch and a directory sync
+// per rename), or two in two topics (a syncfs for the renames too), or
+// either pair with per-file barriers (LogConfig.InstallSyncs). The power
+// goes at a random operation. Then each partition's path holds nothing,
+// the older copy whole, or the new copy whole with its marker and consumer
+// state, never a mix; a staged copy with a marker is whole; the older copy
+// is at the path or set aside, never lost; and an install acknowledged is
 // there.
 //
 // It fails when the staging directory's sync after the marker is left
 // out, or the marker's fsync, or the sync of the directory an install
-// renames into.
+// renames into, or the barrier or fsync of the staged files before the
+// markers.
 func TestPowerLossInstallIsWholeOrNotAtAll(t *testing.T) {
 	runs, crashes := crashRuns(t, 600), 0
 	for seed := uint64(1); seed <= uint64(runs); seed++ {
-		variant := int(seed % 4)
+		variant := int(seed % 5)
 		ops := installCrashRun(t, seed, variant, -1)
 		installCrashRun(t, seed, variant, ops)
 		crashes += 2 // the counting run's power loss comes after all of it
@@ -455,11 +457,11 @@ func installCrashRun(t *testing.T, seed uint64, variant, ops int) int {
 	switch variant {
 	case 1, 3:
 		topics = []string{"t", "t"}
-	case 2:
+	case 2, 4:
 		topics = []string{"t", "u"}
 	}
-	if variant == 3 {
-		defer storage.SetBatchSyncFS(false)()
+	if variant >= 3 {
+		cfg.InstallSyncs = storage.InstallSyncPerFile
 	}
 	cases := make([]*installCase, len(topics))
 	for i, topic := range topics {
@@ -606,6 +608,15 @@ func checkInstall(t *testing.T, fsys *crashfs.FS, cfg storage.LogConfig, ic *ins
 	}
 	if ic.acked && !isNew {
 		t.Fatalf("%s: the install was acknowledged, and the path holds %d records without the new copy", ic.target, len(at))
+	}
+	// A marker says its copy is durable (V6: the files before the marker;
+	// V7's durability stamp): a copy the crash left in staging with a
+	// marker that reads holds the whole new copy.
+	staging := storage.StagingPath(installData, ic.topic, i)
+	if _, err := storage.ReadMarkerOn(fsys, staging); err == nil {
+		if got, ok := logAt(t, fsys, cfg, staging); !ok || !slices.Equal(got, ic.new) {
+			t.Fatalf("%s after the crash: a marker, and %d records (new %d): a staged copy marked durable is not whole", staging, len(got), len(ic.new))
+		}
 	}
 	if found && slices.Equal(at, ic.old) {
 		return

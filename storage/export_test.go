@@ -22,11 +22,3 @@ func ReadCursorOn(fsys FS, dir, child string, attempts int) (Cursor, error) {
 	_, c, err := cursorRead(read, dir, child, attempts)
 	return c, err
 }
-
-// SetBatchSyncFS chooses StageBatch's barriers for a test (one FS.SyncAll,
-// or a SyncDir of each path) and returns a function that restores them.
-func SetBatchSyncFS(on bool) (restore func()) {
-	was := batchSyncFS
-	batchSyncFS = on
-	return func() { batchSyncFS = was }
-}

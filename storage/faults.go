@@ -57,8 +57,9 @@ type Faults struct {
 	// injected is told each failure made up, by its mode (a metric).
 	injected func(FaultMode)
 	// synced, set by tests only, is told the path of each file or
-	// directory synced through the switch, after the sync: the order of a
-	// copy's syncs is what rule V6 is about.
+	// directory synced through the switch, after the sync, and of the
+	// directory of each barrier (syncAllNote+dir): the order of a copy's
+	// syncs is what rule V6 is about.
 	synced func(path string)
 }
 

@@ -29,8 +29,12 @@ func (f *Faults) syncAll(fsys FS, dir string) error {
 	if err := fsys.SyncAll(dir); err != nil {
 		return fmt.Errorf("sync filesystem of %s: %w", dir, err)
 	}
+	f.noteSynced(syncAllNote + dir)
 	return nil
 }
+
+// syncAllNote marks a barrier among the paths Faults.synced is told.
+const syncAllNote = "syncfs:"
 
 // mkdirAllSync creates dir and its missing parents on fsys and syncs each
 // parent whose entries changed, so a created path survives a power loss.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -184,36 +185,82 @@ func StageBatch(items []StageItem) []error {
 }
 
 // stageBarrier makes the paths each item names durable (files and
-// directories alike), for every item that has not failed: one syncfs for
-// the batch (batchSyncFS), or an fsync of each path.
+// directories alike), for every item that has not failed, as the first
+// item's config says (LogConfig.InstallSyncs): one syncfs for the batch,
+// or an fsync of each path. Either way every path is durable when it
+// returns, which is all V6's order asks of a step.
 func stageBarrier(items []StageItem, errs []error, paths func(StageItem) []string) {
-	fail := func(err error) {
+	first := items[0].Staging
+	if first.cfg.InstallSyncs == InstallSyncFS {
+		// One barrier for the batch: on the OS one syncfs; on a crash
+		// test's file system, everything written so far made durable.
+		err := first.cfg.Faults.syncAll(first.fs, filepath.Dir(first.dir))
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
-	}
-	if batchSyncFS {
-		// One barrier for the batch: on the OS one syncfs; on a crash
-		// test's file system, everything written so far made durable.
-		first := items[0].Staging
-		if err := first.cfg.Faults.syncAll(first.fs, filepath.Dir(first.dir)); err != nil {
-			fail(err)
-		}
 		return
 	}
+	var jobs []syncJob
 	for i, it := range items {
 		if errs[i] != nil {
 			continue
 		}
 		for _, p := range paths(it) {
-			if err := it.Staging.cfg.Faults.syncDir(it.Staging.fs, p); err != nil {
-				errs[i] = err
-				break
-			}
+			jobs = append(jobs, syncJob{owner: i, path: p, faults: it.Staging.cfg.Faults, fs: it.Staging.fs})
 		}
 	}
+	for i, err := range syncEach(len(items), jobs) {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+	}
+}
+
+// maxParallelInstallSyncs bounds the fsyncs of a per-file barrier in
+// flight at once. Concurrent fsyncs on one file system share its journal
+// commits, where one after another each waits for a commit of its own: a
+// batch of 64 small copies took 3.4 times as long one fsync at a time,
+// and no less with 128 in flight than with 32 (BenchmarkInstallSyncs).
+// Each holds a goroutine until the disk answers.
+const maxParallelInstallSyncs = 32
+
+// syncJob is one path of a per-file barrier, of the item numbered owner.
+type syncJob struct {
+	owner  int
+	path   string
+	faults *Faults
+	fs     FS
+}
+
+// syncEach fsyncs every job's path (a file's bytes or a directory's
+// entries), at most maxParallelInstallSyncs at once, and returns the first
+// error of each owner (of n). It returns once every sync has: its
+// goroutines end with their sync.
+func syncEach(n int, jobs []syncJob) []error {
+	errs := make([]error, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelInstallSyncs)
+	for _, j := range jobs {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := j.faults.syncDir(j.fs, j.path)
+			<-slots
+			if err != nil {
+				mu.Lock()
+				if errs[j.owner] == nil {
+					errs[j.owner] = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // unsyncedFiles are the copy's regular files not known durable.
@@ -242,15 +289,6 @@ func (s *Staging) markSynced() {
 		s.synced[e] = true
 	}
 }
-
-// batchSyncFS chooses a StageBatch's barriers: one syncfs of the file
-// system, or an fsync of each file and directory it wrote. Chosen by
-// measurement (BenchmarkInstallSmall's stage-* members and bench/bulk;
-// ARCHITECTURE.md §5, "Syncs"): on this machine's disk one
-// syncfs for 64 small copies stages 4.4 times as many a second as their
-// fsyncs. The renames of an install batch are synced per directory
-// instead: they touch two directories for a whole topic.
-var batchSyncFS = true
 
 // regularFiles lists the regular files of dir.
 func regularFiles(fsys FS, dir string) ([]string, error) {

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,9 +142,8 @@ func TestAnyWriteAfterStageMakesTheInstallSyncAgain(t *testing.T) {
 // written to, and never staged installs each whole; only the touched and
 // unstaged ones get a marker of the install's time.
 func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
-	for _, fs := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fsync each", true: "syncfs"}[fs], func(t *testing.T) {
-			setBatchSyncFS(t, fs)
+	for _, mode := range []InstallSyncMode{InstallSyncPerFile, InstallSyncFS} {
+		t.Run(map[InstallSyncMode]string{InstallSyncPerFile: "fsync each", InstallSyncFS: "syncfs"}[mode], func(t *testing.T) {
 			data := t.TempDir()
 			later := t0.Add(time.Minute)
 			var items []InstallItem
@@ -149,6 +151,7 @@ func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 			var hwms []int64
 			for p := 0; p < 6; p++ {
 				src, st, ls := stagedCopy(t, data, p, 1+p%3)
+				st.cfg.InstallSyncs = mode
 				stamp := t0
 				switch p % 3 {
 				case 1: // a tail after the stage
@@ -189,14 +192,14 @@ func TestInstallBatchMixesStagedAndUnstagedCopies(t *testing.T) {
 // A StageBatch stages every copy: each is Durable after it, with its marker
 // on disk.
 func TestStageBatchStagesEveryCopy(t *testing.T) {
-	for _, fs := range []bool{false, true} {
-		setBatchSyncFS(t, fs)
+	for _, mode := range []InstallSyncMode{InstallSyncPerFile, InstallSyncFS} {
 		data := t.TempDir()
 		var items []StageItem
 		for p := 0; p < 4; p++ {
 			src := openTestLog(t, filepath.Join(data, "src", string(rune('a'+p))), smallLogConfig())
 			appendN(t, src, 1, 2)
 			st := openTestStaging(t, StagingPath(data, "t", p))
+			st.cfg.InstallSyncs = mode
 			ls, _ := copyPass(t, src, st, t0)
 			items = append(items, StageItem{Staging: st, Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0})
 		}
@@ -286,10 +289,79 @@ func TestTheSyncsOfAStagedInstallKeepV6sOrder(t *testing.T) {
 	}
 }
 
-// setBatchSyncFS chooses the batch barrier (batchSyncFS) for the rest of
-// tb, and puts the default back once it ends.
-func setBatchSyncFS(tb testing.TB, fs bool) {
-	old := batchSyncFS
-	batchSyncFS = fs
-	tb.Cleanup(func() { batchSyncFS = old })
+// LogConfig.InstallSyncs takes its two modes; Validate refuses any other,
+// and so does the staging that would run on it.
+func TestLogConfigValidateTakesOnlyTheTwoInstallSyncModes(t *testing.T) {
+	for _, mode := range []InstallSyncMode{InstallSyncFS, InstallSyncPerFile} {
+		cfg := smallLogConfig()
+		cfg.InstallSyncs = mode
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("InstallSyncs %d: got %v, want valid", mode, err)
+		}
+	}
+	for _, mode := range []InstallSyncMode{-1, InstallSyncPerFile + 1} {
+		cfg := smallLogConfig()
+		cfg.InstallSyncs = mode
+		if err := cfg.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "InstallSyncs") {
+			t.Fatalf("InstallSyncs %d: got %v, want ErrInvalid naming InstallSyncs", mode, err)
+		}
+		if _, _, err := OpenStaging(StagingPath(t.TempDir(), "t", 0), cfg, "m"); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("OpenStaging with InstallSyncs %d: got %v, want ErrInvalid", mode, err)
+		}
+	}
+}
+
+// rule V6 under InstallSyncFS, by the barriers themselves: an install
+// batch of copies in three topics makes three, the first with every file
+// written and no marker yet, the second with every marker written and no
+// copy renamed yet, the third with every copy renamed. (A power loss on
+// crashfs cannot tell the first barrier from the second: a marker's name
+// there is never durable before the barrier that makes the files durable
+// too, where a real file system's journal may commit it any time.)
+func TestASyncFSInstallBatchSyncsFilesThenMarkersThenRenames(t *testing.T) {
+	data := t.TempDir()
+	cfg := smallLogConfig()
+	cfg.Faults = NewFaults(nil)
+	type seen struct{ markers, renamed int }
+	var barriers []seen
+	var items []InstallItem
+	cfg.Faults.synced = func(p string) {
+		if !strings.HasPrefix(p, syncAllNote) {
+			return
+		}
+		var s seen
+		for _, it := range items {
+			if _, err := os.Stat(filepath.Join(it.Staging.Dir(), MarkerFile)); err == nil {
+				s.markers++
+			}
+			if _, err := os.Stat(filepath.Join(it.Target, MarkerFile)); err == nil {
+				s.renamed++
+			}
+		}
+		barriers = append(barriers, s)
+	}
+	for p, topic := range []string{"t", "u", "v"} {
+		src := openTestLog(t, filepath.Join(data, "src", topic), smallLogConfig())
+		appendN(t, src, 2, 3)
+		st, _, err := OpenStaging(StagingPath(data, topic, p), cfg, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ls, _ := copyPass(t, src, st, t0)
+		if err := st.Verify(ls.HWM); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, InstallItem{Staging: st, Target: PartitionPath(data, topic, p),
+			Options: InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}})
+	}
+	for p, err := range func() []error { _, errs := InstallBatch(items); return errs }() {
+		if err != nil {
+			t.Fatalf("install %d: %v", p, err)
+		}
+	}
+	want := []seen{{0, 0}, {3, 0}, {0, 3}}
+	if !slices.Equal(barriers, want) {
+		t.Fatalf("barriers saw (markers in staging, copies renamed) %v, want %v", barriers, want)
+	}
 }

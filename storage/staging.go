@@ -734,6 +734,20 @@ type InstallItem struct {
 // is only the waiting. This is how a node takes thousands of small
 // partitions in seconds.
 //
+// The syncs, as LogConfig.InstallSyncs of the first copy says, three steps
+// each complete before the next starts: (1) every file of every copy not
+// yet durable (the unsealed segment, consumer state, cursors, the move's
+// name; a sealed segment was fsynced as it sealed): one syncfs, or an
+// fsync of each; (2) every marker, written after (1), and every staging
+// directory's entries: one syncfs, or an fsync of each marker and
+// directory; (3) after the renames, each directory they touched (the
+// topics' and .moves): an fsync of each, or under InstallSyncFS one
+// syncfs past renameDirSyncs of them. That is rule V6: a copy's files are
+// durable before its marker exists, its marker and names before its
+// rename is issued (a rename that reaches the disk early finds the copy
+// whole), and the rename in both directories before InstallBatch returns,
+// so before any flip is proposed.
+//
 // errs[i] is the outcome of items[i]; an item that fails a step skips the
 // rest. A batch of one is Install.
 func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
@@ -791,12 +805,13 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}()
 	}
 	// The renames: every directory they touched, each once, or one
-	// syncfs when they touched more than renameDirSyncs of them (copies of
-	// many topics: a directory's fsync waits on the disk as long as a
-	// syncfs on this machine, and there is one per topic).
+	// syncfs when they touched more than renameDirSyncs of them under
+	// InstallSyncFS (copies of many topics: a directory's fsync waits on
+	// the disk as long as a syncfs on this machine, and there is one per
+	// topic). InstallSyncPerFile always syncs each directory.
 	failed := map[string]error{}
-	if len(dirs) > renameDirSyncs {
-		first := items[0].Staging
+	first := items[0].Staging
+	if first.cfg.InstallSyncs == InstallSyncFS && len(dirs) > renameDirSyncs {
 		err := first.cfg.Faults.syncAll(first.fs, filepath.Dir(first.dir))
 		for d := range dirs {
 			if err != nil {
@@ -804,9 +819,15 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			}
 		}
 	} else {
+		var jobs []syncJob
+		var order []string
 		for d := range dirs {
-			if err := items[0].Staging.cfg.Faults.syncDir(items[0].Staging.fs, d); err != nil {
-				failed[d] = err
+			jobs = append(jobs, syncJob{owner: len(order), path: d, faults: first.cfg.Faults, fs: first.fs})
+			order = append(order, d)
+		}
+		for k, err := range syncEach(len(order), jobs) {
+			if err != nil {
+				failed[order[k]] = err
 			}
 		}
 	}

@@ -14,9 +14,10 @@ import (
 // The installs of moves that reach their install together share their
 // syncs: the node's InstallBatcher gathers the copies staged within
 // InstallBatchWindow, up to MaxInstallBatch, and installs them with
-// storage.InstallBatch, one syncfs barrier per step for the whole batch
-// instead of a file and directory fsync per copy. Each copy keeps
-// Install's order (data, then marker, then rename) and its own outcome.
+// storage.InstallBatch: each step's syncs shared by the whole batch (one
+// syncfs a step, or each path's fsync in parallel: the node's
+// Log.InstallSyncs). Each copy keeps Install's order (data, then marker,
+// then rename) and its own outcome.
 
 // installsInFlight bounds the batches installing (and, apart, staging) at
 // once. An install under a freeze is mostly a wait on one sync barrier of
