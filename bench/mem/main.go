@@ -18,12 +18,15 @@
 //     to), a new process on the same data, exec to /readyz 200 and to
 //     narad_partitions_owned = N again, and the same figures after it.
 //
-// Each sample forces a garbage collection first (GET /debug/pprof/heap?gc=1
-// on the node's --pprof listener), so the heap figure is the live heap, not
-// whatever garbage the last collection left. A figure per partition is
+// Each sample waits for the node to settle (its goroutines stop falling:
+// the mailbox pool's workers end 2 s after their last run), then forces a
+// garbage collection (GET /debug/pprof/heap?gc=1 on the node's --pprof
+// listener), so the heap figure is the live heap, not whatever garbage the
+// last collection left. A figure per partition is
 // (sample - empty) / N. With -heap-profile DIR the heap profile of each
-// idle sample is kept (DIR/idle-<N>.heap.pprof): `go tool pprof -top
-// -sample_index=inuse_space` names what holds the bytes.
+// sample is kept (DIR/<phase>-<N>.heap.pprof): `go tool pprof -top
+// -sample_index=inuse_space -diff_base DIR/empty-<N>.heap.pprof
+// DIR/idle-<N>.heap.pprof` names what the partitions hold.
 //
 // Run it from the module root: it builds ./cmd/narad (or runs -bin). It
 // stops every process it started, also on error and on Ctrl-C, and removes
@@ -55,12 +58,15 @@ func main() {
 
 // config is every flag.
 type config struct {
-	scales   []int // partitions per node, one fresh node each
+	scales   []int // partitions per node, one fresh node each; a scale listed twice runs twice
 	perTopic int
 	// conc bounds the requests in flight: creates, produces, consumes.
 	conc int
 
 	readyTimeout, createTimeout, activeTimeout time.Duration
+	// settleTimeout bounds the wait before each sample for the node's
+	// goroutines to stop falling.
+	settleTimeout time.Duration
 
 	bin, heapProfileDir string
 	keep                bool
@@ -79,8 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 5*time.Minute, "bound on a node's start: exec to /readyz 200, and to serving every partition")
 	fs.DurationVar(&c.createTimeout, "create-timeout", 15*time.Minute, "bound on creating the partitions until the node serves them all")
 	fs.DurationVar(&c.activeTimeout, "active-timeout", 15*time.Minute, "bound on the record through every partition")
+	fs.DurationVar(&c.settleTimeout, "settle-timeout", time.Minute, "bound on the wait before each sample for the node's goroutines to stop falling (the mailbox pool's idle workers end)")
 	fs.StringVar(&c.bin, "bin", "", "run this narad binary instead of building ./cmd/narad")
-	fs.StringVar(&c.heapProfileDir, "heap-profile", "", "keep the heap profile of each idle sample in this directory")
+	fs.StringVar(&c.heapProfileDir, "heap-profile", "", "keep the heap profile of each sample in this directory (<phase>-<partitions>.heap.pprof)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temp dir (data and logs) and print its path")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -107,7 +114,7 @@ func (c config) validate() error {
 			return fmt.Errorf("-partitions %d: must be a positive multiple of -per-topic %d: %w", n, c.perTopic, errConfig)
 		}
 	}
-	for name, d := range map[string]time.Duration{"ready-timeout": c.readyTimeout, "create-timeout": c.createTimeout, "active-timeout": c.activeTimeout} {
+	for name, d := range map[string]time.Duration{"ready-timeout": c.readyTimeout, "create-timeout": c.createTimeout, "active-timeout": c.activeTimeout, "settle-timeout": c.settleTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("-%s %v: must be positive: %w", name, d, errConfig)
 		}

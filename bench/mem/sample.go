@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // sample is one reading of a node's memory and resources.
@@ -144,20 +145,56 @@ func (t target) take(ctx context.Context, heapPath string) (sample, error) {
 	return s, s.readProc(t.pid)
 }
 
-// owned reads narad_partitions_owned alone, for the waits.
+// owned reads narad_partitions_owned, for the waits.
 func (t target) owned(ctx context.Context) (int64, error) {
 	text, err := get(ctx, t.api+"/metrics", t.user, t.pass)
 	if err != nil {
 		return 0, err
 	}
-	for line := range bytes.Lines(text) {
-		if name, _, _ := strings.Cut(string(line), "{"); name == "narad_partitions_owned" {
-			f := strings.Fields(string(line))
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			return int64(v), err
-		}
+	var s sample
+	if err := s.parseMetrics(text); err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("metrics: no narad_partitions_owned")
+	return s.Owned, nil
+}
+
+// settleReadings is how many readings in a row, a second apart, must find
+// no fewer goroutines than the one before for the node to count as
+// settled: the mailbox pool's workers end after 2 s without a run
+// (actors/mailbox.Idle), so a sample right after a burst would count them.
+const settleReadings = 3
+
+// settle waits until the node's goroutines stop falling, at most timeout;
+// past it the sample is taken anyway (and says so through logf), since a
+// node that never settles is itself a figure.
+func (t target) settle(ctx context.Context, timeout time.Duration, logf func(string, ...any)) {
+	deadline := time.Now().Add(timeout)
+	last, steady := int64(-1), 0
+	for steady < settleReadings {
+		if time.Now().After(deadline) {
+			logf("goroutines still falling after %v (%d): sampling anyway", timeout, last)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		text, err := get(ctx, t.api+"/metrics", t.user, t.pass)
+		if err != nil {
+			continue
+		}
+		var s sample
+		if s.parseMetrics(text) != nil {
+			continue
+		}
+		if last >= 0 && s.Goroutines >= last {
+			steady++
+		} else {
+			steady = 0
+		}
+		last = s.Goroutines
+	}
 }
 
 // get GETs u (with Basic credentials when user is set) and answers a 200's

@@ -97,8 +97,9 @@ func waitServed(ctx context.Context, t target, p *proc.Proc, n int, timeout time
 // measureScale runs the phases of one scale on a fresh node.
 func measureScale(ctx context.Context, cfg config, bin, dir string, n int, logf func(string, ...any)) (report, error) {
 	r := report{Partitions: n}
-	dir = filepath.Join(dir, fmt.Sprintf("p%d", n))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// A directory of its own: a scale may be listed more than once (rounds).
+	dir, err := os.MkdirTemp(dir, fmt.Sprintf("p%d-", n))
+	if err != nil {
 		return r, err
 	}
 	password := newPassword()
@@ -111,7 +112,17 @@ func measureScale(ctx context.Context, cfg config, bin, dir string, n int, logf 
 	}
 	node := c.Nodes[0]
 	logf("%d: node %s up (logs in %s)", n, node.HTTP, dir)
-	if r.Empty, err = t.take(ctx, ""); err != nil {
+	heapPath := func(phase string) string { return "" }
+	if cfg.heapProfileDir != "" {
+		if err := os.MkdirAll(cfg.heapProfileDir, 0o755); err != nil {
+			return r, err
+		}
+		heapPath = func(phase string) string {
+			return filepath.Join(cfg.heapProfileDir, fmt.Sprintf("%s-%d.heap.pprof", phase, n))
+		}
+	}
+	t.settle(ctx, cfg.settleTimeout, logf)
+	if r.Empty, err = t.take(ctx, heapPath("empty")); err != nil {
 		return r, fmt.Errorf("empty: %w", err)
 	}
 
@@ -132,14 +143,8 @@ func measureScale(ctx context.Context, cfg config, bin, dir string, n int, logf 
 	}
 	r.Create = time.Since(start)
 	logf("%d: created and served in %.1f s", n, r.Create.Seconds())
-	heapPath := ""
-	if cfg.heapProfileDir != "" {
-		if err := os.MkdirAll(cfg.heapProfileDir, 0o755); err != nil {
-			return r, err
-		}
-		heapPath = filepath.Join(cfg.heapProfileDir, fmt.Sprintf("idle-%d.heap.pprof", n))
-	}
-	if r.Idle, err = t.take(ctx, heapPath); err != nil {
+	t.settle(ctx, cfg.settleTimeout, logf)
+	if r.Idle, err = t.take(ctx, heapPath("idle")); err != nil {
 		return r, fmt.Errorf("idle: %w", err)
 	}
 
@@ -148,7 +153,8 @@ func measureScale(ctx context.Context, cfg config, bin, dir string, n int, logf 
 	if err := throughEach(actx, b, l, cfg.conc); err != nil {
 		return r, fmt.Errorf("active: %w", err)
 	}
-	if r.Active, err = t.take(ctx, ""); err != nil {
+	t.settle(ctx, cfg.settleTimeout, logf)
+	if r.Active, err = t.take(ctx, heapPath("active")); err != nil {
 		return r, fmt.Errorf("active: %w", err)
 	}
 	logf("%d: a record through each partition", n)
@@ -167,7 +173,8 @@ func measureScale(ctx context.Context, cfg config, bin, dir string, n int, logf 
 		return r, fmt.Errorf("restart: %w", err)
 	}
 	r.Served = time.Since(node.Proc.Started)
-	if r.Restarted, err = t.take(ctx, ""); err != nil {
+	t.settle(ctx, cfg.settleTimeout, logf)
+	if r.Restarted, err = t.take(ctx, heapPath("restarted")); err != nil {
 		return r, fmt.Errorf("restarted: %w", err)
 	}
 	logf("%d: restarted: /readyz after %.2f s, every partition served after %.2f s", n, r.Ready.Seconds(), r.Served.Seconds())
