@@ -176,7 +176,8 @@ func settings(c *actors.Config) []setting {
 // does; their flags read them as defaults, and loadEnv refuses a bad one.
 var strictEnv = map[string]string{"replica-id": "NARAD_REPLICA_ID",
 	"raft-logdb-write-buffer-bytes": "NARAD_RAFT_LOGDB_WRITE_BUFFER_BYTES", "raft-logdb-shards": "NARAD_RAFT_LOGDB_SHARDS",
-	"nats-port": "NARAD_NATS_PORT", "insecure-raft": "NARAD_INSECURE_RAFT"}
+	"nats-port": "NARAD_NATS_PORT", "insecure-raft": "NARAD_INSECURE_RAFT",
+	"memory-limit-bytes": "NARAD_MEMORY_LIMIT_BYTES"}
 
 // nodeFlags are the flags every way of running a node shares.
 type nodeFlags struct {
@@ -187,6 +188,9 @@ type nodeFlags struct {
 	cfg actors.Config
 	// printConfig: write the effective config and start nothing.
 	printConfig bool
+	// memoryLimitBytes is the Go runtime's soft memory limit (memlimit.go):
+	// 0 derives it, -1 leaves none.
+	memoryLimitBytes int64
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -194,6 +198,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dragonboatLogLevel, "dragonboat-log-level", env("NARAD_DRAGONBOAT_LOG_LEVEL", "warn"),
 		"least level of the Raft library's (Dragonboat's) lines, within --log-level: debug, info, warn, error; at info it tells of every shard it starts (NARAD_DRAGONBOAT_LOG_LEVEL)")
 	fs.String(configFlag, env("NARAD_CONFIG", ""), "YAML `file` of settings, each key a flag's name (http: \":7942\"); NARAD_* variables and flags override it (NARAD_CONFIG)")
+	fs.Int64Var(&f.memoryLimitBytes, "memory-limit-bytes", envInt64("NARAD_MEMORY_LIMIT_BYTES", memoryLimitDerived),
+		fmt.Sprintf("the Go runtime's soft memory limit in bytes: past it the collector runs more often instead of letting garbage double the heap; 0 is %.0f%% of the cgroup's memory limit, else of the machine's memory (a GOMEMLIMIT variable wins over 0); -1 sets none; else at least 64 MiB (NARAD_MEMORY_LIMIT_BYTES)", memoryLimitShare*100))
 	fs.BoolVar(&f.printConfig, printConfigFlag, false, "write the effective settings (defaults, --config, NARAD_*, flags) as a config file to stdout and exit")
 	f.cfg = actors.DefaultConfig()
 	for _, s := range settings(&f.cfg) {
@@ -233,6 +239,9 @@ func (f *nodeFlags) parse(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkMemoryLimit(f.memoryLimitBytes); err != nil {
 		return err
 	}
 	set := map[string]bool{}

@@ -41,6 +41,16 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// envInt64 is envInt for an int64 flag.
+func envInt64(name string, def int64) int64 {
+	if v, ok := os.LookupEnv(name); ok {
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return i
+		}
+	}
+	return def
+}
+
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
@@ -61,8 +71,8 @@ func newNodeLogger(w io.Writer, level, dragonboatLevel string) (*slog.Logger, er
 }
 
 // startProcess is the set-up serve and dev share before a node starts: the
-// logger at the node flags' levels, GOMAXPROCS, and the pprof listener,
-// which ends with ctx.
+// logger at the node flags' levels, GOMAXPROCS, the Go memory limit, and
+// the pprof listener, which ends with ctx.
 func startProcess(ctx context.Context, stderr io.Writer, nf *nodeFlags, procs int, pprofAddr string) (*slog.Logger, error) {
 	log, err := newNodeLogger(stderr, nf.logLevel, nf.dragonboatLogLevel)
 	if err != nil {
@@ -71,6 +81,7 @@ func startProcess(ctx context.Context, stderr io.Writer, nf *nodeFlags, procs in
 	if err := setProcs(procs, log); err != nil {
 		return nil, err
 	}
+	setMemoryLimit(nf.memoryLimitBytes, log)
 	if _, err := servePprof(ctx, pprofAddr, log); err != nil {
 		return nil, err
 	}
