@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"net/url"
@@ -114,27 +115,24 @@ func (h *handlers) forget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dryRun, bad := queryFlag(q, "dry_run")
-	if bad == nil {
-		var accept bool
-		accept, bad = queryFlag(q, "accept_data_loss")
-		if bad == nil {
-			v, err := h.node.Forget(r.Context(), id, dryRun, accept)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				writeError(w, http.StatusNotFound, "member not found")
-			case errors.Is(err, ErrInvalid):
-				writeError(w, http.StatusBadRequest, "forgetting member "+id+" loses every record only it held: add accept_data_loss=true to go on, or dry_run=true to see what it would do")
-			case err != nil:
-				writeError(w, http.StatusServiceUnavailable, textControlPlane)
-			case v.Refusal != "" && !dryRun:
-				writeError(w, http.StatusConflict, "forget cannot go on: "+v.Refusal)
-			default:
-				writeJSON(w, http.StatusOK, v.Reply(id, dryRun))
-			}
-			return
-		}
+	accept, badAccept := queryFlag(q, "accept_data_loss")
+	if bad = cmp.Or(bad, badAccept); bad != nil {
+		writeError(w, bad.status, bad.text)
+		return
 	}
-	writeError(w, bad.status, bad.text)
+	v, err := h.node.Forget(r.Context(), id, dryRun, accept)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "member not found")
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, "forgetting member "+id+" loses every record only it held: add accept_data_loss=true to go on, or dry_run=true to see what it would do")
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, textControlPlane)
+	case v.Refusal != "" && !dryRun:
+		writeError(w, http.StatusConflict, "forget cannot go on: "+v.Refusal)
+	default:
+		writeJSON(w, http.StatusOK, v.Reply(id, dryRun))
+	}
 }
 
 // cancelDecommission clears the drain flag; the planner may then give the
