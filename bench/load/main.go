@@ -662,31 +662,18 @@ func (l *loadRun) consumer(ctx, consumeCtx context.Context, index int, stopConsu
 	return cs, nil
 }
 
-// ackOne acks d on b with bounded retries and reports whether the broker took
-// the ack, and how long its first try took. A 410 (the lease ran out; the message will be delivered again)
-// is counted, not fatal.
+// ackOne acks d on b (client.AckRetrying) and reports whether the broker
+// took the ack, and how long its first try took. A 410 or the tries
+// running out (the message will be delivered again) is counted, not fatal.
 func (l *loadRun) ackOne(ctx context.Context, b *client.Broker, d *messages.MessageInfo) (acked bool, first time.Duration, err error) {
-	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		start := time.Now()
-		err := b.Ack(ctx, l.cfg.topic, d.ReceiptHandle)
-		if attempt == 1 {
-			first = time.Since(start)
-		}
-		switch {
-		case err == nil:
-			return true, first, nil
-		case client.IsStatus(err, 410):
-			l.leaseLost.Add(1)
-			return false, first, nil
-		case ctx.Err() != nil:
-			return false, first, nil
-		case !client.IsRetryable(err):
-			return false, first, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
-		}
-		client.Sleep(ctx, backoff(attempt))
+	out, err := b.AckRetrying(ctx, l.cfg.topic, d.ReceiptHandle, maxAttempts)
+	if out.Lost {
+		l.leaseLost.Add(1)
 	}
-	l.leaseLost.Add(1)
-	return false, first, nil
+	if err != nil {
+		return false, out.First, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
+	}
+	return out.Acked, out.First, nil
 }
 
 // backoff doubles from 50 ms per attempt, capped at 1 s.

@@ -352,31 +352,18 @@ func (r *benchRun) consumer(ctx, consumeCtx context.Context, index int, stopCons
 	return nil
 }
 
-// ackOne acks d on b with bounded retries and reports whether the broker
-// took it, and how long the first try took. A 410 (the lease ran out; the
-// record comes again) is counted, not fatal.
+// ackOne acks d on b (client.AckRetrying) and reports whether the broker
+// took it, and how long the first try took. A 410 or the tries running
+// out (the record comes again) is counted, not fatal.
 func (r *benchRun) ackOne(ctx context.Context, b *client.Broker, d *messages.MessageInfo) (acked bool, first time.Duration, err error) {
-	for attempt := 1; attempt <= benchMaxAttempts; attempt++ {
-		start := time.Now()
-		err := b.Ack(ctx, r.cfg.topic, d.ReceiptHandle)
-		if attempt == 1 {
-			first = time.Since(start)
-		}
-		switch {
-		case err == nil:
-			return true, first, nil
-		case client.IsStatus(err, 410):
-			r.acksRefused.Add(1)
-			return false, first, nil
-		case ctx.Err() != nil:
-			return false, first, nil
-		case !client.IsRetryable(err):
-			return false, first, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
-		}
-		client.Sleep(ctx, benchBackoff(attempt))
+	out, err := b.AckRetrying(ctx, r.cfg.topic, d.ReceiptHandle, benchMaxAttempts)
+	if out.Lost {
+		r.acksRefused.Add(1)
 	}
-	r.acksRefused.Add(1)
-	return false, first, nil
+	if err != nil {
+		return false, out.First, fmt.Errorf("ack %d@%d: %w", d.Partition, d.Offset, err)
+	}
+	return out.Acked, out.First, nil
 }
 
 // benchBackoff doubles from 50 ms per attempt, capped at 1 s: the load

@@ -40,3 +40,46 @@ func Sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// AckOutcome is what AckRetrying made of one ack.
+type AckOutcome struct {
+	// Acked: the broker took the ack.
+	Acked bool
+	// Lost: it never will: a 410 (the lease ran out or the handle is
+	// stale; the record is delivered again), or every try failed.
+	Lost bool
+	// First is how long the first try took: the ack's latency.
+	First time.Duration
+}
+
+// AckRetrying acks handle with at most attempts tries, pausing
+// Backoff(attempt, 50 ms, 1 s) after each retryable failure: the pace of
+// the load tools (narad bench, bench/load), which share it so that they
+// measure acks alike. A 410 or the tries running out is Lost, not an
+// error; a failure the contract says not to retry is the error; ctx
+// ending stops it with neither.
+func (b *Broker) AckRetrying(ctx context.Context, topic, handle string, attempts int) (AckOutcome, error) {
+	var out AckOutcome
+	for attempt := 1; attempt <= attempts; attempt++ {
+		start := time.Now()
+		err := b.Ack(ctx, topic, handle)
+		if attempt == 1 {
+			out.First = time.Since(start)
+		}
+		switch {
+		case err == nil:
+			out.Acked = true
+			return out, nil
+		case IsStatus(err, http.StatusGone):
+			out.Lost = true
+			return out, nil
+		case ctx.Err() != nil:
+			return out, nil
+		case !IsRetryable(err):
+			return out, err
+		}
+		Sleep(ctx, Backoff(attempt, 50*time.Millisecond, time.Second))
+	}
+	out.Lost = true
+	return out, nil
+}

@@ -52,3 +52,46 @@ func TestTheClientsOwnErrorsAreNotRetried(t *testing.T) {
 		t.Fatalf("consume with no topic: got %v (retryable %v), want ErrInvalid, not retryable", err, IsRetryable(err))
 	}
 }
+
+// An ack is retried through 503s until the broker takes it, and stops at
+// once on a 410 (lost, not an error) or on an answer the contract says not
+// to retry (an error); attempts bound the 503s (lost).
+func TestAckRetryingRetriesOnlyWhatTheContractSays(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		answers   []int
+		attempts  int
+		wantOut   AckOutcome
+		wantTries int
+		wantErr   bool
+	}{
+		{"taken after two 503s", []int{503, 503, 204}, 4, AckOutcome{Acked: true}, 3, false},
+		{"410 at once", []int{410}, 4, AckOutcome{Lost: true}, 1, false},
+		{"400 is not retried", []int{400}, 4, AckOutcome{}, 1, true},
+		{"503 every time", []int{503, 503}, 2, AckOutcome{Lost: true}, 2, false},
+	} {
+		tries := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			code := c.answers[min(tries, len(c.answers)-1)]
+			tries++
+			if code >= 400 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(code)
+				fmt.Fprint(w, `{"error":"no"}`)
+				return
+			}
+			w.WriteHeader(code)
+		}))
+		b, err := New(srv.URL, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := b.AckRetrying(context.Background(), "t", "1:2:3", c.attempts)
+		out.First = 0
+		if out != c.wantOut || tries != c.wantTries || (err != nil) != c.wantErr {
+			t.Errorf("%s: got %+v after %d tries, err %v; want %+v after %d, error %v", c.name, out, tries, err, c.wantOut, c.wantTries, c.wantErr)
+		}
+		b.Close()
+		srv.Close()
+	}
+}
