@@ -42,40 +42,6 @@ func newLayout(prefix string, topics, perTopic int) layout {
 	return l
 }
 
-// forEach runs fn on every item with at most conc at once; the first error
-// cancels the rest and is returned.
-func forEach[T any](ctx context.Context, items []T, conc int, fn func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range min(conc, len(items)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range work {
-				if err := fn(ctx, it); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-feed:
-	for _, it := range items {
-		select {
-		case work <- it:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
-}
-
 // brokers are clients of the nodes a phase talks to, taken in turn.
 type brokers struct {
 	list  []*client.Broker
@@ -114,7 +80,7 @@ func (b *brokers) close() {
 
 // createTopics creates the layout's topics, conc at a time.
 func createTopics(ctx context.Context, b *brokers, l layout, conc int) error {
-	return forEach(ctx, l.topics, conc, func(ctx context.Context, t messages.CreateTopicRequest) error {
+	return proc.ForEach(ctx, l.topics, conc, func(ctx context.Context, t messages.CreateTopicRequest) error {
 		for attempt := 0; ; attempt++ {
 			_, err := b.pick().CreateTopic(ctx, t)
 			if err == nil || client.IsStatus(err, 409) && attempt > 0 {
@@ -184,7 +150,7 @@ func (w *writer) fill(ctx context.Context, l layout, phase string, n, conc int) 
 			jobs = append(jobs, job{p, i})
 		}
 	}
-	return forEach(ctx, jobs, conc, func(ctx context.Context, j job) error {
+	return proc.ForEach(ctx, jobs, conc, func(ctx context.Context, j job) error {
 		return w.produce(ctx, j.p, fmt.Sprintf("%s/%s/%d/%d", phase, j.p.topic, j.p.index, j.i))
 	})
 }
@@ -198,7 +164,7 @@ const hwmAttempts = 5
 func hwms(ctx context.Context, b *brokers, l layout, conc int) (map[part]int64, error) {
 	var mu sync.Mutex
 	out := make(map[part]int64, len(l.parts))
-	err := forEach(ctx, l.topics, conc, func(ctx context.Context, t messages.CreateTopicRequest) error {
+	err := proc.ForEach(ctx, l.topics, conc, func(ctx context.Context, t messages.CreateTopicRequest) error {
 		var d messages.TopicDetails
 		var err error
 		for attempt := range hwmAttempts {
@@ -335,7 +301,7 @@ func waitHWM(ctx context.Context, b *brokers, l layout, base map[part]int64, del
 	for {
 		var failed []string
 		var mu sync.Mutex
-		err := forEach(ctx, m.topics(), conc, func(ctx context.Context, t string) error {
+		err := proc.ForEach(ctx, m.topics(), conc, func(ctx context.Context, t string) error {
 			d, err := b.pick().GetTopic(ctx, t)
 			if err != nil {
 				mu.Lock()
@@ -350,7 +316,7 @@ func waitHWM(ctx context.Context, b *brokers, l layout, base map[part]int64, del
 		})
 		if err == nil && len(failed) > 0 {
 			sort.Strings(failed)
-			err = forEach(ctx, m.shortOf(failed), conc, func(ctx context.Context, p part) error {
+			err = proc.ForEach(ctx, m.shortOf(failed), conc, func(ctx context.Context, p part) error {
 				s, err := partitionStats(ctx, b.pickBase(), p.topic, p.index)
 				if err != nil {
 					m.failed(p)
@@ -394,7 +360,7 @@ func (w *writer) pass(ctx context.Context, l layout, phase string, base map[part
 	go func() {
 		waited <- waitHWM(pctx, w.b, l, base, 1, pollConc, interval, timeout, start)
 	}()
-	err := forEach(pctx, l.parts, conc, func(ctx context.Context, p part) error {
+	err := proc.ForEach(pctx, l.parts, conc, func(ctx context.Context, p part) error {
 		return w.produce(ctx, p, fmt.Sprintf("%s/%s/%d", phase, p.topic, p.index))
 	})
 	if err == nil {
@@ -421,7 +387,7 @@ func scan(ctx context.Context, b *brokers, h *history.History, l layout, conc in
 	if err != nil {
 		return fmt.Errorf("scan: %w", err)
 	}
-	return forEach(ctx, l.parts, conc, func(ctx context.Context, p part) error {
+	return proc.ForEach(ctx, l.parts, conc, func(ctx context.Context, p part) error {
 		hwm := marks[p]
 		h.HighWatermark(p.topic, p.index, hwm)
 		idx := p.index

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,24 +113,6 @@ func TestTheOffVariantTurnsTheHandOffOffAndTheOnVariantLeavesTheDefault(t *testi
 	}
 	if n != 1 {
 		t.Errorf("off: got %s %d times, want once", handoffEnv, n)
-	}
-}
-
-func TestForEachStopsAtTheFirstError(t *testing.T) {
-	boom := errors.New("boom")
-	var ran atomic.Int64
-	items := make([]int, 1000)
-	err := forEach(context.Background(), items, 2, func(ctx context.Context, _ int) error {
-		if ran.Add(1) == 3 {
-			return boom
-		}
-		return nil
-	})
-	if !errors.Is(err, boom) {
-		t.Errorf("got %v, want boom", err)
-	}
-	if n := ran.Load(); n >= int64(len(items)) {
-		t.Errorf("ran %d items, want fewer than %d after the error", n, len(items))
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/naradmq/narad/bench/proc"
 	"github.com/naradmq/narad/cmd/narad/client"
 	"github.com/naradmq/narad/messages"
 )
@@ -30,38 +30,6 @@ func newBroker(base, password string, conns int) (*client.Broker, error) {
 	return client.New(base, client.Options{Conns: conns, Timeout: requestTimeout, User: benchUser, Password: password})
 }
 
-// forEach runs fn on every item with at most conc at once; the first error
-// stops the rest and is returned.
-func forEach[T any](ctx context.Context, items []T, conc int, fn func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range min(conc, len(items)) {
-		wg.Go(func() {
-			for it := range work {
-				if err := fn(ctx, it); err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-feed:
-	for _, it := range items {
-		select {
-		case work <- it:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
-}
-
 // retry calls fn until it succeeds, fails for good, or ctx ends; a 409
 // after a retry is the first attempt having made it.
 func retry(ctx context.Context, fn func() error) error {
@@ -82,7 +50,7 @@ func retry(ctx context.Context, fn func() error) error {
 
 // createTopics creates the layout's topics, conc at a time.
 func createTopics(ctx context.Context, b *client.Broker, l layout, conc int) error {
-	return forEach(ctx, l.topics, conc, func(ctx context.Context, name string) error {
+	return proc.ForEach(ctx, l.topics, conc, func(ctx context.Context, name string) error {
 		return retry(ctx, func() error {
 			_, err := b.CreateTopic(ctx, messages.CreateTopicRequest{Name: name, Partitions: l.perTopic})
 			return err
@@ -99,7 +67,7 @@ const consumeWait = time.Second
 // of that record and its ack. Every partition has then opened its log,
 // written, delivered and settled once, and holds no lease.
 func throughEach(ctx context.Context, b *client.Broker, l layout, conc int) error {
-	return forEach(ctx, l.topics, conc, func(ctx context.Context, topic string) error {
+	return proc.ForEach(ctx, l.topics, conc, func(ctx context.Context, topic string) error {
 		recs := make([]messages.BatchRecord, l.perTopic)
 		for p := range recs {
 			recs[p] = messages.BatchRecord{Partition: &p, Payload: json.RawMessage(fmt.Sprintf(`{"p":%d}`, p))}

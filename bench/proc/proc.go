@@ -9,7 +9,8 @@
 // /readyz, Stop sends SIGTERM and waits for the exit, Close kills every
 // process still running. proc.go is one process (Proc: its exit, its log,
 // its peak RSS, Signal); wait.go holds Poll, the one bounded wait, Tail, a
-// log's last lines for an error message, and FreePort. netns.go puts each
+// log's last lines for an error message, and FreePort; foreach.go holds
+// ForEach, the bounded fan-out the benches drive their topics through. netns.go puts each
 // node in a network namespace of its own (UseNetns), so that a run can cut
 // two nodes' Raft while both stay alive (Drop, Undrop).
 //
