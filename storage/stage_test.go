@@ -325,13 +325,14 @@ func TestASyncFSInstallBatchSyncsFilesThenMarkersThenRenames(t *testing.T) {
 	type seen struct{ markers, renamed int }
 	var barriers []seen
 	var items []InstallItem
+	var stagingDirs []string // an installed Staging's Dir is its target
 	cfg.Faults.synced = func(p string) {
 		if !strings.HasPrefix(p, syncAllNote) {
 			return
 		}
 		var s seen
-		for _, it := range items {
-			if _, err := os.Stat(filepath.Join(it.Staging.Dir(), MarkerFile)); err == nil {
+		for i, it := range items {
+			if _, err := os.Stat(filepath.Join(stagingDirs[i], MarkerFile)); err == nil {
 				s.markers++
 			}
 			if _, err := os.Stat(filepath.Join(it.Target, MarkerFile)); err == nil {
@@ -352,6 +353,7 @@ func TestASyncFSInstallBatchSyncsFilesThenMarkersThenRenames(t *testing.T) {
 		if err := st.Verify(ls.HWM); err != nil {
 			t.Fatal(err)
 		}
+		stagingDirs = append(stagingDirs, st.Dir())
 		items = append(items, InstallItem{Staging: st, Target: PartitionPath(data, topic, p),
 			Options: InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}})
 	}

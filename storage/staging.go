@@ -54,7 +54,12 @@ type Staging struct {
 	sizes  map[string]int64 // staged size of each segment
 	files  map[string]File
 	synced map[string]bool // files whose content is known durable
-	done   bool            // installed or removed
+	done   bool            // removed or set aside
+	// installed: the copy was renamed to the partition's path (dir names
+	// it now) and stays open there: a move installs it before its freeze
+	// and writes the freeze's tail into it in place (issue 46). It is
+	// never removed or quarantined through this handle.
+	installed bool
 	// staged is the marker Stage made durable, nil once anything is
 	// written to the copy after it (stage.go).
 	staged *Marker
@@ -478,6 +483,9 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if s.done {
 		return InstallResult{}, fmt.Errorf("install %s: %w", s.dir, ErrClosed)
 	}
+	if s.installed {
+		return InstallResult{}, s.sealInPlace(target, opts)
+	}
 	if s.stagedAs(opts.Marker) {
 		// Steps 1 and 2 are what Stage did, and nothing was written since.
 		if err := s.closeFiles(); err != nil {
@@ -499,12 +507,36 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if err := s.fs.Rename(s.dir, target); err != nil {
 		return res, fmt.Errorf("install %s as %s: %w", s.dir, target, err)
 	}
-	s.done = true
+	from := s.dir
+	s.dir, s.installed = target, true
 	if err := s.cfg.Faults.syncDir(s.fs, filepath.Dir(target)); err != nil {
 		return res, err
 	}
-	return res, s.cfg.Faults.syncDir(s.fs, filepath.Dir(s.dir))
+	return res, s.cfg.Faults.syncDir(s.fs, filepath.Dir(from))
 }
+
+// sealInPlace is Install of a copy already installed at target (issue 46:
+// installed before the freeze, its tail written into it under the freeze):
+// nothing is renamed and nothing at the path is set aside; what was written
+// since it was last made durable is, in Stage's order (files, then marker,
+// then the directory), so rule V6 holds for the tail as for the copy. A
+// copy untouched since, with the same marker, needs nothing.
+func (s *Staging) sealInPlace(target string, opts InstallOptions) error {
+	if s.dir != target {
+		return fmt.Errorf("install %s as %s: it is installed there already: %w", s.dir, target, ErrInvalid)
+	}
+	if s.stagedAs(opts.Marker) {
+		return s.closeFiles()
+	}
+	if err := s.Stage(opts.Marker, opts.Now); err != nil {
+		return err
+	}
+	return s.closeFiles()
+}
+
+// Installed reports whether the copy is at the partition's path (Install
+// renamed it there), where it stays open for the tail of its move.
+func (s *Staging) Installed() bool { return s.installed }
 
 // present checks, right before an install sets aside what is at the
 // partition's path, that this copy is still there to take its place: one
@@ -512,7 +544,7 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 // gone from its directory must leave the path as it is, since the copy the
 // path holds may be the one that was just installed.
 func (s *Staging) present() error {
-	if s.done {
+	if s.done || s.installed {
 		return fmt.Errorf("install %s: %w", s.dir, ErrClosed)
 	}
 	if _, err := s.fs.Lstat(s.dir); err != nil {
@@ -676,6 +708,9 @@ func (s *Staging) Quarantine() (string, error) {
 	if s.done {
 		return "", fmt.Errorf("quarantine %s: %w", s.dir, ErrClosed)
 	}
+	if s.installed {
+		return "", fmt.Errorf("quarantine %s: an installed copy is not set aside through its staging: %w", s.dir, ErrInvalid)
+	}
 	s.closeFiles()
 	s.done = true
 	return quarantine(s.fs, s.dir)
@@ -683,6 +718,9 @@ func (s *Staging) Quarantine() (string, error) {
 
 // Remove deletes the staging copy.
 func (s *Staging) Remove() error {
+	if s.installed {
+		return fmt.Errorf("remove staging %s: an installed copy is not removed through its staging: %w", s.dir, ErrInvalid)
+	}
 	s.closeFiles()
 	s.done = true
 	if err := s.fs.RemoveAll(s.dir); err != nil {
@@ -763,13 +801,21 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	}
 	var stage []StageItem
 	var at []int
+	inPlace := make([]bool, len(items))
 	for i, it := range items {
 		switch {
 		case it.Staging.done:
 			errs[i] = fmt.Errorf("install %s: %w", it.Staging.dir, ErrClosed)
+		case it.Staging.installed && it.Staging.dir != it.Target:
+			errs[i] = fmt.Errorf("install %s as %s: it is installed there already: %w", it.Staging.dir, it.Target, ErrInvalid)
 		case it.Staging.stagedAs(it.Options.Marker):
+			inPlace[i] = it.Staging.installed
 			errs[i] = it.Staging.closeFiles()
 		default:
+			// A copy installed already (before its freeze) is staged in
+			// place: its tail and marker made durable where it is, with
+			// the batch's syncs, and nothing renamed (sealInPlace).
+			inPlace[i] = it.Staging.installed
 			stage = append(stage, StageItem{Staging: it.Staging, Marker: it.Options.Marker, Now: it.Options.Now})
 			at = append(at, i)
 		}
@@ -780,8 +826,10 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}
 	}
 	dirs := map[string]bool{}
+	renamed := make([]bool, len(items))
+	stagedIn := make([]string, len(items)) // the parent each copy was renamed out of
 	for i, it := range items {
-		if errs[i] != nil {
+		if errs[i] != nil || inPlace[i] {
 			continue
 		}
 		errs[i] = func() error {
@@ -799,8 +847,9 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			if err := it.Staging.fs.Rename(it.Staging.dir, it.Target); err != nil {
 				return fmt.Errorf("install %s as %s: %w", it.Staging.dir, it.Target, err)
 			}
-			it.Staging.done = true
-			dirs[filepath.Dir(it.Target)], dirs[filepath.Dir(it.Staging.dir)] = true, true
+			stagedIn[i] = filepath.Dir(it.Staging.dir)
+			dirs[filepath.Dir(it.Target)], dirs[stagedIn[i]] = true, true
+			it.Staging.dir, it.Staging.installed, renamed[i] = it.Target, true, true
 			return nil
 		}()
 	}
@@ -832,12 +881,12 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}
 	}
 	for i, it := range items {
-		if errs[i] != nil || !it.Staging.done {
+		if errs[i] != nil || !renamed[i] {
 			continue
 		}
 		if err := failed[filepath.Dir(it.Target)]; err != nil {
 			errs[i] = err
-		} else if err := failed[filepath.Dir(it.Staging.dir)]; err != nil {
+		} else if err := failed[stagedIn[i]]; err != nil {
 			errs[i] = err
 		}
 	}
