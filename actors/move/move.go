@@ -79,6 +79,11 @@ const (
 	// does not gate the freeze: a copy that could not be staged is made
 	// durable by the install, as before.
 	Staging
+	// Placing installs the staged copy at the partition's path before the
+	// freeze (issue 46): under the freeze remain only its tail, written
+	// into it where it is, the fence and the flip. An install that fails
+	// here is done under the freeze, as before.
+	Placing
 	// Freezing waits for PrepareHandoff's answer.
 	Freezing
 	// Finalize drains the tail under the freeze (rules F7, F8).
@@ -103,7 +108,7 @@ const (
 	Blocked
 )
 
-var phaseNames = [...]string{"catch_up", "staging", "freezing", "finalize", "fencing", "verifying", "installing", "flipping", "resolving", "done", "ended", "blocked"}
+var phaseNames = [...]string{"catch_up", "staging", "placing", "freezing", "finalize", "fencing", "verifying", "installing", "flipping", "resolving", "done", "ended", "blocked"}
 
 func (p Phase) String() string {
 	if int(p) < len(phaseNames) {
@@ -148,8 +153,11 @@ type State struct {
 	CopiedTo int64
 	// VerifyFailures counts failed verifies of this move (rules V3, V4).
 	VerifyFailures int
-	// Installed: the copy is at the partition's path.
-	Installed bool
+	// Placed: the copy is at the partition's path, installed before the
+	// freeze at the HWM it was staged at; no flip was proposed on it.
+	// Installed: the install under the freeze made it durable at FinalHWM
+	// there (renamed, or its tail sealed in place): a flip may follow.
+	Placed, Installed bool
 	// Promote: the move is a force-promote (rule P5).
 	Promote bool
 	// FirstUnknown and LastUnknown are when the first and the latest flip
@@ -577,8 +585,15 @@ func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 		if s.Phase != Staging {
 			return s, nil
 		}
-		// Staged or not, the freeze follows: an unstaged copy is made
-		// durable by its install, under the freeze, as before issue 46.
+		if e.OK && !s.Promote {
+			// The staged copy goes to the partition's path now, out of
+			// the freeze: nothing is flipped to it before the fence, and
+			// the install under the freeze seals the tail in place.
+			s.Phase = Placing
+			return s, []any{Install{HWM: s.CopiedTo}}
+		}
+		// Not staged: the freeze follows, and the install under it makes
+		// the copy durable, as before issue 46.
 		return freeze(s)
 	case Installed:
 		return installed(c, s, now, e)
@@ -784,6 +799,9 @@ func verified(s State, e Verified) (State, []any) {
 }
 
 func installed(c Config, s State, now time.Duration, e Installed) (State, []any) {
+	if s.Phase == Placing {
+		return placed(s, e)
+	}
 	if s.Phase != Installing {
 		return s, nil
 	}
@@ -806,6 +824,18 @@ func installed(c Config, s State, now time.Duration, e Installed) (State, []any)
 	}
 	s.Phase = Flipping
 	return s, []any{ProposeFlip{}}
+}
+
+// placed follows the install before the freeze. A copy the path does not
+// hold whole blocks the move as under the freeze; any other failure leaves
+// the install to the freeze, where it renames or seals what it finds.
+func placed(s State, e Installed) (State, []any) {
+	if e.NotWhole {
+		s.Phase, s.BlockedReason = Blocked, ReasonInstallNotWhole
+		return s, []any{Block{Reason: ReasonInstallNotWhole}}
+	}
+	s.Placed = e.Err == nil
+	return freeze(s)
 }
 
 func flipAnswered(c Config, s State, now time.Duration, e FlipAnswered) (State, []any) {
@@ -840,9 +870,9 @@ func flipAnswered(c Config, s State, now time.Duration, e FlipAnswered) (State, 
 // off the path and the staging copy is removed.
 func endRefused(s State) (State, []any) {
 	var fx []any
-	if s.Installed {
+	if s.Installed || s.Placed {
 		fx = append(fx, RenameBack{})
-		s.Installed = false
+		s.Installed, s.Placed = false, false
 	}
 	s.Phase, s.Frozen = Ended, false
 	return s, append(fx, RemoveStaging{})
@@ -876,7 +906,7 @@ func leaderRead(c Config, s State, now time.Duration, e LeaderRead) (State, []an
 		if !settled {
 			return s, []any{ScheduleRetry{After: c.RetryAfter}}
 		}
-		s.Unknown, s.Installed = false, false
+		s.Unknown, s.Installed, s.Placed = false, false, false
 		s2, fx := startCopy(s)
 		return s2, append([]any{RenameBack{}}, fx...)
 	}

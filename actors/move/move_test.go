@@ -181,7 +181,8 @@ const mib = 1 << 20
 func toFinalize(t *testing.T) *script {
 	return newScript(t).feed(Start{}).wantFx(Fetch{}).
 		feed(PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).wantFx(Stage{HWM: 100}).
-		feed(Staged{OK: true}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
+		// issue 46: the staged copy goes to the path before the freeze.
+		feed(Staged{OK: true}).wantPhase(Placing).wantFx(Install{HWM: 100}).feed(Installed{}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
 		feed(Frozen{Token: "tok", HWM: 104}).wantPhase(Finalize)
 }
 
@@ -207,7 +208,7 @@ func TestRuleC1CatchUpCopiesWhileTheSourceServes(t *testing.T) {
 func TestRuleC2CatchUpStopsOnceAPassCopies4MiBOrLess(t *testing.T) {
 	newScript(t).feed(Start{}).
 		feed(PassDone{Copied: 100 * mib, HWM: 10}).wantPhase(CatchUp).
-		feed(PassDone{Copied: 4 * mib, HWM: 12}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+		feed(PassDone{Copied: 4 * mib, HWM: 12}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing).wantFx(PrepareHandoff{})
 }
 
 func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T) {
@@ -218,7 +219,7 @@ func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T)
 			copied -= mib // shrinking, never small enough
 			sc.feed(PassDone{Copied: copied}).wantPhase(CatchUp)
 		}
-		sc.feed(PassDone{Copied: copied - mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Freezing)
+		sc.feed(PassDone{Copied: copied - mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing)
 		if !sc.s.NonConverged || sc.s.Pass != 20 {
 			t.Fatalf("got non-converged %v after %d passes, want true after 20", sc.s.NonConverged, sc.s.Pass)
 		}
@@ -228,7 +229,7 @@ func TestRuleC3CatchUpFreezesAnywayAfter20PassesOr3WithoutProgress(t *testing.T)
 			feed(PassDone{Copied: 50 * mib}).wantPhase(CatchUp).
 			feed(PassDone{Copied: 50 * mib}).wantPhase(CatchUp).
 			feed(PassDone{Copied: 60 * mib}).wantPhase(CatchUp).
-			feed(PassDone{Copied: 70 * mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Freezing)
+			feed(PassDone{Copied: 70 * mib}).wantPhase(Staging).wantLog("warn", "did not converge").feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing)
 	})
 	t.Run("progress resets the count", func(t *testing.T) {
 		newScript(t).feed(Start{}).
@@ -245,7 +246,7 @@ func TestRuleP1AFailedPassKeepsTheSessionAndRetries(t *testing.T) {
 		feed(PassDone{Copied: 100 * mib, HWM: 7, CopiedTo: 5}).
 		feed(PassDone{Err: errNet}).wantPhase(CatchUp).wantFx(ScheduleRetry{After: time.Second}).
 		feed(Retry{}).wantFx(Fetch{}).
-		feed(PassDone{Copied: mib, HWM: 9, CopiedTo: 9}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing)
+		feed(PassDone{Copied: mib, HWM: 9, CopiedTo: 9}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing)
 }
 
 func TestRuleF5AndF7TheFreezeTokenIsReArmedEveryQuarterTTL(t *testing.T) {
@@ -280,7 +281,7 @@ func TestRuleF8FinalizeStopsAfterTwoQuietPassesWithTheSameHWM(t *testing.T) {
 	// quiet again but the HWM moved is not final yet.
 	newScript(t).feed(Start{}).
 		feed(PassDone{Copied: mib, HWM: 5, CopiedTo: 5}).
-		feed(Staged{OK: true}).
+		feed(Staged{OK: true}).feed(Installed{}).
 		feed(Frozen{HWM: 5}).
 		feed(PassDone{Copied: 0, HWM: 5}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
 		feed(PassDone{Copied: 0, HWM: 6}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
@@ -313,7 +314,7 @@ func TestRuleF10ALapsedReArmDuringFinalizeFreezesAgain(t *testing.T) {
 func TestRuleF11ASourceWithoutTokensIsNotFencedAndWarns(t *testing.T) {
 	newScript(t).feed(Start{}).
 		feed(PassDone{Copied: mib, HWM: 5}).
-		feed(Staged{OK: true}).
+		feed(Staged{OK: true}).feed(Installed{}).
 		feed(Frozen{HWM: 5}).wantPhase(Finalize).wantFx(Fetch{Final: true}).
 		feed(RearmDue{}).wantFx().
 		feed(PassDone{Copied: 0, HWM: 5}).
@@ -359,7 +360,7 @@ func TestRuleV4ASecondFailedVerifyBlocksWithoutFreezingAgain(t *testing.T) {
 		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: false}).
 		feed(PassDone{Copied: mib, HWM: 104, CopiedTo: 104}).
-		feed(Staged{OK: true}).
+		feed(Staged{OK: true}).feed(Installed{}).
 		feed(Frozen{Token: "t2", HWM: 104}).
 		feed(PassDone{Copied: 0, HWM: 104}).
 		feed(Verified{OK: false}).wantPhase(Blocked).wantLog("error", "cannot be verified")
@@ -485,7 +486,7 @@ func TestRuleF9ALapseDuringTheInstallIsFencedAgainBeforeTheFlip(t *testing.T) {
 func TestRuleF7OnlyAnAnsweredReArmRenewsTheFreeze(t *testing.T) {
 	sc := newScript(t).feed(Start{}).
 		feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).
-		feed(Staged{OK: true}).
+		feed(Staged{OK: true}).feed(Installed{}).
 		at(2 * time.Second).feed(Frozen{Token: "tok", HWM: 100, SentAt: time.Second})
 	if sc.s.RenewedAt != time.Second {
 		t.Fatalf("after the handoff sent at 1s: got renewed at %s, want 1s", sc.s.RenewedAt)
@@ -578,7 +579,7 @@ func TestRuleF9NoInstallOrFlipOnAFreezeThatMayHaveLapsed(t *testing.T) {
 		{"not for a source without tokens", func(t *testing.T) {
 			newScript(t).feed(Start{}).
 				feed(PassDone{Copied: mib, HWM: 5, CopiedTo: 5}).
-				feed(Staged{OK: true}).
+				feed(Staged{OK: true}).feed(Installed{}).
 				feed(Frozen{HWM: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
@@ -646,7 +647,7 @@ func TestRuleP2ThePromoteGateRunsOnlyBeforeTheDrainEnds(t *testing.T) {
 			at(3 * time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute})
 	}
 	t.Run("asking for the freeze", func(t *testing.T) {
-		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing).lost()
+		sc := newScript(t).feed(Start{}).feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing).lost()
 		dead(sc).wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
 	})
 	for _, phase := range []Phase{Verifying, Installing, Flipping} {
@@ -708,10 +709,10 @@ func TestRuleP4TheCopyMustReachTheHighestHWMAnyListingReported(t *testing.T) {
 			events:   []any{PassDone{Copied: 500 * mib, HWM: 150, CopiedTo: 150}, PassDone{Copied: 400 * mib, HWM: 120, CopiedTo: 120}},
 			copiedTo: 120, knownHWM: 150},
 		{name: "PrepareHandoff's answer",
-			events:   []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Frozen{Token: "tok", HWM: 104}},
+			events:   []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Installed{}, Frozen{Token: "tok", HWM: 104}},
 			copiedTo: 100, knownHWM: 104},
 		{name: "PrepareHandoff's answer below the last listing",
-			events:    []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Frozen{Token: "tok", HWM: 90}},
+			events:    []any{PassDone{Copied: mib, HWM: 100, CopiedTo: 100}, Staged{OK: true}, Installed{}, Frozen{Token: "tok", HWM: 90}},
 			promoteAt: 100},
 		{name: "a first listing whose chunks failed",
 			events:   []any{PassDone{Listed: true, HWM: 50, Err: errNet}},
@@ -764,7 +765,7 @@ func TestRuleP4AListingWhoseChunksFailedBlocksThePromoteUntilTheSourceReturns(t 
 	// The source returns: unblocked, and the copy catches up.
 	sc.feed(SourceSeen{Dead: false}).wantFx(Unblock{Reason: ReasonSourceDeadCopyBehind}).
 		feed(Retry{}).wantFx(Fetch{}).
-		feed(PassDone{Copied: 2 * mib, HWM: h2, CopiedTo: h2}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing)
+		feed(PassDone{Copied: 2 * mib, HWM: h2, CopiedTo: h2}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing)
 }
 
 // rule P4: whatever path leads to an install, none is emitted below the
@@ -788,7 +789,7 @@ func TestRuleP4NoInstallBelowTheHighestListedHWM(t *testing.T) {
 		{name: "from a source without tokens", run: func(t *testing.T) *script {
 			return newScript(t).feed(Start{}).
 				feed(PassDone{Copied: mib, HWM: 7, CopiedTo: 7}).
-				feed(Staged{OK: true}).
+				feed(Staged{OK: true}).feed(Installed{}).
 				feed(Frozen{HWM: 7}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
 				feed(PassDone{Copied: 0, HWM: 5, CopiedTo: 5}).
@@ -836,7 +837,7 @@ func TestEventsOutOfPhaseAreIgnored(t *testing.T) {
 // The phase names are the words of the moves listing (GET
 // /v1/cluster/moves?detail=1, narad cluster moves --detail).
 func TestPhaseNamesAreTheListingsWords(t *testing.T) {
-	for p, want := range map[Phase]string{CatchUp: "catch_up", Finalize: "finalize", Resolving: "resolving", Blocked: "blocked", Staging: "staging", Blocked + 1: "phase(12)"} {
+	for p, want := range map[Phase]string{CatchUp: "catch_up", Finalize: "finalize", Resolving: "resolving", Blocked: "blocked", Staging: "staging", Placing: "placing", Blocked + 1: "phase(13)"} {
 		if got := p.String(); got != want {
 			t.Errorf("phase %d: got %q, want %q", int(p), got, want)
 		}
@@ -1157,6 +1158,7 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 		Start{},
 		PassDone{Copied: 3 * mib, HWM: 100, CopiedTo: 100},
 		Staged{OK: true},
+		Installed{},
 		Frozen{Token: "t1", HWM: 104},
 		PassDone{Copied: 0, HWM: 104, CopiedTo: 104},
 		Verified{OK: true},
@@ -1167,7 +1169,7 @@ func TestEveryRequestOfAMoveCarriesAFreshAttempt(t *testing.T) {
 		sc.feed(ev)
 		record(sc.fx)
 	}
-	want := []string{"move.Fetch", "move.Stage", "move.PrepareHandoff", "move.Fetch", "move.Verify", "move.Fence", "move.Install", "move.ProposeFlip", "move.ReadLeader"}
+	want := []string{"move.Fetch", "move.Stage", "move.Install", "move.PrepareHandoff", "move.Fetch", "move.Verify", "move.Fence", "move.Install", "move.ProposeFlip", "move.ReadLeader"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("requests: got %v, want %v", kinds, want)
 	}
@@ -1199,4 +1201,48 @@ func TestRuleP5APromoteCanComeWhileTheCopyIsStaged(t *testing.T) {
 		at(0).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
 		at(3*time.Minute).feed(SourceSeen{Dead: true, Leader: true, StampAge: 5 * time.Minute}).
 		wantPhase(Verifying).wantFx(Log{Level: "warn"}, Verify{HWM: 100})
+}
+
+// Issue 46: a staged copy goes to the partition's path before the freeze,
+// so the freeze holds only the tail, the fence and the flip. A fence
+// refused on a placed copy freezes again with the copy where it is (rule
+// F10: no flip was proposed on it); the install under the freeze then
+// seals the tail in place, and only then is the flip proposed.
+func TestACopyPlacedBeforeTheFreezeKeepsOnlyTheTailTheFenceAndTheFlipUnderIt(t *testing.T) {
+	sc := toFinalize(t)
+	if !sc.s.Placed || sc.s.Installed {
+		t.Fatalf("frozen after the placing: got Placed %v Installed %v, want true, false", sc.s.Placed, sc.s.Installed)
+	}
+	sc.feed(PassDone{Copied: 0, HWM: 104}).
+		feed(Verified{OK: true}).
+		feed(Fenced{Refused: true}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+	if !sc.s.Placed {
+		t.Fatal("a refused fence on a placed copy: got Placed false, want the copy left at the path")
+	}
+	sc.feed(Frozen{Token: "tok2", HWM: 110}).
+		feed(PassDone{Copied: 600, HWM: 110}).
+		feed(PassDone{Copied: 0, HWM: 110}).
+		feed(PassDone{Copied: 0, HWM: 110}).wantPhase(Verifying).
+		feed(Verified{OK: true}).wantFx(Fence{Token: "tok2", HWM: 110}).
+		feed(Fenced{}).wantPhase(Installing).wantFx(Install{HWM: 110}).
+		feed(Installed{}).wantPhase(Flipping).wantFx(ProposeFlip{})
+}
+
+// Issue 46: an install before the freeze that fails leaves the install to
+// the freeze; one whose copy the path does not hold whole blocks the move;
+// a move refused for good with a placed copy takes it off the path.
+func TestAPlacingThatFailsOrAMoveThatEndsLeavesNoCopyAtThePath(t *testing.T) {
+	toPlacing := func() *script {
+		return newScript(t).feed(Start{}).
+			feed(PassDone{Copied: mib, HWM: 9, CopiedTo: 9}).
+			feed(Staged{OK: true}).wantPhase(Placing).wantFx(Install{HWM: 9})
+	}
+	sc := toPlacing().feed(Installed{Err: errNet}).wantPhase(Freezing).wantFx(PrepareHandoff{})
+	if sc.s.Placed {
+		t.Fatal("a failed placing: got Placed true, want false")
+	}
+	toPlacing().feed(Installed{Err: errNet, NotWhole: true}).wantPhase(Blocked).wantFx(Block{Reason: ReasonInstallNotWhole})
+	sc = toPlacing().feed(Installed{}).feed(Frozen{Token: "tok", HWM: 9}).
+		feed(PassDone{HWM: 9, CopiedTo: 9}).feed(Verified{OK: true}).feed(Fenced{}).feed(Installed{}).
+		feed(FlipAnswered{Code: FlipRefused}).wantPhase(Ended).wantFx(RenameBack{}, RemoveStaging{})
 }

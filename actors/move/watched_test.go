@@ -127,7 +127,7 @@ func TestRuleP2NoPromoteWhileTheSourceMayStillAnswer(t *testing.T) {
 	})
 	t.Run("a prepare on its way", func(t *testing.T) {
 		newScript(t).feed(Start{}).
-			feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
+			feed(PassDone{Copied: mib, HWM: 100, CopiedTo: 100}).wantPhase(Staging).feed(Staged{OK: true}).wantPhase(Placing).feed(Installed{}).wantPhase(Freezing).wantFx(PrepareHandoff{}).
 			at(0).feed(dead).
 			at(3 * time.Minute).feed(dead).wantPhase(Freezing).wantFx().
 			feed(Frozen{Err: errNet}).wantPhase(Verifying)

@@ -127,14 +127,17 @@ func TestRuleX9AMoveGoneWhileItsSourceIsDeadSetsItsCopyAside(t *testing.T) {
 				r := newWorkerRig(t, 5, true) // held in Finalize, the copy staged
 				r.start()
 				synctest.Wait()
-				if !exists(t, r.stagingPath()) {
-					t.Fatal("before the stop: got no staging copy, want one")
+				// issue 46: staged, the copy went to the path before the
+				// freeze; no flip was proposed on it.
+				if !exists(t, r.partitionPath()) || exists(t, r.stagingPath()) {
+					t.Fatalf("before the stop: copy at the path %v, staging %v; want the copy placed at the path", exists(t, r.partitionPath()), exists(t, r.stagingPath()))
 				}
 				stopGone(t, r, tc.sourceDead)
 				r.releaseFinal()
 				q := r.stagingPath() + ".quarantine"
-				if exists(t, q) != tc.setAside || exists(t, r.stagingPath()) {
-					t.Fatalf("after the stop: quarantine %v, staging %v; want quarantine %v and no staging", exists(t, q), exists(t, r.stagingPath()), tc.setAside)
+				if exists(t, q) != tc.setAside || exists(t, r.stagingPath()) || exists(t, r.partitionPath()) {
+					t.Fatalf("after the stop: quarantine %v, staging %v, path %v; want quarantine %v, no staging and nothing at the path",
+						exists(t, q), exists(t, r.stagingPath()), exists(t, r.partitionPath()), tc.setAside)
 				}
 			})
 		})
@@ -224,8 +227,10 @@ func TestRuleK7TheDestinationDropsEarlierStateBeforeAndAfterTheInstall(t *testin
 			}))
 		}
 		runInstall(t, r)
-		if got := asks.Load(); got != 2 || installedAtFirst.Load() || !installedAtSecond.Load() {
-			t.Fatalf("drops asked: got %d (installed at the first: %v, at the second: %v), want 2: one before the install, one after",
+		// issue 46: one before the install (at the stage), one after the
+		// install before the freeze, one after the seal under it.
+		if got := asks.Load(); got != 3 || installedAtFirst.Load() || !installedAtSecond.Load() {
+			t.Fatalf("drops asked: got %d (installed at the first: %v, at the last: %v), want 3: one before the install, two after",
 				got, installedAtFirst.Load(), installedAtSecond.Load())
 		}
 	})
@@ -244,7 +249,7 @@ func TestRuleK7NoDropIsAskedOfAPartitionNothingRunsFor(t *testing.T) {
 	for _, tc := range []struct {
 		running bool
 		want    int32
-	}{{true, 2}, {false, 0}} {
+	}{{true, 3}, {false, 0}} {
 		synctest.Test(t, func(t *testing.T) {
 			r := newWorkerRig(t, 5, false)
 			r.d.Running = runningSet(tc.running)
@@ -355,21 +360,27 @@ func TestTheInstallRemovesAnOldCopyOnlyWhenTheOwnerVouchesForIt(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				var atFreeze atomic.Int32 // 0 not seen, 1 on the path, 2 gone
+				var atFreeze atomic.Int32 // 0 not seen, 1 the old copy on the path, 2 the new one placed
 				pass := r.d.Knobs.Pass
 				r.d.Knobs.Pass = func(ctx context.Context, k messages.PartitionKey, final bool) error {
 					if final && atFreeze.Load() == 0 {
-						on := int32(2)
-						if exists(t, r.partitionPath()) {
-							on = 1
+						on := int32(1)
+						if ls, err := storage.ListClosed(r.partitionPath(), r.d.LogConfig, time.Now()); err == nil && ls.HWM == 5 {
+							on = 2
 						}
 						atFreeze.Store(on)
 					}
 					return pass(ctx, k, final)
 				}
 				runInstall(t, r)
-				if got := atFreeze.Load() == 2; got != tc.reclaimedEarly {
-					t.Fatalf("the old copy taken off the path before the freeze: got %v, want %v", got, tc.reclaimedEarly)
+				// issue 46: whatever the verdict, the copy is placed at the
+				// path before the freeze, and the old one is off it.
+				if got := atFreeze.Load(); got != 2 {
+					t.Fatalf("at the freeze: got %d, want 2 (the new copy placed at the path)", got)
+				}
+				reclaimed := r.logs.count(slog.LevelInfo, "move: removed an earlier copy at the partition's path, which the source vouches for, before the freeze") == 1
+				if reclaimed != tc.reclaimedEarly {
+					t.Fatalf("the old copy reclaimed by the stage: got %v, want %v", reclaimed, tc.reclaimedEarly)
 				}
 				q := r.partitionPath() + ".quarantine"
 				if exists(t, q) != tc.quarantined {

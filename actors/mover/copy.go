@@ -61,7 +61,10 @@ func (c diskCopy) Install(hwm int64, force bool) func(context.Context, func(Inst
 func (c diskCopy) Installed(o InstallOutcome) {
 	w := c.w
 	if o.Err == nil {
-		w.staging = nil // renamed into place: the copy is the partition now
+		// The copy is at the partition's path, and w.staging (when the
+		// install had it open) goes on writing there: the tail of a copy
+		// installed before its freeze is copied into it in place, and the
+		// install under the freeze seals it there (issue 46).
 		w.installed = o.Dir
 	}
 	w.noteInstallFailure(o)
@@ -80,6 +83,9 @@ func (c diskCopy) Discard() {
 func (c diskCopy) RenameBack() {
 	w := c.w
 	w.endStaging()
+	if w.staging != nil {
+		w.staging.Close() // open at the path it is taken off
+	}
 	if err := w.d.Dirs.RenameBack(w.key, w.installed); err != nil {
 		// Left in place: such a copy can confirm a flip, never undo
 		// one; refused by the guard, it went with its incarnation's

@@ -245,6 +245,15 @@ func (w *worker) stop() {
 		w.fx.Release(w.state.Token)
 	}
 	ownsIt := found && a.Owner == w.d.NodeID
+	if w.state.Placed && !w.state.Installed && !ownsIt && w.state.Phase != move.Done {
+		// Installed before its freeze and never sealed under one, so no
+		// flip was proposed on it: it goes back to staging, to resume from
+		// or to be judged as any staging copy is (issue 46). Left at the
+		// path, the stale-copy sweep would judge it as an install whose
+		// flip may have committed.
+		diskCopy{w}.RenameBack()
+		w.state.Placed = false
+	}
 	if ownsIt && w.state.Installed && !w.ended {
 		// The runner saw this worker's flip in the replica before the
 		// flip's answer (slow, or lost as an unknown outcome) reached the

@@ -188,7 +188,15 @@ func (n *node) crash() {
 	}
 	n.workers = map[int]*worker{}
 	n.flips = nil // their workers are gone: their outcomes are unknown to nobody
-	for _, s := range n.staging {
+	for p, s := range n.staging {
+		if s.installed {
+			// Renamed to the partition's path before its freeze: the
+			// staging directory is gone, and a worker after the restart
+			// copies into a new one; the copy at the path keeps what was
+			// synced of it (issue 46).
+			n.staging[p] = &plog{}
+			continue
+		}
 		if n := min(len(s.recs), s.synced()); n < len(s.recs) {
 			s.recs = s.recs[:n]
 			s.touch()

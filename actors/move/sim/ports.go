@@ -308,22 +308,38 @@ func (wk *worker) Install(hwm int64, force bool) func(context.Context, func(move
 				done(mover.InstallOutcome{Err: errNoAnswer})
 				return
 			}
-			if s.installed || s.hwm() < hwm {
-				// Renamed away by an earlier install (storage.ErrClosed),
-				// or short of the HWM: nothing at the path changes.
+			if s.hwm() < hwm || (s.installed && n.disk[wk.p] != s) {
+				// Short of the HWM, or renamed away and no longer at the
+				// path (storage.ErrClosed): nothing at the path changes.
 				done(mover.InstallOutcome{Err: errNoAnswer})
 				return
 			}
 			recs := s.recs[:hwm]
 			if w.cfg.Breaks.Stage && s.staged != nil {
 				// The stage taken for good whatever was written after it:
-				// the install renames what the stage made durable.
+				// the install renames, or seals in place, what the stage
+				// made durable.
 				recs = s.staged
 			}
+			if s.installed {
+				// Installed before the freeze (issue 46): the tail was
+				// written into it at the path, and this install seals it
+				// there. From here it is the partition's copy, as after a
+				// rename.
+				w.checkInstall(wk, recs, hwm, force)
+				n.disk[wk.p] = &plog{recs: slices.Clone(recs), installed: true}
+				n.staging[wk.p] = &plog{}
+				n.installCursor(wk.p, hwm)
+				done(mover.InstallOutcome{})
+				return
+			}
 			w.checkInstall(wk, recs, hwm, force)
-			n.disk[wk.p] = &plog{recs: slices.Clone(recs)}
+			s.recs = slices.Clone(recs)
+			// Renamed into place, and still this move's copy: what the
+			// worker writes to it now lands at the path (storage.Staging
+			// stays open at its target).
 			s.installed = true
-			n.staging[wk.p] = &plog{}
+			n.disk[wk.p] = s
 			n.installCursor(wk.p, hwm)
 			done(mover.InstallOutcome{})
 		})
@@ -348,6 +364,7 @@ func (wk *worker) dropStaging() {
 func (wk *worker) RenameBack() {
 	n := wk.n
 	if d := n.disk[wk.p]; d != nil {
+		d.installed = false
 		n.staging[wk.p] = d
 		delete(n.disk, wk.p)
 		if c, ok := n.cursorDisk[wk.p]; ok {

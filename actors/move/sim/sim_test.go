@@ -90,7 +90,7 @@ func TestBreaksAreFound(t *testing.T) {
 		{"F3", 92, false, Breaks{F3: true}, false, []string{"'s hwm is", "lost on handover", "two committers"}},
 		// The P4 fix reverted: a listing whose chunk reads failed does not
 		// count, and the promote is below an HWM the source reported.
-		{"P4", 1393, false, Breaks{P4: true}, false, []string{"(rule P4)"}},
+		{"P4", 212, false, Breaks{P4: true}, false, []string{"(rule P4)"}},
 		// rule T1: a dead destination's target cleared at once.
 		{"T1", 2, false, Breaks{T1: true}, false, []string{"(rule T1)"}},
 		// rule F2: reported with leases out before the drain deadline.
@@ -100,7 +100,7 @@ func TestBreaksAreFound(t *testing.T) {
 		// Found by the simulator, fixed since (rule P2): a destination cut
 		// off with a stale replica promoted a source that had been back in
 		// between, on its own clock and its replica's old verdict.
-		{"P2", 9214, false, Breaks{P2: true}, false, []string{"(rule P2)"}},
+		{"P2", 1313, false, Breaks{P2: true}, false, []string{"(rule P2)"}},
 		// Found by the simulator, fixed since: a flip proposal delayed
 		// past an abort and a re-plan to the same target committed for
 		// the new move after the old worker released the freeze.

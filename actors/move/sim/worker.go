@@ -63,6 +63,11 @@ func (n *node) runMoves() {
 		if _, running := n.workers[p]; running {
 			continue
 		}
+		if s := n.staging[p]; s != nil && s.installed {
+			// An earlier worker's copy, renamed to the path: a new
+			// worker opens the staging directory afresh (issue 46).
+			n.staging[p] = &plog{}
+		}
 		wk := &worker{n: n, p: p, source: want[p].Owner, since: want[p].TargetSince, born: w.now, state: move.New()}
 		wk.fx = &mover.Effects{Key: messages.PartitionKey{Topic: topic, Incarnation: incarnation, Partition: p},
 			NodeID: n.id, Source: wk.source, Since: wk.since, DeadTimeout: deadTimeout, RequestTimeout: requestTimeout,
@@ -104,6 +109,12 @@ func (wk *worker) stop() {
 	a, found := n.replica.Get(incarnation, wk.p)
 	if wk.state.Phase != move.Done && move.ReleaseOnStop(wk.state.Installed, found, a.Owner, a.Target, n.id) {
 		wk.release()
+	}
+	if wk.state.Placed && !wk.state.Installed && wk.state.Phase != move.Done && !(found && a.Owner == n.id) {
+		// Installed before its freeze, never sealed: back to staging, as
+		// the mover's worker does (issue 46).
+		wk.RenameBack()
+		wk.state.Placed = false
 	}
 	if !wk.state.Installed && wk.state.Phase != move.Done && move.Gone(found, a.Owner, a.Target, n.id) {
 		n.staging[wk.p] = &plog{}
