@@ -348,8 +348,8 @@ func TestClusterTopicRecreatedDuringMovesKeepsIncarnationsApart(t *testing.T) {
 	// Partition 1's destination goes down holding its staging copy: the
 	// delete never reaches it.
 	down := dest[1]
-	if !stagingExists(c.node(down), topic, 1) {
-		t.Fatalf("staging copy of %s on n%d before the kill: got none, want the held move's", partitionKeyString(key(old, 1)), down+1)
+	if !moveCopyExists(c.node(down), topic, 1) {
+		t.Fatalf("the move's copy of %s on n%d before the kill: got none, want the held move's", partitionKeyString(key(old, 1)), down+1)
 	}
 	load.down(down)
 	c.kill(down)
