@@ -65,6 +65,9 @@ func (s *Staging) stageInPlace(m Marker, now time.Time) error {
 	if err := s.cfg.Faults.writeFileSync(s.fs, filepath.Join(s.dir, MarkerFile), b); err != nil {
 		return fmt.Errorf("stage %s in place: %w", s.dir, err)
 	}
+	if err := s.syncRename(); err != nil {
+		return err
+	}
 	s.markSynced()
 	s.staged = &m
 	return nil

@@ -367,3 +367,40 @@ func TestASyncFSInstallBatchSyncsFilesThenMarkersThenRenames(t *testing.T) {
 		t.Fatalf("barriers saw (markers in staging, copies renamed) %v, want %v", barriers, want)
 	}
 }
+
+// rule V6, issue 46: an install whose rename went through but whose
+// directory syncs failed answers the error, and the copy stays installed
+// at the path; the next Install of it (the seal under the freeze) syncs
+// both directories the rename touched before it answers, so no flip
+// follows a rename that may not be durable.
+func TestAnInstallRetriedAfterAFailedDirectorySyncSyncsTheRenameFirst(t *testing.T) {
+	data := t.TempDir()
+	_, st, ls := stagedCopy(t, data, 0, 2)
+	faults := NewFaults(nil)
+	st.cfg.Faults = faults
+	var synced []string
+	faults.synced = func(p string) { synced = append(synced, p) }
+	target := PartitionPath(data, "t", 0)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := InstallOptions{Marker: Marker{PromotedHWM: ls.HWM, SourceNode: "n1"}, Now: t0}
+	stagedIn := filepath.Dir(st.Dir())
+	faults.Set(FaultFsync)
+	if _, err := st.Install(target, opts); err == nil {
+		t.Fatal("install with every fsync failing: got nil, want the error")
+	}
+	if !st.Installed() || st.Dir() != target {
+		t.Fatalf("after the failed sync: got Installed %v at %s, want the copy renamed to %s", st.Installed(), st.Dir(), target)
+	}
+	faults.Set(FaultsOff)
+	synced = nil
+	if _, err := st.Install(target, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Dir(target), stagedIn} {
+		if !slices.Contains(synced, dir) {
+			t.Fatalf("the retried install synced %q, want %s among them", synced, dir)
+		}
+	}
+}

@@ -60,6 +60,12 @@ type Staging struct {
 	// and writes the freeze's tail into it in place (issue 46). It is
 	// never removed or quarantined through this handle.
 	installed bool
+	// renamedFrom is the directory the install renamed the copy out of,
+	// and renameDurable whether both directories the rename touched were
+	// synced: an install that failed after its rename leaves that to the
+	// next Install of the copy, which syncs them before it answers (V6).
+	renamedFrom   string
+	renameDurable bool
 	// staged is the marker Stage made durable, nil once anything is
 	// written to the copy after it (stage.go).
 	staged *Marker
@@ -507,12 +513,25 @@ func (s *Staging) Install(target string, opts InstallOptions) (InstallResult, er
 	if err := s.fs.Rename(s.dir, target); err != nil {
 		return res, fmt.Errorf("install %s as %s: %w", s.dir, target, err)
 	}
-	from := s.dir
+	s.renamedFrom = filepath.Dir(s.dir)
 	s.dir, s.installed = target, true
-	if err := s.cfg.Faults.syncDir(s.fs, filepath.Dir(target)); err != nil {
-		return res, err
+	return res, s.syncRename()
+}
+
+// syncRename syncs the two directories the install's rename touched,
+// once both are synced: until then the rename may not be durable.
+func (s *Staging) syncRename() error {
+	if s.renameDurable {
+		return nil
 	}
-	return res, s.cfg.Faults.syncDir(s.fs, filepath.Dir(from))
+	if err := s.cfg.Faults.syncDir(s.fs, filepath.Dir(s.dir)); err != nil {
+		return err
+	}
+	if err := s.cfg.Faults.syncDir(s.fs, s.renamedFrom); err != nil {
+		return err
+	}
+	s.renameDurable = true
+	return nil
 }
 
 // sealInPlace is Install of a copy already installed at target (issue 46:
@@ -525,10 +544,12 @@ func (s *Staging) sealInPlace(target string, opts InstallOptions) error {
 	if s.dir != target {
 		return fmt.Errorf("install %s as %s: it is installed there already: %w", s.dir, target, ErrInvalid)
 	}
-	if s.stagedAs(opts.Marker) {
-		return s.closeFiles()
+	if !s.stagedAs(opts.Marker) {
+		if err := s.Stage(opts.Marker, opts.Now); err != nil {
+			return err
+		}
 	}
-	if err := s.Stage(opts.Marker, opts.Now); err != nil {
+	if err := s.syncRename(); err != nil {
 		return err
 	}
 	return s.closeFiles()
@@ -811,6 +832,9 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		case it.Staging.stagedAs(it.Options.Marker):
 			inPlace[i] = it.Staging.installed
 			errs[i] = it.Staging.closeFiles()
+			if inPlace[i] && errs[i] == nil {
+				errs[i] = it.Staging.syncRename()
+			}
 		default:
 			// A copy installed already (before its freeze) is staged in
 			// place: its tail and marker made durable where it is, with
@@ -849,7 +873,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			}
 			stagedIn[i] = filepath.Dir(it.Staging.dir)
 			dirs[filepath.Dir(it.Target)], dirs[stagedIn[i]] = true, true
-			it.Staging.dir, it.Staging.installed, renamed[i] = it.Target, true, true
+			it.Staging.dir, it.Staging.installed, it.Staging.renamedFrom, renamed[i] = it.Target, true, stagedIn[i], true
 			return nil
 		}()
 	}
@@ -888,6 +912,8 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			errs[i] = err
 		} else if err := failed[stagedIn[i]]; err != nil {
 			errs[i] = err
+		} else {
+			it.Staging.renameDurable = true
 		}
 	}
 	return results, errs
