@@ -555,6 +555,13 @@ func (s *Staging) sealInPlace(target string, opts InstallOptions) error {
 	return s.closeFiles()
 }
 
+// SealedAs reports whether the copy is installed at the partition's path,
+// its rename durable, and staged there with marker m with nothing written
+// since: an Install with m would have nothing to do.
+func (s *Staging) SealedAs(m Marker) bool {
+	return s != nil && s.installed && s.renameDurable && s.stagedAs(m)
+}
+
 // Installed reports whether the copy is at the partition's path (Install
 // renamed it there), where it stays open for the tail of its move.
 func (s *Staging) Installed() bool { return s.installed }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -413,6 +414,55 @@ func TestRuleV4AWorkerStartedWithTwoFailedVerifiesCarriedNeverFreezes(t *testing
 		}
 		if got := r.carried(); got != 2 {
 			t.Fatalf("the carried count: got %d, want 2 kept", got)
+		}
+	})
+}
+
+// Issue 46: a copy placed at the partition's path before its freeze gets
+// the tail written since its stage in place, and the install under the
+// freeze seals it there: the flip hands over a copy at the final HWM, its
+// marker saying so. An untouched placed copy is not installed again; one
+// with a tail must be.
+func TestAPlacedCopyGetsItsTailInPlaceAndIsSealedBeforeTheFlip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		// The prepare takes a second to arm the freeze: the records
+		// committed meanwhile are the tail its listing reports.
+		r.source.prepareDelay = time.Second
+		r.start()
+		defer r.stop()
+		synctest.Wait()
+		if ls, err := storage.ListClosed(r.partitionPath(), r.d.LogConfig, time.Now()); err != nil || ls.HWM != 5 {
+			t.Fatalf("placed before the freeze: got HWM %d (%v), want 5", ls.HWM, err)
+		}
+		for i := range 3 {
+			if _, err := r.source.log.Append(time.Now(), []storage.Entry{{Body: fmt.Appendf(nil, `"tail %d"`, i)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		select {
+		case e := <-r.ended:
+			if !e.flipped {
+				t.Fatal("the move: got ended without a flip, want flipped")
+			}
+		default:
+			t.Fatal("the move: got no end, want flipped")
+		}
+		ls, err := storage.ListClosed(r.partitionPath(), r.d.LogConfig, time.Now())
+		if err != nil || ls.HWM != 8 {
+			t.Fatalf("the installed copy: got HWM %d (%v), want 8 with the tail", ls.HWM, err)
+		}
+		m, err := storage.ReadMarker(r.partitionPath())
+		if err != nil || m.PromotedHWM != 8 {
+			t.Fatalf("the installed copy's marker: got %+v (%v), want promoted at 8", m, err)
+		}
+		r.store.mu.Lock()
+		flips := slices.Clone(r.store.flips)
+		r.store.mu.Unlock()
+		if len(flips) != 1 || flips[0].HWM == nil || *flips[0].HWM != 8 {
+			t.Fatalf("flips: got %+v, want one at 8", flips)
 		}
 	})
 }

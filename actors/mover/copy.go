@@ -320,13 +320,17 @@ type installInput struct {
 	// so already, before the install.
 	dropEarlier  func() error
 	droppedEarly bool
+	// placed is the directory the install before the freeze put at the
+	// partition's path (nil: none).
+	placed os.FileInfo
 }
 
 func (w *worker) installInput(hwm int64, force bool) (installInput, error) {
 	s, err := w.openStaging()
 	t, _ := w.store.Topic(w.key.Topic)
 	return installInput{staging: s, hwm: hwm, force: force, position: w.fx.position,
-		lastList: w.fx.lastList, listedAt: w.fx.listedAt, topic: t, dropEarlier: w.dropper(), droppedEarly: w.fx.droppedEarly}, err
+		lastList: w.fx.lastList, listedAt: w.fx.listedAt, topic: t, dropEarlier: w.dropper(), droppedEarly: w.fx.droppedEarly,
+		placed: w.installed}, err
 }
 
 // dropper is the install's request to the partitions supervisor (rule
@@ -447,6 +451,14 @@ func (w *worker) install(in installInput) InstallOutcome {
 	if err := w.writeCopyState(in); err != nil {
 		return InstallOutcome{Err: err}
 	}
+	marker := storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source, Children: markerChildren(in.topic, w.key)}
+	if s.SealedAs(marker) && in.placed != nil {
+		// Placed before the freeze, read back whole there under the
+		// topic's guard, durable with this very marker, and nothing
+		// written to it since (issue 46): the install under the freeze
+		// has nothing to do. The flip checks the topic's incarnation.
+		return InstallOutcome{Dir: in.placed}
+	}
 	// rule K7: no state of an earlier ownership of this partition on this
 	// node survives into the install, before it (here, or at the stage)
 	// and again after it.
@@ -459,7 +471,7 @@ func (w *worker) install(in installInput) InstallOutcome {
 		return InstallOutcome{Err: err, PrepareRefused: true}
 	}
 	res, err := w.d.Installs.install(w.d, w.key, s, storage.InstallOptions{
-		Marker: storage.Marker{PromotedHWM: in.hwm, ForcePromoted: in.force, SourceNode: w.source, Children: markerChildren(in.topic, w.key)},
+		Marker: marker,
 		Now:    w.clock.Now(), RetentionAge: time.Duration(in.topic.RetentionMs) * time.Millisecond,
 		Vouched: sweeper.VouchedBy(in.lastList, w.d.NodeID, w.d.LogConfig, time.Duration(in.topic.RetentionMs)*time.Millisecond, w.d.Logger)})
 	if err != nil {
