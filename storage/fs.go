@@ -33,6 +33,10 @@ type FS interface {
 	// name going with it.
 	Rename(from, to string) error
 	MkdirAll(name string, perm os.FileMode) error
+	// Mkdir creates one directory whose parent exists; it fails with an
+	// error matching fs.ErrExist when the name is taken, fs.ErrNotExist
+	// when the parent is missing.
+	Mkdir(name string, perm os.FileMode) error
 	Chtimes(name string, atime, mtime time.Time) error
 	// SyncDir makes what an fsync of a descriptor opened on name makes
 	// durable: a directory's entries (the names created, renamed and
@@ -78,6 +82,7 @@ func (osFS) Rename(from, to string) error               { return os.Rename(from,
 func (osFS) MkdirAll(name string, perm os.FileMode) error {
 	return os.MkdirAll(name, perm)
 }
+func (osFS) Mkdir(name string, perm os.FileMode) error { return os.Mkdir(name, perm) }
 func (osFS) Chtimes(name string, atime, mtime time.Time) error {
 	return os.Chtimes(name, atime, mtime)
 }

@@ -469,6 +469,31 @@ func (c *FS) MkdirAll(name string, _ os.FileMode) error {
 	return nil
 }
 
+// Mkdir creates one directory whose parent exists; its name is durable
+// only once the parent is synced.
+func (c *FS) Mkdir(name string, _ os.FileMode) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.check("mkdir", name); err != nil {
+		return err
+	}
+	parent, n, base, err := c.lookup(filepath.Clean(name))
+	switch {
+	case err != nil:
+		return &fs.PathError{Op: "mkdir", Path: name, Err: err}
+	case parent == nil || !parent.dir:
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrNotExist}
+	case n != nil:
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrExist}
+	}
+	parent.names[base] = &node{name: base, dir: true, mod: c.tick(), names: map[string]*node{}, keptNames: map[string]*node{}}
+	c.did()
+	if c.down {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: ErrCrashed}
+	}
+	return nil
+}
+
 // SyncDir makes a directory's entries durable as they are now, with the
 // other side of every rename into or out of it; on a file, it is the
 // file's Sync (an fsync of a descriptor opened on the path).
