@@ -124,6 +124,14 @@ func (s *Staging) SaveConsumerState(st ConsumerState) error {
 	if s.consumer != nil && sameConsumerState(*s.consumer, st) {
 		return nil
 	}
+	if s.consumer == nil && s.fresh && sameConsumerState(st, EmptyConsumerState()) {
+		// A directory this move created holds no consumer state, which
+		// reads as the empty one: writing it would only cost a partition
+		// nobody consumed from five system calls and a sync.
+		c := EmptyConsumerState()
+		s.consumer = &c
+		return nil
+	}
 	s.touchedSide()
 	if err := saveConsumerState(s.fs, s.dir, st, false); err != nil {
 		s.consumer = nil

@@ -404,3 +404,37 @@ func TestAnInstallRetriedAfterAFailedDirectorySyncSyncsTheRenameFirst(t *testing
 		}
 	}
 }
+
+// A staging directory this move created gets no consumer state file for
+// a position nobody consumed from: none reads as the empty state. Any
+// other position is written, and a later empty one over it is too.
+func TestAFreshStagingWritesNoEmptyConsumerState(t *testing.T) {
+	data := t.TempDir()
+	st, _, err := OpenStaging(StagingPath(data, "t", 0), smallLogConfig(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SaveConsumerState(EmptyConsumerState()); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := regularFiles(st.fs, st.Dir()); slices.ContainsFunc(files, func(n string) bool { return strings.HasPrefix(n, "consumer") }) {
+		t.Fatalf("files after an empty state: got %v, want no consumer state", files)
+	}
+	if got, err := LoadConsumerState(st.Dir()); err != nil || !got.Equal(EmptyConsumerState()) {
+		t.Fatalf("loaded: got %+v (%v), want the empty state", got, err)
+	}
+	want := ConsumerState{Frontier: 3}
+	if err := st.SaveConsumerState(want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadConsumerState(st.Dir()); err != nil || got.Frontier != 3 {
+		t.Fatalf("loaded: got %+v (%v), want frontier 3", got, err)
+	}
+	if err := st.SaveConsumerState(EmptyConsumerState()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadConsumerState(st.Dir()); err != nil || !got.Equal(EmptyConsumerState()) {
+		t.Fatalf("loaded after the empty state over frontier 3: got %+v (%v), want the empty state", got, err)
+	}
+}

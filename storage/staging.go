@@ -56,6 +56,9 @@ type Staging struct {
 	files  map[string]File
 	synced map[string]bool // files whose content is known durable
 	done   bool            // removed or set aside
+	// fresh: OpenStaging created the directory, so no file of an earlier
+	// attempt is in it (a consumer state never written reads as empty).
+	fresh bool
 	// installed: the copy was renamed to the partition's path (dir names
 	// it now) and stays open there: a move installs it before its freeze
 	// and writes the freeze's tail into it in place (issue 46). It is
@@ -133,7 +136,9 @@ func OpenStaging(dir string, cfg LogConfig, move string) (s *Staging, cleared bo
 		return nil, cleared, fmt.Errorf("name the move of staging %s: %w", dir, err)
 	}
 	// Created just now: nothing in it to resume.
-	return newStaging(dir, cfg), cleared, nil
+	s = newStaging(dir, cfg)
+	s.fresh = true
+	return s, cleared, nil
 }
 
 func newStaging(dir string, cfg LogConfig) *Staging {
