@@ -60,12 +60,19 @@ func (c diskCopy) Install(hwm int64, force bool) func(context.Context, func(Inst
 
 func (c diskCopy) Installed(o InstallOutcome) {
 	w := c.w
-	if o.Err == nil {
+	switch {
+	case o.Err == nil:
 		// The copy is at the partition's path, and w.staging (when the
 		// install had it open) goes on writing there: the tail of a copy
 		// installed before its freeze is copied into it in place, and the
 		// install under the freeze seals it there (issue 46).
 		w.installed = o.Dir
+	case w.installed == nil && w.placedHere():
+		// Renamed, then failed (a directory's sync): the path holds this
+		// copy all the same, and a rename back must find it.
+		if info, err := os.Stat(w.installDir); err == nil {
+			w.installed = info
+		}
 	}
 	w.noteInstallFailure(o)
 	if o.PrepareRefused && !w.prepareWarned {
@@ -99,9 +106,19 @@ func (c diskCopy) RenameBack() {
 
 func (c diskCopy) Remove() {
 	c.w.endStaging()
+	if c.w.placedHere() {
+		// A move that ends without its flip takes a copy it installed
+		// off the path first (an install that failed after its rename
+		// left one that Step does not count as placed).
+		c.RenameBack()
+	}
 	a, found := c.w.assignment()
 	c.w.endCopy(a, found)
 }
+
+// placedHere reports whether this worker's copy is at the partition's
+// path, renamed there by one of its installs (storage.Staging.Installed).
+func (w *worker) placedHere() bool { return w.staging != nil && w.staging.Installed() }
 
 // openStaging opens (or resumes) this partition's staging copy. Only the
 // actor calls it: an effect's goroutine is handed the copy, and the

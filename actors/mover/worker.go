@@ -245,7 +245,7 @@ func (w *worker) stop() {
 		w.fx.Release(w.state.Token)
 	}
 	ownsIt := found && a.Owner == w.d.NodeID
-	if w.state.Placed && !w.state.Installed && !ownsIt && w.state.Phase != move.Done {
+	if (w.state.Placed || w.placedHere()) && !w.state.Installed && !ownsIt && w.state.Phase != move.Done {
 		// Installed before its freeze and never sealed under one, so no
 		// flip was proposed on it: it goes back to staging, to resume from
 		// or to be judged as any staging copy is (issue 46). Left at the
