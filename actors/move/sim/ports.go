@@ -41,9 +41,16 @@ func (wk *worker) After(d time.Duration, ev any) {
 // Go runs work now, on the simulator's one thread (mover.Edge); its
 // ports answer from the scheduler, and an answer handed back before Go
 // returns (a break's) is stepped right after the step that asked.
-func (wk *worker) Go(_ bool, work func(context.Context, func(any))) {
+func (wk *worker) Go(lane bool, work func(context.Context, func(any))) {
 	inside := true
-	work(context.Background(), func(ev any) {
+	ctx := context.Background()
+	if lane {
+		if wk.laneCancel != nil {
+			wk.laneCancel()
+		}
+		ctx, wk.laneCancel = context.WithCancel(ctx)
+	}
+	work(ctx, func(ev any) {
 		if inside {
 			wk.n.w.at(0, func() { wk.step(ev) })
 			return
@@ -197,8 +204,12 @@ func (wk *worker) LeaderMember(_ context.Context, id string, done func(messages.
 // Fill brings the staging copy to the listing (mover.LocalCopy):
 // reconcile, then each missing range in chunks of records, in order.
 func (wk *worker) Fill() func(context.Context, *messages.PartitionListing, func(int64, error)) {
-	return func(_ context.Context, ls *messages.PartitionListing, done func(int64, error)) {
+	return func(ctx context.Context, ls *messages.PartitionListing, done func(int64, error)) {
 		w, n, src := wk.n.w, wk.n, wk.src()
+		if ctx.Err() != nil {
+			done(0, ctx.Err()) // superseded on the lane: the copy is not this pass's now
+			return
+		}
 		s := n.stagingOf(wk.p)
 		if s.hwm() > ls.HWM {
 			s.recs = s.recs[:ls.HWM] // reconcile: nothing past the listing
@@ -215,7 +226,7 @@ func (wk *worker) Fill() func(context.Context, *messages.PartitionListing, func(
 			to := min(from+chunkRecords, ls.HWM)
 			w.call(n, src, wk.alive, func(reply func(any)) { src.serveChunk(wk.p, from, to, reply) }, func(ans any, ok bool) {
 				c, _ := ans.(chunk)
-				if !ok || !c.ok || s.hwm() != from {
+				if !ok || !c.ok || s.hwm() != from || ctx.Err() != nil {
 					done(copied, errNoAnswer)
 					return
 				}
@@ -235,10 +246,10 @@ func (wk *worker) Fill() func(context.Context, *messages.PartitionListing, func(
 // Verify checks the copy reaches hwm and cuts what lies past it
 // (mover.LocalCopy).
 func (wk *worker) Verify(hwm int64) func(context.Context, func(bool)) {
-	return func(_ context.Context, done func(bool)) {
+	return func(ctx context.Context, done func(bool)) {
 		w, n := wk.n.w, wk.n
 		w.at(w.between(time.Millisecond, 5*time.Millisecond), func() {
-			if wk.gone {
+			if wk.gone || ctx.Err() != nil {
 				return
 			}
 			s := n.stagingOf(wk.p)
@@ -257,9 +268,9 @@ func (wk *worker) Verify(hwm int64) func(context.Context, func(bool)) {
 func (wk *worker) Stage(hwm int64) func(context.Context, func(mover.StageOutcome)) {
 	w, n := wk.n.w, wk.n
 	epoch, s := n.epoch, n.stagingOf(wk.p)
-	return func(_ context.Context, done func(mover.StageOutcome)) {
+	return func(ctx context.Context, done func(mover.StageOutcome)) {
 		w.at(w.between(time.Millisecond, 10*time.Millisecond)+w.batchWait(), func() {
-			if wk.gone || n.epoch != epoch {
+			if wk.gone || n.epoch != epoch || ctx.Err() != nil {
 				return
 			}
 			if s.installed || s.hwm() < hwm || (w.faulty && w.chance(0.02)) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"time"
@@ -42,6 +43,11 @@ type worker struct {
 	lastRearm time.Duration
 	// installsOut counts this worker's installs not yet landed.
 	installsOut int
+	// laneCancel ends the staging lane's current effect when the next one
+	// starts, as the mover's runStaging does: an effect Step moved on from
+	// changes the copy no more (a pass's fill that lands late would cut
+	// a copy placed at the path back to its stale listing).
+	laneCancel context.CancelFunc
 }
 
 // runMoves is the runner's tick.
