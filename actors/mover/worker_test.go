@@ -414,21 +414,28 @@ func runInstall(t *testing.T, r *workerRig) storage.ConsumerState {
 	r.start()
 	defer r.stop()
 	synctest.Wait()
+	r.wantFlipped(r.source.log.HWM())
+	return r.installed()
+}
+
+// wantFlipped checks that the worker ended with its flip, the one flip
+// proposed, at hwm, for the move set at index 41.
+func (r *workerRig) wantFlipped(hwm int64) {
+	r.t.Helper()
 	select {
 	case e := <-r.ended:
 		if !e.flipped {
-			t.Fatal("the move: got ended without a flip, want flipped")
+			r.t.Fatal("the move: got ended without a flip, want flipped")
 		}
 	default:
-		t.Fatal("the move: got no end, want flipped")
+		r.t.Fatal("the move: got no end, want flipped")
 	}
 	r.store.mu.Lock()
 	flips := slices.Clone(r.store.flips)
 	r.store.mu.Unlock()
-	if len(flips) != 1 || flips[0].HWM == nil || *flips[0].HWM != r.source.log.HWM() || flips[0].TargetSince != 41 {
-		t.Fatalf("flips: got %+v, want one at HWM %d for the move set at index 41", flips, r.source.log.HWM())
+	if len(flips) != 1 || flips[0].HWM == nil || *flips[0].HWM != hwm || flips[0].TargetSince != 41 {
+		r.t.Fatalf("flips: got %+v, want one at HWM %d for the move set at index 41", flips, hwm)
 	}
-	return r.installed()
 }
 
 // rule K5 (destination side): the committed consumer offset and the
