@@ -509,6 +509,10 @@ type InstallResult struct {
 //     directories are synced, so the install is durable before it returns
 //     and before anyone proposes the ownership flip.
 //
+// The Staging then names target and stays open there (Installed): what is
+// written through it lands in the installed copy, and a later Install
+// makes that durable in place (sealInPlace).
+//
 // No Log may be open at target: the caller makes sure of it. (The node has
 // no per-topic open guard yet, rule V9: a move installs only a partition
 // this node does not own, whose actor is therefore not running.)
@@ -885,7 +889,6 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 	}
 	dirs := map[string]bool{}
 	renamed := make([]bool, len(items))
-	stagedIn := make([]string, len(items)) // the parent each copy was renamed out of
 	for i, it := range items {
 		if errs[i] != nil || inPlace[i] {
 			continue
@@ -905,9 +908,9 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 			if err := it.Staging.fs.Rename(it.Staging.dir, it.Target); err != nil {
 				return fmt.Errorf("install %s as %s: %w", it.Staging.dir, it.Target, err)
 			}
-			stagedIn[i] = filepath.Dir(it.Staging.dir)
-			dirs[filepath.Dir(it.Target)], dirs[stagedIn[i]] = true, true
-			it.Staging.dir, it.Staging.installed, it.Staging.renamedFrom, renamed[i] = it.Target, true, stagedIn[i], true
+			it.Staging.renamedFrom = filepath.Dir(it.Staging.dir)
+			dirs[filepath.Dir(it.Target)], dirs[it.Staging.renamedFrom] = true, true
+			it.Staging.dir, it.Staging.installed, renamed[i] = it.Target, true, true
 			return nil
 		}()
 	}
@@ -944,7 +947,7 @@ func InstallBatch(items []InstallItem) (results []InstallResult, errs []error) {
 		}
 		if err := failed[filepath.Dir(it.Target)]; err != nil {
 			errs[i] = err
-		} else if err := failed[stagedIn[i]]; err != nil {
+		} else if err := failed[it.Staging.renamedFrom]; err != nil {
 			errs[i] = err
 		} else {
 			it.Staging.renameDurable = true
