@@ -40,7 +40,8 @@ func (wk *worker) After(d time.Duration, ev any) {
 
 // Go runs work now, on the simulator's one thread (mover.Edge); its
 // ports answer from the scheduler, and an answer handed back before Go
-// returns (a break's) is stepped right after the step that asked.
+// returns (a break's) is stepped right after the step that asked. Work on
+// the staging lane cancels the lane's work before it (laneCancel).
 func (wk *worker) Go(lane bool, work func(context.Context, func(any))) {
 	inside := true
 	ctx := context.Background()
