@@ -84,6 +84,18 @@ type Staging struct {
 // stagingMoveFile names the move a staging directory belongs to.
 const stagingMoveFile = "staging.move"
 
+// StagedMove is the name of the move whose staging copy dir is, or was: an
+// install carries it to the partition's path, where a worker of the same
+// move that starts after a crash or a restart finds its predecessor's
+// install (ErrNotFound: no name there).
+func StagedMove(dir string) (string, error) {
+	b, err := readFile(osFS{}, filepath.Join(dir, stagingMoveFile), readFileMaxBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("staged move of %s: %w", dir, ErrNotFound)
+	}
+	return string(b), err
+}
+
 // OpenStaging opens the staging directory dir for the move named move,
 // creating it or resuming what an earlier attempt of the same move staged
 // there. A copy left by another move (one whose target was cleared while

@@ -201,8 +201,11 @@ func New() State { return State{Phase: CatchUp, LastCopied: -1} }
 
 // Events the worker feeds to Step.
 type (
-	// Start begins (or resumes after a restart) the move.
-	Start struct{}
+	// Start begins (or resumes after a restart) the move. InstalledAtPath:
+	// an earlier worker of this very move left its copy installed at the
+	// partition's path (a crash, or a restart of the worker), and a flip
+	// of it may be pending.
+	Start struct{ InstalledAtPath bool }
 	// PassDone is the outcome of one copy pass: a listing and the chunk
 	// reads of what the copy lacked. Err set means the source could not be
 	// reached or the pass failed; then only Listed and HWM are valid:
@@ -544,6 +547,16 @@ func step(c Config, s State, now time.Duration, ev any) (State, []any) {
 			// carries the count): the source is never frozen again.
 			s.Phase, s.BlockedReason = Blocked, ReasonCopyUnverifiable
 			return s, []any{Log{Level: "error", Msg: "move: staged copy cannot be verified (twice before a restart); not freezing the source again"}, Block{Reason: ReasonCopyUnverifiable}}
+		}
+		if e.InstalledAtPath {
+			// Whether the earlier worker proposed its flip is unknown, so
+			// the copy is an install whose flip may be pending: the leader
+			// settles it (rules X2, X5), and a settled read that shows the
+			// move still pending takes it back to staging to resume from
+			// (X7), where before issue 46's placing left such copies to be
+			// judged by the owner, which seldom vouches (S5).
+			s.Installed, s.Unknown, s.FirstUnknown, s.LastUnknown, s.Phase = true, true, now, now, Resolving
+			return s, []any{ReadLeader{}}
 		}
 		return startCopy(s)
 	case PassDone:

@@ -452,3 +452,59 @@ func TestAPlacedCopyGetsItsTailInPlaceAndIsSealedBeforeTheFlip(t *testing.T) {
 		}
 	})
 }
+
+// Issue 46, rule X5: a worker that finds its own move's install at the
+// partition's path (an earlier worker of the move crashed after placing
+// it, so a flip of it may be pending) asks the leader, and once a read
+// that settled past UnknownSettle shows the move still pending, takes the
+// copy back to staging and resumes from it. Nothing is quarantined, and
+// the move flips. Without it, the placing met the copy at the path and
+// set it aside, since the owner seldom vouches for it (S5).
+func TestAWorkerResumesFromItsMovesInstallLeftAtThePath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newWorkerRig(t, 5, false)
+		if _, err := storage.PrepareTopicDir(r.d.DataDir, "w", 7); err != nil {
+			t.Fatal(err)
+		}
+		// The earlier worker's install: the source's bytes, its marker
+		// and the move's staging name (moveName's).
+		path := r.partitionPath()
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := r.source.log.List(time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seg := range ls.Segments {
+			b, err := os.ReadFile(filepath.Join(r.source.log.Dir(), seg.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(path, seg.Name), b[:seg.Size], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := storage.WriteMarker(path, storage.Marker{PromotedHWM: 5, SourceNode: "n1", DurableAt: time.Now()}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, "staging.move"), []byte("7/0 n1>n2 since 41"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.start()
+		defer r.stop()
+		synctest.Wait()
+		if n := r.logs.count(slog.LevelInfo, "move: an earlier worker of this move left its copy installed at the partition's path; asking the leader whether its flip may be pending"); n != 1 {
+			t.Fatalf("the found install logged %d times, want once", n)
+		}
+		time.Sleep(20 * time.Second) // past UnknownSettle (15 s)
+		synctest.Wait()
+		r.wantFlipped(5)
+		if exists(t, path+".quarantine") {
+			t.Fatal("the earlier worker's install: got quarantined, want resumed from")
+		}
+		if got, err := storage.ListClosed(path, r.d.LogConfig, time.Now()); err != nil || got.HWM != 5 {
+			t.Fatalf("the installed copy: got HWM %d (%v), want 5", got.HWM, err)
+		}
+	})
+}

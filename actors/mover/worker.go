@@ -135,8 +135,25 @@ func (w *worker) begin(ctx actor.Context, c workerCarry) {
 	w.awaitingCarry = false
 	w.carried = c.verifyFailures
 	w.state.VerifyFailures = c.verifyFailures
-	w.step(ctx, move.Start{})
+	w.step(ctx, w.startEvent())
 	w.scheduleTick()
+}
+
+// startEvent is the move's Start: with InstalledAtPath when the
+// partition's path holds a copy this very move installed (its staging name
+// travels with it), left by a worker before this one.
+func (w *worker) startEvent() move.Start {
+	name, err := storage.StagedMove(w.installDir)
+	if err != nil || name != w.moveName() {
+		return move.Start{}
+	}
+	info, err := os.Stat(w.installDir)
+	if err != nil {
+		return move.Start{}
+	}
+	w.installed = info
+	w.d.Logger.Info("move: an earlier worker of this move left its copy installed at the partition's path; asking the leader whether its flip may be pending", "partition", keyString(w.key))
+	return move.Start{InstalledAtPath: true}
 }
 
 func (w *worker) scheduleTick() {
