@@ -1246,3 +1246,21 @@ func TestAPlacingThatFailsOrAMoveThatEndsLeavesNoCopyAtThePath(t *testing.T) {
 		feed(PassDone{HWM: 9, CopiedTo: 9}).feed(Verified{OK: true}).feed(Fenced{}).feed(Installed{}).
 		feed(FlipAnswered{Code: FlipRefused}).wantPhase(Ended).wantFx(RenameBack{}, RemoveStaging{})
 }
+
+// Rule X5, issue 46: a worker that starts with its own move's install at
+// the path (an earlier worker's, whose flip may be pending) asks the
+// leader first, and takes the copy off the path only on a read that
+// started UnknownSettle after its own start; a read that shows the flip
+// committed ends the move.
+func TestRuleX5AWorkerThatFindsItsMovesInstallAtThePathAsksTheLeaderFirst(t *testing.T) {
+	start := func() *script {
+		return newScript(t).at(time.Second).feed(Start{InstalledAtPath: true}).wantPhase(Resolving).wantFx(ReadLeader{})
+	}
+	start().feed(LeaderRead{StartedAt: 2 * time.Second, Found: true, Owner: Source, Target: Self}).
+		wantPhase(Resolving).wantFx(ScheduleRetry{After: time.Second}).
+		feed(Retry{}).wantFx(ReadLeader{}).
+		at(16*time.Second).
+		feed(LeaderRead{StartedAt: 16 * time.Second, Found: true, Owner: Source, Target: Self}).
+		wantPhase(CatchUp).wantFx(RenameBack{}, Fetch{})
+	start().feed(LeaderRead{StartedAt: 2 * time.Second, Found: true, Owner: Self}).wantPhase(Done)
+}

@@ -34,6 +34,9 @@ type plog struct {
 	// installed: a staging copy an install renamed into place; it is no
 	// staging copy any more.
 	installed bool
+	// move names the move that installed it (its staging name: source,
+	// target, since), which a later worker of the same move recognises.
+	move string
 	// staged is what a Stage made durable before the freeze (issue 46);
 	// clean: nothing was written to the copy since, so its install only
 	// renames it.

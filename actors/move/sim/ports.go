@@ -339,7 +339,7 @@ func (wk *worker) Install(hwm int64, force bool) func(context.Context, func(move
 				// there. From here it is the partition's copy, as after a
 				// rename.
 				w.checkInstall(wk, recs, hwm, force)
-				n.disk[wk.p] = &plog{recs: slices.Clone(recs), installed: true}
+				n.disk[wk.p] = &plog{recs: slices.Clone(recs), installed: true, move: wk.moveName()}
 				n.staging[wk.p] = &plog{}
 				n.installCursor(wk.p, hwm)
 				done(mover.InstallOutcome{})
@@ -350,7 +350,7 @@ func (wk *worker) Install(hwm int64, force bool) func(context.Context, func(move
 			// Renamed into place, and still this move's copy: what the
 			// worker writes to it now lands at the path (storage.Staging
 			// stays open at its target).
-			s.installed = true
+			s.installed, s.move = true, wk.moveName()
 			n.disk[wk.p] = s
 			n.installCursor(wk.p, hwm)
 			done(mover.InstallOutcome{})

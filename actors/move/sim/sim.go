@@ -183,6 +183,9 @@ type Stats struct {
 	// StagedInstalls the installs that found theirs untouched and only
 	// renamed it.
 	Staged, StagedInstalls int
+	// InstallsFound counts workers that started on their own move's
+	// install left at the path by an earlier worker (a crash).
+	InstallsFound int
 }
 
 // the simulation's constants, as the node's defaults have them where the
@@ -625,6 +628,7 @@ func (s *Stats) add(o Stats) {
 	s.Accepted += o.Accepted
 	s.Staged += o.Staged
 	s.StagedInstalls += o.StagedInstalls
+	s.InstallsFound += o.InstallsFound
 	s.Committed += o.Committed
 	s.Published += o.Published
 	s.MovesStarted += o.MovesStarted

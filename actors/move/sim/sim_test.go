@@ -35,6 +35,7 @@ func TestSeedsHoldEveryInvariant(t *testing.T) {
 		{"prepares held by the pacing (rule B5)", tot.Held}, {"flip batches", tot.FlipBatches},
 		{"move groups of more than one request", tot.SharedGroups},
 		{"copies staged before their freeze", tot.Staged}, {"installs of a staged copy that only renamed it", tot.StagedInstalls},
+		{"workers that found their move's install at the path", tot.InstallsFound},
 	} {
 		if c.got == 0 {
 			t.Errorf("%d seeds reached no %s: the faults miss that path", n, c.what)

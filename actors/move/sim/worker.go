@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -81,7 +82,14 @@ func (n *node) runMoves() {
 		n.workers[p] = wk
 		w.stats.MovesStarted++
 		w.notef("worker start", []int64{int64(n.index), int64(p)}, "%s starts moving partition %d from %s", n.id, p, wk.source)
-		wk.step(move.Start{})
+		// An earlier worker of this move left its install at the path (a
+		// crash): the mover's worker finds it by its staging name.
+		d := n.disk[p]
+		found := d != nil && d.installed && d.move == wk.moveName()
+		if found {
+			w.stats.InstallsFound++
+		}
+		wk.step(move.Start{InstalledAtPath: found})
 		w.every(moveTick, func() bool {
 			if wk.gone {
 				return false
@@ -133,6 +141,11 @@ func (wk *worker) stop() {
 var quiet = slog.New(slog.DiscardHandler)
 
 func (wk *worker) release() { wk.fx.Release(wk.state.Token) }
+
+// moveName is the move's staging name, as the mover's worker names it.
+func (wk *worker) moveName() string {
+	return fmt.Sprintf("%s>%s since %d", wk.source, wk.n.id, wk.since)
+}
 
 // watchSource feeds the source's liveness from the local replica (rule P2).
 func (wk *worker) watchSource() {
