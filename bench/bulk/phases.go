@@ -130,7 +130,9 @@ func parsePhases(r io.Reader, t phaseTimes) error {
 	return sc.Err()
 }
 
-// String lists each phase a move left at least once: moves, mean.
+// String lists each phase a move left at least once: moves, mean, and the
+// p50 and p99 from its buckets, since a tail, not a mean, is what a frozen
+// window's goal is read from.
 func (t phaseTimes) String() string {
 	var names []string
 	for n, e := range t {
@@ -142,7 +144,9 @@ func (t phaseTimes) String() string {
 	var b strings.Builder
 	for _, n := range names {
 		e := t[n]
-		fmt.Fprintf(&b, "  %-26s %6d moves, mean %7.1f ms\n", n, e.count, 1000*e.sum/float64(e.count))
+		p50, _ := t.quantile(n, 0.5)
+		p99, _ := t.quantile(n, 0.99)
+		fmt.Fprintf(&b, "  %-26s %6d moves, mean %7.1f ms, p50 %7.1f, p99 %7.1f\n", n, e.count, 1000*e.sum/float64(e.count), 1000*p50, 1000*p99)
 	}
 	return b.String()
 }
