@@ -49,7 +49,7 @@ type synced struct {
 // served meanwhile, through the node's SyncLane or Log.Sync; both are safe
 // beside the actor's reads.
 type Actor struct {
-	deps Deps
+	deps *Deps
 	key  messages.PartitionKey
 	dir  string
 	name string
@@ -152,7 +152,7 @@ type handedOver struct {
 	hwm int64
 }
 
-func newActor(d Deps, key messages.PartitionKey, dir string, owners Owners, moving bool, links []messages.ChildLink) *Actor {
+func newActor(d *Deps, key messages.PartitionKey, dir string, owners Owners, moving bool, links []messages.ChildLink) *Actor {
 	return &Actor{deps: d, key: key, dir: dir, owners: owners, moving: moving, name: fmt.Sprintf("%s/%d", key.Topic, key.Partition),
 		clock: clock.Or(d.Clock), steady: clock.Or(d.Steady), records: clock.Or(d.LogConfig.Clock), gateCfg: gateConfig(d), links: links}
 }

@@ -12,7 +12,7 @@ import (
 // A commit that expires while it waits in the stash behind a write is
 // refused unwritten, and the one stashed after it is still written.
 func TestACommitThatExpiresInTheStashIsRefused(t *testing.T) {
-	p := &Actor{}
+	p := &Actor{deps: &Deps{}}
 	now := time.Unix(100, 0)
 	late := &messages.Commit{NotAfter: now.Add(-time.Second)}
 	early := &messages.Commit{NotAfter: now.Add(time.Second)}

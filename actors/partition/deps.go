@@ -96,7 +96,7 @@ type Deps struct {
 }
 
 // guard is the node's open guard over its data dir.
-func (d Deps) guard() Guard { return Guard{Guards: d.Guards, DataDir: d.DataDir, Log: d.Logger} }
+func (d *Deps) guard() Guard { return Guard{Guards: d.Guards, DataDir: d.DataDir, Log: d.Logger} }
 
 // Owners is the leader's read of an assignment, which a partition whose
 // reported freeze lapsed asks before it takes commits again.

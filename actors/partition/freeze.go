@@ -28,7 +28,7 @@ const LeaseDrainPoll = 10 * time.Millisecond
 type freezePoll struct{ token string }
 
 // gateConfig is the freeze's part of the node's configuration.
-func gateConfig(d Deps) freeze.Config {
+func gateConfig(d *Deps) freeze.Config {
 	return freeze.Config{FreezeTTL: d.FreezeTTL, LeaseDrainTimeout: d.Config.LeaseDrainTimeout, LeaseDrainPoll: LeaseDrainPoll,
 		ConfirmRetry: d.ConfirmRetry}
 }
