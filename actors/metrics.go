@@ -46,6 +46,8 @@ type nodeMetrics struct {
 	// leasesRestored counts leases a restarted partition brought back
 	// from its consumer state, so a holder's retried ack still finds them.
 	leasesRestored *metrics.Counter
+	// partitionRests counts partitions that rested, idle (issue 50).
+	partitionRests *metrics.Counter
 	// commitsAlreadyIn counts records a commit sent again (a WAL replay, a
 	// resend after a lost answer) that their partition had committed
 	// already and answered without writing them twice.
@@ -167,6 +169,7 @@ func newNodeMetrics(node string) *nodeMetrics {
 		acked:            set.GetOrCreateCounter(name("narad_ack_total")),
 		acksRepeated:     set.GetOrCreateCounter(name("narad_acks_repeated_total")),
 		leasesRestored:   set.GetOrCreateCounter(name("narad_leases_restored_total")),
+		partitionRests:   set.GetOrCreateCounter(name("narad_partition_rests_total")),
 		commitsAlreadyIn: set.GetOrCreateCounter(name("narad_commit_records_already_committed_total")),
 		nacked:           set.GetOrCreateCounter(name("narad_nack_total")),
 		extended:         set.GetOrCreateCounter(name("narad_extend_total")),
@@ -281,7 +284,7 @@ func (m *nodeMetrics) partitionMetrics() partition.Metrics {
 		CommitFailures: m.commitFailures, Consumed: m.consumed, Acked: m.acked, Nacked: m.nacked, Extended: m.extended,
 		Redelivered: m.redelivered, CorruptSkipped: m.corruptSkipped, FrozenPublishRefused: m.frozenPublishRefused,
 		HandoverSetAside: m.handoverSetAside, HandoverSetAsideRecs: m.handoverSetAsideRecs, AcksRepeated: m.acksRepeated,
-		LeasesRestored: m.leasesRestored, RecordsAlreadyCommitted: m.commitsAlreadyIn}
+		LeasesRestored: m.leasesRestored, RecordsAlreadyCommitted: m.commitsAlreadyIn, Rests: m.partitionRests}
 }
 
 // groupMetrics is the handle the router's request groups (actors/route)

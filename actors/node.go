@@ -289,7 +289,7 @@ func (n *Node) closeEarly() {
 func (n *Node) startActors() error {
 	alog := slog.New(quietHandler{n.log.Handler()}).With("lib", "protoactor")
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return alog }))
-	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall()}
+	n.route = &route.Router{Self: n.cfg.NodeID, System: n.system, Replica: n.store, NATS: n.nats, Timeout: n.cfg.RequestTimeout, LeaseTimeout: n.cfg.leaseRequestTimeout(), GroupWait: min(n.cfg.MoveGroupWaitFor, n.cfg.RequestTimeout), Clock: n.cfg.steadyOrWall(), Running: n.running}
 	strategy := &supervise.Restarts{MaxRestarts: n.cfg.PartitionMaxRestarts, Window: n.cfg.PartitionRestartWindow,
 		Backoff: n.cfg.PartitionRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.actorRestarts, Stopped: n.metrics.partitionFailed}
 	workers := &supervise.Restarts{MaxRestarts: n.cfg.Mover.WorkerMaxRestarts, Window: n.cfg.Mover.WorkerRestartWindow,

@@ -847,6 +847,23 @@ func (l *Log) locate(offset int64) (location, error) {
 	return loc, nil
 }
 
+// OldestSealed is the modification time of the oldest sealed segment, the
+// one Retain by age removes first; ok is false when the active segment is
+// the only one. A partition at rest keeps it to know when retention would
+// remove something, without its log open.
+func (l *Log) OldestSealed() (mod time.Time, ok bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) < 2 {
+		return time.Time{}, false, nil
+	}
+	st, err := l.fs.Stat(filepath.Join(l.dir, segmentName(l.segs[0].base)))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest sealed segment: %w", err)
+	}
+	return st.ModTime(), true, nil
+}
+
 // Retain removes whole sealed segments, oldest first, while the oldest is
 // older than maxAge by its modification time (0: no age limit) or the log is
 // larger than maxBytes (0: no size limit). The active segment always stays.

@@ -142,6 +142,13 @@ type Actor struct {
 	swept   bool
 	// mine are this partition's figures in the topic's gauges.
 	mine *partitionFigures
+	// lastActive is when the actor last took a message other than its
+	// rest check (steady clock); restTimer is that check's timer, nil
+	// without Config.RestAfter; resting: the actor closed its door to
+	// rest (rest.go), so its close keeps its figures in the gauges.
+	lastActive time.Time
+	restTimer  clock.Timer
+	resting    bool
 }
 
 // handedOver tells a partition actor, right before the supervisor stops
@@ -166,11 +173,17 @@ func (p *Actor) notify() {
 
 func (p *Actor) Receive(ctx actor.Context) {
 	defer supervise.LogPanic(p.deps.Logger, p.name)
+	if _, check := ctx.Message().(restCheck); !check && p.restTimer != nil {
+		p.lastActive = p.steady.Now()
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.start(ctx)
 		// Before any commit: a link's cursor anchors at the HWM it found.
 		p.setLinks(ctx, p.links)
+		p.armRest(ctx, p.deps.Config.RestAfter)
+	case restCheck:
+		p.checkRest(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		p.close(ctx)
 	case *messages.Commit:
@@ -372,6 +385,10 @@ func (p *Actor) close(ctx actor.Context) {
 	// opens frozen again if a move still targets it): the freeze actor
 	// stops with it, answering a parked prepare and telling the pacer.
 	p.endOwnerReads()
+	if p.restTimer != nil {
+		p.restTimer.Stop()
+		p.restTimer = nil
+	}
 	if p.log == nil {
 		return
 	}
@@ -382,7 +399,11 @@ func (p *Actor) close(ctx actor.Context) {
 	}
 	p.answerHeld(ctx)
 	hwm := p.log.HWM()
-	p.deps.Figures.close(p.key)
+	if !p.resting {
+		// At rest the partition's backlog still counts in its topic's
+		// gauge; the supervisor drops it if the partition leaves.
+		p.deps.Figures.close(p.key)
+	}
 	if err := p.log.Close(); err != nil {
 		p.deps.Logger.Error("close partition log", "partition", p.name, "err", err)
 	}

@@ -19,12 +19,16 @@
 // and purges a deleted topic's data. guard.go is the topic open guard
 // every act on a partition's directory runs under (rules V9, V10), which
 // the root package's mover uses too (Guard). figures.go sums each topic's
-// backlog and leases into the node's gauges.
+// backlog and leases into the node's gauges. rest.go lets an idle
+// partition rest (passivation, issue 50): it closes its door in Running
+// and the supervisor stops it; Ask, which every local request goes
+// through, wakes it again.
 //
 // The package knows no Node: what it needs of its node comes in Deps (the
 // Config it owns, node-wide settings copied in, the node's series as
 // Metrics, a Store interface of its own over the metastore's replica, the
 // commit notices as a func, the pacer's PID, Knobs for tests). The root
 // package actors builds Deps (actors/partitions.go), spawns the
-// supervisor, and reaches a partition by its address (PID).
+// supervisor, and reaches a partition through Ask (its door, then its
+// address, PID).
 package partition

@@ -30,4 +30,7 @@ type Metrics struct {
 	// that the log had committed (storage.Log.Committed): answered as
 	// committed, not written twice.
 	RecordsAlreadyCommitted *metrics.Counter
+	// Rests counts partitions that closed to rest, idle (rest.go); their
+	// wakes are the opens that follow.
+	Rests *metrics.Counter
 }

@@ -189,18 +189,6 @@ func partitionForKey(key string, partitions int) int {
 	return int(h.Sum32() % uint32(partitions))
 }
 
-// request asks pid and waits for its answer, at most timeout.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(dl))
-	}
-	res, err := root.RequestFuture(pid, msg, timeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s: %w", msg, pid.Id, err)
-	}
-	return res, nil
-}
-
 // fakeClock is a clock the test moves (cluster/testnet.Clock).
 type fakeClock = testnet.Clock
 

@@ -6,36 +6,130 @@ import (
 	"github.com/naradmq/narad/messages"
 )
 
-// Running is the set of partitions the supervisor runs an actor for. The
-// supervisor alone writes it, in its Receive, at each spawn and each stop;
-// a move worker reads it to skip asking the supervisor to drop an earlier
-// ownership's state (rule K7, messages.DropEarlier) of a partition nothing
-// runs for: there is nothing to drop, and the ask would wait in the
-// supervisor's mailbox behind the reconciles of a bulk move, inside the
-// partition's freeze (issue 46). An actor spawned after the worker looked
-// is one of an ownership that begins with the flip, not an earlier one:
-// the supervisor spawns only for partitions the replica says this node
-// owns, and while the move is in flight it says the source does. Safe for
-// concurrent use; a nil Running answers every Has with true (ask).
-type Running struct{ m sync.Map }
+// Running is the set of partitions the supervisor runs an actor for, and
+// the door every request to one of them passes (Ask): a partition at rest
+// (passivated, issue 50) has a closed door and no actor, and a request
+// that finds its door closed wakes it first.
+//
+// The supervisor alone adds and removes doors, in its Receive, at each
+// spawn and each stop. An actor closes its own door to rest, only while no
+// request is in flight through it: a request counts itself in (enter)
+// before it is sent and out (leave) once answered, under the same lock as
+// the close, so no request ever reaches an actor that is resting or about
+// to, and none is lost or passed by one sent after it (the sender waits
+// for the wake, then sends).
+//
+// A move worker reads Has to skip asking the supervisor to drop an
+// earlier ownership's state (rule K7, messages.DropEarlier) of a partition
+// nothing runs for: there is nothing to drop, and the ask would wait in
+// the supervisor's mailbox behind the reconciles of a bulk move, inside
+// the partition's freeze (issue 46). An actor spawned after the worker
+// looked is one of an ownership that begins with the flip, not an earlier
+// one: the supervisor spawns only for partitions the replica says this
+// node owns, and while the move is in flight it says the source does. A
+// resting partition holds no state to drop either.
+//
+// Safe for concurrent use; a nil Running answers every Has with true (ask)
+// and lets every request through.
+type Running struct {
+	mu    sync.Mutex
+	doors map[messages.PartitionKey]*door
+}
 
-// Has reports whether an actor runs for k.
+// door is one partition's: open while its actor takes requests, and how
+// many requests are on their way through it.
+type door struct {
+	open     bool
+	inflight int
+}
+
+// Has reports whether an actor runs for k and takes requests.
 func (r *Running) Has(k messages.PartitionKey) bool {
 	if r == nil {
 		return true
 	}
-	_, ok := r.m.Load(k)
-	return ok
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	return d != nil && d.open
 }
 
+// add opens k's door: its actor was just spawned.
 func (r *Running) add(k messages.PartitionKey) {
-	if r != nil {
-		r.m.Store(k, struct{}{})
+	if r == nil {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.doors == nil {
+		r.doors = map[messages.PartitionKey]*door{}
+	}
+	if d := r.doors[k]; d != nil {
+		d.open = true
+		return
+	}
+	r.doors[k] = &door{open: true}
 }
 
+// remove forgets k's door: the partition is neither served nor at rest
+// here any more.
 func (r *Running) remove(k messages.PartitionKey) {
-	if r != nil {
-		r.m.Delete(k)
+	if r == nil {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.doors, k)
+}
+
+// enter counts a request in through k's open door; nil when the door is
+// closed or there is none (the partition rests, or is not served here).
+func (r *Running) enter(k messages.PartitionKey) *door {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	if d == nil || !d.open {
+		return nil
+	}
+	d.inflight++
+	return d
+}
+
+// leave counts out a request enter let through d, once it was answered.
+func (r *Running) leave(d *door) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d.inflight <= 0 {
+		panic("partition door: a request left that never entered")
+	}
+	d.inflight--
+}
+
+// rest closes k's door if no request is on its way through it, and
+// reports whether it did: the actor may then stop, and the next request
+// wakes the partition through the supervisor.
+func (r *Running) rest(k messages.PartitionKey) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	if d == nil || !d.open || d.inflight > 0 {
+		return false
+	}
+	d.open = false
+	return true
+}
+
+// resting reports whether k's door is there and closed: its actor rests
+// or is on its way to.
+func (r *Running) resting(k messages.PartitionKey) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	return d != nil && !d.open
 }

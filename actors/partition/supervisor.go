@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type Supervisor struct {
 	// off 10,000 partitions gets a Terminated per child, and finding each
 	// by a walk over the children was a third of its CPU.
 	byPID map[string]messages.PartitionKey
+	// rest holds the partitions this node owns whose actor rests (rest.go):
+	// no actor, a closed door, and what retention needs to wake them.
+	rest map[messages.PartitionKey]atRest
 	// failed holds partitions whose actor kept failing and was stopped;
 	// they are not respawned until the topic changes (an operator looks).
 	failed map[messages.PartitionKey]bool
@@ -118,6 +122,10 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 		ctx.Respond(s.dropEarlier(ctx, m.Key))
 	case *actor.Terminated:
 		s.terminated(m)
+	case resting:
+		s.rested(ctx, m)
+	case Wake:
+		ctx.Respond(s.wake(ctx, m.Key))
 	}
 }
 
@@ -148,7 +156,7 @@ func (s *Supervisor) reconcile(ctx actor.Context) {
 	// and its own reconcile tells the links then.
 	metaAt := s.store.MetaVersion()
 	if s.linksTold && metaAt == s.linksAt && !s.wholeNext && s.reconcileChanges(ctx) {
-		s.owned.Store(int64(len(s.children)))
+		s.owned.Store(int64(s.ownedCount()))
 		return
 	}
 	s.wholeNext = false
@@ -159,7 +167,7 @@ func (s *Supervisor) reconcile(ctx actor.Context) {
 		s.tellLinks(ctx)
 		s.linksAt, s.linksTold = metaAt, true
 	}
-	s.owned.Store(int64(len(s.children)))
+	s.owned.Store(int64(s.ownedCount()))
 }
 
 // reconcileWhole compares every partition this node owns with the children.
@@ -184,6 +192,11 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 		}
 	}
 	s.handOver(ctx, leaving)
+	for k := range s.rest {
+		if _, ok := want[k]; !ok {
+			s.forgetRest(k)
+		}
+	}
 	for k := range s.failed {
 		if _, ok := want[k]; !ok {
 			delete(s.failed, k)
@@ -228,6 +241,9 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 		if _, running := s.children[k]; running && !slices.Contains(leaving, k) {
 			leaving = append(leaving, k)
 		}
+		if _, ok := s.rest[k]; ok {
+			s.forgetRest(k)
+		}
 		delete(s.failed, k)
 	}
 	s.handOver(ctx, leaving)
@@ -241,6 +257,9 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 func (s *Supervisor) spawn(ctx actor.Context, k messages.PartitionKey, targeted bool) {
 	if _, running := s.children[k]; running || s.failed[k] {
 		return
+	}
+	if _, ok := s.rest[k]; ok {
+		return // woken by the next request to it (wake), not by a pass
 	}
 	if err := s.deps.guard().PrepareTopicDir(s.store, k); err != nil {
 		// Refused under the guard (a partition of the deleted
@@ -325,13 +344,19 @@ func (s *Supervisor) tellLinks(ctx actor.Context) {
 // messages.DropEarlier).
 func (s *Supervisor) dropEarlier(ctx actor.Context, k messages.PartitionKey) messages.DroppedEarlier {
 	if _, running := s.children[k]; !running {
+		if _, ok := s.rest[k]; ok {
+			if a, ok := s.store.Assignment(k.Incarnation, k.Partition); !ok || a.Owner != s.deps.NodeID {
+				s.forgetRest(k) // nothing in memory to drop
+				s.owned.Store(int64(s.ownedCount()))
+			}
+		}
 		return messages.DroppedEarlier{}
 	}
 	if a, ok := s.store.Assignment(k.Incarnation, k.Partition); ok && a.Owner == s.deps.NodeID {
 		return messages.DroppedEarlier{} // served now: not an earlier ownership
 	}
 	s.handOver(ctx, []messages.PartitionKey{k})
-	s.owned.Store(int64(len(s.children)))
+	s.owned.Store(int64(s.ownedCount()))
 	return messages.DroppedEarlier{Stopped: true}
 }
 
@@ -423,16 +448,112 @@ func (s *Supervisor) terminated(m *actor.Terminated) {
 	s.deps.Running.remove(k)
 	delete(s.linksSent, k)
 	s.failed[k] = true
-	s.owned.Store(int64(len(s.children)))
+	s.owned.Store(int64(s.ownedCount()))
 	s.deps.Logger.Error("partition stopped after repeated failures; not serving it", "partition", k)
 }
 
 func (s *Supervisor) retain(ctx actor.Context) {
+	// A resting partition is woken only when its oldest sealed segment is
+	// past its topic's retention: a partition that rests holds none, or
+	// one that is young, most of the time.
+	now := clock.Or(s.deps.LogConfig.Clock).Now()
+	for k, r := range s.rest {
+		if t, ok := s.store.Topic(k.Topic); ok && t.RetentionMs > 0 && r.sealed &&
+			now.Sub(r.oldest) > time.Duration(t.RetentionMs)*time.Millisecond {
+			if err := s.wakeRest(ctx, k, true); err != nil {
+				s.deps.Logger.Warn("wake a resting partition for retention", "partition", k, "err", err)
+			}
+		}
+	}
 	for k, pid := range s.children {
 		if t, ok := s.store.Topic(k.Topic); ok && t.RetentionMs > 0 {
 			ctx.Send(pid, &messages.Retain{MaxAge: time.Duration(t.RetentionMs) * time.Millisecond})
 		}
 	}
+}
+
+// ownedCount is the partitions this node serves: with an actor or at rest.
+func (s *Supervisor) ownedCount() int { return len(s.children) + len(s.rest) }
+
+// rested stops a child that closed its door to rest and keeps what waking
+// it for retention needs. A child a wake stopped and replaced meanwhile
+// (another PID) is not this one's business.
+func (s *Supervisor) rested(ctx actor.Context, m resting) {
+	if pid, ok := s.children[m.key]; !ok || !pid.Equal(m.pid) {
+		return
+	}
+	s.stopForRest(ctx, m.key)
+	if s.rest == nil {
+		s.rest = map[messages.PartitionKey]atRest{}
+	}
+	s.rest[m.key] = atRest{oldest: m.oldest, sealed: m.sealed}
+}
+
+// stopForRest stops k's child, whose door is closed, and forgets it as a
+// child; the door stays, closed.
+func (s *Supervisor) stopForRest(ctx actor.Context, k messages.PartitionKey) {
+	pid := s.children[k]
+	if err := ctx.StopFuture(pid).Wait(); err != nil {
+		s.deps.Logger.Error("stop a resting partition", "partition", k, "err", err)
+	}
+	delete(s.byPID, pid.Id)
+	delete(s.children, k)
+	delete(s.linksSent, k)
+}
+
+// forgetRest drops a resting partition this node no longer serves, and
+// its data when its topic is gone.
+func (s *Supervisor) forgetRest(k messages.PartitionKey) {
+	delete(s.rest, k)
+	s.deps.Running.remove(k)
+	s.deps.Figures.close(k)
+	if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
+		s.purge(k)
+	}
+}
+
+// wake answers Wake: the partition's door open, or why not. A child whose
+// door closed and whose resting message has not come yet is stopped here
+// and started again.
+func (s *Supervisor) wake(ctx actor.Context, k messages.PartitionKey) Woken {
+	if _, ok := s.children[k]; ok {
+		if !s.deps.Running.resting(k) {
+			return Woken{} // open already
+		}
+		s.stopForRest(ctx, k)
+		if err := s.wakeRest(ctx, k, true); err != nil {
+			return Woken{Err: err.Error()}
+		}
+		return Woken{}
+	}
+	_, resting := s.rest[k]
+	if err := s.wakeRest(ctx, k, resting); err != nil {
+		return Woken{Err: err.Error()}
+	}
+	return Woken{}
+}
+
+// wakeRest starts the actor of k, which this node owns: one that rests
+// (resting) or has none yet.
+func (s *Supervisor) wakeRest(ctx actor.Context, k messages.PartitionKey, resting bool) error {
+	if s.failed[k] {
+		return fmt.Errorf("partition %s/%d was given up on here", k.Topic, k.Partition)
+	}
+	a, ok := s.store.Assignment(k.Incarnation, k.Partition)
+	topics := metastore.TopicKeys{Topics: s.store}
+	if _, current := topics.Key(a); !ok || !current || a.Owner != s.deps.NodeID {
+		return fmt.Errorf("partition %s/%d is not served by %s", k.Topic, k.Partition, s.deps.NodeID)
+	}
+	delete(s.rest, k)
+	// A resting partition held no freeze (it rests only without one):
+	// it opens unfrozen whatever targets it. One never started opens as a
+	// reconcile would start it.
+	s.spawn(ctx, k, !resting && a.Target != "")
+	if !s.deps.Running.Has(k) {
+		return fmt.Errorf("partition %s/%d could not be started on %s", k.Topic, k.Partition, s.deps.NodeID)
+	}
+	s.owned.Store(int64(s.ownedCount()))
+	return nil
 }
 
 // purge removes a deleted topic's partition data, and the topic directory

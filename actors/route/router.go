@@ -67,6 +67,10 @@ type Router struct {
 	// form's recheck: the node's steady clock (actors/clock). Nil is the
 	// wall clock.
 	Clock clock.Clock
+	// Running is the doors of this node's partitions (partition.Running):
+	// a request to one at rest wakes it first; nil sends to the actor's
+	// address as is.
+	Running *partition.Running
 }
 
 // now is the router's clock's time.
@@ -145,9 +149,10 @@ func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg a
 	return res, nil
 }
 
-// Local sends msg to the actor of a partition on this node.
+// Local sends msg to the actor of a partition on this node, through its
+// door: a partition at rest is woken first (partition.Ask).
 func (r *Router) Local(ctx context.Context, k messages.PartitionKey, msg any) (any, error) {
-	return Request(ctx, r.System.Root, partition.PID(r.System, k), msg, r.Timeout)
+	return partition.Ask(ctx, r.System.Root, r.Running, partition.SupervisorPID(r.System), k, msg, r.Timeout)
 }
 
 // Owner is the node that serves k: "" (with an error) when the replica

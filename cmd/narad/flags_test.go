@@ -62,6 +62,7 @@ var nodeFlagCases = []struct {
 	{"move-chunk-bytes", "NARAD_MOVE_CHUNK_BYTES", "65536", "", func(c actors.Config) any { return c.MoveChunkBytes }, 65536},
 	{"move-chunk-window", "NARAD_MOVE_CHUNK_WINDOW", "8", "", func(c actors.Config) any { return c.Mover.ChunkWindow }, 8},
 	{"lease-drain-timeout", "NARAD_LEASE_DRAIN_TIMEOUT", "100ms", "", func(c actors.Config) any { return c.Partition.LeaseDrainTimeout }, 100 * time.Millisecond},
+	{"partition-rest-after", "NARAD_PARTITION_REST_AFTER", "30s", "", func(c actors.Config) any { return c.Partition.RestAfter }, 30 * time.Second},
 	{"move-tick", "NARAD_MOVE_TICK", "2s", "", func(c actors.Config) any { return c.MoveTick }, 2 * time.Second},
 	{"move-full-scan-every", "NARAD_MOVE_FULL_SCAN_EVERY", "1m", "", func(c actors.Config) any { return c.Mover.FullScanEvery }, time.Minute},
 	{"http-read-header-timeout", "NARAD_HTTP_READ_HEADER_TIMEOUT", "3s", "", func(c actors.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},

@@ -1,0 +1,240 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/naradmq/narad/actors/clock"
+	"github.com/naradmq/narad/cluster/testnet"
+	"github.com/naradmq/narad/messages"
+	"github.com/naradmq/narad/storage"
+)
+
+// restRig is the supervisor rig with partitions that rest after restAfter
+// on steady (nil: the wall clock), their doors in running, and the rests
+// counted.
+func restRig(t *testing.T, restAfter time.Duration, steady clock.Clock) (*supervisorRig, *Running, *metrics.Counter) {
+	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter = running, rests, restAfter
+		if steady != nil {
+			d.Steady = steady
+		}
+	})
+	return r, running, rests
+}
+
+// askThrough sends msg to k as the node's router does: through its door,
+// waking it when it rests.
+func (r *supervisorRig) askThrough(running *Running, k messages.PartitionKey, msg any) any {
+	r.t.Helper()
+	res, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k, msg, 5*time.Second)
+	if err != nil {
+		r.t.Fatalf("ask %T through the door: %v", msg, err)
+	}
+	return res
+}
+
+// A partition rests only once nothing is in flight: a lease out keeps it
+// open past RestAfter. At rest it has no actor, yet the node still counts
+// it served; the next request wakes it with its consumer state as the
+// rest left it: a retried ack of a handle acked before still answers OK,
+// delivery resumes past the acked records, and a commit lands after them.
+func TestAPartitionRestsOnlyWhenIdleAndWakesWithItsState(t *testing.T) {
+	steady := newFakeClock()
+	r, running, rests := restRig(t, time.Second, steady)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if got := r.commit(k, seq); got != messages.StatusOK {
+			t.Fatalf("commit %d: got status %d, want OK", seq, got)
+		}
+	}
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	d0, d1 := r.leaseWith(k, lim), r.leaseWith(k, lim)
+	ack := func(d messages.Delivery) messages.Status {
+		return r.askThrough(running, k, &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce}).(*messages.LeaseResult).Status
+	}
+	if got := ack(d0); got != messages.StatusOK {
+		t.Fatalf("ack of offset %d: got status %d, want OK", d0.Offset, got)
+	}
+
+	steady.Advance(2 * time.Second)
+	r.ask(k, &messages.GetStats{}) // after the rest check in its mailbox
+	if got := rests.Get(); got != 0 || !running.Has(k) {
+		t.Fatalf("idle past RestAfter with offset %d leased: got %d rests, open %v; want 0, true", d1.Offset, got, running.Has(k))
+	}
+
+	if got := ack(d1); got != messages.StatusOK {
+		t.Fatalf("ack of offset %d: got status %d, want OK", d1.Offset, got)
+	}
+	steady.Advance(2 * time.Second)
+	testnet.Eventually(t, 10*time.Second, "the idle partition at rest", func() bool { return rests.Get() == 1 })
+	testnet.Eventually(t, 10*time.Second, "its actor stopped", func() bool { return !r.serving(orders, 0) })
+	if running.Has(k) || r.owned.Load() != 1 {
+		t.Fatalf("at rest: got open %v, %d partitions served; want false, 1", running.Has(k), r.owned.Load())
+	}
+
+	if got := ack(d0); got != messages.StatusOK {
+		t.Fatalf("retried ack of offset %d after the rest: got status %d, want OK (the recent acks restored)", d0.Offset, got)
+	}
+	if !running.Has(k) {
+		t.Fatal("after a request through its door: got closed, want the partition woken")
+	}
+	res := r.askThrough(running, k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+	if res.Status != messages.StatusOK || res.Delivery.Offset != 2 {
+		t.Fatalf("reserve after the wake: got status %d, offset %d; want OK, 2 (0 and 1 acked before the rest)", res.Status, res.Delivery.Offset)
+	}
+	c := r.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 4, Body: []byte(`"x"`)}}}).(*messages.CommitResult)
+	if c.Status != messages.StatusOK || c.FirstOffset != 3 {
+		t.Fatalf("commit after the wake: got status %d at offset %d, want OK at 3", c.Status, c.FirstOffset)
+	}
+}
+
+// A wake neither loses nor reorders a request sent while it happens: one
+// sender commits records one after another, pausing now and then past
+// RestAfter so the partition rests and wakes under it, while another asks
+// for its stats at random; every record is stored once, in the order
+// sent.
+func TestWakesLoseAndReorderNothing(t *testing.T) {
+	r, running, rests := restRig(t, 100*time.Millisecond, nil)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	rng := rand.New(rand.NewPCG(50, 1))
+	const records = 120
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Duration(50+rand.IntN(250)) * time.Millisecond):
+			}
+			r.askThrough(running, k, &messages.GetStats{})
+		}
+	})
+	var want []string
+	for seq := uint64(1); seq <= records; seq++ {
+		if rng.IntN(8) == 0 {
+			time.Sleep(time.Duration(110+rng.IntN(60)) * time.Millisecond)
+		}
+		body := fmt.Sprintf(`"seq %d"`, seq)
+		want = append(want, body)
+		c := r.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: []byte(body)}}}).(*messages.CommitResult)
+		if c.Status != messages.StatusOK || c.FirstOffset != int64(seq-1) {
+			t.Fatalf("commit %d: got status %d (%s) at offset %d, want OK at %d", seq, c.Status, c.Err, c.FirstOffset, seq-1)
+		}
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("%d rests", rests.Get())
+	if got := rests.Get(); got < 3 {
+		t.Fatalf("rests during the run: got %d, want at least 3 (the test must exercise wakes)", got)
+	}
+	r.askThrough(running, k, &messages.GetStats{})
+	if got := r.bodies(k); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("records after %d rests: got %v, want %v", rests.Get(), got, want)
+	}
+}
+
+// A door closes only while no request is on its way through it: one that
+// entered before the rest check keeps the actor up until it is answered,
+// and one that comes after finds the door closed and wakes the partition.
+func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
+	var running Running
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	if running.rest(k) || running.enter(k) != nil {
+		t.Fatal("no door: got a rest or an entry, want neither")
+	}
+	running.add(k)
+	d := running.enter(k)
+	if d == nil {
+		t.Fatal("open door: got no entry, want one")
+	}
+	if running.rest(k) {
+		t.Fatal("rest with a request in flight: got closed, want refused")
+	}
+	running.leave(d)
+	if !running.rest(k) || running.Has(k) || !running.resting(k) {
+		t.Fatalf("rest with none in flight: got open %v, resting %v; want closed", running.Has(k), running.resting(k))
+	}
+	if running.enter(k) != nil {
+		t.Fatal("closed door: got an entry, want the request to wake the partition")
+	}
+	running.add(k)
+	if !running.Has(k) {
+		t.Fatal("door after a wake: got closed, want open")
+	}
+}
+
+// A resting partition is woken for retention once its oldest sealed
+// segment is past its topic's retention, and not before; and one whose
+// topic is deleted while it rests is forgotten and its data removed, as a
+// running one would be.
+func TestARestingPartitionIsWokenForRetentionAndPurgedWithItsTopic(t *testing.T) {
+	steady, records := newFakeClock(), newFakeClock()
+	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
+		d.LogConfig.SegmentMaxBytes, d.LogConfig.Clock = 4<<10, records
+	})
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1, RetentionMs: 60_000}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	body := make([]byte, 1<<10)
+	for i := range body {
+		body[i] = 'x'
+	}
+	for seq := uint64(1); seq <= 12; seq++ {
+		c := r.ask(k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: fmt.Appendf(nil, `"%s"`, body)}}}).(*messages.CommitResult)
+		if c.Status != messages.StatusOK {
+			t.Fatalf("commit %d: got status %d (%s), want OK", seq, c.Status, c.Err)
+		}
+	}
+	stats := func() *messages.PartitionStats {
+		return r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
+	}
+	if st := stats(); st.Segments < 2 || st.OldestOffset != 0 {
+		t.Fatalf("before retention: got %d segments from offset %d, want several from 0", st.Segments, st.OldestOffset)
+	}
+	rest := func(n uint64) {
+		t.Helper()
+		steady.Advance(2 * time.Second)
+		testnet.Eventually(t, 10*time.Second, "the partition at rest", func() bool { return rests.Get() == n && !running.Has(k) })
+	}
+	rest(1)
+
+	r.system.Root.Send(SupervisorPID(r.system), RetentionTick{})
+	if _, err := request(context.Background(), r.system.Root, SupervisorPID(r.system), Reconcile{}, 5*time.Second); err != nil {
+		t.Fatal(err) // answered after the tick before it
+	}
+	if running.Has(k) {
+		t.Fatal("retention pass with every segment young: got the partition woken, want it left at rest")
+	}
+	records.Advance(2 * time.Minute)
+	r.system.Root.Send(SupervisorPID(r.system), RetentionTick{})
+	testnet.Eventually(t, 10*time.Second, "retention to remove the old segments", func() bool {
+		return running.Has(k) && stats().OldestOffset > 0
+	})
+
+	rest(2)
+	r.replica.Drop("orders")
+	dir := storage.PartitionPath(r.dataDir, k.Topic, k.Partition)
+	testnet.Eventually(t, 10*time.Second, "the resting partition of a deleted topic purged", func() bool {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err) && r.owned.Load() == 0
+	})
+}
