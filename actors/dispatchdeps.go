@@ -11,6 +11,6 @@ import (
 func newDispatchDeps(d deps, store dispatch.Store, wal dispatch.WAL, o dispatch.Owners) dispatch.Deps {
 	return dispatch.Deps{Config: d.cfg.Dispatch, RequestTimeout: d.cfg.RequestTimeout,
 		MaxCommitBatchBytes: d.cfg.MaxCommitBatchBytes, MaxRemoteCommitBytes: d.cfg.MaxRemoteCommitBytes,
-		Logger: d.log, Store: store, Owners: o, WAL: wal, PartitionPID: partition.PID,
+		Logger: d.log, Store: store, Owners: o, WAL: wal, PartitionPID: partition.PID, Doors: d.running,
 		Clock: d.cfg.clockOrWall(), Steady: d.cfg.steadyOrWall(), Metrics: d.metrics.dispatchMetrics()}
 }

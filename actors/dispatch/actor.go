@@ -72,6 +72,11 @@ type Deps struct {
 	WAL                                       WAL
 	// PartitionPID names the local actor of a partition this node serves.
 	PartitionPID func(system *actor.ActorSystem, k messages.PartitionKey) *actor.PID
+	// Doors are the local partitions' doors (partition.Running): each
+	// local commit is counted in through its partition's, so the partition
+	// does not rest under it, and one at rest is woken (Wake) before its
+	// commits are sent. Nil sends to PartitionPID as is.
+	Doors Doors
 	// Clock times the retries and the reroute grace: the node clock
 	// (actors/clock), a fake in tests. Steady sets a local commit its
 	// NotAfter, which the partition checks on the same clock
@@ -79,6 +84,17 @@ type Deps struct {
 	Clock, Steady clock.Clock
 	Metrics       Metrics
 	Knobs         Knobs
+}
+
+// Doors is what the dispatcher uses of the partitions' doors.
+type Doors interface {
+	// Enter counts a request in through k's door; leave counts it out
+	// once answered. ok is false when the partition rests, or has no
+	// actor here.
+	Enter(k messages.PartitionKey) (leave func(), ok bool)
+	// Wake is whom to ask to wake k, and the message that asks: its
+	// answer, whatever it is, means the door was opened or will not be.
+	Wake(system *actor.ActorSystem, k messages.PartitionKey) (*actor.PID, any)
 }
 
 // Knobs are a test's hooks into the dispatcher; zero in production.
@@ -123,6 +139,11 @@ type partitionQueue struct {
 	unknown map[uint64]string
 	// unknownLogged says a withheld reroute was logged for this queue.
 	unknownLogged bool
+	// waking: a local partition's door was closed and its wake is on its
+	// way; nothing is sent until it answers. woken: it answered, so a
+	// door still closed is not woken again: the commit goes to the actor's
+	// address, and a partition not served here refuses it as before.
+	waking, woken bool
 }
 
 // Actor commits every record of the ingress WAL at its partition's owner,
@@ -317,8 +338,22 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 		for i, r := range batch {
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Again: d.maybeCommitted(q, r.Seq), Key: r.Key, Body: r.Body}
 		}
-		q.inFlight++
 		owner := d.deps.Owners.OwnerOf(k)
+		leave := func() {}
+		if local && d.deps.Doors != nil {
+			l, ok := d.deps.Doors.Enter(k)
+			if !ok && !q.woken {
+				// At rest: the batch goes back to the front of the queue,
+				// in order, and waits for the wake.
+				q.recs = append(batch[:len(batch):len(batch)], q.recs...)
+				d.wake(ctx, k, q)
+				return
+			}
+			if ok {
+				leave = l
+			}
+		}
+		q.inFlight++
 		if local {
 			// Sent now, from this actor, so batches reach the partition's
 			// mailbox in order. A commit still in the mailbox (a partition
@@ -329,6 +364,7 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			f := ctx.RequestFuture(d.deps.PartitionPID(ctx.ActorSystem(), k), c, d.deps.RequestTimeout)
 			d.local[f] = &commitDone{key: k, owner: owner, batch: batch}
 			ctx.ReenterAfter(f, func(res interface{}, err error) {
+				leave()
 				delete(d.local, f)
 				r, _ := res.(*messages.CommitResult)
 				d.handled(ctx, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
@@ -349,6 +385,25 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			root.Send(self, &commitDone{key: k, owner: owner, batch: batch, res: r, err: err})
 		})
 	}
+}
+
+// wake asks the supervisor to wake k, whose door is closed, once at a
+// time, and sends what queued for it once the wake answers.
+func (d *Actor) wake(ctx actor.Context, k messages.PartitionKey, q *partitionQueue) {
+	if q.waking {
+		return
+	}
+	q.waking = true
+	pid, msg := d.deps.Doors.Wake(ctx.ActorSystem(), k)
+	ctx.ReenterAfter(ctx.RequestFuture(pid, msg, d.deps.RequestTimeout), func(any, error) {
+		q.waking = false
+		if d.queues[k] != q {
+			return // dropped meanwhile (its topic deleted)
+		}
+		q.woken = true
+		d.send(ctx, k, q)
+		q.woken = false
+	})
 }
 
 // maybeCommitted reports whether the record seq may be in its partition

@@ -3,6 +3,8 @@ package partition
 import (
 	"sync"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/naradmq/narad/messages"
 )
 
@@ -103,6 +105,27 @@ func (r *Running) leave(d *door) {
 		panic("partition door: a request left that never entered")
 	}
 	d.inflight--
+}
+
+// Enter counts in a request its caller sends itself (the dispatcher's
+// pipelined commits, which must reach the mailbox in the order sent);
+// leave counts it out once answered. ok is false when the door is closed
+// or there is none: wake the partition first (Wake). A nil Running lets
+// every request through.
+func (r *Running) Enter(k messages.PartitionKey) (leave func(), ok bool) {
+	if r == nil {
+		return func() {}, true
+	}
+	d := r.enter(k)
+	if d == nil {
+		return nil, false
+	}
+	return func() { r.leave(d) }, true
+}
+
+// Wake is the supervisor's address and the message that wakes k there.
+func (r *Running) Wake(sys *actor.ActorSystem, k messages.PartitionKey) (*actor.PID, any) {
+	return SupervisorPID(sys), Wake{Key: k}
 }
 
 // rest closes k's door if no request is on its way through it, and
