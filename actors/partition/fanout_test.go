@@ -68,7 +68,7 @@ func (r *fanoutRig) detach(name string) {
 
 func (r *fanoutRig) stats(k messages.PartitionKey) *messages.PartitionStats {
 	r.t.Helper()
-	res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.GetStats{}, time.Second)
+	res, err := Request(context.Background(), r.system.Root, PID(r.system, k), &messages.GetStats{}, time.Second)
 	if err != nil {
 		r.t.Fatalf("stats of %v: %v", k, err)
 	}
@@ -109,7 +109,7 @@ func (r *fanoutRig) produce(p int, batch string, n int) {
 		recs = append(recs, messages.CommitRecord{Seq: uint64(i), Key: fmt.Appendf(nil, "k%d", i%5), Body: fmt.Appendf(nil, "%s-%d", batch, i)})
 	}
 	k := r.key(r.parent, p)
-	res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
+	res, err := Request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 5*time.Second)
 	if err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 		r.t.Fatalf("commit to the parent: %v %+v", err, res)
 	}
@@ -123,7 +123,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 		k := r.key(child, p)
 		hwm := r.stats(k).HighWatermark
 		for off := int64(0); off < hwm; off++ {
-			res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
+			res, err := Request(context.Background(), r.system.Root, PID(r.system, k), &messages.ReadAt{Offset: off}, time.Second)
 			if err != nil {
 				r.t.Fatalf("read %v@%d: %v", k, off, err)
 			}
@@ -142,7 +142,7 @@ func (r *fanoutRig) records(child messages.Topic) map[string]storage.Record {
 func (r *fanoutRig) childHolds(child messages.Topic) int64 {
 	var n int64
 	for p := range child.Partitions {
-		res, err := request(context.Background(), r.system.Root, PID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
+		res, err := Request(context.Background(), r.system.Root, PID(r.system, r.key(child, p)), &messages.GetStats{}, time.Second)
 		if err == nil {
 			n += res.(*messages.PartitionStats).HighWatermark
 		}
@@ -190,7 +190,7 @@ func TestADelayChildGetsEachRecordOnlyOnceItsDelayHasPassed(t *testing.T) {
 	pk := r.key(r.parent, 1)
 	parentTime := map[string]int64{}
 	for off := range int64(20) {
-		res, err := request(context.Background(), r.system.Root, PID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
+		res, err := Request(context.Background(), r.system.Root, PID(r.system, pk), &messages.ReadAt{Offset: off}, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func BenchmarkFanoutDrain(b *testing.B) {
 			recs[i] = messages.CommitRecord{Key: fmt.Appendf(nil, "k%d", done+i), Body: body}
 		}
 		k := r.key(r.parent, done/64%3)
-		if res, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
+		if res, err := Request(context.Background(), r.system.Root, PID(r.system, k), &messages.Commit{Key: k, Records: recs}, 10*time.Second); err != nil || res.(*messages.CommitResult).Status != messages.StatusOK {
 			b.Fatalf("commit: %v %+v", err, res)
 		}
 		done += n

@@ -63,20 +63,21 @@ const maxWakes = 3
 func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *actor.PID, k messages.PartitionKey, msg any, timeout time.Duration) (any, error) {
 	pid := PID(root.ActorSystem(), k)
 	if running == nil {
-		return request(ctx, root, pid, msg, timeout)
+		return Request(ctx, root, pid, msg, timeout)
 	}
 	for wakes := 0; ; wakes++ {
 		if d := running.enter(k); d != nil {
-			res, err := request(ctx, root, pid, msg, timeout)
+			res, err := Request(ctx, root, pid, msg, timeout)
 			running.leave(d)
 			return res, err
 		}
 		if wakes == maxWakes {
 			return nil, fmt.Errorf("%T to %s: woken %d times and at rest again: %w: %w", msg, pid.Id, wakes, actor.ErrDeadLetter, errs.ErrUnavailable)
 		}
-		res, err := request(ctx, root, sup, Wake{Key: k}, timeout)
+		res, err := Request(ctx, root, sup, Wake{Key: k}, timeout)
 		if err != nil {
-			return nil, fmt.Errorf("%T to %s: wake: %w", msg, pid.Id, err)
+			// Not sent: the partition's actor never saw it.
+			return nil, fmt.Errorf("%T to %s: wake: %w: %w", msg, pid.Id, err, actor.ErrDeadLetter)
 		}
 		if w := res.(Woken); w.Err != "" {
 			return nil, fmt.Errorf("%T to %s: %s: %w: %w", msg, pid.Id, w.Err, actor.ErrDeadLetter, errs.ErrUnavailable)
@@ -84,11 +85,11 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 	}
 }
 
-// request sends msg to pid and waits for the answer, within ctx's
+// Request sends msg to a local actor and waits for its answer, within ctx's
 // deadline and at most timeout. A context already done is refused with
 // its own error; once the wait has begun only the deadline ends it, since
 // an actor's answer cannot be withdrawn.
-func request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
+func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
 	}

@@ -218,7 +218,7 @@ func TestARestingPartitionIsWokenForRetentionAndPurgedWithItsTopic(t *testing.T)
 	rest(1)
 
 	r.system.Root.Send(SupervisorPID(r.system), RetentionTick{})
-	if _, err := request(context.Background(), r.system.Root, SupervisorPID(r.system), Reconcile{}, 5*time.Second); err != nil {
+	if _, err := Request(context.Background(), r.system.Root, SupervisorPID(r.system), Reconcile{}, 5*time.Second); err != nil {
 		t.Fatal(err) // answered after the tick before it
 	}
 	if running.Has(k) {

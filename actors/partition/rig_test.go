@@ -98,14 +98,14 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 // serving reports whether partition p of t has an actor here that answers.
 func (r *supervisorRig) serving(t messages.Topic, p int) bool {
 	k := messages.PartitionKey{Topic: t.Name, Incarnation: t.Incarnation, Partition: p}
-	_, err := request(context.Background(), r.system.Root, PID(r.system, k), &messages.GetStats{}, time.Second)
+	_, err := Request(context.Background(), r.system.Root, PID(r.system, k), &messages.GetStats{}, time.Second)
 	return err == nil
 }
 
 // ask sends msg to partition k's actor and returns its answer.
 func (r *supervisorRig) ask(k messages.PartitionKey, msg any) any {
 	r.t.Helper()
-	res, err := request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
+	res, err := Request(context.Background(), r.system.Root, PID(r.system, k), msg, 5*time.Second)
 	if err != nil {
 		r.t.Fatalf("ask %T: %v", msg, err)
 	}
@@ -178,7 +178,7 @@ func (rr rigRoute) Ask(ctx context.Context, k messages.PartitionKey, msg any) (a
 	if a, _ := rr.replica.Assignment(k.Incarnation, k.Partition); a.Owner == "" {
 		return nil, fmt.Errorf("%s/%d: %w", k.Topic, k.Partition, errNoOwner)
 	}
-	return request(ctx, rr.system.Root, PID(rr.system, k), msg, time.Second)
+	return Request(ctx, rr.system.Root, PID(rr.system, k), msg, time.Second)
 }
 
 // partitionForKey is the produce rule (produce.PartitionForKey), which the

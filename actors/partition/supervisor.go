@@ -521,6 +521,12 @@ func (s *Supervisor) wake(ctx actor.Context, k messages.PartitionKey) Woken {
 			return Woken{} // open already
 		}
 		s.stopForRest(ctx, k)
+		// At rest until started again: a wake refused below leaves it for
+		// the passes to forget, as any resting partition.
+		if s.rest == nil {
+			s.rest = map[messages.PartitionKey]atRest{}
+		}
+		s.rest[k] = atRest{sealed: true}
 		if err := s.wakeRest(ctx, k, true); err != nil {
 			return Woken{Err: err.Error()}
 		}

@@ -128,25 +128,9 @@ func (r *Router) Sibling(k messages.PartitionKey) (messages.PartitionKey, bool) 
 }
 
 // Request sends msg to a local actor and waits for its answer, within the
-// caller's deadline and at most timeout. A context already done is refused
-// with its own error (cancelled or past its deadline); once the wait has
-// begun only the deadline ends it, since an actor's answer cannot be
-// withdrawn.
+// caller's deadline and at most timeout (partition.Request).
 func Request(ctx context.Context, root *actor.RootContext, pid *actor.PID, msg any, timeout time.Duration) (any, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
-	}
-	if left, ok := clock.Left(ctx); ok {
-		timeout = min(timeout, left)
-	}
-	if timeout <= 0 {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, context.DeadlineExceeded, errs.ErrUnavailable)
-	}
-	res, err := root.RequestFuture(pid, msg, timeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%T to %s: %w: %w", msg, pid.Id, err, errs.ErrUnavailable)
-	}
-	return res, nil
+	return partition.Request(ctx, root, pid, msg, timeout)
 }
 
 // Local sends msg to the actor of a partition on this node, through its
