@@ -92,6 +92,10 @@ type Doors interface {
 	// once answered. ok is false when the partition rests, or has no
 	// actor here.
 	Enter(k messages.PartitionKey) (leave func(), ok bool)
+	// Resting reports whether k rests: a commit to it waits for a wake.
+	// A partition with no door has no actor here: the commit goes to its
+	// address as ever, a dead letter retried at the next tick.
+	Resting(k messages.PartitionKey) bool
 	// Wake is whom to ask to wake k, and the message that asks: its
 	// answer, whatever it is, means the door was opened or will not be.
 	Wake(system *actor.ActorSystem, k messages.PartitionKey) (*actor.PID, any)
@@ -342,7 +346,7 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 		leave := func() {}
 		if local && d.deps.Doors != nil {
 			l, ok := d.deps.Doors.Enter(k)
-			if !ok && !q.woken {
+			if !ok && !q.woken && d.deps.Doors.Resting(k) {
 				// At rest: the batch goes back to the front of the queue,
 				// in order, and waits for the wake.
 				q.recs = append(batch[:len(batch):len(batch)], q.recs...)

@@ -57,9 +57,10 @@ const maxWakes = 3
 // Ask sends msg to partition k's actor on this node and waits for its
 // answer, within ctx's deadline and at most timeout. It passes k's door
 // (running): a partition at rest is woken first through the supervisor
-// (sup), and a partition this node does not serve is refused with an
-// error that wraps actor.ErrDeadLetter (surely not processed) and
-// errs.ErrUnavailable. A nil running sends to the actor's address as is.
+// (sup); one with no door is sent to as is, a dead letter when no actor
+// serves it. A refusal wraps actor.ErrDeadLetter (surely not processed)
+// and errs.ErrUnavailable. A nil running sends to the actor's address as
+// is.
 func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *actor.PID, k messages.PartitionKey, msg any, timeout time.Duration) (any, error) {
 	pid := PID(root.ActorSystem(), k)
 	if running == nil {
@@ -70,6 +71,12 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 			res, err := Request(ctx, root, pid, msg, timeout)
 			running.leave(d)
 			return res, err
+		}
+		if !running.resting(k) {
+			// No actor and not at rest: not served here, or not started
+			// yet. Sent as ever, it is a dead letter, refused at once
+			// rather than behind the supervisor's work.
+			return Request(ctx, root, pid, msg, timeout)
 		}
 		if wakes == maxWakes {
 			return nil, fmt.Errorf("%T to %s: woken %d times and at rest again: %w: %w", msg, pid.Id, wakes, actor.ErrDeadLetter, errs.ErrUnavailable)

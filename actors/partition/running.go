@@ -145,6 +145,10 @@ func (r *Running) rest(k messages.PartitionKey) bool {
 	return true
 }
 
+// Resting reports whether k rests: its door is there and closed (its
+// actor stopped or is stopping), and a request must wake it first.
+func (r *Running) Resting(k messages.PartitionKey) bool { return r.resting(k) }
+
 // resting reports whether k's door is there and closed: its actor rests
 // or is on its way to.
 func (r *Running) resting(k messages.PartitionKey) bool {

@@ -516,6 +516,9 @@ func (s *Supervisor) forgetRest(k messages.PartitionKey) {
 // door closed and whose resting message has not come yet is stopped here
 // and started again.
 func (s *Supervisor) wake(ctx actor.Context, k messages.PartitionKey) Woken {
+	if s.stopping {
+		return Woken{Err: "the node is stopping"}
+	}
 	if _, ok := s.children[k]; ok {
 		if !s.deps.Running.resting(k) {
 			return Woken{} // open already
