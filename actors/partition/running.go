@@ -50,10 +50,16 @@ func (r *Running) Has(k messages.PartitionKey) bool {
 	if r == nil {
 		return true
 	}
+	there, open := r.doorState(k)
+	return there && open
+}
+
+// doorState reports whether k has a door, and whether it is open.
+func (r *Running) doorState(k messages.PartitionKey) (there, open bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.doors[k]
-	return d != nil && d.open
+	return d != nil, d != nil && d.open
 }
 
 // add opens k's door: its actor was just spawned.
@@ -155,8 +161,6 @@ func (r *Running) resting(k messages.PartitionKey) bool {
 	if r == nil {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.doors[k]
-	return d != nil && !d.open
+	there, open := r.doorState(k)
+	return there && !open
 }
