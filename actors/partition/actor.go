@@ -182,6 +182,9 @@ func (p *Actor) Receive(ctx actor.Context) {
 		// Before any commit: a link's cursor anchors at the HWM it found.
 		p.setLinks(ctx, p.links)
 		p.armRest(ctx, p.deps.Config.RestAfter)
+		if p.deps.Config.RestAfter > 0 {
+			ctx.Send(ctx.Parent(), opened{key: p.key, pid: ctx.Self()})
+		}
 	case restCheck:
 		p.checkRest(ctx)
 	case *actor.Restarting, *actor.Stopping:

@@ -49,6 +49,15 @@ type atRest struct {
 // restCheck is an actor's own timer: time to see whether it may rest.
 type restCheck struct{}
 
+// opened is an actor telling its supervisor that its log opened: a wake
+// that fails after it is a failure like any other (the supervisor gives up
+// on a partition that keeps failing), one before it sends the partition
+// back to rest.
+type opened struct {
+	key messages.PartitionKey
+	pid *actor.PID
+}
+
 // maxWakes bounds the wakes of one request: a partition that rests again
 // before the request gets in (a RestAfter far below a request's trip) is
 // refused as not served, which its sender retries.

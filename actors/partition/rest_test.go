@@ -2,10 +2,12 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +239,42 @@ func TestARestingPartitionIsWokenForRetentionAndPurgedWithItsTopic(t *testing.T)
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err) && r.owned.Load() == 0
 	})
+}
+
+// A partition woken from rest whose log cannot open (a passing disk fault)
+// goes back to rest once its supervisor stops retrying it, instead of being
+// given up on: the next request wakes it again, and once the disk is back
+// it is served. A partition that opened and fails later is given up on as
+// before (TestASupervisorGivesUpOnAPartitionThatKeepsFailing's rule).
+func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
+	steady := newFakeClock()
+	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
+	var failOpens atomic.Bool
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
+		d.Knobs.OpenPartition = func(messages.PartitionKey) error {
+			if failOpens.Load() {
+				return errors.New("injected: the disk is gone for a moment")
+			}
+			return nil
+		}
+	})
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	steady.Advance(2 * time.Second)
+	testnet.Eventually(t, 10*time.Second, "the partition at rest", func() bool { return rests.Get() == 1 && running.Resting(k) })
+
+	failOpens.Store(true)
+	_, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k, &messages.GetStats{}, 2*time.Second)
+	if err == nil {
+		t.Fatal("a request while the log cannot open: got an answer, want an error")
+	}
+	testnet.Eventually(t, 30*time.Second, "the partition back at rest after its failed opens", func() bool { return running.Resting(k) })
+	failOpens.Store(false)
+	st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
+	if st.HighWatermark != 0 || !running.Has(k) {
+		t.Fatalf("once the disk is back: got HWM %d, open %v; want the partition served", st.HighWatermark, running.Has(k))
+	}
 }

@@ -155,6 +155,24 @@ func (r *Running) rest(k messages.PartitionKey) bool {
 // actor stopped or is stopping), and a request must wake it first.
 func (r *Running) Resting(k messages.PartitionKey) bool { return r.resting(k) }
 
+// close closes k's door, which a request then wakes: the actor woken from
+// rest could not open, and the partition rests again.
+func (r *Running) close(k messages.PartitionKey) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.doors[k]; d != nil {
+		d.open = false
+		return
+	}
+	if r.doors == nil {
+		r.doors = map[messages.PartitionKey]*door{}
+	}
+	r.doors[k] = &door{}
+}
+
 // resting reports whether k's door is there and closed: its actor rests
 // or is on its way to.
 func (r *Running) resting(k messages.PartitionKey) bool {

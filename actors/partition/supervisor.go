@@ -44,6 +44,13 @@ type Supervisor struct {
 	// rest holds the partitions this node owns whose actor rests (rest.go):
 	// no actor, a closed door, and what retention needs to wake them.
 	rest map[messages.PartitionKey]atRest
+	// woken holds the partitions woken from rest whose actor has not yet
+	// opened its log (opened): one that keeps failing to open goes back
+	// to rest, for the next request to try again, rather than being given
+	// up on. A wake is an open, and an open is what a passing disk fault
+	// fails (issue 50's chaos run: 22 partitions given up on under
+	// injected fsync failures, their records held in the WALs).
+	woken map[messages.PartitionKey]bool
 	// failed holds partitions whose actor kept failing and was stopped;
 	// they are not respawned until the topic changes (an operator looks).
 	failed map[messages.PartitionKey]bool
@@ -126,6 +133,10 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 		s.rested(ctx, m)
 	case Wake:
 		ctx.Respond(s.wake(ctx, m.Key))
+	case opened:
+		if pid, ok := s.children[m.key]; ok && pid.Equal(m.pid) {
+			delete(s.woken, m.key)
+		}
 	}
 }
 
@@ -445,8 +456,18 @@ func (s *Supervisor) terminated(m *actor.Terminated) {
 	}
 	delete(s.byPID, m.Who.Id)
 	delete(s.children, k)
-	s.deps.Running.remove(k)
 	delete(s.linksSent, k)
+	if s.woken[k] {
+		delete(s.woken, k)
+		s.deps.Running.close(k)
+		if s.rest == nil {
+			s.rest = map[messages.PartitionKey]atRest{}
+		}
+		s.rest[k] = atRest{sealed: true}
+		s.deps.Logger.Warn("partition woken from rest could not open; at rest again, the next request tries once more", "partition", k)
+		return
+	}
+	s.deps.Running.remove(k)
 	s.failed[k] = true
 	s.owned.Store(int64(s.ownedCount()))
 	s.deps.Logger.Error("partition stopped after repeated failures; not serving it", "partition", k)
@@ -505,6 +526,7 @@ func (s *Supervisor) stopForRest(ctx actor.Context, k messages.PartitionKey) {
 // its data when its topic is gone.
 func (s *Supervisor) forgetRest(k messages.PartitionKey) {
 	delete(s.rest, k)
+	delete(s.woken, k)
 	s.deps.Running.remove(k)
 	s.deps.Figures.close(k)
 	if t, ok := s.store.Topic(k.Topic); !ok || t.Incarnation != k.Incarnation {
@@ -554,6 +576,12 @@ func (s *Supervisor) wakeRest(ctx actor.Context, k messages.PartitionKey, restin
 		return fmt.Errorf("partition %s/%d is not served by %s", k.Topic, k.Partition, s.deps.NodeID)
 	}
 	delete(s.rest, k)
+	if resting {
+		if s.woken == nil {
+			s.woken = map[messages.PartitionKey]bool{}
+		}
+		s.woken[k] = true
+	}
 	// A resting partition held no freeze (it rests only without one):
 	// it opens unfrozen whatever targets it. One never started opens as a
 	// reconcile would start it.
