@@ -324,6 +324,18 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 		limit = min(limit, d.deps.MaxRemoteCommitBytes)
 	}
 	for !q.hold && q.inFlight < d.maxInFlight(k) && len(q.recs) > 0 {
+		leave := func() {}
+		if local && d.deps.Doors != nil {
+			l, ok := d.deps.Doors.Enter(k)
+			if !ok && !q.woken && d.deps.Doors.Resting(k) {
+				// At rest: what queued waits, in order, for the wake.
+				d.wake(ctx, k, q)
+				return
+			}
+			if ok {
+				leave = l
+			}
+		}
 		// One commit names one WAL life: a batch ends where the queue
 		// passes from records replayed from an earlier life to this one's.
 		life := d.deps.WAL.Origin(q.recs[0].Seq).WAL
@@ -343,20 +355,6 @@ func (d *Actor) send(ctx actor.Context, k messages.PartitionKey, q *partitionQue
 			c.Records[i] = messages.CommitRecord{Seq: r.Seq, Again: d.maybeCommitted(q, r.Seq), Key: r.Key, Body: r.Body}
 		}
 		owner := d.deps.Owners.OwnerOf(k)
-		leave := func() {}
-		if local && d.deps.Doors != nil {
-			l, ok := d.deps.Doors.Enter(k)
-			if !ok && !q.woken && d.deps.Doors.Resting(k) {
-				// At rest: the batch goes back to the front of the queue,
-				// in order, and waits for the wake.
-				q.recs = append(batch[:len(batch):len(batch)], q.recs...)
-				d.wake(ctx, k, q)
-				return
-			}
-			if ok {
-				leave = l
-			}
-		}
 		q.inFlight++
 		if local {
 			// Sent now, from this actor, so batches reach the partition's
