@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -76,7 +77,19 @@ func newChildNode(t *testing.T, dir string) *childNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { logf.Close() })
+	t.Cleanup(func() {
+		// A failed run's node log is the evidence: the temp dir goes with the test.
+		if t.Failed() {
+			if b, err := os.ReadFile(logf.Name()); err == nil {
+				const tail = 64 << 10
+				if len(b) > tail {
+					b = b[len(b)-tail:]
+				}
+				t.Logf("node log (last %d bytes):\n%s", len(b), b)
+			}
+		}
+		logf.Close()
+	})
 	c := &childNode{t: t, base: "http://" + httpAddr, logTo: logf,
 		args: []string{"serve", "--id", "n1", "--data", filepath.Join(dir, "data"), "--http", httpAddr, "--raft", raftAddr, "--log-level", "warn", "--security-enabled=false"}}
 	c.args = append(c.args, raftCertFlags(t, filepath.Join(dir, "certs"))...)
@@ -111,6 +124,40 @@ func (c *childNode) start() {
 			c.t.Fatalf("node did not become ready; see %s", c.logTo.Name())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// evidence logs what the node says of topic and of its commits waiting in
+// the ingress WAL, so a failed history tells records never committed
+// (a dispatcher backlog) from records committed and not delivered (a
+// partition's high watermark past its acks).
+func (c *childNode) evidence(topic string) {
+	c.t.Helper()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(c.base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// One partition at a time: a whole topic's stats fail with any one.
+	for p := 0; p < 64; p++ {
+		code, body := get(fmt.Sprintf("/v1/topics/%s?partition=%d", topic, p))
+		if code == http.StatusBadRequest {
+			break // past the last partition
+		}
+		c.t.Logf("GET /v1/topics/%s?partition=%d: %d %s", topic, p, code, body)
+	}
+	_, metricsText := get("/metrics")
+	for _, line := range strings.Split(metricsText, "\n") {
+		for _, series := range []string{"narad_dispatcher_", "narad_partition", "narad_ingress", "narad_commit"} {
+			if strings.HasPrefix(line, series) {
+				c.t.Log(line)
+				break
+			}
+		}
 	}
 }
 
@@ -228,6 +275,7 @@ func TestKillMidRunLosesNoAcceptedRecord(t *testing.T) {
 	rep := h.Check()
 	t.Logf("history after a SIGKILL mid-run: %s", rep)
 	if !rep.OK() {
+		node.evidence("crash")
 		t.Fatalf("history check failed: %s", rep)
 	}
 	if rep.Produced != producers*perProducer {
