@@ -395,6 +395,9 @@ func (p *Actor) close(ctx actor.Context) {
 	if p.log == nil {
 		return
 	}
+	if c := p.deps.Knobs.Closing; c != nil {
+		c(p.key)
+	}
 	p.drainCommits(ctx)
 	p.flush()
 	if err := p.committer.FlushSync(); err != nil {

@@ -130,6 +130,10 @@ type Knobs struct {
 	// OpenPartition runs as a partition actor opens its log; an error
 	// makes the open fail as a damaged disk would.
 	OpenPartition func(messages.PartitionKey) error
+	// Closing runs as a partition actor with an open log closes, before
+	// its consumer state is flushed: it may block, as a close waiting for
+	// a slow disk's syncs does.
+	Closing func(k messages.PartitionKey)
 	// Synced runs on a partition's sync goroutine after a write's fsync
 	// and before the actor hears of it, so before the batch is published:
 	// it may block to hold a batch between its write and its publish.

@@ -169,8 +169,15 @@ func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
 		t.Fatal("rest with a request in flight: got closed, want refused")
 	}
 	running.leave(d)
-	if !running.rest(k) || running.Has(k) || !running.resting(k) {
-		t.Fatalf("rest with none in flight: got open %v, resting %v; want closed", running.Has(k), running.resting(k))
+	if !running.rest(k) || !running.resting(k) {
+		t.Fatalf("rest with none in flight: got resting %v; want closed", running.resting(k))
+	}
+	if !running.Has(k) {
+		t.Fatal("closed door, actor not yet ended: got Has false, want true (rule K7: its close may still write)")
+	}
+	running.stopEnded(k)
+	if running.Has(k) {
+		t.Fatal("closed door, actor ended: got Has true, want false")
 	}
 	if running.enter(k) != nil {
 		t.Fatal("closed door: got an entry, want the request to wake the partition")
@@ -276,5 +283,115 @@ func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
 	st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
 	if st.HighWatermark != 0 || !running.Has(k) {
 		t.Fatalf("once the disk is back: got HWM %d, open %v; want the partition served", st.HighWatermark, running.Has(k))
+	}
+}
+
+// A rest's stop is not awaited by the supervisor: while one partition's
+// close waits for its disk, another partition is woken at once; and a
+// request to the partition whose close is held waits for the close to end
+// and is then served, rather than finding its actor's name still taken
+// (issue 50's chaos run: "name exists", 73,852 times, for a stop that
+// outlasted the supervisor's 10 s wait for it).
+func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) {
+	steady := newFakeClock()
+	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
+		d.Knobs.Closing = func(k messages.PartitionKey) {
+			if k.Partition == 0 {
+				held <- struct{}{}
+				<-release
+			}
+		}
+	})
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 2}
+	r.replica.Put(orders, "n1", "n1")
+	r.waitServing(orders, 0, true)
+	r.waitServing(orders, 1, true)
+	k0 := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	k1 := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 1}
+	steady.Advance(2 * time.Second)
+	<-held
+	testnet.Eventually(t, 10*time.Second, "both partitions at rest", func() bool {
+		return rests.Get() == 2 && running.Resting(k0) && running.Resting(k1)
+	})
+	if !running.Has(k0) {
+		t.Fatal("partition 0 closing: got Has false, want true until its actor ended (rule K7)")
+	}
+
+	// Partition 1 wakes while partition 0's close is held.
+	st := r.askThrough(running, k1, &messages.GetStats{}).(*messages.PartitionStats)
+	if st.HighWatermark != 0 || !running.Has(k1) {
+		t.Fatalf("partition 1 beside a held close: got HWM %d, open %v; want served", st.HighWatermark, running.Has(k1))
+	}
+
+	// Partition 0's request waits for its close, then is served.
+	type answer struct {
+		res any
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k0, &messages.GetStats{}, 10*time.Second)
+		got <- answer{res, err}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("a request to a partition whose close is held: got %v, %v before the close ended; want it to wait", a.res, a.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("a request to partition 0 once its close ended: got %v, want it served", a.err)
+	}
+	if st := a.res.(*messages.PartitionStats); st.HighWatermark != 0 || !running.Has(k0) {
+		t.Fatalf("partition 0 woken: got HWM %d, open %v; want served", st.HighWatermark, running.Has(k0))
+	}
+}
+
+// rule K7: a partition that left this node while its rest's close is held
+// still counts as running (Running.Has), and the supervisor answers a
+// move's DropEarlier only once that close ended: an install must not
+// begin while an earlier ownership's actor may still write its files.
+func TestRuleK7DropEarlierWaitsForARestsClose(t *testing.T) {
+	steady := newFakeClock()
+	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
+		d.Knobs.Closing = func(messages.PartitionKey) {
+			held <- struct{}{}
+			<-release
+		}
+	})
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	steady.Advance(2 * time.Second)
+	<-held
+	r.replica.Put(orders, "n2") // moved away while its close is held
+	testnet.Eventually(t, 10*time.Second, "the resting partition forgotten", func() bool { return r.owned.Load() == 0 })
+	if !running.Has(k) {
+		t.Fatal("closing after it left: got Has false, want true until its actor ended")
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := Request(context.Background(), r.system.Root, SupervisorPID(r.system), messages.DropEarlier{Key: k}, 10*time.Second)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("DropEarlier while the close is held: answered (%v); want it to wait for the close", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("DropEarlier once the close ended: got %v, want an answer", err)
+	}
+	if running.Has(k) {
+		t.Fatal("after its end: got Has true, want false")
 	}
 }

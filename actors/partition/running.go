@@ -36,6 +36,11 @@ import (
 type Running struct {
 	mu    sync.Mutex
 	doors map[messages.PartitionKey]*door
+	// stopping holds the partitions whose actor was stopped to rest and
+	// has not ended: it may still write its files as it closes, so Has
+	// counts it (a move's install asks the supervisor, which waits for
+	// the end, rule K7).
+	stopping map[messages.PartitionKey]bool
 }
 
 // door is one partition's: open while its actor takes requests, and how
@@ -45,13 +50,38 @@ type door struct {
 	inflight int
 }
 
-// Has reports whether an actor runs for k and takes requests.
+// Has reports whether an actor runs for k: one that takes requests, or
+// one stopped to rest that has not ended.
 func (r *Running) Has(k messages.PartitionKey) bool {
 	if r == nil {
 		return true
 	}
-	there, open := r.doorState(k)
-	return there && open
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	return d != nil && d.open || r.stopping[k]
+}
+
+// stopStarted and stopEnded bracket the stop of k's actor to rest.
+func (r *Running) stopStarted(k messages.PartitionKey) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping == nil {
+		r.stopping = map[messages.PartitionKey]bool{}
+	}
+	r.stopping[k] = true
+}
+
+func (r *Running) stopEnded(k messages.PartitionKey) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.stopping, k)
 }
 
 // doorState reports whether k has a door, and whether it is open.
@@ -148,6 +178,12 @@ func (r *Running) rest(k messages.PartitionKey) bool {
 		return false
 	}
 	d.open = false
+	// Still running until its end (stopEnded): counted from the close on,
+	// or a move could find nothing running before the stop began.
+	if r.stopping == nil {
+		r.stopping = map[messages.PartitionKey]bool{}
+	}
+	r.stopping[k] = true
 	return true
 }
 
