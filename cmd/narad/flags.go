@@ -102,7 +102,7 @@ func settings(c *actors.Config) []setting {
 		{flag: "lease-drain-timeout", fields: []string{"Partition.LeaseDrainTimeout", "LeaseDrainTimeout"}, ptr: &c.Partition.LeaseDrainTimeout,
 			usage: "how long a freeze waits for leases out before it reports"},
 		{flag: "partition-rest-after", fields: []string{"Partition.RestAfter", "RestAfter"}, ptr: &c.Partition.RestAfter,
-			usage: "how long a partition with nothing in flight keeps its actor and open log before it rests (0, the default: never)"},
+			usage: "how long a partition with nothing in flight keeps its actor and open log before it rests (0: never)"},
 		{flag: "move-tick", fields: []string{"MoveTick"}, ptr: &c.MoveTick,
 			usage: "the move runner's tick"},
 		{flag: "move-full-scan-every", fields: []string{"Mover.FullScanEvery", "FullScanEvery", "MoveFullScanEvery"}, ptr: &c.Mover.FullScanEvery,
