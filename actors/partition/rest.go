@@ -87,6 +87,11 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 			// rather than behind the supervisor's work.
 			return Request(ctx, root, pid, msg, timeout)
 		}
+		if _, ok := msg.(*messages.GetStats); ok {
+			if st, ok := running.statsAtRest(k); ok {
+				return st, nil // what it was as it rested: nothing changed since
+			}
+		}
 		if wakes == maxWakes {
 			return nil, fmt.Errorf("%T to %s: woken %d times and at rest again: %w: %w", msg, pid.Id, wakes, actor.ErrDeadLetter, errs.ErrUnavailable)
 		}
@@ -153,7 +158,7 @@ func (p *Actor) checkRest(ctx actor.Context) {
 		p.rearmRest(ctx, after-idle)
 		return
 	}
-	if !p.quiet() || !p.deps.Running.rest(p.key) {
+	if !p.quiet() || !p.deps.Running.rest(p.key, p.stats()) {
 		p.rearmRest(ctx, after)
 		return
 	}

@@ -157,7 +157,7 @@ func TestWakesLoseAndReorderNothing(t *testing.T) {
 func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
 	var running Running
 	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	if running.rest(k) || running.enter(k) != nil {
+	if running.rest(k, nil) || running.enter(k) != nil {
 		t.Fatal("no door: got a rest or an entry, want neither")
 	}
 	running.add(k)
@@ -165,11 +165,11 @@ func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
 	if d == nil {
 		t.Fatal("open door: got no entry, want one")
 	}
-	if running.rest(k) {
+	if running.rest(k, nil) {
 		t.Fatal("rest with a request in flight: got closed, want refused")
 	}
 	running.leave(d)
-	if !running.rest(k) || !running.resting(k) {
+	if !running.rest(k, nil) || !running.resting(k) {
 		t.Fatalf("rest with none in flight: got resting %v; want closed", running.resting(k))
 	}
 	if !running.Has(k) {
@@ -274,7 +274,9 @@ func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
 	testnet.Eventually(t, 10*time.Second, "the partition at rest", func() bool { return rests.Get() == 1 && running.Resting(k) })
 
 	failOpens.Store(true)
-	_, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k, &messages.GetStats{}, 2*time.Second)
+	// A lease wakes it (stats would be answered at the door).
+	wakes := &messages.Reserve{Limits: messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}}
+	_, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k, wakes, 2*time.Second)
 	if err == nil {
 		t.Fatal("a request while the log cannot open: got an answer, want an error")
 	}
@@ -320,10 +322,11 @@ func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) 
 		t.Fatal("partition 0 closing: got Has false, want true until its actor ended (rule K7)")
 	}
 
-	// Partition 1 wakes while partition 0's close is held.
-	st := r.askThrough(running, k1, &messages.GetStats{}).(*messages.PartitionStats)
-	if st.HighWatermark != 0 || !running.Has(k1) {
-		t.Fatalf("partition 1 beside a held close: got HWM %d, open %v; want served", st.HighWatermark, running.Has(k1))
+	// Partition 1 wakes while partition 0's close is held: a lease wakes
+	// it (stats would be answered at the door).
+	wakes := &messages.Reserve{Limits: messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}}
+	if res := r.askThrough(running, k1, wakes).(*messages.Reserved); res.Status != messages.StatusEmpty || !running.Has(k1) {
+		t.Fatalf("partition 1 beside a held close: got status %d, open %v; want empty, served", res.Status, running.Has(k1))
 	}
 
 	// Partition 0's request waits for its close, then is served.
@@ -333,7 +336,7 @@ func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) 
 	}
 	got := make(chan answer, 1)
 	go func() {
-		res, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k0, &messages.GetStats{}, 10*time.Second)
+		res, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k0, wakes, 10*time.Second)
 		got <- answer{res, err}
 	}()
 	select {
@@ -346,8 +349,8 @@ func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) 
 	if a.err != nil {
 		t.Fatalf("a request to partition 0 once its close ended: got %v, want it served", a.err)
 	}
-	if st := a.res.(*messages.PartitionStats); st.HighWatermark != 0 || !running.Has(k0) {
-		t.Fatalf("partition 0 woken: got HWM %d, open %v; want served", st.HighWatermark, running.Has(k0))
+	if res := a.res.(*messages.Reserved); res.Status != messages.StatusEmpty || !running.Has(k0) {
+		t.Fatalf("partition 0 woken: got status %d, open %v; want empty, served", res.Status, running.Has(k0))
 	}
 }
 
@@ -393,5 +396,44 @@ func TestRuleK7DropEarlierWaitsForARestsClose(t *testing.T) {
 	}
 	if running.Has(k) {
 		t.Fatal("after its end: got Has true, want false")
+	}
+}
+
+// A resting partition's stats are answered at its door, as they were when
+// it rested, without waking it: a console or a client polling a topic's
+// stats does not keep its idle partitions open. A commit wakes it, and
+// the stats then move with it.
+func TestARestingPartitionsStatsAreAnsweredWithoutAWake(t *testing.T) {
+	steady := newFakeClock()
+	r, running, rests := restRig(t, time.Second, steady)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if got := r.commit(k, seq); got != messages.StatusOK {
+			t.Fatalf("commit %d: got status %d, want OK", seq, got)
+		}
+	}
+	open := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
+	steady.Advance(2 * time.Second)
+	testnet.Eventually(t, 10*time.Second, "the partition at rest, its actor stopped", func() bool {
+		return rests.Get() == 1 && !r.serving(orders, 0)
+	})
+
+	st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
+	if st.HighWatermark != 3 || st.Segments != open.Segments || st.SizeBytes != open.SizeBytes || st.OldestSegmentAt != open.OldestSegmentAt {
+		t.Fatalf("stats at rest: got %+v, want those it had open, %+v", *st, *open)
+	}
+	if !running.Resting(k) || r.serving(orders, 0) {
+		t.Fatal("after a stats read: got the partition woken, want it still at rest")
+	}
+
+	c := r.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 4, Body: []byte(`"x"`)}}}).(*messages.CommitResult)
+	if c.Status != messages.StatusOK || c.FirstOffset != 3 {
+		t.Fatalf("commit at rest: got status %d at offset %d, want OK at 3", c.Status, c.FirstOffset)
+	}
+	if st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats); st.HighWatermark != 4 {
+		t.Fatalf("stats after a commit woke it: got HWM %d, want 4", st.HighWatermark)
 	}
 }

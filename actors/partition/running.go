@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,6 +49,12 @@ type Running struct {
 type door struct {
 	open     bool
 	inflight int
+	// stats is what the partition's stats were when it closed the door to
+	// rest: nothing changes a resting partition but a wake, so a stats
+	// read (a console's poll, a client's wait for a create) is answered
+	// from it without one. Nil while open, and for a partition that rests
+	// again after a failed open.
+	stats *messages.PartitionStats
 }
 
 // Has reports whether an actor runs for k: one that takes requests, or
@@ -103,7 +110,7 @@ func (r *Running) add(k messages.PartitionKey) {
 		r.doors = map[messages.PartitionKey]*door{}
 	}
 	if d := r.doors[k]; d != nil {
-		d.open = true
+		d.open, d.stats = true, nil
 		return
 	}
 	r.doors[k] = &door{open: true}
@@ -166,8 +173,10 @@ func (r *Running) Wake(sys *actor.ActorSystem, k messages.PartitionKey) (*actor.
 
 // rest closes k's door if no request is on its way through it, and
 // reports whether it did: the actor may then stop, and the next request
-// wakes the partition through the supervisor.
-func (r *Running) rest(k messages.PartitionKey) bool {
+// wakes the partition through the supervisor, but a stats read, which
+// stats answers (the partition's as it closed, exact: no request is in
+// flight, and its actor takes none after this).
+func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats) bool {
 	if r == nil {
 		return false
 	}
@@ -177,7 +186,7 @@ func (r *Running) rest(k messages.PartitionKey) bool {
 	if d == nil || !d.open || d.inflight > 0 {
 		return false
 	}
-	d.open = false
+	d.open, d.stats = false, stats
 	// Still running until its end (stopEnded): counted from the close on,
 	// or a move could find nothing running before the stop began.
 	if r.stopping == nil {
@@ -185,6 +194,23 @@ func (r *Running) rest(k messages.PartitionKey) bool {
 	}
 	r.stopping[k] = true
 	return true
+}
+
+// statsAtRest is a copy of the stats k's actor left at its door as it
+// rested; false when its door is open or absent, or it left none.
+func (r *Running) statsAtRest(k messages.PartitionKey) (*messages.PartitionStats, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	if d == nil || d.open || d.stats == nil {
+		return nil, false
+	}
+	st := *d.stats
+	st.Cursors = maps.Clone(st.Cursors)
+	return &st, true
 }
 
 // Resting reports whether k rests: its door is there and closed (its
