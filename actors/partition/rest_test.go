@@ -288,6 +288,32 @@ func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
 	}
 }
 
+// heldCloseRig is a supervisor rig whose partitions rest after a second
+// of its steady clock, and whose partition hold closes on its disk: its
+// close tells held, then waits for release to be closed.
+type heldCloseRig struct {
+	rig           *supervisorRig
+	running       *Running
+	rests         *metrics.Counter
+	steady        *fakeClock
+	held, release chan struct{}
+}
+
+func newHeldCloseRig(t *testing.T, hold int) heldCloseRig {
+	h := heldCloseRig{running: &Running{}, rests: metrics.NewSet().NewCounter("rests"), steady: newFakeClock(),
+		held: make(chan struct{}, 1), release: make(chan struct{})}
+	h.rig = newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = h.running, h.rests, time.Second, h.steady
+		d.Knobs.Closing = func(k messages.PartitionKey) {
+			if k.Partition == hold {
+				h.held <- struct{}{}
+				<-h.release
+			}
+		}
+	})
+	return h
+}
+
 // A rest's stop is not awaited by the supervisor: while one partition's
 // close waits for its disk, another partition is woken at once; and a
 // request to the partition whose close is held waits for the close to end
@@ -295,18 +321,8 @@ func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
 // (issue 50's chaos run: "name exists", 73,852 times, for a stop that
 // outlasted the supervisor's 10 s wait for it).
 func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) {
-	steady := newFakeClock()
-	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
-	held, release := make(chan struct{}, 1), make(chan struct{})
-	r := newSupervisorRig(t, func(d *Deps) {
-		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
-		d.Knobs.Closing = func(k messages.PartitionKey) {
-			if k.Partition == 0 {
-				held <- struct{}{}
-				<-release
-			}
-		}
-	})
+	h := newHeldCloseRig(t, 0)
+	r, running, rests, steady, held, release := h.rig, h.running, h.rests, h.steady, h.held, h.release
 	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 2}
 	r.replica.Put(orders, "n1", "n1")
 	r.waitServing(orders, 0, true)
@@ -359,16 +375,8 @@ func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) 
 // move's DropEarlier only once that close ended: an install must not
 // begin while an earlier ownership's actor may still write its files.
 func TestRuleK7DropEarlierWaitsForARestsClose(t *testing.T) {
-	steady := newFakeClock()
-	running, rests := &Running{}, metrics.NewSet().NewCounter("rests")
-	held, release := make(chan struct{}, 1), make(chan struct{})
-	r := newSupervisorRig(t, func(d *Deps) {
-		d.Running, d.Metrics.Rests, d.Config.RestAfter, d.Steady = running, rests, time.Second, steady
-		d.Knobs.Closing = func(messages.PartitionKey) {
-			held <- struct{}{}
-			<-release
-		}
-	})
+	h := newHeldCloseRig(t, 0)
+	r, running, steady, held, release := h.rig, h.running, h.steady, h.held, h.release
 	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
 	r.replica.Put(orders, "n1")
 	r.waitServing(orders, 0, true)
