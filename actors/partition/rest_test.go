@@ -33,6 +33,22 @@ func restRig(t *testing.T, restAfter time.Duration, steady clock.Clock) (*superv
 	return r, running, rests
 }
 
+// ordersWithRecords serves topic orders' one partition on the rig's node
+// and commits n records to it, with seqs 1..n.
+func ordersWithRecords(r *supervisorRig, n uint64) (messages.Topic, messages.PartitionKey) {
+	r.t.Helper()
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	for seq := uint64(1); seq <= n; seq++ {
+		if got := r.commit(k, seq); got != messages.StatusOK {
+			r.t.Fatalf("commit %d: got status %d, want OK", seq, got)
+		}
+	}
+	return orders, k
+}
+
 // askThrough sends msg to k as the node's router does: through its door,
 // waking it when it rests.
 func (r *supervisorRig) askThrough(running *Running, k messages.PartitionKey, msg any) any {
@@ -52,15 +68,7 @@ func (r *supervisorRig) askThrough(running *Running, k messages.PartitionKey, ms
 func TestAPartitionRestsOnlyWhenIdleAndWakesWithItsState(t *testing.T) {
 	steady := newFakeClock()
 	r, running, rests := restRig(t, time.Second, steady)
-	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
-	r.replica.Put(orders, "n1")
-	r.waitServing(orders, 0, true)
-	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	for seq := uint64(1); seq <= 3; seq++ {
-		if got := r.commit(k, seq); got != messages.StatusOK {
-			t.Fatalf("commit %d: got status %d, want OK", seq, got)
-		}
-	}
+	orders, k := ordersWithRecords(r, 3)
 	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
 	d0, d1 := r.leaseWith(k, lim), r.leaseWith(k, lim)
 	ack := func(d messages.Delivery) messages.Status {
@@ -414,15 +422,7 @@ func TestRuleK7DropEarlierWaitsForARestsClose(t *testing.T) {
 func TestARestingPartitionsStatsAreAnsweredWithoutAWake(t *testing.T) {
 	steady := newFakeClock()
 	r, running, rests := restRig(t, time.Second, steady)
-	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
-	r.replica.Put(orders, "n1")
-	r.waitServing(orders, 0, true)
-	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	for seq := uint64(1); seq <= 3; seq++ {
-		if got := r.commit(k, seq); got != messages.StatusOK {
-			t.Fatalf("commit %d: got status %d, want OK", seq, got)
-		}
-	}
+	orders, k := ordersWithRecords(r, 3)
 	open := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
 	steady.Advance(2 * time.Second)
 	testnet.Eventually(t, 10*time.Second, "the partition at rest, its actor stopped", func() bool {
