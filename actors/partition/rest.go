@@ -87,9 +87,16 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 			// rather than behind the supervisor's work.
 			return Request(ctx, root, pid, msg, timeout)
 		}
-		if _, ok := msg.(*messages.GetStats); ok {
+		switch msg.(type) {
+		case *messages.GetStats:
 			if st, ok := running.statsAtRest(k); ok {
 				return st, nil // what it was as it rested: nothing changed since
+			}
+		case *messages.Reserve:
+			if running.drainedAtRest(k) {
+				// Nothing to lease: no lease is out at rest, and a record
+				// comes only with a commit, which wakes the partition.
+				return &messages.Reserved{Status: messages.StatusEmpty}, nil
 			}
 		}
 		if wakes == maxWakes {
@@ -158,7 +165,9 @@ func (p *Actor) checkRest(ctx actor.Context) {
 		p.rearmRest(ctx, after-idle)
 		return
 	}
-	if !p.quiet() || !p.deps.Running.rest(p.key, p.stats()) {
+	// Nothing is leased at rest (quiet), so every offset past the
+	// frontier and below the HWM would be delivered: drained is none.
+	if !p.quiet() || !p.deps.Running.rest(p.key, p.stats(), p.table.frontier+1 >= p.log.HWM()) {
 		p.rearmRest(ctx, after)
 		return
 	}

@@ -165,7 +165,7 @@ func TestWakesLoseAndReorderNothing(t *testing.T) {
 func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
 	var running Running
 	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
-	if running.rest(k, nil) || running.enter(k) != nil {
+	if running.rest(k, nil, false) || running.enter(k) != nil {
 		t.Fatal("no door: got a rest or an entry, want neither")
 	}
 	running.add(k)
@@ -173,11 +173,11 @@ func TestADoorClosesOnlyWithNoRequestInFlight(t *testing.T) {
 	if d == nil {
 		t.Fatal("open door: got no entry, want one")
 	}
-	if running.rest(k, nil) {
+	if running.rest(k, nil, false) {
 		t.Fatal("rest with a request in flight: got closed, want refused")
 	}
 	running.leave(d)
-	if !running.rest(k, nil) || !running.resting(k) {
+	if !running.rest(k, nil, false) || !running.resting(k) {
 		t.Fatalf("rest with none in flight: got resting %v; want closed", running.resting(k))
 	}
 	if !running.Has(k) {
@@ -282,8 +282,9 @@ func TestAWokenPartitionThatCannotOpenRestsAgain(t *testing.T) {
 	testnet.Eventually(t, 10*time.Second, "the partition at rest", func() bool { return rests.Get() == 1 && running.Resting(k) })
 
 	failOpens.Store(true)
-	// A lease wakes it (stats would be answered at the door).
-	wakes := &messages.Reserve{Limits: messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}}
+	// A read by offset wakes it (stats, and a lease of a drained
+	// partition, are answered at the door).
+	wakes := &messages.ReadAt{Offset: 0}
 	_, err := Ask(context.Background(), r.system.Root, running, SupervisorPID(r.system), k, wakes, 2*time.Second)
 	if err == nil {
 		t.Fatal("a request while the log cannot open: got an answer, want an error")
@@ -346,9 +347,10 @@ func TestARestWhoseCloseIsSlowHoldsNeitherTheSupervisorNorItsWake(t *testing.T) 
 		t.Fatal("partition 0 closing: got Has false, want true until its actor ended (rule K7)")
 	}
 
-	// Partition 1 wakes while partition 0's close is held: a lease wakes
-	// it (stats would be answered at the door).
-	wakes := &messages.Reserve{Limits: messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}}
+	// Partition 1 wakes while partition 0's close is held: a read by
+	// offset wakes it (stats, and a lease of a drained partition, are
+	// answered at the door).
+	wakes := &messages.ReadAt{Offset: 0}
 	if res := r.askThrough(running, k1, wakes).(*messages.Reserved); res.Status != messages.StatusEmpty || !running.Has(k1) {
 		t.Fatalf("partition 1 beside a held close: got status %d, open %v; want empty, served", res.Status, running.Has(k1))
 	}
@@ -443,5 +445,59 @@ func TestARestingPartitionsStatsAreAnsweredWithoutAWake(t *testing.T) {
 	}
 	if st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats); st.HighWatermark != 4 {
 		t.Fatalf("stats after a commit woke it: got HWM %d, want 4", st.HighWatermark)
+	}
+}
+
+// A partition that rested with every record acked answers a lease at its
+// door, empty, without a wake: a consumer polling its topic does not keep
+// it open. One that rested with a record unacked is woken by the lease and
+// delivers it; and a commit wakes a drained one, whose next lease then
+// delivers the new record.
+func TestADrainedRestingPartitionAnswersALeaseEmptyWithoutAWake(t *testing.T) {
+	steady := newFakeClock()
+	r, running, rests := restRig(t, time.Second, steady)
+	_, k := ordersWithRecords(r, 2)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	lease := &messages.Reserve{Limits: lim}
+	restNow := func(n uint64) {
+		t.Helper()
+		steady.Advance(2 * time.Second)
+		testnet.Eventually(t, 10*time.Second, "the partition at rest, its actor stopped", func() bool {
+			return rests.Get() == n && !r.serving(orders, 0)
+		})
+	}
+	ack := func(d messages.Delivery) {
+		t.Helper()
+		res := r.askThrough(running, k, &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce}).(*messages.LeaseResult)
+		if res.Status != messages.StatusOK {
+			t.Fatalf("ack of offset %d: got status %d, want OK", d.Offset, res.Status)
+		}
+	}
+
+	// Offset 0 acked, offset 1 never leased: not drained.
+	ack(r.leaseWith(k, lim))
+	restNow(1)
+	res := r.askThrough(running, k, lease).(*messages.Reserved)
+	if res.Status != messages.StatusOK || res.Delivery.Offset != 1 {
+		t.Fatalf("lease at rest with offset 1 unacked: got status %d, offset %d; want OK, 1", res.Status, res.Delivery.Offset)
+	}
+	ack(res.Delivery)
+
+	// Every record acked: drained.
+	restNow(2)
+	if res := r.askThrough(running, k, lease).(*messages.Reserved); res.Status != messages.StatusEmpty {
+		t.Fatalf("lease at rest, drained: got status %d, want empty", res.Status)
+	}
+	if !running.Resting(k) || r.serving(orders, 0) {
+		t.Fatal("after a lease of a drained partition: got it woken, want it still at rest")
+	}
+
+	c := r.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 3, Body: []byte(`"x"`)}}}).(*messages.CommitResult)
+	if c.Status != messages.StatusOK || c.FirstOffset != 2 {
+		t.Fatalf("commit at rest: got status %d at offset %d, want OK at 2", c.Status, c.FirstOffset)
+	}
+	if res := r.askThrough(running, k, lease).(*messages.Reserved); res.Status != messages.StatusOK || res.Delivery.Offset != 2 {
+		t.Fatalf("lease after the commit woke it: got status %d, offset %d; want OK, 2", res.Status, res.Delivery.Offset)
 	}
 }

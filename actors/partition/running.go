@@ -55,6 +55,11 @@ type door struct {
 	// from it without one. Nil while open, and for a partition that rests
 	// again after a failed open.
 	stats *messages.PartitionStats
+	// drained: when it rested every record was acked, so a lease asked of
+	// it finds nothing and is answered empty at the door (a consumer
+	// polling its topic does not keep it open); only a commit, which
+	// wakes it, gives it a record to deliver.
+	drained bool
 }
 
 // Has reports whether an actor runs for k: one that takes requests, or
@@ -110,7 +115,7 @@ func (r *Running) add(k messages.PartitionKey) {
 		r.doors = map[messages.PartitionKey]*door{}
 	}
 	if d := r.doors[k]; d != nil {
-		d.open, d.stats = true, nil
+		d.open, d.stats, d.drained = true, nil, false
 		return
 	}
 	r.doors[k] = &door{open: true}
@@ -176,7 +181,9 @@ func (r *Running) Wake(sys *actor.ActorSystem, k messages.PartitionKey) (*actor.
 // wakes the partition through the supervisor, but a stats read, which
 // stats answers (the partition's as it closed, exact: no request is in
 // flight, and its actor takes none after this).
-func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats) bool {
+//
+// drained says whether every record was acked as it rested.
+func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats, drained bool) bool {
 	if r == nil {
 		return false
 	}
@@ -186,7 +193,7 @@ func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats) 
 	if d == nil || !d.open || d.inflight > 0 {
 		return false
 	}
-	d.open, d.stats = false, stats
+	d.open, d.stats, d.drained = false, stats, drained
 	// Still running until its end (stopEnded): counted from the close on,
 	// or a move could find nothing running before the stop began.
 	if r.stopping == nil {
@@ -211,6 +218,17 @@ func (r *Running) statsAtRest(k messages.PartitionKey) (*messages.PartitionStats
 	st := *d.stats
 	st.Cursors = maps.Clone(st.Cursors)
 	return &st, true
+}
+
+// drainedAtRest reports whether k rests with every record acked.
+func (r *Running) drainedAtRest(k messages.PartitionKey) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.doors[k]
+	return d != nil && !d.open && d.drained
 }
 
 // Resting reports whether k rests: its door is there and closed (its
