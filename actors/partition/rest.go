@@ -81,7 +81,8 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 			running.leave(d)
 			return res, err
 		}
-		if !running.resting(k) {
+		stats, drained, resting := running.closedDoor(k)
+		if !resting {
 			// No actor and not at rest: not served here, or not started
 			// yet. Sent as ever, it is a dead letter, refused at once
 			// rather than behind the supervisor's work.
@@ -89,11 +90,11 @@ func Ask(ctx context.Context, root *actor.RootContext, running *Running, sup *ac
 		}
 		switch msg.(type) {
 		case *messages.GetStats:
-			if st, ok := running.statsAtRest(k); ok {
-				return st, nil // what it was as it rested: nothing changed since
+			if stats != nil {
+				return stats, nil // what it was as it rested: nothing changed since
 			}
 		case *messages.Reserve:
-			if running.drainedAtRest(k) {
+			if drained {
 				// Nothing to lease: no lease is out at rest, and a record
 				// comes only with a commit, which wakes the partition.
 				return &messages.Reserved{Status: messages.StatusEmpty}, nil

@@ -81,6 +81,12 @@ func (r *Running) stopStarted(k messages.PartitionKey) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.markStoppingLocked(k)
+}
+
+// markStoppingLocked counts k's actor as running until its end
+// (stopEnded); r.mu is held.
+func (r *Running) markStoppingLocked(k messages.PartitionKey) {
 	if r.stopping == nil {
 		r.stopping = map[messages.PartitionKey]bool{}
 	}
@@ -94,14 +100,6 @@ func (r *Running) stopEnded(k messages.PartitionKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.stopping, k)
-}
-
-// doorState reports whether k has a door, and whether it is open.
-func (r *Running) doorState(k messages.PartitionKey) (there, open bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.doors[k]
-	return d != nil, d != nil && d.open
 }
 
 // add opens k's door: its actor was just spawned.
@@ -196,39 +194,29 @@ func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats, 
 	d.open, d.stats, d.drained = false, stats, drained
 	// Still running until its end (stopEnded): counted from the close on,
 	// or a move could find nothing running before the stop began.
-	if r.stopping == nil {
-		r.stopping = map[messages.PartitionKey]bool{}
-	}
-	r.stopping[k] = true
+	r.markStoppingLocked(k)
 	return true
 }
 
-// statsAtRest is a copy of the stats k's actor left at its door as it
-// rested; false when its door is open or absent, or it left none.
-func (r *Running) statsAtRest(k messages.PartitionKey) (*messages.PartitionStats, bool) {
+// closedDoor is what a resting partition left at its door: a copy of its
+// stats (nil: none left) and whether it rested drained. ok is false when
+// k's door is open or absent: k does not rest.
+func (r *Running) closedDoor(k messages.PartitionKey) (stats *messages.PartitionStats, drained, ok bool) {
 	if r == nil {
-		return nil, false
+		return nil, false, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.doors[k]
-	if d == nil || d.open || d.stats == nil {
-		return nil, false
+	if d == nil || d.open {
+		return nil, false, false
 	}
-	st := *d.stats
-	st.Cursors = maps.Clone(st.Cursors)
-	return &st, true
-}
-
-// drainedAtRest reports whether k rests with every record acked.
-func (r *Running) drainedAtRest(k messages.PartitionKey) bool {
-	if r == nil {
-		return false
+	if d.stats != nil {
+		st := *d.stats
+		st.Cursors = maps.Clone(st.Cursors)
+		stats = &st
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	d := r.doors[k]
-	return d != nil && !d.open && d.drained
+	return stats, d.drained, true
 }
 
 // Resting reports whether k rests: its door is there and closed (its
@@ -256,9 +244,6 @@ func (r *Running) close(k messages.PartitionKey) {
 // resting reports whether k's door is there and closed: its actor rests
 // or is on its way to.
 func (r *Running) resting(k messages.PartitionKey) bool {
-	if r == nil {
-		return false
-	}
-	there, open := r.doorState(k)
-	return there && !open
+	_, _, ok := r.closedDoor(k)
+	return ok
 }
