@@ -864,6 +864,30 @@ func (l *Log) OldestSealed() (mod time.Time, ok bool, err error) {
 	return st.ModTime(), true, nil
 }
 
+// OldestSealedIn is OldestSealed of the log in dir, read from its
+// directory without opening it (a resting partition's, which nobody
+// opened since the node started): the smallest-based segment is the
+// oldest, and it is sealed when another follows it. A directory that does
+// not exist holds no sealed segment.
+func OldestSealedIn(cfg LogConfig, dir string) (mod time.Time, ok bool, err error) {
+	fsys := fsOf(cfg)
+	bases, err := listSegmentBases(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if len(bases) < 2 {
+		return time.Time{}, false, nil
+	}
+	st, err := fsys.Stat(filepath.Join(dir, segmentName(bases[0])))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest sealed segment: %w", err)
+	}
+	return st.ModTime(), true, nil
+}
+
 // Retain removes whole sealed segments, oldest first, while the oldest is
 // older than maxAge by its modification time (0: no age limit) or the log is
 // larger than maxBytes (0: no size limit). The active segment always stays.

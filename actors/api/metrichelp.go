@@ -27,7 +27,7 @@ var metricHelp = map[string]string{
 	"narad_consume_routed_total":                   "Consumes this node answered, by where the leased record's owner was (local or peer).",
 	"narad_ack_total":                              "Leases acked.",
 	"narad_acks_repeated_total":                    "Retried acks of a handle whose first ack had taken effect, answered 204 from the partition's memory of recent acks.",
-	"narad_partition_rests_total":                  "Partitions that closed their log and stopped their actor after an idle period (Partition.RestAfter); the next request opens them again.",
+	"narad_partition_rests_total":                  "Partitions that closed their log and stopped their actor: after an idle period (Partition.RestAfter), or at once after the survey that follows a node's start read their figures (Partition.SurveyOpensMax); the next request opens them again.",
 	"narad_leases_restored_total":                  "Leases a partition's previous life wrote with its consumer state and its next one brought back at open, so the holders' acks still find them.",
 	"narad_commit_records_already_committed_total": "Records a commit sent again (an ingress WAL replay after a crash, a resend after a lost answer) that their partition had committed already: answered as committed, not stored twice.",
 	"narad_nack_total":                             "Leases nacked (the record is delivered again).",

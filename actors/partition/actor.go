@@ -186,7 +186,7 @@ func (p *Actor) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), opened{key: p.key, pid: ctx.Self()})
 		}
 	case restCheck:
-		p.checkRest(ctx)
+		p.checkRest(ctx, m.survey)
 	case *actor.Restarting, *actor.Stopping:
 		p.close(ctx)
 	case *messages.Commit:

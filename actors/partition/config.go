@@ -74,6 +74,26 @@ type Config struct {
 	// use never pays the open, and short beside the hours an idle queue
 	// sits. 0 keeps every partition open.
 	RestAfter time.Duration
+	// ColdProbesPerPassMax bounds the partitions resting since the node
+	// started whose oldest segment one retention pass reads from disk (a
+	// directory listing and a stat each, in the supervisor's mailbox):
+	// 4,096 keeps a pass to tens of milliseconds, so wakes and reconciles
+	// do not wait behind it, and a node of 100,000 partitions knows every
+	// one within 25 passes (25 minutes at the node's default
+	// RetentionInterval); retention removes whole segments, days old by
+	// default, so a later removal costs disk, not a record.
+	ColdProbesPerPassMax int
+	// SurveyOpensMax bounds the partitions started at rest that the
+	// supervisor opens at once after the start to read their figures,
+	// each resting again at once (Supervisor.survey): the topic gauges,
+	// the announcement of records to deliver, the stats and drained mark
+	// at the door. 4: the opens run beside the node's traffic, about a
+	// fifth of a millisecond of CPU each, and each open takes a slot of
+	// the node's open bound; a node of 100,000 partitions is surveyed in
+	// well under a minute. 0: no survey; a partition at rest since the
+	// start is missing from the topic gauges, and its records wait for a
+	// consumer's full scan, until its first request.
+	SurveyOpensMax int
 }
 
 // DefaultConfig is the partition actors' settings as a node runs them.
@@ -81,7 +101,7 @@ func DefaultConfig() Config {
 	return Config{ConsumerFlushInterval: 100 * time.Millisecond, LeaseDrainTimeout: 500 * time.Millisecond,
 		MoveChunkReadsInFlight: 8, AckMemoryWindow: time.Minute, AckMemoryEntriesMax: 4096,
 		AckWriteThroughEntriesMax: 1024, AckMemoryPersistedMax: 64, LeasePersistedMax: 1024, LeaseRestoreSpanMax: 1 << 16,
-		RestAfter: 2 * time.Minute}
+		RestAfter: 2 * time.Minute, ColdProbesPerPassMax: 4096, SurveyOpensMax: 4}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -108,6 +128,10 @@ func (c Config) Validate() error {
 		return bad("LeaseRestoreSpanMax", c.LeaseRestoreSpanMax, "must be within 1..4194304 while leases are persisted")
 	case c.RestAfter != 0 && (c.RestAfter < 100*time.Millisecond || c.RestAfter > 24*time.Hour):
 		return bad("RestAfter", c.RestAfter, "must be 0 (never) or within 100ms..24h")
+	case c.ColdProbesPerPassMax < 1 || c.ColdProbesPerPassMax > 1<<20:
+		return bad("ColdProbesPerPassMax", c.ColdProbesPerPassMax, "must be within 1..1048576")
+	case c.SurveyOpensMax < 0 || c.SurveyOpensMax > 256:
+		return bad("SurveyOpensMax", c.SurveyOpensMax, "must be within 0..256 (0: no survey)")
 	case c.LeaseDrainTimeout < 0:
 		return bad("LeaseDrainTimeout", c.LeaseDrainTimeout, "must not be negative")
 	}

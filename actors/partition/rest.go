@@ -40,14 +40,20 @@ type resting struct {
 	sealed bool
 }
 
-// atRest is what the supervisor keeps of a resting partition.
+// atRest is what the supervisor keeps of a resting partition. cold: it
+// has rested since the node started (startCold) and its oldest sealed
+// segment is not known yet; the retention pass reads it from the
+// partition's directory (probeCold).
 type atRest struct {
 	oldest time.Time
 	sealed bool
+	cold   bool
 }
 
 // restCheck is an actor's own timer: time to see whether it may rest.
-type restCheck struct{}
+// survey: the supervisor's, right after a survey opened the partition
+// (Supervisor.survey): rest now if nothing is in flight, idle or not.
+type restCheck struct{ survey bool }
 
 // opened is an actor telling its supervisor that its log opened: a wake
 // that fails after it is a failure like any other (the supervisor gives up
@@ -156,21 +162,28 @@ func (p *Actor) armRest(ctx actor.Context, d time.Duration) {
 
 // checkRest rests the partition once it was idle for RestAfter with
 // nothing in flight and no request on its way through its door; otherwise
-// it looks again when RestAfter may next have passed.
-func (p *Actor) checkRest(ctx actor.Context) {
+// it looks again when RestAfter may next have passed. A survey's check
+// (survey) rests it at once if it can, and otherwise leaves the timer
+// armed at the open to look again.
+func (p *Actor) checkRest(ctx actor.Context, survey bool) {
 	if p.restTimer == nil || p.resting {
 		return
 	}
 	after := p.deps.Config.RestAfter
-	if idle := p.steady.Now().Sub(p.lastActive); idle < after {
+	if idle := p.steady.Now().Sub(p.lastActive); idle < after && !survey {
 		p.rearmRest(ctx, after-idle)
 		return
 	}
 	// Nothing is leased at rest (quiet), so every offset past the
 	// frontier and below the HWM would be delivered: drained is none.
 	if !p.quiet() || !p.deps.Running.rest(p.key, p.stats(), p.table.frontier+1 >= p.log.HWM()) {
-		p.rearmRest(ctx, after)
+		if !survey {
+			p.rearmRest(ctx, after)
+		}
 		return
+	}
+	if survey {
+		p.restTimer.Stop() // armed at the open, not yet fired
 	}
 	oldest, sealed, err := p.log.OldestSealed()
 	if err != nil {

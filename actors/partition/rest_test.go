@@ -501,3 +501,208 @@ func TestADrainedRestingPartitionAnswersALeaseEmptyWithoutAWake(t *testing.T) {
 		t.Fatalf("lease after the commit woke it: got status %d, offset %d; want OK, 2", res.Status, res.Delivery.Offset)
 	}
 }
+
+// coldLife is the next life of first's partitions after a kill, its
+// topics already placed here when its supervisor starts (a node's start):
+// a rig over a copy of first's data dir, with rests on, no survey unless
+// tweak asks for one, and the doors in the running set it returns.
+func (first *supervisorRig) coldLife(replica *fakeReplica, tweak ...func(*Deps)) (*supervisorRig, *Running) {
+	first.t.Helper()
+	killed := first.t.TempDir()
+	if err := os.CopyFS(killed, os.DirFS(first.dataDir)); err != nil {
+		first.t.Fatal(err)
+	}
+	running := &Running{}
+	next := newSupervisorRigOver(first.t, replica, append([]func(*Deps){func(d *Deps) {
+		d.DataDir, d.Running, d.Config.RestAfter, d.Config.SurveyOpensMax = killed, running, time.Minute, 0
+	}}, tweak...)...)
+	return next, running
+}
+
+// Issue 50: a partition this node owns when it starts rests until its
+// first request: no actor and no log open, yet counted served. The request
+// that wakes it finds the state the last life left: the lease out then is
+// out still (the next consumer gets the record after it, and its holder's
+// ack answers OK), a retried ack of a record acked then answers OK, and a
+// commit lands after the last record. A partition a move targets opens at
+// the start, frozen, as after any restart.
+func TestAPartitionOwnedAtTheStartRestsUntilItsFirstRequest(t *testing.T) {
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	first := newSupervisorRig(t)
+	orders, k := ordersWithRecords(first, 3)
+	d0, d1 := first.leaseWith(k, lim), first.leaseWith(k, lim)
+	ack := func(d messages.Delivery) *messages.Lease {
+		return &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}
+	}
+	if got := first.ask(k, ack(d0)).(*messages.LeaseResult).Status; got != messages.StatusOK {
+		t.Fatalf("ack of offset %d: got status %d, want OK", d0.Offset, got)
+	}
+	moving := messages.Topic{Name: "moving", Incarnation: 9, Partitions: 1}
+	first.replica.Put(moving, "n1")
+	first.waitServing(moving, 0, true)
+	mk := messages.PartitionKey{Topic: "moving", Incarnation: 9, Partition: 0}
+	if got := first.commit(mk, 1); got != messages.StatusOK {
+		t.Fatalf("commit to moving: got status %d, want OK", got)
+	}
+
+	replica := newFakeReplica()
+	replica.Put(orders, "n1")
+	replica.Put(moving, "n1")
+	replica.SetTarget(moving, 0, "n2")
+	var opens atomic.Int32
+	next, running := first.coldLife(replica, func(d *Deps) {
+		d.Knobs.OpenPartition = func(o messages.PartitionKey) error {
+			if o == k {
+				opens.Add(1)
+			}
+			return nil
+		}
+	})
+	if !running.Resting(k) || opens.Load() != 0 || next.serving(orders, 0) || next.owned.Load() != 2 {
+		t.Fatalf("after the start: got resting %v, %d opens, an actor %v, %d served; want true, 0, false, 2",
+			running.Resting(k), opens.Load(), next.serving(orders, 0), next.owned.Load())
+	}
+	if got := next.commit(mk, 2); got != messages.StatusFrozen {
+		t.Fatalf("commit to the partition a move targets: got status %d, want StatusFrozen (%d): opened at the start, frozen", got, messages.StatusFrozen)
+	}
+
+	res := next.askThrough(running, k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
+	if res.Status != messages.StatusOK || res.Delivery.Offset != 2 || opens.Load() != 1 {
+		t.Fatalf("first request, a reserve: got status %d, offset %d, %d opens; want OK, 2 (0 acked, 1 leased), 1", res.Status, res.Delivery.Offset, opens.Load())
+	}
+	for _, d := range []messages.Delivery{d1, d0} {
+		if got := next.askThrough(running, k, ack(d)).(*messages.LeaseResult).Status; got != messages.StatusOK {
+			t.Fatalf("ack of offset %d from the last life: got status %d, want OK", d.Offset, got)
+		}
+	}
+	c := next.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 4, Body: []byte(`"x"`)}}}).(*messages.CommitResult)
+	if c.Status != messages.StatusOK || c.FirstOffset != 3 {
+		t.Fatalf("commit after the wake: got status %d at offset %d, want OK at 3", c.Status, c.FirstOffset)
+	}
+}
+
+// Issue 50: a partition resting since the node started is woken for
+// retention once its oldest sealed segment, read from its directory, is
+// past its topic's retention, and not before; a pass reads at most
+// ColdProbesPerPassMax directories, the rest the next pass.
+func TestAPartitionRestingSinceTheStartIsWokenForRetentionWhenOld(t *testing.T) {
+	records := newFakeClock()
+	segments := func(d *Deps) { d.LogConfig.SegmentMaxBytes, d.LogConfig.Clock = 4<<10, records }
+	first := newSupervisorRig(t, segments)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 3, RetentionMs: 60_000}
+	first.replica.Put(orders, "n1", "n1", "n1")
+	body := fmt.Appendf(nil, `"%s"`, make([]byte, 1<<10))
+	var keys []messages.PartitionKey
+	for p := range orders.Partitions {
+		first.waitServing(orders, p, true)
+		k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: p}
+		keys = append(keys, k)
+		for seq := uint64(1); seq <= 12; seq++ {
+			if c := first.ask(k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: seq, Body: body}}}).(*messages.CommitResult); c.Status != messages.StatusOK {
+				t.Fatalf("commit %d to %d: got status %d (%s), want OK", seq, p, c.Status, c.Err)
+			}
+		}
+	}
+	replica := newFakeReplica()
+	replica.Put(orders, "n1", "n1", "n1")
+	next, running := first.coldLife(replica, segments, func(d *Deps) { d.Config.ColdProbesPerPassMax = 1 })
+	pass := func() (woken int) {
+		t.Helper()
+		next.system.Root.Send(SupervisorPID(next.system), RetentionTick{})
+		if _, err := Request(context.Background(), next.system.Root, SupervisorPID(next.system), Reconcile{}, 5*time.Second); err != nil {
+			t.Fatal(err) // answered after the tick before it
+		}
+		for _, k := range keys {
+			if running.Has(k) {
+				woken++
+			}
+		}
+		return woken
+	}
+	if got := pass(); got != 0 {
+		t.Fatalf("retention pass, every segment young: got %d woken, want 0", got)
+	}
+	records.Advance(2 * time.Minute)
+	if got := pass(); got != 2 {
+		t.Fatalf("retention pass, every segment old, one read the pass before: got %d woken, want 2 (it, and the one this pass read)", got)
+	}
+	if got := pass(); got != 3 {
+		t.Fatalf("the next pass: got %d woken, want 3", got)
+	}
+	for _, k := range keys {
+		testnet.Eventually(t, 10*time.Second, "retention to remove the old segments", func() bool {
+			return next.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats).OldestOffset > 0
+		})
+	}
+}
+
+// Issue 50: after the start, the supervisor surveys the partitions it
+// started at rest, SurveyOpensMax at a time: each opens and rests again at
+// once, leaving its stats and whether it is drained at its door, and one
+// with records to deliver is announced as any open announces it. A lease
+// asked of a drained one is then answered at its door, with no open.
+func TestThePartitionsStartedAtRestAreSurveyed(t *testing.T) {
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	first := newSupervisorRig(t)
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 3}
+	first.replica.Put(orders, "n1", "n1", "n1")
+	keys := make([]messages.PartitionKey, 3)
+	for p := range keys {
+		first.waitServing(orders, p, true)
+		keys[p] = messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: p}
+	}
+	for p := range 2 { // 0: two records, both acked; 1: two, none acked; 2: none
+		for seq := uint64(1); seq <= 2; seq++ {
+			if got := first.commit(keys[p], seq); got != messages.StatusOK {
+				t.Fatalf("commit %d to %d: got status %d, want OK", seq, p, got)
+			}
+		}
+	}
+	for range 2 {
+		d := first.leaseWith(keys[0], lim)
+		if got := first.ask(keys[0], &messages.Lease{Action: messages.LeaseAck, Offset: d.Offset, Nonce: d.Nonce, Limits: lim}).(*messages.LeaseResult).Status; got != messages.StatusOK {
+			t.Fatalf("ack of offset %d: got status %d, want OK", d.Offset, got)
+		}
+	}
+
+	replica := newFakeReplica()
+	replica.Put(orders, "n1", "n1", "n1")
+	var mu sync.Mutex
+	announced := map[int]int{}
+	var opens atomic.Int32
+	next, running := first.coldLife(replica, func(d *Deps) {
+		d.Config.SurveyOpensMax = 1
+		d.Notify = func(k messages.PartitionKey) { mu.Lock(); announced[k.Partition]++; mu.Unlock() }
+		d.Knobs.OpenPartition = func(messages.PartitionKey) error { opens.Add(1); return nil }
+	})
+	testnet.Eventually(t, 10*time.Second, "every partition surveyed and at rest again", func() bool {
+		for _, k := range keys {
+			if st, _, resting := running.closedDoor(k); !resting || st == nil {
+				return false
+			}
+		}
+		return true
+	})
+	for p, want := range []struct {
+		hwm     int64
+		drained bool
+	}{{2, true}, {2, false}, {0, true}} {
+		st, drained, _ := running.closedDoor(keys[p])
+		if st.HighWatermark != want.hwm || drained != want.drained {
+			t.Fatalf("partition %d at its door: got HWM %d, drained %v; want %d, %v", p, st.HighWatermark, drained, want.hwm, want.drained)
+		}
+	}
+	mu.Lock()
+	if announced[0] != 0 || announced[1] == 0 || announced[2] != 0 {
+		t.Fatalf("announced by the survey: got %v, want partition 1 only (records to deliver)", announced)
+	}
+	mu.Unlock()
+	before := opens.Load()
+	if got := next.askThrough(running, keys[0], &messages.Reserve{Limits: lim}).(*messages.Reserved).Status; got != messages.StatusEmpty || opens.Load() != before {
+		t.Fatalf("lease asked of the drained partition: got status %d, %d opens; want Empty, none", got, opens.Load()-before)
+	}
+	res := next.askThrough(running, keys[1], &messages.Reserve{Limits: lim}).(*messages.Reserved)
+	if res.Status != messages.StatusOK || res.Delivery.Offset != 0 || opens.Load() != before+1 {
+		t.Fatalf("lease asked of partition 1: got status %d, offset %d, %d opens; want OK, 0, one", res.Status, res.Delivery.Offset, opens.Load()-before)
+	}
+}

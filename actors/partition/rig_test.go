@@ -61,7 +61,16 @@ func rigDeps(t testing.TB, dataDir string) Deps {
 
 func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	t.Helper()
-	r := &supervisorRig{t: t, replica: newFakeReplica(), system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) })),
+	return newSupervisorRigOver(t, newFakeReplica(), tweak...)
+}
+
+// newSupervisorRigOver is the rig over replica, which may already place
+// partitions here: the supervisor's first pass finds them (a node's
+// start). It returns once that pass ran, so a topic put after it is one
+// created while the node runs.
+func newSupervisorRigOver(t testing.TB, replica *fakeReplica, tweak ...func(*Deps)) *supervisorRig {
+	t.Helper()
+	r := &supervisorRig{t: t, replica: replica, system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return testnet.Logger(t) })),
 		owned: new(atomic.Int64), dataDir: t.TempDir()}
 	set := metrics.NewSet()
 	r.fanoutPanics = set.NewCounter(`narad_fanout_actor_panics_total{node="n1"}`)
@@ -82,6 +91,7 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 	for _, f := range tweak {
 		f(&d)
 	}
+	r.dataDir = d.DataDir
 	pid, err := r.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return NewSupervisor(d, r.replica, r.owned)
 	}), SupervisorName)
@@ -92,6 +102,9 @@ func newSupervisorRig(t testing.TB, tweak ...func(*Deps)) *supervisorRig {
 		_ = r.system.Root.StopFuture(pid).Wait()
 		r.system.Shutdown()
 	})
+	if _, err := Request(context.Background(), r.system.Root, pid, Reconcile{}, 10*time.Second); err != nil {
+		t.Fatalf("the supervisor's first pass: %v", err)
+	}
 	return r
 }
 

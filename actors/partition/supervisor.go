@@ -95,6 +95,16 @@ type Supervisor struct {
 	// preparation failed: the journal will not name it again).
 	cursor    metastore.OwnerCursor
 	wholeNext bool
+	// passed: the first pass ran. What it finds owned here starts at rest
+	// when partitions rest (startCold): a node's start opens none of its
+	// logs, and each opens with its first request (issue 50: 72,688
+	// partitions took 12.3 s to /readyz, every one opened).
+	passed bool
+	// toSurvey holds the partitions started at rest whose figures nobody
+	// read yet, in the first pass's order; surveying, those a survey
+	// woke whose log has not opened (survey).
+	toSurvey  []messages.PartitionKey
+	surveying map[messages.PartitionKey]bool
 }
 
 // SupervisorName is the supervisor's name under the node's actor system
@@ -127,11 +137,13 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.watch(ctx)
 		s.reconcile(ctx)
+		s.survey(ctx)
 	case *actor.Stopping:
 		s.stopping = true
 		close(s.stop)
 	case Reconcile:
 		s.reconcile(ctx)
+		s.survey(ctx)
 		if ctx.Sender() != nil {
 			ctx.Respond(Reconciled{})
 		}
@@ -143,6 +155,7 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 		}
 	case *actor.Terminated:
 		s.terminated(ctx, m)
+		s.survey(ctx)
 	case resting:
 		s.rested(ctx, m)
 	case Wake:
@@ -152,7 +165,9 @@ func (s *Supervisor) Receive(ctx actor.Context) {
 	case opened:
 		if pid, ok := s.children[m.key]; ok && pid.Equal(m.pid) {
 			delete(s.woken, m.key)
+			delete(s.surveying, m.key)
 		}
+		s.survey(ctx)
 	}
 }
 
@@ -229,7 +244,17 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 			delete(s.failed, k)
 		}
 	}
+	// Without doors (a nil Running) nothing could wake a partition.
+	cold := !s.passed && s.deps.Config.RestAfter > 0 && s.deps.Running != nil
+	s.passed = true
 	for k, targeted := range want {
+		// A partition a move targets opens now, frozen (a flip on its way
+		// may count on the freeze this node held before it stopped), and
+		// one with fan-out links opens to forward what its children lack.
+		if cold && !targeted && len(fanout.LinksOf(s.store, k)) == 0 {
+			s.startCold(k)
+			continue
+		}
 		s.spawn(ctx, k, targeted)
 	}
 }
@@ -519,9 +544,21 @@ func (s *Supervisor) retain(ctx actor.Context) {
 	// past its topic's retention: a partition that rests holds none, or
 	// one that is young, most of the time.
 	now := clock.Or(s.deps.LogConfig.Clock).Now()
+	probes := 0
 	for k, r := range s.rest {
-		if t, ok := s.store.Topic(k.Topic); ok && t.RetentionMs > 0 && r.sealed &&
-			now.Sub(r.oldest) > time.Duration(t.RetentionMs)*time.Millisecond {
+		t, ok := s.store.Topic(k.Topic)
+		if !ok || t.RetentionMs <= 0 {
+			continue
+		}
+		if r.cold {
+			if probes == s.deps.Config.ColdProbesPerPassMax {
+				continue // the next pass reads it
+			}
+			probes++
+			r = s.probeCold(k)
+			s.rest[k] = r
+		}
+		if r.sealed && now.Sub(r.oldest) > time.Duration(t.RetentionMs)*time.Millisecond {
 			if err := s.wakeRest(ctx, k, true); err != nil {
 				s.deps.Logger.Warn("wake a resting partition for retention", "partition", k, "err", err)
 			}
@@ -532,6 +569,80 @@ func (s *Supervisor) retain(ctx actor.Context) {
 			ctx.Send(pid, &messages.Retain{MaxAge: time.Duration(t.RetentionMs) * time.Millisecond})
 		}
 	}
+}
+
+// startCold leaves k, which this node owns at its start, at rest with
+// no actor ever started for it: a closed door without stats, so its first
+// request wakes it as any resting partition's does, and nothing at rest
+// retention must read (probeCold). It is what a partition that rested in
+// the node's last life left on disk, and one that did not: its close, or
+// a crash, left its log and consumer state as an open reads them anyway.
+func (s *Supervisor) startCold(k messages.PartitionKey) {
+	if _, running := s.children[k]; running || s.failed[k] {
+		return
+	}
+	if s.rest == nil {
+		s.rest = map[messages.PartitionKey]atRest{}
+	}
+	s.rest[k] = atRest{cold: true}
+	s.deps.Running.close(k)
+	if s.deps.Config.SurveyOpensMax > 0 {
+		s.toSurvey = append(s.toSurvey, k)
+	}
+}
+
+// survey opens the partitions started at rest, at most
+// Config.SurveyOpensMax at a time, each to rest again at once (restCheck's
+// survey): what an open learns that an operator or a consumer needs
+// without asking each partition is then known. The topic gauges count its
+// backlog and bytes, a record left to deliver is announced (Deps.Notify,
+// as any open does), its stats and whether it is drained are left at its
+// door, and its oldest segment is known to retention. A partition woken
+// meanwhile by a request, or no longer owned here, is passed over. It
+// runs after each pass and as each survey's open ends.
+func (s *Supervisor) survey(ctx actor.Context) {
+	if s.stopping || len(s.toSurvey) == 0 && len(s.surveying) == 0 {
+		return
+	}
+	for k := range s.surveying {
+		if _, open := s.children[k]; !open {
+			delete(s.surveying, k) // failed, or handed over, before it opened
+		}
+	}
+	for len(s.surveying) < s.deps.Config.SurveyOpensMax && len(s.toSurvey) > 0 {
+		k := s.toSurvey[0]
+		s.toSurvey = s.toSurvey[1:]
+		if stats, _, resting := s.deps.Running.closedDoor(k); !resting || stats != nil {
+			continue // open, or it opened and rested: its figures are known
+		}
+		if _, ok := s.rest[k]; !ok {
+			continue // stopping to rest, or not owned here any more
+		}
+		if err := s.wakeRest(ctx, k, true); err != nil {
+			s.deps.Logger.Warn("survey a partition at rest since the start", "partition", k, "err", err)
+			continue
+		}
+		if s.surveying == nil {
+			s.surveying = map[messages.PartitionKey]bool{}
+		}
+		s.surveying[k] = true
+		ctx.Send(s.children[k], restCheck{survey: true})
+	}
+	if len(s.toSurvey) == 0 {
+		s.toSurvey = nil // let the first pass's array go
+	}
+}
+
+// probeCold reads the oldest sealed segment of k's log, which rests since
+// the node started, from its directory; a read that fails leaves it
+// unknown, and the retention pass wakes it to find out.
+func (s *Supervisor) probeCold(k messages.PartitionKey) atRest {
+	oldest, sealed, err := storage.OldestSealedIn(s.deps.LogConfig, storage.PartitionPath(s.deps.DataDir, k.Topic, k.Partition))
+	if err != nil {
+		s.deps.Logger.Warn("partition at rest since the start: oldest segment unknown", "partition", k, "err", err)
+		return atRest{sealed: true}
+	}
+	return atRest{oldest: oldest, sealed: sealed}
 }
 
 // ownedCount is the partitions this node serves: with an actor or at rest.
