@@ -116,9 +116,9 @@ type Store interface {
 	// between whole passes.
 	MarkOwners(c *metastore.OwnerCursor)
 	OwnerChangesSince(c *metastore.OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool)
-	// MetaVersion moves whenever a topic record (its fan-out links among
-	// them) may have changed.
-	MetaVersion() uint64
+	// TopicsVersion moves whenever a topic record (its fan-out links among
+	// them) may have changed, and not with heartbeats.
+	TopicsVersion() uint64
 	// Changed is closed at the replica's next change.
 	Changed() <-chan struct{}
 	Owners
@@ -146,6 +146,9 @@ type Knobs struct {
 	// batches already written: rule F3 broken on purpose, so a test can
 	// watch the publish guard catch what F3 prevents.
 	ReportPastPipeline bool
+	// WholePass runs as the supervisor begins a pass over every partition
+	// the node owns (reconcileWhole), so a test can count them.
+	WholePass func()
 }
 
 // logPanic logs a panic of the actor who with its stack, then panics

@@ -84,7 +84,7 @@ type Supervisor struct {
 	// quarter of its CPU with the GC it caused (issue 27's profile).
 	ownedBuf []messages.Assignment
 	want     map[messages.PartitionKey]bool
-	// linksAt is the metadata version the children were last told their
+	// linksAt is the topics version the children were last told their
 	// links at (linksTold: they were told once): links change only with
 	// topic records, and walking every child at each of a bulk move's
 	// reconciles was a twentieth of a destination's CPU.
@@ -181,8 +181,10 @@ func (s *Supervisor) watch(ctx actor.Context) {
 
 // reconcile brings the children in line with what this node owns: a whole
 // pass over every partition it owns when a topic record may have changed
-// (a create, a delete, fan-out links; the metadata shard moves with the
-// heartbeats too, a few times a second), after a failed spawn or
+// (a create, a delete, fan-out links: Store.TopicsVersion, which the
+// heartbeats do not move; they move the metadata shard a few times a
+// second, and a whole pass each time cost a node of 100,000 partitions
+// CPU while idle), after a failed spawn or
 // preparation, or when the owner journal no longer holds what changed;
 // otherwise a pass over the partitions whose owner changed since the last
 // one. A bulk move's destination reconciles up to 50 times a second, and
@@ -196,7 +198,7 @@ func (s *Supervisor) reconcile(ctx actor.Context) {
 	}
 	// Read before the links are: a topic change after it moves it again,
 	// and its own reconcile tells the links then.
-	metaAt := s.store.MetaVersion()
+	metaAt := s.store.TopicsVersion()
 	if s.linksTold && metaAt == s.linksAt && !s.wholeNext && s.reconcileChanges(ctx) {
 		s.owned.Store(int64(s.ownedCount()))
 		return
@@ -214,6 +216,9 @@ func (s *Supervisor) reconcile(ctx actor.Context) {
 
 // reconcileWhole compares every partition this node owns with the children.
 func (s *Supervisor) reconcileWhole(ctx actor.Context) {
+	if f := s.deps.Knobs.WholePass; f != nil {
+		f()
+	}
 	s.ownedBuf = s.store.AppendOwnedBy(s.deps.NodeID, s.ownedBuf[:0])
 	// want maps each partition this node owns to whether a move targets it.
 	if s.want == nil {

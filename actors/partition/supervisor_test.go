@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync/atomic"
@@ -67,7 +68,7 @@ func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
 	r.replica.Put(orders, "n1", "n2", "n1", "n2")
 	r.waitServing(orders, 0, true)
 	r.waitServing(orders, 2, true)
-	meta := r.replica.MetaVersion()
+	meta := r.replica.TopicsVersion()
 	r.replica.SetOwner(orders, 1, "n1")
 	r.replica.SetOwner(orders, 2, "n2")
 	r.waitServing(orders, 1, true)
@@ -77,8 +78,8 @@ func TestTheSupervisorFollowsFlipsChangeByChange(t *testing.T) {
 	r.waitServing(orders, 3, true)
 	r.waitServing(orders, 2, true)
 	r.waitServing(orders, 0, true)
-	if got := r.replica.MetaVersion(); got != meta {
-		t.Fatalf("metadata version: got %d, want %d (no whole pass asked for)", got, meta)
+	if got := r.replica.TopicsVersion(); got != meta {
+		t.Fatalf("topics version: got %d, want %d (no whole pass asked for)", got, meta)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for r.owned.Load() != 4 {
@@ -229,5 +230,34 @@ func TestTheRunningSetFollowsTheChildren(t *testing.T) {
 	}
 	if (*Running)(nil).Has(k0) != true {
 		t.Fatal("a nil set: got Has false, want true (the worker asks)")
+	}
+}
+
+// Issue 50: a member's heartbeat moves the metadata shard, not a topic
+// record, so it makes no whole pass over the node's partitions (a few a
+// second over 100,000 partitions, while idle); a topic's create does.
+func TestAHeartbeatMakesNoWholePass(t *testing.T) {
+	var passes atomic.Int32
+	r := newSupervisorRig(t, func(d *Deps) { d.Knobs.WholePass = func() { passes.Add(1) } })
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1}
+	r.replica.Put(orders, "n1")
+	r.waitServing(orders, 0, true)
+	reconciled := func() int32 {
+		t.Helper()
+		if _, err := Request(context.Background(), r.system.Root, SupervisorPID(r.system), Reconcile{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return passes.Load()
+	}
+	before := reconciled()
+	for i := range 5 {
+		r.replica.SetMember(messages.Member{ID: "n1", Heartbeats: uint64(i + 1)})
+	}
+	if got := reconciled(); got != before {
+		t.Fatalf("whole passes after 5 heartbeats: got %d more, want none", got-before)
+	}
+	r.replica.Put(messages.Topic{Name: "audit", Incarnation: 8, Partitions: 1}, "n1")
+	if got := reconciled(); got == before {
+		t.Fatal("whole passes after a topic's create: got none, want one")
 	}
 }

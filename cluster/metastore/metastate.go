@@ -17,8 +17,14 @@ import (
 // It is not safe for concurrent use; the adapter (fsm.go) locks.
 type metaState struct {
 	// index is the Raft index of the last command applied.
-	index  uint64
-	topics map[string]messages.Topic
+	index uint64
+	// topicsAt is the index of the last command that may have changed a
+	// topic record (a create, delete, alter, attach or detach), or of the
+	// snapshot the state was loaded from: what Store.TopicsVersion reads,
+	// so that a reader following topics skips the heartbeats that move
+	// index several times a second. Local like index, not in snapshots.
+	topicsAt uint64
+	topics   map[string]messages.Topic
 	// names are the topic names, sorted, for ordered listings.
 	names   []string
 	members map[string]messages.Member
@@ -67,6 +73,9 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 		cmd.CreateUser != nil, cmd.DeleteUser != nil, cmd.SetUserGrants != nil, cmd.SetUserPassword != nil,
 		cmd.AttachChild != nil, cmd.DetachChild != nil, cmd.SetClusterVersion != nil, cmd.ForgetMember != nil) != 1 {
 		return messages.MetaResult{Code: messages.ResultInvalid}
+	}
+	if cmd.CreateTopic != nil || cmd.DeleteTopic != nil || cmd.AlterTopic != nil || cmd.AttachChild != nil || cmd.DetachChild != nil {
+		s.topicsAt = index
 	}
 	if cmd.CreateTopic != nil {
 		return s.createTopic(cmd.CreateTopic.Topic, index)
@@ -560,7 +569,7 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 		return nil, fmt.Errorf("metastore: metadata snapshot format %d, want %d", snap.Format, snapshotFormat)
 	}
 	s := newMetaState()
-	s.index = snap.Index
+	s.index, s.topicsAt = snap.Index, snap.Index
 	s.nextReplica = snap.NextReplicaID
 	s.clusterVersion = snap.ClusterVersion
 	var err error

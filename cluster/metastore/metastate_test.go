@@ -786,3 +786,47 @@ func TestMetaSnapshotWithoutMembers(t *testing.T) {
 		t.Errorf("put member after loading: got code %d, want OK", r.Code)
 	}
 }
+
+// The topics version moves with each command that may change a topic
+// record and with a restore, and with nothing else: the partitions
+// supervisor makes a whole pass over a node's partitions when it moves,
+// and the heartbeats that move the metadata shard a few times a second
+// must not make one each.
+func TestTheTopicsVersionMovesOnlyWithTopicRecords(t *testing.T) {
+	s := newMetaState()
+	for i, step := range []struct {
+		cmd   messages.MetaCommand
+		moves bool
+	}{
+		{putMemberCmd("n1", 1, ""), false},
+		{createCmd("orders", 1), true},
+		{createCmd("audit", 1), true},
+		{heartbeatCmd("n1"), false},
+		{createUserCmd("alice", "h"), false},
+		{alterCmd(messages.AlterTopic{Name: "orders", RetentionMs: ptr(int64(1))}), true},
+		{attachCmd("orders", "audit", 0), true},
+		{heartbeatCmd("n1"), false},
+		{detachCmd("orders", "audit"), true},
+		{deleteCmd("audit", 0), true},
+		{putMemberCmd("n2", 2, ""), false},
+	} {
+		before, index := s.topicsAt, uint64(i+1)
+		if r := s.apply(step.cmd, index); r.Code != messages.ResultOK {
+			t.Fatalf("step %d: got result %+v, want OK", i, r)
+		}
+		if moved := s.topicsAt != before; moved != step.moves || moved && s.topicsAt != index {
+			t.Fatalf("step %d: topics version %d -> %d at index %d; want moved %v, to the index", i, before, s.topicsAt, index, step.moves)
+		}
+	}
+	var buf bytes.Buffer
+	if err := s.save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := loadMetaState(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restored.topicsAt != s.index {
+		t.Fatalf("restored: topics version %d, want the snapshot's index %d (anything may have changed)", restored.topicsAt, s.index)
+	}
+}

@@ -997,10 +997,18 @@ func (s *Store) Version() uint64 {
 	return v
 }
 
-// MetaVersion is Version over the metadata shard only: it moves when a
-// topic, a fan-out link, a user or a member changes (heartbeats
-// included), and not with the assignments.
-func (s *Store) MetaVersion() uint64 { return s.meta.applied.Load() }
+// TopicsVersion moves when a topic record may have changed (a create, a
+// delete, an alter, a fan-out link attached or detached) or the metadata
+// shard was restored from a snapshot; not with heartbeats, members, users
+// or assignments. It is local to this replica (compare it only with
+// itself). The partitions supervisor makes a whole pass when it moves:
+// following the metadata shard's index instead, it made one with every
+// heartbeat, a few times a second over every partition the node owns.
+func (s *Store) TopicsVersion() uint64 {
+	var v uint64
+	s.meta.view(func(m *metaState) { v = m.topicsAt })
+	return v
+}
 
 // AssignmentsVersion is Version over the assignment shards only: it moves
 // when an owner or a target changes, and not with every heartbeat (the

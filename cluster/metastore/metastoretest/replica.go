@@ -29,9 +29,9 @@ type Replica struct {
 	members     map[string]messages.Member
 	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
 	version     uint64
-	// metaVersion moves with Put, Drop and SetMember, the fake's changes
-	// to the metadata shard (topics, members).
-	metaVersion uint64
+	// topicsVersion moves with Put and Drop, the fake's changes to topic
+	// records.
+	topicsVersion uint64
 	// ownerMarks is each cursor's view of the owners at its mark, so that
 	// OwnerChangesSince also names the changes a test wrote straight into
 	// assignments.
@@ -56,24 +56,23 @@ func (f *Replica) Put(t messages.Topic, owners ...string) {
 	for p, o := range owners {
 		f.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
 	}
-	f.metaVersion++
+	f.topicsVersion++
 	f.mu.Unlock()
 	f.change()
 }
 
-// SetMember writes member m's record, then tells the watchers. Members
-// live in the metadata shard, so MetaVersion moves too, as with Put.
+// SetMember writes member m's record, then tells the watchers. It moves
+// no topic record, so not TopicsVersion either (a heartbeat's change).
 func (f *Replica) SetMember(m messages.Member) {
 	f.mu.Lock()
 	f.members[m.ID] = m
-	f.metaVersion++
 	f.mu.Unlock()
 	f.change()
 }
 
 // SetAssignments writes each of as as it is (keyed by its incarnation and
 // partition, whether or not a topic names it), all in one change, then
-// tells the watchers; MetaVersion stays, as with SetOwner.
+// tells the watchers; TopicsVersion stays, as with SetOwner.
 func (f *Replica) SetAssignments(as ...messages.Assignment) {
 	f.mu.Lock()
 	for _, a := range as {
@@ -128,7 +127,7 @@ func (f *Replica) Drop(name string) {
 			delete(f.assignments, k)
 		}
 	}
-	f.metaVersion++
+	f.topicsVersion++
 	f.mu.Unlock()
 	f.change()
 }
@@ -255,12 +254,12 @@ func (f *Replica) collect(keep func(messages.Assignment) bool) []messages.Assign
 	return out
 }
 
-// MetaVersion moves with the fake's metadata changes (Put, Drop,
-// SetMember).
-func (f *Replica) MetaVersion() uint64 {
+// TopicsVersion moves with the fake's changes to topic records (Put,
+// Drop), not with SetMember.
+func (f *Replica) TopicsVersion() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.metaVersion
+	return f.topicsVersion
 }
 
 func (f *Replica) MarkOwners(c *metastore.OwnerCursor) {
