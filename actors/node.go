@@ -296,6 +296,7 @@ func (n *Node) startActors() error {
 		Backoff: n.cfg.Mover.WorkerRestartBackoff, Log: n.log, Clock: n.cfg.steadyOrWall(), Restarted: n.metrics.workerRestarts, Stopped: n.metrics.workersStopped}
 	owned := new(atomic.Int64)
 	n.metrics.gauge("narad_partitions_owned", func() float64 { return float64(owned.Load()) })
+	n.metrics.gauge("narad_partitions_resting", func() float64 { return float64(n.running.Closed()) })
 	n.metrics.gauge("narad_disk_full", func() float64 {
 		if n.writes.Full() {
 			return 1

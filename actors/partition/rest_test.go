@@ -558,9 +558,9 @@ func TestAPartitionOwnedAtTheStartRestsUntilItsFirstRequest(t *testing.T) {
 			return nil
 		}
 	})
-	if !running.Resting(k) || opens.Load() != 0 || next.serving(orders, 0) || next.owned.Load() != 2 {
-		t.Fatalf("after the start: got resting %v, %d opens, an actor %v, %d served; want true, 0, false, 2",
-			running.Resting(k), opens.Load(), next.serving(orders, 0), next.owned.Load())
+	if !running.Resting(k) || opens.Load() != 0 || next.serving(orders, 0) || next.owned.Load() != 2 || running.Closed() != 1 {
+		t.Fatalf("after the start: got resting %v, %d opens, an actor %v, %d served, %d resting; want true, 0, false, 2, 1",
+			running.Resting(k), opens.Load(), next.serving(orders, 0), next.owned.Load(), running.Closed())
 	}
 	if got := next.commit(mk, 2); got != messages.StatusFrozen {
 		t.Fatalf("commit to the partition a move targets: got status %d, want StatusFrozen (%d): opened at the start, frozen", got, messages.StatusFrozen)
@@ -569,6 +569,9 @@ func TestAPartitionOwnedAtTheStartRestsUntilItsFirstRequest(t *testing.T) {
 	res := next.askThrough(running, k, &messages.Reserve{Limits: lim}).(*messages.Reserved)
 	if res.Status != messages.StatusOK || res.Delivery.Offset != 2 || opens.Load() != 1 {
 		t.Fatalf("first request, a reserve: got status %d, offset %d, %d opens; want OK, 2 (0 acked, 1 leased), 1", res.Status, res.Delivery.Offset, opens.Load())
+	}
+	if got := running.Closed(); got != 0 {
+		t.Fatalf("after the first request: got %d partitions resting, want 0", got)
 	}
 	for _, d := range []messages.Delivery{d1, d0} {
 		if got := next.askThrough(running, k, ack(d)).(*messages.LeaseResult).Status; got != messages.StatusOK {
@@ -683,6 +686,9 @@ func TestThePartitionsStartedAtRestAreSurveyed(t *testing.T) {
 		}
 		return true
 	})
+	if got := running.Closed(); got != 3 {
+		t.Fatalf("surveyed: got %d partitions resting, want 3", got)
+	}
 	for p, want := range []struct {
 		hwm     int64
 		drained bool

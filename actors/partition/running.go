@@ -42,6 +42,9 @@ type Running struct {
 	// counts it (a move's install asks the supervisor, which waits for
 	// the end, rule K7).
 	stopping map[messages.PartitionKey]bool
+	// closed counts the doors that are closed: the partitions served here
+	// at rest, read by the resting gauge (Closed).
+	closed int
 }
 
 // door is one partition's: open while its actor takes requests, and how
@@ -113,6 +116,9 @@ func (r *Running) add(k messages.PartitionKey) {
 		r.doors = map[messages.PartitionKey]*door{}
 	}
 	if d := r.doors[k]; d != nil {
+		if !d.open {
+			r.closed--
+		}
 		d.open, d.stats, d.drained = true, nil, false
 		return
 	}
@@ -127,6 +133,9 @@ func (r *Running) remove(k messages.PartitionKey) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if d := r.doors[k]; d != nil && !d.open {
+		r.closed--
+	}
 	delete(r.doors, k)
 }
 
@@ -192,6 +201,7 @@ func (r *Running) rest(k messages.PartitionKey, stats *messages.PartitionStats, 
 		return false
 	}
 	d.open, d.stats, d.drained = false, stats, drained
+	r.closed++
 	// Still running until its end (stopEnded): counted from the close on,
 	// or a move could find nothing running before the stop began.
 	r.markStoppingLocked(k)
@@ -232,13 +242,29 @@ func (r *Running) close(k messages.PartitionKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if d := r.doors[k]; d != nil {
-		d.open = false
+		if d.open {
+			d.open = false
+			r.closed++
+		}
 		return
 	}
 	if r.doors == nil {
 		r.doors = map[messages.PartitionKey]*door{}
 	}
 	r.doors[k] = &door{}
+	r.closed++
+}
+
+// Closed is how many partitions served here rest: their door is closed,
+// so no actor takes their requests and none holds an open file once its
+// stop ended.
+func (r *Running) Closed() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
 }
 
 // resting reports whether k's door is there and closed: its actor rests

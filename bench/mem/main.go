@@ -19,7 +19,9 @@
 //     narad_partitions_owned = N again, and the same figures after it.
 //
 // Each sample waits for the node to settle (its goroutines stop falling:
-// the mailbox pool's workers end 2 s after their last run), then forces a
+// the mailbox pool's workers end 2 s after their last run; and its
+// narad_partitions_resting, the "resting" column, stops changing: a node
+// that just started surveys the partitions it started at rest), then forces a
 // garbage collection (GET /debug/pprof/heap?gc=1 on the node's --pprof
 // listener), so the heap figure is the live heap, not whatever garbage the
 // last collection left. A figure per partition is

@@ -53,7 +53,7 @@ narad_partitions_owned_other 7
 	if err := s.parseMetrics([]byte(text)); err != nil {
 		t.Fatal(err)
 	}
-	want := sample{HeapLive: 1_500_000, HeapInuse: 2 << 20, StackInuse: 64 << 10, GoSys: 9_000_000, Goroutines: 42, Owned: 300}
+	want := sample{HeapLive: 1_500_000, HeapInuse: 2 << 20, StackInuse: 64 << 10, GoSys: 9_000_000, Goroutines: 42, Owned: 300, Resting: -1}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -33,6 +33,9 @@ type sample struct {
 	FDs int64
 	// Owned is narad_partitions_owned: the partitions the node serves.
 	Owned int64
+	// Resting is narad_partitions_resting: those of them at rest, with no
+	// actor (-1: a binary from before the gauge).
+	Resting int64
 }
 
 // metricNames maps the /metrics series a sample reads to its fields.
@@ -54,6 +57,8 @@ const maxMetricsBytes = 16 << 20
 // series missing from it is an error, since a zero would read as a figure.
 func (s *sample) parseMetrics(text []byte) error {
 	want := s.metricNames()
+	want["narad_partitions_resting"] = &s.Resting
+	s.Resting = -1
 	seen := map[string]bool{}
 	for line := range bytes.Lines(text) {
 		if len(line) == 0 || line[0] == '#' {
@@ -76,7 +81,7 @@ func (s *sample) parseMetrics(text []byte) error {
 		seen[name] = true
 	}
 	for name := range want {
-		if !seen[name] {
+		if !seen[name] && name != "narad_partitions_resting" { // optional
 			return fmt.Errorf("metrics: no %s", name)
 		}
 	}
@@ -159,17 +164,20 @@ func (t target) owned(ctx context.Context) (int64, error) {
 }
 
 // settleReadings is how many readings in a row, a second apart, must find
-// no fewer goroutines than the one before for the node to count as
-// settled: the mailbox pool's workers end after 2 s without a run
-// (actors/mailbox.Idle), so a sample right after a burst would count them.
+// no fewer goroutines than the one before, and as many partitions resting,
+// for the node to count as settled: the mailbox pool's workers end after
+// 2 s without a run (actors/mailbox.Idle), so a sample right after a burst
+// would count them; and a node that just started surveys its partitions
+// (partition.Supervisor.survey), each opening and resting again.
 const settleReadings = 3
 
-// settle waits until the node's goroutines stop falling, at most timeout;
+// settle waits until the node's goroutines stop falling and its resting
+// partitions stop changing, at most timeout;
 // past it the sample is taken anyway (and says so through logf), since a
 // node that never settles is itself a figure.
 func (t target) settle(ctx context.Context, timeout time.Duration, logf func(string, ...any)) {
 	deadline := time.Now().Add(timeout)
-	last, steady := int64(-1), 0
+	last, lastResting, steady := int64(-1), int64(-1), 0
 	for steady < settleReadings {
 		if time.Now().After(deadline) {
 			logf("goroutines still falling after %v (%d): sampling anyway", timeout, last)
@@ -188,12 +196,14 @@ func (t target) settle(ctx context.Context, timeout time.Duration, logf func(str
 		if s.parseMetrics(text) != nil {
 			continue
 		}
-		if last >= 0 && s.Goroutines >= last {
+		// The resting count still moving is a survey after a start (or
+		// rests) under way: partitions opening and closing.
+		if last >= 0 && s.Goroutines >= last && s.Resting == lastResting {
 			steady++
 		} else {
 			steady = 0
 		}
-		last = s.Goroutines
+		last, lastResting = s.Goroutines, s.Resting
 	}
 }
 

@@ -188,13 +188,13 @@ func formatReports(rs []report) string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "\n%d partitions on one node: created and served in %.1f s; restart: /readyz after %.2f s, all served after %.2f s\n",
 			r.Partitions, r.Create.Seconds(), r.Ready.Seconds(), r.Served.Seconds())
-		rows := [][]string{{"phase", "heap live", "heap in use", "stacks", "Go sys", "RSS", "goroutines", "open files", "served"}}
+		rows := [][]string{{"phase", "heap live", "heap in use", "stacks", "Go sys", "RSS", "goroutines", "open files", "served", "resting"}}
 		for _, p := range []struct {
 			name string
 			s    sample
 		}{{"empty", r.Empty}, {"idle", r.Idle}, {"active", r.Active}, {"restarted", r.Restarted}} {
 			rows = append(rows, []string{p.name, mib(p.s.HeapLive), mib(p.s.HeapInuse), mib(p.s.StackInuse), mib(p.s.GoSys), mib(p.s.RSS),
-				fmt.Sprint(p.s.Goroutines), fmt.Sprint(p.s.FDs), fmt.Sprint(p.s.Owned)})
+				fmt.Sprint(p.s.Goroutines), fmt.Sprint(p.s.FDs), fmt.Sprint(p.s.Owned), resting(p.s.Resting)})
 		}
 		for _, p := range []struct {
 			name string
@@ -202,11 +202,19 @@ func formatReports(rs []report) string {
 		}{{"per idle partition", r.Idle}, {"per active partition", r.Active}, {"per partition, restarted", r.Restarted}} {
 			d := p.s.minus(r.Empty, r.Partitions)
 			rows = append(rows, []string{p.name, fmt.Sprintf("%.0f B", d.HeapLive), fmt.Sprintf("%.0f B", d.HeapInuse), fmt.Sprintf("%.0f B", d.StackInuse),
-				fmt.Sprintf("%.0f B", d.GoSys), fmt.Sprintf("%.0f B", d.RSS), fmt.Sprintf("%.2f", d.Goroutines), fmt.Sprintf("%.3f", d.FDs), ""})
+				fmt.Sprintf("%.0f B", d.GoSys), fmt.Sprintf("%.0f B", d.RSS), fmt.Sprintf("%.2f", d.Goroutines), fmt.Sprintf("%.3f", d.FDs), "", ""})
 		}
 		b.WriteString(formatTable(rows))
 	}
 	return b.String()
+}
+
+// resting is a sample's resting count, "-" from a binary without the gauge.
+func resting(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 // formatTable lays rows out in columns between pipes, the first row as the
