@@ -81,15 +81,7 @@ func TestAnUpgradedClusterMovesOnlyWhenFinalizedAndEveryMemberReadsIt(t *testing
 	if got := s.clusterVersion; got != messages.ClusterVersionOrigins {
 		t.Errorf("after an older registration: got version %d, want %d kept", got, messages.ClusterVersionOrigins)
 	}
-	var snap bytes.Buffer
-	if err := s.save(&snap); err != nil {
-		t.Fatal(err)
-	}
-	back, err := loadMetaState(&snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.clusterVersion != s.clusterVersion {
+	if back := savedAndLoaded(t, s); back.clusterVersion != s.clusterVersion {
 		t.Errorf("after a snapshot: got version %d, want %d", back.clusterVersion, s.clusterVersion)
 	}
 }

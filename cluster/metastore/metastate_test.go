@@ -818,15 +818,22 @@ func TestTheTopicsVersionMovesOnlyWithTopicRecords(t *testing.T) {
 			t.Fatalf("step %d: topics version %d -> %d at index %d; want moved %v, to the index", i, before, s.topicsAt, index, step.moves)
 		}
 	}
+	if restored := savedAndLoaded(t, s); restored.topicsAt != s.index {
+		t.Fatalf("restored: topics version %d, want the snapshot's index %d (anything may have changed)", restored.topicsAt, s.index)
+	}
+}
+
+// savedAndLoaded is s through a snapshot: saved, then loaded as a replica
+// restoring it would.
+func savedAndLoaded(t *testing.T, s *metaState) *metaState {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := s.save(&buf); err != nil {
 		t.Fatal(err)
 	}
-	restored, err := loadMetaState(&buf)
+	loaded, err := loadMetaState(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if restored.topicsAt != s.index {
-		t.Fatalf("restored: topics version %d, want the snapshot's index %d (anything may have changed)", restored.topicsAt, s.index)
-	}
+	return loaded
 }

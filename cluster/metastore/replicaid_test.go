@@ -1,7 +1,6 @@
 package metastore
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/naradmq/narad/messages"
@@ -62,14 +61,7 @@ func TestMetaStateAllocatedReplicaIDsSurviveASnapshot(t *testing.T) {
 	for range 3 {
 		allocate(s, 4)
 	}
-	var b bytes.Buffer
-	if err := s.save(&b); err != nil {
-		t.Fatal(err)
-	}
-	restored, err := loadMetaState(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	restored := savedAndLoaded(t, s)
 	got, want := allocate(restored, 1), uint64(7)
 	if got != want {
 		t.Errorf("first allocation after the restore: got %d, want %d", got, want)

@@ -1,7 +1,6 @@
 package metastore
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -51,15 +50,7 @@ func TestIssue48SchemaHistoryKeepsTheNewestVersions(t *testing.T) {
 	got, _ := s.topic("orders")
 	check("after the alters", got)
 
-	var snap bytes.Buffer
-	if err := s.save(&snap); err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := loadMetaState(&snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ = loaded.topic("orders")
+	got, _ = savedAndLoaded(t, s).topic("orders")
 	check("after a snapshot", got)
 }
 
