@@ -252,11 +252,27 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 	// Without doors (a nil Running) nothing could wake a partition.
 	cold := !s.passed && s.deps.Config.RestAfter > 0 && s.deps.Running != nil
 	s.passed = true
+	// fansOut is whether each topic has fan-out links, read once a topic:
+	// a look-up copies the topic record, and a start owns 100,000
+	// partitions of a few thousand topics.
+	var fansOut map[uint64]bool
 	for k, targeted := range want {
+		if !cold || targeted {
+			s.spawn(ctx, k, targeted)
+			continue
+		}
+		fans, seen := fansOut[k.Incarnation]
+		if !seen {
+			fans = len(fanout.LinksOf(s.store, k)) > 0
+			if fansOut == nil {
+				fansOut = map[uint64]bool{}
+			}
+			fansOut[k.Incarnation] = fans
+		}
 		// A partition a move targets opens now, frozen (a flip on its way
 		// may count on the freeze this node held before it stopped), and
 		// one with fan-out links opens to forward what its children lack.
-		if cold && !targeted && len(fanout.LinksOf(s.store, k)) == 0 {
+		if !fans {
 			s.startCold(k)
 			continue
 		}
