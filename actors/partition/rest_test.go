@@ -712,3 +712,24 @@ func TestThePartitionsStartedAtRestAreSurveyed(t *testing.T) {
 		t.Fatalf("lease asked of partition 1: got status %d, offset %d, %d opens; want OK, 0, one", res.Status, res.Delivery.Offset, opens.Load()-before)
 	}
 }
+
+// Issue 50: at a start, a partition whose topic fans out opens, to
+// forward what its children lack; its child's partition starts at rest.
+func TestAPartitionThatFansOutOpensAtTheStart(t *testing.T) {
+	first := newSupervisorRig(t)
+	parent := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 1,
+		Children: []messages.ChildLink{{Name: "audit", Incarnation: 8, AttachEpoch: 1}}}
+	child := messages.Topic{Name: "audit", Incarnation: 8, Partitions: 1}
+	replica := newFakeReplica()
+	replica.Put(parent, "n1")
+	replica.Put(child, "n1")
+	next, running := first.coldLife(replica)
+	pk := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	ck := messages.PartitionKey{Topic: "audit", Incarnation: 8, Partition: 0}
+	if running.Resting(pk) || !next.serving(parent, 0) {
+		t.Fatalf("the partition that fans out: got resting %v, an actor %v; want false, true", running.Resting(pk), next.serving(parent, 0))
+	}
+	if !running.Resting(ck) || next.serving(child, 0) {
+		t.Fatalf("its child's partition: got resting %v, an actor %v; want true, false", running.Resting(ck), next.serving(child, 0))
+	}
+}
