@@ -117,8 +117,9 @@ type Store interface {
 	MarkOwners(c *metastore.OwnerCursor)
 	OwnerChangesSince(c *metastore.OwnerCursor, buf []messages.Assignment) ([]messages.Assignment, bool)
 	// TopicsVersion moves whenever a topic record (its fan-out links among
-	// them) may have changed, and not with heartbeats.
-	TopicsVersion() uint64
+	// them) may have changed, and not with heartbeats; its Existing not
+	// with the creates of topics without a parent.
+	TopicsVersion() metastore.TopicsVersion
 	// Changed is closed at the replica's next change.
 	Changed() <-chan struct{}
 	Owners

@@ -84,12 +84,20 @@ type Supervisor struct {
 	// quarter of its CPU with the GC it caused (issue 27's profile).
 	ownedBuf []messages.Assignment
 	want     map[messages.PartitionKey]bool
-	// linksAt is the topics version the children were last told their
-	// links at (linksTold: they were told once): links change only with
-	// topic records, and walking every child at each of a bulk move's
-	// reconciles was a twentieth of a destination's CPU.
-	linksAt   uint64
+	// topicsAt is the topics version the last pass read; the children
+	// were told their links at its Existing (linksTold: they were told
+	// once). Links change only with records that existed, and walking
+	// every child at each of a bulk move's reconciles was a twentieth of a
+	// destination's CPU.
+	topicsAt  metastore.TopicsVersion
 	linksTold bool
+	// unmatched holds, by incarnation and partition, the partitions owned
+	// here whose assignment a pass read before its topic record: this
+	// replica applies the metadata shard and the assignment shards apart,
+	// so a create's assignments may come first. A create (the topics
+	// version's Any) looks at them again rather than at every partition.
+	// At most one entry a partition owned here, as want.
+	unmatched map[messages.PartitionKey]bool
 	// cursor is how far the passes followed the owner changes; wholeNext
 	// asks the next pass to read every owned partition (a spawn or a
 	// preparation failed: the journal will not name it again).
@@ -180,26 +188,29 @@ func (s *Supervisor) watch(ctx actor.Context) {
 }
 
 // reconcile brings the children in line with what this node owns: a whole
-// pass over every partition it owns when a topic record may have changed
-// (a create, a delete, fan-out links: Store.TopicsVersion, which the
-// heartbeats do not move; they move the metadata shard a few times a
-// second, and a whole pass each time cost a node of 100,000 partitions
-// CPU while idle), after a failed spawn or
-// preparation, or when the owner journal no longer holds what changed;
-// otherwise a pass over the partitions whose owner changed since the last
-// one. A bulk move's destination reconciles up to 50 times a second, and
-// a whole pass over its 10,000-20,000 partitions each time was a quarter
-// of its CPU (issue 27's profile).
+// pass over every partition it owns when a topic record that existed may
+// have changed (a delete, an alter, fan-out links: the topics version's
+// Existing, which neither heartbeats nor the creates of new topics move),
+// after a failed spawn or preparation, or when the owner journal no
+// longer holds what changed; otherwise a pass over the partitions whose
+// owner changed since the last one, and those whose topic a create just
+// brought (unmatched). Heartbeats move the metadata shard a few times a
+// second, and a whole pass each time cost a node of 100,000 partitions CPU
+// while idle; a whole pass per create made 3,000 creates onto such nodes
+// quadratic (issue 50); a bulk move's destination reconciles up to 50
+// times a second, and a whole pass over its 10,000-20,000 partitions each
+// time was a quarter of its CPU (issue 27's profile).
 func (s *Supervisor) reconcile(ctx actor.Context) {
 	s.changes.Handled()
 	s.retrying = false
 	if s.linksSent == nil {
 		s.linksSent = map[messages.PartitionKey]string{}
 	}
-	// Read before the links are: a topic change after it moves it again,
-	// and its own reconcile tells the links then.
-	metaAt := s.store.TopicsVersion()
-	if s.linksTold && metaAt == s.linksAt && !s.wholeNext && s.reconcileChanges(ctx) {
+	// Read before the links and owners are: a topic change after it moves
+	// it again, and its own reconcile looks then.
+	at := s.store.TopicsVersion()
+	if s.linksTold && at.Existing == s.topicsAt.Existing && !s.wholeNext && s.reconcileChanges(ctx, at.Any != s.topicsAt.Any) {
+		s.topicsAt = at
 		s.owned.Store(int64(s.ownedCount()))
 		return
 	}
@@ -207,10 +218,11 @@ func (s *Supervisor) reconcile(ctx actor.Context) {
 	// Marked before the read: a change during it comes again next pass.
 	s.store.MarkOwners(&s.cursor)
 	s.reconcileWhole(ctx)
-	if !s.linksTold || metaAt != s.linksAt {
+	if !s.linksTold || at.Existing != s.topicsAt.Existing {
 		s.tellLinks(ctx)
-		s.linksAt, s.linksTold = metaAt, true
+		s.linksTold = true
 	}
+	s.topicsAt = at
 	s.owned.Store(int64(s.ownedCount()))
 }
 
@@ -226,10 +238,13 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 	}
 	want := s.want
 	clear(want)
+	clear(s.unmatched)
 	topics := metastore.TopicKeys{Topics: s.store}
 	for _, a := range s.ownedBuf {
 		if k, ok := topics.Key(a); ok {
 			want[k] = a.Target != ""
+		} else {
+			s.unmatch(a)
 		}
 	}
 	var leaving []messages.PartitionKey
@@ -281,10 +296,12 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 }
 
 // reconcileChanges compares the partitions whose owner changed since the
-// last pass with the children; false when it cannot (the journal lost some
-// changes, or a partition was deleted: a whole pass finds its child by the
-// topic it no longer has), and the caller makes a whole pass.
-func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
+// last pass with the children, and, when a topic was created since
+// (created), those whose topic record was missing (unmatched); false when
+// it cannot (the journal lost some changes, or a partition was deleted: a
+// whole pass finds its child by the topic it no longer has), and the
+// caller makes a whole pass.
+func (s *Supervisor) reconcileChanges(ctx actor.Context, created bool) bool {
 	changed, ok := s.store.OwnerChangesSince(&s.cursor, s.ownedBuf[:0])
 	s.ownedBuf = changed
 	if !ok {
@@ -295,6 +312,16 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 			return false // deleted: the cursor moved on, the whole pass sees the rest
 		}
 	}
+	if created {
+		for id := range s.unmatched {
+			if a, ok := s.store.Assignment(id.Incarnation, id.Partition); ok {
+				changed = append(changed, a)
+			} else {
+				delete(s.unmatched, id)
+			}
+		}
+		s.ownedBuf = changed
+	}
 	topics := metastore.TopicKeys{Topics: s.store}
 	var leaving []messages.PartitionKey
 	if s.want == nil {
@@ -304,8 +331,12 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 	for _, a := range changed {
 		k, current := topics.Key(a)
 		if !current {
-			continue // no child of it: the topic record changed, and a whole pass follows
+			// No child of it: its topic record has not come (a create
+			// looks again) or changed (a whole pass follows).
+			s.unmatch(a)
+			continue
 		}
+		delete(s.unmatched, messages.PartitionKey{Incarnation: a.Incarnation, Partition: a.Partition})
 		if a.Owner == s.deps.NodeID {
 			s.want[k] = a.Target != ""
 			continue
@@ -324,6 +355,20 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context) bool {
 		s.spawn(ctx, k, targeted)
 	}
 	return true
+}
+
+// unmatch keeps a, read with no current topic record, for a create to
+// look at again when this node owns it, and forgets it when not.
+func (s *Supervisor) unmatch(a messages.Assignment) {
+	id := messages.PartitionKey{Incarnation: a.Incarnation, Partition: a.Partition}
+	if a.Owner != s.deps.NodeID {
+		delete(s.unmatched, id)
+		return
+	}
+	if s.unmatched == nil {
+		s.unmatched = map[messages.PartitionKey]bool{}
+	}
+	s.unmatched[id] = true
 }
 
 // spawn starts k's actor unless it runs or its supervisor gave up on it.

@@ -23,8 +23,10 @@ type metaState struct {
 	// snapshot the state was loaded from: what Store.TopicsVersion reads,
 	// so that a reader following topics skips the heartbeats that move
 	// index several times a second. Local like index, not in snapshots.
-	topicsAt uint64
-	topics   map[string]messages.Topic
+	// existingAt is the same but for the creates of topics without a
+	// parent, which change no record that existed before them.
+	topicsAt, existingAt uint64
+	topics               map[string]messages.Topic
 	// names are the topic names, sorted, for ordered listings.
 	names   []string
 	members map[string]messages.Member
@@ -76,6 +78,10 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	}
 	if cmd.CreateTopic != nil || cmd.DeleteTopic != nil || cmd.AlterTopic != nil || cmd.AttachChild != nil || cmd.DetachChild != nil {
 		s.topicsAt = index
+	}
+	// A child's create links its parent: a record that existed changes.
+	if cmd.CreateTopic != nil && cmd.CreateTopic.Topic.Parent != "" || cmd.DeleteTopic != nil || cmd.AlterTopic != nil || cmd.AttachChild != nil || cmd.DetachChild != nil {
+		s.existingAt = index
 	}
 	if cmd.CreateTopic != nil {
 		return s.createTopic(cmd.CreateTopic.Topic, index)
@@ -569,7 +575,7 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 		return nil, fmt.Errorf("metastore: metadata snapshot format %d, want %d", snap.Format, snapshotFormat)
 	}
 	s := newMetaState()
-	s.index, s.topicsAt = snap.Index, snap.Index
+	s.index, s.topicsAt, s.existingAt = snap.Index, snap.Index, snap.Index
 	s.nextReplica = snap.NextReplicaID
 	s.clusterVersion = snap.ClusterVersion
 	var err error

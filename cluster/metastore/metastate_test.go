@@ -789,37 +789,47 @@ func TestMetaSnapshotWithoutMembers(t *testing.T) {
 
 // The topics version moves with each command that may change a topic
 // record and with a restore, and with nothing else: the partitions
-// supervisor makes a whole pass over a node's partitions when it moves,
-// and the heartbeats that move the metadata shard a few times a second
-// must not make one each.
+// supervisor looks for new topics when Any moves and makes a whole pass
+// over a node's partitions when Existing moves. The heartbeats that move
+// the metadata shard a few times a second must not move either, and a
+// create of a topic without a parent must not move Existing.
 func TestTheTopicsVersionMovesOnlyWithTopicRecords(t *testing.T) {
 	s := newMetaState()
+	child := createCmd("replay", 1)
+	child.Version = messages.FanoutCommandVersion
+	child.CreateTopic.Topic.Parent = "orders"
 	for i, step := range []struct {
-		cmd   messages.MetaCommand
-		moves bool
+		cmd             messages.MetaCommand
+		moves, existing bool
 	}{
-		{putMemberCmd("n1", 1, ""), false},
-		{createCmd("orders", 1), true},
-		{createCmd("audit", 1), true},
-		{heartbeatCmd("n1"), false},
-		{createUserCmd("alice", "h"), false},
-		{alterCmd(messages.AlterTopic{Name: "orders", RetentionMs: ptr(int64(1))}), true},
-		{attachCmd("orders", "audit", 0), true},
-		{heartbeatCmd("n1"), false},
-		{detachCmd("orders", "audit"), true},
-		{deleteCmd("audit", 0), true},
-		{putMemberCmd("n2", 2, ""), false},
+		{putMemberCmd("n1", 1, ""), false, false},
+		{createCmd("orders", 1), true, false},
+		{createCmd("audit", 1), true, false},
+		{heartbeatCmd("n1"), false, false},
+		{createUserCmd("alice", "h"), false, false},
+		{alterCmd(messages.AlterTopic{Name: "orders", RetentionMs: ptr(int64(1))}), true, true},
+		{attachCmd("orders", "audit", 0), true, true},
+		{heartbeatCmd("n1"), false, false},
+		{detachCmd("orders", "audit"), true, true},
+		{child, true, true},
+		{deleteCmd("audit", 0), true, true},
+		{putMemberCmd("n2", 2, ""), false, false},
 	} {
 		before, index := s.topicsAt, uint64(i+1)
+		existing := s.existingAt
 		if r := s.apply(step.cmd, index); r.Code != messages.ResultOK {
 			t.Fatalf("step %d: got result %+v, want OK", i, r)
 		}
 		if moved := s.topicsAt != before; moved != step.moves || moved && s.topicsAt != index {
 			t.Fatalf("step %d: topics version %d -> %d at index %d; want moved %v, to the index", i, before, s.topicsAt, index, step.moves)
 		}
+		if moved := s.existingAt != existing; moved != step.existing || moved && s.existingAt != index {
+			t.Fatalf("step %d: existing topics version %d -> %d at index %d; want moved %v, to the index", i, existing, s.existingAt, index, step.existing)
+		}
 	}
-	if restored := savedAndLoaded(t, s); restored.topicsAt != s.index {
-		t.Fatalf("restored: topics version %d, want the snapshot's index %d (anything may have changed)", restored.topicsAt, s.index)
+	restored := savedAndLoaded(t, s)
+	if restored.topicsAt != s.index || restored.existingAt != s.index {
+		t.Fatalf("restored: topics versions %d and %d, want the snapshot's index %d for both (anything may have changed)", restored.topicsAt, restored.existingAt, s.index)
 	}
 }
 

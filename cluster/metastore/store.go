@@ -997,16 +997,31 @@ func (s *Store) Version() uint64 {
 	return v
 }
 
-// TopicsVersion moves when a topic record may have changed (a create, a
-// delete, an alter, a fan-out link attached or detached) or the metadata
-// shard was restored from a snapshot; not with heartbeats, members, users
-// or assignments. It is local to this replica (compare it only with
-// itself). The partitions supervisor makes a whole pass when it moves:
+// TopicsVersion is where this replica's topic records are, for a reader
+// that follows them. It is local to this replica (compare it only with
+// itself).
+type TopicsVersion struct {
+	// Any moves when a topic record may have changed (a create, a delete,
+	// an alter, a fan-out link attached or detached) or the metadata
+	// shard was restored from a snapshot; not with heartbeats, members,
+	// users or assignments.
+	Any uint64
+	// Existing moves as Any does but for the create of a topic without a
+	// parent, which changes no record that existed: a reader that learns
+	// of new partitions from their owner changes looks at everything it
+	// holds only when Existing moves.
+	Existing uint64
+}
+
+// TopicsVersion reads both of this replica's topics versions at once.
+// The partitions supervisor makes a whole pass when Existing moves:
 // following the metadata shard's index instead, it made one with every
-// heartbeat, a few times a second over every partition the node owns.
-func (s *Store) TopicsVersion() uint64 {
-	var v uint64
-	s.meta.view(func(m *metaState) { v = m.topicsAt })
+// heartbeat, a few times a second over every partition the node owns;
+// following Any, one with every create, and 3,000 creates onto nodes of
+// 100,000 partitions each were more than half of their CPU (issue 50).
+func (s *Store) TopicsVersion() TopicsVersion {
+	var v TopicsVersion
+	s.meta.view(func(m *metaState) { v = TopicsVersion{Any: m.topicsAt, Existing: m.existingAt} })
 	return v
 }
 

@@ -30,8 +30,9 @@ type Replica struct {
 	assignments map[messages.PartitionKey]messages.Assignment // keyed without the topic name
 	version     uint64
 	// topicsVersion moves with Put and Drop, the fake's changes to topic
-	// records.
-	topicsVersion uint64
+	// records; Existing not with a Put of a name it did not hold, with no
+	// parent (a create).
+	topicsVersion metastore.TopicsVersion
 	// ownerMarks is each cursor's view of the owners at its mark, so that
 	// OwnerChangesSince also names the changes a test wrote straight into
 	// assignments.
@@ -49,14 +50,20 @@ func assignmentKey(incarnation uint64, partition int) messages.PartitionKey {
 }
 
 // Put sets topic t and the owner of each of its partitions, then tells the
-// watchers; with no owners, only the topic record changes.
+// watchers; with no owners, only the topic record changes. A Put of a name
+// the fake did not hold, with no parent, is a create: it moves the topics
+// version's Any only.
 func (f *Replica) Put(t messages.Topic, owners ...string) {
 	f.mu.Lock()
+	_, existed := f.topics[t.Name]
 	f.topics[t.Name] = t
 	for p, o := range owners {
 		f.assignments[assignmentKey(t.Incarnation, p)] = messages.Assignment{Topic: t.Name, Incarnation: t.Incarnation, Partition: p, Owner: o}
 	}
-	f.topicsVersion++
+	f.topicsVersion.Any++
+	if existed || t.Parent != "" {
+		f.topicsVersion.Existing++
+	}
 	f.mu.Unlock()
 	f.change()
 }
@@ -127,7 +134,8 @@ func (f *Replica) Drop(name string) {
 			delete(f.assignments, k)
 		}
 	}
-	f.topicsVersion++
+	f.topicsVersion.Any++
+	f.topicsVersion.Existing++
 	f.mu.Unlock()
 	f.change()
 }
@@ -256,7 +264,7 @@ func (f *Replica) collect(keep func(messages.Assignment) bool) []messages.Assign
 
 // TopicsVersion moves with the fake's changes to topic records (Put,
 // Drop), not with SetMember.
-func (f *Replica) TopicsVersion() uint64 {
+func (f *Replica) TopicsVersion() metastore.TopicsVersion {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.topicsVersion
