@@ -68,6 +68,9 @@ type config struct {
 
 	readyTimeout, fillTimeout, stopTimeout, passTimeout time.Duration
 	restartTimeout, settleTimeout, rebalanceTimeout     time.Duration
+	// handoffTimeout is the on variant's hand-off timeout; 0 keeps the
+	// nodes' default.
+	handoffTimeout time.Duration
 
 	skipStop, skipJoin, keep bool
 	// createOnly ends the stop scenario after its creates: their time and,
@@ -114,6 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.rssPoll, "rss-poll", 250*time.Millisecond, "how often each process's VmHWM is read")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", 2*time.Minute, "bound on a node's start (exec to /readyz 200)")
 	fs.DurationVar(&c.fillTimeout, "fill-timeout", 10*time.Minute, "bound on creating and filling the partitions, until their high watermarks show it")
+	fs.DurationVar(&c.handoffTimeout, "handoff-timeout", 0, "the nodes' shutdown hand-off timeout in the on variant (0: their default; the caller's NARAD_SHUTDOWN_HANDOFF_TIMEOUT never reaches them)")
 	fs.DurationVar(&c.stopTimeout, "stop-timeout", time.Minute, "bound on a node's graceful stop; past it the node is killed")
 	fs.DurationVar(&c.passTimeout, "pass-timeout", time.Minute, "bound on a write pass")
 	fs.DurationVar(&c.restartTimeout, "restart-timeout", 2*time.Minute, "bound on the restarted node owning its share again")

@@ -114,6 +114,10 @@ func TestTheOffVariantTurnsTheHandOffOffAndTheOnVariantLeavesTheDefault(t *testi
 	if n != 1 {
 		t.Errorf("off: got %s %d times, want once", handoffEnv, n)
 	}
+	set := (&cluster{handoff: true, handoffTimeout: time.Minute}).nodeEnv()
+	if got := slices.DeleteFunc(set, func(kv string) bool { return !strings.HasPrefix(kv, handoffEnv+"=") }); !slices.Equal(got, []string{handoffEnv + "=1m0s"}) {
+		t.Errorf("on with -handoff-timeout 1m: got %q, want [%s=1m0s]", got, handoffEnv)
+	}
 }
 
 // fakeStats answers a topic's stats like a node whose peer owning stale

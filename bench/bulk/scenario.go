@@ -123,7 +123,7 @@ func (r *runner) boot(ctx context.Context, name string, handoff bool, total int)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := newCluster(r.bin, dir, 3, total, handoff, r.cfg.rssPoll)
+	c, err := newCluster(r.bin, dir, 3, total, handoff, r.cfg.handoffTimeout, r.cfg.rssPoll)
 	if err != nil {
 		return c, err
 	}
