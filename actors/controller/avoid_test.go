@@ -38,7 +38,9 @@ func (s *avoidStore) OwnedCount(node string) int { return s.f.OwnedCount(node) }
 func (s *avoidStore) FirstSettled(node string, k int) []messages.PartitionKey {
 	return s.f.FirstSettled(node, k)
 }
-func (s *avoidStore) TopicParent(name string) (uint64, string, bool) { return s.f.TopicParent(name) }
+func (s *avoidStore) CurrentParent(incarnation uint64) (string, bool) {
+	return s.f.CurrentParent(incarnation)
+}
 
 func (s *avoidStore) SetTarget(_ context.Context, st messages.SetTarget) (messages.AssignResult, error) {
 	s.mu.Lock()

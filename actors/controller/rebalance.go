@@ -96,8 +96,8 @@ func (a *Actor) rebalance(now time.Time) {
 func (a *Actor) settledRefs(node string, k int, parents *parentPlacement) []planner.Ref {
 	var refs []planner.Ref
 	for _, key := range a.d.Store.FirstSettled(node, k) {
-		inc, parent, ok := a.d.Store.TopicParent(key.Topic)
-		if !ok || inc != key.Incarnation {
+		parent, current := a.d.Store.CurrentParent(key.Incarnation)
+		if !current {
 			continue
 		}
 		refs = append(refs, planner.Ref{Topic: key.Topic, Incarnation: key.Incarnation, Partition: key.Partition,

@@ -37,8 +37,9 @@ type PlanReads interface {
 	// FirstSettled is up to k of the partitions node owns with no target,
 	// in no particular order.
 	FirstSettled(node string, k int) []messages.PartitionKey
-	// TopicParent is the incarnation and fan-out parent of a listed topic.
-	TopicParent(name string) (incarnation uint64, parent string, ok bool)
+	// CurrentParent is whether the topic created as incarnation is listed
+	// (not deleted or recreated since), and its fan-out parent.
+	CurrentParent(incarnation uint64) (parent string, current bool)
 }
 
 // LeaderReads are linearizable reads, through the shards' leaders.

@@ -240,6 +240,16 @@ func (s *assignState) set(a messages.Assignment) {
 		parts = make(map[int]messages.Assignment)
 		s.byInc[a.Incarnation] = parts
 	}
+	// One copy of the topic's name for its partitions here, not one
+	// decoded with each: 300,000 partitions held 300,000 copies, and a
+	// planning round that looks up the topic of each partition it lists
+	// missed the cache on every one (issue 50).
+	for _, other := range parts {
+		if other.Topic == a.Topic {
+			a.Topic = other.Topic
+		}
+		break
+	}
 	parts[a.Partition] = a
 	addToIndex(s.owned, a.Owner, k, ownedEntry{topic: a.Topic, targeted: a.Target != ""})
 	addToIndex(s.targeted, a.Target, k, struct{}{})

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/naradmq/narad/messages"
 )
@@ -614,6 +615,32 @@ func TestAssignStateFirstSettled(t *testing.T) {
 			if a, _ := s.get(key.Incarnation, key.Partition); a.Owner != "n1" || a.Target != "" || a.Topic != key.Topic {
 				t.Fatalf("k=%d: got %+v (%+v), want one n1 owns with no target", tc.k, key, a)
 			}
+		}
+	}
+}
+
+// The partitions of one topic share one copy of its name in a shard, each
+// decoded from its own entry (issue 50: a copy each was 300,000 names).
+func TestTheAssignmentsOfATopicShareItsName(t *testing.T) {
+	s := newAssignState()
+	for i, p := range []int{0, 1, 2} {
+		data, err := json.Marshal(putCmd(asg(7, p, "n1", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.applyEntry(data, uint64(i+1)); err != nil || r.Code != messages.ResultOK {
+			t.Fatalf("put partition %d: got %+v, %v, want OK", p, r, err)
+		}
+	}
+	first, _ := s.get(7, 0)
+	for p := 1; p < 3; p++ {
+		a, _ := s.get(7, p)
+		if a.Topic != first.Topic || unsafe.StringData(a.Topic) != unsafe.StringData(first.Topic) {
+			t.Fatalf("partition %d: topic %q at %p, want %q at %p (one copy)", p, a.Topic, unsafe.StringData(a.Topic), first.Topic, unsafe.StringData(first.Topic))
+		}
+		key := partKey{7, p}
+		if e := s.owned["n1"][key]; unsafe.StringData(e.topic) != unsafe.StringData(first.Topic) {
+			t.Fatalf("partition %d: owner index holds another copy of the topic's name", p)
 		}
 	}
 }

@@ -233,7 +233,7 @@ func BenchmarkOwnerLookup(b *testing.B) {
 // every partition's placement (Topics, Assignments per topic,
 // planner.NewInput, the controller before issue 27), "indexes" the input
 // read from the owner and target indexes (Moving, OwnedCount, FirstSettled
-// of the budget, TopicParent of each), as the controller reads it now:
+// of the budget, CurrentParent of each), as the controller reads it now:
 //
 //	go test ./cluster/metastore -run '^$' -bench PlanningRound | go run ./bench/ratio
 func BenchmarkPlanningRound(b *testing.B) {
@@ -279,7 +279,7 @@ func BenchmarkPlanningRound(b *testing.B) {
 				for _, id := range ids {
 					node := planner.Node{ID: id, Alive: true, Settled: s.OwnedCount(id)}
 					for _, key := range s.FirstSettled(id, budget-in.InFlight) {
-						if inc, _, ok := s.TopicParent(key.Topic); ok && inc == key.Incarnation {
+						if _, current := s.CurrentParent(key.Incarnation); current {
 							node.Owned = append(node.Owned, planner.Ref{Topic: key.Topic, Incarnation: key.Incarnation, Partition: key.Partition})
 						}
 					}

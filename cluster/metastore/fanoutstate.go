@@ -132,7 +132,8 @@ func (s *metaState) link(p, c *messages.Topic, delayMs int64, index uint64) {
 	c.Parent, c.AttachEpoch, c.FanoutDelayMs = p.Name, index, delayMs
 	// Clip first: readers may hold a copy sharing the old backing array.
 	p.Children = append(slices.Clip(p.Children), messages.ChildLink{Name: c.Name, Incarnation: c.Incarnation, AttachEpoch: index, DelayMs: delayMs})
-	s.topics[p.Name], s.topics[c.Name] = *p, *c
+	s.setTopic(*p)
+	s.setTopic(*c)
 }
 
 func (s *metaState) detachChild(d messages.DetachChild) messages.MetaResult {
@@ -154,10 +155,10 @@ func (s *metaState) unlink(p messages.Topic, child string) messages.Topic {
 	if len(p.Children) == 0 {
 		p.Children = nil
 	}
-	s.topics[p.Name] = p
+	s.setTopic(p)
 	if c, ok := s.topics[child]; ok && c.Parent == p.Name {
 		c.Parent, c.AttachEpoch, c.FanoutDelayMs = "", 0, 0
-		s.topics[child] = c
+		s.setTopic(c)
 	}
 	return p
 }
@@ -173,7 +174,7 @@ func (s *metaState) unlinkAll(t messages.Topic) {
 	for _, l := range t.Children {
 		if c, ok := s.topics[l.Name]; ok && c.Parent == t.Name {
 			c.Parent, c.AttachEpoch, c.FanoutDelayMs = "", 0, 0
-			s.topics[l.Name] = c
+			s.setTopic(c)
 		}
 	}
 }

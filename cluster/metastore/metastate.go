@@ -27,6 +27,12 @@ type metaState struct {
 	// parent, which change no record that existed before them.
 	topicsAt, existingAt uint64
 	topics               map[string]messages.Topic
+	// parents holds the parent's name of each current topic by its
+	// incarnation ("" when it has none): a planning round asks whether
+	// each partition it lists is of a current topic, and a look-up by
+	// name was most of a round at 300,000 partitions (issue 50). Derived
+	// from topics (setTopic, dropTopic), never snapshotted.
+	parents map[uint64]string
 	// names are the topic names, sorted, for ordered listings.
 	names   []string
 	members map[string]messages.Member
@@ -45,7 +51,7 @@ type metaState struct {
 }
 
 func newMetaState() *metaState {
-	return &metaState{topics: make(map[string]messages.Topic), members: make(map[string]messages.Member),
+	return &metaState{topics: make(map[string]messages.Topic), parents: make(map[uint64]string), members: make(map[string]messages.Member),
 		users: make(map[string]messages.User)}
 }
 
@@ -220,7 +226,7 @@ func (s *metaState) createTopic(t messages.Topic, index uint64) messages.MetaRes
 	if parent.Name != "" {
 		s.link(&parent, &t, delay, index)
 	} else {
-		s.topics[t.Name] = t
+		s.setTopic(t)
 	}
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
 }
@@ -231,7 +237,7 @@ func (s *metaState) deleteTopic(d messages.DeleteTopic) messages.MetaResult {
 		return messages.MetaResult{Code: messages.ResultNotFound}
 	}
 	s.unlinkAll(t)
-	delete(s.topics, d.Name)
+	s.dropTopic(t)
 	s.names = deleteSorted(s.names, d.Name)
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
 }
@@ -266,8 +272,24 @@ func (s *metaState) alterTopic(a messages.AlterTopic) messages.MetaResult {
 		t.Schemas = append(slices.Clip(t.Schemas), compactSchema(a.AddSchema))
 		t.Schemas, t.SchemasDropped = s.keepNewestSchemas(t.Schemas, t.SchemasDropped)
 	}
-	s.topics[a.Name] = t
+	s.setTopic(t)
 	return messages.MetaResult{Code: messages.ResultOK, Topic: cloneTopic(&t)}
+}
+
+// setTopic stores t, and is the only write of a topic record: it keeps the
+// parents index with the records.
+func (s *metaState) setTopic(t messages.Topic) {
+	if old, ok := s.topics[t.Name]; ok && old.Incarnation != t.Incarnation {
+		delete(s.parents, old.Incarnation)
+	}
+	s.topics[t.Name] = t
+	s.parents[t.Incarnation] = t.Parent
+}
+
+// dropTopic removes t's record and its entry in the parents index.
+func (s *metaState) dropTopic(t messages.Topic) {
+	delete(s.topics, t.Name)
+	delete(s.parents, t.Incarnation)
 }
 
 // putMember registers m or registers it again (see messages.PutMember).
@@ -581,6 +603,9 @@ func loadMetaState(r io.Reader) (*metaState, error) {
 	var err error
 	if s.names, err = indexSnapshot("topic", snap.Topics, topicKey, s.topics); err != nil {
 		return nil, err
+	}
+	for _, t := range s.topics {
+		s.parents[t.Incarnation] = t.Parent
 	}
 	if s.memberIDs, err = indexSnapshot("member", snap.Members, memberKey, s.members); err != nil {
 		return nil, err

@@ -833,6 +833,53 @@ func TestTheTopicsVersionMovesOnlyWithTopicRecords(t *testing.T) {
 	}
 }
 
+// The parents index (a planning round's check of each partition) names
+// every current topic's incarnation with its parent, and nothing else,
+// through creates, links, deletes, a recreate and a restore.
+func TestTheParentsIndexFollowsTheTopicRecords(t *testing.T) {
+	s := newMetaState()
+	check := func(step string, s *metaState) {
+		t.Helper()
+		if len(s.parents) != len(s.topics) {
+			t.Fatalf("%s: %d entries in the parents index, want one per topic, %d", step, len(s.parents), len(s.topics))
+		}
+		for _, tp := range s.topics {
+			if parent, ok := s.parents[tp.Incarnation]; !ok || parent != tp.Parent {
+				t.Fatalf("%s: topic %s (incarnation %d): index has %q (%v), want %q", step, tp.Name, tp.Incarnation, parent, ok, tp.Parent)
+			}
+		}
+	}
+	child := createCmd("replay", 1)
+	child.Version = messages.FanoutCommandVersion
+	child.CreateTopic.Topic.Parent = "orders"
+	for i, step := range []struct {
+		name string
+		cmd  messages.MetaCommand
+	}{
+		{"create orders", createCmd("orders", 1)},
+		{"create audit", createCmd("audit", 1)},
+		{"attach audit", attachCmd("orders", "audit", 0)},
+		{"create replay under orders", child},
+		{"detach audit", detachCmd("orders", "audit")},
+		{"alter orders", alterCmd(messages.AlterTopic{Name: "orders", RetentionMs: ptr(int64(1))})},
+		{"delete audit", deleteCmd("audit", 0)},
+		{"recreate audit", createCmd("audit", 2)},
+		{"delete orders", deleteCmd("orders", 0)},
+	} {
+		if r := s.apply(step.cmd, uint64(i+1)); r.Code != messages.ResultOK {
+			t.Fatalf("%s: got result %+v, want OK", step.name, r)
+		}
+		check(step.name, s)
+	}
+	if _, ok := s.parents[2]; ok {
+		t.Fatal("the deleted audit's incarnation 2 is still in the index")
+	}
+	if parent := s.parents[s.topics["replay"].Incarnation]; parent != "" {
+		t.Fatalf("replay after its parent's delete: index has parent %q, want none", parent)
+	}
+	check("restored", savedAndLoaded(t, s))
+}
+
 // savedAndLoaded is s through a snapshot: saved, then loaded as a replica
 // restoring it would.
 func savedAndLoaded(t *testing.T, s *metaState) *metaState {

@@ -543,17 +543,14 @@ func recordOf[T any](r messages.MetaResult, op, what string, rec *T) (T, error) 
 	return *rec, nil
 }
 
-// TopicParent is the incarnation and fan-out parent of the topic name in
-// this replica, without the copy of its record Topic makes: what a
-// planning round checks of each partition it may move.
-func (s *Store) TopicParent(name string) (incarnation uint64, parent string, ok bool) {
-	s.meta.view(func(st *metaState) {
-		var t messages.Topic
-		if t, ok = st.topics[name]; ok {
-			incarnation, parent = t.Incarnation, t.Parent
-		}
-	})
-	return incarnation, parent, ok
+// CurrentParent is whether the topic created as incarnation is current in
+// this replica (not deleted, not recreated since) and its fan-out parent,
+// from an index by incarnation: what a planning round checks of each
+// partition it may move, without a look-up by name or a copy of the
+// record.
+func (s *Store) CurrentParent(incarnation uint64) (parent string, current bool) {
+	s.meta.view(func(st *metaState) { parent, current = st.parents[incarnation] })
+	return parent, current
 }
 
 // Topics lists the topics of this replica, sorted by name.
@@ -952,11 +949,23 @@ func (s *Store) OwnedCount(node string) int {
 // the shards in turn, so that a round's targets and flips spread over
 // every shard's Raft group instead of queueing on the first one's.
 func (s *Store) FirstSettled(node string, k int) []messages.PartitionKey {
-	per := make([][]messages.PartitionKey, len(s.assign))
-	for i, f := range s.assign {
-		f.view(func(st *assignState) { per[i] = st.firstSettled(node, k, nil) })
+	if k <= 0 {
+		return nil
 	}
-	out := make([]messages.PartitionKey, 0, max(k, 0))
+	// Each shard is asked for its share of k first: taken in turn, that is
+	// all a shard gives unless another falls short, and asking each for k
+	// walked four times what a round uses (issue 50).
+	share := (k + len(s.assign) - 1) / len(s.assign)
+	per := s.firstSettledOf(node, share)
+	short, full := 0, false
+	for _, as := range per {
+		short += share - len(as)
+		full = full || len(as) == share
+	}
+	if short > 0 && full && len(s.assign)*share-short < k {
+		per = s.firstSettledOf(node, k)
+	}
+	out := make([]messages.PartitionKey, 0, k)
 	for round := 0; len(out) < k; round++ {
 		took := false
 		for _, as := range per {
@@ -970,6 +979,15 @@ func (s *Store) FirstSettled(node string, k int) []messages.PartitionKey {
 		}
 	}
 	return out
+}
+
+// firstSettledOf is up to k settled partitions of node from each shard.
+func (s *Store) firstSettledOf(node string, k int) [][]messages.PartitionKey {
+	per := make([][]messages.PartitionKey, len(s.assign))
+	for i, f := range s.assign {
+		f.view(func(st *assignState) { per[i] = st.firstSettled(node, k, make([]messages.PartitionKey, 0, k)) })
+	}
+	return per
 }
 
 // LeaderAssignment reads one assignment linearizably (the barrier of rule

@@ -519,6 +519,23 @@ func TestFirstSettledTakesFromEveryShardInTurn(t *testing.T) {
 	if got := s.OwnedCount("n1"); got != n {
 		t.Fatalf("OwnedCount: got %d, want %d", got, n)
 	}
+	// n3 owns 40 partitions of one shard and one of each other: the other
+	// shards fall short of their share, and the full one makes it up.
+	var n3 []messages.Assignment
+	of := map[uint64]int{}
+	for p := 0; len(n3) < 40+s.cfg.AssignmentShards-1; p++ {
+		shard := AssignmentShard(6, p, s.cfg.AssignmentShards)
+		if limit := map[bool]int{true: 40, false: 1}[shard == AssignmentShard(6, 0, s.cfg.AssignmentShards)]; of[shard] < limit {
+			of[shard]++
+			n3 = append(n3, messages.Assignment{Topic: "u", Incarnation: 6, Partition: p, Owner: "n3"})
+		}
+	}
+	if err := s.PutAssignments(ctx, n3); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.FirstSettled("n3", k); len(got) != k {
+		t.Fatalf("n3, one shard full and the others short: got %d, want %d", len(got), k)
+	}
 }
 
 // Applied reads every shard's applied index, and WaitApplied returns only

@@ -245,9 +245,15 @@ func (f *Replica) FirstSettled(node string, k int) []messages.PartitionKey {
 	return out
 }
 
-func (f *Replica) TopicParent(name string) (uint64, string, bool) {
-	t, ok := f.Topic(name)
-	return t.Incarnation, t.Parent, ok
+func (f *Replica) CurrentParent(incarnation uint64) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.topics {
+		if t.Incarnation == incarnation {
+			return t.Parent, true
+		}
+	}
+	return "", false
 }
 
 func (f *Replica) collect(keep func(messages.Assignment) bool) []messages.Assignment {
