@@ -168,7 +168,15 @@ func hwms(ctx context.Context, b *brokers, l layout, conc int) (map[part]int64, 
 		var d messages.TopicDetails
 		var err error
 		for attempt := range hwmAttempts {
-			if d, err = b.pick().GetTopic(ctx, t.Name); err == nil || !client.IsRetryable(err) {
+			d, err = b.pick().GetTopic(ctx, t.Name)
+			if err == nil && len(d.PartitionStats) != t.Partitions {
+				// An owner that answers "not served" is left out (the
+				// contract: poll until every partition has an entry); the
+				// error is retryable, so the loop reads again.
+				err = fmt.Errorf("stats of %s: %d partitions of %d answered, missing %v: %w",
+					t.Name, len(d.PartitionStats), t.Partitions, missingPartitions(d, t.Partitions), errPartialStats)
+			}
+			if err == nil || !client.IsRetryable(err) {
 				break
 			}
 			if perr := pause(ctx, attempt); perr != nil {
@@ -178,9 +186,6 @@ func hwms(ctx context.Context, b *brokers, l layout, conc int) (map[part]int64, 
 		if err != nil {
 			return err
 		}
-		if len(d.PartitionStats) != t.Partitions {
-			return fmt.Errorf("stats of %s: %d partitions of %d answered", t.Name, len(d.PartitionStats), t.Partitions)
-		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range d.PartitionStats {
@@ -189,6 +194,27 @@ func hwms(ctx context.Context, b *brokers, l layout, conc int) (map[part]int64, 
 		return nil
 	})
 	return out, err
+}
+
+// errPartialStats is a topic read that left some partition out.
+var errPartialStats = errors.New("partial partition stats")
+
+// missingPartitions lists the partitions of a topic of n that d has no
+// stats entry for.
+func missingPartitions(d messages.TopicDetails, n int) []int {
+	seen := make([]bool, n)
+	for _, s := range d.PartitionStats {
+		if s.Index >= 0 && s.Index < n {
+			seen[s.Index] = true
+		}
+	}
+	var out []int
+	for p, ok := range seen {
+		if !ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // waitResult is how a wait for high watermarks ended.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,5 +306,49 @@ func TestKeepReasonKeepsTheEvidence(t *testing.T) {
 	}
 	if why := keepReason(nil, 0, []string{"run 2: on-stop pass.down"}, false); !strings.Contains(why, "run 2: on-stop pass.down") {
 		t.Errorf("a wait that ran out: got %q, want it named", why)
+	}
+}
+
+// partialStats answers a whole topic's read with partition 1 left out (as
+// the API leaves out a partition whose owner answers "not served") for its
+// first missing reads, then in full.
+type partialStats struct {
+	reads   *atomic.Int32
+	missing int32
+}
+
+func (f partialStats) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	d := messages.TopicDetails{PartitionStats: []messages.PartitionInfo{{Index: 0, HighWatermark: 3}, {Index: 1, HighWatermark: 4}, {Index: 2, HighWatermark: 5}}}
+	if f.reads.Add(1) <= f.missing {
+		d.PartitionStats = slices.Delete(d.PartitionStats, 1, 2)
+	}
+	json.NewEncoder(w).Encode(d)
+}
+
+// A topic read that leaves a partition out is read again, as the contract
+// asks of clients; one that keeps leaving it out fails naming it.
+func TestAStatsScanReadsAPartialTopicAgainAndNamesWhatIsMissing(t *testing.T) {
+	l := newLayout("t", 1, 3)
+	for _, tc := range []struct {
+		missing int32
+		fails   bool
+	}{{2, false}, {hwmAttempts, true}} {
+		srv := httptest.NewServer(partialStats{reads: new(atomic.Int32), missing: tc.missing})
+		b, err := newBrokers([]*proc.Node{{HTTP: strings.TrimPrefix(srv.URL, "http://")}}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := hwms(context.Background(), b, l, 1)
+		b.close()
+		srv.Close()
+		if tc.fails {
+			if !errors.Is(err, errPartialStats) || !strings.Contains(err.Error(), "missing [1]") {
+				t.Errorf("partition 1 left out of every read: got %v, want a partial-stats error naming [1]", err)
+			}
+			continue
+		}
+		if err != nil || len(got) != 3 || got[part{"t-000", 1}] != 4 {
+			t.Errorf("partition 1 left out of %d reads: got %v, %v; want all 3 HWMs", tc.missing, got, err)
+		}
 	}
 }
