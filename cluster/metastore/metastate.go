@@ -84,10 +84,11 @@ func (s *metaState) apply(cmd messages.MetaCommand, index uint64) messages.MetaR
 	}
 	if cmd.CreateTopic != nil || cmd.DeleteTopic != nil || cmd.AlterTopic != nil || cmd.AttachChild != nil || cmd.DetachChild != nil {
 		s.topicsAt = index
-	}
-	// A child's create links its parent: a record that existed changes.
-	if cmd.CreateTopic != nil && cmd.CreateTopic.Topic.Parent != "" || cmd.DeleteTopic != nil || cmd.AlterTopic != nil || cmd.AttachChild != nil || cmd.DetachChild != nil {
-		s.existingAt = index
+		// All but a create without a parent change a record that existed
+		// (a child's create links its parent).
+		if cmd.CreateTopic == nil || cmd.CreateTopic.Topic.Parent != "" {
+			s.existingAt = index
+		}
 	}
 	if cmd.CreateTopic != nil {
 		return s.createTopic(cmd.CreateTopic.Topic, index)
