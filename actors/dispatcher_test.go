@@ -176,9 +176,11 @@ func newDispatcherRigOn(t *testing.T, tn *testNode, walDir string, owners map[in
 }
 
 // toNode makes the rig commit to the node's own partitions, through its
-// router, rather than to fake owners.
+// router and the partitions' doors as the node's own dispatcher does (a
+// partition created at rest opens at its first commit), rather than to
+// fake owners.
 func (r *dispatcherRig) toNode() *dispatcherRig {
-	r.deps.Owners = r.tn.n.route
+	r.deps.Owners, r.deps.Doors = r.tn.n.route, r.tn.n.running
 	return r
 }
 

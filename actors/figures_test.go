@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,12 +15,25 @@ func TestATopicsBacklogAndLeasesAreItsPartitionsSummed(t *testing.T) {
 	for _, key := range []string{"a", "b", "c", "d", "e"} {
 		tn.must(http.StatusAccepted, "POST", "/v1/topics/orders/produce?key="+key, []byte("x"))
 	}
-	backlog := func() float64 {
-		return tn.n.metrics.set.GetOrCreateGauge(`narad_topic_backlog_records{node="figures",topic="orders"}`, nil).Get()
+	// Read from /metrics: a GetOrCreateGauge before the first partition
+	// opened (they are created at rest, and open at their first commit)
+	// would register a gauge without the sum behind it.
+	gauge := func(name string) float64 {
+		var buf bytes.Buffer
+		tn.n.metrics.set.WritePrometheus(&buf)
+		for _, l := range strings.Split(buf.String(), "\n") {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+				return f
+			}
+		}
+		return -1 // not registered yet
 	}
-	leases := func() float64 {
-		return tn.n.metrics.set.GetOrCreateGauge(`narad_topic_leases{node="figures",topic="orders"}`, nil).Get()
-	}
+	backlog := func() float64 { return gauge(`narad_topic_backlog_records{node="figures",topic="orders"}`) }
+	leases := func() float64 { return gauge(`narad_topic_leases{node="figures",topic="orders"}`) }
 	waitFor(t, func() bool { return backlog() == 5 })
 	if got := tn.n.metrics.set.GetOrCreateGauge(`narad_partitions_disk_bytes{node="figures"}`, nil).Get(); got < 5 {
 		t.Fatalf("partition bytes on disk after 5 records: got %v, want at least 5", got)

@@ -44,7 +44,9 @@ func (h *heldOpens) mostInside() int {
 }
 
 // At most MaxParallelPartitionOpens partitions open their log at once; a
-// produce to one still waiting its turn is answered once it opened.
+// produce to one still waiting its turn is answered once it opened. The
+// partitions were created at rest (issue 50), so each opens at its first
+// produce, all twelve asked at once.
 func TestAtMostMaxParallelPartitionOpensOpenAtOnce(t *testing.T) {
 	const partitions, bound = 12, 2
 	held := &heldOpens{release: make(chan struct{})}
@@ -53,19 +55,26 @@ func TestAtMostMaxParallelPartitionOpensOpenAtOnce(t *testing.T) {
 		c.faults = &faultHooks{partition: partition.Knobs{OpenPartition: held.open}}
 	})
 	tn.createTopic("opens", partitions)
+	if _, total := held.entered(); total != 0 {
+		t.Fatalf("opens after the create: got %d, want 0 (created at rest)", total)
+	}
+	produced := make(chan int, partitions)
+	for p := range partitions {
+		go func() {
+			code, _ := tn.do("POST", fmt.Sprintf("/v1/topics/opens/produce?partition=%d", p), []byte("waits its turn"))
+			produced <- code
+		}()
+	}
 	// Every open waits in the hook until released: the first ones are in
-	// before any is let go, so an unbounded start would have all inside.
+	// before any is let go, so an unbounded wake would have all inside.
 	waitFor(t, func() bool { inside, _ := held.entered(); return inside >= bound })
-	produced := make(chan int, 1)
-	go func() {
-		code, _ := tn.do("POST", fmt.Sprintf("/v1/topics/opens/produce?partition=%d", partitions-1), []byte("waits its turn"))
-		produced <- code
-	}()
 	for range partitions {
 		held.release <- struct{}{}
 	}
-	if code := <-produced; code != http.StatusAccepted {
-		t.Errorf("produce to a partition that waited its turn to open: got %d, want 202", code)
+	for range partitions {
+		if code := <-produced; code != http.StatusAccepted {
+			t.Errorf("produce to a partition that waited its turn to open: got %d, want 202", code)
+		}
 	}
 	waitFor(t, func() bool {
 		code, _ := tn.do("GET", fmt.Sprintf("/v1/topics/opens/consume?partition=%d&offset=0", partitions-1), nil)

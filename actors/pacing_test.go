@@ -19,6 +19,22 @@ func (in *inbox) sendTo(topic string, p int, msg any) {
 	in.tn.n.system.Root.RequestWithCustomSender(partition.PID(in.tn.n.system, k), msg, in.pid)
 }
 
+// wake opens partitions 0..n-1 of topic, as a request through their door
+// would: created at rest, they have no actor for sendTo to reach until
+// then.
+func (in *inbox) wake(topic string, n int) {
+	in.t.Helper()
+	inc := in.tn.incarnationOf(topic)
+	sys := in.tn.n.system
+	for p := range n {
+		k := messages.PartitionKey{Topic: topic, Incarnation: inc, Partition: p}
+		res, err := sys.Root.RequestFuture(partition.SupervisorPID(sys), partition.Wake{Key: k}, 10*time.Second).Result()
+		if err != nil || res.(partition.Woken).Err != "" {
+			in.t.Fatalf("wake %v: got %v %+v, want it open", k, err, res)
+		}
+	}
+}
+
 // noAnswerYet fails if an answer is waiting: partitions 0..n-1 of topic
 // each answer a stats request after what was sent to them before, so by
 // then they answered whatever they were going to answer.
@@ -55,6 +71,7 @@ func TestRuleB5TheSourcePacesTheFreezesItArms(t *testing.T) {
 	})
 	tn.createTopic("f", 6)
 	in := newInbox(t, tn)
+	in.wake("f", 6)
 	for p := range 5 {
 		in.sendTo("f", p, &messages.Handoff{Op: messages.HandoffPrepare})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -81,8 +82,9 @@ func TestQuarantineVerbsListAndReleaseTheCopiesSetAside(t *testing.T) {
 		t.Fatalf("the topic directory without a marker after start: got %v, want it removed by the startup sweep", err)
 	}
 	tn.createTopic("t", 3)
-	// The partitions open after the create answers: wait for the one the
-	// refused releases must leave alone.
+	// A partition is created at rest, its directory made at its first
+	// produce: write to the one the refused releases must leave alone.
+	tn.must(http.StatusAccepted, "POST", "/v1/topics/t/produce?partition=0", []byte("live"))
 	waitFor(t, func() bool { return tn.n.guards.PartitionOpen("t", 0) })
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {

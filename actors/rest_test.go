@@ -33,8 +33,10 @@ func TestANodesPartitionsRestAndTheProducePathWakesThemInOrder(t *testing.T) {
 	if got := tn.bodiesAt("resting", inc, 0); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("partition 0 after its rests: got %v, want %v", got, want)
 	}
-	if got := tn.rests(); got < 10 {
-		t.Fatalf("narad_partition_rests_total: got %d, want at least 10 (three partitions, ten pauses)", got)
+	// Created at rest, partitions 1 and 2 never open; partition 0 opens at
+	// its first produce and rests at each of the nine pauses after it.
+	if got := tn.rests(); got < 9 {
+		t.Fatalf("narad_partition_rests_total: got %d, want at least 9 (nine pauses after the first produce)", got)
 	}
 }
 

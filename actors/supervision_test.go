@@ -65,6 +65,10 @@ func TestAPartitionThatKeepsFailingIsStoppedAndTheRestKeepServing(t *testing.T) 
 	tn := newTestNode(t, func(c *Config) {
 		c.faults = &faultHooks{partition: partition.Knobs{OpenPartition: flaky.open}}
 		c.PartitionMaxRestarts = 2
+		// Opened at its create, as a partition with data opens at a
+		// start; a woken one that cannot open rests again instead
+		// (partition.TestAWokenPartitionThatCannotOpenRestsAgain).
+		c.Partition.CreatedAtRest = false
 	})
 	failed := tn.n.metrics.partitionFailed.Get()
 	tn.createTopic("broken", 3)

@@ -888,6 +888,14 @@ func OldestSealedIn(cfg LogConfig, dir string) (mod time.Time, ok bool, err erro
 	return st.ModTime(), true, nil
 }
 
+// LogAbsent reports whether nothing is at dir on the log's file system:
+// a partition that never opened its log there holds nothing. An error
+// that is not "not there" reads as present (an open finds out).
+func LogAbsent(cfg LogConfig, dir string) bool {
+	_, err := fsOf(cfg).Stat(dir)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // Retain removes whole sealed segments, oldest first, while the oldest is
 // older than maxAge by its modification time (0: no age limit) or the log is
 // larger than maxBytes (0: no size limit). The active segment always stays.

@@ -49,7 +49,7 @@ var metricHelp = map[string]string{
 	"narad_staging_disk_bytes":                     "Bytes of the copies moves are staging on this node's disk (not those set aside).",
 	// Node.
 	"narad_partitions_owned":          "Partitions this node serves.",
-	"narad_partitions_resting":        "Partitions this node serves that rest: no actor and no open file; the next request opens one (Partition.RestAfter). At a start every partition rests but those a move targets or that fan out.",
+	"narad_partitions_resting":        "Partitions this node serves that rest: no actor and no open file; the next request opens one (Partition.RestAfter). At a start every partition rests but those a move targets or that fan out, and one created here rests until its first request (Partition.CreatedAtRest).",
 	"narad_partitions_disk_bytes":     "Bytes the logs of the partitions this node serves hold on disk.",
 	"narad_partitions_failed_total":   "Partition actors stopped after repeated failures.",
 	"narad_actor_restarts_total":      "Partition actor restarts after a panic.",

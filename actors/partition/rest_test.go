@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -731,5 +732,52 @@ func TestAPartitionThatFansOutOpensAtTheStart(t *testing.T) {
 	}
 	if !running.Resting(ck) || next.serving(child, 0) {
 		t.Fatalf("its child's partition: got resting %v, an actor %v; want true, false", running.Resting(ck), next.serving(child, 0))
+	}
+}
+
+// Issue 50: a partition created on this node rests from its create, its
+// log never opened: no actor, no directory, served and resting. A stats
+// read and a lease are answered at its door as an empty partition's, with
+// no open; its first commit opens it and lands at offset 0, and a lease
+// then delivers it. A partition whose directory holds something, or whose
+// topic fans out, opens at its create as before.
+func TestAPartitionCreatedHereRestsUntilItsFirstCommit(t *testing.T) {
+	running := &Running{}
+	var opens atomic.Int32
+	r := newSupervisorRig(t, func(d *Deps) {
+		d.Running, d.Config.RestAfter, d.Config.CreatedAtRest = running, time.Minute, true
+		d.Knobs.OpenPartition = func(messages.PartitionKey) error { opens.Add(1); return nil }
+	})
+	k := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 0}
+	k1 := messages.PartitionKey{Topic: "orders", Incarnation: 7, Partition: 1}
+	dir1 := storage.PartitionPath(r.dataDir, "orders", 1)
+	if err := os.MkdirAll(dir1, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orders := messages.Topic{Name: "orders", Incarnation: 7, Partitions: 2}
+	r.replica.Put(orders, "n1", "n1")
+	r.waitServing(orders, 1, true) // its directory was there: opened
+	dir0 := storage.PartitionPath(r.dataDir, "orders", 0)
+	if _, err := os.Stat(dir0); !errors.Is(err, fs.ErrNotExist) || !running.Resting(k) || r.serving(orders, 0) || r.owned.Load() != 2 || opens.Load() != 1 {
+		t.Fatalf("after the create: got dir err %v, resting %v, an actor %v, %d served, %d opens; want no dir, true, false, 2, 1 (partition 1's)",
+			err, running.Resting(k), r.serving(orders, 0), r.owned.Load(), opens.Load())
+	}
+	st := r.askThrough(running, k, &messages.GetStats{}).(*messages.PartitionStats)
+	if st.Index != 0 || st.Segments != 1 || st.HighWatermark != 0 || st.NextOffset != 0 || st.InFlight != 0 || st.SizeBytes != 0 {
+		t.Fatalf("stats at the door: got %+v, want partition 0, one empty segment", st)
+	}
+	lim := messages.ConsumeLimits{Visibility: time.Minute, MaxInFlight: 8, MaxAckedAhead: 8}
+	if res := r.askThrough(running, k, &messages.Reserve{Limits: lim}).(*messages.Reserved); res.Status != messages.StatusEmpty || opens.Load() != 1 {
+		t.Fatalf("lease at the door: got status %d, %d opens; want empty, 1", res.Status, opens.Load())
+	}
+	c := r.askThrough(running, k, &messages.Commit{Key: k, Records: []messages.CommitRecord{{Seq: 1, Body: []byte(`"x"`)}}}).(*messages.CommitResult)
+	if c.Status != messages.StatusOK || c.FirstOffset != 0 || opens.Load() != 2 {
+		t.Fatalf("first commit: got status %d at offset %d, %d opens; want OK at 0, 2", c.Status, c.FirstOffset, opens.Load())
+	}
+	if res := r.askThrough(running, k, &messages.Reserve{Limits: lim}).(*messages.Reserved); res.Status != messages.StatusOK || res.Delivery.Offset != 0 {
+		t.Fatalf("lease after the first commit: got status %d, offset %d; want OK, 0", res.Status, res.Delivery.Offset)
+	}
+	if running.Resting(k1) {
+		t.Fatal("partition 1, whose directory was there: got resting, want open")
 	}
 }

@@ -75,6 +75,9 @@ func newSupervisorRigOver(t testing.TB, replica *fakeReplica, tweak ...func(*Dep
 	set := metrics.NewSet()
 	r.fanoutPanics = set.NewCounter(`narad_fanout_actor_panics_total{node="n1"}`)
 	d := rigDeps(t, r.dataDir)
+	// A rig's partitions open at their create, as its tests ask them by
+	// their actor; a test of the create at rest turns it back on.
+	d.Config.CreatedAtRest = false
 	d.Metrics = Metrics{CommitSeconds: set.NewPrometheusHistogram(`narad_commit_seconds{node="n1"}`)}
 	for _, c := range []**metrics.Counter{&d.Metrics.CommitRecords, &d.Metrics.CommitsExpired, &d.Metrics.CommitFailures, &d.Metrics.Consumed,
 		&d.Metrics.Acked, &d.Metrics.Nacked, &d.Metrics.Extended, &d.Metrics.Redelivered, &d.Metrics.CorruptSkipped,

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"maps"
 	"sync"
 
@@ -123,6 +124,27 @@ func (r *Running) add(k messages.PartitionKey) {
 		return
 	}
 	r.doors[k] = &door{open: true}
+}
+
+// closeEmpty closes k's door, which has none yet, with the stats of a
+// partition that holds nothing and nothing to deliver (drained): one
+// created here that never opened its log (Supervisor.startEmpty). Its
+// stats are those its open will give it, one empty segment, which is what
+// the contract promises of a partition that is served.
+func (r *Running) closeEmpty(k messages.PartitionKey) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.doors == nil {
+		r.doors = map[messages.PartitionKey]*door{}
+	}
+	if r.doors[k] != nil {
+		panic(fmt.Sprintf("partition: an empty door for %v, which has one", k))
+	}
+	r.doors[k] = &door{stats: &messages.PartitionStats{Index: k.Partition, Segments: 1}, drained: true}
+	r.closed++
 }
 
 // remove forgets k's door: the partition is neither served nor at rest
