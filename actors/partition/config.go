@@ -95,10 +95,11 @@ type Config struct {
 	// consumer's full scan, until its first request.
 	SurveyOpensMax int
 	// CreatedAtRest starts a partition created on this node at rest, its
-	// log not opened until its first commit (Supervisor.startEmpty), while
-	// RestAfter is on: a create of 300,000 partitions took the cluster
-	// 128-169 s, most of it opening logs nobody had written to (issue 50).
-	// Off, each opens at its create, as before rests existed.
+	// log not opened until its first request other than a stats read or a
+	// lease (Supervisor.startEmpty), while RestAfter is on: a create of
+	// 300,000 partitions took the cluster 128-169 s, most of it opening
+	// logs nobody had written to (issue 50). Off, each opens at its
+	// create, as before.
 	CreatedAtRest bool
 }
 

@@ -113,9 +113,6 @@ func (r *Running) add(k messages.PartitionKey) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.doors == nil {
-		r.doors = map[messages.PartitionKey]*door{}
-	}
 	if d := r.doors[k]; d != nil {
 		if !d.open {
 			r.closed--
@@ -123,7 +120,21 @@ func (r *Running) add(k messages.PartitionKey) {
 		d.open, d.stats, d.drained = true, nil, false
 		return
 	}
-	r.doors[k] = &door{open: true}
+	r.putLocked(k, &door{open: true})
+}
+
+// putLocked gives k, which has none, door d; r.mu is held.
+func (r *Running) putLocked(k messages.PartitionKey, d *door) {
+	if r.doors == nil {
+		r.doors = map[messages.PartitionKey]*door{}
+	}
+	if r.doors[k] != nil {
+		panic(fmt.Sprintf("partition: a second door for %v", k))
+	}
+	r.doors[k] = d
+	if !d.open {
+		r.closed++
+	}
 }
 
 // closeEmpty closes k's door, which has none yet, with the stats of a
@@ -137,14 +148,7 @@ func (r *Running) closeEmpty(k messages.PartitionKey) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.doors == nil {
-		r.doors = map[messages.PartitionKey]*door{}
-	}
-	if r.doors[k] != nil {
-		panic(fmt.Sprintf("partition: an empty door for %v, which has one", k))
-	}
-	r.doors[k] = &door{stats: &messages.PartitionStats{Index: k.Partition, Segments: 1}, drained: true}
-	r.closed++
+	r.putLocked(k, &door{stats: &messages.PartitionStats{Index: k.Partition, Segments: 1}, drained: true})
 }
 
 // remove forgets k's door: the partition is neither served nor at rest
@@ -270,11 +274,7 @@ func (r *Running) close(k messages.PartitionKey) {
 		}
 		return
 	}
-	if r.doors == nil {
-		r.doors = map[messages.PartitionKey]*door{}
-	}
-	r.doors[k] = &door{}
-	r.closed++
+	r.putLocked(k, &door{})
 }
 
 // Closed is how many partitions served here rest: their door is closed,
