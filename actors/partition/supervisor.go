@@ -267,27 +267,16 @@ func (s *Supervisor) reconcileWhole(ctx actor.Context) {
 	// Without doors (a nil Running) nothing could wake a partition.
 	cold := !s.passed && s.deps.Config.RestAfter > 0 && s.deps.Running != nil
 	s.passed = true
-	// fansOut is whether each topic has fan-out links, read once a topic:
-	// a look-up copies the topic record, and a start owns 100,000
-	// partitions of a few thousand topics.
-	var fansOut map[uint64]bool
+	fansOut := map[uint64]bool{}
 	for k, targeted := range want {
 		if !cold || targeted {
 			s.spawn(ctx, k, targeted)
 			continue
 		}
-		fans, seen := fansOut[k.Incarnation]
-		if !seen {
-			fans = len(fanout.LinksOf(s.store, k)) > 0
-			if fansOut == nil {
-				fansOut = map[uint64]bool{}
-			}
-			fansOut[k.Incarnation] = fans
-		}
 		// A partition a move targets opens now, frozen (a flip on its way
 		// may count on the freeze this node held before it stopped), and
 		// one with fan-out links opens to forward what its children lack.
-		if !fans {
+		if !s.fansOut(fansOut, k) {
 			s.startCold(k)
 			continue
 		}
@@ -355,7 +344,10 @@ func (s *Supervisor) reconcileChanges(ctx actor.Context, created bool) bool {
 		delete(s.failed, k)
 	}
 	s.handOver(ctx, leaving)
-	fansOut := map[uint64]bool{}
+	var fansOut map[uint64]bool
+	if len(fresh) > 0 {
+		fansOut = map[uint64]bool{}
+	}
 	for _, k := range fresh {
 		if targeted, ok := s.want[k]; ok && !targeted && s.startEmpty(k, fansOut) {
 			delete(s.want, k)
@@ -390,12 +382,7 @@ func (s *Supervisor) startEmpty(k messages.PartitionKey, fansOut map[uint64]bool
 	if _, ok := s.stoppingRest[k]; ok {
 		return false
 	}
-	fans, seen := fansOut[k.Incarnation]
-	if !seen {
-		fans = len(fanout.LinksOf(s.store, k)) > 0
-		fansOut[k.Incarnation] = fans
-	}
-	if fans {
+	if s.fansOut(fansOut, k) {
 		return false
 	}
 	if s.deps.Running.Has(k) || s.deps.Running.Resting(k) {
@@ -410,6 +397,18 @@ func (s *Supervisor) startEmpty(k messages.PartitionKey, fansOut map[uint64]bool
 	s.rest[k] = atRest{} // no segment: nothing for retention
 	s.deps.Running.closeEmpty(k)
 	return true
+}
+
+// fansOut reports whether k's topic has fan-out links, read once a topic
+// a pass into seen: a look-up copies the topic record, and a pass may
+// cover 100,000 partitions of a few thousand topics.
+func (s *Supervisor) fansOut(seen map[uint64]bool, k messages.PartitionKey) bool {
+	fans, ok := seen[k.Incarnation]
+	if !ok {
+		fans = len(fanout.LinksOf(s.store, k)) > 0
+		seen[k.Incarnation] = fans
+	}
+	return fans
 }
 
 // unmatch keeps a, read with no current topic record, for a create to
